@@ -1,0 +1,165 @@
+"""Sentence encoder: a Hugging Face transformer plus a pooling layer.
+
+`SentenceEncoder.from_pretrained(path)` accepts any Hugging Face checkpoint directory or hub id
+(BERT, RoBERTa, ...), with or without a masked-LM head; the head, when present, is kept aside so the
+word head can be built from it (see core/word_head.py).
+"""
+from __future__ import annotations
+
+import logging
+import warnings
+from pathlib import Path
+from typing import Callable, Sequence
+
+import numpy as np
+import torch
+from torch import nn
+
+log = logging.getLogger(__name__)
+
+POOLINGS = ("cls", "mean", "max")
+
+
+def pool(hidden: torch.Tensor, mask: torch.Tensor, pooling: str) -> torch.Tensor:
+    """Pool token states (B, T, H) with attention mask (B, T) into sentence vectors (B, H).
+
+    Padding never contributes: it is excluded from the mean and set to -inf before the max.
+    """
+    if pooling == "cls":
+        return hidden[:, 0]  # (B, H): [CLS] for BERT, <s> for RoBERTa
+    m = mask.unsqueeze(-1).to(hidden.dtype)  # (B, T, 1)
+    if pooling == "mean":
+        return (hidden * m).sum(1) / m.sum(1).clamp(min=1.0)
+    if pooling == "max":
+        return hidden.masked_fill(m == 0, torch.finfo(hidden.dtype).min).max(1).values
+    raise ValueError(f"unknown pooling {pooling!r}; choose one of {POOLINGS}")
+
+
+def check_texts(texts: Sequence[str]) -> list[str]:
+    """Return `texts` as a list; raise ValueError for empty or whitespace-only entries."""
+    texts = [texts] if isinstance(texts, str) else list(texts)
+    for i, text in enumerate(texts):
+        if not isinstance(text, str) or not text.strip():
+            raise ValueError(f"text #{i} is empty or not a string: {text!r}")
+    return texts
+
+
+class SentenceEncoder(nn.Module):
+    """Transformer backbone + pooling. `forward` maps token ids to sentence vectors (B, H)."""
+
+    def __init__(self, backbone: nn.Module, tokenizer, pooling: str = "mean", max_length: int = 128):
+        super().__init__()
+        if pooling not in POOLINGS:
+            raise ValueError(f"unknown pooling {pooling!r}; choose one of {POOLINGS}")
+        self.backbone = backbone
+        self.tokenizer = tokenizer
+        self.pooling = pooling
+        self.max_length = min(max_length, _model_max_length(backbone, tokenizer))
+
+    @classmethod
+    def from_pretrained(cls, path: str | Path, pooling: str = "mean", max_length: int = 128
+                        ) -> tuple["SentenceEncoder", nn.Module | None]:
+        """Load a checkpoint; return (encoder, masked-LM head module or None if it has none)."""
+        from transformers import AutoTokenizer
+
+        tokenizer = AutoTokenizer.from_pretrained(str(path))
+        backbone, mlm_head = _load_backbone_and_head(str(path))
+        return cls(backbone, tokenizer, pooling, max_length), mlm_head
+
+    @property
+    def hidden_size(self) -> int:
+        return self.backbone.config.hidden_size
+
+    @property
+    def word_embeddings(self) -> torch.Tensor:
+        """The input token embedding matrix E (V, H); the word head's decoder is tied to it."""
+        return self.backbone.get_input_embeddings().weight
+
+    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+        hidden = self.backbone(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state  # (B, T, H)
+        return pool(hidden, attention_mask, self.pooling)  # (B, H)
+
+    def tokenize(self, texts: list[str]) -> dict[str, torch.Tensor]:
+        """Tokenise with padding and truncation; warn when a text is cut at the model's maximum."""
+        batch = self.tokenizer(texts, padding=True, truncation=True, max_length=self.max_length,
+                               return_tensors="pt")
+        if batch["input_ids"].shape[1] == self.max_length:
+            full = [len(ids) for ids in self.tokenizer(texts, add_special_tokens=True)["input_ids"]]
+            cut = sum(n > self.max_length for n in full)
+            if cut:
+                warnings.warn(f"{cut} text(s) longer than {self.max_length} tokens were truncated",
+                              stacklevel=3)
+        return {"input_ids": batch["input_ids"], "attention_mask": batch["attention_mask"]}
+
+    @torch.inference_mode()
+    def encode(self, texts: Sequence[str], batch_size: int = 64, normalize: bool = False,
+               progress: Callable[[int, int], None] | None = None) -> np.ndarray:
+        """Embed texts: float32 array (n, H), row i for texts[i].
+
+        Batches are formed from texts sorted by length (less padding), and the original order is
+        restored. `normalize=True` returns unit vectors. `progress(done, total)` is called per batch.
+        """
+        texts = check_texts(texts)
+        was_training = self.training
+        self.eval()
+        order = np.argsort([-len(t) for t in texts], kind="stable")
+        out = np.empty((len(texts), self.hidden_size), dtype=np.float32)
+        for start in range(0, len(texts), batch_size):
+            idx = order[start:start + batch_size]
+            batch = self.tokenize([texts[i] for i in idx])
+            vectors = self(**batch).float()  # (b, H)
+            if normalize:
+                vectors = nn.functional.normalize(vectors, dim=-1)
+            out[idx] = vectors.numpy()
+            if progress:
+                progress(min(start + batch_size, len(texts)), len(texts))
+        self.train(was_training)
+        return out
+
+
+def _model_max_length(backbone: nn.Module, tokenizer) -> int:
+    positions = getattr(backbone.config, "max_position_embeddings", 512)
+    if getattr(backbone.config, "model_type", "") in ("roberta", "xlm-roberta", "camembert"):
+        positions -= 2  # RoBERTa offsets positions by the padding index
+    tok_max = getattr(tokenizer, "model_max_length", positions) or positions
+    return int(min(positions, tok_max))
+
+
+def _load_backbone_and_head(path: str) -> tuple[nn.Module, nn.Module | None]:
+    """Load with a masked-LM head when the checkpoint has trained head weights, else the bare model.
+
+    A checkpoint saved without a head (all-MiniLM-L6-v2) would get a randomly initialised head from
+    AutoModelForMaskedLM; we detect that from the loading info and return None for the head.
+    """
+    from transformers import AutoModel, AutoModelForMaskedLM
+    from transformers.utils import logging as hf_logging
+
+    verbosity = hf_logging.get_verbosity()
+    hf_logging.set_verbosity_error()  # the "newly initialized weights" warning is expected here
+    try:
+        try:
+            mlm, info = AutoModelForMaskedLM.from_pretrained(path, output_loading_info=True)
+        except (ValueError, KeyError, OSError) as err:  # architectures without a masked-LM class
+            log.info("no masked-LM class for %s (%s); loading the bare model", path, err)
+            return AutoModel.from_pretrained(path, add_pooling_layer=False), None
+        head_missing = [k for k in info.get("missing_keys", []) if not _is_tied_decoder_key(k)]
+        backbone = mlm.base_model
+        if head_missing:
+            return backbone, None
+        return backbone, _mlm_head_module(mlm)
+    finally:
+        hf_logging.set_verbosity(verbosity)
+
+
+def _is_tied_decoder_key(key: str) -> bool:
+    # The decoder weight is tied to the input embeddings, so its absence from the file is normal.
+    return key.endswith("decoder.weight") or key.endswith("decoder.bias")
+
+
+def _mlm_head_module(mlm: nn.Module) -> nn.Module:
+    """The head module of a *ForMaskedLM model: BERT's `cls.predictions`, RoBERTa's `lm_head`."""
+    if hasattr(mlm, "cls") and hasattr(mlm.cls, "predictions"):
+        return mlm.cls.predictions
+    if hasattr(mlm, "lm_head"):
+        return mlm.lm_head
+    raise ValueError(f"don't know where the masked-LM head of {type(mlm).__name__} is")

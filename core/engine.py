@@ -1,0 +1,248 @@
+"""The engine: one object that owns the encoder, the frozen word head and the word vocabulary.
+
+    from core import Engine
+    engine = Engine.load()                                   # the shipped default checkpoint
+    engine.encode(["a sentence", "another"])                 # np.ndarray (2, d), float32
+    engine.predict_words("a person who is in charge", k=10)  # [("leader", 0.21), ...]
+"""
+from __future__ import annotations
+
+import json
+import re
+import time
+from pathlib import Path
+from typing import Callable, Sequence
+
+import numpy as np
+import torch
+from safetensors.torch import load_file, save_file
+
+from .checkpoint import (DEFAULT_BASE, DEFAULT_CHECKPOINT, FORMAT, FORMAT_VERSION, MANIFEST,
+                         CheckpointError, atomic_directory, fingerprint, library_versions,
+                         read_manifest, resolve_base, write_json)
+from .encoder import SentenceEncoder, check_texts
+from .vocabulary import WordFilter, WordVocabulary
+from .word_head import WordHead, WordHeadConfig
+
+ENCODER_DELTA = "encoder_delta.safetensors"
+HEAD_WEIGHTS = "head.safetensors"
+HEAD_CONFIG = "head_config.json"
+_WORD_RE = re.compile(r"[a-z]+(?:'[a-z]+)?")
+
+
+class Engine:
+    """Encoder + frozen word head + vocabulary. Shared between users; holds no per-user state."""
+
+    def __init__(self, encoder: SentenceEncoder, head: WordHead, base_source: str,
+                 base_fingerprint: str, manifest: dict | None = None):
+        self.encoder = encoder
+        self.head = head
+        self.base_source = base_source
+        self.base_fingerprint = base_fingerprint
+        self.manifest = manifest or {}
+        self.vocab = WordVocabulary.from_tokenizer(encoder.tokenizer, encoder.word_embeddings.shape[0],
+                                                   _pos_of_dictionary_words())
+        self._fingerprint: str | None = None
+
+    # ---- construction -------------------------------------------------------------------------
+    @classmethod
+    def from_base(cls, base: str = DEFAULT_BASE, pooling: str = "mean", head_kind: str = "mlm",
+                  max_length: int = 128) -> "Engine":
+        """An untrained engine: the base encoder, and its masked-LM head if it has one (else a new
+        head of kind `head_kind`, untrained). `base` is "package:NAME", a path or a hub id."""
+        encoder, mlm_head = SentenceEncoder.from_pretrained(resolve_base(base), pooling, max_length)
+        _freeze_embeddings(encoder)
+        base_fp = fingerprint(encoder.state_dict())
+        E = encoder.word_embeddings
+        if mlm_head is not None:
+            head = WordHead.from_mlm_head(mlm_head, E)
+            origin = "pretrained masked-LM head of the base"
+        else:
+            head = WordHead(WordHeadConfig(E.shape[1], E.shape[0], kind=head_kind), E)
+            origin = "new (untrained)"
+        manifest = {"base": {"source": base, "fingerprint": base_fp},
+                    "pooling": pooling, "max_length": max_length,
+                    "head": {"kind": head.config.kind, "origin": origin}}
+        return cls(encoder, head.eval(), base, base_fp, manifest)
+
+    @classmethod
+    def load(cls, path: str | Path | None = None, untrained: bool = False) -> "Engine":
+        """Load a checkpoint directory (default: the shipped one).
+
+        `untrained=True` keeps the base encoder weights but the checkpoint's head: the "before
+        DefSent training" model to compare against. A path without a manifest is treated as a
+        plain Hugging Face model (see `from_base`).
+        """
+        path = Path(path) if path is not None else DEFAULT_CHECKPOINT
+        if path.is_dir() and not (path / MANIFEST).exists() and (path / "config.json").exists():
+            return cls.from_base(str(path))
+        if not path.exists():
+            raise CheckpointError(f"no checkpoint at {path}")
+        manifest = read_manifest(path)
+        base = manifest["base"]["source"]
+        engine = cls.from_base(base, manifest["pooling"], manifest["head"]["kind"],
+                               manifest.get("max_length", 128))
+        if engine.base_fingerprint != manifest["base"]["fingerprint"]:
+            raise CheckpointError(
+                f"{path} was trained on a different base model: it expects {base!r} with "
+                f"fingerprint {manifest['base']['fingerprint']}, but that loads as "
+                f"{engine.base_fingerprint}. Install the base it names or retrain.")
+        engine._load_head(path)
+        if not untrained:
+            engine._apply_delta(load_file(str(path / ENCODER_DELTA)))
+        engine.manifest = manifest
+        return engine
+
+    def _load_head(self, path: Path) -> None:
+        config = WordHeadConfig(**json.loads((path / HEAD_CONFIG).read_text(encoding="utf-8")))
+        head = WordHead(config, self.encoder.word_embeddings)
+        missing, unexpected = head.load_state_dict(load_file(str(path / HEAD_WEIGHTS)), strict=False)
+        if [k for k in missing if k != "embeddings"] or unexpected:
+            raise CheckpointError(f"{path / HEAD_WEIGHTS} does not fit its head config "
+                                  f"(missing {missing}, unexpected {unexpected})")
+        self.head = head.eval()
+
+    def _apply_delta(self, delta: dict[str, torch.Tensor]) -> None:
+        state = self.encoder.state_dict()
+        unknown = sorted(set(delta) - set(state))
+        if unknown:
+            raise CheckpointError(f"checkpoint changes tensors the base does not have: {unknown[:5]}")
+        with torch.no_grad():
+            for name, d in delta.items():
+                state[name].add_(d.to(state[name].dtype))
+        self._fingerprint = None
+
+    def save(self, path: str | Path, name: str | None = None, training: dict | None = None,
+             metrics: dict | None = None) -> Path:
+        """Write a checkpoint atomically: `path` is either left as it was or holds the new one."""
+        path = Path(path)
+        base = Engine.from_base(self.base_source, self.encoder.pooling, self.head.config.kind,
+                                self.encoder.max_length)
+        delta = _encoder_delta(self.encoder.state_dict(), base.encoder.state_dict())
+        manifest = {
+            "format": FORMAT, "format_version": FORMAT_VERSION,
+            "name": name or path.name, "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "base": {"source": self.base_source, "fingerprint": self.base_fingerprint,
+                     "hidden_size": self.encoder.hidden_size},
+            "pooling": self.encoder.pooling, "max_length": self.encoder.max_length,
+            "head": {**self.manifest.get("head", {}), "kind": self.head.config.kind},
+            "encoder_delta": {"file": ENCODER_DELTA, "dtype": "float16", "tensors": len(delta),
+                              "parameters": int(sum(t.numel() for t in delta.values()))},
+            "training": training if training is not None else self.manifest.get("training", {}),
+            "metrics": metrics if metrics is not None else self.manifest.get("metrics", {}),
+            "versions": library_versions(),
+        }
+        with atomic_directory(path) as tmp:
+            save_file({k: v.half().contiguous() for k, v in delta.items()}, str(tmp / ENCODER_DELTA))
+            save_file({k: v.contiguous() for k, v in self.head.own_state_dict().items()},
+                      str(tmp / HEAD_WEIGHTS))
+            write_json(tmp / HEAD_CONFIG, self.head.config.to_dict())
+            write_json(tmp / MANIFEST, manifest)  # written last: no manifest, no checkpoint
+        self.manifest = manifest
+        return path
+
+    @property
+    def fingerprint(self) -> str:
+        """Identifies the exact encoder + head weights (the Vec2Sent decoder is tied to it)."""
+        if self._fingerprint is None:
+            self._fingerprint = fingerprint({**self.encoder.state_dict(),
+                                             **{"head." + k: v for k, v in self.head.own_state_dict().items()}})
+        return self._fingerprint
+
+    # ---- embeddings ---------------------------------------------------------------------------
+    def encode(self, texts: Sequence[str], batch_size: int = 64, normalize: bool = False,
+               progress: Callable[[int, int], None] | None = None) -> np.ndarray:
+        """Embed texts: float32 (n, d), row i for texts[i]; unit rows if `normalize`."""
+        return self.encoder.encode(texts, batch_size=batch_size, normalize=normalize, progress=progress)
+
+    def similarity(self, a: Sequence[str] | np.ndarray, b: Sequence[str] | np.ndarray) -> np.ndarray:
+        """Cosine similarity matrix: res[i][j] = cos(a[i], b[j]). Texts are encoded first."""
+        a, b = (self.encode(x, normalize=True) if not isinstance(x, np.ndarray) else _unit(x) for x in (a, b))
+        return a @ b.T
+
+    @staticmethod
+    def semantic_search(query_embeddings: np.ndarray, corpus_embeddings: np.ndarray,
+                        top_k: int = 10) -> list[list[dict]]:
+        """For each query, the top_k corpus rows by cosine: [{"corpus_id": j, "score": s}, ...]."""
+        scores = _unit(np.atleast_2d(query_embeddings)) @ _unit(np.atleast_2d(corpus_embeddings)).T
+        k = min(top_k, scores.shape[1])
+        top = np.argsort(-scores, axis=1, kind="stable")[:, :k]
+        return [[{"corpus_id": int(j), "score": float(row[j])} for j in idx]
+                for row, idx in zip(scores, top)]
+
+    # ---- reverse dictionary -------------------------------------------------------------------
+    @torch.inference_mode()
+    def word_logits(self, vectors: np.ndarray | torch.Tensor) -> torch.Tensor:
+        """Head scores over the whole vocabulary for sentence vectors (n, d) -> (n, V)."""
+        u = torch.as_tensor(np.asarray(vectors, dtype=np.float32))
+        return self.head(u.reshape(-1, u.shape[-1]))
+
+    def predict_words(self, text: str, k: int = 10, exclude_query_words: bool = False,
+                      **filters) -> list[tuple[str, float]]:
+        """Top-k whole words for `text` with probabilities (softmax over all whole-word tokens).
+
+        Filters (`pos`, `min_length`, `max_length`, `initial`, `pattern` with ? and *) are masks
+        applied before top-k. Never returns special tokens, `##` pieces or punctuation.
+        """
+        return self.predict_words_batch([text], k, exclude_query_words, **filters)[0]
+
+    def predict_words_batch(self, texts: Sequence[str], k: int = 10, exclude_query_words: bool = False,
+                            **filters) -> list[list[tuple[str, float]]]:
+        """`predict_words` for many texts at once: one ranked list per text."""
+        texts = check_texts(texts)
+        return self.words_for_vectors(self.encode(texts), k, WordFilter(**filters),
+                                      texts if exclude_query_words else None)
+
+    def words_for_vectors(self, vectors: np.ndarray, k: int = 10,
+                          word_filter: WordFilter = WordFilter(),
+                          exclude_words_of: Sequence[str] | None = None) -> list[list[tuple[str, float]]]:
+        """Ranked words for sentence vectors (any vector: an analogy, an interpolation point...)."""
+        logits = self.word_logits(vectors)  # (n, V)
+        candidates = torch.from_numpy(self.vocab.candidate_mask)
+        probs = logits.masked_fill(~candidates, float("-inf")).softmax(-1)  # (n, V)
+        allowed = torch.from_numpy(self.vocab.mask(word_filter))
+        results = []
+        for i in range(probs.shape[0]):
+            keep = allowed.clone()
+            for word in _words_in(exclude_words_of[i]) if exclude_words_of else ():
+                if (tid := self.vocab.token_id(word)) is not None:
+                    keep[tid] = False
+            scores = probs[i].masked_fill(~keep, -1.0)
+            top = scores.topk(min(k, int(keep.sum())))
+            results.append([(self.vocab.words[j], float(p)) for p, j in zip(top.values, top.indices.tolist())])
+        return results
+
+
+def _freeze_embeddings(encoder: SentenceEncoder) -> None:
+    # The head's decoder is tied to E; DefSent keeps both frozen so the head stays a fixed target.
+    encoder.backbone.get_input_embeddings().weight.requires_grad_(False)
+
+
+def _encoder_delta(trained: dict, base: dict) -> dict[str, torch.Tensor]:
+    """(trained - base) for every tensor that differs: what a checkpoint has to store."""
+    return {k: (v.float() - base[k].float()) for k, v in trained.items()
+            if v.is_floating_point() and not torch.equal(v, base[k])}
+
+
+def _unit(x: np.ndarray) -> np.ndarray:
+    x = np.asarray(x, dtype=np.float32)
+    return x / np.maximum(np.linalg.norm(x, axis=-1, keepdims=True), 1e-12)
+
+
+def _words_in(text: str) -> list[str]:
+    """Lowercase words of a query, with simple inflections, for "exclude my query's words"."""
+    words = _WORD_RE.findall(text.lower())
+    return words + [w[:-1] for w in words if w.endswith("s") and len(w) > 3]
+
+
+def _pos_of_dictionary_words() -> dict[str, set[str]]:
+    """word -> parts of speech it has in the shipped WordNet dictionary ({} if it is absent)."""
+    try:
+        from .dictionary import load_wordnet
+        entries = load_wordnet()
+    except (ImportError, FileNotFoundError):
+        return {}
+    pos_of: dict[str, set[str]] = {}
+    for entry in entries:
+        pos_of.setdefault(entry.word, set()).add(entry.pos)
+    return pos_of

@@ -1,0 +1,323 @@
+"""DefSent training: definitions -> encoder -> pooled u -> frozen word head -> defined word.
+
+Two stages:
+1. the word head (only when the base has no pretrained masked-LM head): fitted with the encoder
+   frozen, either on the training definitions (`fit_head`) or by masked-LM training on text
+   (`restore_mlm_head`);
+2. DefSent (`train`): cross-entropy of head(pool(encoder(definition))) against the word's token id,
+   head and token embeddings frozen, Adam, linear warm-up over 10 % of the steps then constant.
+
+    python -m core.train --out checkpoints/defsent-minilm      # the shipped recipe (see README)
+"""
+from __future__ import annotations
+
+import argparse
+import copy
+import math
+import random
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Callable, Sequence
+
+import numpy as np
+import torch
+from torch import nn
+
+from .word_eval import definition_pairs, evaluate_vectors
+
+
+class TrainingCancelled(Exception):
+    """Raised when `should_stop()` turned true; nothing has been saved."""
+
+
+@dataclass
+class TrainConfig:
+    lr: float = 5e-5
+    epochs: float = 1.0
+    batch_size: int = 16
+    warmup: float = 0.1           # fraction of steps with a linear warm-up, then constant
+    trainable_layers: int = 0     # train only the top-n transformer layers (0 = all layers)
+    drift_weight: float = 0.0     # weight of mean (1 - cos(u, u_base)): keeps similarity intact
+    eval_every: int = 500         # steps between dev evaluations (checkpoint selection)
+    sts_weight: float = 0.0       # selection score = dev MRR + sts_weight * STS-dev / 100
+    max_steps: int = 0            # 0 = as many as `epochs` gives
+    seed: int = 0
+
+
+@dataclass
+class TrainProgress:
+    step: int
+    total_steps: int
+    loss: float
+    elapsed: float
+    definitions_per_second: float
+    dev: dict = field(default_factory=dict)   # last dev evaluation
+
+
+@dataclass
+class TrainResult:
+    config: TrainConfig
+    steps: int
+    seconds: float
+    best_step: int
+    best_dev: dict
+    history: list[dict]
+
+    def to_dict(self) -> dict:
+        return {**asdict(self), "config": asdict(self.config)}
+
+
+# ---- stage 1: the word head -------------------------------------------------------------------
+
+def fit_head(engine, texts: Sequence[str], gold: np.ndarray, vectors: np.ndarray | None = None,
+             epochs: int = 10, lr: float = 1e-3, batch_size: int = 256, train_bias: bool = False,
+             seed: int = 0) -> np.ndarray:
+    """Train the head's transform (and bias if `train_bias`) on definitions, encoder frozen.
+
+    The bias stays zero by default: fitted on training words only, it would learn to push down
+    every word that is not in the training split, i.e. exactly the unseen test words.
+    Returns the (cached) definition vectors so later stages need not recompute them.
+    """
+    vectors = engine.encode(texts) if vectors is None else vectors
+    head = engine.head.train()
+    params = [p for n, p in head.named_parameters() if n != "embeddings" and (train_bias or n != "bias")]
+    optimizer = torch.optim.Adam(params, lr=lr)
+    u_all, y_all = torch.from_numpy(vectors), torch.from_numpy(gold)
+    generator = torch.Generator().manual_seed(seed)
+    for _ in range(epochs):
+        for idx in torch.randperm(len(y_all), generator=generator).split(batch_size):
+            loss = nn.functional.cross_entropy(head(u_all[idx]), y_all[idx])
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    head.eval()
+    return vectors
+
+
+def restore_mlm_head(engine, sentences: Sequence[str], steps: int = 2000, batch_size: int = 32,
+                     lr: float = 1e-3, mask_rate: float = 0.15, seed: int = 0) -> None:
+    """Masked-LM training of the head on `sentences` with the encoder frozen (token level)."""
+    encoder, head = engine.encoder.eval(), engine.head.train()
+    tokenizer = encoder.tokenizer
+    params = [p for n, p in head.named_parameters() if n != "embeddings"]
+    optimizer = torch.optim.Adam(params, lr=lr)
+    rng = random.Random(seed)
+    special = torch.tensor(sorted(set(tokenizer.all_special_ids)))
+    for _ in range(steps):
+        batch = encoder.tokenize(rng.sample(list(sentences), min(batch_size, len(sentences))))
+        ids, mask = batch["input_ids"], batch["attention_mask"]
+        chosen = (torch.rand(ids.shape) < mask_rate) & (mask == 1) & ~torch.isin(ids, special)
+        if not chosen.any():
+            continue
+        with torch.no_grad():
+            hidden = encoder.backbone(input_ids=ids.masked_fill(chosen, tokenizer.mask_token_id),
+                                      attention_mask=mask).last_hidden_state  # (B, T, H)
+        loss = nn.functional.cross_entropy(head(hidden[chosen]), ids[chosen])
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    head.eval()
+
+
+# ---- stage 2: DefSent -------------------------------------------------------------------------
+
+def train(engine, train_entries, dev_entries, config: TrainConfig = TrainConfig(),
+          progress: Callable[[TrainProgress], None] | None = None,
+          should_stop: Callable[[], bool] | None = None,
+          sts_dev: Callable[[object], float] | None = None,
+          base_vectors: np.ndarray | None = None) -> TrainResult:
+    """Fine-tune `engine.encoder` in place so that head(u) predicts each definition's word.
+
+    The head stays frozen. Every `eval_every` steps the dev split is scored (MRR, plus STS-dev
+    through `sts_dev(engine)` when given) and the best weights are kept; at the end the encoder
+    holds the best weights. `should_stop()` is polled every step: when it turns true the encoder is
+    restored to its starting weights and TrainingCancelled is raised.
+    `base_vectors`: the untrained encoder's vectors of the training definitions (for the drift
+    penalty), if already computed.
+    """
+    torch.manual_seed(config.seed)
+    texts, gold = definition_pairs(train_entries, engine.vocab)
+    dev_texts, dev_gold = definition_pairs(dev_entries, engine.vocab)
+    if not texts or not dev_texts:
+        raise ValueError("training and dev splits need definitions of words the head can predict")
+    if config.drift_weight and base_vectors is None:
+        base_vectors = engine.encode(texts)
+    start_state = copy.deepcopy(engine.encoder.state_dict())
+    params = _trainable_parameters(engine, config.trainable_layers)
+    optimizer = torch.optim.Adam(params, lr=config.lr)
+    steps_per_epoch = math.ceil(len(texts) / config.batch_size)
+    total = config.max_steps or max(1, int(config.epochs * steps_per_epoch))
+    warmup = max(1, int(config.warmup * total))
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: min(1.0, (s + 1) / warmup))
+
+    def evaluate() -> dict:
+        metrics = evaluate_vectors(engine, engine.encode(dev_texts), dev_gold)
+        if sts_dev is not None:
+            metrics["sts_dev"] = float(sts_dev(engine))
+        metrics["score"] = metrics["mrr"] + config.sts_weight * metrics.get("sts_dev", 0.0) / 100
+        return metrics
+
+    best = {"step": 0, "dev": evaluate(), "state": None}
+    history = [{"step": 0, **best["dev"]}]
+    order = _epoch_orders(len(texts), config.seed)
+    t0, loss_avg, last_dev = time.time(), 0.0, best["dev"]
+    for step in range(1, total + 1):
+        if should_stop is not None and should_stop():
+            engine.encoder.load_state_dict(start_state)
+            raise TrainingCancelled(f"cancelled at step {step - 1} of {total}")
+        idx = _next_batch(order, config.batch_size)
+        loss = _defsent_loss(engine, [texts[i] for i in idx], torch.from_numpy(gold[idx]),
+                             None if base_vectors is None else torch.from_numpy(base_vectors[idx]),
+                             config.drift_weight)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        scheduler.step()
+        loss_avg = 0.98 * loss_avg + 0.02 * float(loss) if step > 1 else float(loss)
+        if step % config.eval_every == 0 or step == total:
+            last_dev = evaluate()
+            history.append({"step": step, "loss": loss_avg, **last_dev})
+            if last_dev["score"] > best["dev"]["score"]:
+                best = {"step": step, "dev": last_dev, "state": _trainable_state(engine)}
+        if progress is not None:
+            elapsed = time.time() - t0
+            progress(TrainProgress(step, total, loss_avg, elapsed,
+                                   step * config.batch_size / max(elapsed, 1e-9), last_dev))
+    if best["state"] is None:
+        engine.encoder.load_state_dict(start_state)
+    else:
+        engine.encoder.load_state_dict(best["state"], strict=False)
+    engine.encoder.eval()
+    engine._fingerprint = None
+    return TrainResult(config, total, time.time() - t0, best["step"], best["dev"], history)
+
+
+def _defsent_loss(engine, texts: list[str], gold: torch.Tensor, base_u: torch.Tensor | None,
+                  drift_weight: float) -> torch.Tensor:
+    engine.encoder.train()
+    u = engine.encoder(**engine.encoder.tokenize(texts))  # (B, H)
+    loss = nn.functional.cross_entropy(engine.head(u), gold)
+    if drift_weight and base_u is not None:
+        loss = loss + drift_weight * (1 - nn.functional.cosine_similarity(u, base_u, dim=-1)).mean()
+    return loss
+
+
+def _trainable_parameters(engine, top_layers: int) -> list[nn.Parameter]:
+    """Freeze the head, the embeddings and (if top_layers > 0) all but the top transformer layers."""
+    for p in engine.head.parameters():
+        p.requires_grad_(False)
+    backbone = engine.encoder.backbone
+    layers = backbone.encoder.layer if top_layers else []
+    frozen = {id(p) for layer in layers[: len(layers) - top_layers] for p in layer.parameters()}
+    frozen |= {id(p) for p in backbone.embeddings.parameters()}
+    params = []
+    for p in backbone.parameters():
+        p.requires_grad_(id(p) not in frozen)
+        if p.requires_grad:
+            params.append(p)
+    return params
+
+
+def _trainable_state(engine) -> dict[str, torch.Tensor]:
+    return {n: p.detach().clone() for n, p in engine.encoder.named_parameters() if p.requires_grad}
+
+
+def _epoch_orders(n: int, seed: int):
+    """Endless stream of indices: a fresh shuffle of range(n) per epoch."""
+    rng = np.random.default_rng(seed)
+    while True:
+        yield from rng.permutation(n)
+
+
+def _next_batch(order, size: int) -> np.ndarray:
+    return np.fromiter((next(order) for _ in range(size)), dtype=np.int64, count=size)
+
+
+# ---- command line -----------------------------------------------------------------------------
+
+def head_stage(engine, split, method: str, epochs: int, seed: int) -> str:
+    """Give a base without a pretrained masked-LM head its word head; returns how it was made."""
+    if engine.manifest["head"]["origin"] != "new (untrained)" or method == "none":
+        return engine.manifest["head"]["origin"]
+    texts, gold = definition_pairs(split.train, engine.vocab)
+    if method == "definitions":
+        fit_head(engine, texts, gold, epochs=epochs, seed=seed)
+        return f"fitted on the training definitions ({epochs} epochs, encoder frozen, bias 0)"
+    sentences = sorted({s for e in split.train for s in (e.definition, *e.examples)})
+    restore_mlm_head(engine, sentences, steps=epochs, seed=seed)
+    return f"masked-LM training on {len(sentences)} WordNet sentences ({epochs} steps, encoder frozen)"
+
+
+def sts_dev_scorer(senteval_dir: Path | None) -> Callable[[object], float] | None:
+    """Spearman x100 on STS-B dev, for checkpoint selection; None when the data is absent."""
+    if senteval_dir is None or not (senteval_dir / "STS/STSBenchmark/sts-dev.csv").is_file():
+        return None
+    from .evaluation.sts import load_sts_benchmark, score_pairs
+    pairs = load_sts_benchmark(senteval_dir, split="dev")
+    return lambda engine: score_pairs(engine, pairs)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    from tqdm import tqdm
+
+    from .checkpoint import DEFAULT_BASE
+    from .dictionary import load_wordnet, read_user_dictionary, split_by_word
+    from .engine import Engine
+    from .word_eval import evaluate_words, format_table
+
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--out", type=Path, required=True, help="checkpoint directory to write")
+    p.add_argument("--base", default=DEFAULT_BASE, help="base model: package:NAME, a path or a hub id")
+    p.add_argument("--pooling", default="mean", choices=["cls", "mean", "max"])
+    p.add_argument("--head-kind", default="mlm", choices=["mlm", "layernorm", "identity"])
+    p.add_argument("--head-stage", default="definitions", choices=["definitions", "mlm", "none"],
+                   help="how a base without a masked-LM head gets its word head")
+    p.add_argument("--head-epochs", type=int, default=10, help="epochs (definitions) or steps (mlm)")
+    p.add_argument("--dictionary", type=Path, help="a user dictionary (TSV/CSV/JSONL); default WordNet")
+    p.add_argument("--senteval", type=Path, default=Path(__file__).resolve().parents[2] / "shared/data/senteval",
+                   help="SentEval data folder, for STS-B dev in checkpoint selection (optional)")
+    for f in TrainConfig.__dataclass_fields__.values():
+        p.add_argument("--" + f.name.replace("_", "-"), type=type(f.default), default=f.default)
+    args = p.parse_args(argv)
+    config = TrainConfig(**{k: getattr(args, k) for k in TrainConfig.__dataclass_fields__})
+    torch.set_num_threads(max(1, torch.get_num_threads()))
+
+    if args.dictionary:
+        entries, report = read_user_dictionary(args.dictionary)
+        print(report.summary())
+        if not report.ok:
+            return 2
+        source = str(args.dictionary)
+    else:
+        entries, source = load_wordnet(), "WordNet 3.0 (core/data/wordnet.jsonl.gz)"
+    split = split_by_word(entries, seed=config.seed)
+    print(split.report())
+    engine = Engine.from_base(args.base, args.pooling, args.head_kind)
+    engine.manifest["head"]["origin"] = head_stage(engine, split, args.head_stage, args.head_epochs, config.seed)
+    print("word head:", engine.manifest["head"]["origin"])
+
+    bar = tqdm(total=1, unit="step", dynamic_ncols=True)
+
+    def show(p: TrainProgress) -> None:
+        bar.total = p.total_steps
+        bar.n = p.step
+        bar.set_postfix(loss=f"{p.loss:.3f}", defs_s=f"{p.definitions_per_second:.0f}",
+                        dev_mrr=f"{p.dev.get('mrr', 0):.4f}", sts=f"{p.dev.get('sts_dev', float('nan')):.1f}")
+        bar.refresh()
+
+    result = train(engine, split.train, split.dev, config, progress=show,
+                   sts_dev=sts_dev_scorer(args.senteval))
+    bar.close()
+    test = evaluate_words(engine, split.test)
+    print(format_table({"DefSent (best dev)": test}))
+    engine.save(args.out, name=args.out.name, metrics={"test": test, "dev": result.best_dev},
+                training={"data": source, "split_seed": config.seed, "split": split.stats(),
+                          "head_stage": args.head_stage, "result": result.to_dict()})
+    print(f"saved {args.out} (best step {result.best_step} of {result.steps}, {result.seconds / 60:.1f} min)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,108 @@
+"""Which vocabulary tokens the word head may answer with, and the filters over them.
+
+Only whole words are candidates: never special tokens ([CLS], [PAD], [unused0], <s>), `##`
+continuation pieces, punctuation or numbers. Filters are boolean masks over the vocabulary, applied
+before top-k, so a filter never shortens the list that comes back.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Iterable, Mapping
+
+import numpy as np
+
+_WORD = re.compile(r"^[a-z][a-z'-]*[a-z]$|^[a-z]$")
+ROBERTA_SPACE = "\u0120"  # byte-level BPE marks a word start with "Ġ"
+
+
+def surface_form(token: str, word_start_marker: str | None) -> str | None:
+    """The word a vocabulary token spells, or None if it is not a whole-word token."""
+    if word_start_marker:  # byte-level BPE (RoBERTa): only tokens that start a word count
+        if not token.startswith(word_start_marker):
+            return None
+        token = token[len(word_start_marker):]
+    word = token.lower()
+    return word if _WORD.match(word) and word == token.lower() else None
+
+
+@dataclass(frozen=True)
+class WordFilter:
+    """Constraints on predicted words. Empty fields mean "no constraint"."""
+    pos: str = ""           # one of n, v, a, r (WordNet parts of speech), checked in the dictionary
+    min_length: int = 0
+    max_length: int = 0
+    initial: str = ""       # first letter(s)
+    pattern: str = ""       # wildcard: ? one letter, * any run of letters
+
+    def is_empty(self) -> bool:
+        return self == WordFilter()
+
+
+def wildcard_regex(pattern: str) -> re.Pattern:
+    """Compile a `?`/`*` wildcard into an anchored regex; other characters match literally."""
+    pattern = pattern.strip().lower()
+    if not pattern or len(pattern) > 64:
+        raise ValueError("a wildcard pattern needs 1 to 64 characters, e.g. 'l?ad*'")
+    parts = ("." if ch == "?" else ".*" if ch == "*" else re.escape(ch) for ch in pattern)
+    return re.compile("^" + "".join(parts) + "$")
+
+
+class WordVocabulary:
+    """Vocabulary tokens as words, with masks for candidates and filters (arrays of length V)."""
+
+    def __init__(self, tokens: list[str], word_start_marker: str | None = None,
+                 pos_of: Mapping[str, Iterable[str]] | None = None):
+        self.words = [surface_form(t, word_start_marker) for t in tokens]  # None if not a word
+        self.candidate_mask = np.array([w is not None for w in self.words])
+        self.lengths = np.array([len(w) if w else 0 for w in self.words])
+        self.id_of = {w: i for i, w in enumerate(self.words) if w is not None}
+        self._pos_of = {w: set(p) for w, p in (pos_of or {}).items()}
+
+    @classmethod
+    def from_tokenizer(cls, tokenizer, size: int, pos_of: Mapping[str, Iterable[str]] | None = None
+                       ) -> "WordVocabulary":
+        """Vocabulary of `size` rows (the model's embedding rows; ids past the tokenizer are blank)."""
+        vocab = tokenizer.get_vocab()
+        tokens = [""] * size
+        for token, i in vocab.items():
+            if i < len(tokens):
+                tokens[i] = token
+        marker = ROBERTA_SPACE if any(t.startswith(ROBERTA_SPACE) for t in tokens[:2000]) else None
+        return cls(tokens, marker, pos_of)
+
+    def __len__(self) -> int:
+        return len(self.words)
+
+    def token_id(self, word: str) -> int | None:
+        """The id of the single vocabulary token spelling `word`, or None."""
+        return self.id_of.get(word.strip().lower())
+
+    def mask(self, word_filter: WordFilter = WordFilter()) -> np.ndarray:
+        """Boolean mask (V,): True where a token is a whole word that passes the filter."""
+        return self._mask(word_filter).copy()
+
+    @lru_cache(maxsize=256)
+    def _mask(self, f: WordFilter) -> np.ndarray:
+        mask = self.candidate_mask.copy()
+        if f.min_length:
+            mask &= self.lengths >= f.min_length
+        if f.max_length:
+            mask &= self.lengths <= f.max_length
+        if f.initial or f.pattern or f.pos:
+            test = _word_test(f, self._pos_of)
+            mask &= np.array([m and test(w) for m, w in zip(mask, self.words)])
+        return mask
+
+
+def _word_test(f: WordFilter, pos_of: Mapping[str, set[str]]):
+    initial = f.initial.strip().lower()
+    regex = wildcard_regex(f.pattern) if f.pattern else None
+    pos = f.pos.strip().lower()[:1]
+
+    def test(word: str) -> bool:
+        return ((not initial or word.startswith(initial))
+                and (regex is None or regex.match(word) is not None)
+                and (not pos or pos in pos_of.get(word, ())))
+    return test

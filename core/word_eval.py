@@ -1,0 +1,103 @@
+"""Word-prediction evaluation (DefSent Table 2 protocol): MRR and top-1/3/10 accuracy.
+
+The gold word of a definition is ranked among all vocabulary tokens by the word head's score.
+
+    python -m core.word_eval --split test                # shipped model vs its untrained base
+    python -m core.word_eval --model checkpoints/NAME --split dev
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Sequence
+
+import numpy as np
+import torch
+
+TOPS = (1, 3, 10)
+
+
+def rank_metrics(logits: torch.Tensor, gold: torch.Tensor) -> dict[str, float]:
+    """MRR and top-k accuracy of gold ids (n,) under logits (n, V)."""
+    return metrics_from_ranks(rank_of_gold(logits, gold))
+
+
+def metrics_from_ranks(ranks: torch.Tensor) -> dict:
+    """MRR, top-1/3/10 accuracy and n from 1-based ranks (n,)."""
+    ranks = ranks.float()
+    if not len(ranks):
+        raise ValueError("no examples to evaluate")
+    result = {"mrr": float((1.0 / ranks).mean())}
+    for k in TOPS:
+        result[f"top{k}"] = float((ranks <= k).float().mean())
+    result["n"] = int(len(ranks))
+    return result
+
+
+def rank_of_gold(logits: torch.Tensor, gold: torch.Tensor) -> torch.Tensor:
+    """1-based rank (n,) of each gold id among the logits (n, V); ties count against the gold."""
+    gold_scores = logits.gather(1, gold.view(-1, 1))  # (n, 1)
+    others = torch.ones_like(logits, dtype=torch.bool).scatter_(1, gold.view(-1, 1), False)
+    return ((logits >= gold_scores) & others).sum(1) + 1
+
+
+def definition_pairs(entries, vocab) -> tuple[list[str], np.ndarray]:
+    """(definitions, gold token ids) for entries whose word is one vocabulary token."""
+    texts, ids = [], []
+    for entry in entries:
+        token_id = vocab.token_id(entry.word)
+        if token_id is not None:
+            texts.append(entry.definition)
+            ids.append(token_id)
+    return texts, np.array(ids, dtype=np.int64)
+
+
+def evaluate_vectors(engine, vectors: np.ndarray, gold: np.ndarray, batch_size: int = 512) -> dict:
+    """Rank metrics for precomputed sentence vectors (n, d) against gold ids (n,)."""
+    ranks = []
+    for start in range(0, len(gold), batch_size):
+        logits = engine.word_logits(vectors[start:start + batch_size])
+        ranks.append(rank_of_gold(logits, torch.from_numpy(gold[start:start + batch_size])))
+    return metrics_from_ranks(torch.cat(ranks) if ranks else torch.zeros(0))
+
+
+def evaluate_words(engine, entries, batch_size: int = 128, progress=None) -> dict:
+    """MRR / top-1/3/10 of `engine` on dictionary entries (words that are not one token skipped)."""
+    texts, gold = definition_pairs(entries, engine.vocab)
+    if not texts:
+        raise ValueError("none of the entries has a word the head can predict (one vocabulary token)")
+    return evaluate_vectors(engine, engine.encode(texts, batch_size=batch_size, progress=progress), gold)
+
+
+def format_table(rows: dict[str, dict]) -> str:
+    """Markdown table: one row per model name."""
+    lines = ["| model | n | MRR | top-1 | top-3 | top-10 |", "|---|---:|---:|---:|---:|---:|"]
+    for name, m in rows.items():
+        lines.append(f"| {name} | {m['n']} | {m['mrr']:.4f} | {m['top1']:.4f} | {m['top3']:.4f} | {m['top10']:.4f} |")
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    from .dictionary import load_wordnet, split_by_word
+    from .engine import Engine
+
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--model", default=None, help="checkpoint directory (default: the shipped one)")
+    parser.add_argument("--split", default="test", choices=["train", "dev", "test"])
+    parser.add_argument("--seed", type=int, default=0, help="split seed (the shipped model used 0)")
+    parser.add_argument("--no-base", action="store_true", help="skip the untrained-base row")
+    args = parser.parse_args(argv)
+
+    entries = getattr(split_by_word(load_wordnet(), seed=args.seed), args.split)
+    rows = {}
+    engine = Engine.load(args.model)
+    rows[engine.manifest.get("name", "model")] = evaluate_words(engine, entries)
+    if not args.no_base:
+        rows["untrained base (same head)"] = evaluate_words(Engine.load(args.model, untrained=True), entries)
+    print(f"WordNet {args.split} split (seed {args.seed}), unseen words:\n")
+    print(format_table(rows))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

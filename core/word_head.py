@@ -1,0 +1,83 @@
+"""The frozen word-prediction head: sentence vector -> scores over the vocabulary.
+
+Same shape as BERT's masked-LM head, with the decoder tied to the (frozen) input word embeddings:
+
+    logits = transform(u) @ E.T + b,   transform = LayerNorm(gelu(dense(u)))   ("mlm")
+
+Lighter transforms are available for bases that ship without a head: "layernorm" (LayerNorm(u))
+and "identity" (u). A head is rebuilt from its `WordHeadConfig`, saved as JSON beside the weights.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+import torch
+from torch import nn
+
+HEAD_KINDS = ("mlm", "layernorm", "identity")
+
+
+@dataclass
+class WordHeadConfig:
+    hidden_size: int
+    vocab_size: int
+    kind: str = "mlm"
+    layer_norm_eps: float = 1e-12
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+class WordHead(nn.Module):
+    """u (B, H) -> logits (B, V). `embeddings` is the encoder's word embedding matrix E (V, H),
+    shared (not copied) so the decoder stays tied to it."""
+
+    def __init__(self, config: WordHeadConfig, embeddings: torch.Tensor):
+        super().__init__()
+        if config.kind not in HEAD_KINDS:
+            raise ValueError(f"unknown head kind {config.kind!r}; choose one of {HEAD_KINDS}")
+        if tuple(embeddings.shape) != (config.vocab_size, config.hidden_size):
+            raise ValueError(f"embedding matrix is {tuple(embeddings.shape)}, head expects "
+                             f"({config.vocab_size}, {config.hidden_size})")
+        self.config = config
+        self.embeddings = embeddings  # E (V, H): a parameter owned by the encoder
+        h = config.hidden_size
+        self.dense = nn.Linear(h, h) if config.kind == "mlm" else None
+        self.layer_norm = nn.LayerNorm(h, eps=config.layer_norm_eps) if config.kind != "identity" else None
+        self.bias = nn.Parameter(torch.zeros(config.vocab_size))
+
+    def transform(self, u: torch.Tensor) -> torch.Tensor:
+        if self.dense is not None:
+            u = nn.functional.gelu(self.dense(u))
+        if self.layer_norm is not None:
+            u = self.layer_norm(u)
+        return u  # (B, H)
+
+    def forward(self, u: torch.Tensor) -> torch.Tensor:
+        return self.transform(u) @ self.embeddings.T + self.bias  # (B, V)
+
+    def own_state_dict(self) -> dict[str, torch.Tensor]:
+        """The head's own weights, without the shared embedding matrix."""
+        return {k: v for k, v in self.state_dict().items() if k != "embeddings"}
+
+    @classmethod
+    def from_mlm_head(cls, mlm_head: nn.Module, embeddings: torch.Tensor) -> "WordHead":
+        """Copy a pretrained masked-LM head (BERT `cls.predictions` or RoBERTa `lm_head`)."""
+        dense, norm = _mlm_transform_parts(mlm_head)
+        config = WordHeadConfig(hidden_size=embeddings.shape[1], vocab_size=embeddings.shape[0],
+                                kind="mlm", layer_norm_eps=norm.eps)
+        head = cls(config, embeddings)
+        with torch.no_grad():
+            head.dense.load_state_dict(dense.state_dict())
+            head.layer_norm.load_state_dict(norm.state_dict())
+            head.bias.copy_(mlm_head.bias if hasattr(mlm_head, "bias") and mlm_head.bias is not None
+                            else mlm_head.decoder.bias)
+        return head
+
+
+def _mlm_transform_parts(mlm_head: nn.Module) -> tuple[nn.Linear, nn.LayerNorm]:
+    if hasattr(mlm_head, "transform"):  # BERT: BertLMPredictionHead
+        return mlm_head.transform.dense, mlm_head.transform.LayerNorm
+    if hasattr(mlm_head, "dense") and hasattr(mlm_head, "layer_norm"):  # RoBERTa: RobertaLMHead
+        return mlm_head.dense, mlm_head.layer_norm
+    raise ValueError(f"unsupported masked-LM head {type(mlm_head).__name__}")
