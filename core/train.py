@@ -175,7 +175,7 @@ def train(engine, train_entries, dev_entries, config: TrainConfig = TrainConfig(
         loss.backward()
         optimizer.step()
         scheduler.step()
-        loss_avg = 0.98 * loss_avg + 0.02 * float(loss) if step > 1 else float(loss)
+        loss_avg = 0.98 * loss_avg + 0.02 * loss.item() if step > 1 else loss.item()
         if step % config.eval_every == 0 or step == total:
             last_dev = evaluate()
             history.append({"step": step, "loss": loss_avg, **last_dev})
@@ -252,11 +252,12 @@ def head_stage(engine, split, method: str, epochs: int, seed: int) -> str:
 
 def sts_dev_scorer(senteval_dir: Path | None) -> Callable[[object], float] | None:
     """Spearman x100 on STS-B dev, for checkpoint selection; None when the data is absent."""
-    if senteval_dir is None or not (senteval_dir / "STS/STSBenchmark/sts-dev.csv").is_file():
+    dev_file = None if senteval_dir is None else senteval_dir / "STS/STSBenchmark/sts-dev.csv"
+    if dev_file is None or not dev_file.is_file():
         return None
-    from .evaluation.sts import load_sts_benchmark, score_pairs
-    pairs = load_sts_benchmark(senteval_dir, split="dev")
-    return lambda engine: score_pairs(engine, pairs)
+    from .evaluation.sts import evaluate_sts, load_sts_benchmark
+    subsets = {"dev": load_sts_benchmark(dev_file)}
+    return lambda engine: evaluate_sts(engine, subsets, show_progress=False).all
 
 
 def main(argv: Sequence[str] | None = None) -> int:

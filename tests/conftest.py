@@ -4,6 +4,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+import torch
+
+# Tiny models gain nothing from intra-op threads, and on a busy 2-core machine OpenMP threads that
+# wait on each other make them many times slower.
+torch.set_num_threads(1)
 
 TINY_WORDS = (
     "a an the of to in is who which that person people thing place animal small large "

@@ -1,0 +1,109 @@
+"""DefSent training on a tiny random model: it learns, it can be cancelled, the CLI runs end to end."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import torch
+
+from core import Engine
+from core.checkpoint import MANIFEST
+from core.dictionary import Entry
+from core.train import TrainConfig, TrainingCancelled, fit_head, main, restore_mlm_head, train
+from core.word_eval import definition_pairs, evaluate_words, rank_metrics
+
+PAIRS = [("dog", "a small animal that people keep"), ("king", "the man in charge of the city"),
+         ("river", "water that runs to the sea"), ("bread", "food made of flour"),
+         ("car", "a thing to drive on a road"), ("teacher", "a person who helps a child learn"),
+         ("song", "music with words"), ("tree", "a large plant with wood")]
+ENTRIES = [Entry(word, definition) for word, definition in PAIRS]
+
+
+def test_rank_metrics_by_hand():
+    logits = torch.tensor([[0.1, 0.9, 0.5], [0.3, 0.2, 0.1], [0.5, 0.5, 0.0]])
+    gold = torch.tensor([1, 2, 0])  # ranks 1, 3 and 2 (a tie counts against the gold)
+    m = rank_metrics(logits, gold)
+    assert m["mrr"] == pytest.approx((1 + 1 / 3 + 1 / 2) / 3)
+    assert (m["top1"], m["top3"], m["n"]) == (pytest.approx(1 / 3), 1.0, 3)
+
+
+def test_fit_head_learns_training_pairs(tiny_base_dir):
+    engine = Engine.from_base(str(tiny_base_dir), head_kind="mlm")
+    texts, gold = definition_pairs(ENTRIES, engine.vocab)
+    before = evaluate_words(engine, ENTRIES)["mrr"]
+    bias_before = engine.head.bias.detach().clone()
+    fit_head(engine, texts, gold, epochs=200, lr=1e-2, batch_size=8)
+    assert evaluate_words(engine, ENTRIES)["mrr"] > max(0.5, before)
+    assert torch.equal(engine.head.bias, bias_before)  # bias stays zero unless asked
+
+
+def test_restore_mlm_head_changes_only_the_head(tiny_base_dir):
+    engine = Engine.from_base(str(tiny_base_dir), head_kind="mlm")
+    encoder_before = {k: v.clone() for k, v in engine.encoder.state_dict().items()}
+    dense_before = engine.head.dense.weight.detach().clone()
+    restore_mlm_head(engine, [d for _, d in PAIRS], steps=5, batch_size=4)
+    assert not torch.equal(engine.head.dense.weight, dense_before)
+    assert all(torch.equal(v, encoder_before[k]) for k, v in engine.encoder.state_dict().items())
+
+
+def test_train_improves_mrr_and_keeps_head_frozen(tiny_mlm_dir):
+    engine = Engine.from_base(str(tiny_mlm_dir))
+    head_before = {k: v.clone() for k, v in engine.head.own_state_dict().items()}
+    seen = []
+    config = TrainConfig(lr=3e-3, max_steps=60, batch_size=8, eval_every=20, seed=1)
+    result = train(engine, ENTRIES, ENTRIES, config, progress=seen.append)
+    assert [p.step for p in seen] == list(range(1, 61))
+    assert result.best_dev["mrr"] > result.history[0]["mrr"]
+    assert evaluate_words(engine, ENTRIES)["mrr"] == pytest.approx(result.best_dev["mrr"], abs=1e-4)
+    assert all(torch.equal(v, head_before[k]) for k, v in engine.head.own_state_dict().items())
+
+
+def test_train_top_layers_only_leaves_lower_layers(tiny_mlm_dir):
+    engine = Engine.from_base(str(tiny_mlm_dir))
+    lower = {k: v.clone() for k, v in engine.encoder.backbone.encoder.layer[0].state_dict().items()}
+    train(engine, ENTRIES, ENTRIES, TrainConfig(lr=1e-2, max_steps=10, batch_size=4, trainable_layers=1,
+                                                drift_weight=0.5, eval_every=5))
+    assert all(torch.equal(v, lower[k]) for k, v in engine.encoder.backbone.encoder.layer[0].state_dict().items())
+
+
+def test_cancel_restores_the_starting_weights(tiny_mlm_dir):
+    engine = Engine.from_base(str(tiny_mlm_dir))
+    before = engine.encode(["a dog"])
+    steps = iter(range(100))
+    with pytest.raises(TrainingCancelled, match="cancelled at step 3"):
+        train(engine, ENTRIES, ENTRIES, TrainConfig(lr=1e-2, max_steps=50, batch_size=4),
+              should_stop=lambda: next(steps) >= 3)
+    np.testing.assert_allclose(engine.encode(["a dog"]), before, atol=1e-6)
+
+
+def test_train_refuses_data_without_predictable_words(tiny_mlm_dir):
+    engine = Engine.from_base(str(tiny_mlm_dir))
+    unknown = [Entry("zyzzyva", "a kind of weevil")]
+    with pytest.raises(ValueError, match="can predict"):
+        train(engine, unknown, unknown)
+
+
+def test_cli_trains_and_saves_a_loadable_checkpoint(tiny_base_dir, tmp_path, capsys):
+    rows = ["word\tdefinition"] + [f"{w}\t{d}" for w, d in PAIRS * 3]
+    rows += [f"{w}\t{d} again" for w, d in PAIRS] + [f"{w}\t{d} once more" for w, d in PAIRS]
+    dictionary = tmp_path / "dict.tsv"
+    dictionary.write_text("\n".join(rows) + "\n", encoding="utf-8")
+    out = tmp_path / "ckpt"
+    code = main(["--out", str(out), "--base", str(tiny_base_dir), "--dictionary", str(dictionary),
+                 "--max-steps", "4", "--batch-size", "4", "--eval-every", "2", "--head-epochs", "2",
+                 "--senteval", str(tmp_path / "absent")])
+    assert code == 0
+    manifest = json.loads((out / MANIFEST).read_text())
+    assert manifest["training"]["data"] == str(dictionary)
+    assert set(manifest["metrics"]) == {"test", "dev"}
+    assert "saved" in capsys.readouterr().out
+    assert Engine.load(out).encode(["a dog"]).shape == (1, 32)
+
+
+def test_cli_rejects_an_invalid_dictionary_and_writes_nothing(tiny_base_dir, tmp_path):
+    bad = tmp_path / "bad.csv"
+    bad.write_text("foo,bar\n1,2\n", encoding="utf-8")
+    out = tmp_path / "ckpt"
+    assert main(["--out", str(out), "--base", str(tiny_base_dir), "--dictionary", str(bad)]) == 2
+    assert not out.exists()
