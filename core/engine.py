@@ -58,7 +58,9 @@ class Engine:
             head = WordHead.from_mlm_head(mlm_head, E)
             origin = "pretrained masked-LM head of the base"
         else:
-            head = WordHead(WordHeadConfig(E.shape[1], E.shape[0], kind=head_kind), E)
+            with torch.random.fork_rng():  # a fixed initialisation: same base, same engine
+                torch.manual_seed(0)
+                head = WordHead(WordHeadConfig(E.shape[1], E.shape[0], kind=head_kind), E)
             origin = "new (untrained)"
         manifest = {"base": {"source": base, "fingerprint": base_fp},
                     "pooling": pooling, "max_length": max_length,
