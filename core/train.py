@@ -42,6 +42,7 @@ class TrainConfig:
     drift_weight: float = 0.0     # weight of mean (1 - cos(u, u_base)): keeps similarity intact
     eval_every: int = 500         # steps between dev evaluations (checkpoint selection)
     sts_weight: float = 0.0       # selection score = dev MRR + sts_weight * STS-dev / 100
+    head_lr: float = 0.0          # > 0: also train the head's transform, jointly (a first stage)
     max_steps: int = 0            # 0 = as many as `epochs` gives
     seed: int = 0
 
@@ -144,9 +145,12 @@ def train(engine, train_entries, dev_entries, config: TrainConfig = TrainConfig(
         raise ValueError("training and dev splits need definitions of words the head can predict")
     if config.drift_weight and base_vectors is None:
         base_vectors = engine.encode(texts)
-    start_state = copy.deepcopy(engine.encoder.state_dict())
+    start_state = _snapshot(engine)
     params = _trainable_parameters(engine, config.trainable_layers)
-    optimizer = torch.optim.Adam(params, lr=config.lr)
+    groups = [{"params": params, "lr": config.lr}]
+    if config.head_lr:
+        groups.append({"params": _head_transform_parameters(engine), "lr": config.head_lr})
+    optimizer = torch.optim.Adam(groups)
     steps_per_epoch = math.ceil(len(texts) / config.batch_size)
     total = config.max_steps or max(1, int(config.epochs * steps_per_epoch))
     warmup = max(1, int(config.warmup * total))
@@ -165,7 +169,7 @@ def train(engine, train_entries, dev_entries, config: TrainConfig = TrainConfig(
     t0, loss_avg, last_dev = time.time(), 0.0, best["dev"]
     for step in range(1, total + 1):
         if should_stop is not None and should_stop():
-            engine.encoder.load_state_dict(start_state)
+            _restore(engine, start_state)
             raise TrainingCancelled(f"cancelled at step {step - 1} of {total}")
         idx = _next_batch(order, config.batch_size)
         loss = _defsent_loss(engine, [texts[i] for i in idx], torch.from_numpy(gold[idx]),
@@ -180,16 +184,14 @@ def train(engine, train_entries, dev_entries, config: TrainConfig = TrainConfig(
             last_dev = evaluate()
             history.append({"step": step, "loss": loss_avg, **last_dev})
             if last_dev["score"] > best["dev"]["score"]:
-                best = {"step": step, "dev": last_dev, "state": _trainable_state(engine)}
+                best = {"step": step, "dev": last_dev, "state": _snapshot(engine)}
         if progress is not None:
             elapsed = time.time() - t0
             progress(TrainProgress(step, total, loss_avg, elapsed,
                                    step * config.batch_size / max(elapsed, 1e-9), last_dev))
-    if best["state"] is None:
-        engine.encoder.load_state_dict(start_state)
-    else:
-        engine.encoder.load_state_dict(best["state"], strict=False)
+    _restore(engine, best["state"] or start_state)
     engine.encoder.eval()
+    engine.head.requires_grad_(False)
     engine._fingerprint = None
     return TrainResult(config, total, time.time() - t0, best["step"], best["dev"], history)
 
@@ -220,8 +222,23 @@ def _trainable_parameters(engine, top_layers: int) -> list[nn.Parameter]:
     return params
 
 
-def _trainable_state(engine) -> dict[str, torch.Tensor]:
-    return {n: p.detach().clone() for n, p in engine.encoder.named_parameters() if p.requires_grad}
+def _head_transform_parameters(engine) -> list[nn.Parameter]:
+    """The head's own transform (not the tied embeddings, not the bias), made trainable."""
+    params = [p for n, p in engine.head.named_parameters() if n not in ("embeddings", "bias")]
+    for p in params:
+        p.requires_grad_(True)
+    return params
+
+
+def _snapshot(engine) -> dict[str, dict[str, torch.Tensor]]:
+    """A copy of the weights training may change (encoder and head)."""
+    return {"encoder": copy.deepcopy(engine.encoder.state_dict()),
+            "head": copy.deepcopy(engine.head.own_state_dict())}
+
+
+def _restore(engine, snapshot: dict[str, dict[str, torch.Tensor]]) -> None:
+    engine.encoder.load_state_dict(snapshot["encoder"])
+    engine.head.load_state_dict(snapshot["head"], strict=False)
 
 
 def _epoch_orders(n: int, seed: int):

@@ -107,3 +107,13 @@ def test_cli_rejects_an_invalid_dictionary_and_writes_nothing(tiny_base_dir, tmp
     out = tmp_path / "ckpt"
     assert main(["--out", str(out), "--base", str(tiny_base_dir), "--dictionary", str(bad)]) == 2
     assert not out.exists()
+
+
+def test_joint_head_stage_trains_the_transform_then_freezes_it(tiny_base_dir):
+    engine = Engine.from_base(str(tiny_base_dir), head_kind="mlm")
+    dense_before = engine.head.dense.weight.detach().clone()
+    bias_before = engine.head.bias.detach().clone()
+    train(engine, ENTRIES, ENTRIES, TrainConfig(lr=1e-3, head_lr=1e-2, max_steps=20, batch_size=4, eval_every=10))
+    assert not torch.equal(engine.head.dense.weight, dense_before)
+    assert torch.equal(engine.head.bias, bias_before)
+    assert not any(p.requires_grad for p in engine.head.parameters())
