@@ -296,11 +296,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--dictionary", type=Path, help="a user dictionary (TSV/CSV/JSONL); default WordNet")
     p.add_argument("--senteval", type=Path, default=Path(__file__).resolve().parents[2] / "shared/data/senteval",
                    help="SentEval data folder, for STS-B dev in checkpoint selection (optional)")
+    p.add_argument("--threads", type=int, default=0,
+                   help="torch threads (0: torch's default; 1 is fastest on a busy 2-core machine)")
     for f in TrainConfig.__dataclass_fields__.values():
         p.add_argument("--" + f.name.replace("_", "-"), type=type(f.default), default=f.default)
     args = p.parse_args(argv)
     config = TrainConfig(**{k: getattr(args, k) for k in TrainConfig.__dataclass_fields__})
-    torch.set_num_threads(max(1, torch.get_num_threads()))
+    if args.threads:
+        torch.set_num_threads(args.threads)
 
     if args.dictionary:
         entries, report = read_user_dictionary(args.dictionary)

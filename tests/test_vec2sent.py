@@ -1,0 +1,232 @@
+"""Vec2Sent decoder, decoding, checkpoints and training, on a tiny decoder and a stand-in encoder."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import torch
+
+from core.vec2sent import checkpoint as checkpoint_module
+from core.vec2sent.checkpoint import EncoderMismatchError, load_checkpoint, save_checkpoint
+from core.vec2sent.decode import beam_search, greedy_decode
+from core.vec2sent.diagnostics import canonical_tokens
+from core.vec2sent.encoder_link import EncoderLink
+from core.vec2sent.model import Vec2SentConfig, Vec2SentDecoder
+from core.vec2sent.train import (TrainSettings, TrainingData, bucketed_batches, cached_embeddings,
+                                 prepare_data, train_decoder, train_for_encoder)
+from core.vec2sent.vocab import EOS, UNK, PieceVocab
+
+SENT_DIM = 24
+FIVE = ["the dog is happy.", "a red car, in the road.", "the king visits italy.",
+        "who drinks wine?", "the small child's book"]
+
+
+@pytest.fixture(autouse=True)
+def one_thread():
+    """Tiny models gain nothing from threads, and on busy cores extra threads slow them down 10x."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+@pytest.fixture(scope="module")
+def tokenizer(tiny_base_dir):
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(str(tiny_base_dir))
+
+
+class StandInEncoder:
+    """Order-sensitive bag of random token vectors; counts its calls."""
+
+    def __init__(self, tokenizer, seed: int = 0):
+        self.tokenizer = tokenizer
+        self.table = np.random.default_rng(seed).normal(size=(len(tokenizer), SENT_DIM)).astype(np.float32)
+        self.calls = 0
+
+    def __call__(self, texts: list[str]) -> np.ndarray:
+        self.calls += 1
+        rows = []
+        for ids in self.tokenizer(list(texts), add_special_tokens=False)["input_ids"]:
+            weights = 1.0 + 0.3 * np.arange(len(ids), dtype=np.float32)[:, None]  # position matters
+            rows.append((self.table[ids] * weights).sum(0))
+        return np.stack(rows)
+
+
+def make_link(tokenizer, fingerprint: str = "fp-A") -> EncoderLink:
+    return EncoderLink(name="stand-in", fingerprint=fingerprint, encode=StandInEncoder(tokenizer),
+                       tokenizer=tokenizer)
+
+
+def tiny_model(vocab_size: int, seed: int = 0, **overrides) -> Vec2SentDecoder:
+    torch.manual_seed(seed)
+    config = dict(vocab_size=vocab_size, sent_dim=SENT_DIM, emb_dim=16, hidden=32, layers=1,
+                  dropout=0.0, max_length=20)
+    return Vec2SentDecoder(Vec2SentConfig(**{**config, **overrides}))
+
+
+def tiny_vocab(tokenizer) -> PieceVocab:
+    ids = tokenizer(FIVE, add_special_tokens=False)["input_ids"]
+    return PieceVocab.from_token_ids(ids, tokenizer.convert_ids_to_tokens)
+
+
+def manifest(fingerprint: str = "fp-A") -> dict:
+    return {"encoder": {"name": "stand-in", "fingerprint": fingerprint}, "training": {}}
+
+
+# ----------------------------------------------------------------------------- vocabulary
+
+def test_vocab_maps_encoder_ids_and_detokenises(tokenizer):
+    vocab = tiny_vocab(tokenizer)
+    ids = tokenizer(["the dog's book, walking"], add_special_tokens=False)["input_ids"][0]
+    compact = vocab.to_compact(ids)
+    assert UNK in compact  # "walk"/"##ing" never occurred in FIVE
+    assert vocab.to_text(vocab.to_compact(tokenizer("the dog's book.", add_special_tokens=False)["input_ids"])) \
+        == "the dog's book."
+    assert vocab.to_text([*compact[:2], EOS, *compact[2:]]) == "the dog"
+    assert PieceVocab.from_json(json.loads(json.dumps(vocab.to_json()))) == vocab
+
+
+# ----------------------------------------------------------------------------- decoding
+
+def test_decoding_stops_at_max_length_when_eos_never_wins(tokenizer):
+    model = tiny_model(len(tiny_vocab(tokenizer)))
+    with torch.no_grad():
+        model.output_bias[EOS] = -1e4
+    vectors = torch.randn(3, SENT_DIM)
+    assert [len(ids) for ids in greedy_decode(model, vectors, max_length=7)] == [7, 7, 7]
+    assert [len(ids) for ids in beam_search(model, vectors, width=3, max_length=7)] == [7, 7, 7]
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_beam_width_one_equals_greedy(tokenizer, seed):
+    model = tiny_model(len(tiny_vocab(tokenizer)), seed=seed)
+    vectors = torch.randn(5, SENT_DIM, generator=torch.Generator().manual_seed(seed))
+    greedy = greedy_decode(model, vectors, max_length=12)
+    assert beam_search(model, vectors, width=1, alpha=0.6, max_length=12) == greedy
+    assert beam_search(model, vectors, width=1, alpha=0.0, max_length=12) == greedy
+
+
+def test_beam_search_scores_at_least_greedy(tokenizer):
+    """With alpha = 0 the beam maximises total log-probability, so it never does worse than greedy."""
+    model = tiny_model(len(tiny_vocab(tokenizer)), seed=3, init_state=False)
+    vectors = torch.randn(4, SENT_DIM, generator=torch.Generator().manual_seed(3))
+
+    def log_prob(ids: list[int], row: int) -> float:
+        inputs = torch.tensor([[1, *ids]])  # [BOS] + ids; targets ids + [EOS]
+        logits = model(vectors[row:row + 1], inputs)[0].log_softmax(-1)
+        return sum(logits[t, tok].item() for t, tok in enumerate([*ids, EOS]))
+
+    greedy = greedy_decode(model, vectors, max_length=30)
+    beam = beam_search(model, vectors, width=4, alpha=0.0, max_length=30)
+    for row, (g, b) in enumerate(zip(greedy, beam)):
+        if len(g) < 30 and len(b) < 30:  # both finished with [EOS]
+            assert log_prob(b, row) >= log_prob(g, row) - 1e-4
+
+
+# ----------------------------------------------------------------------------- training
+
+def test_tiny_decoder_overfits_five_sentences(tokenizer):
+    link = make_link(tokenizer)
+    vocab, data = prepare_data(FIVE, link.encode(FIVE), tokenizer)
+    model = tiny_model(len(vocab))
+    settings = TrainSettings(minutes=1.0, max_steps=150, batch_size=5, lr=0.02, log_every=50)
+    stats = train_decoder(model, data, settings, progress=False)
+    assert stats.curve[-1]["loss"] < stats.curve[0]["loss"]
+    decoded = [vocab.to_text(ids) for ids in greedy_decode(model, torch.from_numpy(data.embeddings), 20)]
+    assert [canonical_tokens(d) for d in decoded] == [canonical_tokens(s) for s in FIVE]
+
+
+def test_batches_cover_each_sentence_once_per_epoch():
+    lengths = np.random.default_rng(0).integers(1, 20, size=333)
+    batches = bucketed_batches(lengths, 16, np.random.default_rng(1))
+    assert sorted(np.concatenate(batches).tolist()) == list(range(333))
+    assert max(len(b) for b in batches) == 16
+
+
+def test_batch_shapes_teacher_forcing():
+    data = TrainingData([[5, 6, 7], [8]], np.zeros((2, SENT_DIM), dtype=np.float32))
+    sentences, inputs, targets = data.batch(np.array([0, 1]))
+    assert sentences.shape == (2, SENT_DIM)
+    assert inputs.tolist() == [[1, 5, 6, 7], [1, 8, 0, 0]]  # [BOS] y.. then [PAD]
+    assert targets.tolist() == [[5, 6, 7, EOS], [8, EOS, 0, 0]]
+
+
+def test_embeddings_are_computed_once_and_cached(tokenizer, tmp_path):
+    link = make_link(tokenizer)
+    first = cached_embeddings(FIVE, link, tmp_path, chunk=2)
+    calls = link.encode.calls
+    again = cached_embeddings(FIVE, link, tmp_path, chunk=2)
+    assert link.encode.calls == calls == 3  # 3 chunks the first time, none the second
+    np.testing.assert_array_equal(first, again)
+    other = make_link(tokenizer, fingerprint="fp-B")
+    cached_embeddings(FIVE, other, tmp_path)
+    assert other.encode.calls == 1  # another encoder never reuses these embeddings
+    assert not list(tmp_path.glob("*.partial*"))
+
+
+def test_train_for_encoder_writes_a_loadable_checkpoint(tokenizer, tmp_path):
+    link = make_link(tokenizer)
+    out = tmp_path / "vec2sent-tiny"
+    sentences = FIVE * 4
+    stats = train_for_encoder(sentences, link, out, {"emb_dim": 8, "hidden": 16, "layers": 1},
+                              TrainSettings(max_steps=3, batch_size=4), val_size=4,
+                              cache_dir=tmp_path / "cache", progress=False)
+    assert stats.steps == 3
+    decoder = load_checkpoint(out, encoder_fingerprint="fp-A")
+    assert decoder.manifest["training"]["steps"] == 3
+    assert len(decoder.decode(link.encode(FIVE[:2]), beam_width=2)) == 2
+
+
+# ----------------------------------------------------------------------------- checkpoints
+
+def test_checkpoint_round_trip(tokenizer, tmp_path):
+    vocab = tiny_vocab(tokenizer)
+    model = tiny_model(len(vocab))
+    save_checkpoint(tmp_path / "ckpt", model, vocab, manifest())
+    assert sorted(p.name for p in (tmp_path / "ckpt").iterdir()) == \
+        ["config.json", "manifest.json", "model.safetensors", "vocab.json"]
+    loaded = load_checkpoint(tmp_path / "ckpt", encoder_fingerprint="fp-A")
+    assert loaded.model.config == model.config and loaded.vocab == vocab
+    for name, tensor in model.state_dict().items():
+        torch.testing.assert_close(loaded.model.state_dict()[name], tensor, atol=1e-3, rtol=1e-3)
+    vectors = np.random.default_rng(0).normal(size=(3, SENT_DIM)).astype(np.float32)
+    assert loaded.decode(vectors) == loaded.decode(vectors, beam_width=1)
+
+
+def test_loading_for_another_encoder_is_refused(tokenizer, tmp_path):
+    vocab = tiny_vocab(tokenizer)
+    save_checkpoint(tmp_path / "ckpt", tiny_model(len(vocab)), vocab, manifest("fp-A"))
+    with pytest.raises(EncoderMismatchError, match=r"fp-A.*fp-OTHER"):
+        load_checkpoint(tmp_path / "ckpt", encoder_fingerprint="fp-OTHER")
+
+
+def test_failed_save_leaves_no_target_and_keeps_an_old_one(tokenizer, tmp_path, monkeypatch):
+    vocab = tiny_vocab(tokenizer)
+    model = tiny_model(len(vocab))
+
+    def broken_save_file(*args, **kwargs):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(checkpoint_module, "save_file", broken_save_file)
+    with pytest.raises(OSError, match="disk full"):
+        save_checkpoint(tmp_path / "new", model, vocab, manifest())
+    assert list(tmp_path.iterdir()) == []  # neither the target nor a temporary folder
+
+    monkeypatch.undo()
+    save_checkpoint(tmp_path / "old", model, vocab, manifest("fp-OLD"))
+    monkeypatch.setattr(checkpoint_module, "save_file", broken_save_file)
+    with pytest.raises(OSError):
+        save_checkpoint(tmp_path / "old", model, vocab, manifest("fp-NEW"))
+    assert [p.name for p in tmp_path.iterdir()] == ["old"]
+    kept = load_checkpoint(tmp_path / "old", encoder_fingerprint="fp-OLD")
+    assert kept.manifest["encoder"]["fingerprint"] == "fp-OLD"
+
+
+def test_manifest_without_encoder_is_refused(tokenizer, tmp_path):
+    vocab = tiny_vocab(tokenizer)
+    with pytest.raises(ValueError, match="fingerprint"):
+        save_checkpoint(tmp_path / "ckpt", tiny_model(len(vocab)), vocab, {"training": {}})
+    assert not (tmp_path / "ckpt").exists()

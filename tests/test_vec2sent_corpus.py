@@ -1,0 +1,98 @@
+"""Corpus assembly on tiny fixtures: normalisation, detokenisation, dedup, STS/SICK exclusion, split."""
+from __future__ import annotations
+
+import pytest
+
+from core.vec2sent.corpus import (build_corpus, length_distribution, read_benchmark_sentences, read_brown,
+                                  split_sentences)
+from core.vec2sent.text import detokenize, match_key, normalize
+
+
+def test_normalize_folds_unicode_case_quotes_and_spaces():
+    assert normalize("  The \ufb01sh\u00a0said:\t\u201cHello\u201d  ") == 'the fish said: "hello"'
+    assert normalize('\u201cNo, no, she cried.') == "no, no, she cried."  # unbalanced quote dropped
+    assert normalize('my soul ".') == "my soul."
+
+
+def test_detokenize_brown_tokens():
+    tokens = ["``", "Only", "a", "handful", "''", ",", "the", "jury", "said", "(", "twice", ")", "."]
+    assert detokenize(tokens) == '"Only a handful", the jury said (twice).'
+    assert detokenize(['"', "yes", '"', "he", "said", '"', "no", '"']) == '"yes" he said "no"'
+    assert detokenize(["it", "is", "n't", "john", "'s", "."]) == "it isn't john's."
+
+
+def test_read_brown_layout(tmp_path):
+    (tmp_path / "ca01").write_text("\n\n\tThe/at jury/nn said/vbd ``/`` no/at ''/'' ./.\n\n\n\tAn/at end/nn ./.\n")
+    (tmp_path / "README").write_text("not a corpus file")
+    assert list(read_brown(tmp_path)) == ['The jury said "no".', "An end."]
+
+
+def test_split_sentences_respects_titles():
+    text = 'Mr. Bennet replied that he had not. "But it is," returned she. Is it? Yes!'
+    assert split_sentences(text) == ['Mr. Bennet replied that he had not.', '"But it is," returned she.',
+                                     "Is it?", "Yes!"]
+
+
+def test_match_key_ignores_punctuation_and_spacing():
+    assert match_key("A man is playing a flute.") == match_key("a man is playing a flute") == \
+        "a man is playing a flute"
+    assert match_key("Atlanta's jury") == match_key("atlanta ' s jury")
+
+
+def write_senteval(root):
+    sts = root / "STS" / "STSBenchmark"
+    sts.mkdir(parents=True)
+    (sts / "sts-train.csv").write_text(
+        "main-captions\tMSRvid\t2012test\t0001\t5.000\tA man is playing a flute.\tA man plays the flute.\n"
+        "main-news\theadlines\t2013\t0002\t1.0\tThe cat sat down.\tDogs bark\textra\tcolumns\n")
+    sick = root / "SICK"
+    sick.mkdir()
+    (sick / "SICK_train.txt").write_text(
+        "pair_ID\tsentence_A\tsentence_B\trelatedness_score\tentailment_judgment\n"
+        "1\tA boy is running outside\tThe kid runs\t4.5\tENTAILMENT\n")
+
+
+def test_benchmark_sentences_are_read(tmp_path):
+    write_senteval(tmp_path)
+    assert read_benchmark_sentences(tmp_path) == {
+        "a man is playing a flute", "a man plays the flute", "the cat sat down", "dogs bark",
+        "a boy is running outside", "the kid runs"}
+
+
+def test_missing_benchmark_files_fail_loudly(tmp_path):
+    (tmp_path / "STS").mkdir()
+    with pytest.raises(FileNotFoundError, match="SICK"):
+        read_benchmark_sentences(tmp_path)
+
+
+SOURCES = {
+    "one": ["The cat sat down.", "A man is playing a flute!", "Too short", "the dog runs home.",
+            "This sentence has far too many words to be kept because the limit is fifteen words."],
+    "two": ["The dog runs home", "A boy is running outside.", "birds sing in the morning.",
+            "rivers flow to the sea.", "the sun rises in the east."],
+}
+
+
+def test_build_corpus_filters_dedups_excludes_and_splits(tmp_path):
+    write_senteval(tmp_path)
+    corpus = build_corpus(SOURCES, read_benchmark_sentences(tmp_path), test_size=2, seed=1)
+    assert corpus.stats["sources"] == {
+        "one": {"raw": 5, "in_sts_or_sick": 2, "wrong_length": 2, "kept": 1},
+        "two": {"raw": 5, "duplicate": 1, "in_sts_or_sick": 1, "kept": 3}}
+    everything = corpus.train + corpus.test
+    assert sorted(everything) == ["birds sing in the morning.", "rivers flow to the sea.",
+                                  "the dog runs home.", "the sun rises in the east."]
+    assert len(corpus.test) == 2 and not set(corpus.train) & set(corpus.test)
+    again = build_corpus(SOURCES, read_benchmark_sentences(tmp_path), test_size=2, seed=1)
+    assert (again.train, again.test) == (corpus.train, corpus.test)
+
+
+def test_build_corpus_needs_enough_sentences():
+    with pytest.raises(ValueError, match="test set"):
+        build_corpus(SOURCES, set(), test_size=50)
+
+
+def test_length_distribution():
+    stats = length_distribution(["a b c", "a b", "a b c d"], lambda s: [len(x.split()) for x in s])
+    assert stats["min"] == 2 and stats["max"] == 4 and stats["p50"] == 3
+    assert stats["histogram"] == {"2": 1, "3": 1, "4": 1}
