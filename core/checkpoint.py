@@ -110,6 +110,7 @@ def atomic_directory(target: Path) -> Iterator[Path]:
     target = Path(target)
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.tmp-", dir=target.parent))
+    os.chmod(tmp, 0o755)  # mkdtemp makes it private; a checkpoint is an ordinary readable folder
     try:
         yield tmp
         _fsync_tree(tmp)

@@ -288,6 +288,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--out", type=Path, required=True, help="checkpoint directory to write")
     p.add_argument("--base", default=DEFAULT_BASE, help="base model: package:NAME, a path or a hub id")
+    p.add_argument("--init", type=Path, help="continue from this checkpoint (its base, pooling and head)")
     p.add_argument("--pooling", default="mean", choices=["cls", "mean", "max"])
     p.add_argument("--head-kind", default="mlm", choices=["mlm", "layernorm", "identity"])
     p.add_argument("--head-stage", default="definitions", choices=["definitions", "mlm", "none"],
@@ -296,6 +297,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--dictionary", type=Path, help="a user dictionary (TSV/CSV/JSONL); default WordNet")
     p.add_argument("--senteval", type=Path, default=Path(__file__).resolve().parents[2] / "shared/data/senteval",
                    help="SentEval data folder, for STS-B dev in checkpoint selection (optional)")
+    p.add_argument("--split-seed", type=int, default=0, help="seed of the 80/10/10 split by word")
     p.add_argument("--threads", type=int, default=0,
                    help="torch threads (0: torch's default; 1 is fastest on a busy 2-core machine)")
     for f in TrainConfig.__dataclass_fields__.values():
@@ -313,10 +315,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         source = str(args.dictionary)
     else:
         entries, source = load_wordnet(), "WordNet 3.0 (core/data/wordnet.jsonl.gz)"
-    split = split_by_word(entries, seed=config.seed)
+    split = split_by_word(entries, seed=args.split_seed)
     print(split.report())
-    engine = Engine.from_base(args.base, args.pooling, args.head_kind)
-    engine.manifest["head"]["origin"] = head_stage(engine, split, args.head_stage, args.head_epochs, config.seed)
+    engine = Engine.load(args.init) if args.init else Engine.from_base(args.base, args.pooling, args.head_kind)
+    engine.manifest["head"]["origin"] = head_stage(engine, split, args.head_stage, args.head_epochs, args.split_seed)
     print("word head:", engine.manifest["head"]["origin"])
 
     bar = tqdm(total=1, unit="step", dynamic_ncols=True)
@@ -334,7 +336,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     test = evaluate_words(engine, split.test)
     print(format_table({"DefSent (best dev)": test}))
     engine.save(args.out, name=args.out.name, metrics={"test": test, "dev": result.best_dev},
-                training={"data": source, "split_seed": config.seed, "split": split.stats(),
+                training={"data": source, "split_seed": args.split_seed, "split": split.stats(),
+                          "init": str(args.init) if args.init else None,
                           "head_stage": args.head_stage, "result": result.to_dict()})
     print(f"saved {args.out} (best step {result.best_step} of {result.steps}, {result.seconds / 60:.1f} min)")
     return 0

