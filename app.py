@@ -1,0 +1,68 @@
+"""DefSent Studio: `python app.py` serves the web app on http://127.0.0.1:7860 (offline).
+
+The server answers at once; the model loads in the background (requests wait for it), then the
+reference sentences are embedded and UMAP is warmed up (maps use PCA until then).
+"""
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+import time
+from pathlib import Path
+
+os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")  # no telemetry calls from an offline server
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--host", default=os.environ.get("GRADIO_SERVER_NAME", "127.0.0.1"),
+                        help="address to bind (default 127.0.0.1: this machine only)")
+    parser.add_argument("--port", type=int, default=int(os.environ.get("GRADIO_SERVER_PORT", 7860)))
+    parser.add_argument("--share", action="store_true", help="also open a public gradio.live link")
+    parser.add_argument("--model", type=Path, default=None,
+                        help="checkpoint folder to serve (default: checkpoints/defsent-minilm, else the base)")
+    parser.add_argument("--checkpoints", type=Path, default=None, help="folder of checkpoints to list and save into")
+    parser.add_argument("--threads", type=int, default=int(os.environ.get("DEFSENT_THREADS", 1)),
+                        help="threads for torch, BLAS and numba (default 1, or $DEFSENT_THREADS)")
+    parser.add_argument("--no-umap-warmup", action="store_true", help="do not warm UMAP up in the background")
+    parser.add_argument("--warm-up-delay", type=float, default=10.0,
+                        help="seconds after the model loads before background warm-up starts (default 10)")
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    started = time.perf_counter()
+    args = parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    from app.settings import configure_numba_cache, limit_threads
+    limit_threads(max(1, args.threads))
+    configure_numba_cache()
+    from app.handlers import start_studio
+    from app.models import ModelSpec, default_spec
+    from core.checkpoint import CHECKPOINTS_DIR
+
+    checkpoints = args.checkpoints or CHECKPOINTS_DIR
+    spec = ModelSpec(args.model.name, args.model) if args.model else default_spec(checkpoints)
+    studio = start_studio(spec, checkpoints, not args.no_umap_warmup, args.warm_up_delay)
+    from app.ui import CSS, build_app, theme
+    demo = build_app(studio)
+    if args.share:
+        print("WARNING: --share publishes this app on a public gradio.live address: anyone with the link "
+              "can use it, upload files and switch the shared model.", file=sys.stderr)
+    if args.host not in ("127.0.0.1", "localhost"):
+        print(f"WARNING: binding {args.host}: the app is reachable from other machines.", file=sys.stderr)
+    demo.queue(default_concurrency_limit=2)
+    demo.launch(server_name=args.host, server_port=args.port, share=args.share, theme=theme(), css=CSS,
+                prevent_thread_lock=True, footer_links=["api"])
+    print(f"DefSent Studio listening on http://{args.host}:{args.port} "
+          f"({time.perf_counter() - started:.1f} s after start; serving {spec.name})", flush=True)
+    demo.block_thread()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,355 @@
+"""The app's request handlers: plain methods over the shared models, the projector and the job
+manager, taking component values and returning component values (HTML, rows, plotly figures).
+
+Per-user data travels in a `Session` (a gr.State in the UI); nothing per-user is stored here.
+Invalid input raises ValueError with a readable message (the UI shows it as an error toast).
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from core.word_eval import format_table
+
+from . import services as sv
+from . import views
+from .evaluation import sts_markdown, word_prediction_rows
+from .export import download_files
+from .finetune import (FinetuneResult, FinetuneSettings, Upload, comparison_rows, run_finetune, save_finetuned,
+                       validate_upload)
+from .jobs import DONE, QUEUED, RUNNING, JobManager
+from .models import ActiveModel, Models, ModelSpec
+from .projection import Projector
+
+MAP_SOURCES = ("dictionary definitions", "vocabulary words", "my sentences", "uploaded file")
+COLOUR_BY = ("part of speech", "cluster")
+NO_DECODER = ("No Vec2Sent decoder is available for the active encoder (none in checkpoints/ was trained on "
+              "its fingerprint {fp}), so no sentence is decoded; the top words and the nearest reference "
+              "sentences below are read off the vector directly. Train one with `python -m core.vec2sent.train`.")
+
+
+@dataclass
+class MapData:
+    """The last map a user drew: its points (embedded) and their coordinates."""
+    corpus: sv.Corpus
+    coords: np.ndarray
+    groups: list[str]
+    title: str
+
+
+@dataclass
+class Session:
+    """Per-user state: an uploaded search corpus, the last map, the validated fine-tune upload."""
+    corpus: sv.Corpus | None = None
+    corpus_key: str = ""
+    map: MapData | None = None
+    upload: Upload | None = None
+
+
+class Studio:
+    """Everything the UI calls. Shared between users: models, projector, jobs."""
+
+    def __init__(self, models: Models, projector: Projector | None = None, jobs: JobManager | None = None):
+        self.models = models
+        self.projector = projector or Projector()
+        self.jobs = jobs or JobManager()
+
+    # ---- active model ---------------------------------------------------------------------------
+    def model_choices(self) -> tuple[list[str], str | None]:
+        """(names of the models one can switch to, the active one's name or None while loading)."""
+        active = self.models.active(timeout=0) if self.models.ready else None
+        return [spec.name for spec in self.models.specs()], active.spec.name if active else None
+
+    def model_status(self) -> str:
+        return self.models.status()
+
+    def switch_model(self, name: str, progress: sv.Progress = sv.no_progress) -> str:
+        """Load the named model and make it active for every user."""
+        progress(0.1, desc=f"loading {name}")
+        self.models.switch(self.models.spec_named(name))
+        return self.models.status()
+
+    # ---- reverse dictionary ---------------------------------------------------------------------
+    def reverse_dictionary(self, text: str, k: int = 10, pos: str = "any", min_length: int = 0,
+                           max_length: int = 0, initial: str = "", pattern: str = "",
+                           exclude_query_words: bool = False, compare: bool = False) -> tuple[str, str]:
+        """(ranked words of the active model, the same for the untrained base if `compare`) as HTML."""
+        active = self.models.active()
+        query = sv.WordQuery(text, int(k), pos, int(min_length or 0), int(max_length or 0), initial or "",
+                             pattern or "", bool(exclude_query_words))
+        main = views.words_html(sv.reverse_dictionary(active.engine, query), active.spec.name)
+        if not compare:
+            return main, ""
+        if active.is_base:
+            return main, views.notice_html("The active model is the untrained base: nothing to compare with.")
+        before = sv.reverse_dictionary(active.untrained(), query)
+        return main, views.words_html(before, "before DefSent training (same head)")
+
+    # ---- similarity -----------------------------------------------------------------------------
+    def pair_similarity(self, a: str, b: str) -> str:
+        return f"**cosine similarity: {sv.pair_cosine(self.models.active().engine, a, b):.4f}**"
+
+    def heatmap(self, text: str):
+        sentences, matrix = sv.similarity_matrix(self.models.active().engine, text)
+        return views.heatmap_figure(sentences, matrix)
+
+    def search(self, query: str, source: str, file: str | None, k: int, session: Session,
+               progress: sv.Progress = sv.no_progress) -> tuple[list[list], Session]:
+        """Top-k texts of the corpus (dictionary sample or the uploaded file) for the query."""
+        active = self.models.active()
+        if source == "uploaded file":
+            corpus = self._uploaded_corpus(active, file, session, progress)
+        else:
+            corpus = active.reference(progress)
+        return views.scored_rows(sv.semantic_search(active.engine, query, corpus, int(k))), session
+
+    def _uploaded_corpus(self, active: ActiveModel, file: str | None, session: Session,
+                         progress: sv.Progress) -> sv.Corpus:
+        """The user's uploaded corpus, embedded once per file and model (kept in the session)."""
+        if not file:
+            raise ValueError("Upload a text file first (one sentence per line).")
+        lines = sv.read_text_file(file)
+        key = active.engine.fingerprint + hashlib.sha1("\n".join(lines).encode()).hexdigest()
+        if session.corpus_key != key:
+            session.corpus = sv.embed_corpus(active.engine, lines, name=Path(file).name, progress=progress)
+            session.corpus_key = key
+        return session.corpus
+
+    # ---- analogy and interpolation --------------------------------------------------------------
+    def analogy(self, a: str, b: str, c: str, expression: str, progress: sv.Progress = sv.no_progress
+                ) -> tuple[str, list[list], list[list]]:
+        """(decoded sentence or why there is none, top-word rows, nearest-sentence rows)."""
+        active = self.models.active()
+        vector = sv.analogy_vector(active.engine, {"a": a, "b": b, "c": c}, expression)
+        reading = sv.read_vectors(active.engine, vector[None], active.reference(progress), active.decoder(), k=10)[0]
+        decoded = (f"**Decoded:** {reading.decoded}" if reading.decoded is not None
+                   else NO_DECODER.format(fp=active.engine.fingerprint))
+        return (decoded, [[w, round(p, 4)] for w, p in reading.words], views.scored_rows(reading.nearest))
+
+    def interpolation(self, a: str, b: str, steps: int, progress: sv.Progress = sv.no_progress):
+        """(table rows per step, a 2-D map of the path among the nearest reference sentences)."""
+        active = self.models.active()
+        path = sv.interpolate(active.engine, a, b, int(steps))
+        reference = active.reference(progress)
+        readings = sv.read_vectors(active.engine, path.vectors, reference, active.decoder(), k=3)
+        rows = [[round(float(alpha), 3), r.decoded or "(no decoder)", views.word_list(r.words),
+                 round(float(ca), 4), round(float(cb), 4)]
+                for alpha, r, ca, cb in zip(path.alphas, readings, path.cos_a, path.cos_b, strict=True)]
+        return rows, self._path_map(path, reference, readings)
+
+    def _path_map(self, path: sv.Interpolation, reference: sv.Corpus, readings: list[sv.VectorReading]):
+        neighbours = list(dict.fromkeys(text for r in readings for text, _ in r.nearest))
+        index = {text: i for i, text in enumerate(reference.texts)}
+        context = reference.vectors[[index[t] for t in neighbours]]
+        unit = path.vectors / np.linalg.norm(path.vectors, axis=1, keepdims=True)
+        projection = self.projector.project(np.vstack([unit, context]), "UMAP", 2)
+        n = len(path.vectors)
+        return views.path_figure(projection.coords[:n], [f"α={alpha:.2f}" for alpha in path.alphas],
+                                 f"Interpolation path ({projection.method})", projection.coords[n:], neighbours)
+
+    # ---- map ------------------------------------------------------------------------------------
+    def umap_status(self) -> str:
+        return self.projector.status()
+
+    def draw_map(self, source: str, size: int, sentences: str, file: str | None, method: str, dims: str,
+                 colour: str, session: Session, progress: sv.Progress = sv.no_progress):
+        """(figure, a status line, the session with this map kept for searching)."""
+        active = self.models.active()
+        corpus = self._map_corpus(active, source, int(size), sentences, file, session, progress)
+        progress(0.9, desc=f"projecting {len(corpus.texts):,} points")
+        projection = self.projector.project(corpus.vectors, method, 3 if dims == "3-D" else 2)
+        groups = _colour_groups(corpus, colour)
+        title = f"{corpus.name}: {projection.method} {dims}"
+        session.map = MapData(corpus, projection.coords, groups, title)
+        status = f"{len(corpus.texts):,} points, {projection.method} in {projection.seconds:.1f} s. {projection.note}"
+        return views.scatter_figure(projection.coords, corpus.texts, groups, title), status, session
+
+    def _map_corpus(self, active: ActiveModel, source: str, size: int, sentences: str, file: str | None,
+                    session: Session, progress: sv.Progress) -> sv.Corpus:
+        if source == "dictionary definitions":
+            return active.reference(progress, size)
+        if source == "vocabulary words":
+            words = sv.vocabulary_sample(active.engine, size)
+            return sv.embed_corpus(active.engine, [w for w, _ in words], [sv.POS_NAMES[p] for _, p in words],
+                                   f"{len(words):,} vocabulary words", progress)
+        if source == "my sentences":
+            lines = sv.text_lines(sentences, sv.MAX_CORPUS_LINES)
+            return sv.embed_corpus(active.engine, lines, name=f"{len(lines)} sentences", progress=progress)
+        if source == "uploaded file":
+            return self._uploaded_corpus(active, file, session, progress)
+        raise ValueError(f"Unknown point set {source!r}.")
+
+    def search_map(self, query: str, k: int, session: Session):
+        """Highlight texts containing the query and its nearest neighbours (original space)."""
+        if session.map is None:
+            raise ValueError("Draw a map first.")
+        m, query = session.map, sv.check_text(query, "a search text")
+        vector = self.models.active().engine.encode([query], normalize=True)
+        hits = m.corpus.nearest(vector, int(k))[0]
+        matches = [i for i, t in enumerate(m.corpus.texts) if query.lower() in t.lower()]
+        highlight = list(dict.fromkeys(matches + [i for i, _ in hits]))
+        fig = views.scatter_figure(m.coords, m.corpus.texts, m.groups, m.title, highlight)
+        note = f"{len(matches)} point(s) contain {query!r}; nearest neighbours by cosine in the original space:"
+        return fig, note, views.scored_rows([(m.corpus.texts[i], s) for i, s in hits])
+
+    def candidates_map(self, text: str, k: int, method: str, progress: sv.Progress = sv.no_progress):
+        """A query, its top-k candidate words and their definitions on one map, plus a table."""
+        active = self.models.active()
+        rows = sv.reverse_dictionary(active.engine, sv.WordQuery(text, int(k)))
+        texts, groups = [text.strip()], ["your description"]
+        for row in rows:
+            texts += [row.word] + [f"{row.word}: {e.definition}" for e in row.definitions]
+            groups += [row.word] * (1 + len(row.definitions))
+        vectors = active.engine.encode(texts, normalize=True)
+        projection = self.projector.project(vectors, method, 2)
+        fig = views.scatter_figure(projection.coords, texts, groups,
+                                   f"Description, candidate words and their definitions ({projection.method})",
+                                   symbols={"your description": "star"})
+        table = [[r.word, round(r.probability, 4), " | ".join(e.definition for e in r.definitions)] for r in rows]
+        return fig, table
+
+    # ---- fine-tune ------------------------------------------------------------------------------
+    def validate_upload(self, file: str | None, seed: int, session: Session) -> tuple[str, Session]:
+        """The validation report of an uploaded dictionary; the upload is kept only when usable."""
+        session.upload = None
+        if not file:
+            return "Upload a dictionary file (TSV, CSV or JSONL with columns word, definition[, pos]).", session
+        try:
+            session.upload = validate_upload(self.models.active().engine, file, int(seed))
+        except ValueError as err:
+            return f"Not usable:\n{err}", session
+        return session.upload.report + "\n\nReady: press Start.", session
+
+    def start_finetune(self, session: Session, epochs: float, lr: float, batch_size: int,
+                       trainable_layers: int, max_steps: int, evaluations: int, seed: int) -> str:
+        """Queue a fine-tuning job on the validated upload; returns the job id."""
+        if session.upload is None:
+            raise ValueError("Upload and validate a dictionary first.")
+        settings = FinetuneSettings(float(epochs), float(lr), int(batch_size), int(trainable_layers),
+                                    int(max_steps), int(evaluations), int(seed))
+        settings.train_config(1)  # check the values now, not in the background
+        active, upload = self.models.active(), session.upload
+        job = self.jobs.submit(lambda job: run_finetune(job, active.spec.load, upload, settings, active.spec.name),
+                               f"fine-tune {active.spec.name} on {upload.name}")
+        return job.id
+
+    def job_view(self, job_id: str):
+        """(progress HTML, training figure, before/after rows, example rows) of a job."""
+        if not (job_id or "").strip():
+            return "", None, [], []
+        job = self.jobs.get(job_id)
+        history = job.progress.get("history")
+        figure = views.training_figure(history) if history else None
+        if job.status == QUEUED:
+            ahead = self.jobs.queue_position(job.id)
+            return views.progress_html(0, f"Queued behind {ahead} job(s) on this server."), None, [], []
+        if job.status == RUNNING:
+            return views.job_progress_html(job.progress), figure, [], []
+        if job.status != DONE:
+            return views.progress_html(0, f"Job {job.status}: {job.error}"), figure, [], []
+        result: FinetuneResult = job.result
+        examples = [[e["word"], e["definition"], e["before"], e["after"]] for e in result.examples]
+        done = views.progress_html(1, "Done. Held-out words before and after:")
+        return done, figure, comparison_rows(result), examples
+
+    def job_active(self, job_id: str) -> bool:
+        """True while the job is queued or running (the UI keeps polling)."""
+        return bool((job_id or "").strip()) and self.jobs.get(job_id).status in (QUEUED, RUNNING)
+
+    def cancel_job(self, job_id: str) -> str:
+        job = self.jobs.cancel(job_id)
+        return f"Cancellation requested (job is {job.status})."
+
+    def _finished(self, job_id: str) -> FinetuneResult:
+        job = self.jobs.get(job_id)
+        if job.status != DONE:
+            raise ValueError(f"The job is {job.status}; wait until it is done.")
+        return job.result
+
+    def save_finetuned(self, job_id: str, name: str, progress: sv.Progress = sv.no_progress) -> str:
+        result = self._finished(job_id)
+        progress(0.2, desc="saving")
+        path = save_finetuned(result, name, self.models.checkpoints)
+        result.training["saved_as"] = str(path)
+        return f"Saved as checkpoint `{path.name}` in {path.parent}."
+
+    def _saved_path(self, job_id: str) -> tuple[FinetuneResult, Path]:
+        result = self._finished(job_id)
+        if "saved_as" not in result.training:
+            raise ValueError("Save the model under a name first.")
+        return result, Path(result.training["saved_as"])
+
+    def activate_finetuned(self, job_id: str) -> str:
+        """Make the saved fine-tuned model the active one (for every user)."""
+        result, path = self._saved_path(job_id)
+        self.models.use(result.engine, ModelSpec(path.name, path))
+        return self.models.status()
+
+    def download_finetuned(self, job_id: str, progress: sv.Progress = sv.no_progress) -> tuple[str, str]:
+        """(checkpoint zip, sentence-transformers zip) of the saved model."""
+        result, path = self._saved_path(job_id)
+        progress(0.2, desc="exporting")
+        return tuple(str(p) for p in download_files(result.engine, path))
+
+    # ---- evaluate and about ---------------------------------------------------------------------
+    def evaluate_words(self, size: int, compare: bool, progress: sv.Progress = sv.no_progress) -> list[list]:
+        active = self.models.active()
+        engines = {active.spec.name: active.engine}
+        if compare and not active.is_base:
+            engines["before DefSent training"] = active.untrained()
+        return word_prediction_rows(engines, int(size), progress)
+
+    def recorded_metrics(self) -> str:
+        """The word-prediction metrics stored in the active checkpoint's manifest, as Markdown."""
+        active = self.models.active()
+        rows = {f"{active.spec.name} ({split})": m for split, m in active.engine.manifest.get("metrics", {}).items()
+                if isinstance(m, dict) and "mrr" in m}
+        if not rows:
+            return "The active model records no word-prediction metrics; evaluate it below."
+        return "Recorded when the checkpoint was trained:\n\n" + format_table(rows)
+
+    def evaluate_sts(self, data_dir: str, datasets: list[str], progress: sv.Progress = sv.no_progress) -> str:
+        active = self.models.active()
+        return sts_markdown(active.engine, active.spec.name, data_dir, list(datasets or []), progress)
+
+    def about(self) -> tuple[str, str]:
+        """(the active checkpoint and decoder in Markdown, its manifest as JSON text)."""
+        active = self.models.active()
+        decoder = active.decoder()
+        lines = [f"**Active model:** {active.spec.name}", f"**Encoder fingerprint:** `{active.engine.fingerprint}`",
+                 "**Vec2Sent decoder:** " + ("loaded" if decoder is not None else "none trained for this encoder")]
+        if active.is_base:
+            lines.append("This is the untrained base: its word head is untrained, so word predictions are noise.")
+        return "\n\n".join(lines), json.dumps(active.engine.manifest, indent=2)
+
+
+def start_studio(spec: ModelSpec, checkpoints: Path, warm_up_umap: bool = True, delay: float = 10.0) -> Studio:
+    """A Studio whose model loads in the background; `delay` seconds later (so that the first
+    requests get the CPU) the reference sentences are embedded and UMAP is warmed up, in that
+    order, in the same thread. Requests are served all along."""
+    studio = Studio(Models(checkpoints))
+
+    def after_load(active: ActiveModel) -> None:
+        time.sleep(delay)
+        active.reference()
+        if warm_up_umap:
+            studio.projector.warm_up()
+    studio.models.load_in_background(spec, then=after_load)
+    return studio
+
+
+def _colour_groups(corpus: sv.Corpus, colour: str) -> list[str]:
+    """Group label of each point: its part of speech, or a k-means cluster of the vectors."""
+    if colour not in COLOUR_BY:
+        raise ValueError(f"Colour by one of: {', '.join(COLOUR_BY)}.")
+    if colour == "part of speech":
+        return [label or "sentence" for label in corpus.labels]
+    from sklearn.cluster import KMeans
+    k = min(8, len(corpus.texts))
+    clusters = KMeans(n_clusters=k, n_init=3, random_state=0).fit_predict(corpus.vectors)
+    return [f"cluster {c + 1}" for c in clusters]

@@ -1,0 +1,188 @@
+"""The models shared by every user: the active engine (loaded in the background at launch), its
+untrained twin for comparisons, a matching Vec2Sent decoder if one exists, and the embedded
+reference sentences. Per-user data never lives here.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from core.checkpoint import CHECKPOINTS_DIR, DEFAULT_BASE, DEFAULT_CHECKPOINT, list_checkpoints
+from core.engine import Engine
+
+from .services import REFERENCE_SIZE, Corpus, Progress, no_progress, reference_corpus
+
+log = logging.getLogger(__name__)
+BASE_LABEL = "untrained base (all-MiniLM-L6-v2)"
+DECODER_FORMAT = "vec2sent/1"
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """How to load one model: a checkpoint folder, or a base model (`path` None) by its source."""
+    name: str
+    path: Path | None = None
+    base: str = DEFAULT_BASE
+
+    def load(self) -> Engine:
+        return Engine.load(self.path) if self.path else Engine.from_base(self.base)
+
+    def load_untrained(self) -> Engine | None:
+        """The same model before DefSent training (None: this model is the untrained base)."""
+        return Engine.load(self.path, untrained=True) if self.path else None
+
+
+def default_spec(checkpoints: Path = CHECKPOINTS_DIR) -> ModelSpec:
+    """The shipped checkpoint if it exists, else the untrained base."""
+    if (checkpoints / DEFAULT_CHECKPOINT.name).is_dir():
+        return ModelSpec(DEFAULT_CHECKPOINT.name, checkpoints / DEFAULT_CHECKPOINT.name)
+    return ModelSpec(BASE_LABEL)
+
+
+def available_specs(checkpoints: Path = CHECKPOINTS_DIR) -> list[ModelSpec]:
+    """Every complete checkpoint in `checkpoints`, then the untrained base."""
+    return [ModelSpec(p.name, p) for p in list_checkpoints(checkpoints)] + [ModelSpec(BASE_LABEL)]
+
+
+def find_decoder_dir(fingerprint: str, directory: Path = CHECKPOINTS_DIR) -> Path | None:
+    """A Vec2Sent checkpoint in `directory` trained on the encoder with `fingerprint`, if any."""
+    for path in sorted(directory.glob("*/manifest.json")) if directory.is_dir() else ():
+        try:
+            manifest = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if manifest.get("format") == DECODER_FORMAT and manifest.get("encoder", {}).get("fingerprint") == fingerprint:
+            return path.parent
+    return None
+
+
+class ModelUnavailable(RuntimeError):
+    """No model can serve requests yet (still loading, or loading failed)."""
+
+
+@dataclass
+class ActiveModel:
+    """One loaded model plus what is derived from it lazily (each built once, thread-safely)."""
+    spec: ModelSpec
+    engine: Engine
+    checkpoints: Path = CHECKPOINTS_DIR
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    _cache: dict = field(default_factory=dict, repr=False)
+
+    def _once(self, key: str, build: Callable[[], object]):
+        with self._lock:
+            if key not in self._cache:
+                self._cache[key] = build()
+            return self._cache[key]
+
+    def untrained(self) -> Engine:
+        """The model before DefSent training (the engine itself when it is the base)."""
+        return self._once("untrained", lambda: self.spec.load_untrained() or self.engine)
+
+    @property
+    def is_base(self) -> bool:
+        return self.spec.path is None
+
+    def decoder(self):
+        """The matching Vec2Sent decoder, or None when no trained decoder fits this encoder."""
+        def load():
+            path = find_decoder_dir(self.engine.fingerprint, self.checkpoints)
+            if path is None:
+                return None
+            from core.vec2sent import load_checkpoint
+            return load_checkpoint(path, self.engine.fingerprint)
+        return self._once("decoder", load)
+
+    def reference(self, progress: Progress = no_progress, size: int = REFERENCE_SIZE) -> Corpus:
+        """The embedded WordNet reference sentences for nearest-neighbour look-ups and search."""
+        return self._once(f"reference-{size}", lambda: reference_corpus(self.engine, size, progress))
+
+
+class Models:
+    """The active model, swapped atomically; requests take `active()` once and use that object."""
+
+    def __init__(self, checkpoints: Path = CHECKPOINTS_DIR):
+        self.checkpoints = checkpoints
+        self._active: ActiveModel | None = None
+        self._ready = threading.Event()
+        self._error: str = ""
+        self._switch_lock = threading.Lock()
+        self._used: list[ModelSpec] = []  # every model made active, so one served from elsewhere stays listed
+
+    @classmethod
+    def from_engine(cls, engine: Engine, spec: ModelSpec, checkpoints: Path = CHECKPOINTS_DIR) -> "Models":
+        """Models already holding a loaded engine (tests, or a caller that loaded it itself)."""
+        models = cls(checkpoints)
+        models.use(engine, spec)
+        return models
+
+    def load_in_background(self, spec: ModelSpec, then: Callable[[ActiveModel], None] | None = None
+                           ) -> threading.Thread:
+        """Load `spec` in a daemon thread; `then(active)` runs afterwards in the same thread."""
+        def run() -> None:
+            try:
+                self.use(spec.load(), spec)
+            except Exception as err:  # shown to users by active()
+                log.exception("loading %s failed", spec.name)
+                self._error = f"Loading the model {spec.name!r} failed: {err}"
+                self._ready.set()
+                return
+            if then is not None:
+                try:
+                    then(self._active)
+                except Exception:  # warm-up is an optimisation: requests build what they need
+                    log.exception("background work after loading %s failed", spec.name)
+        thread = threading.Thread(target=run, name="load-model", daemon=True)
+        thread.start()
+        return thread
+
+    def use(self, engine: Engine, spec: ModelSpec) -> ActiveModel:
+        """Make `engine` the active model for every user."""
+        self._active = ActiveModel(spec, engine, self.checkpoints)
+        if spec not in self._used:
+            self._used.append(spec)
+        self._error = ""
+        self._ready.set()
+        return self._active
+
+    def switch(self, spec: ModelSpec) -> ActiveModel:
+        """Load `spec` and make it active (one switch at a time)."""
+        with self._switch_lock:
+            return self.use(spec.load(), spec)
+
+    def active(self, timeout: float = 300.0) -> ActiveModel:
+        """The active model, waiting while it is still loading."""
+        if not self._ready.wait(timeout):
+            raise ModelUnavailable("The model is still loading; try again in a few seconds.")
+        if self._active is None:
+            raise ModelUnavailable(self._error or "No model is loaded.")
+        return self._active
+
+    @property
+    def ready(self) -> bool:
+        """True once a model is active."""
+        return self._ready.is_set() and self._active is not None
+
+    def status(self) -> str:
+        """One line for the UI: which model is active, or that it is loading."""
+        if not self._ready.is_set():
+            return "Loading the model..."
+        if self._active is None:
+            return self._error
+        return f"Active model: **{self._active.spec.name}**"
+
+    def specs(self) -> list[ModelSpec]:
+        """The models one can switch to: the checkpoints, the base, and those served from elsewhere."""
+        specs = available_specs(self.checkpoints)
+        return specs + [spec for spec in self._used if spec not in specs]
+
+    def spec_named(self, name: str) -> ModelSpec:
+        """The available model called `name`."""
+        for spec in self.specs():
+            if spec.name == name:
+                return spec
+        raise ValueError(f"No model called {name!r}; choose one from the list.")

@@ -1,0 +1,341 @@
+"""The Gradio Blocks: layout and event wiring only. Every event calls a `Studio` method through
+`handler`, which turns input errors into readable messages (never a stack trace).
+"""
+from __future__ import annotations
+
+import functools
+import inspect
+import logging
+from typing import Callable
+
+import gradio as gr
+
+from core.checkpoint import CheckpointError
+
+from .evaluation import QUICK_STS, STS_DATASETS, default_data_dir
+from .handlers import COLOUR_BY, MAP_SOURCES, Session, Studio
+from .models import ModelUnavailable
+from .projection import METHODS
+from .services import POS_CODES
+
+log = logging.getLogger(__name__)
+USER_ERRORS = (ValueError, CheckpointError, ModelUnavailable, FileNotFoundError)
+JOB_STORAGE_KEY = "defsent-studio-job"
+EXAMPLES = ["a person who is in charge", "a large grey animal with a trunk", "a building where people live",
+            "to move quickly on foot", "feeling or showing pleasure", "a place where books are kept"]
+CSS = """
+.ds-words h4 {margin: 0 0 .5em 0}
+.ds-word {margin-bottom: .7em}
+.ds-head {display: flex; gap: .5em; align-items: baseline}
+.ds-w {font-size: 1.1em}
+.ds-p {margin-left: auto; font-variant-numeric: tabular-nums; opacity: .8}
+.ds-bar {height: 6px; background: var(--color-accent); border-radius: 3px; min-width: 2px}
+.ds-defs {margin: .2em 0 0 1.2em; font-size: .9em; opacity: .85}
+.ds-notice {padding: .6em; border-left: 4px solid var(--color-accent)}
+.ds-progress {height: 14px; background: var(--neutral-200); border-radius: 7px; overflow: hidden}
+.ds-progress-fill {height: 100%; background: var(--color-accent)}
+.ds-progress-text {margin-top: .3em}
+"""
+ABOUT = """
+### What is this?
+
+**DefSent** (Tsukagoshi, Sasano & Takeda, 2021) trains a sentence encoder on dictionary
+definitions: the pooled embedding of a definition is fed to a *frozen* word-prediction head, and the
+encoder learns until the head names the defined word. The embedding space then lines up with words,
+which makes it good for similarity, and gives a **reverse dictionary** for free: describe a word,
+get the word.
+
+The **word head** is the masked-language-model head of BERT-style models (a base that ships without
+one, like all-MiniLM-L6-v2, gets one fitted before DefSent training), kept frozen and tied to the
+input word embeddings, so it can read *any* sentence vector as a distribution over words.
+
+**Vec2Sent** (Kerscher & Eger, 2020) is a decoder trained to turn sentence vectors back into
+sentences; with it, analogies and interpolations between sentences can be read as text.
+
+Models are shared by every user of this server; your inputs, maps and uploads stay in your session.
+"""
+
+
+def handler(fn: Callable) -> Callable:
+    """Wrap a Studio method for Gradio: readable errors, and gr.Progress for a `progress` parameter."""
+    signature = inspect.signature(fn)
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except USER_ERRORS as err:
+            raise gr.Error(str(err), print_exception=False) from None
+        except Exception as err:
+            log.exception("%s failed", fn.__name__)
+            raise gr.Error(f"Something went wrong ({type(err).__name__}); the server log has details.",
+                           print_exception=False) from None
+
+    params = [p.replace(default=gr.Progress()) if p.name == "progress" else p
+              for p in signature.parameters.values()]
+    wrapper.__signature__ = signature.replace(parameters=params)
+    return wrapper
+
+
+def build_app(studio: Studio) -> gr.Blocks:
+    """The whole app: a model bar on top, then the seven tabs."""
+    with gr.Blocks(title="DefSent Studio", analytics_enabled=False) as demo:
+        session = gr.State(Session())
+        stored_job = gr.BrowserState("", storage_key=JOB_STORAGE_KEY)  # outside the tabs: read at page load
+        gr.Markdown("# DefSent Studio\nWhat sentence embeddings mean: describe a word, compare sentences, "
+                    "walk between them, map them, fine-tune on your own dictionary.")
+        model_bar = _model_bar(demo, studio)
+        with gr.Tabs():
+            with gr.Tab("Reverse dictionary", id="reverse"):
+                _reverse_tab(studio)
+            with gr.Tab("Similarity", id="similarity"):
+                _similarity_tab(studio, session)
+            with gr.Tab("Analogy & interpolation", id="analogy"):
+                _analogy_tab(studio)
+            with gr.Tab("Map", id="map"):
+                _map_tab(studio, session)
+            with gr.Tab("Fine-tune", id="finetune"):
+                _finetune_tab(demo, studio, session, stored_job, model_bar)
+            with gr.Tab("Evaluate", id="evaluate") as evaluate_tab:
+                _evaluate_tab(evaluate_tab, studio)
+            with gr.Tab("About", id="about") as about_tab:
+                _about_tab(about_tab, studio)
+    return demo
+
+
+def _model_bar(demo: gr.Blocks, studio: Studio) -> tuple[Callable, list[gr.components.Component]]:
+    """The model chooser; returns (a function refreshing it, its components) for other events."""
+    with gr.Row(equal_height=True):
+        choice = gr.Dropdown(label="Model (shared by all users)", choices=studio.model_choices()[0], scale=3,
+                             interactive=True, elem_id="model-choice")
+        load = gr.Button("Use this model", scale=1)
+        status = gr.Markdown(elem_id="model-status")
+    load.click(handler(studio.switch_model), choice, status, api_name="switch_model")
+
+    def refresh():
+        names, active = studio.model_choices()
+        return gr.Dropdown(choices=names, value=active), studio.model_status()
+    demo.load(refresh, None, [choice, status], api_visibility="private")
+    return refresh, [choice, status]
+
+
+def _reverse_tab(studio: Studio) -> None:
+    with gr.Row():
+        with gr.Column(scale=2):
+            text = gr.Textbox(label="Describe a word", placeholder="e.g. a person who is in charge", lines=2,
+                              elem_id="rd-query")
+            with gr.Accordion("Filters", open=False):
+                with gr.Row():
+                    k = gr.Slider(1, 50, value=10, step=1, label="How many words")
+                    pos = gr.Dropdown(list(POS_CODES), value="any", label="Part of speech")
+                with gr.Row():
+                    min_length = gr.Number(0, label="Min length", precision=0, minimum=0)
+                    max_length = gr.Number(0, label="Max length (0: any)", precision=0, minimum=0)
+                with gr.Row():
+                    initial = gr.Textbox(label="Starts with", max_length=10)
+                    pattern = gr.Textbox(label="Pattern (? one letter, * any)", placeholder="l?ad*", max_length=64)
+                exclude = gr.Checkbox(label="Exclude the words of my description")
+            compare = gr.Checkbox(label="Compare with the model before DefSent training, side by side")
+            go_button = gr.Button("Find words", variant="primary", elem_id="rd-go")
+        with gr.Column(scale=2):
+            words = gr.HTML(elem_id="rd-words")
+        with gr.Column(scale=2):
+            before = gr.HTML(elem_id="rd-before")
+    inputs = [text, k, pos, min_length, max_length, initial, pattern, exclude, compare]
+    fn = handler(studio.reverse_dictionary)
+    go_button.click(fn, inputs, [words, before], api_name="reverse_dictionary")
+    text.submit(fn, inputs, [words, before], api_visibility="private")
+    gr.Examples(EXAMPLES, [text], label="Examples (click one, then Find words)")
+
+
+def _similarity_tab(studio: Studio, session: gr.State) -> None:
+    gr.Markdown("### Two texts")
+    with gr.Row():
+        a = gr.Textbox(label="Text A", value="A man is playing a guitar.")
+        b = gr.Textbox(label="Text B", value="Someone plays an instrument.")
+    pair_button, cosine = gr.Button("Compare"), gr.Markdown()
+    pair_button.click(handler(studio.pair_similarity), [a, b], cosine, api_name="similarity")
+
+    gr.Markdown("### Similarity heatmap")
+    sentences = gr.Textbox(label="Sentences, one per line", lines=5, value="A cat sits on the mat.\n"
+                           "A dog lies on the rug.\nThe stock market fell sharply.\nShares dropped today.")
+    heat_button, heat = gr.Button("Draw heatmap"), gr.Plot()
+    heat_button.click(handler(studio.heatmap), sentences, heat, api_name="heatmap")
+
+    gr.Markdown("### Semantic search")
+    with gr.Row():
+        query = gr.Textbox(label="Query", value="a musical instrument with strings", scale=3)
+        k = gr.Slider(1, 50, value=10, step=1, label="Top k", scale=1)
+    with gr.Row():
+        source = gr.Radio(["dictionary definitions", "uploaded file"], value="dictionary definitions",
+                          label="Corpus (a fixed sample of 2,000 WordNet definitions, or your file)")
+        file = gr.File(label="Text file, one sentence per line", file_types=[".txt"])
+    search_button = gr.Button("Search")
+    hits = gr.Dataframe(headers=["rank", "cosine", "text"], label="Results", wrap=True, elem_id="sim-hits")
+    search_button.click(handler(studio.search), [query, source, file, k, session], [hits, session],
+                        api_name="search")
+
+
+def _analogy_tab(studio: Studio) -> None:
+    gr.Markdown("### Analogy")
+    with gr.Row():
+        a = gr.Textbox(label="a", value="The man is walking.")
+        b = gr.Textbox(label="b", value="The woman is walking.")
+        c = gr.Textbox(label="c", value="The man is running.")
+        expression = gr.Textbox(label="Expression", value="b - a + c")
+    analogy_button = gr.Button("Compute", variant="primary")
+    decoded = gr.Markdown()
+    with gr.Row():
+        words = gr.Dataframe(headers=["word", "probability"], label="Top words of the result")
+        nearest = gr.Dataframe(headers=["rank", "cosine", "reference sentence"], label="Nearest reference sentences",
+                               wrap=True)
+    analogy_button.click(handler(studio.analogy), [a, b, c, expression], [decoded, words, nearest],
+                         api_name="analogy")
+
+    gr.Markdown("### Interpolation")
+    with gr.Row():
+        start = gr.Textbox(label="From", value="The weather is cold and wet.")
+        end = gr.Textbox(label="To", value="I love sunny summer days.")
+        steps = gr.Slider(2, 21, value=6, step=1, label="Steps")
+    path_button = gr.Button("Interpolate")
+    table = gr.Dataframe(headers=["alpha", "decoded", "top words", "cos to From", "cos to To"], wrap=True)
+    path = gr.Plot()
+    path_button.click(handler(studio.interpolation), [start, end, steps], [table, path], api_name="interpolate")
+
+
+def _map_tab(studio: Studio, session: gr.State) -> None:
+    umap_status = gr.Markdown(studio.umap_status(), elem_id="umap-status")
+    with gr.Row():
+        source = gr.Radio(list(MAP_SOURCES), value=MAP_SOURCES[0], label="Points")
+        size = gr.Dropdown([500, 1000, 2000, 5000], value=1000, label="Sample size")
+        method = gr.Radio(list(METHODS), value="UMAP", label="Projection")
+        dims = gr.Radio(["2-D", "3-D"], value="2-D", label="Dimensions")
+        colour = gr.Radio(list(COLOUR_BY), value=COLOUR_BY[0], label="Colour by")
+    with gr.Row():
+        sentences = gr.Textbox(label="My sentences (one per line)", lines=3)
+        file = gr.File(label="Or a text file", file_types=[".txt"])
+    draw = gr.Button("Draw map", variant="primary", elem_id="map-draw")
+    status = gr.Markdown(elem_id="map-status")
+    plot = gr.Plot(elem_id="map-plot")
+    with gr.Row():
+        search = gr.Textbox(label="Search the map", scale=3)
+        k = gr.Slider(1, 30, value=10, step=1, label="Neighbours", scale=1)
+        search_button = gr.Button("Highlight", scale=1)
+    note, neighbours = gr.Markdown(), gr.Dataframe(headers=["rank", "cosine", "text"], wrap=True)
+    draw.click(handler(studio.draw_map), [source, size, sentences, file, method, dims, colour, session],
+               [plot, status, session], api_name="draw_map")
+    search_button.click(handler(studio.search_map), [search, k, session], [plot, note, neighbours],
+                        api_name="search_map")
+
+    gr.Markdown("### A description, its candidate words and their definitions on one map")
+    with gr.Row():
+        query = gr.Textbox(label="Description", value="a person who is in charge", scale=3)
+        top = gr.Slider(2, 15, value=6, step=1, label="Candidate words", scale=1)
+        candidates_method = gr.Radio(list(METHODS), value="PCA", label="Projection", scale=1)
+    candidates_button = gr.Button("Draw", elem_id="cand-draw")
+    candidates_plot = gr.Plot(elem_id="cand-plot")
+    candidates = gr.Dataframe(headers=["word", "probability", "definitions"], wrap=True)
+    candidates_button.click(handler(studio.candidates_map), [query, top, candidates_method],
+                            [candidates_plot, candidates], api_name="candidates_map")
+
+    timer = gr.Timer(3.0)
+    timer.tick(lambda: (studio.umap_status(), gr.Timer(active=not studio.projector.umap_ready)), None,
+               [umap_status, timer], api_visibility="private", show_progress="hidden")
+
+
+def _finetune_tab(demo: gr.Blocks, studio: Studio, session: gr.State, stored: gr.BrowserState,
+                  model_bar: tuple[Callable, list[gr.components.Component]]) -> None:
+    gr.Markdown("Upload a dictionary (TSV, CSV or JSONL with columns `word`, `definition` and optionally `pos`). "
+                "It is split by word: 80 % train, 10 % dev (model selection), 10 % held out for the "
+                "before/after comparison. Training runs in the background: you may reload the page.")
+    with gr.Row():
+        file = gr.File(label="Dictionary file", file_types=[".tsv", ".csv", ".jsonl", ".txt"], elem_id="ft-file")
+        report = gr.Textbox(label="Validation report", lines=8, elem_id="ft-report")
+    with gr.Row():
+        epochs = gr.Number(3, label="Epochs", minimum=0.1)
+        lr = gr.Number(5e-5, label="Learning rate", minimum=1e-7)
+        batch = gr.Number(16, label="Batch size", precision=0, minimum=1)
+        layers = gr.Number(0, label="Train top layers (0: all)", precision=0, minimum=0)
+        max_steps = gr.Number(0, label="Max steps (0: by epochs)", precision=0, minimum=0)
+        evaluations = gr.Number(10, label="Dev evaluations", precision=0, minimum=1)
+        seed = gr.Number(0, label="Seed", precision=0)
+    with gr.Row():
+        start = gr.Button("Start fine-tuning", variant="primary", elem_id="ft-start")
+        cancel = gr.Button("Cancel", variant="stop")
+        job_id = gr.Textbox(label="Job id (paste one to follow it)", elem_id="ft-job")
+    progress = gr.HTML(elem_id="ft-progress")
+    curve = gr.Plot(label="Loss and dev MRR")
+    with gr.Row():
+        comparison = gr.Dataframe(headers=["metric", "before", "after"], label="Held-out words", elem_id="ft-compare")
+        examples = gr.Dataframe(headers=["word", "definition", "before (top 3)", "after (top 3)"], wrap=True,
+                                label="Example predictions")
+    with gr.Row():
+        name = gr.Textbox(label="Checkpoint name", placeholder="my-dictionary-v1")
+        save = gr.Button("Save")
+        activate = gr.Button("Use as the active model")
+        download = gr.Button("Download")
+    message = gr.Markdown(elem_id="ft-message")
+    with gr.Row():
+        zip_file = gr.File(label="Checkpoint (zip)", elem_id="ft-zip")
+        st_file = gr.File(label="sentence-transformers folder (zip)", elem_id="ft-st-zip")
+    timer = gr.Timer(1.0, active=False)
+
+    file.change(handler(studio.validate_upload), [file, seed, session], [report, session], api_name="validate")
+    start_job = handler(studio.start_finetune)
+
+    def start_and_remember(*settings):
+        job = start_job(*settings)
+        return job, job, gr.Timer(active=True)
+    start.click(start_and_remember, [session, epochs, lr, batch, layers, max_steps, evaluations, seed],
+                [job_id, stored, timer], api_name="start_finetune")
+    job_id.submit(lambda j: gr.Timer(active=True), job_id, timer, api_visibility="private")
+
+    view = handler(studio.job_view)
+
+    def poll(job):
+        return (*view(job), gr.Timer(active=studio.job_active(job)))
+    timer.tick(poll, job_id, [progress, curve, comparison, examples, timer], show_progress="hidden",
+               api_visibility="private")
+    cancel.click(handler(studio.cancel_job), job_id, message, api_name="cancel_finetune")
+    refresh_models, model_components = model_bar
+    save.click(handler(studio.save_finetuned), [job_id, name], message, api_name="save_finetuned").success(
+        refresh_models, None, model_components, api_visibility="private")
+    activate.click(handler(studio.activate_finetuned), job_id, message, api_name="activate_finetuned").success(
+        refresh_models, None, model_components, api_visibility="private")
+    download.click(handler(studio.download_finetuned), job_id, [zip_file, st_file], api_name="download_finetuned")
+    demo.load(lambda j: (j, gr.Timer(active=bool(j))), stored, [job_id, timer], api_visibility="private")
+
+
+def _evaluate_tab(tab: gr.Tab, studio: Studio) -> None:
+    gr.Markdown("### Word prediction on WordNet words never seen in training (test split)")
+    recorded = gr.Markdown()
+    with gr.Row():
+        size = gr.Dropdown([200, 1000, 4000], value=200, label="Definitions")
+        compare = gr.Checkbox(True, label="Also the model before DefSent training")
+        words_button = gr.Button("Evaluate word prediction")
+    words = gr.Dataframe(headers=["model", "n", "MRR", "top-1", "top-3", "top-10"], elem_id="eval-words")
+    words_button.click(handler(studio.evaluate_words), [size, compare], words, api_name="evaluate_words")
+    tab.select(handler(studio.recorded_metrics), None, recorded, api_visibility="private")
+
+    gr.Markdown("### STS (Spearman x100), next to the papers' numbers")
+    with gr.Row():
+        data_dir = gr.Textbox(default_data_dir(), label="SentEval data folder (holds STS/ and SICK/)", scale=3)
+        datasets = gr.CheckboxGroup(list(STS_DATASETS), value=list(QUICK_STS), label="Datasets", scale=3)
+        sts_button = gr.Button("Run STS", scale=1)
+    sts = gr.Markdown(elem_id="eval-sts")
+    gr.Markdown("SentEval transfer tasks (classification with 10-fold CV) take long on two cores: run "
+                "`python -m core.evaluation --model CHECKPOINT --tasks senteval`.")
+    sts_button.click(handler(studio.evaluate_sts), [data_dir, datasets], sts, api_name="evaluate_sts")
+
+
+def _about_tab(tab: gr.Tab, studio: Studio) -> None:
+    gr.Markdown(ABOUT)
+    active = gr.Markdown()
+    manifest = gr.Code(language="json", label="Manifest of the active checkpoint")
+    tab.select(handler(studio.about), None, [active, manifest], api_visibility="private")
+
+
+def theme() -> gr.themes.Base:
+    """The default theme with system fonts (no font downloads: the app works offline)."""
+    return gr.themes.Default(font=["ui-sans-serif", "system-ui", "sans-serif"],
+                             font_mono=["ui-monospace", "monospace"])

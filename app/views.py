@@ -1,0 +1,125 @@
+"""Rendering: HTML snippets, table rows and plotly figures built from the services' plain data.
+
+All user-provided text is HTML-escaped before it is put into markup.
+"""
+from __future__ import annotations
+
+from html import escape
+from typing import Sequence
+
+import numpy as np
+import plotly.graph_objects as go
+
+from .services import POS_NAMES, WordRow
+
+HOVER_CHARS = 90
+LABEL_CHARS = 40
+
+
+def shorten(text: str, limit: int = LABEL_CHARS) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def words_html(rows: Sequence[WordRow], title: str) -> str:
+    """A ranked word list with probability bars and each word's dictionary definitions."""
+    if not rows:
+        return f"<div class='ds-words'><h4>{escape(title)}</h4><p>No word passes these filters.</p></div>"
+    top = max(r.probability for r in rows) or 1.0
+    items = []
+    for rank, row in enumerate(rows, 1):
+        definitions = "".join(f"<li><i>{escape(POS_NAMES.get(e.pos, e.pos))}</i> {escape(e.definition)}</li>"
+                              for e in row.definitions) or "<li><i>not in the dictionary</i></li>"
+        items.append(
+            f"<div class='ds-word'><div class='ds-head'><span class='ds-rank'>{rank}.</span>"
+            f"<b class='ds-w'>{escape(row.word)}</b><span class='ds-p'>{row.probability:.2%}</span></div>"
+            f"<div class='ds-bar' style='width:{100 * row.probability / top:.1f}%'></div>"
+            f"<ul class='ds-defs'>{definitions}</ul></div>")
+    return f"<div class='ds-words'><h4>{escape(title)}</h4>{''.join(items)}</div>"
+
+
+def notice_html(message: str) -> str:
+    return f"<div class='ds-notice'>{escape(message)}</div>"
+
+
+def progress_html(fraction: float, text: str) -> str:
+    """A progress bar with a caption."""
+    fraction = min(max(fraction, 0.0), 1.0)
+    return (f"<div class='ds-progress'><div class='ds-progress-fill' style='width:{100 * fraction:.1f}%'></div></div>"
+            f"<div class='ds-progress-text'>{escape(text)}</div>")
+
+
+def job_progress_html(progress: dict) -> str:
+    """The progress bar of a running fine-tuning job, with stage, step, loss and dev MRR."""
+    step, total = progress.get("step", 0), progress.get("total", 0)
+    parts = [f"{progress.get('stage', 'starting')}: step {step}/{total}"]
+    if progress.get("loss") is not None:
+        parts.append(f"loss {progress['loss']:.4f}")
+    if progress.get("dev_mrr") is not None:
+        parts.append(f"dev MRR {progress['dev_mrr']:.4f}")
+    return progress_html(step / total if total else 0, ", ".join(parts))
+
+
+def word_list(words: Sequence[tuple[str, float]]) -> str:
+    return ", ".join(f"{w} ({p:.1%})" for w, p in words)
+
+
+def scored_rows(hits: Sequence[tuple[str, float]]) -> list[list]:
+    """[rank, cosine, text] rows."""
+    return [[rank, round(score, 4), text] for rank, (text, score) in enumerate(hits, 1)]
+
+
+def heatmap_figure(sentences: Sequence[str], matrix: np.ndarray) -> go.Figure:
+    labels = [f"{i + 1}. {shorten(s, 30)}" for i, s in enumerate(sentences)]
+    fig = go.Figure(go.Heatmap(z=np.round(matrix, 3), x=labels, y=labels, zmin=-1, zmax=1, colorscale="RdBu",
+                               reversescale=True, texttemplate="%{z:.2f}",
+                               hovertemplate="%{y}<br>%{x}<br>cos %{z:.3f}<extra></extra>"))
+    fig.update_layout(title="Cosine similarity", yaxis_autorange="reversed", margin=dict(l=10, r=10, t=40, b=10))
+    return fig
+
+
+def scatter_figure(coords: np.ndarray, texts: Sequence[str], groups: Sequence[str], title: str,
+                   highlight: Sequence[int] = (), symbols: dict[str, str] | None = None) -> go.Figure:
+    """One trace per group (legend = colour), hover shows the text; `highlight` points are ringed."""
+    coords = np.asarray(coords)
+    three_d = coords.shape[1] == 3
+    fig = go.Figure()
+    for group in dict.fromkeys(groups):
+        idx = [i for i, g in enumerate(groups) if g == group]
+        fig.add_trace(_points(coords[idx], [texts[i] for i in idx], str(group), three_d,
+                              marker=dict(size=9 if symbols else 5, symbol=(symbols or {}).get(group, "circle"))))
+    if len(highlight):
+        idx = list(highlight)
+        fig.add_trace(_points(coords[idx], [texts[i] for i in idx], "search hits", three_d,
+                              marker=dict(size=14, color="rgba(0,0,0,0)", line=dict(width=3, color="black"))))
+    fig.update_layout(title=title, margin=dict(l=10, r=10, t=40, b=10), legend=dict(itemsizing="constant"))
+    return fig
+
+
+def _points(xyz: np.ndarray, texts: Sequence[str], name: str, three_d: bool, marker: dict):
+    hover = [escape(shorten(t, HOVER_CHARS)) for t in texts]
+    if three_d:
+        return go.Scatter3d(x=xyz[:, 0], y=xyz[:, 1], z=xyz[:, 2], mode="markers", name=name, text=hover,
+                            hoverinfo="text", marker=marker)
+    return go.Scattergl(x=xyz[:, 0], y=xyz[:, 1], mode="markers", name=name, text=hover, hoverinfo="text",
+                        marker=marker)
+
+
+def path_figure(coords: np.ndarray, labels: Sequence[str], title: str, context: np.ndarray,
+                context_texts: Sequence[str]) -> go.Figure:
+    """A 2-D path through the points in order, each labelled, over context points (hover: text)."""
+    fig = scatter_figure(context, context_texts, ["nearest reference sentences"] * len(context_texts), title)
+    fig.add_trace(go.Scatter(x=coords[:, 0], y=coords[:, 1], mode="lines+markers+text", text=list(labels),
+                             name="interpolation", textposition="top center", hoverinfo="text"))
+    return fig
+
+
+def training_figure(history: Sequence[dict]) -> go.Figure:
+    """Smoothed training loss and dev MRR by step."""
+    steps = [h["step"] for h in history]
+    fig = go.Figure(go.Scatter(x=steps, y=[h["loss"] for h in history], name="loss", mode="lines"))
+    fig.add_trace(go.Scatter(x=steps, y=[h["dev_mrr"] for h in history], name="dev MRR", mode="lines+markers",
+                             yaxis="y2"))
+    fig.update_layout(title="Training", xaxis_title="step", yaxis=dict(title="loss"),
+                      yaxis2=dict(title="dev MRR", overlaying="y", side="right"),
+                      margin=dict(l=10, r=10, t=40, b=10))
+    return fig

@@ -1,0 +1,139 @@
+"""Benchmark of the web app: launch to first answered request, reverse-dictionary latency through
+the HTTP API (gradio_client), and PCA / UMAP times for 1k and 5k points. Prints a Markdown table.
+
+    nice -n 15 python bench/bench_app.py                       # default model, 30 requests
+    python bench/bench_app.py --model checkpoints/NAME --requests 50 --settle 120
+
+`--settle` waits after the first answer before measuring latency, so the app's background work
+(embedding the reference sentences, warming UMAP up) is over. Projection times use real sentence
+vectors: WordNet definitions embedded by the model (cached under the user cache dir after one run).
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+QUERY = ["a person who is in charge", 10, "any", 0, 0, "", "", False, False]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def launch(model: Path | None, port: int, log: Path) -> tuple[subprocess.Popen, float]:
+    """Start `python app.py`; return the process and the moment it was started."""
+    command = [sys.executable, "app.py", "--port", str(port)] + (["--model", str(model)] if model else [])
+    started = time.perf_counter()
+    process = subprocess.Popen(command, cwd=REPO, stdout=log.open("w"), stderr=subprocess.STDOUT)
+    return process, started
+
+
+def first_answer(url: str, process: subprocess.Popen, timeout: float = 300):
+    """A connected gradio_client once the app answers a reverse-dictionary request."""
+    from gradio_client import Client
+
+    deadline = time.perf_counter() + timeout
+    while time.perf_counter() < deadline:
+        if process.poll() is not None:
+            raise SystemExit("the app exited; see its log")
+        try:
+            client = Client(url, verbose=False)
+        except Exception:  # not listening yet
+            time.sleep(0.1)
+            continue
+        client.predict(*QUERY, api_name="/reverse_dictionary")
+        return client
+    raise SystemExit(f"no answer within {timeout} s")
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of a process so far (Linux /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def latency_ms(client, n: int) -> list[float]:
+    times = []
+    for _ in range(n):
+        start = time.perf_counter()
+        client.predict(*QUERY, api_name="/reverse_dictionary")
+        times.append(1000 * (time.perf_counter() - start))
+    return times
+
+
+def projection_rows(model: Path | None) -> list[tuple[str, str]]:
+    """Seconds for PCA and UMAP (first fit incl. import and JIT, then warm) on 1k and 5k definitions."""
+    from app.settings import configure_numba_cache, limit_threads
+    limit_threads(1)  # as app.py does by default
+    from app.models import ModelSpec, default_spec
+    from app.projection import pca, umap_fit
+    from app.services import reference_corpus
+
+    numba_dir = configure_numba_cache()
+    cached = any(numba_dir.rglob("*.nbi"))
+    spec = ModelSpec(model.name, model) if model else default_spec()
+    vectors = reference_corpus(spec.load(), 5000).vectors
+    rows = []
+    for n in (1000, 5000):
+        rows.append((f"PCA, {n:,} points", f"{timed(pca, vectors[:n]):.3f} s"))
+    first = timed(umap_fit, vectors[:1000])
+    state = "warm" if cached else "cold"
+    rows.append((f"UMAP import + first fit, 1,000 points (numba cache {state})", f"{first:.1f} s"))
+    for n in (1000, 5000):
+        timed(umap_fit, vectors[:n])  # compile this size's code path
+        rows.append((f"UMAP after warm-up, {n:,} points", f"{timed(umap_fit, vectors[:n]):.1f} s"))
+    return rows
+
+
+def timed(fn, *args) -> float:
+    start = time.perf_counter()
+    fn(*args)
+    return time.perf_counter() - start
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--model", type=Path, default=None, help="checkpoint to serve (default: the app's default)")
+    parser.add_argument("--requests", type=int, default=30, help="reverse-dictionary requests to time")
+    parser.add_argument("--settle", type=float, default=0, help="seconds to wait before timing requests")
+    parser.add_argument("--skip-app", action="store_true", help="only the projection timings")
+    parser.add_argument("--skip-projection", action="store_true", help="only the app timings")
+    args = parser.parse_args()
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    rows: list[tuple[str, str]] = []
+    if not args.skip_app:
+        port = free_port()
+        process, started = launch(args.model, port, Path("/tmp") / f"bench_app_{port}.log")
+        try:
+            client = first_answer(f"http://127.0.0.1:{port}/", process)
+            launch_seconds = time.perf_counter() - started
+            rows.append(("launch to first answered reverse-dictionary request", f"{launch_seconds:.1f} s"))
+            rows.append(("  CPU time the app used until then (wall time on an idle machine)",
+                         f"{cpu_seconds(process.pid):.1f} s"))
+            time.sleep(args.settle)
+            times = latency_ms(client, args.requests)
+            rows.append((f"reverse dictionary via gradio_client, median of {len(times)}",
+                         f"{statistics.median(times):.0f} ms"))
+            rows.append(("  same, 90th percentile", f"{statistics.quantiles(times, n=10)[-1]:.0f} ms"))
+        finally:
+            process.terminate()
+            process.wait(timeout=30)
+    if not args.skip_projection:
+        rows += projection_rows(args.model)
+    print("| measurement | result |\n|---|---:|")
+    print("\n".join(f"| {name} | {value} |" for name, value in rows))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

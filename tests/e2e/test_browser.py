@@ -1,0 +1,219 @@
+"""End to end in a real browser: `python app.py` on a free local port, driven by Playwright in
+Debian's headless Chromium (/usr/bin/chromium).
+
+By default the app serves a tiny model whose head was fitted on a few definitions, so the expected
+word is certain. With DEFSENT_E2E_MODEL=checkpoints/defsent-minilm the real model is served, a real
+definition is typed, UMAP is warmed up and used for the map, and the screenshots go to
+docs/screenshots/ (what the README shows); otherwise they go to the test's temporary folder.
+"""
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from core import Engine
+from core.dictionary import Entry
+from core.train import fit_head
+from core.word_eval import definition_pairs
+
+pytestmark = pytest.mark.slow
+REPO = Path(__file__).resolve().parents[2]
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+                 "--disable-sync", "--no-first-run"]
+TINY_PAIRS = {"king": "the man who rules the city", "dog": "a small animal that people keep",
+              "river": "water that runs to the sea", "bread": "food made of flour",
+              "teacher": "a person who helps a child learn", "song": "music with words",
+              "tree": "a large plant with wood", "car": "a thing to drive on a road",
+              "doctor": "a person who treats the sick", "wine": "a drink made of grapes",
+              "house": "a place where people live", "queen": "the woman who rules the country"}
+REAL_QUERY = ("a place where books are kept", "library")
+DOCS_MODE = bool(os.environ.get("DEFSENT_E2E_MODEL"))
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def served_model(tiny_mlm_dir, tmp_path_factory) -> tuple[Path, str, str, Path]:
+    """(checkpoint, query, expected word, screenshot folder)."""
+    real = os.environ.get("DEFSENT_E2E_MODEL")
+    if real:
+        return Path(real).resolve(), *REAL_QUERY, REPO / "docs" / "screenshots"
+    engine = Engine.from_base(str(tiny_mlm_dir))
+    texts, gold = definition_pairs([Entry(w, d) for w, d in TINY_PAIRS.items()], engine.vocab)
+    fit_head(engine, texts, gold, epochs=300, lr=1e-2, batch_size=8)
+    query = TINY_PAIRS["king"]
+    assert engine.predict_words(query, k=1)[0][0] == "king"
+    folder = tmp_path_factory.mktemp("served")
+    return engine.save(folder / "tiny-defsent", name="tiny-defsent"), query, "king", folder / "screenshots"
+
+
+@pytest.fixture(scope="module")
+def app_url(served_model, tmp_path_factory):
+    checkpoint = served_model[0]
+    port = free_port()
+    work = tmp_path_factory.mktemp("app")
+    env = {**os.environ, "DEFSENT_CACHE_DIR": str(work / "cache"), "DEFSENT_THREADS": "1", "PYTHONUNBUFFERED": "1"}
+    log = (work / "app.log").open("w")
+    command = [sys.executable, "app.py", "--port", str(port), "--model", str(checkpoint),
+               "--checkpoints", str(work / "checkpoints")] + ([] if DOCS_MODE else ["--no-umap-warmup"])
+    process = subprocess.Popen(command, cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}/"
+    try:
+        wait_until_up(url, process, work / "app.log")
+        yield url
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+        log.close()
+
+
+def wait_until_up(url: str, process: subprocess.Popen, log: Path, timeout: float = 120) -> None:
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if process.poll() is not None:
+            pytest.fail(f"the app exited:\n{log.read_text()[-3000:]}")
+        try:
+            with urllib.request.urlopen(url, timeout=2):
+                return
+        except OSError:
+            time.sleep(0.5)
+    pytest.fail(f"the app did not answer within {timeout} s:\n{log.read_text()[-3000:]}")
+
+
+@pytest.fixture(scope="module")
+def page(app_url):
+    sync_api = pytest.importorskip("playwright.sync_api")
+    if not CHROMIUM.exists():
+        pytest.skip("Debian's chromium is not installed (apt-get install -y chromium)")
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        page.set_default_timeout(300_000 if DOCS_MODE else 90_000)
+        page.goto(app_url)
+        yield page
+        browser.close()
+
+
+def open_tab(page, name: str) -> None:
+    page.get_by_role("tab", name=name).click()
+
+
+def shoot(page, folder: Path, name: str) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(folder / f"{name}.png"), full_page=True)
+
+
+def wait_for_value(page, selector: str, condition: str) -> None:
+    """Wait until the value of the textarea at `selector` satisfies the JS `condition` on `v`."""
+    page.wait_for_function(f"(() => {{ const e = document.querySelector({selector!r}); "
+                           f"const v = e ? e.value : ''; return {condition}; }})()")
+
+
+def wait_for_text(page, selector: str, text: str) -> None:
+    """Wait until the element at `selector` shows `text` (tables render hidden copies of cells)."""
+    page.wait_for_function(f"(document.querySelector({selector!r}) || {{innerText: ''}}).innerText.includes({text!r})")
+
+
+def test_reverse_dictionary_finds_the_word(page, served_model):
+    _, query, expected, shots = served_model
+    page.locator("#rd-query textarea").fill(query)
+    page.locator("#rd-go").click()
+    words = page.locator("#rd-words .ds-w")
+    words.first.wait_for()
+    assert expected in words.all_inner_texts()[:10]
+    shoot(page, shots, "1-reverse-dictionary")
+
+
+def test_similarity_and_analogy_tabs(page, served_model):
+    shots = served_model[3]
+    open_tab(page, "Similarity")
+    page.get_by_role("button", name="Compare").click()
+    page.get_by_text("cosine similarity:").wait_for()
+    page.get_by_role("button", name="Draw heatmap").click()
+    page.locator(".js-plotly-plot").first.wait_for()
+    page.get_by_role("button", name="Search", exact=True).click()
+    wait_for_text(page, "#sim-hits", "0.")  # cosines of the top hits
+    shoot(page, shots, "2-similarity")
+    open_tab(page, "Analogy & interpolation")
+    page.get_by_role("button", name="Compute").click()
+    page.get_by_text("No Vec2Sent decoder is available").wait_for()
+    page.get_by_role("button", name="Interpolate").click()
+    page.get_by_text("Interpolation path").wait_for()
+    shoot(page, shots, "3-analogy")
+
+
+def test_map_draws_and_highlights(page, served_model):
+    shots = served_model[3]
+    open_tab(page, "Map")
+    if DOCS_MODE:
+        page.locator("#umap-status").get_by_text("UMAP is ready").wait_for(timeout=600_000)
+    page.locator("#map-draw").click()
+    page.locator("#map-status").get_by_text("points, UMAP in" if DOCS_MODE else "points, PCA in").wait_for()
+    page.get_by_label("Search the map").fill("water")
+    page.get_by_role("button", name="Highlight").click()
+    page.get_by_text("nearest neighbours by cosine").wait_for()
+    page.locator("#cand-draw").click()
+    page.locator("#cand-plot .js-plotly-plot").wait_for()
+    shoot(page, shots, "4-map")
+
+
+def test_finetune_survives_a_reload(page, served_model, tmp_path):
+    shots = served_model[3]
+    dictionary = tmp_path / "my-words.tsv"
+    dictionary.write_text("word\tdefinition\n" + "".join(f"{w}\t{d}\n" for w, d in TINY_PAIRS.items()),
+                          encoding="utf-8")
+    open_tab(page, "Fine-tune")
+    page.locator("#ft-file input[type=file]").set_input_files(str(dictionary))
+    wait_for_value(page, "#ft-report textarea", "v.includes('Ready')")
+    page.get_by_label("Max steps (0: by epochs)").fill("4")
+    page.get_by_label("Batch size").fill("4")
+    page.locator("#ft-start").click()
+    wait_for_value(page, "#ft-job textarea", "v.length > 0")
+    job_id = page.locator("#ft-job textarea").input_value()
+    page.wait_for_function("localStorage.getItem('defsent-studio-job') !== null")  # kept by the browser
+    page.reload()
+    open_tab(page, "Fine-tune")
+    wait_for_value(page, "#ft-job textarea", f"v === {job_id!r}")
+    page.locator("#ft-progress").get_by_text("Done").wait_for(timeout=180_000)
+    assert "MRR" in page.locator("#ft-compare").inner_text()
+    page.get_by_label("Checkpoint name").fill("my-words-v1")
+    page.get_by_role("button", name="Save", exact=True).click()
+    page.get_by_text("Saved as checkpoint").wait_for()
+    page.get_by_role("button", name="Use as the active model").click()
+    page.locator("#ft-message").get_by_text("my-words-v1").wait_for()
+    wait_for_text(page, "#model-status", "Active model: my-words-v1")  # the model bar follows
+    page.get_by_role("button", name="Download", exact=True).click()
+    page.locator("#ft-zip").get_by_text("my-words-v1").wait_for()
+    page.locator("#ft-st-zip").get_by_text("my-words-v1-sentence-transformers").wait_for()
+    shoot(page, shots, "5-finetune")
+    page.locator("#model-choice input").click()  # back to the served model, through the model bar
+    page.get_by_role("option", name=served_model[0].name, exact=True).click()
+    page.get_by_role("button", name="Use this model").click()
+    wait_for_text(page, "#model-status", f"Active model: {served_model[0].name}")
+
+
+def test_evaluate_and_about_tabs(page, served_model):
+    shots = served_model[3]
+    open_tab(page, "Evaluate")
+    page.get_by_role("button", name="Evaluate word prediction").click()
+    wait_for_text(page, "#eval-words", "before DefSent training")
+    if not DOCS_MODE or not Path(page.get_by_label("SentEval data folder").input_value()).is_dir():
+        page.get_by_label("SentEval data folder").fill(str(REPO / "tests" / "fixtures" / "senteval"))
+    page.get_by_role("button", name="Run STS").click()
+    wait_for_text(page, "#eval-sts", "DefSent-BERT-base")
+    shoot(page, shots, "6-evaluate")
+    open_tab(page, "About")
+    page.get_by_text("Encoder fingerprint").wait_for()
+    shoot(page, shots, "7-about")

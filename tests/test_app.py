@@ -1,0 +1,415 @@
+"""The app's handlers and helpers against a tiny random engine (no browser, no UMAP)."""
+from __future__ import annotations
+
+import json
+import threading
+import time
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from app import services as sv
+from app import views
+from app.evaluation import sts_markdown, word_prediction_rows
+from app.export import export_sentence_transformers, zip_folder
+from app.finetune import FinetuneSettings, comparison_rows, run_finetune, save_finetuned, validate_upload
+from app.handlers import Session, Studio, start_studio
+from app.jobs import CANCELLED, DONE, FAILED, Job, JobManager
+from app.models import BASE_LABEL, Models, ModelSpec, ModelUnavailable, available_specs, find_decoder_dir
+from app.projection import Projector, pca
+from core import Engine
+from tests.conftest import TINY_WORDS
+
+FIXTURES = Path(__file__).parent / "fixtures"
+DEFINITIONS = {"dog": "an animal that barks", "cat": "a small animal that says meow", "king": "a man who rules",
+               "queen": "a woman who rules", "river": "water that runs to the sea", "bread": "food made of flour",
+               "car": "a thing to drive on a road", "teacher": "a person who helps a child learn",
+               "song": "music with words", "tree": "a large plant with wood", "house": "a place to live",
+               "fire": "it is hot and burns", "wine": "a drink made of grapes", "road": "a way for cars",
+               "doctor": "a person who treats the sick", "city": "a large town", "book": "pages to read",
+               "boy": "a young man", "girl": "a young woman", "water": "what you drink"}
+
+
+@pytest.fixture(autouse=True)
+def cache_in_tmp(tmp_path, monkeypatch):
+    monkeypatch.setenv("DEFSENT_CACHE_DIR", str(tmp_path / "cache"))
+
+
+@pytest.fixture(scope="module")
+def engine(tiny_mlm_dir) -> Engine:
+    return Engine.from_base(str(tiny_mlm_dir))
+
+
+@pytest.fixture
+def studio(engine, tiny_mlm_dir, tmp_path) -> Studio:
+    models = Models.from_engine(engine, ModelSpec("tiny", base=str(tiny_mlm_dir)), tmp_path / "checkpoints")
+    return Studio(models, Projector(), JobManager())
+
+
+@pytest.fixture
+def dictionary_file(tmp_path) -> Path:
+    path = tmp_path / "mine.tsv"
+    path.write_text("word\tdefinition\n" + "".join(f"{w}\t{d}\n" for w, d in DEFINITIONS.items())
+                    + "zzzz\tnot a word the head knows\n", encoding="utf-8")
+    return path
+
+
+# ---- reverse dictionary ---------------------------------------------------------------------------
+
+def test_reverse_dictionary_ranks_words_with_definitions(engine):
+    rows = sv.reverse_dictionary(engine, sv.WordQuery("a dog is an animal", k=5))
+    assert len(rows) == 5 and all(r.word in TINY_WORDS or len(r.word) == 1 for r in rows)
+    assert [r.probability for r in rows] == sorted((r.probability for r in rows), reverse=True)
+    assert sv.definitions_of("dog") and all(e.word == "dog" for e in sv.definitions_of("dog"))
+
+
+def test_reverse_dictionary_filters(engine):
+    rows = sv.reverse_dictionary(engine, sv.WordQuery("an animal", k=3, initial="c", pattern="c*",
+                                                      exclude_query_words=True, min_length=3))
+    assert rows and all(r.word.startswith("c") and len(r.word) >= 3 for r in rows)
+    nouns = sv.reverse_dictionary(engine, sv.WordQuery("an animal", k=5, pos="noun"))
+    assert all(any(e.pos == "n" for e in sv.wordnet_index()[r.word]) for r in nouns)
+
+
+@pytest.mark.parametrize("query, message", [
+    (sv.WordQuery("  "), "enter a description"),
+    (sv.WordQuery("x", k=0), "between 1 and 100"),
+    (sv.WordQuery("x", min_length=5, max_length=2), "impossible"),
+    (sv.WordQuery("x", pos="pronoun"), "part of speech"),
+    (sv.WordQuery("x", initial="1"), "letters only"),
+    (sv.WordQuery("x", pattern="[" * 70), "1 to 64"),
+    (sv.WordQuery("x" * 2000), "limit"),
+])
+def test_reverse_dictionary_rejects_bad_input(engine, query, message):
+    with pytest.raises(ValueError, match=message):
+        sv.reverse_dictionary(engine, query)
+
+
+def test_studio_reverse_escapes_html_and_compares(studio):
+    main, before = studio.reverse_dictionary("<script>alert(1)</script> a dog", 3, compare=True)
+    assert "<script>" not in main and "ds-word" in main
+    assert "nothing to compare" in before  # the active model is a base
+
+
+def test_compare_with_checkpoint_uses_untrained_twin(engine, tiny_mlm_dir, tmp_path):
+    path = engine.save(tmp_path / "ckpt", name="ckpt")
+    studio = Studio(Models.from_engine(Engine.load(path), ModelSpec("ckpt", path), tmp_path), Projector(),
+                    JobManager())
+    _, before = studio.reverse_dictionary("a dog", 3, compare=True)
+    assert "before DefSent training" in before
+    assert [s.name for s in available_specs(tmp_path)] == ["ckpt", BASE_LABEL]
+
+
+# ---- similarity and search ------------------------------------------------------------------------
+
+def test_similarity_and_heatmap(studio):
+    assert "1.0000" in studio.pair_similarity("a dog", "a dog")
+    figure = studio.heatmap("a dog\na cat\nwine")
+    assert np.asarray(figure.data[0].z).shape == (3, 3)
+    with pytest.raises(ValueError, match="at least two"):
+        studio.heatmap("only one")
+
+
+def test_search_dictionary_and_uploaded_file(studio, tmp_path):
+    rows, _ = studio.search("an animal that barks", "dictionary definitions", None, 3, Session())
+    assert len(rows) == 3 and rows[0][0] == 1 and rows[0][1] >= rows[1][1]
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("a dog barks\nthe king rules\nbread is food\n", encoding="utf-8")
+    session = Session()
+    rows, session = studio.search("a dog barks", "uploaded file", str(corpus), 2, session)
+    assert rows[0][2] == "a dog barks" and rows[0][1] == pytest.approx(1.0, abs=1e-4)
+    cached = session.corpus
+    studio.search("bread", "uploaded file", str(corpus), 2, session)
+    assert session.corpus is cached  # embedded once per file and model
+    with pytest.raises(ValueError, match="Upload a text file"):
+        studio.search("x", "uploaded file", None, 2, Session())
+
+
+def test_reference_corpus_is_cached_on_disk(engine):
+    first = sv.reference_corpus(engine, 50)
+    again = sv.reference_corpus(engine, 50, progress=lambda *a, **k: pytest.fail("re-encoded"))
+    assert np.array_equal(first.vectors, again.vectors) and len(first.texts) == 50
+
+
+def test_bad_text_file(tmp_path):
+    path = tmp_path / "bad.txt"
+    path.write_bytes(b"caf\xe9\n")
+    with pytest.raises(ValueError, match="not UTF-8"):
+        sv.read_text_file(path)
+
+
+# ---- analogy and interpolation -----------------------------------------------------------------------
+
+def test_analogy_without_decoder_says_so(studio):
+    decoded, words, nearest = studio.analogy("a king", "a queen", "a boy", "b - a + c")
+    assert "No Vec2Sent decoder" in decoded and len(words) == 10 and len(nearest) == 10
+    with pytest.raises(ValueError, match="unknown name 'd'"):
+        studio.analogy("a", "b", "c", "d - a")
+    assert find_decoder_dir(studio.models.active().engine.fingerprint, studio.models.checkpoints) is None
+
+
+def test_interpolation_table_and_path(studio):
+    rows, figure = studio.interpolation("a dog", "a king", 5)
+    assert [r[0] for r in rows] == [0.0, 0.25, 0.5, 0.75, 1.0]
+    assert rows[0][3] == pytest.approx(1.0, abs=1e-4) and rows[-1][4] == pytest.approx(1.0, abs=1e-4)
+    assert rows[0][1] == "(no decoder)" and "PCA" in figure.layout.title.text
+    with pytest.raises(ValueError, match="between 2 and 50"):
+        studio.interpolation("a", "b", 1)
+
+
+# ---- map ---------------------------------------------------------------------------------------------
+
+def test_draw_map_then_search(studio):
+    session = Session()
+    figure, status, session = studio.draw_map("my sentences", 0, "a dog\na cat\nthe king\nwine", None, "UMAP",
+                                              "3-D", "cluster", session)
+    assert "PCA" in status and "UMAP needs at least 10 points" in status
+    assert session.map.coords.shape == (4, 3) and figure.data[0].type == "scatter3d"
+    figure, note, rows = studio.search_map("dog", 2, session)
+    assert "1 point(s)" in note and rows[0][2] == "a dog"
+    assert figure.data[-1].name == "search hits"
+
+
+def test_map_of_vocabulary_words_coloured_by_part_of_speech(studio):
+    figure, _, session = studio.draw_map("vocabulary words", 30, "", None, "PCA", "2-D", "part of speech", Session())
+    assert {t.name for t in figure.data} <= {"noun", "verb", "adjective", "adverb"}
+    assert len(session.map.corpus.texts) == 30
+
+
+def test_map_of_an_uploaded_file_reuses_its_embeddings(studio, tmp_path):
+    corpus = tmp_path / "lines.txt"
+    corpus.write_text("".join(f"sentence number {i}\n" for i in range(12)), encoding="utf-8")
+    session = Session()
+    studio.search("number", "uploaded file", str(corpus), 2, session)
+    embedded = session.corpus
+    _, status, session = studio.draw_map("uploaded file", 0, "", str(corpus), "PCA", "2-D", "part of speech", session)
+    assert session.map.corpus is embedded and status.startswith("12 points, PCA")
+
+
+def test_map_errors(studio):
+    with pytest.raises(ValueError, match="Draw a map first"):
+        studio.search_map("dog", 3, Session())
+    with pytest.raises(ValueError, match="Unknown point set"):
+        studio.draw_map("nothing", 10, "", None, "PCA", "2-D", "cluster", Session())
+    with pytest.raises(ValueError, match="Unknown projection"):
+        Projector().project(np.zeros((5, 3)), "tSNE")
+
+
+def test_candidates_map(studio):
+    figure, table = studio.candidates_map("an animal", 4, "PCA")
+    assert len(table) == 4 and figure.data[0].name == "your description"
+
+
+def test_pca_and_projection_cache():
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(200, 16)) * np.linspace(5, 0.1, 16)
+    coords = pca(x, 3)
+    assert coords.shape == (200, 3) and np.var(coords[:, 0]) >= np.var(coords[:, 1]) >= np.var(coords[:, 2])
+    projector = Projector()
+    first = projector.project(x, "PCA", 2)
+    assert projector.project(x, "PCA", 2).note == "cached result"
+    assert np.array_equal(first.coords, projector.project(x, "PCA", 2).coords)
+    assert pca(x[:2, :1], 2).shape == (2, 2)
+    cold = projector.project(x, "UMAP", 2)  # UMAP not warmed up: PCA now, and the note says so
+    assert cold.method == "PCA" and "showing PCA meanwhile" in cold.note and "PCA (instant)" in projector.status()
+
+
+# ---- jobs --------------------------------------------------------------------------------------------
+
+def wait_for(jobs: JobManager, job_id: str, timeout: float = 60.0) -> Job:
+    deadline = time.time() + timeout
+    while jobs.get(job_id).status in ("queued", "running"):
+        assert time.time() < deadline, "job did not finish"
+        time.sleep(0.05)
+    return jobs.get(job_id)
+
+
+def test_jobs_run_in_order_and_cancel():
+    jobs = JobManager()
+    release = threading.Event()  # holds the first job
+    first = jobs.submit(lambda job: release.wait(10) and "first", "holds the worker")
+    second = jobs.submit(lambda job: "second", "queued")
+    third = jobs.submit(lambda job: 1 / 0, "fails")
+    assert jobs.queue_position(second.id) == 1 and jobs.queue_position(third.id) == 2
+    jobs.cancel(second.id)
+    release.set()
+    assert wait_for(jobs, first.id).result == "first"
+    assert wait_for(jobs, third.id).status == FAILED and "ZeroDivisionError" in third.error
+    assert jobs.get(second.id).status == CANCELLED
+    with pytest.raises(ValueError, match="No job"):
+        jobs.get("nope")
+
+
+def test_job_view_while_queued_and_running(studio):
+    release = threading.Event()
+    running = studio.jobs.submit(lambda job: job.report(stage="training", step=3, total=10, loss=1.5,
+                                                        dev_mrr=0.25) or release.wait(10), "runs")
+    queued = studio.jobs.submit(lambda job: None, "waits")
+    while studio.jobs.get(running.id).status != "running":
+        time.sleep(0.01)
+    time.sleep(0.05)
+    assert "Queued behind 1 job" in studio.job_view(queued.id)[0]
+    html = studio.job_view(running.id)[0]
+    assert "step 3/10, loss 1.5000, dev MRR 0.2500" in html and "width:30.0%" in html
+    assert studio.job_active(running.id) and studio.job_view("") == ("", None, [], [])
+    release.set()
+    assert wait_for(studio.jobs, queued.id).status == DONE and not studio.job_active(running.id)
+    assert "starting: step 0/0" in views.job_progress_html({})
+
+
+# ---- fine-tune ---------------------------------------------------------------------------------------
+
+def test_validate_upload_reports_and_splits(engine, dictionary_file, tmp_path):
+    upload = validate_upload(engine, dictionary_file)
+    assert len(upload.entries) == len(DEFINITIONS) and "zzzz" in upload.report
+    assert upload.split.train and upload.split.dev and upload.split.test
+    small = tmp_path / "small.csv"
+    small.write_text("word,definition\ndog,an animal\ncat,another animal\n", encoding="utf-8")
+    with pytest.raises(ValueError, match="at least 10"):
+        validate_upload(engine, small)
+    with pytest.raises(ValueError, match="missing column"):
+        validate_upload(engine, _write(tmp_path, "x.tsv", "a\tb\n1\t2\n"))
+
+
+def _write(folder: Path, name: str, text: str) -> Path:
+    (folder / name).write_text(text, encoding="utf-8")
+    return folder / name
+
+
+def test_finetune_job_compares_saves_and_exports(engine, tiny_mlm_dir, dictionary_file, tmp_path):
+    upload = validate_upload(engine, dictionary_file)
+    job = Job("j", "test", lambda j: None)
+    settings = FinetuneSettings(lr=1e-3, batch_size=4, max_steps=6, evaluations=3)
+    result = run_finetune(job, lambda: Engine.from_base(str(tiny_mlm_dir)), upload, settings, "tiny")
+    assert job.progress["step"] == 6 and len(job.progress["history"]) == 6
+    assert [row[0] for row in comparison_rows(result)] == ["MRR", "top-1", "top-3", "top-10"]
+    assert result.examples and {"word", "definition", "before", "after"} <= set(result.examples[0])
+    path = save_finetuned(result, "mine-v1", tmp_path)
+    manifest = json.loads((path / "manifest.json").read_text())
+    assert manifest["training"]["data"] == "mine.tsv" and "user_test" in manifest["metrics"]
+    with pytest.raises(ValueError, match="already exists"):
+        save_finetuned(result, "mine-v1", tmp_path)
+    with pytest.raises(ValueError, match="invalid checkpoint name"):
+        save_finetuned(result, "../evil", tmp_path)
+    folder = export_sentence_transformers(result.engine, tmp_path / "st", "mine-v1")
+    assert (folder / "modules.json").is_file() and "sentence-transformers" in (folder / "README.md").read_text()
+    with zipfile.ZipFile(zip_folder(path, tmp_path / "zips")) as archive:
+        assert "mine-v1/manifest.json" in archive.namelist()
+    st = pytest.importorskip("sentence_transformers")
+    vectors = st.SentenceTransformer(str(folder), device="cpu").encode(["a dog"])
+    assert np.allclose(vectors, result.engine.encode(["a dog"]), atol=1e-4)
+
+
+def test_finetune_through_the_studio(studio, dictionary_file):
+    session = Session()
+    report, session = studio.validate_upload(str(dictionary_file), 0, session)
+    assert "Ready" in report
+    job_id = studio.start_finetune(session, 1, 1e-3, 4, 0, 4, 2, 0)
+    assert wait_for(studio.jobs, job_id).status == DONE, studio.jobs.get(job_id).error
+    progress, figure, comparison, examples = studio.job_view(job_id)
+    assert "Done" in progress and comparison and examples and figure is not None
+    with pytest.raises(ValueError, match="Save the model"):
+        studio.activate_finetuned(job_id)
+    assert "Saved" in studio.save_finetuned(job_id, "from-studio")
+    assert "from-studio" in studio.activate_finetuned(job_id)
+    assert studio.model_choices() == (["from-studio", BASE_LABEL, "tiny"], "from-studio")
+    checkpoint_zip, st_zip = studio.download_finetuned(job_id)
+    assert Path(checkpoint_zip).is_file() and Path(st_zip).is_file()
+
+
+def test_finetune_can_be_cancelled(studio, dictionary_file):
+    _, session = studio.validate_upload(str(dictionary_file), 0, Session())
+    job_id = studio.start_finetune(session, 1, 1e-3, 4, 0, 100_000, 2, 0)
+    while studio.jobs.get(job_id).progress.get("stage") != "training":
+        time.sleep(0.01)
+    assert "Cancellation requested" in studio.cancel_job(job_id)
+    assert wait_for(studio.jobs, job_id).status == CANCELLED
+    assert "Job cancelled: cancelled at step" in studio.job_view(job_id)[0]
+
+
+def test_finetune_rejects_bad_settings_and_missing_upload(studio, dictionary_file):
+    with pytest.raises(ValueError, match="validate a dictionary"):
+        studio.start_finetune(Session(), 1, 1e-3, 4, 0, 4, 2, 0)
+    _, session = studio.validate_upload(str(dictionary_file), 0, Session())
+    with pytest.raises(ValueError, match="must be positive"):
+        studio.start_finetune(session, 1, -1, 4, 0, 4, 2, 0)
+    report, session = studio.validate_upload(None, 0, session)
+    assert session.upload is None and "Upload" in report
+
+
+# ---- evaluate and about ------------------------------------------------------------------------------
+
+def test_evaluate_words_and_sts(studio):
+    rows = studio.evaluate_words(30, True)
+    assert len(rows) == 1 and rows[0][1] <= 30  # a base: no "before" row
+    markdown = studio.evaluate_sts(str(FIXTURES / "senteval"), ["STS-B", "SICK-R"])
+    assert "STS-B" in markdown and "DefSent-BERT-base" in markdown
+    with pytest.raises(ValueError, match="No SentEval data folder"):
+        studio.evaluate_sts("/nonexistent", ["STS-B"])
+    with pytest.raises(ValueError, match="Choose datasets"):
+        sts_markdown(studio.models.active().engine, "m", str(FIXTURES / "senteval"), ["STS99"])
+    assert word_prediction_rows({}, 5) == []
+
+
+def test_dataset_names_and_data_dir_match_core():
+    from app import evaluation
+    from core.evaluation.runner import DEFAULT_DATA_DIR
+    from core.evaluation.sts import SINGLE_FILE_DATASETS, STS_YEARS
+
+    assert evaluation.STS_DATASETS == (*STS_YEARS, *SINGLE_FILE_DATASETS)
+    assert evaluation.DEFAULT_DATA_DIR == DEFAULT_DATA_DIR
+
+
+def test_recorded_metrics_come_from_the_manifest(studio, monkeypatch):
+    assert "records no word-prediction metrics" in studio.recorded_metrics()
+    metrics = {"test": {"n": 5, "mrr": 0.5, "top1": 0.4, "top3": 0.6, "top10": 0.8}}
+    monkeypatch.setitem(studio.models.active().engine.manifest, "metrics", metrics)
+    assert "| tiny (test) | 5 | 0.5000 |" in studio.recorded_metrics()
+
+
+def test_about_shows_manifest(studio):
+    text, manifest = studio.about()
+    assert "tiny" in text and "none trained" in text and json.loads(manifest)["pooling"] == "mean"
+
+
+def test_model_loads_in_the_background(tiny_mlm_dir, tmp_path):
+    studio = start_studio(ModelSpec("tiny", base=str(tiny_mlm_dir)), tmp_path, warm_up_umap=False, delay=0)
+    assert studio.models.active(timeout=60).spec.name == "tiny"
+    broken = Models(tmp_path)
+    broken.load_in_background(ModelSpec("gone", tmp_path / "missing")).join(60)
+    with pytest.raises(ModelUnavailable, match="Loading the model 'gone' failed"):
+        broken.active()
+    assert "failed" in broken.status()
+
+
+def test_switch_model_and_unknown_name(studio):
+    assert studio.model_choices() == ([BASE_LABEL, "tiny"], "tiny")  # served from outside checkpoints/
+    assert "tiny" in studio.switch_model("tiny")
+    with pytest.raises(ValueError, match="No model called"):
+        studio.switch_model("nope")
+
+
+# ---- Gradio wiring -----------------------------------------------------------------------------------
+
+def test_ui_builds_and_errors_are_readable(studio):
+    gr = pytest.importorskip("gradio")
+    from app.ui import build_app, handler
+
+    demo = build_app(studio)
+    assert {"reverse_dictionary", "draw_map", "start_finetune"} <= {d.api_name for d in demo.fns.values()}
+    with pytest.raises(gr.Error, match="enter a description"):
+        handler(studio.reverse_dictionary)("")
+    with pytest.raises(gr.Error, match="Something went wrong \\(ZeroDivisionError\\)"):
+        handler(lambda: 1 / 0)()
+
+
+def test_app_binds_localhost_by_default(monkeypatch):
+    monkeypatch.delenv("GRADIO_SERVER_NAME", raising=False)
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("app_main", Path(__file__).parents[1] / "app.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    args = module.parse_args([])
+    assert (args.host, args.port, args.share) == ("127.0.0.1", 7860, False)
