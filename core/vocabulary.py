@@ -15,6 +15,7 @@ import numpy as np
 
 _WORD = re.compile(r"^[a-z][a-z'-]*[a-z]$|^[a-z]$")
 ROBERTA_SPACE = "\u0120"  # byte-level BPE marks a word start with "Ġ"
+POS_TAGS = ("n", "v", "a", "r")  # WordNet: noun, verb, adjective, adverb
 
 
 def surface_form(token: str, word_start_marker: str | None) -> str | None:
@@ -24,7 +25,7 @@ def surface_form(token: str, word_start_marker: str | None) -> str | None:
             return None
         token = token[len(word_start_marker):]
     word = token.lower()
-    return word if _WORD.match(word) and word == token.lower() else None
+    return word if _WORD.match(word) else None
 
 
 @dataclass(frozen=True)
@@ -85,6 +86,10 @@ class WordVocabulary:
 
     @lru_cache(maxsize=256)
     def _mask(self, f: WordFilter) -> np.ndarray:
+        if f.pos and f.pos.strip().lower()[:1] not in POS_TAGS:
+            raise ValueError(f"unknown part of speech {f.pos!r}: use n, v, a or r")
+        if f.pos and not self._pos_of:
+            raise ValueError("the part-of-speech filter needs the WordNet dictionary (core/data)")
         mask = self.candidate_mask.copy()
         if f.min_length:
             mask &= self.lengths >= f.min_length

@@ -156,3 +156,15 @@ def test_unsafe_checkpoint_names_are_rejected(name):
 
 def test_safe_checkpoint_name_accepts_plain_names():
     assert safe_checkpoint_name("my-model_v1.2") == "my-model_v1.2"
+
+
+def test_part_of_speech_filter_uses_the_dictionary(engine):
+    nouns = [w for w, _ in engine.predict_words("an animal", k=5, pos="n")]
+    assert nouns and all("n" in engine.vocab._pos_of[w] for w in nouns)
+    with pytest.raises(ValueError, match="unknown part of speech"):
+        engine.predict_words("an animal", pos="x")
+
+
+def test_bad_wildcard_is_a_clear_error(engine):
+    with pytest.raises(ValueError, match="wildcard"):
+        engine.predict_words("an animal", pattern="*" * 100)
