@@ -118,9 +118,10 @@ class Engine:
              metrics: dict | None = None) -> Path:
         """Write a checkpoint atomically: `path` is either left as it was or holds the new one."""
         path = Path(path)
-        base = Engine.from_base(self.base_source, self.encoder.pooling, self.head.config.kind,
-                                self.encoder.max_length)
-        delta = _encoder_delta(self.encoder.state_dict(), base.encoder.state_dict())
+        # Only the base weights are needed here, not a whole Engine (vocabulary, head, fingerprint).
+        base_encoder, _ = SentenceEncoder.from_pretrained(resolve_base(self.base_source), self.encoder.pooling,
+                                                          self.encoder.max_length)
+        delta = _encoder_delta(self.encoder.state_dict(), base_encoder.state_dict())
         manifest = {
             "format": FORMAT, "format_version": FORMAT_VERSION,
             "name": name or path.name, "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
