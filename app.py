@@ -12,9 +12,12 @@ import sys
 import time
 from pathlib import Path
 
+from app.settings import QUEUE_SIZE
+
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")  # no telemetry calls from an offline server
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -23,6 +26,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         help="address to bind (default 127.0.0.1: this machine only)")
     parser.add_argument("--port", type=int, default=int(os.environ.get("GRADIO_SERVER_PORT", 7860)))
     parser.add_argument("--share", action="store_true", help="also open a public gradio.live link")
+    parser.add_argument("--queue-size", type=int, default=QUEUE_SIZE,
+                        help=f"requests that may wait; past this users are told the app is busy (default {QUEUE_SIZE})")
     parser.add_argument("--model", type=Path, default=None,
                         help="checkpoint folder to serve (default: checkpoints/defsent-minilm, else the base)")
     parser.add_argument("--checkpoints", type=Path, default=None, help="folder of checkpoints to list and save into")
@@ -32,6 +37,17 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--warm-up-delay", type=float, default=10.0,
                         help="seconds after the model loads before background warm-up starts (default 10)")
     return parser.parse_args(argv)
+
+
+def exposure_warnings(host: str, share: bool) -> list[str]:
+    """Warnings for a server reachable from other machines (anything but loopback, or a share link)."""
+    warnings = []
+    if share:
+        warnings.append("WARNING: --share publishes this app on a public gradio.live address: anyone with the "
+                        "link can use it, upload files and switch the shared model.")
+    if host not in LOOPBACK:
+        warnings.append(f"WARNING: binding {host}: the app is reachable from other machines.")
+    return warnings
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -48,14 +64,10 @@ def main(argv: list[str] | None = None) -> int:
     checkpoints = args.checkpoints or CHECKPOINTS_DIR
     spec = ModelSpec(args.model.name, args.model) if args.model else default_spec(checkpoints)
     studio = start_studio(spec, checkpoints, not args.no_umap_warmup, args.warm_up_delay)
-    from app.ui import CSS, build_app, theme
-    demo = build_app(studio)
-    if args.share:
-        print("WARNING: --share publishes this app on a public gradio.live address: anyone with the link "
-              "can use it, upload files and switch the shared model.", file=sys.stderr)
-    if args.host not in ("127.0.0.1", "localhost"):
-        print(f"WARNING: binding {args.host}: the app is reachable from other machines.", file=sys.stderr)
-    demo.queue(default_concurrency_limit=2)
+    from app.ui import CSS, build_app, enable_queue, theme
+    demo = enable_queue(build_app(studio), max_size=args.queue_size)
+    for warning in exposure_warnings(args.host, args.share):
+        print(warning, file=sys.stderr)
     demo.launch(server_name=args.host, server_port=args.port, share=args.share, theme=theme(), css=CSS,
                 prevent_thread_lock=True, footer_links=["api"])
     print(f"DefSent Studio listening on http://{args.host}:{args.port} "

@@ -1,5 +1,5 @@
-"""The Evaluate tab's computations: word prediction on WordNet's held-out words, and STS on the
-SentEval data when it is present, reported next to the papers' numbers.
+"""The Evaluate tab's computations: word prediction on WordNet's held-out words, and STS and the
+SentEval transfer tasks on the SentEval data when it is present, reported next to the papers' numbers.
 
 core.evaluation (scipy, scikit-learn) is imported on first use, not at launch.
 """
@@ -18,6 +18,10 @@ from .services import Progress, no_progress
 
 STS_DATASETS = ("STS12", "STS13", "STS14", "STS15", "STS16", "STS-B", "SICK-R")  # core.evaluation.sts's
 QUICK_STS = ("STS-B",)  # the quickest: about 2,700 sentences
+TRANSFER_TASKS = ("MR", "CR", "SUBJ", "MPQA", "SST-2", "TREC", "MRPC")  # core.evaluation.senteval's
+# Run size -> (examples per split, 0 = all; cross-validation folds). The full protocol takes
+# about 20 minutes on one CPU core; the quick one about 2.
+TRANSFER_SIZES = {"quick: 1,000 examples per split, 5 folds": (1000, 5), "full SentEval protocol": (0, 10)}
 DEFAULT_DATA_DIR = REPO_ROOT.parent / "shared" / "data" / "senteval"  # as core.evaluation.runner's
 
 
@@ -51,28 +55,72 @@ def word_prediction_rows(models: dict, size: int, progress: Progress = no_progre
 def sts_markdown(engine, model_name: str, data_dir: str, datasets: list[str],
                  progress: Progress = no_progress) -> str:
     """Spearman x100 on the chosen STS datasets as Markdown, beside the papers' rows."""
-    from core.evaluation.base import EvaluationConfig, run_datasets
-    from core.evaluation.report import task_markdown
+    from core.evaluation.base import EvaluationConfig
     from core.evaluation.sts import evaluate_sts, sts_loaders
 
-    folder = Path((data_dir or "").strip())
-    if not str(folder) or not folder.is_dir():
-        raise ValueError(f"No SentEval data folder at {str(folder)!r}: give the folder that holds STS/ and SICK/ "
-                         "(SentEval's data/downstream layout).")
-    unknown = [d for d in datasets if d not in STS_DATASETS]
-    if unknown or not datasets:
-        raise ValueError(f"Choose datasets among {', '.join(STS_DATASETS)}.")
-    loaders = {name: load for name, load in sts_loaders(EvaluationConfig(folder, show_progress=False)).items()
-               if name in datasets}
-    done: list[str] = []
+    folder = _data_folder(data_dir)
+    _check_choice(datasets, STS_DATASETS, "datasets")
+    loaders = sts_loaders(EvaluationConfig(folder, show_progress=False))
 
     def score(name: str, subsets) -> tuple[dict[str, float], dict]:
-        progress(len(done) / len(loaders), desc=f"encoding {name}")
-        done.append(name)
         result = evaluate_sts(engine, subsets, desc=name, show_progress=False)
         return {"all": result.all, "mean": result.mean}, {"pairs": result.pairs}
 
+    return _task_markdown("sts", model_name, {name: loaders[name] for name in datasets}, score, progress)
+
+
+def senteval_markdown(engine, model_name: str, data_dir: str, tasks: list[str], size: str,
+                      progress: Progress = no_progress) -> str:
+    """Accuracy % on the chosen SentEval transfer tasks as Markdown, beside the papers' rows.
+    `size` is a key of TRANSFER_SIZES (a quick subsample or the full protocol)."""
+    from core.evaluation.base import EvaluationConfig
+    from core.evaluation.senteval import evaluate_transfer, sample_splits, transfer_loaders
+
+    folder = _data_folder(data_dir)
+    _check_choice(tasks, TRANSFER_TASKS, "tasks")
+    if size not in TRANSFER_SIZES:
+        raise ValueError(f"Choose a run size among: {'; '.join(TRANSFER_SIZES)}.")
+    examples, kfold = TRANSFER_SIZES[size]
+    loaders = transfer_loaders(EvaluationConfig(folder, kfold=kfold, show_progress=False))
+
+    def score(name: str, splits) -> tuple[dict[str, float], dict]:
+        splits = sample_splits(splits, examples) if examples else splits
+        result = evaluate_transfer(engine, splits, kfold=kfold, desc=name, show_progress=False)
+        return {"accuracy": result.accuracy}, {"sizes": result.sizes}
+
+    note = (f"Quick run: at most {examples:,} examples per split and {kfold}-fold cross-validation, so the scores "
+            "are indicative, not comparable to the papers' full protocol." if examples else "")
+    return _task_markdown("senteval", model_name, {name: loaders[name] for name in tasks}, score, progress, note)
+
+
+def _data_folder(data_dir: str) -> Path:
+    folder = Path((data_dir or "").strip())
+    if not str(folder) or not folder.is_dir():
+        raise ValueError(f"No SentEval data folder at {str(folder)!r}: give the folder that holds STS/, SICK/, MR/, "
+                         "... (SentEval's data/downstream layout).")
+    return folder
+
+
+def _check_choice(chosen: list[str], allowed: tuple[str, ...], what: str) -> None:
+    if not chosen or any(name not in allowed for name in chosen):
+        raise ValueError(f"Choose {what} among {', '.join(allowed)}.")
+
+
+def _task_markdown(task: str, model_name: str, loaders: dict, score, progress: Progress, note: str = "") -> str:
+    """Run `score` over the datasets of `loaders` (reporting progress per dataset) and format the
+    task's section; missing files are named in its notes."""
+    from core.evaluation.base import run_datasets
+    from core.evaluation.report import task_markdown
+
+    done: list[str] = []
+
+    def scored(name: str, data) -> tuple[dict[str, float], dict]:
+        progress(len(done) / len(loaders), desc=f"{name} ({len(done) + 1} of {len(loaders)})")
+        done.append(name)
+        return score(name, data)
+
     start = time.perf_counter()
-    result = run_datasets(loaders, score)
+    result = run_datasets(loaders, scored)
     result.seconds = time.perf_counter() - start
-    return task_markdown("sts", result, model_name)
+    result.notes += [note] if note else []
+    return task_markdown(task, result, model_name)

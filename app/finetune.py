@@ -1,21 +1,35 @@
 """Fine-tuning on a user's dictionary, as a background job: validate the upload, split it by word,
-train a fresh copy of the active model, and compare before/after on the user's held-out words.
+train a fresh copy of the active model in a child process, compare before/after on the user's
+held-out words, and stage the trained model on disk until the user saves it under a name.
+
+The training process writes the staged model atomically, so a kill leaves no half-written model
+anywhere; staged models live in a per-server folder of the cache (`staging/server-PID`), removed
+with their job, or at the next start when the server itself was killed.
 """
 from __future__ import annotations
 
+import logging
 import math
+import os
+import shutil
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Protocol
 
-from core.checkpoint import CHECKPOINTS_DIR, safe_checkpoint_name
+from core.checkpoint import (CHECKPOINTS_DIR, MANIFEST, atomic_directory, process_alive, read_manifest,
+                             remove_stale_temporaries, safe_checkpoint_name, write_json)
 from core.dictionary import DictionarySplit, Entry, read_user_dictionary, split_by_word
 from core.engine import Engine
-from core.train import TrainConfig, TrainingCancelled, TrainProgress, train
+from core.train import TrainConfig, TrainProgress, train
 from core.word_eval import definition_pairs, evaluate_words
 
-from .jobs import Job, JobCancelled
+from .jobs import Job, env_int, run_in_process, short_reason
+from .models import ModelSpec
+from .settings import cache_dir
 
+log = logging.getLogger(__name__)
+TRAINING_THREADS_ENV = "DEFSENT_TRAINING_THREADS"
+STAGED_MODEL = "model"
 EXAMPLES = 6
 TOP_WORDS = 3
 
@@ -66,19 +80,29 @@ def validate_upload(engine: Engine, path: str | Path, seed: int = 0) -> Upload:
     return Upload(path.name, entries, split, report.summary() + "\n" + split.report())
 
 
+class Reporter(Protocol):
+    """Where a job body sends its progress: a Job, or the pipe to one (jobs.ChildReporter)."""
+
+    def report(self, **progress) -> None: ...
+
+    def record(self, **point) -> None: ...
+
+
 @dataclass
 class FinetuneResult:
-    """The trained engine and how it compares with the model it started from."""
-    engine: Engine
+    """How the trained model compares with the one it started from; the model itself is on disk."""
+    checkpoint: Path  # the trained model, staged: not among the checkpoints until saved
     before: dict
     after: dict
     examples: list[dict]
     training: dict
+    saved: Path | None = None  # the named checkpoint, once saved
 
 
-def run_finetune(job: Job, load_engine: Callable[[], Engine], upload: Upload, settings: FinetuneSettings,
-                 started_from: str) -> FinetuneResult:
-    """The job body: train a fresh copy of the model, reporting progress to `job`."""
+def run_finetune(job: Reporter, load_engine: Callable[[], Engine], upload: Upload, settings: FinetuneSettings,
+                 started_from: str, out: Path) -> FinetuneResult:
+    """The job body (it runs in the training process): train a fresh copy of the model, reporting
+    progress to `job`, and write it atomically to the checkpoint folder `out`."""
     job.report(stage="loading a copy of the model", step=0, total=0)
     engine = load_engine()
     split = upload.split
@@ -87,17 +111,12 @@ def run_finetune(job: Job, load_engine: Callable[[], Engine], upload: Upload, se
     examples = _examples(split.test)
     before_words = _top_words(engine, examples)
     config = settings.train_config(len(definition_pairs(split.train, engine.vocab)[0]))
-    history: list[dict] = []
 
     def progress(p: TrainProgress) -> None:
-        history.append({"step": p.step, "loss": p.loss, "dev_mrr": p.dev.get("mrr")})
-        job.report(stage="training", step=p.step, total=p.total_steps, loss=p.loss,
-                   dev_mrr=p.dev.get("mrr"), history=history)
+        job.report(stage="training", step=p.step, total=p.total_steps, loss=p.loss, dev_mrr=p.dev.get("mrr"))
+        job.record(step=p.step, loss=p.loss, dev_mrr=p.dev.get("mrr"))
 
-    try:
-        result = train(engine, split.train, split.dev, config, progress=progress, should_stop=job.should_stop)
-    except TrainingCancelled as err:
-        raise JobCancelled(str(err)) from None
+    result = train(engine, split.train, split.dev, config, progress=progress)
     job.report(stage="scoring the held-out words after training")
     after = evaluate_words(engine, split.test)
     after_words = _top_words(engine, examples)
@@ -105,7 +124,56 @@ def run_finetune(job: Job, load_engine: Callable[[], Engine], upload: Upload, se
             for e, b, a in zip(examples, before_words, after_words, strict=True)]
     training = {"data": upload.name, "finetuned_from": started_from, "split": split.stats(),
                 "settings": asdict(settings), "result": result.to_dict()}
-    return FinetuneResult(engine, before, after, rows, training)
+    job.report(stage="writing the trained model")
+    engine.save(out, training=training, metrics={"user_test": {"before": before, "after": after}})
+    return FinetuneResult(out, before, after, rows, training)
+
+
+@dataclass(frozen=True)
+class FinetuneJob:
+    """A fine-tuning job's work: `run_finetune` in a training process, its model staged in
+    `staged_folder(job)`."""
+    spec: ModelSpec
+    upload: Upload
+    settings: FinetuneSettings
+
+    def __call__(self, job: Job) -> FinetuneResult:
+        try:
+            return run_in_process(job, run_finetune, self.spec.load, self.upload, self.settings, self.spec.name,
+                                  staged_folder(job) / STAGED_MODEL, threads=env_int(TRAINING_THREADS_ENV, 1, 1))
+        except BaseException:  # failed, cancelled or killed: nothing staged is worth keeping
+            discard_staged(job)
+            raise
+
+
+def staged_folder(job: Job) -> Path:
+    """Where a job's trained model is staged until it is saved under a name."""
+    return staging_dir() / job.id
+
+
+def discard_staged(job: Job) -> None:
+    """Delete a job's staged model (when the job fails or is forgotten)."""
+    shutil.rmtree(staged_folder(job), ignore_errors=True)
+
+
+def staging_dir() -> Path:
+    """This server's folder for trained models not yet saved under a name."""
+    return cache_dir("staging", f"server-{os.getpid()}")
+
+
+def remove_leftovers(checkpoints: Path) -> list[Path]:
+    """Remove what killed processes left behind: hidden temporaries of interrupted saves in
+    `checkpoints` (see core.checkpoint.remove_stale_temporaries) and the staging folders of
+    servers that no longer run. Returns the paths removed or restored."""
+    removed = remove_stale_temporaries(checkpoints)
+    for folder in cache_dir("staging").glob("server-*"):
+        pid = folder.name.removeprefix("server-")
+        if pid.isdigit() and not process_alive(int(pid)):
+            shutil.rmtree(folder, ignore_errors=True)
+            removed.append(folder)
+    if removed:
+        log.info("removed leftovers of killed processes: %s", ", ".join(map(str, removed)))
+    return removed
 
 
 def _examples(entries: list[Entry]) -> list[Entry]:
@@ -130,10 +198,23 @@ def comparison_rows(result: FinetuneResult) -> list[list]:
 
 
 def save_finetuned(result: FinetuneResult, name: str, directory: Path = CHECKPOINTS_DIR) -> Path:
-    """Save the trained engine as checkpoint `directory/name`; never overwrites an existing one."""
+    """Copy the staged model to checkpoint `directory/name`, atomically; never overwrites one.
+
+    ValueError with the reason when the name is taken or bad, the disk is full or the folder is not
+    writable; then nothing is left behind and the checkpoints already there are unchanged.
+    """
     name = safe_checkpoint_name((name or "").strip())
-    target = directory / name
+    target = Path(directory) / name
     if target.exists():
         raise ValueError(f"A checkpoint called {name!r} already exists; choose another name.")
-    return result.engine.save(target, name=name, training=result.training,
-                              metrics={"user_test": {"before": result.before, "after": result.after}})
+    manifest = read_manifest(result.checkpoint)
+    try:
+        with atomic_directory(target) as tmp:
+            for file in result.checkpoint.iterdir():
+                if file.name != MANIFEST:
+                    shutil.copyfile(file, tmp / file.name)
+            write_json(tmp / MANIFEST, {**manifest, "name": name})  # written last: no manifest, no checkpoint
+    except OSError as err:
+        raise ValueError(f"Could not save {name!r} in {directory}: {short_reason(err)}. Nothing was saved; "
+                         "the checkpoints already there are unchanged.") from err
+    return target

@@ -14,14 +14,16 @@ from pathlib import Path
 
 import numpy as np
 
+from core.engine import Engine
+from core.readout import EmbeddedTexts, InterpolationPoint
 from core.word_eval import format_table
 
 from . import services as sv
 from . import views
-from .evaluation import sts_markdown, word_prediction_rows
+from .evaluation import senteval_markdown, sts_markdown, word_prediction_rows
 from .export import download_files
-from .finetune import (FinetuneResult, FinetuneSettings, Upload, comparison_rows, run_finetune, save_finetuned,
-                       validate_upload)
+from .finetune import (FinetuneJob, FinetuneResult, FinetuneSettings, Upload, comparison_rows, discard_staged,
+                       remove_leftovers, save_finetuned, validate_upload)
 from .jobs import DONE, QUEUED, RUNNING, JobManager
 from .models import ActiveModel, Models, ModelSpec
 from .projection import Projector
@@ -36,7 +38,7 @@ NO_DECODER = ("No Vec2Sent decoder is available for the active encoder (none in 
 @dataclass
 class MapData:
     """The last map a user drew: its points (embedded) and their coordinates."""
-    corpus: sv.Corpus
+    corpus: EmbeddedTexts
     coords: np.ndarray
     groups: list[str]
     title: str
@@ -45,19 +47,23 @@ class MapData:
 @dataclass
 class Session:
     """Per-user state: an uploaded search corpus, the last map, the validated fine-tune upload."""
-    corpus: sv.Corpus | None = None
+    corpus: EmbeddedTexts | None = None
     corpus_key: str = ""
     map: MapData | None = None
     upload: Upload | None = None
 
 
 class Studio:
-    """Everything the UI calls. Shared between users: models, projector, jobs."""
+    """Everything the UI calls. Shared between users: models, projector, jobs.
+
+    Starting one removes what killed processes left behind (see finetune.remove_leftovers).
+    """
 
     def __init__(self, models: Models, projector: Projector | None = None, jobs: JobManager | None = None):
         self.models = models
         self.projector = projector or Projector()
         self.jobs = jobs or JobManager()
+        remove_leftovers(models.checkpoints)
 
     # ---- active model ---------------------------------------------------------------------------
     def model_choices(self) -> tuple[list[str], str | None]:
@@ -101,6 +107,7 @@ class Studio:
     def search(self, query: str, source: str, file: str | None, k: int, session: Session,
                progress: sv.Progress = sv.no_progress) -> tuple[list[list], Session]:
         """Top-k texts of the corpus (dictionary sample or the uploaded file) for the query."""
+        sv.check_text(query, "a query")  # before the corpus is embedded, which can take a while
         active = self.models.active()
         if source == "uploaded file":
             corpus = self._uploaded_corpus(active, file, session, progress)
@@ -109,7 +116,7 @@ class Studio:
         return views.scored_rows(sv.semantic_search(active.engine, query, corpus, int(k))), session
 
     def _uploaded_corpus(self, active: ActiveModel, file: str | None, session: Session,
-                         progress: sv.Progress) -> sv.Corpus:
+                         progress: sv.Progress) -> EmbeddedTexts:
         """The user's uploaded corpus, embedded once per file and model (kept in the session)."""
         if not file:
             raise ValueError("Upload a text file first (one sentence per line).")
@@ -124,32 +131,35 @@ class Studio:
     def analogy(self, a: str, b: str, c: str, expression: str, progress: sv.Progress = sv.no_progress
                 ) -> tuple[str, list[list], list[list]]:
         """(decoded sentence or why there is none, top-word rows, nearest-sentence rows)."""
+        sentences = {name: sv.check_text(text, f"sentence {name}") for name, text in zip("abc", (a, b, c))}
         active = self.models.active()
-        vector = sv.analogy_vector(active.engine, {"a": a, "b": b, "c": c}, expression)
-        reading = sv.read_vectors(active.engine, vector[None], active.reference(progress), active.decoder(), k=10)[0]
-        decoded = (f"**Decoded:** {reading.decoded}" if reading.decoded is not None
+        result = active.engine.analogy(**sentences, reference=active.reference(progress), k=10,
+                                       expression=expression)
+        decoded = (f"**Decoded:** {result.decoded}" if result.decoded is not None
                    else NO_DECODER.format(fp=active.engine.fingerprint))
-        return (decoded, [[w, round(p, 4)] for w, p in reading.words], views.scored_rows(reading.nearest))
+        return (decoded, [[w, round(p, 4)] for w, p in result.words], views.scored_rows(result.nearest))
 
     def interpolation(self, a: str, b: str, steps: int, progress: sv.Progress = sv.no_progress):
         """(table rows per step, a 2-D map of the path among the nearest reference sentences)."""
+        if not 2 <= int(steps) <= 50:
+            raise ValueError("The number of steps must be between 2 and 50.")
+        x, y = sv.check_text(a, "sentence A"), sv.check_text(b, "sentence B")
         active = self.models.active()
-        path = sv.interpolate(active.engine, a, b, int(steps))
         reference = active.reference(progress)
-        readings = sv.read_vectors(active.engine, path.vectors, reference, active.decoder(), k=3)
-        rows = [[round(float(alpha), 3), r.decoded or "(no decoder)", views.word_list(r.words),
-                 round(float(ca), 4), round(float(cb), 4)]
-                for alpha, r, ca, cb in zip(path.alphas, readings, path.cos_a, path.cos_b, strict=True)]
-        return rows, self._path_map(path, reference, readings)
+        points = active.engine.interpolate(x, y, int(steps), reference=reference, k=3)
+        rows = [[round(p.alpha, 3), p.decoded or "(no decoder)", views.word_list(p.words), round(p.cos_x, 4),
+                 round(p.cos_y, 4)] for p in points]
+        return rows, self._path_map(points, reference)
 
-    def _path_map(self, path: sv.Interpolation, reference: sv.Corpus, readings: list[sv.VectorReading]):
-        neighbours = list(dict.fromkeys(text for r in readings for text, _ in r.nearest))
+    def _path_map(self, points: list[InterpolationPoint], reference: EmbeddedTexts):
+        neighbours = list(dict.fromkeys(text for p in points for text, _ in p.nearest))
         index = {text: i for i, text in enumerate(reference.texts)}
         context = reference.vectors[[index[t] for t in neighbours]]
-        unit = path.vectors / np.linalg.norm(path.vectors, axis=1, keepdims=True)
+        vectors = np.stack([p.vector for p in points])  # (steps, d)
+        unit = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
         projection = self.projector.project(np.vstack([unit, context]), "UMAP", 2)
-        n = len(path.vectors)
-        return views.path_figure(projection.coords[:n], [f"α={alpha:.2f}" for alpha in path.alphas],
+        n = len(points)
+        return views.path_figure(projection.coords[:n], [f"α={p.alpha:.2f}" for p in points],
                                  f"Interpolation path ({projection.method})", projection.coords[n:], neighbours)
 
     # ---- map ------------------------------------------------------------------------------------
@@ -170,7 +180,7 @@ class Studio:
         return views.scatter_figure(projection.coords, corpus.texts, groups, title), status, session
 
     def _map_corpus(self, active: ActiveModel, source: str, size: int, sentences: str, file: str | None,
-                    session: Session, progress: sv.Progress) -> sv.Corpus:
+                    session: Session, progress: sv.Progress) -> EmbeddedTexts:
         if source == "dictionary definitions":
             return active.reference(progress, size)
         if source == "vocabulary words":
@@ -223,19 +233,22 @@ class Studio:
             session.upload = validate_upload(self.models.active().engine, file, int(seed))
         except ValueError as err:
             return f"Not usable:\n{err}", session
+        except FileNotFoundError:  # e.g. removed from gradio's temp folder; its path means nothing to users
+            return "Not usable: the uploaded file is gone; upload it again.", session
         return session.upload.report + "\n\nReady: press Start.", session
 
     def start_finetune(self, session: Session, epochs: float, lr: float, batch_size: int,
                        trainable_layers: int, max_steps: int, evaluations: int, seed: int) -> str:
-        """Queue a fine-tuning job on the validated upload; returns the job id."""
+        """Queue a fine-tuning job on the validated upload; returns the job id. ValueError when the
+        settings are bad or the job queue is full."""
         if session.upload is None:
             raise ValueError("Upload and validate a dictionary first.")
         settings = FinetuneSettings(float(epochs), float(lr), int(batch_size), int(trainable_layers),
                                     int(max_steps), int(evaluations), int(seed))
         settings.train_config(1)  # check the values now, not in the background
         active, upload = self.models.active(), session.upload
-        job = self.jobs.submit(lambda job: run_finetune(job, active.spec.load, upload, settings, active.spec.name),
-                               f"fine-tune {active.spec.name} on {upload.name}")
+        job = self.jobs.submit(FinetuneJob(active.spec, upload, settings),
+                               f"fine-tune {active.spec.name} on {upload.name}", on_forget=discard_staged)
         return job.id
 
     def job_view(self, job_id: str):
@@ -247,7 +260,8 @@ class Studio:
         figure = views.training_figure(history) if history else None
         if job.status == QUEUED:
             ahead = self.jobs.queue_position(job.id)
-            return views.progress_html(0, f"Queued behind {ahead} job(s) on this server."), None, [], []
+            note = f"Queued behind {ahead} job(s) on this server (at most {self.jobs.max_running} run at a time)."
+            return views.progress_html(0, note), None, [], []
         if job.status == RUNNING:
             return views.job_progress_html(job.progress), figure, [], []
         if job.status != DONE:
@@ -272,29 +286,29 @@ class Studio:
         return job.result
 
     def save_finetuned(self, job_id: str, name: str, progress: sv.Progress = sv.no_progress) -> str:
+        """Save the job's trained model as a named checkpoint (ValueError: name taken, disk full, ...)."""
         result = self._finished(job_id)
         progress(0.2, desc="saving")
-        path = save_finetuned(result, name, self.models.checkpoints)
-        result.training["saved_as"] = str(path)
-        return f"Saved as checkpoint `{path.name}` in {path.parent}."
+        result.saved = save_finetuned(result, name, self.models.checkpoints)
+        return f"Saved as checkpoint `{result.saved.name}` in {result.saved.parent}."
 
-    def _saved_path(self, job_id: str) -> tuple[FinetuneResult, Path]:
-        result = self._finished(job_id)
-        if "saved_as" not in result.training:
+    def _saved_path(self, job_id: str) -> Path:
+        path = self._finished(job_id).saved
+        if path is None:
             raise ValueError("Save the model under a name first.")
-        return result, Path(result.training["saved_as"])
+        return path
 
     def activate_finetuned(self, job_id: str) -> str:
-        """Make the saved fine-tuned model the active one (for every user)."""
-        result, path = self._saved_path(job_id)
-        self.models.use(result.engine, ModelSpec(path.name, path))
+        """Make the saved fine-tuned checkpoint the active model (for every user)."""
+        path = self._saved_path(job_id)
+        self.models.switch(ModelSpec(path.name, path))
         return self.models.status()
 
     def download_finetuned(self, job_id: str, progress: sv.Progress = sv.no_progress) -> tuple[str, str]:
         """(checkpoint zip, sentence-transformers zip) of the saved model."""
-        result, path = self._saved_path(job_id)
+        path = self._saved_path(job_id)
         progress(0.2, desc="exporting")
-        return tuple(str(p) for p in download_files(result.engine, path))
+        return tuple(str(p) for p in download_files(Engine.load(path), path))
 
     # ---- evaluate and about ---------------------------------------------------------------------
     def evaluate_words(self, size: int, compare: bool, progress: sv.Progress = sv.no_progress) -> list[list]:
@@ -317,10 +331,16 @@ class Studio:
         active = self.models.active()
         return sts_markdown(active.engine, active.spec.name, data_dir, list(datasets or []), progress)
 
+    def evaluate_senteval(self, data_dir: str, tasks: list[str], size: str,
+                          progress: sv.Progress = sv.no_progress) -> str:
+        """SentEval transfer accuracies of the active model beside the papers' (see senteval_markdown)."""
+        active = self.models.active()
+        return senteval_markdown(active.engine, active.spec.name, data_dir, list(tasks or []), size, progress)
+
     def about(self) -> tuple[str, str]:
         """(the active checkpoint and decoder in Markdown, its manifest as JSON text)."""
         active = self.models.active()
-        decoder = active.decoder()
+        decoder = active.engine.decoder
         lines = [f"**Active model:** {active.spec.name}", f"**Encoder fingerprint:** `{active.engine.fingerprint}`",
                  "**Vec2Sent decoder:** " + ("loaded" if decoder is not None else "none trained for this encoder")]
         if active.is_base:
@@ -330,20 +350,21 @@ class Studio:
 
 def start_studio(spec: ModelSpec, checkpoints: Path, warm_up_umap: bool = True, delay: float = 10.0) -> Studio:
     """A Studio whose model loads in the background; `delay` seconds later (so that the first
-    requests get the CPU) the reference sentences are embedded and UMAP is warmed up, in that
-    order, in the same thread. Requests are served all along."""
+    requests get the CPU) the reference sentences are embedded, the Vec2Sent decoder is loaded and
+    UMAP is warmed up, in that order, in the same thread. Requests are served all along."""
     studio = Studio(Models(checkpoints))
 
     def after_load(active: ActiveModel) -> None:
         time.sleep(delay)
         active.reference()
+        _ = active.engine.decoder  # found and loaded now rather than by the first analogy
         if warm_up_umap:
             studio.projector.warm_up()
     studio.models.load_in_background(spec, then=after_load)
     return studio
 
 
-def _colour_groups(corpus: sv.Corpus, colour: str) -> list[str]:
+def _colour_groups(corpus: EmbeddedTexts, colour: str) -> list[str]:
     """Group label of each point: its part of speech, or a k-means cluster of the vectors."""
     if colour not in COLOUR_BY:
         raise ValueError(f"Colour by one of: {', '.join(COLOUR_BY)}.")

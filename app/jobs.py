@@ -1,13 +1,20 @@
-"""Background jobs (fine-tuning) run one at a time by a worker thread, outside any web request.
+"""Background jobs (fine-tuning), run outside any web request.
 
-A job is addressed by its id, so a browser that reloads the page can find it again. Jobs queue in
-submission order; a queued or running job can be cancelled (a running one stops at its next
-`should_stop()` check).
+At most `max_running` jobs run at once (`DEFSENT_MAX_TRAINING_JOBS`, default 1: a training job
+keeps a CPU core busy); later ones wait in submission order, at most `max_waiting` of them
+(`DEFSENT_MAX_QUEUED_JOBS`, default 4); past that `submit` refuses with `JobQueueFull`. A job is
+addressed by its id, so a browser that reloads the page can find it again.
+
+`run_in_process` runs a job's work in a child process (multiprocessing, spawn), so that an
+exception, running out of memory or a SIGKILL ends the job as failed with a short reason while
+the server goes on; cancelling a running job terminates its process.
 """
 from __future__ import annotations
 
+import collections
 import logging
-import queue
+import multiprocessing
+import os
 import threading
 import time
 import uuid
@@ -17,10 +24,22 @@ from typing import Any, Callable
 log = logging.getLogger(__name__)
 QUEUED, RUNNING, DONE, FAILED, CANCELLED = "queued", "running", "done", "failed", "cancelled"
 FINISHED = (DONE, FAILED, CANCELLED)
+MAX_RUNNING_ENV, MAX_WAITING_ENV = "DEFSENT_MAX_TRAINING_JOBS", "DEFSENT_MAX_QUEUED_JOBS"
+REASON_CHARS = 300
+POLL_SECONDS = 0.1
+EXIT_SECONDS = 5.0
 
 
 class JobCancelled(Exception):
-    """Raised inside a job function to end it as cancelled."""
+    """Ends a job as cancelled."""
+
+
+class JobFailed(Exception):
+    """Ends a job as failed; the message is the short reason shown to the user."""
+
+
+class JobQueueFull(ValueError):
+    """`submit` refused a job: the queue is at its bound."""
 
 
 @dataclass
@@ -29,39 +48,67 @@ class Job:
     id: str
     description: str
     fn: Callable[["Job"], Any]
+    on_forget: Callable[["Job"], None] | None = None
     status: str = QUEUED
     progress: dict = field(default_factory=dict)
     result: Any = None
     error: str = ""
+    pid: int | None = None  # the job's child process while `run_in_process` runs it
     submitted: float = field(default_factory=time.time)
     cancel_requested: threading.Event = field(default_factory=threading.Event)
 
     def report(self, **progress: Any) -> None:
-        """Called by the job function to publish its progress."""
+        """Publish progress (merged into `progress`)."""
         self.progress = {**self.progress, **progress}
+
+    def record(self, **point: Any) -> None:
+        """Append one point (e.g. step, loss) to `progress["history"]`."""
+        self.progress = {**self.progress, "history": [*self.progress.get("history", []), point]}
 
     def should_stop(self) -> bool:
         return self.cancel_requested.is_set()
 
 
+def env_int(name: str, default: int, minimum: int) -> int:
+    """An integer setting from the environment; ValueError naming the variable when it is bad."""
+    raw = os.environ.get(name, "").strip() or str(default)
+    if not raw.isdigit() or int(raw) < minimum:
+        raise ValueError(f"{name}={raw!r}: expected a whole number >= {minimum}.")
+    return int(raw)
+
+
 class JobManager:
-    """A FIFO of jobs and one worker thread that runs them."""
+    """Jobs in submission order, `max_running` worker threads, and a bound on waiting jobs."""
 
-    def __init__(self, max_jobs: int = 8):
+    def __init__(self, max_running: int | None = None, max_waiting: int | None = None, max_kept: int = 8):
+        self.max_running = max_running if max_running is not None else env_int(MAX_RUNNING_ENV, 1, 1)
+        self.max_waiting = max_waiting if max_waiting is not None else env_int(MAX_WAITING_ENV, 4, 0)
+        if self.max_running < 1 or self.max_waiting < 0:
+            raise ValueError("A job manager needs max_running >= 1 and max_waiting >= 0.")
         self._jobs: dict[str, Job] = {}
-        self._queue: queue.Queue[Job] = queue.Queue()
-        self._lock = threading.Lock()
-        self._max_jobs = max_jobs
-        self._worker = threading.Thread(target=self._work, name="job-worker", daemon=True)
-        self._worker.start()
+        self._waiting: collections.deque[Job] = collections.deque()
+        self._running = 0
+        self._changed = threading.Condition()
+        self._max_kept = max_kept
+        for i in range(self.max_running):
+            threading.Thread(target=self._work, name=f"job-worker-{i}", daemon=True).start()
 
-    def submit(self, fn: Callable[[Job], Any], description: str) -> Job:
-        """Queue `fn(job)`; returns the job (its id is what a client keeps)."""
-        job = Job(uuid.uuid4().hex[:12], description, fn)
-        with self._lock:
+    def submit(self, fn: Callable[[Job], Any], description: str,
+               on_forget: Callable[[Job], None] | None = None) -> Job:
+        """Queue `fn(job)`; returns the job (its id is what a client keeps). `on_forget(job)` runs
+        when a finished job is dropped (to delete its files). JobQueueFull when the queue is full."""
+        job = Job(uuid.uuid4().hex[:12], description, fn, on_forget)
+        with self._changed:
+            free_workers = self.max_running - self._running
+            if len(self._waiting) >= self.max_waiting + free_workers:
+                raise JobQueueFull(
+                    f"The server is busy: {self._running} training job(s) running (at most {self.max_running} at "
+                    f"a time) and {len(self._waiting)} waiting (at most {self.max_waiting}). "
+                    "Try again when one has finished.")
             self._forget_old()
             self._jobs[job.id] = job
-        self._queue.put(job)
+            self._waiting.append(job)
+            self._changed.notify()
         return job
 
     def get(self, job_id: str) -> Job:
@@ -75,29 +122,33 @@ class JobManager:
         """Ask a job to stop; a queued job is cancelled at once."""
         job = self.get(job_id)
         job.cancel_requested.set()
-        with self._lock:
+        with self._changed:
             if job.status == QUEUED:
+                self._waiting.remove(job)
                 job.status = CANCELLED
         return job
 
     def queue_position(self, job_id: str) -> int:
-        """How many jobs are ahead of a queued job (0 once it runs or has finished)."""
+        """How many jobs are ahead of a queued job, running ones included (0 once it runs or has finished)."""
         job = self.get(job_id)
-        if job.status != QUEUED:
-            return 0
-        with self._lock:
-            waiting = [j for j in self._jobs.values() if j.status in (QUEUED, RUNNING)]
-        waiting.sort(key=lambda j: (j.status != RUNNING, j.submitted))
-        return waiting.index(job)
+        with self._changed:
+            if job.status != QUEUED:
+                return 0
+            return self._running + self._waiting.index(job)
 
     def _work(self) -> None:
         while True:
-            job = self._queue.get()
-            with self._lock:
-                if job.status == CANCELLED:
-                    continue
+            with self._changed:
+                while not self._waiting:
+                    self._changed.wait()
+                job = self._waiting.popleft()
                 job.status = RUNNING
-            self._run(job)
+                self._running += 1
+            try:
+                self._run(job)
+            finally:
+                with self._changed:
+                    self._running -= 1
 
     @staticmethod
     def _run(job: Job) -> None:
@@ -106,13 +157,128 @@ class JobManager:
             job.status = DONE
         except JobCancelled as err:
             job.error, job.status = str(err) or "cancelled", CANCELLED
+        except JobFailed as err:  # the child process has logged its own traceback, if it had one
+            log.warning("job %s failed: %s", job.id, err)
+            job.error, job.status = short_reason(err), FAILED
         except Exception as err:  # the job fails; the server goes on
             log.exception("job %s failed", job.id)
-            job.error = str(err) if isinstance(err, ValueError) else f"{type(err).__name__}: {err}"
-            job.status = FAILED
+            job.error, job.status = short_reason(err), FAILED
 
     def _forget_old(self) -> None:
-        """Drop the oldest finished jobs beyond `max_jobs` (their results hold whole models)."""
+        """Drop the oldest finished jobs beyond `max_kept` (called with the lock held)."""
         finished = sorted((j for j in self._jobs.values() if j.status in FINISHED), key=lambda j: j.submitted)
-        for job in finished[: max(0, len(self._jobs) - self._max_jobs + 1)]:
+        for job in finished[: max(0, len(self._jobs) - self._max_kept + 1)]:
             del self._jobs[job.id]
+            if job.on_forget is not None:
+                job.on_forget(job)
+
+
+def short_reason(err: BaseException) -> str:
+    """One line for the user: the message of a ValueError or JobFailed, else the error's type and message."""
+    if isinstance(err, (ValueError, JobFailed)):
+        text = str(err)
+    elif isinstance(err, OSError) and err.strerror:
+        text = f"{err.strerror}" + (f": {err.filename}" if err.filename else "")
+    else:
+        text = f"{type(err).__name__}: {err}"
+    return text if len(text) <= REASON_CHARS else text[: REASON_CHARS - 3] + "..."
+
+
+# ---- a job's work in a child process ----------------------------------------------------------------
+
+class ChildReporter:
+    """What a job's work sees in the child process: `report` and `record` go to the parent's Job."""
+
+    def __init__(self, connection):
+        self._connection = connection
+
+    def report(self, **progress: Any) -> None:
+        self._connection.send(("report", progress))
+
+    def record(self, **point: Any) -> None:
+        self._connection.send(("record", point))
+
+
+def run_in_process(job: Job, target: Callable[..., Any], *args: Any, threads: int = 1) -> Any:
+    """Run `target(reporter, *args)` in a spawned child process with `threads` torch threads, forward
+    its progress to `job`, and return its (picklable) result.
+
+    Raises JobFailed with a short reason when the target raises or the process dies (killed by a
+    signal, out of memory, a nonzero exit), and JobCancelled when the job is cancelled (the process
+    is terminated). `target` must be importable by name (a module-level function).
+    """
+    context = multiprocessing.get_context("spawn")
+    receiver, sender = context.Pipe(duplex=False)
+    process = context.Process(target=_child_main, args=(sender, threads, target, args),
+                              name=f"job-{job.id}", daemon=True)
+    process.start()
+    sender.close()  # only the child holds the sending end now: end of file means the child is gone
+    job.pid = process.pid
+    try:
+        return _follow(job, process, receiver)
+    finally:
+        receiver.close()
+        process.join(EXIT_SECONDS)  # after its last message the child ends by itself
+        _stop(process)
+        job.pid = None
+
+
+def _follow(job: Job, process, receiver) -> Any:
+    """Apply the child's messages to `job` until it sends its outcome, dies or the job is cancelled."""
+    while True:
+        if job.should_stop():
+            _stop(process)
+            raise JobCancelled(_cancelled_at(job.progress))
+        if not receiver.poll(POLL_SECONDS):
+            continue
+        try:
+            kind, payload = receiver.recv()
+        except (EOFError, OSError):  # the child died, possibly in the middle of a message
+            process.join()
+            raise JobFailed(death_reason(process.exitcode)) from None
+        if kind == "report":
+            job.report(**payload)
+        elif kind == "record":
+            job.record(**payload)
+        elif kind == "done":
+            return payload
+        else:
+            raise JobFailed(payload)
+
+
+def _stop(process) -> None:
+    """Terminate the process if it still runs (SIGTERM, then SIGKILL if it has not ended in time)."""
+    if process.is_alive():
+        process.terminate()
+        process.join(EXIT_SECONDS)
+    if process.is_alive():
+        process.kill()
+    process.join()
+
+
+def _cancelled_at(progress: dict) -> str:
+    if progress.get("stage") == "training":
+        return f"cancelled at step {progress.get('step', 0)} of {progress.get('total', 0)}"
+    return f"cancelled while {progress.get('stage', 'starting')}"
+
+
+def death_reason(exitcode: int | None) -> str:
+    """Why a child process ended without reporting an outcome."""
+    if exitcode is not None and exitcode < 0:
+        return f"training process was killed (signal {-exitcode}); nothing was saved"
+    return f"training process exited with code {exitcode} without a result; nothing was saved"
+
+
+def _child_main(connection, threads: int, target: Callable[..., Any], args: tuple) -> None:
+    """The child process: run the target and send ("done", result) or ("failed", reason)."""
+    import torch
+    torch.set_num_threads(threads)
+    try:
+        outcome = ("done", target(ChildReporter(connection), *args))
+    except Exception as err:
+        log.exception("job process failed")
+        outcome = ("failed", short_reason(err))
+    try:
+        connection.send(outcome)
+    except OSError:  # the server is gone; nobody is listening
+        pass

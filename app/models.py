@@ -1,24 +1,24 @@
-"""The models shared by every user: the active engine (loaded in the background at launch), its
-untrained twin for comparisons, a matching Vec2Sent decoder if one exists, and the embedded
-reference sentences. Per-user data never lives here.
+"""The models shared by every user: the active engine (loaded in the background at launch, with
+the Vec2Sent decoder beside it that fits, if any), its untrained twin for comparisons, and the
+embedded reference sentences. Per-user data never lives here.
 """
 from __future__ import annotations
 
-import json
 import logging
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from core.checkpoint import CHECKPOINTS_DIR, DEFAULT_BASE, DEFAULT_CHECKPOINT, list_checkpoints
+from core.checkpoint import (CHECKPOINTS_DIR, DEFAULT_BASE, DEFAULT_CHECKPOINT, CheckpointError, list_checkpoints,
+                             read_manifest)
 from core.engine import Engine
+from core.readout import REFERENCE_SIZE, EmbeddedTexts
 
-from .services import REFERENCE_SIZE, Corpus, Progress, no_progress, reference_corpus
+from .services import Progress, no_progress, reference_corpus
 
 log = logging.getLogger(__name__)
 BASE_LABEL = "untrained base (all-MiniLM-L6-v2)"
-DECODER_FORMAT = "vec2sent/1"
 
 
 @dataclass(frozen=True)
@@ -33,7 +33,7 @@ class ModelSpec:
 
     def load_untrained(self) -> Engine | None:
         """The same model before DefSent training (None: this model is the untrained base)."""
-        return Engine.load(self.path, untrained=True) if self.path else None
+        return Engine.load(self.path, untrained=True, decoder=None) if self.path else None
 
 
 def default_spec(checkpoints: Path = CHECKPOINTS_DIR) -> ModelSpec:
@@ -44,20 +44,17 @@ def default_spec(checkpoints: Path = CHECKPOINTS_DIR) -> ModelSpec:
 
 
 def available_specs(checkpoints: Path = CHECKPOINTS_DIR) -> list[ModelSpec]:
-    """Every complete checkpoint in `checkpoints`, then the untrained base."""
-    return [ModelSpec(p.name, p) for p in list_checkpoints(checkpoints)] + [ModelSpec(BASE_LABEL)]
+    """Every complete encoder checkpoint in `checkpoints` (Vec2Sent decoders are not models one can
+    switch to: each is loaded with its encoder), then the untrained base."""
+    return [ModelSpec(p.name, p) for p in list_checkpoints(checkpoints) if _is_encoder(p)] + [ModelSpec(BASE_LABEL)]
 
 
-def find_decoder_dir(fingerprint: str, directory: Path = CHECKPOINTS_DIR) -> Path | None:
-    """A Vec2Sent checkpoint in `directory` trained on the encoder with `fingerprint`, if any."""
-    for path in sorted(directory.glob("*/manifest.json")) if directory.is_dir() else ():
-        try:
-            manifest = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            continue
-        if manifest.get("format") == DECODER_FORMAT and manifest.get("encoder", {}).get("fingerprint") == fingerprint:
-            return path.parent
-    return None
+def _is_encoder(path: Path) -> bool:
+    try:
+        read_manifest(path)
+    except CheckpointError:
+        return False
+    return True
 
 
 class ModelUnavailable(RuntimeError):
@@ -87,17 +84,7 @@ class ActiveModel:
     def is_base(self) -> bool:
         return self.spec.path is None
 
-    def decoder(self):
-        """The matching Vec2Sent decoder, or None when no trained decoder fits this encoder."""
-        def load():
-            path = find_decoder_dir(self.engine.fingerprint, self.checkpoints)
-            if path is None:
-                return None
-            from core.vec2sent import load_checkpoint
-            return load_checkpoint(path, self.engine.fingerprint)
-        return self._once("decoder", load)
-
-    def reference(self, progress: Progress = no_progress, size: int = REFERENCE_SIZE) -> Corpus:
+    def reference(self, progress: Progress = no_progress, size: int = REFERENCE_SIZE) -> EmbeddedTexts:
         """The embedded WordNet reference sentences for nearest-neighbour look-ups and search."""
         return self._once(f"reference-{size}", lambda: reference_corpus(self.engine, size, progress))
 

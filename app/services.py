@@ -1,11 +1,11 @@
 """Engine-level helpers the app needs and the engine lacks: dictionary look-ups, the reverse
-dictionary with definitions, similarity, semantic search, analogy, interpolation, nearest sentences.
+dictionary with definitions, similarity, semantic search, embedded corpora. (Analogy, interpolation
+and decoding are engine methods: see core/readout.py.)
 
 Everything here returns plain data (lists, dataclasses, numpy arrays); rendering is in `app.views`.
 """
 from __future__ import annotations
 
-import hashlib
 import random
 from dataclasses import dataclass
 from functools import lru_cache
@@ -15,18 +15,17 @@ from typing import Callable, Sequence
 import numpy as np
 
 from core.dictionary import Entry, load_wordnet
-from core.engine import Engine
-from core.vec2sent import evaluate_expression
+from core.readout import PART_OF_SPEECH, REFERENCE_SIZE, EmbeddedTexts, dictionary_reference
 
 from .settings import cache_dir
 
 Progress = Callable[..., object]  # progress(fraction, desc=...) like gr.Progress
-POS_CODES = {"any": "", "noun": "n", "verb": "v", "adjective": "a", "adverb": "r"}
-POS_NAMES = {code: name for name, code in POS_CODES.items() if code}
+POS_NAMES = PART_OF_SPEECH
+POS_CODES = {"any": "", **{name: code for code, name in POS_NAMES.items()}}
 MAX_QUERY_CHARS = 1000
 MAX_SENTENCES = 50
 MAX_CORPUS_LINES = 20_000
-REFERENCE_SIZE = 2000
+MAX_TEXT_FILE_BYTES = 10_000_000
 
 
 def no_progress(*_args, **_kwargs) -> None:
@@ -34,29 +33,42 @@ def no_progress(*_args, **_kwargs) -> None:
 
 
 def check_text(text: str | None, what: str = "the text") -> str:
-    """The stripped text; ValueError when it is empty or too long."""
+    """The stripped text; ValueError when it is empty, too long, or has no letter or digit."""
     text = (text or "").strip()
     if not text:
         raise ValueError(f"Please enter {what}.")
     if len(text) > MAX_QUERY_CHARS:
-        raise ValueError(f"{what.capitalize()} is {len(text)} characters long; the limit is {MAX_QUERY_CHARS}.")
+        raise ValueError(f"{what.capitalize()} is {len(text):,} characters long; the limit is {MAX_QUERY_CHARS:,}.")
+    # The tokenizer drops control characters and reads emoji as unknown tokens: the model would
+    # answer for an empty text, so say so instead.
+    if not any(char.isalnum() for char in text):
+        raise ValueError(f"Please enter {what} in words: this text has no letters or digits.")
     return text
 
 
 def text_lines(text: str | None, limit: int, what: str = "sentences") -> list[str]:
-    """Non-empty stripped lines of `text`; ValueError when there are none or more than `limit`."""
-    lines = [line.strip() for line in (text or "").splitlines() if line.strip()]
-    if not lines:
+    """Non-empty stripped lines of `text`; ValueError when there are none, more than `limit`, or one is too long."""
+    numbered = [(n, line.strip()) for n, line in enumerate((text or "").splitlines(), start=1) if line.strip()]
+    if not numbered:
         raise ValueError(f"Please enter some {what}, one per line.")
-    if len(lines) > limit:
-        raise ValueError(f"{len(lines)} {what} given; the limit is {limit}.")
-    return lines
+    if len(numbered) > limit:
+        raise ValueError(f"{len(numbered):,} {what} given; the limit is {limit:,}.")
+    for n, line in numbered:
+        if len(line) > MAX_QUERY_CHARS:
+            raise ValueError(f"Line {n} is {len(line):,} characters long; the limit is {MAX_QUERY_CHARS:,} per line.")
+    return [line for _, line in numbered]
 
 
 def read_text_file(path: str | Path, limit: int = MAX_CORPUS_LINES) -> list[str]:
-    """Lines of an uploaded UTF-8 text file (one sentence per line)."""
+    """Lines of an uploaded UTF-8 text file (one sentence per line); its size is checked before reading."""
+    path = Path(path)
+    if not path.is_file():  # gone, or e.g. a FIFO, which would block the read
+        raise ValueError("The uploaded file is gone or not a regular file; upload it again.")
+    size = path.stat().st_size
+    if size > MAX_TEXT_FILE_BYTES:
+        raise ValueError(f"The file has {size:,} bytes; the limit is {MAX_TEXT_FILE_BYTES:,}.")
     try:
-        text = Path(path).read_text(encoding="utf-8-sig")
+        text = path.read_text(encoding="utf-8-sig")
     except UnicodeDecodeError:
         raise ValueError("The file is not UTF-8 text; save it as UTF-8 with one sentence per line.") from None
     return text_lines(text, limit, "lines in the file")
@@ -76,12 +88,6 @@ def wordnet_index() -> dict[str, tuple[Entry, ...]]:
 def definitions_of(word: str, limit: int = 3) -> list[Entry]:
     """Up to `limit` WordNet entries of `word` (empty when the dictionary lacks it)."""
     return list(wordnet_index().get(word, ()))[:limit]
-
-
-def dictionary_sample(size: int, seed: int = 0) -> list[Entry]:
-    """A fixed random sample of WordNet entries (the same for the same size and seed)."""
-    entries = load_wordnet()
-    return random.Random(seed).sample(entries, min(size, len(entries)))
 
 
 def vocabulary_sample(engine, size: int, seed: int = 0) -> list[tuple[str, str]]:
@@ -153,94 +159,24 @@ def similarity_matrix(engine, text: str) -> tuple[list[str], np.ndarray]:
     return sentences, engine.similarity(sentences, sentences)
 
 
-@dataclass
-class Corpus:
-    """Texts with their unit-length embeddings; `labels` (e.g. part of speech) for colouring."""
-    texts: list[str]
-    vectors: np.ndarray
-    labels: list[str]
-    name: str = ""
-
-    def nearest(self, vectors: np.ndarray, k: int) -> list[list[tuple[int, float]]]:
-        """For each vector, the k most similar corpus rows as (index, cosine)."""
-        hits = Engine.semantic_search(np.atleast_2d(vectors), self.vectors, top_k=k)
-        return [[(h["corpus_id"], h["score"]) for h in row] for row in hits]
-
-
 def embed_corpus(engine, texts: Sequence[str], labels: Sequence[str] | None = None, name: str = "",
-                 progress: Progress = no_progress) -> Corpus:
-    """Embed texts (normalised) into a Corpus, reporting encoding progress."""
+                 progress: Progress = no_progress) -> EmbeddedTexts:
+    """Embed texts (normalised), reporting encoding progress."""
     texts = list(texts)
-    vectors = engine.encode(texts, normalize=True,
-                            progress=lambda done, total: progress(done / total, desc=f"encoding {done}/{total}"))
-    return Corpus(texts, vectors, list(labels) if labels is not None else [""] * len(texts), name)
+    vectors = engine.encode(texts, normalize=True, progress=_encoding_progress(progress))
+    return EmbeddedTexts(texts, vectors, list(labels or []), name)
 
 
-def reference_corpus(engine, size: int = REFERENCE_SIZE, progress: Progress = no_progress) -> Corpus:
+def reference_corpus(engine, size: int = REFERENCE_SIZE, progress: Progress = no_progress) -> EmbeddedTexts:
     """A fixed sample of WordNet definitions ("word: definition"), embedded; cached on disk per model."""
-    entries = dictionary_sample(size)
-    texts = [f"{e.word}: {e.definition}" for e in entries]
-    file = cache_dir("embeddings") / f"wordnet-{engine.fingerprint}-{len(texts)}-{_digest(texts)}.npy"
-    if file.is_file():
-        vectors = np.load(file)
-    else:
-        vectors = embed_corpus(engine, [e.definition for e in entries], progress=progress).vectors
-        np.save(file, vectors)
-    return Corpus(texts, vectors, [POS_NAMES[e.pos] for e in entries], f"{len(texts):,} WordNet definitions")
+    return dictionary_reference(engine, size, cache_dir("embeddings"), _encoding_progress(progress))
 
 
-def _digest(texts: Sequence[str]) -> str:
-    return hashlib.sha1("\n".join(texts).encode()).hexdigest()[:10]
+def _encoding_progress(progress: Progress) -> Callable[[int, int], None]:
+    return lambda done, total: progress(done / total, desc=f"encoding {done}/{total}")
 
 
-def semantic_search(engine, query: str, corpus: Corpus, k: int) -> list[tuple[str, float]]:
+def semantic_search(engine, query: str, corpus: EmbeddedTexts, k: int) -> list[tuple[str, float]]:
     """The k corpus texts most similar to the query, with cosines."""
     vector = engine.encode([check_text(query, "a query")], normalize=True)
     return [(corpus.texts[i], score) for i, score in corpus.nearest(vector, int(k))[0]]
-
-
-# ---- analogy and interpolation ------------------------------------------------------------------
-
-@dataclass
-class VectorReading:
-    """What can be read off one sentence vector: top words, nearest reference sentences, decoding."""
-    words: list[tuple[str, float]]
-    nearest: list[tuple[str, float]]
-    decoded: str | None
-
-
-def read_vectors(engine, vectors: np.ndarray, reference: Corpus, decoder=None, k: int = 5
-                 ) -> list[VectorReading]:
-    """Top words, nearest reference sentences and (if a decoder is given) the decoded sentence."""
-    words = engine.words_for_vectors(vectors, k)
-    nearest = reference.nearest(vectors, k)
-    decoded = decoder.decode(vectors, beam_width=4) if decoder is not None else [None] * len(vectors)
-    return [VectorReading(w, [(reference.texts[i], s) for i, s in n], d)
-            for w, n, d in zip(words, nearest, decoded, strict=True)]
-
-
-def analogy_vector(engine, sentences: dict[str, str], expression: str) -> np.ndarray:
-    """The vector `expression` (e.g. "b - a + c") denotes over the named sentences' embeddings."""
-    named = {name: check_text(text, f"sentence {name}") for name, text in sentences.items()}
-    vectors = engine.encode(list(named.values()))
-    return evaluate_expression(expression, dict(zip(named, vectors, strict=True)))
-
-
-@dataclass
-class Interpolation:
-    """Points on the straight line from sentence a to sentence b."""
-    alphas: np.ndarray     # (n,)
-    vectors: np.ndarray    # (n, d)
-    cos_a: np.ndarray      # (n,)
-    cos_b: np.ndarray      # (n,)
-
-
-def interpolate(engine, a: str, b: str, steps: int) -> Interpolation:
-    """(1 - alpha) * u_a + alpha * u_b for `steps` alphas from 0 to 1."""
-    if not 2 <= int(steps) <= 50:
-        raise ValueError("The number of steps must be between 2 and 50.")
-    ends = engine.encode([check_text(a, "sentence A"), check_text(b, "sentence B")])
-    alphas = np.linspace(0.0, 1.0, int(steps), dtype=np.float32)
-    vectors = (1 - alphas[:, None]) * ends[0] + alphas[:, None] * ends[1]
-    cos = engine.similarity(vectors, ends)
-    return Interpolation(alphas, vectors, cos[:, 0], cos[:, 1])

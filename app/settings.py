@@ -5,6 +5,7 @@ import os
 from pathlib import Path
 
 APP_NAME = "defsent-studio"
+QUEUE_SIZE = 64  # requests that may wait beyond those running; past it a request is refused at once
 
 
 def cache_dir(*parts: str) -> Path:

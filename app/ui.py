@@ -12,15 +12,21 @@ import gradio as gr
 
 from core.checkpoint import CheckpointError
 
-from .evaluation import QUICK_STS, STS_DATASETS, default_data_dir
+from .evaluation import QUICK_STS, STS_DATASETS, TRANSFER_SIZES, TRANSFER_TASKS, default_data_dir
 from .handlers import COLOUR_BY, MAP_SOURCES, Session, Studio
 from .models import ModelUnavailable
 from .projection import METHODS
 from .services import POS_CODES
+from .settings import QUEUE_SIZE
 
 log = logging.getLogger(__name__)
+EVENT_CONCURRENCY = 2  # requests of one event that run at a time (2 cores, torch on 1 thread each)
+# Events that can take seconds of CPU (maps, UMAP, evaluations, loading a model) share two slots in
+# all, rather than two each: at most two such jobs compete with the quick requests for the 2 cores.
+HEAVY = {"concurrency_id": "heavy", "concurrency_limit": 2}
 USER_ERRORS = (ValueError, CheckpointError, ModelUnavailable, FileNotFoundError)
 JOB_STORAGE_KEY = "defsent-studio-job"
+UPLOAD_LIFETIME = (600, 3600)  # gradio delete_cache: (every N seconds, files older than M seconds)
 EXAMPLES = ["a person who is in charge", "a large grey animal with a trunk", "a building where people live",
             "to move quickly on foot", "feeling or showing pleasure", "a place where books are kept"]
 CSS = """
@@ -77,9 +83,20 @@ def handler(fn: Callable) -> Callable:
     return wrapper
 
 
+def enable_queue(demo: gr.Blocks, max_size: int = QUEUE_SIZE, concurrency: int = EVENT_CONCURRENCY) -> gr.Blocks:
+    """Bound the request queue: at most `max_size` requests wait; one more is refused at once (HTTP 503:
+    the browser shows "This application is currently busy. Please try again.", gradio_client raises
+    QueueError("Queue is full! Please try again.")) instead of waiting behind an endless queue."""
+    if max_size < 1 or concurrency < 1:
+        raise ValueError("The queue size and the concurrency must be at least 1.")
+    return demo.queue(max_size=max_size, default_concurrency_limit=concurrency)
+
+
 def build_app(studio: Studio) -> gr.Blocks:
     """The whole app: a model bar on top, then the seven tabs."""
-    with gr.Blocks(title="DefSent Studio", analytics_enabled=False) as demo:
+    # Gradio keeps uploads (and copies of downloads) in its temp folder: delete them after an hour. A
+    # dictionary is read into memory when validated; a search file that is gone asks for a new upload.
+    with gr.Blocks(title="DefSent Studio", analytics_enabled=False, delete_cache=UPLOAD_LIFETIME) as demo:
         session = gr.State(Session())
         stored_job = gr.BrowserState("", storage_key=JOB_STORAGE_KEY)  # outside the tabs: read at page load
         gr.Markdown("# DefSent Studio\nWhat sentence embeddings mean: describe a word, compare sentences, "
@@ -110,7 +127,7 @@ def _model_bar(demo: gr.Blocks, studio: Studio) -> tuple[Callable, list[gr.compo
                              interactive=True, elem_id="model-choice")
         load = gr.Button("Use this model", scale=1)
         status = gr.Markdown(elem_id="model-status")
-    load.click(handler(studio.switch_model), choice, status, api_name="switch_model")
+    load.click(handler(studio.switch_model), choice, status, api_name="switch_model", **HEAVY)
 
     def refresh():
         names, active = studio.model_choices()
@@ -200,7 +217,8 @@ def _analogy_tab(studio: Studio) -> None:
     path_button = gr.Button("Interpolate")
     table = gr.Dataframe(headers=["alpha", "decoded", "top words", "cos to From", "cos to To"], wrap=True)
     path = gr.Plot()
-    path_button.click(handler(studio.interpolation), [start, end, steps], [table, path], api_name="interpolate")
+    path_button.click(handler(studio.interpolation), [start, end, steps], [table, path], api_name="interpolate",
+                      **HEAVY)
 
 
 def _map_tab(studio: Studio, session: gr.State) -> None:
@@ -223,7 +241,7 @@ def _map_tab(studio: Studio, session: gr.State) -> None:
         search_button = gr.Button("Highlight", scale=1)
     note, neighbours = gr.Markdown(), gr.Dataframe(headers=["rank", "cosine", "text"], wrap=True)
     draw.click(handler(studio.draw_map), [source, size, sentences, file, method, dims, colour, session],
-               [plot, status, session], api_name="draw_map")
+               [plot, status, session], api_name="draw_map", **HEAVY)
     search_button.click(handler(studio.search_map), [search, k, session], [plot, note, neighbours],
                         api_name="search_map")
 
@@ -236,7 +254,7 @@ def _map_tab(studio: Studio, session: gr.State) -> None:
     candidates_plot = gr.Plot(elem_id="cand-plot")
     candidates = gr.Dataframe(headers=["word", "probability", "definitions"], wrap=True)
     candidates_button.click(handler(studio.candidates_map), [query, top, candidates_method],
-                            [candidates_plot, candidates], api_name="candidates_map")
+                            [candidates_plot, candidates], api_name="candidates_map", **HEAVY)
 
     timer = gr.Timer(3.0)
     timer.tick(lambda: (studio.umap_status(), gr.Timer(active=not studio.projector.umap_ready)), None,
@@ -289,6 +307,7 @@ def _finetune_tab(demo: gr.Blocks, studio: Studio, session: gr.State, stored: gr
     start.click(start_and_remember, [session, epochs, lr, batch, layers, max_steps, evaluations, seed],
                 [job_id, stored, timer], api_name="start_finetune")
     job_id.submit(lambda j: gr.Timer(active=True), job_id, timer, api_visibility="private")
+    gr.api(handler(studio.job_active), api_name="job_active")  # for API clients waiting on a job
 
     view = handler(studio.job_view)
 
@@ -314,18 +333,25 @@ def _evaluate_tab(tab: gr.Tab, studio: Studio) -> None:
         compare = gr.Checkbox(True, label="Also the model before DefSent training")
         words_button = gr.Button("Evaluate word prediction")
     words = gr.Dataframe(headers=["model", "n", "MRR", "top-1", "top-3", "top-10"], elem_id="eval-words")
-    words_button.click(handler(studio.evaluate_words), [size, compare], words, api_name="evaluate_words")
+    words_button.click(handler(studio.evaluate_words), [size, compare], words, api_name="evaluate_words", **HEAVY)
     tab.select(handler(studio.recorded_metrics), None, recorded, api_visibility="private")
 
     gr.Markdown("### STS (Spearman x100), next to the papers' numbers")
     with gr.Row():
-        data_dir = gr.Textbox(default_data_dir(), label="SentEval data folder (holds STS/ and SICK/)", scale=3)
+        data_dir = gr.Textbox(default_data_dir(), label="SentEval data folder (holds STS/, SICK/, MR/, ...)", scale=3)
         datasets = gr.CheckboxGroup(list(STS_DATASETS), value=list(QUICK_STS), label="Datasets", scale=3)
         sts_button = gr.Button("Run STS", scale=1)
     sts = gr.Markdown(elem_id="eval-sts")
-    gr.Markdown("SentEval transfer tasks (classification with 10-fold CV) take long on two cores: run "
-                "`python -m core.evaluation --model CHECKPOINT --tasks senteval`.")
-    sts_button.click(handler(studio.evaluate_sts), [data_dir, datasets], sts, api_name="evaluate_sts")
+    sts_button.click(handler(studio.evaluate_sts), [data_dir, datasets], sts, api_name="evaluate_sts", **HEAVY)
+
+    gr.Markdown("### SentEval transfer tasks (accuracy %, logistic regression on the embeddings)")
+    with gr.Row():
+        tasks = gr.CheckboxGroup(list(TRANSFER_TASKS), value=list(TRANSFER_TASKS), label="Tasks", scale=3)
+        run_size = gr.Radio(list(TRANSFER_SIZES), value=next(iter(TRANSFER_SIZES)), label="Run size", scale=3)
+        senteval_button = gr.Button("Run SentEval", scale=1)
+    senteval = gr.Markdown(elem_id="eval-senteval")
+    senteval_button.click(handler(studio.evaluate_senteval), [data_dir, tasks, run_size], senteval,
+                          api_name="evaluate_senteval", **HEAVY)
 
 
 def _about_tab(tab: gr.Tab, studio: Studio) -> None:

@@ -1,5 +1,5 @@
 """Benchmark of the web app: launch to first answered request, reverse-dictionary latency through
-the HTTP API (gradio_client), and PCA / UMAP times for 1k and 5k points. Prints a Markdown table.
+the HTTP API (gradio_client), and PCA / UMAP times for 1k, 5k and 10k points. Prints a Markdown table.
 
     nice -n 15 python bench/bench_app.py                       # default model, 30 requests
     python bench/bench_app.py --model checkpoints/NAME --requests 50 --settle 120
@@ -71,8 +71,8 @@ def latency_ms(client, n: int) -> list[float]:
     return times
 
 
-def projection_rows(model: Path | None) -> list[tuple[str, str]]:
-    """Seconds for PCA and UMAP (first fit incl. import and JIT, then warm) on 1k and 5k definitions."""
+def projection_rows(model: Path | None, sizes: list[int]) -> list[tuple[str, str]]:
+    """Seconds for PCA and UMAP (first fit incl. import and JIT, then warm) on `sizes` definitions."""
     from app.settings import configure_numba_cache, limit_threads
     limit_threads(1)  # as app.py does by default
     from app.models import ModelSpec, default_spec
@@ -82,14 +82,14 @@ def projection_rows(model: Path | None) -> list[tuple[str, str]]:
     numba_dir = configure_numba_cache()
     cached = any(numba_dir.rglob("*.nbi"))
     spec = ModelSpec(model.name, model) if model else default_spec()
-    vectors = reference_corpus(spec.load(), 5000).vectors
+    vectors = reference_corpus(spec.load(), max(sizes)).vectors
     rows = []
-    for n in (1000, 5000):
+    for n in sizes:
         rows.append((f"PCA, {n:,} points", f"{timed(pca, vectors[:n]):.3f} s"))
-    first = timed(umap_fit, vectors[:1000])
+    first = timed(umap_fit, vectors[:sizes[0]])
     state = "warm" if cached else "cold"
-    rows.append((f"UMAP import + first fit, 1,000 points (numba cache {state})", f"{first:.1f} s"))
-    for n in (1000, 5000):
+    rows.append((f"UMAP import + first fit, {sizes[0]:,} points (numba cache {state})", f"{first:.1f} s"))
+    for n in sizes:
         timed(umap_fit, vectors[:n])  # compile this size's code path
         rows.append((f"UMAP after warm-up, {n:,} points", f"{timed(umap_fit, vectors[:n]):.1f} s"))
     return rows
@@ -108,7 +108,11 @@ def main() -> int:
     parser.add_argument("--settle", type=float, default=0, help="seconds to wait before timing requests")
     parser.add_argument("--skip-app", action="store_true", help="only the projection timings")
     parser.add_argument("--skip-projection", action="store_true", help="only the app timings")
+    parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 5000, 10000],
+                        help="points to project (default: 1000 5000 10000)")
     args = parser.parse_args()
+    if min(args.sizes) < 10:
+        parser.error("--sizes: each projection needs at least 10 points")
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     rows: list[tuple[str, str]] = []
     if not args.skip_app:
@@ -129,7 +133,7 @@ def main() -> int:
             process.terminate()
             process.wait(timeout=30)
     if not args.skip_projection:
-        rows += projection_rows(args.model)
+        rows += projection_rows(args.model, sorted(args.sizes))
     print("| measurement | result |\n|---|---:|")
     print("\n".join(f"| {name} | {value} |" for name, value in rows))
     return 0

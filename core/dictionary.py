@@ -94,8 +94,9 @@ class RejectedRow:
 class ValidationReport:
     """What `read_user_dictionary` made of one file.
 
-    `error` is set when the file as a whole is refused (then `ok` is False and no entries are returned).
-    `set_aside` holds valid rows whose word the head cannot predict (not a single vocabulary token).
+    `error` is set when the file as a whole is refused (then `ok` is False, no entries are returned and no
+    rows are counted) or when no row is usable. `set_aside` holds valid rows whose word the head cannot predict
+    (not a single vocabulary token). Always rows_read == rows_accepted + len(rejected) + len(set_aside).
     """
 
     file: str
@@ -204,8 +205,10 @@ def read_user_dictionary(
         text = _read_text(path, file_stat, limits)
         report.format = _detect_format(path, text)
         entries = _collect_entries(_ROW_READERS[report.format](text), limits, predictable, report)
-    except _FileRejected as refusal:
-        report.error = str(refusal)
+    except _FileRejected as refusal:  # a refused file counts no rows: only the reason is reported
+        report.error, report.rows_read = str(refusal), 0
+        report.rejected.clear()
+        report.set_aside.clear()
         return [], report
     if not entries:
         report.error = _why_nothing_usable(report)
@@ -248,7 +251,9 @@ def _detect_format(path: Path, text: str) -> str:
 
 
 def _delimited_rows(text: str, delimiter: str, quoting: int) -> Iterator[_RawRow]:
-    reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter, quoting=quoting)
+    # strict: a quote left open would otherwise swallow the rest of the file into one field
+    reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter, quoting=quoting, strict=True)
+    next_line = 1
     try:
         header = next((row for row in reader if any(cell.strip() for cell in row)), None)
         if header is None:
@@ -264,7 +269,7 @@ def _delimited_rows(text: str, delimiter: str, quoting: int) -> Iterator[_RawRow
                 f"{len(record)} fields but the header has {len(columns)} (quote fields that contain the delimiter)")
             yield _RawRow(line, dict(zip(columns, record)), problem)
     except csv.Error as err:
-        raise _FileRejected(f"cannot parse line {reader.line_num}: {err}") from None
+        raise _FileRejected(f"cannot parse the row that starts on line {next_line} ({err}); check its quotes") from None
 
 
 def _header_columns(header: list[str]) -> list[str]:

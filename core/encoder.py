@@ -18,6 +18,7 @@ from torch import nn
 log = logging.getLogger(__name__)
 
 POOLINGS = ("cls", "mean", "max")
+PRECISIONS = ("float32", "bfloat16", "int8")
 
 
 def pool(hidden: torch.Tensor, mask: torch.Tensor, pooling: str) -> torch.Tensor:
@@ -55,6 +56,7 @@ class SentenceEncoder(nn.Module):
         self.tokenizer = tokenizer
         self.pooling = pooling
         self.max_length = min(max_length, _model_max_length(backbone, tokenizer))
+        self.precision = "float32"
 
     @classmethod
     def from_pretrained(cls, path: str | Path, pooling: str = "mean", max_length: int = 128
@@ -79,6 +81,26 @@ class SentenceEncoder(nn.Module):
         hidden = self.backbone(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state  # (B, T, H)
         return pool(hidden, attention_mask, self.pooling)  # (B, H)
 
+    def set_precision(self, precision: str) -> None:
+        """Compute `encode` in `precision` from now on (inference; training stays float32).
+
+        "bfloat16": matrix products autocast to bfloat16, weights kept in float32 (fast on CPUs with
+        AVX512-BF16 or AMX, slower than float32 on others). "int8": dynamic int8 quantisation
+        (per output channel) of the backbone's Linear layers; it replaces them, so it cannot be
+        undone. A bad value raises ValueError and changes nothing.
+        """
+        if precision not in PRECISIONS:
+            raise ValueError(f"unknown precision {precision!r}; choose one of {PRECISIONS}")
+        if self.precision == "int8" and precision != "int8":
+            raise ValueError("int8 quantisation cannot be undone: load the model again for another precision")
+        if precision == "int8" and self.precision != "int8":
+            from torch.ao.quantization import per_channel_dynamic_qconfig, quantize_dynamic
+            with warnings.catch_warnings():  # torch deprecates eager-mode quantisation in favour of torchao
+                warnings.simplefilter("ignore")
+                quantize_dynamic(self.backbone, {nn.Linear: per_channel_dynamic_qconfig}, dtype=torch.qint8,
+                                 inplace=True)
+        self.precision = precision
+
     def tokenize(self, texts: list[str]) -> dict[str, torch.Tensor]:
         """Tokenise with padding and truncation; warn when a text is cut at the model's maximum."""
         batch = self.tokenizer(texts, padding=True, truncation=True, max_length=self.max_length,
@@ -98,6 +120,7 @@ class SentenceEncoder(nn.Module):
 
         Batches are formed from texts sorted by length (less padding), and the original order is
         restored. `normalize=True` returns unit vectors. `progress(done, total)` is called per batch.
+        Computed in `self.precision` (see `set_precision`).
         """
         texts = check_texts(texts)
         was_training = self.training
@@ -107,7 +130,8 @@ class SentenceEncoder(nn.Module):
         for start in range(0, len(texts), batch_size):
             idx = order[start:start + batch_size]
             batch = self.tokenize([texts[i] for i in idx])
-            vectors = self(**batch).float()  # (b, H)
+            with torch.autocast("cpu", dtype=torch.bfloat16, enabled=self.precision == "bfloat16"):
+                vectors = self(**batch).float()  # (b, H)
             if normalize:
                 vectors = nn.functional.normalize(vectors, dim=-1)
             out[idx] = vectors.numpy()

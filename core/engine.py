@@ -4,6 +4,8 @@
     engine = Engine.load()                                   # the shipped default checkpoint
     engine.encode(["a sentence", "another"])                 # np.ndarray (2, d), float32
     engine.predict_words("a person who is in charge", k=10)  # [("leader", 0.21), ...]
+    engine.decode(vectors, beam=5)                           # Vec2Sent: ["a sentence.", ...]
+    engine.analogy(a, b, c); engine.interpolate(x, y)        # see core/readout.py
 """
 from __future__ import annotations
 
@@ -21,6 +23,7 @@ from .checkpoint import (DEFAULT_BASE, DEFAULT_CHECKPOINT, FORMAT, FORMAT_VERSIO
                          CheckpointError, atomic_directory, fingerprint, library_versions,
                          read_manifest, resolve_base, write_json)
 from .encoder import SentenceEncoder, check_texts
+from .readout import VectorReadout
 from .vocabulary import WordFilter, WordVocabulary
 from .word_head import WordHead, WordHeadConfig
 
@@ -30,11 +33,13 @@ HEAD_CONFIG = "head_config.json"
 _WORD_RE = re.compile(r"[a-z]+(?:'[a-z]+)?")
 
 
-class Engine:
-    """Encoder + frozen word head + vocabulary. Shared between users; holds no per-user state."""
+class Engine(VectorReadout):
+    """Encoder + frozen word head + vocabulary, and a Vec2Sent decoder when one fits (decode,
+    analogy, interpolate: see `VectorReadout`). Shared between users; holds no per-user state."""
 
     def __init__(self, encoder: SentenceEncoder, head: WordHead, base_source: str,
                  base_fingerprint: str, manifest: dict | None = None):
+        super().__init__()  # no decoder until `set_decoder`
         self.encoder = encoder
         self.head = head
         self.base_source = base_source
@@ -68,14 +73,25 @@ class Engine:
         return cls(encoder, head.eval(), base, base_fp, manifest)
 
     @classmethod
-    def load(cls, path: str | Path | None = None, untrained: bool = False) -> "Engine":
-        """Load a checkpoint directory (default: the shipped one).
+    def load(cls, path: str | Path | None = None, untrained: bool = False,
+             decoder: str | Path | None = "auto", precision: str = "float32") -> "Engine":
+        """Load a checkpoint directory (default: the shipped one) and its Vec2Sent decoder.
 
         `untrained=True` keeps the base encoder weights but the checkpoint's head: the "before
         DefSent training" model to compare against. A path without a manifest is treated as a
-        plain Hugging Face model (see `from_base`).
+        plain Hugging Face model (see `from_base`). `decoder`: "auto" is the decoder checkpoint
+        beside `path` trained on this encoder, if any, loaded on first use; a path is loaded now
+        and refused (EncoderMismatchError) if trained on another encoder; None loads none.
+        `precision`: "float32", or "bfloat16" / "int8" for faster encoding (see `set_precision`).
         """
         path = Path(path) if path is not None else DEFAULT_CHECKPOINT
+        engine = cls._load_encoder(path, untrained)
+        engine.set_precision(precision)
+        engine.set_decoder(decoder, path.parent)
+        return engine
+
+    @classmethod
+    def _load_encoder(cls, path: Path, untrained: bool) -> "Engine":
         if path.is_dir() and not (path / MANIFEST).exists() and (path / "config.json").exists():
             return cls.from_base(str(path))
         if not path.exists():
@@ -118,6 +134,8 @@ class Engine:
              metrics: dict | None = None) -> Path:
         """Write a checkpoint atomically: `path` is either left as it was or holds the new one."""
         path = Path(path)
+        if self.encoder.precision == "int8":
+            raise CheckpointError("an int8-quantised engine is for inference only: save the float32 model")
         # Only the base weights are needed here, not a whole Engine (vocabulary, head, fingerprint).
         base_encoder, _ = SentenceEncoder.from_pretrained(resolve_base(self.base_source), self.encoder.pooling,
                                                           self.encoder.max_length)
@@ -143,6 +161,13 @@ class Engine:
             write_json(tmp / MANIFEST, manifest)  # written last: no manifest, no checkpoint
         self.manifest = manifest
         return path
+
+    def set_precision(self, precision: str) -> None:
+        """Encode in "float32", "bfloat16" or "int8" from now on (`SentenceEncoder.set_precision`).
+        `fingerprint` stays that of the float32 weights, which int8 replaces by packed ones."""
+        if precision == "int8":
+            _ = self.fingerprint  # computed (and kept) before quantisation
+        self.encoder.set_precision(precision)
 
     @property
     def fingerprint(self) -> str:

@@ -17,9 +17,10 @@ from app.export import export_sentence_transformers, zip_folder
 from app.finetune import FinetuneSettings, comparison_rows, run_finetune, save_finetuned, validate_upload
 from app.handlers import Session, Studio, start_studio
 from app.jobs import CANCELLED, DONE, FAILED, Job, JobManager
-from app.models import BASE_LABEL, Models, ModelSpec, ModelUnavailable, available_specs, find_decoder_dir
+from app.models import BASE_LABEL, Models, ModelSpec, ModelUnavailable, available_specs
 from app.projection import Projector, pca
 from core import Engine
+from core.readout import find_decoder_dir
 from tests.conftest import TINY_WORDS
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -282,7 +283,8 @@ def test_finetune_job_compares_saves_and_exports(engine, tiny_mlm_dir, dictionar
     upload = validate_upload(engine, dictionary_file)
     job = Job("j", "test", lambda j: None)
     settings = FinetuneSettings(lr=1e-3, batch_size=4, max_steps=6, evaluations=3)
-    result = run_finetune(job, lambda: Engine.from_base(str(tiny_mlm_dir)), upload, settings, "tiny")
+    result = run_finetune(job, lambda: Engine.from_base(str(tiny_mlm_dir)), upload, settings, "tiny",
+                          tmp_path / "staged")
     assert job.progress["step"] == 6 and len(job.progress["history"]) == 6
     assert [row[0] for row in comparison_rows(result)] == ["MRR", "top-1", "top-3", "top-10"]
     assert result.examples and {"word", "definition", "before", "after"} <= set(result.examples[0])
@@ -293,13 +295,14 @@ def test_finetune_job_compares_saves_and_exports(engine, tiny_mlm_dir, dictionar
         save_finetuned(result, "mine-v1", tmp_path)
     with pytest.raises(ValueError, match="invalid checkpoint name"):
         save_finetuned(result, "../evil", tmp_path)
-    folder = export_sentence_transformers(result.engine, tmp_path / "st", "mine-v1")
+    trained = Engine.load(path)
+    folder = export_sentence_transformers(trained, tmp_path / "st", "mine-v1")
     assert (folder / "modules.json").is_file() and "sentence-transformers" in (folder / "README.md").read_text()
     with zipfile.ZipFile(zip_folder(path, tmp_path / "zips")) as archive:
         assert "mine-v1/manifest.json" in archive.namelist()
     st = pytest.importorskip("sentence_transformers")
     vectors = st.SentenceTransformer(str(folder), device="cpu").encode(["a dog"])
-    assert np.allclose(vectors, result.engine.encode(["a dog"]), atol=1e-4)
+    assert np.allclose(vectors, trained.encode(["a dog"]), atol=1e-4)
 
 
 def test_finetune_through_the_studio(studio, dictionary_file):

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 import torch
 
+from core.hardware import native_bfloat16
 from core.vec2sent import checkpoint as checkpoint_module
 from core.vec2sent.checkpoint import EncoderMismatchError, load_checkpoint, save_checkpoint
 from core.vec2sent.decode import beam_search, greedy_decode
@@ -188,7 +189,7 @@ def test_checkpoint_round_trip(tokenizer, tmp_path):
     save_checkpoint(tmp_path / "ckpt", model, vocab, manifest())
     assert sorted(p.name for p in (tmp_path / "ckpt").iterdir()) == \
         ["config.json", "manifest.json", "model.safetensors", "vocab.json"]
-    loaded = load_checkpoint(tmp_path / "ckpt", encoder_fingerprint="fp-A")
+    loaded = load_checkpoint(tmp_path / "ckpt", encoder_fingerprint="fp-A", precision="float32")
     assert loaded.model.config == model.config and loaded.vocab == vocab
     for name, tensor in model.state_dict().items():
         torch.testing.assert_close(loaded.model.state_dict()[name], tensor, atol=1e-3, rtol=1e-3)
@@ -230,3 +231,41 @@ def test_manifest_without_encoder_is_refused(tokenizer, tmp_path):
     with pytest.raises(ValueError, match="fingerprint"):
         save_checkpoint(tmp_path / "ckpt", tiny_model(len(vocab)), vocab, {"training": {}})
     assert not (tmp_path / "ckpt").exists()
+
+
+@pytest.mark.parametrize("init_state", [True, False])
+def test_written_out_decoding_step_matches_nn_lstm(init_state):
+    model = Vec2SentDecoder(Vec2SentConfig(vocab_size=30, sent_dim=8, emb_dim=6, hidden=10, layers=2,
+                                           init_state=init_state)).eval()
+    sentences, tokens = torch.randn(3, 8), torch.randint(4, 30, (3, 4))
+    with torch.no_grad():
+        x, state = model.start(sentences)
+        whole, _ = model.step(tokens, x, state)  # nn.LSTM over 4 steps
+        one_by_one = []
+        for t in range(tokens.shape[1]):
+            logits, state = model.step(tokens[:, t:t + 1], x, state)  # written-out cell
+            one_by_one.append(logits)
+    torch.testing.assert_close(torch.cat(one_by_one, dim=1), whole, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("flags, expected", [("fpu avx2 avx512_bf16", True), ("fpu amx_bf16 sse", True),
+                                             ("fpu avx2 avx512f", False), ("", False)])
+def test_native_bfloat16_reads_cpu_flags(tmp_path, flags, expected):
+    cpuinfo = tmp_path / "cpuinfo"
+    cpuinfo.write_text(f"processor\t: 0\nflags\t\t: {flags}\n")
+    assert native_bfloat16.__wrapped__(cpuinfo) is expected
+    assert native_bfloat16.__wrapped__(tmp_path / "missing") is False
+
+
+def test_decoder_precision_is_chosen_at_load(tokenizer, tmp_path):
+    vocab = tiny_vocab(tokenizer)
+    model = tiny_model(len(vocab))
+    save_checkpoint(tmp_path / "dec", model, vocab, manifest())
+    as_float = load_checkpoint(tmp_path / "dec", "fp-A", precision="float32")
+    as_bf16 = load_checkpoint(tmp_path / "dec", "fp-A", precision="bfloat16")
+    assert as_float.model.embed.weight.dtype == torch.float32
+    assert as_bf16.model.embed.weight.dtype == torch.bfloat16
+    vectors = np.random.default_rng(0).normal(size=(3, model.config.sent_dim)).astype(np.float32)
+    assert len(as_bf16.decode(vectors, beam_width=3)) == 3
+    with pytest.raises(ValueError, match="precision"):
+        load_checkpoint(tmp_path / "dec", "fp-A", precision="int4")

@@ -1,4 +1,5 @@
-"""Evaluation suite: unsupervised STS and SentEval transfer tasks for any text encoder.
+"""Evaluation suite: unsupervised STS and SentEval transfer tasks for any text encoder; word
+prediction and Vec2Sent diagnostics for Engine checkpoints.
 
     from core.evaluation import EvaluationConfig, evaluate, load_encoder
     encoder = load_encoder("glove")                   # or anything with encode(texts) -> (n, d)
@@ -6,7 +7,7 @@
     results["sts"].rows["all"]["STS-B"]              # Spearman x100
 
 Command line: `python -m core.evaluation --model minilm-st --out results/minilm-st.json`.
-New tasks (word prediction, Vec2Sent) plug in through `register_task`.
+New tasks plug in through `register_task`.
 """
 from .base import EvaluationConfig, SentenceEmbeddings, TaskResult, TextEncoder
 from .baselines import ENCODERS, GloveAverageEncoder, load_encoder

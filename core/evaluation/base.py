@@ -32,6 +32,8 @@ class EvaluationConfig:
     kfold: int = 10
     seed: int = SENTEVAL_SEED
     show_progress: bool = True
+    decoder_test: Path | None = None  # sentences for the Vec2Sent diagnostics; default: the decoder corpus' test.txt
+    decoder_sentences: int = 500  # first N of them
 
 
 @dataclass
@@ -41,6 +43,7 @@ class TaskResult:
     `rows` maps an aggregation name (one table row, e.g. "all" / "mean" for STS) to
     {dataset column: score}. `missing` maps a skipped dataset to the reason; `details` holds
     per-dataset extras for the JSON (subset scores, sizes, chosen C); `notes` explain the rows.
+    `averaged`: whether the report adds an Avg. column (not when the columns are different metrics).
     """
 
     rows: dict[str, dict[str, float]]
@@ -48,6 +51,7 @@ class TaskResult:
     missing: dict[str, str] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     seconds: float = 0.0
+    averaged: bool = True
 
 
 class SentenceEmbeddings:

@@ -90,13 +90,22 @@ ENCODERS: dict[str, Callable[[], TextEncoder]] = {
 }
 
 
-def load_encoder(name_or_path: str) -> TextEncoder:
-    """An encoder from ENCODERS by name, else an Engine checkpoint folder at that path."""
+def load_encoder(name_or_path: str, precision: str = "float32") -> TextEncoder:
+    """An encoder from ENCODERS by name, else an Engine checkpoint folder at that path.
+
+    `precision` other than float32 ("bfloat16", "int8") applies to this project's encoders only.
+    """
     if name_or_path in ENCODERS:
-        return ENCODERS[name_or_path]()
-    if Path(name_or_path).is_dir():
-        return load_engine(name_or_path)
-    raise ValueError(f"unknown model {name_or_path!r}: use one of {', '.join(ENCODERS)} or a checkpoint folder")
+        encoder = ENCODERS[name_or_path]()
+    elif Path(name_or_path).is_dir():
+        encoder = load_engine(name_or_path)
+    else:
+        raise ValueError(f"unknown model {name_or_path!r}: use one of {', '.join(ENCODERS)} or a checkpoint folder")
+    if precision != "float32":
+        if not hasattr(encoder, "set_precision"):
+            raise ValueError(f"precision {precision!r} applies to this project's encoders, not to {name_or_path!r}")
+        encoder.set_precision(precision)
+    return encoder
 
 
 def _package_dir(module: str, distribution: str) -> Path:

@@ -21,11 +21,11 @@ def task_markdown(task: str, result: TaskResult, model: str) -> str:
     columns = _shown_columns(result, reference)
     lines = [f"## {task}" + (f": {reference.title}" if reference else ""), ""]
     if columns:
-        lines += _table(columns, _rows(result, reference, model, columns))
+        lines += _table(columns, _rows(result, reference, model, columns), result.averaged)
     else:
-        lines.append("No dataset of this task was found.")
+        lines.append("Nothing was scored: see why below.")
     notes = ([f"Reference rows: {reference.source}."] if reference else [])
-    notes += [f"Avg. over the {len(columns)} columns shown."] if columns else []
+    notes += [f"Avg. over the {len(columns)} columns shown."] if columns and result.averaged else []
     notes += result.notes + [f"Skipped {message}" for message in result.missing.values()]
     notes.append(f"Time: {result.seconds:.0f} s.")
     return "\n".join(lines + [""] + [f"- {note}" for note in notes])
@@ -50,12 +50,13 @@ def _rows(result: TaskResult, reference: ReferenceTable | None, model: str,
     return rows
 
 
-def _table(columns: list[str], rows: list[tuple[str, list[float | None]]]) -> list[str]:
-    lines = ["| Model | " + " | ".join(columns) + " | Avg. |", "|---" * (len(columns) + 2) + "|"]
+def _table(columns: list[str], rows: list[tuple[str, list[float | None]]], averaged: bool = True) -> list[str]:
+    header = columns + ["Avg."] if averaged else columns
+    lines = ["| Model | " + " | ".join(header) + " |", "|---" * (len(header) + 1) + "|"]
     for label, values in rows:
         present = [value for value in values if value is not None]
-        average = float(np.mean(present)) if present else None
-        lines.append(f"| {label} | " + " | ".join(_cell(value) for value in values + [average]) + " |")
+        average = [float(np.mean(present)) if present else None] if averaged else []
+        lines.append(f"| {label} | " + " | ".join(_cell(value) for value in values + average) + " |")
     return lines
 
 

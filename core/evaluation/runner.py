@@ -1,7 +1,7 @@
 """The task registry and the evaluation run: encoder + config in, TaskResults and files out.
 
-Other diagnostics (word prediction through the word head, Vec2Sent round trips) plug in with
-`register_task("wordpred", run_word_prediction)`: a function (encoder, config) -> TaskResult.
+Tasks: sts, senteval, words (word prediction through the word head), vec2sent (decoder
+diagnostics). More plug in with `register_task(name, fn)`: a function (encoder, config) -> TaskResult.
 A task with a table in reference.REFERENCE_TABLES gets the papers' rows beside its own.
 """
 from __future__ import annotations
@@ -13,12 +13,15 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from .base import EvaluationConfig, TaskResult, TextEncoder
+from .decoding import run_vec2sent
 from .report import markdown_report
 from .senteval import run_senteval
 from .sts import run_sts
+from .words import run_words
 
 TaskFn = Callable[[TextEncoder, EvaluationConfig], TaskResult]
-TASKS: dict[str, TaskFn] = {"sts": run_sts, "senteval": run_senteval}
+TASKS: dict[str, TaskFn] = {"sts": run_sts, "senteval": run_senteval, "words": run_words,
+                            "vec2sent": run_vec2sent}
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_DATA_DIR = REPO_ROOT.parent / "shared" / "data" / "senteval"
 

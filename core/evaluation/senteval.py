@@ -146,6 +146,14 @@ def evaluate_transfer(encoder: TextEncoder, splits: dict[str, Split], *, kfold: 
         return TransferScore(heldout_accuracy(train, test, c), [c], sizes)
 
 
+def sample_splits(splits: dict[str, Split], size: int, seed: int = SENTEVAL_SEED) -> dict[str, Split]:
+    """At most `size` examples of each split: a fixed random sample, order kept (for a quick,
+    approximate run; scores are not comparable to the full protocol's)."""
+    if size < 1:
+        raise ValueError(f"sample size must be >= 1, not {size}")
+    return {name: _sample(split, size, seed) for name, split in splits.items()}
+
+
 def transfer_loaders(config: EvaluationConfig) -> dict[str, Callable[[], dict[str, Split]]]:
     """Task name -> loader, in the papers' column order."""
     return {name: partial(load_files, name, config.data_dir, files, loader)
@@ -175,6 +183,15 @@ def _features(embeddings: SentenceEmbeddings, split: Split) -> np.ndarray:
     if isinstance(split, SentencePairs):
         return pair_features(embeddings[split.first], embeddings[split.second])
     return embeddings[split.texts]
+
+
+def _sample(split: Split, size: int, seed: int) -> Split:
+    if len(split.labels) <= size:
+        return split
+    keep = np.sort(np.random.default_rng(seed).choice(len(split.labels), size, replace=False))
+    if isinstance(split, SentencePairs):
+        return SentencePairs([split.first[i] for i in keep], [split.second[i] for i in keep], split.labels[keep])
+    return LabeledTexts([split.texts[i] for i in keep], split.labels[keep])
 
 
 def _named_splits(read: Callable[[Path], Split], **paths: Path) -> dict[str, Split]:

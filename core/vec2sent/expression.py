@@ -64,6 +64,8 @@ def _parse(expression: str) -> ast.Expression:
     for i, char in enumerate(expression):
         if not char.isprintable():
             raise ExpressionError(f"unexpected character {char!r}", i + 1)
+        if char == "#":  # the parser would silently drop the rest of the line as a comment
+            raise ExpressionError(f"'#' is not allowed; {_HELP}", i + 1)
     _check_parentheses(expression)
     try:
         with warnings.catch_warnings():  # e.g. SyntaxWarning for odd literals: we reject them anyway

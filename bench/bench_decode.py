@@ -1,0 +1,90 @@
+"""Vec2Sent decoding latency: one sentence embedding at a time, beam search and greedy.
+
+    python bench/bench_decode.py [--model checkpoints/defsent-minilm] [--decoder auto] [--threads 1]
+                                 [--sentences 50] [--beam 5]
+
+Embeds held-out sentences (the first --sentences lines of data/cache/corpus/test.txt, or a few
+built-in ones when the corpus has not been built), then times `engine.decode(vector, beam=...)` for
+each embedding alone (encoding is not timed) and prints the median and 90th percentile in ms, with
+a few decoded examples.
+"""
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+from core import Engine  # noqa: E402
+
+HELD_OUT = ROOT / "data" / "cache" / "corpus" / "test.txt"
+BUILT_IN = ["he visits italy.", "she drinks wine.", "his name is robert.", "he is a doctor.",
+            "the dog is sleeping on the sofa.", "a man is playing a guitar.", "it was a cold night.",
+            "the children went to school by bus.", "she did not answer the letter.",
+            "there is a small house near the river."]
+
+
+def held_out_sentences(limit: int) -> tuple[list[str], str]:
+    """Up to `limit` held-out corpus sentences, or the built-in ones when the corpus is absent."""
+    if HELD_OUT.is_file():
+        lines = [line.strip() for line in HELD_OUT.read_text(encoding="utf-8").splitlines() if line.strip()]
+        return lines[:limit], f"{HELD_OUT.relative_to(ROOT)} (first {min(limit, len(lines))})"
+    return BUILT_IN[:limit], f"{min(limit, len(BUILT_IN))} built-in sentences ({HELD_OUT.name} not built)"
+
+
+def latencies_ms(engine: Engine, vectors: np.ndarray, beam: int) -> list[float]:
+    """Time decoding each vector alone, after one untimed warm-up."""
+    engine.decode(vectors[0], beam=beam)
+    times = []
+    for vector in vectors:
+        start = time.perf_counter()
+        engine.decode(vector, beam=beam)
+        times.append((time.perf_counter() - start) * 1000)
+    return times
+
+
+def p90(values: list[float]) -> float:
+    return float(np.percentile(values, 90))
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--model", default=None, help="encoder checkpoint (default: the shipped one)")
+    parser.add_argument("--decoder", default="auto",
+                        help='decoder checkpoint; "auto" (default): the one beside --model trained on it')
+    parser.add_argument("--threads", type=int, default=1, help="torch threads (default 1)")
+    parser.add_argument("--sentences", type=int, default=50)
+    parser.add_argument("--beam", type=int, default=5)
+    parser.add_argument("--examples", type=int, default=3, help="decoded examples to print")
+    args = parser.parse_args()
+    torch.set_num_threads(args.threads)
+    engine = Engine.load(args.model, decoder=args.decoder)
+    if engine.decoder is None:
+        print("No Vec2Sent decoder fits this encoder; pass --decoder PATH.", file=sys.stderr)
+        return 2
+    sentences, source = held_out_sentences(args.sentences)
+    vectors = engine.encode(sentences)  # (n, d)
+    decoder = engine.decoder
+    print(f"encoder {engine.manifest.get('name', args.model)}; decoder {args.decoder}: "
+          f"{decoder.model.num_parameters() / 1e6:.1f}M parameters, {decoder.manifest.get('training', {}).get('steps', '?')} "
+          f"training steps; threads={args.threads}; {source}\n")
+    print("| decoding one sentence | median ms | p90 ms |\n|---|---:|---:|")
+    for beam in dict.fromkeys((args.beam, 1)):
+        times = latencies_ms(engine, vectors, beam)
+        label = "greedy" if beam == 1 else f"beam {beam}"
+        print(f"| {label} | {statistics.median(times):.1f} | {p90(times):.1f} |")
+    print()
+    decoded = engine.decode(vectors[:args.examples], beam=args.beam)
+    for sentence, output in zip(sentences, decoded):
+        print(f"- {sentence}\n  -> {output}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

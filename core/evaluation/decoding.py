@@ -1,0 +1,61 @@
+"""The "vec2sent" task: Vec2Sent diagnostics (Id, PERM, Id/PERM, BLEU, word-head round trip) of the
+decoder trained on the model's embeddings, greedy and with beam search.
+
+Needs an Engine whose `decoder` is set (Engine.load finds the checkpoint trained on its encoder
+fingerprint); without one the task is skipped with a note. Sentences: the Vec2Sent corpus' held-out
+test.txt (data/cache/corpus, built by `python -m core.vec2sent.corpus`) or config.decoder_test.
+"""
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+from .base import EvaluationConfig, TaskResult, TextEncoder
+from .files import MissingDataError, read_sentences
+
+DEFAULT_TEST = Path(__file__).resolve().parents[2] / "data" / "cache" / "corpus" / "test.txt"
+BEAMS = {"greedy": 1, "beam 5": 5}
+DATASET = "Vec2Sent"
+
+
+def run_vec2sent(encoder: TextEncoder, config: EvaluationConfig) -> TaskResult:
+    """Rows "greedy" and "beam 5": Id, PERM, Id/PERM, BLEU and top word (all %, BLEU 0-100)."""
+    from core.vec2sent.diagnostics import round_trip_agreement, score_reconstructions
+
+    decoder, reason = _decoder(encoder)
+    test = config.decoder_test or DEFAULT_TEST
+    if decoder is None:
+        return _skipped(reason)
+    if not test.is_file():
+        return _skipped(str(MissingDataError(DATASET, [test])) + " (build it: python -m core.vec2sent.corpus)")
+    references = read_sentences(test)[:config.decoder_sentences]
+    vectors = encoder.encode(references)
+    rows = {}
+    for name, width in BEAMS.items():
+        hypotheses = decoder.decode(vectors, beam_width=width)
+        scores = score_reconstructions(references, hypotheses)
+        values = {"Id": scores.identity, "PERM": scores.permutation, "Id/PERM": scores.identity_over_permutation,
+                  "BLEU": scores.bleu, "top word": round_trip_agreement(references, hypotheses, _top_word(encoder))}
+        rows[name] = {column: value for column, value in values.items() if not math.isnan(value)}
+    return TaskResult(rows=rows, averaged=False, details={DATASET: {"sentences": len(references), "file": str(test)}},
+                      notes=[f"{len(references):,} sentences of {test}; Id/PERM is left out when no output is a "
+                             "permutation; top word: % of decoded sentences whose word-head top word equals "
+                             "the original's."])
+
+
+def _decoder(encoder: TextEncoder):
+    """(the encoder's Vec2Sent decoder, None) or (None, why there is none)."""
+    if not hasattr(encoder, "decoder"):
+        return None, f"{DATASET}: the model is not an Engine, so it has no Vec2Sent decoder"
+    if encoder.decoder is None:
+        return None, (f"{DATASET}: no decoder trained on this encoder (fingerprint {encoder.fingerprint}) was "
+                      "found beside the checkpoint; train one with python -m core.vec2sent.train")
+    return encoder.decoder, ""
+
+
+def _top_word(engine):
+    return lambda texts: [ranked[0][0] for ranked in engine.predict_words_batch(texts, k=1)]
+
+
+def _skipped(reason: str) -> TaskResult:
+    return TaskResult(rows={}, missing={DATASET: reason}, averaged=False)

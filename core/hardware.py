@@ -1,0 +1,22 @@
+"""What the CPU can do fast, for choosing a default precision."""
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+
+BFLOAT16_FLAGS = {"avx512_bf16", "amx_bf16"}  # CPUs with bfloat16 matrix instructions
+
+
+@functools.cache
+def native_bfloat16(cpuinfo: Path = Path("/proc/cpuinfo")) -> bool:
+    """True when the CPU multiplies bfloat16 matrices natively (Linux flags); False when unknown.
+
+    On such CPUs a bfloat16 matrix-vector product is ~4x faster than float32 (memory-bound decoding);
+    on others PyTorch emulates bfloat16 and it is slower, so float32 stays the default there.
+    """
+    try:
+        text = cpuinfo.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return False
+    flags = next((line.split(":", 1)[1].split() for line in text.splitlines() if line.startswith("flags")), [])
+    return bool(BFLOAT16_FLAGS & set(flags))

@@ -1,0 +1,271 @@
+"""Reading sentence vectors back: decoding them to text with a Vec2Sent decoder, their top words and
+nearest reference sentences, analogies and interpolations. `Engine` inherits these methods:
+
+    engine = Engine.load()                 # + the decoder in checkpoints/ trained on this encoder
+    engine.decode(engine.encode(["a dog barks"]), beam=5)        # one sentence per row
+    engine.analogy("he eats pizza", "he visits italy", "she drinks wine")   # AnalogyResult of b - a + c
+    engine.interpolate("a dog barks", "the king rules", steps=5)           # [InterpolationPoint, ...]
+    engine.evaluate_expression("b - a + c", {"a": "...", "b": "...", "c": "..."})  # (d,) float32
+
+Without a decoder, `decode` raises NoDecoderError and analogies and interpolations carry
+`decoded=None` beside their words and neighbours: nothing is made up.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Generic, Mapping, TypeVar
+
+import numpy as np
+
+from .checkpoint import CHECKPOINTS_DIR, CheckpointError
+from .dictionary import Entry, load_wordnet
+from .vec2sent.checkpoint import FORMAT as DECODER_FORMAT
+from .vec2sent.checkpoint import MANIFEST as DECODER_MANIFEST
+from .vec2sent.checkpoint import Vec2Sent, load_checkpoint
+from .vec2sent.expression import evaluate_expression
+
+REFERENCE_SIZE = 2000  # dictionary definitions in the default reference set
+PART_OF_SPEECH = {"n": "noun", "v": "verb", "a": "adjective", "r": "adverb"}
+Scored = list[tuple[str, float]]  # (word or text, probability or cosine), best first
+T = TypeVar("T")
+
+
+class NoDecoderError(RuntimeError):
+    """Decoding was asked of an engine that has no Vec2Sent decoder."""
+
+
+class Lazy(Generic[T]):
+    """A value built on the first `get()`, once, even when several threads ask at the same time."""
+
+    def __init__(self, build: Callable[[], T]):
+        self._build = build
+        self._lock = threading.Lock()
+        self._built = False
+        self._value: T | None = None
+
+    def get(self) -> T:
+        with self._lock:
+            if not self._built:
+                self._value, self._built = self._build(), True
+            return self._value
+
+
+# ---- reference sentences ------------------------------------------------------------------------
+
+@dataclass
+class EmbeddedTexts:
+    """Texts with their unit-length embeddings (n, d); `labels` (e.g. part of speech) colour maps."""
+    texts: list[str]
+    vectors: np.ndarray
+    labels: list[str] = field(default_factory=list)
+    name: str = ""
+
+    def __post_init__(self) -> None:
+        if len(self.vectors) != len(self.texts):
+            raise ValueError(f"{len(self.texts)} texts but {len(self.vectors)} vectors")
+        self.labels = list(self.labels) or [""] * len(self.texts)
+
+    def nearest(self, vectors: np.ndarray, k: int) -> list[list[tuple[int, float]]]:
+        """For each vector, the k most similar rows as (index, cosine), best first."""
+        from .engine import Engine  # engine.py imports this module
+        hits = Engine.semantic_search(np.atleast_2d(vectors), self.vectors, top_k=k)
+        return [[(h["corpus_id"], h["score"]) for h in row] for row in hits]
+
+    def nearest_texts(self, vectors: np.ndarray, k: int) -> list[Scored]:
+        """For each vector, the k most similar texts with their cosines."""
+        return [[(self.texts[i], score) for i, score in row] for row in self.nearest(vectors, k)]
+
+
+def dictionary_sample(size: int, seed: int = 0) -> list[Entry]:
+    """A fixed random sample of the shipped WordNet entries (the same for the same size and seed)."""
+    entries = load_wordnet()
+    return random.Random(seed).sample(entries, min(size, len(entries)))
+
+
+def dictionary_reference(engine, size: int = REFERENCE_SIZE, cache_dir: Path | None = None,
+                         progress: Callable[[int, int], None] | None = None) -> EmbeddedTexts:
+    """`dictionary_sample(size)` as "word: definition" texts, each embedded by its definition alone.
+
+    With `cache_dir` the vectors are kept there as .npy, named by the encoder's fingerprint and the
+    texts, so a later run with the same model loads them instead of encoding again.
+    """
+    entries = dictionary_sample(size)
+    texts = [f"{e.word}: {e.definition}" for e in entries]
+    digest = hashlib.sha1("\n".join(texts).encode()).hexdigest()[:10]
+    file = cache_dir / f"wordnet-{engine.fingerprint}-{len(texts)}-{digest}.npy" if cache_dir else None
+    if file is not None and file.is_file():
+        vectors = np.load(file)
+    else:
+        vectors = engine.encode([e.definition for e in entries], normalize=True, progress=progress)
+        if file is not None:
+            np.save(file, vectors)
+    return EmbeddedTexts(texts, vectors, [PART_OF_SPEECH.get(e.pos, e.pos) for e in entries],
+                         f"{len(texts):,} WordNet definitions")
+
+
+# ---- the decoder ----------------------------------------------------------------------------------
+
+def find_decoder_dir(fingerprint: str, directory: Path = CHECKPOINTS_DIR) -> Path | None:
+    """The Vec2Sent checkpoint in `directory` whose manifest names the encoder `fingerprint`, if any.
+
+    Hidden folders (checkpoints being written) and unreadable manifests are skipped.
+    """
+    directory = Path(directory)
+    for path in sorted(directory.glob(f"[!.]*/{DECODER_MANIFEST}")) if directory.is_dir() else ():
+        try:
+            manifest = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if (manifest.get("format") == DECODER_FORMAT
+                and manifest.get("encoder", {}).get("fingerprint") == fingerprint):
+            return path.parent
+    return None
+
+
+def load_decoder(path: str | Path, fingerprint: str) -> Vec2Sent:
+    """The Vec2Sent checkpoint at `path`; EncoderMismatchError if it decodes another encoder."""
+    path = Path(path)
+    if not (path / DECODER_MANIFEST).is_file():
+        raise CheckpointError(f"no Vec2Sent decoder at {path}: {DECODER_MANIFEST} is missing")
+    return load_checkpoint(path, fingerprint)
+
+
+# ---- results ----------------------------------------------------------------------------------------
+
+@dataclass
+class Reading:
+    """What one sentence vector says: its decoded sentence (None without a decoder), its top words
+    with probabilities and its nearest reference texts with cosines."""
+    vector: np.ndarray  # (d,) the raw vector read
+    decoded: str | None
+    words: Scored
+    nearest: Scored
+
+
+@dataclass
+class AnalogyResult(Reading):
+    """The reading of `expression` over the sentences a, b, c (default b - a + c)."""
+    expression: str
+
+
+@dataclass
+class InterpolationPoint(Reading):
+    """The point (1 - alpha) * x + alpha * y and its cosines to the two ends."""
+    alpha: float
+    cos_x: float
+    cos_y: float
+
+
+# ---- the engine methods ---------------------------------------------------------------------------
+
+class VectorReadout:
+    """Decoder handling, decoding, analogy, interpolation and expressions; mixed into `Engine`,
+    whose `encode`, `similarity`, `words_for_vectors` and `fingerprint` they use."""
+
+    def __init__(self) -> None:
+        self._decoder: Lazy[Vec2Sent | None] = Lazy(lambda: None)
+        self._decoder_search: Path | None = None  # where "auto" looks, for the error message
+        self._reference: Lazy[EmbeddedTexts] = Lazy(lambda: dictionary_reference(self))
+
+    def set_decoder(self, decoder: str | Path | None = "auto", checkpoints: Path = CHECKPOINTS_DIR) -> None:
+        """Choose the Vec2Sent decoder.
+
+        "auto": the checkpoint in `checkpoints` whose manifest names this encoder's fingerprint, looked
+        up and loaded on first use (so loading the engine costs nothing extra); none is fine.
+        A path: that checkpoint, loaded now; EncoderMismatchError if it decodes another encoder, and
+        the current decoder is kept. None: no decoder.
+        """
+        if decoder is None:
+            self._decoder, self._decoder_search = Lazy(lambda: None), None
+        elif decoder == "auto":
+            checkpoints = Path(checkpoints)
+            self._decoder = Lazy(lambda: self._auto_decoder(checkpoints))
+            self._decoder_search = checkpoints
+        else:
+            loaded = load_decoder(decoder, self.fingerprint)
+            self._decoder, self._decoder_search = Lazy(lambda: loaded), None
+
+    def _auto_decoder(self, checkpoints: Path) -> Vec2Sent | None:
+        path = find_decoder_dir(self.fingerprint, checkpoints)
+        return load_decoder(path, self.fingerprint) if path is not None else None
+
+    @property
+    def decoder(self) -> Vec2Sent | None:
+        """The Vec2Sent decoder for this encoder, or None."""
+        return self._decoder.get()
+
+    def decode(self, vectors: np.ndarray, beam: int = 5, max_length: int | None = None) -> list[str]:
+        """One sentence per row of `vectors` (n, d) or for one vector (d,), decoded in batches:
+        beam search of width `beam`, greedy when beam == 1; at most `max_length` pieces (default:
+        the decoder's). NoDecoderError when the engine has no decoder."""
+        _check_count("beam", beam, 1)
+        decoder = self.decoder
+        if decoder is None:
+            reason = (f"no checkpoint in {self._decoder_search} was trained on this encoder (fingerprint "
+                      f"{self.fingerprint})" if self._decoder_search else "none was chosen (decoder=None, or built with from_base)")
+            raise NoDecoderError(f"this engine has no Vec2Sent decoder: {reason}. Load one with "
+                                 f"Engine.load(decoder=PATH) or train one with python -m core.vec2sent.train")
+        return decoder.decode(vectors, beam_width=int(beam), max_length=max_length)
+
+    def evaluate_expression(self, expression: str, sentences: Mapping[str, str]) -> np.ndarray:
+        """The vector (d,) that `expression` ("b - a + c": names, numbers, + - * /, parentheses)
+        denotes over the raw embeddings of the named sentences. ExpressionError names the column
+        of a bad expression; empty sentences raise ValueError."""
+        return evaluate_expression(expression, self._embed_named(sentences))
+
+    def _embed_named(self, sentences: Mapping[str, str]) -> dict[str, np.ndarray]:
+        """name -> raw embedding (d,); ValueError naming the first empty sentence."""
+        for name, text in sentences.items():
+            if not isinstance(text, str) or not text.strip():
+                raise ValueError(f"sentence {name!r} is empty or not text: {text!r}")
+        vectors = self.encode(list(sentences.values())) if sentences else []
+        return dict(zip(sentences, vectors, strict=True))
+
+    def default_reference(self) -> EmbeddedTexts:
+        """A fixed sample of REFERENCE_SIZE WordNet definitions, embedded on first use and kept."""
+        return self._reference.get()
+
+    def analogy(self, a: str, b: str, c: str, reference: EmbeddedTexts | None = None, k: int = 5,
+                beam: int = 5, expression: str = "b - a + c") -> AnalogyResult:
+        """Read the vector b - a + c (a : b :: c : ?), or another `expression` over a, b, c: its
+        decoded sentence, top-k words and the k nearest texts of `reference` (default: the
+        dictionary sample)."""
+        vector = self.evaluate_expression(expression, {"a": a, "b": b, "c": c})
+        decoded, words, nearest = self._read(vector[None], reference, k, beam)
+        return AnalogyResult(vector, decoded[0], words[0], nearest[0], expression)
+
+    def interpolate(self, x: str, y: str, steps: int = 5, reference: EmbeddedTexts | None = None,
+                    k: int = 5, beam: int = 5) -> list[InterpolationPoint]:
+        """`steps` points from x (alpha 0) to y (alpha 1), each read like an analogy.
+
+        Points are linear in the raw embeddings, (1 - alpha) * u_x + alpha * u_y, as in Vec2Sent:
+        the word head reads them at the scale it was trained on, and the decoder normalises its
+        input, so for decoding only the direction of a point matters.
+        """
+        _check_count("steps", steps, 2)  # the two ends
+        ends = np.stack(list(self._embed_named({"x": x, "y": y}).values()))  # (2, d)
+        alphas = np.linspace(0.0, 1.0, int(steps), dtype=np.float32)  # (steps,)
+        vectors = (1 - alphas[:, None]) * ends[0] + alphas[:, None] * ends[1]  # (steps, d)
+        cosines = self.similarity(vectors, ends)  # (steps, 2)
+        decoded, words, nearest = self._read(vectors, reference, k, beam)
+        return [InterpolationPoint(v, d, w, n, float(alpha), float(cos[0]), float(cos[1]))
+                for v, d, w, n, alpha, cos in zip(vectors, decoded, words, nearest, alphas, cosines, strict=True)]
+
+    def _read(self, vectors: np.ndarray, reference: EmbeddedTexts | None, k: int, beam: int
+              ) -> tuple[list[str | None], list[Scored], list[Scored]]:
+        """Decoded sentences (None without a decoder), top words and nearest texts of vectors (n, d)."""
+        _check_count("k", k, 1)
+        _check_count("beam", beam, 1)
+        reference = reference if reference is not None else self.default_reference()
+        decoded = self.decode(vectors, beam) if self.decoder is not None else [None] * len(vectors)
+        return decoded, self.words_for_vectors(vectors, k), reference.nearest_texts(vectors, k)
+
+
+def _check_count(name: str, value: object, minimum: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
+        raise ValueError(f"{name} must be a whole number >= {minimum}, not {value!r}")

@@ -1,0 +1,89 @@
+"""The Evaluate tab's SentEval transfer tasks against a tiny engine and the tiny SentEval fixtures."""
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from app import evaluation
+from app.handlers import Studio
+from app.jobs import JobManager
+from app.models import Models, ModelSpec
+from app.projection import Projector
+from core import Engine
+from core.evaluation.files import LabeledTexts, SentencePairs
+from core.evaluation.senteval import TRANSFER_TASKS, sample_splits
+
+SENTEVAL = Path(__file__).parent / "fixtures" / "senteval"
+WHOLE, SAMPLED = "whole fixtures, 3 folds", "5 examples per split, 3 folds"
+
+
+@pytest.fixture(autouse=True)
+def tiny_sizes(monkeypatch):
+    """The fixtures have a handful of examples per class: fewer folds than SentEval's 10."""
+    monkeypatch.setattr(evaluation, "TRANSFER_SIZES", {WHOLE: (0, 3), SAMPLED: (5, 3)})
+
+
+@pytest.fixture(scope="module")
+def studio(tiny_mlm_dir, tmp_path_factory) -> Studio:
+    models = Models.from_engine(Engine.from_base(str(tiny_mlm_dir)), ModelSpec("tiny", base=str(tiny_mlm_dir)),
+                                tmp_path_factory.mktemp("checkpoints"))
+    return Studio(models, Projector(), JobManager())
+
+
+def test_senteval_runs_the_chosen_tasks_beside_the_papers_rows(studio):
+    calls = []
+    markdown = studio.evaluate_senteval(str(SENTEVAL), ["SST-2", "TREC", "MRPC"], WHOLE,
+                                        progress=lambda fraction, desc: calls.append((fraction, desc)))
+    assert "| Model | SST-2 | TREC | MRPC | Avg. |" in markdown
+    assert "| SBERT-NLI-base | 88.96 | 89.60 | 76.00 | 84.85 |" in markdown  # avg over the columns shown
+    assert "| Avg. GloVe embeddings |" in markdown and "| BERT CLS-vector |" in markdown
+    ours = next(line for line in markdown.splitlines() if line.startswith("| **tiny** |"))
+    assert all(0 <= float(cell) <= 100 for cell in ours.strip("|").split("|")[1:])
+    assert calls == [(0.0, "SST-2 (1 of 3)"), (1 / 3, "TREC (2 of 3)"), (2 / 3, "MRPC (3 of 3)")]
+    assert "Quick run" not in markdown
+
+
+def test_a_sampled_run_says_its_scores_are_indicative(studio):
+    markdown = studio.evaluate_senteval(str(SENTEVAL), ["SST-2"], SAMPLED)
+    assert "| Model | SST-2 | Avg. |" in markdown
+    assert "Quick run: at most 5 examples per split and 3-fold cross-validation" in markdown
+
+
+def test_missing_task_files_are_named(studio, tmp_path):
+    data = Path(shutil.copytree(SENTEVAL, tmp_path / "senteval"))
+    (data / "TREC" / "TREC_10.label").unlink()
+    markdown = studio.evaluate_senteval(str(data), ["SST-2", "TREC"], WHOLE)
+    assert "| Model | SST-2 | Avg. |" in markdown
+    assert f"Skipped TREC: missing {data / 'TREC' / 'TREC_10.label'}" in markdown
+
+
+@pytest.mark.parametrize("data_dir, tasks, size, message", [
+    ("/nonexistent", ["MR"], WHOLE, "No SentEval data folder"),
+    (str(SENTEVAL), [], WHOLE, "Choose tasks among MR, CR"),
+    (str(SENTEVAL), ["MR", "STS-B"], WHOLE, "Choose tasks among"),
+    (str(SENTEVAL), ["MR"], "huge", "Choose a run size"),
+])
+def test_bad_input_is_refused_with_a_message(studio, data_dir, tasks, size, message):
+    with pytest.raises(ValueError, match=message):
+        studio.evaluate_senteval(data_dir, tasks, size)
+
+
+def test_task_names_and_sizes_match_core():
+    assert evaluation.TRANSFER_TASKS == tuple(TRANSFER_TASKS)
+
+
+def test_sample_splits_keeps_pairs_aligned_and_is_fixed():
+    pairs = SentencePairs([f"a{i}" for i in range(20)], [f"b{i}" for i in range(20)], np.arange(20))
+    texts = LabeledTexts([f"t{i}" for i in range(3)], np.arange(3))
+    sampled = sample_splits({"train": pairs, "test": texts}, 6, seed=1)
+    train = sampled["train"]
+    assert len(train.first) == len(train.second) == len(train.labels) == 6
+    assert [f"a{i}" for i in train.labels] == train.first and [f"b{i}" for i in train.labels] == train.second
+    assert list(train.labels) == sorted(train.labels)  # original order kept
+    assert sampled["test"] is texts  # already small enough
+    assert sample_splits({"train": pairs}, 6, seed=1)["train"].first == train.first
+    with pytest.raises(ValueError, match="sample size"):
+        sample_splits({"train": pairs}, 0)

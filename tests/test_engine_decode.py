@@ -1,0 +1,231 @@
+"""The engine's Vec2Sent API (decode, analogy, interpolate, expressions, decoder discovery) on a tiny
+encoder checkpoint and tiny random decoders built in process."""
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from core import CheckpointError, Engine
+from core.readout import EmbeddedTexts, NoDecoderError, dictionary_reference, find_decoder_dir
+from core.vec2sent import (EncoderMismatchError, ExpressionError, Vec2SentConfig, Vec2SentDecoder, beam_search,
+                           greedy_decode, save_checkpoint)
+from core.vec2sent.vocab import EOS, PieceVocab
+from tests.conftest import TINY_WORDS
+
+# Only whole words (no ## pieces, no punctuation), so a decoded text has one word per piece.
+SENTENCES = ["the dog is happy", "a red car in the road", "the king visits italy", "who drinks wine",
+             "the small child eats bread", "she is a doctor"]
+REFERENCE = ["a dog and a cat", "the king and the queen", "red wine", "a large city", "music and song"]
+MAX_LENGTH = 9
+
+
+@pytest.fixture(scope="module")
+def encoder_dir(tiny_mlm_dir, tmp_path_factory) -> Path:
+    """checkpoints/encoder: a tiny encoder checkpoint; its decoder is written beside it below."""
+    return Engine.from_base(str(tiny_mlm_dir)).save(tmp_path_factory.mktemp("checkpoints") / "encoder")
+
+
+@pytest.fixture(scope="module")
+def plain_engine(encoder_dir) -> Engine:
+    return Engine.load(encoder_dir, decoder=None)
+
+
+@pytest.fixture(scope="module")
+def decoder_dir(encoder_dir, plain_engine) -> Path:
+    return write_decoder(encoder_dir.parent / "vec2sent-tiny", plain_engine)
+
+
+@pytest.fixture(scope="module")
+def engine(encoder_dir, decoder_dir) -> Engine:
+    """The encoder with its decoder found automatically beside it."""
+    return Engine.load(encoder_dir)
+
+
+@pytest.fixture(scope="module")
+def reference(plain_engine) -> EmbeddedTexts:
+    return EmbeddedTexts(REFERENCE, plain_engine.encode(REFERENCE, normalize=True))
+
+
+def write_decoder(target: Path, engine: Engine, fingerprint: str | None = None, eos_bias: float | None = None
+                  ) -> Path:
+    """A tiny random decoder checkpoint over whole-word pieces for `engine`'s tokenizer, whose manifest
+    names `fingerprint` (default: the engine's). `eos_bias` overrides the output bias of [EOS]."""
+    tokenizer = engine.encoder.tokenizer
+    vocab = PieceVocab.from_token_ids([tokenizer.convert_tokens_to_ids(TINY_WORDS)], tokenizer.convert_ids_to_tokens)
+    torch.manual_seed(0)
+    model = Vec2SentDecoder(Vec2SentConfig(vocab_size=len(vocab), sent_dim=engine.encoder.hidden_size, emb_dim=16,
+                                           hidden=32, layers=1, dropout=0.0, max_length=MAX_LENGTH))
+    if eos_bias is not None:
+        with torch.no_grad():
+            model.output_bias[EOS] = eos_bias
+    manifest = {"name": target.name, "encoder": {"name": "encoder", "fingerprint": fingerprint or engine.fingerprint}}
+    return save_checkpoint(target, model, vocab, manifest)
+
+
+def copy_encoder(encoder_dir: Path, folder: Path) -> Path:
+    """The encoder checkpoint copied alone into a new checkpoints `folder`."""
+    return Path(shutil.copytree(encoder_dir, folder / "encoder"))
+
+
+# ---- decoding -------------------------------------------------------------------------------------
+
+def test_decode_is_batched_and_stops_at_max_length(engine, encoder_dir, plain_engine, tmp_path):
+    vectors = engine.encode(SENTENCES)
+    decoded = engine.decode(vectors, beam=5)
+    assert len(decoded) == len(SENTENCES) and all(isinstance(t, str) for t in decoded)
+    assert engine.decode(vectors[2], beam=5) == decoded[2:3]  # one vector (d,) or a batch, same result
+    never_ends = write_decoder(tmp_path / "never-ends", plain_engine, eos_bias=-1e4)
+    stuck = Engine.load(encoder_dir, decoder=never_ends)
+    for beam in (1, 5):
+        assert [len(t.split()) for t in stuck.decode(vectors, beam=beam)] == [MAX_LENGTH] * len(SENTENCES)
+        assert [len(t.split()) for t in stuck.decode(vectors, beam=beam, max_length=4)] == [4] * len(SENTENCES)
+
+
+def test_beam_one_is_greedy(engine):
+    vectors = engine.encode(SENTENCES)
+    model, vocab = engine.decoder.model, engine.decoder.vocab
+    by_hand = torch.from_numpy(vectors)
+    greedy = [vocab.to_text(ids) for ids in greedy_decode(model, by_hand, MAX_LENGTH)]
+    assert engine.decode(vectors, beam=1) == greedy
+    assert [vocab.to_text(ids) for ids in beam_search(model, by_hand, 1, 0.6, MAX_LENGTH)] == greedy
+
+
+@pytest.mark.parametrize("beam", [0, -1, 1.5, True, "5"])
+def test_decode_rejects_a_bad_beam(engine, beam):
+    with pytest.raises(ValueError, match="beam must be a whole number >= 1"):
+        engine.decode(engine.encode(["a dog"]), beam=beam)
+
+
+# ---- analogy, interpolation, expressions ---------------------------------------------------------
+
+def test_analogy_reads_b_minus_a_plus_c(engine, reference):
+    a, b, c = "the king visits italy", "the man eats pizza", "the woman drinks wine"
+    ua, ub, uc = engine.encode([a, b, c])
+    by_hand = ub - ua + uc
+    result = engine.analogy(a, b, c, reference=reference, k=3)
+    assert np.allclose(result.vector, by_hand, atol=1e-5) and result.expression == "b - a + c"
+    assert engine.decode(by_hand - 2 * ub + 2 * ua) != engine.decode(by_hand)  # the decoder tells vectors apart
+    assert result.decoded == engine.decode(by_hand, beam=5)[0]
+    assert result.words == engine.words_for_vectors(by_hand[None], k=3)[0]
+    cosines = reference.vectors @ (by_hand / np.linalg.norm(by_hand))
+    assert [text for text, _ in result.nearest] == [REFERENCE[i] for i in np.argsort(-cosines)[:3]]
+    assert [s for _, s in result.nearest] == pytest.approx(sorted(cosines, reverse=True)[:3], abs=1e-5)
+
+
+def test_analogy_with_another_expression(engine, reference):
+    result = engine.analogy("a dog", "a cat", "a king", reference=reference, expression="(a + c) / 2")
+    ua, _, uc = engine.encode(["a dog", "a cat", "a king"])
+    assert np.allclose(result.vector, (ua + uc) / 2, atol=1e-5)
+
+
+def test_interpolation_goes_from_x_to_y(engine, reference):
+    x, y = "the dog is happy", "the king visits italy"
+    points = engine.interpolate(x, y, steps=5, reference=reference, k=2)
+    assert [p.alpha for p in points] == pytest.approx([0, 0.25, 0.5, 0.75, 1])
+    assert points[0].cos_x == pytest.approx(1, abs=1e-5) and points[-1].cos_y == pytest.approx(1, abs=1e-5)
+    assert points[0].cos_y < 1 - 1e-3 and points[-1].cos_x < 1 - 1e-3
+    ux, uy = engine.encode([x, y])
+    assert np.allclose(points[1].vector, 0.75 * ux + 0.25 * uy, atol=1e-5)  # linear in the raw embeddings
+    assert [p.decoded for p in points] == engine.decode(np.stack([p.vector for p in points]))
+    assert points[0].decoded == engine.decode(ux)[0] and points[-1].decoded == engine.decode(uy)[0]
+    assert all(len(p.words) == 2 and len(p.nearest) == 2 for p in points)
+
+
+@pytest.mark.parametrize("steps", [1, 0, 2.5])
+def test_interpolation_needs_two_steps(engine, reference, steps):
+    with pytest.raises(ValueError, match="steps must be a whole number >= 2"):
+        engine.interpolate("a dog", "a cat", steps=steps, reference=reference)
+
+
+def test_evaluate_expression_over_sentences(engine):
+    texts = {"a": "a dog", "b": "a cat", "c": "a king"}
+    ua, ub, uc = engine.encode(list(texts.values()))
+    assert np.allclose(engine.evaluate_expression("b - a + c", texts), ub - ua + uc, atol=1e-5)
+    assert np.allclose(engine.evaluate_expression("2 * (a - b) / 4", texts), (ua - ub) / 2, atol=1e-5)
+    with pytest.raises(ExpressionError, match="column 6") as err:  # the dot
+        engine.evaluate_expression("a + b.__class__", texts)
+    assert err.value.column == 6
+    with pytest.raises(ExpressionError, match="unknown name 'd'"):
+        engine.evaluate_expression("d - a", texts)
+    with pytest.raises(ValueError, match="sentence 'b' is empty"):
+        engine.analogy("a dog", "  ", "a king")
+
+
+def test_default_reference_is_a_cached_dictionary_sample(plain_engine):
+    reference = plain_engine.default_reference()
+    assert plain_engine.default_reference() is reference
+    assert len(reference.texts) == 2000 and reference.vectors.shape == (2000, plain_engine.encoder.hidden_size)
+    assert np.allclose(np.linalg.norm(reference.vectors, axis=1), 1, atol=1e-5)
+    word, definition = reference.texts[0].split(": ", 1)
+    assert np.allclose(reference.vectors[0], plain_engine.encode([definition], normalize=True)[0], atol=1e-5)
+    assert set(reference.labels) <= {"noun", "verb", "adjective", "adverb"}
+
+
+def test_dictionary_reference_is_cached_on_disk(plain_engine, tmp_path):
+    first = dictionary_reference(plain_engine, 30, cache_dir=tmp_path)
+    again = dictionary_reference(plain_engine, 30, cache_dir=tmp_path, progress=lambda *_: pytest.fail("re-encoded"))
+    assert len(list(tmp_path.glob("*.npy"))) == 1 and np.array_equal(first.vectors, again.vectors)
+
+
+# ---- which decoder is loaded -----------------------------------------------------------------------
+
+def test_explicit_decoder_of_another_encoder_is_refused(encoder_dir, plain_engine, tmp_path):
+    foreign = write_decoder(tmp_path / "foreign", plain_engine, fingerprint="0123456789abcdef")
+    with pytest.raises(EncoderMismatchError, match="0123456789abcdef"):
+        Engine.load(encoder_dir, decoder=foreign)
+    engine = Engine.load(encoder_dir, decoder=None)
+    with pytest.raises(EncoderMismatchError):
+        engine.set_decoder(foreign)
+    assert engine.decoder is None  # the refused decoder changed nothing
+    with pytest.raises(CheckpointError, match="manifest.json is missing"):
+        Engine.load(encoder_dir, decoder=tmp_path / "nothing-here")
+
+
+def test_auto_picks_the_decoder_of_this_encoder(encoder_dir, plain_engine, tmp_path):
+    path = copy_encoder(encoder_dir, tmp_path)
+    write_decoder(tmp_path / "a-other-encoder", plain_engine, fingerprint="0123456789abcdef")
+    write_decoder(tmp_path / "b-mine", plain_engine)
+    shutil.copytree(tmp_path / "b-mine", tmp_path / ".b-mine.tmp-1")  # a half-written one: hidden, skipped
+    assert find_decoder_dir(plain_engine.fingerprint, tmp_path) == tmp_path / "b-mine"
+    engine = Engine.load(path)
+    assert engine.decoder.manifest["name"] == "b-mine"
+    assert Engine.load(path, decoder=None).decoder is None
+
+
+def test_without_a_decoder_nothing_is_decoded(encoder_dir, plain_engine, reference, tmp_path):
+    alone = Engine.load(copy_encoder(encoder_dir, tmp_path))  # "auto" finds no decoder beside it
+    assert alone.decoder is None
+    with pytest.raises(NoDecoderError, match=f"no checkpoint in {tmp_path} was trained on this encoder"):
+        alone.decode(alone.encode(["a dog"]))
+    with pytest.raises(NoDecoderError, match=r"decoder=None"):
+        plain_engine.decode(plain_engine.encode(["a dog"]))
+    result = alone.analogy("a king", "a queen", "a boy", reference=reference, k=4)
+    assert result.decoded is None and len(result.words) == 4 and len(result.nearest) == 4
+    points = alone.interpolate("a dog", "a cat", steps=3, reference=reference)
+    assert [p.decoded for p in points] == [None] * 3 and all(p.words and p.nearest for p in points)
+
+
+# ---- the app ---------------------------------------------------------------------------------------
+
+def test_the_app_decodes_with_the_engines_decoder(encoder_dir, plain_engine, tmp_path, monkeypatch):
+    from app.handlers import Studio
+    from app.models import BASE_LABEL, Models, ModelSpec, available_specs
+
+    monkeypatch.setenv("DEFSENT_CACHE_DIR", str(tmp_path / "cache"))
+    folder = tmp_path / "checkpoints"
+    spec = ModelSpec("encoder", copy_encoder(encoder_dir, folder))
+    write_decoder(folder / "vec2sent-tiny", plain_engine)
+    assert [s.name for s in available_specs(folder)] == ["encoder", BASE_LABEL]  # a decoder is not a model
+    engine = spec.load()
+    studio = Studio(Models.from_engine(engine, spec, folder))
+    decoded, words, nearest = studio.analogy("a king", "a queen", "a boy", "b - a + c")
+    ua, ub, uc = engine.encode(["a king", "a queen", "a boy"])
+    assert decoded == f"**Decoded:** {engine.decode(ub - ua + uc)[0]}" and len(words) == len(nearest) == 10
+    rows, _ = studio.interpolation("a dog", "a king", 3)
+    ux, uy = engine.encode(["a dog", "a king"])
+    assert [row[1] for row in rows] == engine.decode(np.stack([ux, (ux + uy) / 2, uy]))
+    assert "loaded" in studio.about()[0]

@@ -1,0 +1,55 @@
+"""Encoding precision options (bfloat16 autocast, int8 dynamic quantisation) on a tiny engine."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from core import CheckpointError, Engine
+from core.evaluation import paired_cosine
+
+TEXTS = ["a dog", "the king of the city in the mountain", "water", "a small red car", "people eat bread"]
+
+
+@pytest.fixture(scope="module")
+def saved_checkpoint(tiny_base_dir, tmp_path_factory):
+    engine = Engine.from_base(str(tiny_base_dir))
+    return engine.save(tmp_path_factory.mktemp("ckpt") / "tiny")
+
+
+@pytest.mark.parametrize("precision, min_cosine", [("bfloat16", 0.99), ("int8", 0.95)])
+def test_reduced_precision_stays_close_to_float32(saved_checkpoint, precision, min_cosine):
+    reference = Engine.load(saved_checkpoint)
+    fast = Engine.load(saved_checkpoint, precision=precision)
+    expected, got = reference.encode(TEXTS), fast.encode(TEXTS)
+    assert got.dtype == np.float32 and got.shape == expected.shape
+    assert paired_cosine(got, expected).min() > min_cosine
+    assert fast.encoder.precision == precision and fast.fingerprint == reference.fingerprint
+
+
+def test_int8_replaces_the_linear_layers_and_cannot_be_undone_or_saved(saved_checkpoint, tmp_path):
+    engine = Engine.load(saved_checkpoint, precision="int8")
+    linear = [m for m in engine.encoder.backbone.modules() if type(m) is torch.nn.Linear]
+    assert not linear  # all quantised
+    with pytest.raises(ValueError, match="cannot be undone"):
+        engine.set_precision("float32")
+    assert engine.encoder.precision == "int8"
+    with pytest.raises(CheckpointError, match="inference only"):
+        engine.save(tmp_path / "copy")
+    assert not (tmp_path / "copy").exists()
+
+
+def test_bfloat16_keeps_float32_weights_and_can_be_switched_back(saved_checkpoint):
+    engine = Engine.load(saved_checkpoint)
+    before = engine.encode(TEXTS)
+    engine.set_precision("bfloat16")
+    assert all(p.dtype == torch.float32 for p in engine.encoder.parameters())
+    engine.set_precision("float32")
+    np.testing.assert_array_equal(engine.encode(TEXTS), before)
+
+
+def test_unknown_precision_is_refused_and_changes_nothing(saved_checkpoint):
+    engine = Engine.load(saved_checkpoint)
+    with pytest.raises(ValueError, match="unknown precision 'int4'"):
+        engine.set_precision("int4")
+    assert engine.encoder.precision == "float32"
