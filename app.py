@@ -54,7 +54,7 @@ def main(argv: list[str] | None = None) -> int:
     started = time.perf_counter()
     args = parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    from app.settings import configure_numba_cache, limit_threads
+    from app.settings import MAX_UPLOAD_BYTES, configure_numba_cache, limit_threads
     limit_threads(max(1, args.threads))
     configure_numba_cache()
     from app.handlers import start_studio
@@ -69,7 +69,7 @@ def main(argv: list[str] | None = None) -> int:
     for warning in exposure_warnings(args.host, args.share):
         print(warning, file=sys.stderr)
     demo.launch(server_name=args.host, server_port=args.port, share=args.share, theme=theme(), css=CSS,
-                prevent_thread_lock=True, footer_links=["api"])
+                prevent_thread_lock=True, footer_links=["api"], max_file_size=MAX_UPLOAD_BYTES)
     print(f"DefSent Studio listening on http://{args.host}:{args.port} "
           f"({time.perf_counter() - started:.1f} s after start; serving {spec.name})", flush=True)
     demo.block_thread()

@@ -6,17 +6,20 @@ from __future__ import annotations
 import json
 import shutil
 import tempfile
+import time
 from pathlib import Path
 
 from core.engine import Engine
 
+DOWNLOAD_PREFIX = "defsent-download-"
+DOWNLOAD_LIFETIME = 3600.0  # seconds a download folder is kept (Gradio has copied it long before)
 ST_POOLING_MODES = {"cls": "pooling_mode_cls_token", "mean": "pooling_mode_mean_tokens",
                     "max": "pooling_mode_max_tokens"}
 
 
 def zip_folder(folder: Path, out_dir: Path | None = None) -> Path:
     """`folder` as `out_dir/<name>.zip` (a fresh temporary folder by default)."""
-    out_dir = Path(out_dir or tempfile.mkdtemp(prefix="defsent-download-"))
+    out_dir = Path(out_dir or tempfile.mkdtemp(prefix=DOWNLOAD_PREFIX))
     return Path(shutil.make_archive(str(out_dir / folder.name), "zip", root_dir=folder.parent, base_dir=folder.name))
 
 
@@ -83,9 +86,27 @@ def _write_json(path: Path, data: object) -> None:
     path.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
 
 
-def download_files(engine: Engine, checkpoint: Path) -> tuple[Path, Path]:
-    """(checkpoint zip, sentence-transformers zip) for a saved checkpoint and its engine."""
-    work = Path(tempfile.mkdtemp(prefix="defsent-download-"))
+def download_files(engine: Engine, checkpoint: Path, root: Path | None = None,
+                   keep_seconds: float = DOWNLOAD_LIFETIME) -> tuple[Path, Path]:
+    """(checkpoint zip, sentence-transformers zip) for a saved checkpoint and its engine.
+
+    Written to a fresh folder under `root` (default: the system temp folder); folders there older
+    than `keep_seconds` are deleted first, so downloads do not pile up on disk. Gradio copies a
+    returned file into its own cache, which it cleans itself.
+    """
+    root = Path(root or tempfile.gettempdir())
+    remove_old_downloads(root, keep_seconds)
+    work = Path(tempfile.mkdtemp(prefix=DOWNLOAD_PREFIX, dir=root))
     st_folder = export_sentence_transformers(engine, work / f"{checkpoint.name}-sentence-transformers",
                                              checkpoint.name)
-    return zip_folder(checkpoint, work), zip_folder(st_folder, work)
+    zips = zip_folder(checkpoint, work), zip_folder(st_folder, work)
+    shutil.rmtree(st_folder)  # only its zip is offered
+    return zips
+
+
+def remove_old_downloads(root: Path, keep_seconds: float) -> None:
+    """Delete download folders under `root` last changed more than `keep_seconds` ago."""
+    cutoff = time.time() - keep_seconds
+    for folder in root.glob(f"{DOWNLOAD_PREFIX}*"):
+        if folder.is_dir() and folder.stat().st_mtime < cutoff:
+            shutil.rmtree(folder, ignore_errors=True)

@@ -27,6 +27,7 @@ from .finetune import (FinetuneJob, FinetuneResult, FinetuneSettings, Upload, co
 from .jobs import DONE, QUEUED, RUNNING, JobManager
 from .models import ActiveModel, Models, ModelSpec
 from .projection import Projector
+from .settings import cache_dir
 
 MAP_SOURCES = ("dictionary definitions", "vocabulary words", "my sentences", "uploaded file")
 COLOUR_BY = ("part of speech", "cluster")
@@ -308,7 +309,7 @@ class Studio:
         """(checkpoint zip, sentence-transformers zip) of the saved model."""
         path = self._saved_path(job_id)
         progress(0.2, desc="exporting")
-        return tuple(str(p) for p in download_files(Engine.load(path), path))
+        return tuple(str(p) for p in download_files(Engine.load(path), path, cache_dir("downloads")))
 
     # ---- evaluate and about ---------------------------------------------------------------------
     def evaluate_words(self, size: int, compare: bool, progress: sv.Progress = sv.no_progress) -> list[list]:

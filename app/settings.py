@@ -6,6 +6,8 @@ from pathlib import Path
 
 APP_NAME = "defsent-studio"
 QUEUE_SIZE = 64  # requests that may wait beyond those running; past it a request is refused at once
+# Gradio refuses bigger uploads before writing them to disk; the dictionary loader's own cap is the same.
+MAX_UPLOAD_BYTES = 20_000_000
 
 
 def cache_dir(*parts: str) -> Path:

@@ -416,3 +416,20 @@ def test_app_binds_localhost_by_default(monkeypatch):
     spec.loader.exec_module(module)
     args = module.parse_args([])
     assert (args.host, args.port, args.share) == ("127.0.0.1", 7860, False)
+
+
+def test_download_folders_are_removed_after_their_lifetime(engine, tiny_mlm_dir, tmp_path):
+    import os
+
+    from app.export import DOWNLOAD_PREFIX, download_files
+
+    checkpoint = engine.save(tmp_path / "ckpt" / "mine")
+    old = tmp_path / "downloads" / f"{DOWNLOAD_PREFIX}old"
+    old.mkdir(parents=True)
+    os.utime(old, (0, 0))  # last changed in 1970
+    zips = download_files(engine, checkpoint, tmp_path / "downloads", keep_seconds=3600)
+    assert all(z.is_file() and z.suffix == ".zip" for z in zips)
+    assert not old.exists()
+    assert [p.name for p in zips[0].parent.iterdir()] and not any(p.is_dir() for p in zips[0].parent.iterdir())
+    download_files(engine, checkpoint, tmp_path / "downloads", keep_seconds=0)
+    assert not zips[0].exists()  # the first download's folder was older than 0 s
