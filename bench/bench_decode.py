@@ -22,6 +22,7 @@ import torch
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 from core import Engine  # noqa: E402
+from core.checkpoint import DEFAULT_CHECKPOINT  # noqa: E402
 
 HELD_OUT = ROOT / "data" / "cache" / "corpus" / "test.txt"
 BUILT_IN = ["he visits italy.", "she drinks wine.", "his name is robert.", "he is a doctor.",
@@ -59,12 +60,16 @@ def main() -> int:
     parser.add_argument("--decoder", default="auto",
                         help='decoder checkpoint; "auto" (default): the one beside --model trained on it')
     parser.add_argument("--threads", type=int, default=1, help="torch threads (default 1)")
+    parser.add_argument("--precision", nargs="+", default=["float32", "bfloat16"],
+                        choices=("auto", "float32", "bfloat16"), help="decoder precisions to time")
     parser.add_argument("--sentences", type=int, default=50)
     parser.add_argument("--beam", type=int, default=5)
     parser.add_argument("--examples", type=int, default=3, help="decoded examples to print")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
-    engine = Engine.load(args.model, decoder=args.decoder)
+    engine = Engine.load(args.model, decoder=None)
+    checkpoints = Path(args.model).parent if args.model else DEFAULT_CHECKPOINT.parent
+    engine.set_decoder(args.decoder, checkpoints, args.precision[0])
     if engine.decoder is None:
         print("No Vec2Sent decoder fits this encoder; pass --decoder PATH.", file=sys.stderr)
         return 2
@@ -74,11 +79,13 @@ def main() -> int:
     print(f"encoder {engine.manifest.get('name', args.model)}; decoder {args.decoder}: "
           f"{decoder.model.num_parameters() / 1e6:.1f}M parameters, {decoder.manifest.get('training', {}).get('steps', '?')} "
           f"training steps; threads={args.threads}; {source}\n")
-    print("| decoding one sentence | median ms | p90 ms |\n|---|---:|---:|")
-    for beam in dict.fromkeys((args.beam, 1)):
-        times = latencies_ms(engine, vectors, beam)
-        label = "greedy" if beam == 1 else f"beam {beam}"
-        print(f"| {label} | {statistics.median(times):.1f} | {p90(times):.1f} |")
+    print("| decoding one sentence | precision | median ms | p90 ms |\n|---|---|---:|---:|")
+    for precision in args.precision:
+        engine.set_decoder(args.decoder, checkpoints, precision)
+        for beam in dict.fromkeys((args.beam, 1)):
+            times = latencies_ms(engine, vectors, beam)
+            label = "greedy" if beam == 1 else f"beam {beam}"
+            print(f"| {label} | {precision} | {statistics.median(times):.1f} | {p90(times):.1f} |")
     print()
     decoded = engine.decode(vectors[:args.examples], beam=args.beam)
     for sentence, output in zip(sentences, decoded):

@@ -1,6 +1,7 @@
 """Encode throughput against SentenceTransformer.encode, with the STS-B Spearman of each option.
 
     python bench/bench_encode.py --threads 1 --rounds 5          # defsent-minilm and the base model
+    python bench/bench_encode.py --models base --precisions float32 --ablation   # what length sorting buys
 
 Encodes the 2,758 STS-B test sentences (SentEval's STSBenchmark/sts-test.csv) with the same model
 through SentenceTransformer.encode (the peer) and through Engine.encode in each precision, same
@@ -77,8 +78,16 @@ def sts_b_spearman(encode: Callable[[list[str]], object], pairs) -> float:
     return spearman_x100(paired_cosine(vectors[:n], vectors[n:]), pairs.labels)
 
 
+def in_input_order(engine, texts: list[str], batch_size: int):
+    """Engine.encode without its length sorting: one call per batch of consecutive texts."""
+    import numpy as np
+
+    return np.concatenate([engine.encode(texts[i:i + batch_size], batch_size=batch_size)
+                           for i in range(0, len(texts), batch_size)])
+
+
 def bench_model(model: str, pairs, precisions: list[str], batch_size: int, rounds: int,
-                workdir: Path) -> list[list[str]]:
+                workdir: Path, ablation: bool = False) -> list[list[str]]:
     """Table rows [model, encoder, sentences/s, ratio, STS-B, delta STS-B] for one model."""
     peer = load_peer(model, workdir)
     encoders = {PEER: lambda texts: peer.encode(texts, batch_size=batch_size)}
@@ -86,6 +95,9 @@ def bench_model(model: str, pairs, precisions: list[str], batch_size: int, round
         engine = load_engine(model, precision)
         encoders[f"Engine.encode, {precision}"] = (
             lambda texts, engine=engine: engine.encode(texts, batch_size=batch_size))
+        if precision == "float32" and ablation:
+            encoders["Engine.encode, float32, batches in input order"] = (
+                lambda texts, engine=engine: in_input_order(engine, texts, batch_size))
     sentences = pairs.first + pairs.second
     seconds = interleaved_seconds(encoders, sentences, rounds)
     peer_sts = sts_b_spearman(encoders[PEER], pairs)
@@ -107,6 +119,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--rounds", type=int, default=5, help="interleaved timing rounds (default 5)")
     parser.add_argument("--limit", type=int, default=0, help="first N sentence pairs only (0: all)")
+    parser.add_argument("--ablation", action="store_true",
+                        help="also float32 without length sorting (batches of consecutive sentences)")
     args = parser.parse_args(argv)
     if not STS_B_TEST.is_file():
         parser.error(f"STS-B test file not found: {STS_B_TEST}")
@@ -123,7 +137,8 @@ def main(argv: list[str] | None = None) -> int:
     rows = []
     with tempfile.TemporaryDirectory(prefix="bench-encode-") as workdir:
         for model in args.models:
-            rows += bench_model(model, pairs, args.precisions, args.batch_size, args.rounds, Path(workdir))
+            rows += bench_model(model, pairs, args.precisions, args.batch_size, args.rounds, Path(workdir),
+                                args.ablation)
     print(f"{2 * len(pairs.first):,} STS-B test sentences, batch size {args.batch_size}, "
           f"{args.threads} thread(s), {args.rounds} interleaved rounds; ratio = median over rounds of "
           f"peer seconds / our seconds\n")

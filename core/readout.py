@@ -127,12 +127,13 @@ def find_decoder_dir(fingerprint: str, directory: Path = CHECKPOINTS_DIR) -> Pat
     return None
 
 
-def load_decoder(path: str | Path, fingerprint: str) -> Vec2Sent:
-    """The Vec2Sent checkpoint at `path`; EncoderMismatchError if it decodes another encoder."""
+def load_decoder(path: str | Path, fingerprint: str, precision: str = "auto") -> Vec2Sent:
+    """The Vec2Sent checkpoint at `path`; EncoderMismatchError if it decodes another encoder.
+    `precision`: see `core.vec2sent.checkpoint.load_checkpoint`."""
     path = Path(path)
     if not (path / DECODER_MANIFEST).is_file():
         raise CheckpointError(f"no Vec2Sent decoder at {path}: {DECODER_MANIFEST} is missing")
-    return load_checkpoint(path, fingerprint)
+    return load_checkpoint(path, fingerprint, precision)
 
 
 # ---- results ----------------------------------------------------------------------------------------
@@ -172,27 +173,29 @@ class VectorReadout:
         self._decoder_search: Path | None = None  # where "auto" looks, for the error message
         self._reference: Lazy[EmbeddedTexts] = Lazy(lambda: dictionary_reference(self))
 
-    def set_decoder(self, decoder: str | Path | None = "auto", checkpoints: Path = CHECKPOINTS_DIR) -> None:
+    def set_decoder(self, decoder: str | Path | None = "auto", checkpoints: Path = CHECKPOINTS_DIR,
+                    precision: str = "auto") -> None:
         """Choose the Vec2Sent decoder.
 
         "auto": the checkpoint in `checkpoints` whose manifest names this encoder's fingerprint, looked
         up and loaded on first use (so loading the engine costs nothing extra); none is fine.
         A path: that checkpoint, loaded now; EncoderMismatchError if it decodes another encoder, and
-        the current decoder is kept. None: no decoder.
+        the current decoder is kept. None: no decoder. `precision` of the decoder's weights: "auto"
+        (bfloat16 on CPUs with native bfloat16, else float32), "float32" or "bfloat16".
         """
         if decoder is None:
             self._decoder, self._decoder_search = Lazy(lambda: None), None
         elif decoder == "auto":
             checkpoints = Path(checkpoints)
-            self._decoder = Lazy(lambda: self._auto_decoder(checkpoints))
+            self._decoder = Lazy(lambda: self._auto_decoder(checkpoints, precision))
             self._decoder_search = checkpoints
         else:
-            loaded = load_decoder(decoder, self.fingerprint)
+            loaded = load_decoder(decoder, self.fingerprint, precision)
             self._decoder, self._decoder_search = Lazy(lambda: loaded), None
 
-    def _auto_decoder(self, checkpoints: Path) -> Vec2Sent | None:
+    def _auto_decoder(self, checkpoints: Path, precision: str) -> Vec2Sent | None:
         path = find_decoder_dir(self.fingerprint, checkpoints)
-        return load_decoder(path, self.fingerprint) if path is not None else None
+        return load_decoder(path, self.fingerprint, precision) if path is not None else None
 
     @property
     def decoder(self) -> Vec2Sent | None:

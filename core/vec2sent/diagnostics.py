@@ -92,11 +92,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--alpha", type=float, default=0.6, help="length normalisation exponent")
     parser.add_argument("--examples", type=int, default=10, help="decoded examples to print")
     parser.add_argument("--threads", type=int, default=1, help="torch threads (1: see train --help)")
+    parser.add_argument("--precision", default="auto", choices=("auto", "float32", "bfloat16"),
+                        help="decoder weights (auto: bfloat16 on CPUs with native bfloat16)")
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
 
     link = link_engine(args.encoder)
-    decoder = load_checkpoint(args.decoder, encoder_fingerprint=link.fingerprint)
+    decoder = load_checkpoint(args.decoder, encoder_fingerprint=link.fingerprint, precision=args.precision)
     references = [s for s in args.test.read_text(encoding="utf-8").splitlines() if s.strip()][:args.limit]
     vectors = link.encode(references)
     rows = {}

@@ -1,0 +1,62 @@
+"""The benchmark scripts' measuring helpers: interleaved timing rounds and training step times."""
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from core import Engine
+from tests.test_train import ENTRIES
+
+BENCH = Path(__file__).resolve().parents[1] / "bench"
+
+
+def bench_module(name: str):
+    spec = importlib.util.spec_from_file_location(f"bench_{name}", BENCH / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_interleaved_rounds_rotate_the_order_and_time_every_encoder_each_round():
+    bench_encode = bench_module("bench_encode")
+    calls = []
+    encoders = {name: (lambda texts, name=name: calls.append((name, len(texts)))) for name in "abc"}
+    seconds = bench_encode.interleaved_seconds(encoders, ["x"] * 100, rounds=4)
+    assert calls[:3] == [("a", 64), ("b", 64), ("c", 64)]  # warm-up on the first 64 sentences
+    timed = [name for name, n in calls[3:]]
+    assert timed == list("abc" "bca" "cab" "abc") and {n for _, n in calls[3:]} == {100}
+    assert {name: len(times) for name, times in seconds.items()} == {"a": 4, "b": 4, "c": 4}
+    assert all(t >= 0 for times in seconds.values() for t in times)
+
+
+def test_in_input_order_matches_sorted_encoding(tiny_mlm_dir):
+    bench_encode = bench_module("bench_encode")
+    engine = Engine.from_base(str(tiny_mlm_dir))
+    texts = [entry.definition for entry in ENTRIES]
+    np.testing.assert_allclose(bench_encode.in_input_order(engine, texts, 3), engine.encode(texts), atol=1e-5)
+
+
+@pytest.mark.parametrize("warmup, expected", [(0, [1.0, 3.0, 5.0]), (2, [5.0, 7.0, 9.0])])
+def test_step_times_are_the_timed_steps_without_warm_up_or_final_evaluation(monkeypatch, warmup, expected):
+    bench_train = bench_module("bench_train")
+    import core.train
+
+    def fake_train(engine, train_entries, dev_entries, config, progress):
+        assert config.max_steps == warmup + 3 + 1 and len(dev_entries) <= bench_train.DEV_SAMPLE
+        for step in range(1, config.max_steps + 1):  # step s ends s**2 seconds after the start
+            progress(core.train.TrainProgress(step, config.max_steps, 0.0, float(step ** 2), 0.0))
+
+    monkeypatch.setattr(core.train, "train", fake_train)
+    split = SimpleNamespace(train=ENTRIES, dev=ENTRIES * 3)
+    assert bench_train.step_times(None, split, steps=3, warmup=warmup, batch_size=4, lr=1e-4) == expected
+
+
+def test_bench_train_rejects_bad_counts(capsys):
+    bench_train = bench_module("bench_train")
+    with pytest.raises(SystemExit):
+        bench_train.main(["--steps", "0"])
+    assert "--steps and --batch-size must be >= 1" in capsys.readouterr().err
