@@ -127,8 +127,8 @@ def main(argv: list[str] | None = None) -> int:
     os.environ["RAYON_NUM_THREADS"] = str(args.threads)  # the fast tokenizer's thread pool
     import torch
 
-    from core.evaluation.sts import load_sts_benchmark
     from core.evaluation.files import SentencePairs
+    from core.evaluation.sts import load_sts_benchmark
 
     torch.set_num_threads(args.threads)
     pairs = load_sts_benchmark(STS_B_TEST)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import statistics
 import sys
+from itertools import pairwise
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -33,7 +34,7 @@ def step_times(engine, split, steps: int, warmup: int, batch_size: int, lr: floa
     config = TrainConfig(lr=lr, batch_size=batch_size, max_steps=warmup + steps + 1, eval_every=10**9)
     train(engine, split.train, split.dev[:DEV_SAMPLE], config, progress=record)
     timed = elapsed[warmup - 1:warmup + steps] if warmup else [0.0] + elapsed[:steps]
-    return [b - a for a, b in zip(timed, timed[1:])]
+    return [b - a for a, b in pairwise(timed)]
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -15,10 +15,12 @@ import numpy as np
 import torch
 from torch import nn
 
+from .hardware import native_bfloat16
+
 log = logging.getLogger(__name__)
 
 POOLINGS = ("cls", "mean", "max")
-PRECISIONS = ("float32", "bfloat16", "int8")
+PRECISIONS = ("float32", "bfloat16", "int8", "auto")
 
 
 def pool(hidden: torch.Tensor, mask: torch.Tensor, pooling: str) -> torch.Tensor:
@@ -87,10 +89,13 @@ class SentenceEncoder(nn.Module):
         "bfloat16": matrix products autocast to bfloat16, weights kept in float32 (fast on CPUs with
         AVX512-BF16 or AMX, slower than float32 on others). "int8": dynamic int8 quantisation
         (per output channel) of the backbone's Linear layers; it replaces them, so it cannot be
-        undone. A bad value raises ValueError and changes nothing.
+        undone. "auto": bfloat16 on CPUs with native bfloat16 (`core.hardware`), else float32.
+        A bad value raises ValueError and changes nothing.
         """
         if precision not in PRECISIONS:
             raise ValueError(f"unknown precision {precision!r}; choose one of {PRECISIONS}")
+        if precision == "auto":  # bfloat16 only where the CPU has native bfloat16 instructions
+            precision = "bfloat16" if native_bfloat16() else "float32"
         if self.precision == "int8" and precision != "int8":
             raise ValueError("int8 quantisation cannot be undone: load the model again for another precision")
         if precision == "int8" and self.precision != "int8":

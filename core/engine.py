@@ -82,7 +82,7 @@ class Engine(VectorReadout):
         plain Hugging Face model (see `from_base`). `decoder`: "auto" is the decoder checkpoint
         beside `path` trained on this encoder, if any, loaded on first use; a path is loaded now
         and refused (EncoderMismatchError) if trained on another encoder; None loads none.
-        `precision`: "float32", or "bfloat16" / "int8" for faster encoding (see `set_precision`).
+        `precision`: "float32", or "bfloat16" / "int8" / "auto" for faster encoding (see `set_precision`).
         """
         path = Path(path) if path is not None else DEFAULT_CHECKPOINT
         engine = cls._load_encoder(path, untrained)

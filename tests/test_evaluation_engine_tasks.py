@@ -57,7 +57,7 @@ def test_vec2sent_task_scores_the_decoder_found_beside_the_checkpoint(encoder_di
     assert list(result.rows) == ["greedy", "beam 5"] and not result.missing
     assert result.rows["greedy"]["BLEU"] == pytest.approx(scores.bleu)
     assert result.rows["greedy"]["Id"] == pytest.approx(scores.identity)
-    top_word = lambda texts: [r[0][0] for r in engine.predict_words_batch(texts, k=1)]  # noqa: E731
+    top_word = lambda texts: [r[0][0] for r in engine.predict_words_batch(texts, k=1)]
     assert result.rows["greedy"]["top word"] == pytest.approx(round_trip_agreement(references, greedy, top_word))
     assert result.details["Vec2Sent"]["sentences"] == 4
 

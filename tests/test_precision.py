@@ -53,3 +53,12 @@ def test_unknown_precision_is_refused_and_changes_nothing(saved_checkpoint):
     with pytest.raises(ValueError, match="unknown precision 'int4'"):
         engine.set_precision("int4")
     assert engine.encoder.precision == "float32"
+
+
+@pytest.mark.parametrize("native, expected", [(True, "bfloat16"), (False, "float32")])
+def test_auto_precision_follows_the_cpu(saved_checkpoint, monkeypatch, native, expected):
+    import core.encoder
+
+    monkeypatch.setattr(core.encoder, "native_bfloat16", lambda: native)
+    engine = Engine.load(saved_checkpoint, precision="auto")
+    assert engine.encoder.precision == expected

@@ -37,10 +37,10 @@ def run_vec2sent(encoder: TextEncoder, config: EvaluationConfig) -> TaskResult:
         values = {"Id": scores.identity, "PERM": scores.permutation, "Id/PERM": scores.identity_over_permutation,
                   "BLEU": scores.bleu, "top word": round_trip_agreement(references, hypotheses, _top_word(encoder))}
         rows[name] = {column: value for column, value in values.items() if not math.isnan(value)}
-    return TaskResult(rows=rows, averaged=False, details={DATASET: {"sentences": len(references), "file": str(test)}},
-                      notes=[f"{len(references):,} sentences of {test}; Id/PERM is left out when no output is a "
-                             "permutation; top word: % of decoded sentences whose word-head top word equals "
-                             "the original's."])
+    note = (f"{len(references):,} sentences of {test}; Id/PERM is left out when no output is a permutation; "
+            "top word: % of decoded sentences whose word-head top word equals the original's.")
+    return TaskResult(rows=rows, averaged=False, notes=[note],
+                      details={DATASET: {"sentences": len(references), "file": str(test)}})
 
 
 def _decoder(encoder: TextEncoder):

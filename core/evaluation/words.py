@@ -36,6 +36,6 @@ def run_words(encoder: TextEncoder, config: EvaluationConfig) -> TaskResult:
         metrics = evaluate_words(encoder, entries, progress=progress)
     row = {column: 100 * metrics[key] for key, column in COLUMNS.items()}
     return TaskResult(rows={"test": row}, details={DATASET: {"definitions": metrics["n"], "split_seed": seed}},
-                      notes=[f"{metrics['n']:,} test definitions of words never seen in training "
-                             f"(WordNet split seed {seed}); every vocabulary token is a candidate."],
+                      notes=[(f"{metrics['n']:,} test definitions of words never seen in training "
+                              f"(WordNet split seed {seed}); every vocabulary token is a candidate.")],
                       averaged=False)
