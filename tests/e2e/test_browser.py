@@ -148,7 +148,8 @@ def test_similarity_and_analogy_tabs(page, served_model):
     shoot(page, shots, "2-similarity")
     open_tab(page, "Analogy & interpolation")
     page.get_by_role("button", name="Compute").click()
-    page.get_by_text("No Vec2Sent decoder is available").wait_for()
+    has_decoder = DOCS_MODE and Engine.load(served_model[0]).decoder is not None  # the tiny model has none
+    page.get_by_text("Decoded:" if has_decoder else "No Vec2Sent decoder is available").wait_for()
     page.get_by_role("button", name="Interpolate").click()
     page.get_by_text("Interpolation path").wait_for()
     shoot(page, shots, "3-analogy")
