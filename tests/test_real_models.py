@@ -70,3 +70,12 @@ def test_shipped_model_beats_its_untrained_base_on_unseen_test_words(shipped):
     trained = evaluate_words(shipped, test)["mrr"]
     untrained = evaluate_words(Engine.load(untrained=True), test)["mrr"]
     assert trained > untrained
+
+
+@pytest.mark.parametrize("precision", ["float32", "bfloat16"])
+def test_shipped_decoder_is_found_by_fingerprint_and_reads_back_a_sentence(shipped, precision):
+    shipped.set_decoder("auto", DEFAULT_CHECKPOINT.parent, precision)
+    decoder = shipped.decoder
+    assert decoder is not None and decoder.manifest["encoder"]["fingerprint"] == shipped.fingerprint
+    decoded = shipped.decode(shipped.encode(["she drinks wine.", "he was not stone."]), beam=5)
+    assert "wine" in decoded[0].split() and "stone" in decoded[1]
