@@ -226,7 +226,8 @@ class Studio:
 
     # ---- fine-tune ------------------------------------------------------------------------------
     def validate_upload(self, file: str | None, seed: int, session: Session) -> tuple[str, Session]:
-        """The validation report of an uploaded dictionary; the upload is kept only when usable."""
+        """The validation report of an uploaded dictionary; its rows are kept in the session only when
+        usable. The uploaded file itself is deleted once read (valid or not): nothing else uses it."""
         session.upload = None
         if not file:
             return "Upload a dictionary file (TSV, CSV or JSONL with columns word, definition[, pos]).", session
@@ -236,6 +237,8 @@ class Studio:
             return f"Not usable:\n{err}", session
         except FileNotFoundError:  # e.g. removed from gradio's temp folder; its path means nothing to users
             return "Not usable: the uploaded file is gone; upload it again.", session
+        finally:
+            sv.discard_upload(file)
         return session.upload.report + "\n\nReady: press Start.", session
 
     def start_finetune(self, session: Session, epochs: float, lr: float, batch_size: int,

@@ -17,7 +17,7 @@ import numpy as np
 from core.dictionary import Entry, load_wordnet
 from core.readout import PART_OF_SPEECH, REFERENCE_SIZE, EmbeddedTexts, dictionary_reference
 
-from .settings import cache_dir
+from .settings import cache_dir, upload_dir
 
 Progress = Callable[..., object]  # progress(fraction, desc=...) like gr.Progress
 POS_NAMES = PART_OF_SPEECH
@@ -57,6 +57,18 @@ def text_lines(text: str | None, limit: int, what: str = "sentences") -> list[st
         if len(line) > MAX_QUERY_CHARS:
             raise ValueError(f"Line {n} is {len(line):,} characters long; the limit is {MAX_QUERY_CHARS:,} per line.")
     return [line for _, line in numbered]
+
+
+def discard_upload(path: str | Path, uploads: Path | None = None) -> bool:
+    """Delete an uploaded file once it has been read, with its per-upload folder if that is now
+    empty; only inside Gradio's upload folder (`uploads`), never a file elsewhere. True if deleted."""
+    path, uploads = Path(path).resolve(), (uploads or upload_dir()).resolve()
+    if not path.is_relative_to(uploads) or path == uploads or not path.is_file():
+        return False
+    path.unlink()
+    if path.parent != uploads and not any(path.parent.iterdir()):
+        path.parent.rmdir()
+    return True
 
 
 def read_text_file(path: str | Path, limit: int = MAX_CORPUS_LINES) -> list[str]:

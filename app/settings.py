@@ -2,12 +2,18 @@
 from __future__ import annotations
 
 import os
+import tempfile
 from pathlib import Path
 
 APP_NAME = "defsent-studio"
 QUEUE_SIZE = 64  # requests that may wait beyond those running; past it a request is refused at once
 # Gradio refuses bigger uploads before writing them to disk; the dictionary loader's own cap is the same.
 MAX_UPLOAD_BYTES = 20_000_000
+
+
+def upload_dir() -> Path:
+    """Where Gradio stores uploads (one folder per upload): $GRADIO_TEMP_DIR, else <tmp>/gradio."""
+    return Path(os.environ.get("GRADIO_TEMP_DIR") or Path(tempfile.gettempdir()) / "gradio").resolve()
 
 
 def cache_dir(*parts: str) -> Path:

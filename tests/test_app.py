@@ -433,3 +433,31 @@ def test_download_folders_are_removed_after_their_lifetime(engine, tiny_mlm_dir,
     assert [p.name for p in zips[0].parent.iterdir()] and not any(p.is_dir() for p in zips[0].parent.iterdir())
     download_files(engine, checkpoint, tmp_path / "downloads", keep_seconds=0)
     assert not zips[0].exists()  # the first download's folder was older than 0 s
+
+
+def test_uploads_are_deleted_once_read_but_only_inside_the_upload_folder(tmp_path):
+    from app.services import discard_upload
+
+    uploads = tmp_path / "gradio"
+    upload = uploads / "3f2a" / "mine.tsv"
+    upload.parent.mkdir(parents=True)
+    upload.write_text("word\tdefinition\n")
+    elsewhere = tmp_path / "mine.tsv"
+    elsewhere.write_text("word\tdefinition\n")
+    assert discard_upload(elsewhere, uploads) is False and elsewhere.is_file()
+    assert discard_upload(uploads / ".." / "mine.tsv", uploads) is False and elsewhere.is_file()
+    assert discard_upload(upload, uploads) is True
+    assert not upload.exists() and not upload.parent.exists() and uploads.is_dir()
+    assert discard_upload(upload, uploads) is False  # already gone: nothing to do
+
+
+def test_validating_an_upload_deletes_it(studio, dictionary_file, tmp_path, monkeypatch):
+    import shutil
+
+    monkeypatch.setenv("GRADIO_TEMP_DIR", str(tmp_path / "gradio"))
+    upload = tmp_path / "gradio" / "ab12" / dictionary_file.name
+    upload.parent.mkdir(parents=True)
+    shutil.copy(dictionary_file, upload)
+    report, session = studio.validate_upload(str(upload), 0, Session())
+    assert "Ready" in report and session.upload is not None
+    assert not upload.exists() and dictionary_file.is_file()
