@@ -115,6 +115,7 @@ class Models:
         def run() -> None:
             try:
                 self.use(spec.load(), spec)
+                log.info("model %s loaded", spec.name)
             except Exception as err:  # shown to users by active()
                 log.exception("loading %s failed", spec.name)
                 self._error = f"Loading the model {spec.name!r} failed: {err}"
