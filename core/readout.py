@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import random
 import threading
 from dataclasses import dataclass, field
@@ -98,14 +99,24 @@ def dictionary_reference(engine, size: int = REFERENCE_SIZE, cache_dir: Path | N
     texts = [f"{e.word}: {e.definition}" for e in entries]
     digest = hashlib.sha1("\n".join(texts).encode()).hexdigest()[:10]
     file = cache_dir / f"wordnet-{engine.fingerprint}-{len(texts)}-{digest}.npy" if cache_dir else None
-    if file is not None and file.is_file():
-        vectors = np.load(file)
-    else:
+    vectors = _load_cached(file, len(texts)) if file is not None else None
+    if vectors is None:
         vectors = engine.encode([e.definition for e in entries], normalize=True, progress=progress)
-        if file is not None:
-            np.save(file, vectors)
+        if file is not None:  # written beside, then renamed: a kill never leaves a half-written cache
+            partial = file.with_name(file.stem + f".partial-{os.getpid()}.npy")
+            np.save(partial, vectors)
+            os.replace(partial, file)
     return EmbeddedTexts(texts, vectors, [PART_OF_SPEECH.get(e.pos, e.pos) for e in entries],
                          f"{len(texts):,} WordNet definitions")
+
+
+def _load_cached(file: Path, rows: int) -> np.ndarray | None:
+    """The cached vectors in `file`, or None when it is missing, unreadable or of the wrong size."""
+    try:
+        vectors = np.load(file)
+    except (OSError, ValueError):
+        return None
+    return vectors if len(vectors) == rows else None
 
 
 # ---- the decoder ----------------------------------------------------------------------------------

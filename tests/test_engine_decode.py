@@ -229,3 +229,13 @@ def test_the_app_decodes_with_the_engines_decoder(encoder_dir, plain_engine, tmp
     ux, uy = engine.encode(["a dog", "a king"])
     assert [row[1] for row in rows] == engine.decode(np.stack([ux, (ux + uy) / 2, uy]))
     assert "loaded" in studio.about()[0]
+
+
+def test_a_corrupt_reference_cache_is_rebuilt(plain_engine, tmp_path):
+    first = dictionary_reference(plain_engine, 30, cache_dir=tmp_path)
+    (cache,) = tmp_path.glob("*.npy")
+    cache.write_bytes(cache.read_bytes()[:100])  # as if killed while writing (before writes were atomic)
+    rebuilt = dictionary_reference(plain_engine, 30, cache_dir=tmp_path)
+    assert np.allclose(rebuilt.vectors, first.vectors, atol=1e-6)
+    assert [p.name for p in tmp_path.iterdir()] == [cache.name]  # no partial file left
+    assert len(np.load(cache)) == 30
