@@ -24,6 +24,7 @@ import tempfile
 from pathlib import Path
 from typing import Iterator, Mapping
 
+import numpy as np
 import torch
 
 FORMAT = "defsent-studio/encoder"
@@ -141,6 +142,19 @@ def _replace_directory(new: Path, target: Path) -> None:
         os.rename(old, target)  # put the previous checkpoint back
         raise
     shutil.rmtree(old, ignore_errors=True)
+
+
+def save_npy_atomically(path: Path, array: np.ndarray) -> Path:
+    """Write `array` to `path` (.npy) beside it first, fsynced, then renamed: a kill never leaves a
+    half-written file at `path`."""
+    path = Path(path)
+    partial = path.with_name(f"{path.stem}.partial-{os.getpid()}.npy")
+    with open(partial, "wb") as f:
+        np.save(f, array)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(partial, path)
+    return path
 
 
 def list_checkpoints(directory: Path = CHECKPOINTS_DIR) -> list[Path]:

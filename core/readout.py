@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import random
 import threading
 from dataclasses import dataclass, field
@@ -23,7 +22,7 @@ from typing import Callable, Generic, Mapping, TypeVar
 
 import numpy as np
 
-from .checkpoint import CHECKPOINTS_DIR, CheckpointError
+from .checkpoint import CHECKPOINTS_DIR, CheckpointError, save_npy_atomically
 from .dictionary import Entry, load_wordnet
 from .vec2sent.checkpoint import FORMAT as DECODER_FORMAT
 from .vec2sent.checkpoint import MANIFEST as DECODER_MANIFEST
@@ -102,10 +101,8 @@ def dictionary_reference(engine, size: int = REFERENCE_SIZE, cache_dir: Path | N
     vectors = _load_cached(file, len(texts)) if file is not None else None
     if vectors is None:
         vectors = engine.encode([e.definition for e in entries], normalize=True, progress=progress)
-        if file is not None:  # written beside, then renamed: a kill never leaves a half-written cache
-            partial = file.with_name(file.stem + f".partial-{os.getpid()}.npy")
-            np.save(partial, vectors)
-            os.replace(partial, file)
+        if file is not None:
+            save_npy_atomically(file, vectors)
     return EmbeddedTexts(texts, vectors, [PART_OF_SPEECH.get(e.pos, e.pos) for e in entries],
                          f"{len(texts):,} WordNet definitions")
 

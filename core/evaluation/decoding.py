@@ -8,6 +8,7 @@ test.txt (data/cache/corpus, built by `python -m core.vec2sent.corpus`) or confi
 from __future__ import annotations
 
 import math
+from functools import partial
 from pathlib import Path
 
 from .base import EvaluationConfig, TaskResult, TextEncoder
@@ -21,6 +22,7 @@ DATASET = "Vec2Sent"
 def run_vec2sent(encoder: TextEncoder, config: EvaluationConfig) -> TaskResult:
     """Rows "greedy" and "beam 5": Id, PERM, Id/PERM, BLEU and top word (all %, BLEU 0-100)."""
     from core.vec2sent.diagnostics import round_trip_agreement, score_reconstructions
+    from core.vec2sent.encoder_link import top_words
 
     decoder, reason = _decoder(encoder)
     test = config.decoder_test or DEFAULT_TEST
@@ -35,7 +37,7 @@ def run_vec2sent(encoder: TextEncoder, config: EvaluationConfig) -> TaskResult:
         hypotheses = decoder.decode(vectors, beam_width=width)
         scores = score_reconstructions(references, hypotheses)
         values = {"Id": scores.identity, "PERM": scores.permutation, "Id/PERM": scores.identity_over_permutation,
-                  "BLEU": scores.bleu, "top word": round_trip_agreement(references, hypotheses, _top_word(encoder))}
+                  "BLEU": scores.bleu, "top word": round_trip_agreement(references, hypotheses, partial(top_words, encoder))}
         rows[name] = {column: value for column, value in values.items() if not math.isnan(value)}
     note = (f"{len(references):,} sentences of {test}; Id/PERM is left out when no output is a permutation; "
             "top word: % of decoded sentences whose word-head top word equals the original's.")
@@ -51,10 +53,6 @@ def _decoder(encoder: TextEncoder):
         return None, (f"{DATASET}: no decoder trained on this encoder (fingerprint {encoder.fingerprint}) was "
                       "found beside the checkpoint; train one with python -m core.vec2sent.train")
     return encoder.decoder, ""
-
-
-def _top_word(engine):
-    return lambda texts: [ranked[0][0] for ranked in engine.predict_words_batch(texts, k=1)]
 
 
 def _skipped(reason: str) -> TaskResult:

@@ -35,6 +35,11 @@ def link_engine(path: Path, batch_size: int = 64) -> EncoderLink:
         fingerprint=engine.fingerprint,
         encode=lambda texts: engine.encode(texts, batch_size=batch_size, normalize=False),
         tokenizer=engine.encoder.tokenizer,
-        top_word=lambda texts: [ranked[0][0] for ranked in engine.predict_words_batch(texts, k=1)],
+        top_word=lambda texts: top_words(engine, texts),
     )
+
+
+def top_words(engine, texts: list[str]) -> list[str]:
+    """The word head's top-1 word for each text (for the round-trip check)."""
+    return [ranked[0][0] for ranked in engine.predict_words_batch(texts, k=1)]
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import os
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -23,6 +22,7 @@ import torch
 from torch.nn import functional as F
 from tqdm import tqdm
 
+from core.checkpoint import save_npy_atomically
 from core.vec2sent.checkpoint import save_checkpoint
 from core.vec2sent.encoder_link import EncoderLink, link_engine
 from core.vec2sent.model import Vec2SentConfig, Vec2SentDecoder
@@ -111,12 +111,7 @@ def cached_embeddings(sentences: list[str], link: EncoderLink, cache_dir: Path =
     for start in tqdm(range(0, len(sentences), chunk), desc="embedding corpus", unit="chunk"):
         parts.append(np.asarray(link.encode(sentences[start:start + chunk]), dtype=np.float32))
     embeddings = np.concatenate(parts)
-    partial = path.with_name(path.stem + ".partial.npy")
-    with open(partial, "wb") as f:
-        np.save(f, embeddings)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(partial, path)
+    save_npy_atomically(path, embeddings)
     return embeddings
 
 
