@@ -15,6 +15,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from .bert import Unsupported, load_bert
 from .hardware import native_bfloat16
 
 log = logging.getLogger(__name__)
@@ -157,9 +158,15 @@ def _model_max_length(backbone: nn.Module, tokenizer) -> int:
 def _load_backbone_and_head(path: str) -> tuple[nn.Module, nn.Module | None]:
     """Load with a masked-LM head when the checkpoint has trained head weights, else the bare model.
 
-    A checkpoint saved without a head (all-MiniLM-L6-v2) would get a randomly initialised head from
-    AutoModelForMaskedLM; we detect that from the loading info and return None for the head.
+    BERT folders load with core/bert.py (no transformers import: seconds off the app's launch);
+    anything else with transformers. A checkpoint saved without a head (all-MiniLM-L6-v2) would get
+    a randomly initialised head from AutoModelForMaskedLM; we detect that from the loading info and
+    return None for the head.
     """
+    try:
+        return load_bert(path)
+    except Unsupported as err:
+        log.info("loading %s with transformers (%s)", path, err)
     from transformers import AutoModel, AutoModelForMaskedLM
     from transformers.utils import logging as hf_logging
 

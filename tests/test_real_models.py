@@ -36,6 +36,23 @@ def test_splade_tiny_keeps_its_pretrained_mlm_head(splade_dir):
     assert len(words) == 20 and all(w.isalpha() for w, _ in words)
 
 
+@pytest.mark.parametrize("which", ["splade", "minilm"])
+def test_plain_torch_bert_matches_transformers_on_real_weights(which, splade_dir):
+    from transformers import AutoModel
+
+    from core.bert import load_bert
+    from core.checkpoint import DEFAULT_BASE, resolve_base
+    folder = splade_dir if which == "splade" else Path(resolve_base(DEFAULT_BASE))
+    ours, _ = load_bert(folder)
+    theirs = AutoModel.from_pretrained(folder, add_pooling_layer=False)
+    ids = torch.tensor([[101, 1037, 2711, 2040, 2003, 1999, 3715, 102], [101, 1037, 3899, 102, 0, 0, 0, 0]])
+    mask = (ids != 0).long()
+    with torch.no_grad():
+        a = ours.eval()(input_ids=ids, attention_mask=mask).last_hidden_state
+        b = theirs.eval()(input_ids=ids, attention_mask=mask).last_hidden_state
+    torch.testing.assert_close(a * mask[..., None], b * mask[..., None], atol=1e-5, rtol=1e-5)
+
+
 def test_splade_tiny_checkpoint_roundtrip(splade_dir, tmp_path):
     engine = Engine.from_base(str(splade_dir), pooling="mean")
     with torch.no_grad():

@@ -269,3 +269,14 @@ def test_decoder_precision_is_chosen_at_load(tokenizer, tmp_path):
     assert len(as_bf16.decode(vectors, beam_width=3)) == 3
     with pytest.raises(ValueError, match="precision"):
         load_checkpoint(tmp_path / "dec", "fp-A", precision="int4")
+
+
+def test_learning_rate_is_constant_then_decays_linearly_to_its_floor():
+    settings = TrainSettings(minutes=10.0, decay_from=0.5, final_lr_factor=0.1)
+    assert settings.lr_factor(seconds=0, steps=0) == 1.0
+    assert settings.lr_factor(seconds=300, steps=0) == 1.0  # half the budget used
+    assert settings.lr_factor(seconds=450, steps=0) == pytest.approx(0.5)
+    assert settings.lr_factor(seconds=600, steps=0) == 0.1  # floor
+    by_steps = TrainSettings(minutes=100.0, max_steps=100, decay_from=0.5)
+    assert by_steps.lr_factor(seconds=1, steps=75) == pytest.approx(0.5)  # whichever budget binds
+    assert TrainSettings(minutes=1.0, decay_from=1.0).lr_factor(seconds=60, steps=0) == 1.0

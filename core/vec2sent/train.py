@@ -5,7 +5,8 @@
 
 The corpus is embedded once and cached on disk under the encoder's fingerprint and the corpus'
 hash, so reruns and later epochs never re-encode. Training is teacher-forced cross-entropy with
-Adam and gradient clipping until the time budget (or --max-steps) is used up; the checkpoint is
+Adam and gradient clipping until the time budget (or --max-steps) is used up; the learning rate is
+constant, then decays linearly over the last part of the budget (--decay-from). The checkpoint is
 written atomically at the end and every --save-every minutes.
 """
 from __future__ import annotations
@@ -44,6 +45,18 @@ class TrainSettings:
     log_every: int = 50  # steps between points of the loss curve
     eval_every: int = 500  # steps between validation losses
     save_every_minutes: float = 10.0
+    decay_from: float = 0.7  # fraction of the budget after which the learning rate decays linearly
+    final_lr_factor: float = 0.05  # ... down to this fraction of `lr`
+
+    def lr_factor(self, seconds: float, steps: int) -> float:
+        """Multiplier of `lr` once `seconds` and `steps` of the budget are used (1, then linear decay)."""
+        used = seconds / (self.minutes * 60)
+        if self.max_steps:
+            used = max(used, steps / self.max_steps)
+        if used <= self.decay_from or self.decay_from >= 1:
+            return 1.0
+        remaining = (1 - used) / (1 - self.decay_from)
+        return max(self.final_lr_factor, remaining)
 
 
 @dataclass
@@ -161,6 +174,8 @@ def train_decoder(model: Vec2SentDecoder, data: TrainingData, settings: TrainSet
     while True:
         for idx in bucketed_batches(data.lengths, settings.batch_size, rng):
             model.train()
+            for group in optimizer.param_groups:
+                group["lr"] = settings.lr * settings.lr_factor(time.monotonic() - started, stats.steps)
             loss = sequence_loss(model, data, idx)
             optimizer.zero_grad()
             loss.backward()
@@ -173,7 +188,7 @@ def train_decoder(model: Vec2SentDecoder, data: TrainingData, settings: TrainSet
             done = stats.seconds >= budget or stats.steps == settings.max_steps
             if stats.steps % settings.log_every == 0 or done:
                 point = {"step": stats.steps, "seconds": round(stats.seconds, 1),
-                         "loss": round(float(np.mean(recent)), 4)}
+                         "loss": round(float(np.mean(recent)), 4), "lr": optimizer.param_groups[0]["lr"]}
                 if validation is not None and (stats.steps % settings.eval_every == 0 or done):
                     point["val_loss"] = round(validation_loss(model, validation), 4)
                 stats.curve.append(point)
@@ -225,6 +240,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--max-steps", type=int, default=None)
     parser.add_argument("--batch-size", type=int, default=TrainSettings.batch_size)
     parser.add_argument("--lr", type=float, default=TrainSettings.lr)
+    parser.add_argument("--decay-from", type=float, default=TrainSettings.decay_from,
+                        help="fraction of the budget after which the learning rate decays linearly (1: never)")
     parser.add_argument("--save-every", type=float, default=TrainSettings.save_every_minutes,
                         help="minutes between intermediate checkpoints")
     parser.add_argument("--emb-dim", type=int, default=Vec2SentConfig.emb_dim)
@@ -241,7 +258,7 @@ def main(argv: list[str] | None = None) -> None:
 
     sentences = (args.corpus / "train.txt").read_text(encoding="utf-8").splitlines()
     settings = TrainSettings(minutes=args.minutes, max_steps=args.max_steps, batch_size=args.batch_size,
-                             lr=args.lr, save_every_minutes=args.save_every)
+                             lr=args.lr, save_every_minutes=args.save_every, decay_from=args.decay_from)
     overrides = {"emb_dim": args.emb_dim, "hidden": args.hidden, "layers": args.layers,
                  "dropout": args.dropout, "init_state": not args.no_init_state,
                  "tie_weights": not args.no_tie}
