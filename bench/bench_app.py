@@ -101,37 +101,53 @@ def timed(fn, *args) -> float:
     return time.perf_counter() - start
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--model", type=Path, default=None, help="checkpoint to serve (default: the app's default)")
-    parser.add_argument("--requests", type=int, default=30, help="reverse-dictionary requests to time")
-    parser.add_argument("--settle", type=float, default=0, help="seconds to wait before timing requests")
-    parser.add_argument("--skip-app", action="store_true", help="only the projection timings")
-    parser.add_argument("--skip-projection", action="store_true", help="only the app timings")
-    parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 5000, 10000],
-                        help="points to project (default: 1000 5000 10000)")
-    args = parser.parse_args()
-    if min(args.sizes) < 10:
-        parser.error("--sizes: each projection needs at least 10 points")
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    rows: list[tuple[str, str]] = []
-    if not args.skip_app:
+def app_rows(model: Path | None, launches: int, requests: int, settle: float) -> list[tuple[str, str]]:
+    """Launch the app `launches` times (first answer each time), then time requests on the last."""
+    seconds, rows = [], []
+    for run in range(launches):
         port = free_port()
-        process, started = launch(args.model, port, Path("/tmp") / f"bench_app_{port}.log")
+        process, started = launch(model, port, Path("/tmp") / f"bench_app_{port}.log")
         try:
             client = first_answer(f"http://127.0.0.1:{port}/", process)
-            launch_seconds = time.perf_counter() - started
-            rows.append(("launch to first answered reverse-dictionary request", f"{launch_seconds:.1f} s"))
-            rows.append(("  CPU time the app used until then (wall time on an idle machine)",
-                         f"{cpu_seconds(process.pid):.1f} s"))
-            time.sleep(args.settle)
-            times = latency_ms(client, args.requests)
+            seconds.append(time.perf_counter() - started)
+            print(f"launch {run + 1}/{launches}: {seconds[-1]:.1f} s", file=sys.stderr, flush=True)
+            if run < launches - 1:
+                continue
+            rows.append(("launch to first answered reverse-dictionary request",
+                         f"median {statistics.median(seconds):.1f} s over {launches} "
+                         f"({min(seconds):.1f}–{max(seconds):.1f} s)"))
+            rows.append(("  CPU time the app used until then, last launch", f"{cpu_seconds(process.pid):.1f} s"))
+            time.sleep(settle)
+            times = latency_ms(client, requests)
             rows.append((f"reverse dictionary via gradio_client, median of {len(times)}",
                          f"{statistics.median(times):.0f} ms"))
             rows.append(("  same, 90th percentile", f"{statistics.quantiles(times, n=10)[-1]:.0f} ms"))
         finally:
             process.terminate()
             process.wait(timeout=30)
+    return rows
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--model", type=Path, default=None, help="checkpoint to serve (default: the app's default)")
+    parser.add_argument("--requests", type=int, default=30, help="reverse-dictionary requests to time")
+    parser.add_argument("--settle", type=float, default=0, help="seconds to wait before timing requests")
+    parser.add_argument("--launches", type=int, default=1,
+                        help="launch the app this many times; report the median and range of launch times")
+    parser.add_argument("--skip-app", action="store_true", help="only the projection timings")
+    parser.add_argument("--skip-projection", action="store_true", help="only the app timings")
+    parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 5000, 10000],
+                        help="points to project (default: 1000 5000 10000)")
+    args = parser.parse_args()
+    if args.launches < 1:
+        parser.error("--launches must be at least 1")
+    if min(args.sizes) < 10:
+        parser.error("--sizes: each projection needs at least 10 points")
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    rows: list[tuple[str, str]] = []
+    if not args.skip_app:
+        rows += app_rows(args.model, args.launches, args.requests, args.settle)
     if not args.skip_projection:
         rows += projection_rows(args.model, sorted(args.sizes))
     print("| measurement | result |\n|---|---:|")
