@@ -52,9 +52,10 @@ class Engine(VectorReadout):
     # ---- construction -------------------------------------------------------------------------
     @classmethod
     def from_base(cls, base: str = DEFAULT_BASE, pooling: str = "mean", head_kind: str = "mlm",
-                  max_length: int = 128) -> "Engine":
+                  max_length: int = 128, unit_rows: bool = False) -> "Engine":
         """An untrained engine: the base encoder, and its masked-LM head if it has one (else a new
-        head of kind `head_kind`, untrained). `base` is "package:NAME", a path or a hub id."""
+        head of kind `head_kind`, untrained, see `WordHeadConfig` for `unit_rows`). `base` is
+        "package:NAME", a path or a hub id."""
         encoder, mlm_head = SentenceEncoder.from_pretrained(resolve_base(base), pooling, max_length)
         _freeze_embeddings(encoder)
         base_fp = fingerprint(encoder.state_dict())
@@ -65,7 +66,7 @@ class Engine(VectorReadout):
         else:
             with torch.random.fork_rng():  # a fixed initialisation: same base, same engine
                 torch.manual_seed(0)
-                head = WordHead(WordHeadConfig(E.shape[1], E.shape[0], kind=head_kind), E)
+                head = WordHead(WordHeadConfig(E.shape[1], E.shape[0], kind=head_kind, unit_rows=unit_rows), E)
             origin = "new (untrained)"
         manifest = {"base": {"source": base, "fingerprint": base_fp},
                     "pooling": pooling, "max_length": max_length,

@@ -254,11 +254,26 @@ def _next_batch(order, size: int) -> np.ndarray:
 
 # ---- command line -----------------------------------------------------------------------------
 
+def vocabulary_self_examples(vocab) -> tuple[list[str], np.ndarray]:
+    """Every alphabetic whole-word token of 2+ letters as its own text, with its id ("dog" -> dog).
+
+    Fitting the head on these as well teaches it every word, as masked-LM pretraining teaches a
+    head, without any dictionary text: dev and test definitions stay unseen.
+    """
+    pairs = [(w, i) for i, w in enumerate(vocab.words) if w is not None and w.isalpha() and len(w) > 1]
+    return [w for w, _ in pairs], np.array([i for _, i in pairs], dtype=np.int64)
+
+
 def head_stage(engine, split, method: str, epochs: int, seed: int) -> str:
     """Give a base without a pretrained masked-LM head its word head; returns how it was made."""
     if engine.manifest["head"]["origin"] != "new (untrained)" or method == "none":
         return engine.manifest["head"]["origin"]
     texts, gold = definition_pairs(split.train, engine.vocab)
+    if method == "definitions+words":
+        words, ids = vocabulary_self_examples(engine.vocab)
+        fit_head(engine, texts + words, np.concatenate([gold, ids]), epochs=epochs, seed=seed)
+        return (f"fitted on the training definitions and {len(words)} vocabulary words as their own "
+                f"texts ({epochs} epochs, encoder frozen, bias 0)")
     if method == "definitions":
         fit_head(engine, texts, gold, epochs=epochs, seed=seed)
         return f"fitted on the training definitions ({epochs} epochs, encoder frozen, bias 0)"
@@ -291,7 +306,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--init", type=Path, help="continue from this checkpoint (its base, pooling and head)")
     p.add_argument("--pooling", default="mean", choices=["cls", "mean", "max"])
     p.add_argument("--head-kind", default="mlm", choices=["mlm", "layernorm", "identity"])
-    p.add_argument("--head-stage", default="definitions", choices=["definitions", "mlm", "none"],
+    p.add_argument("--unit-rows", action="store_true",
+                   help="new head scores against equal-length embedding rows (see core/word_head.py)")
+    p.add_argument("--head-stage", default="definitions", choices=["definitions", "definitions+words", "mlm", "none"],
                    help="how a base without a masked-LM head gets its word head")
     p.add_argument("--head-epochs", type=int, default=10, help="epochs (definitions) or steps (mlm)")
     p.add_argument("--dictionary", type=Path, help="a user dictionary (TSV/CSV/JSONL); default WordNet")
@@ -317,7 +334,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         entries, source = load_wordnet(), "WordNet 3.0 (core/data/wordnet.jsonl.gz)"
     split = split_by_word(entries, seed=args.split_seed)
     print(split.report())
-    engine = Engine.load(args.init) if args.init else Engine.from_base(args.base, args.pooling, args.head_kind)
+    engine = (Engine.load(args.init) if args.init
+              else Engine.from_base(args.base, args.pooling, args.head_kind, unit_rows=args.unit_rows))
     engine.manifest["head"]["origin"] = head_stage(engine, split, args.head_stage, args.head_epochs, args.split_seed)
     print("word head:", engine.manifest["head"]["origin"])
 

@@ -5,7 +5,8 @@ Same shape as BERT's masked-LM head, with the decoder tied to the (frozen) input
     logits = transform(u) @ E.T + b,   transform = LayerNorm(gelu(dense(u)))   ("mlm")
 
 Lighter transforms are available for bases that ship without a head: "layernorm" (LayerNorm(u))
-and "identity" (u). A head is rebuilt from its `WordHeadConfig`, saved as JSON beside the weights.
+and "identity" (u). With `unit_rows`, E's rows are scaled to their mean length first, so words
+compete on direction alone and long rows (frequent words) no longer crowd out the rest. A head is rebuilt from its `WordHeadConfig`, saved as JSON beside the weights.
 """
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ class WordHeadConfig:
     vocab_size: int
     kind: str = "mlm"
     layer_norm_eps: float = 1e-12
+    unit_rows: bool = False  # score against E's rows rescaled to equal length (see the module doc)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -53,8 +55,15 @@ class WordHead(nn.Module):
             u = self.layer_norm(u)
         return u  # (B, H)
 
+    def decoder_matrix(self) -> torch.Tensor:
+        """The (V, H) matrix the transformed vector is scored against: E, or E with equal-length rows."""
+        if not self.config.unit_rows:
+            return self.embeddings
+        norms = self.embeddings.norm(dim=1, keepdim=True)  # (V, 1)
+        return self.embeddings / norms.clamp(min=1e-6) * norms.mean()
+
     def forward(self, u: torch.Tensor) -> torch.Tensor:
-        return self.transform(u) @ self.embeddings.T + self.bias  # (B, V)
+        return self.transform(u) @ self.decoder_matrix().T + self.bias  # (B, V)
 
     def own_state_dict(self) -> dict[str, torch.Tensor]:
         """The head's own weights, without the shared embedding matrix."""

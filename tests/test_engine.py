@@ -10,7 +10,7 @@ import torch
 from core import CheckpointError, Engine
 from core.checkpoint import MANIFEST, list_checkpoints, safe_checkpoint_name
 from core.encoder import pool
-from core.word_head import WordHead
+from core.word_head import WordHead, WordHeadConfig
 
 
 @pytest.fixture(scope="module")
@@ -168,3 +168,14 @@ def test_part_of_speech_filter_uses_the_dictionary(engine):
 def test_bad_wildcard_is_a_clear_error(engine):
     with pytest.raises(ValueError, match="wildcard"):
         engine.predict_words("an animal", pattern="*" * 100)
+
+
+def test_unit_rows_head_scores_against_equal_length_rows():
+    E = torch.randn(12, 8) * torch.linspace(0.5, 3.0, 12)[:, None]  # rows of very different lengths
+    head = WordHead(WordHeadConfig(8, 12, kind="identity", unit_rows=True), torch.nn.Parameter(E))
+    rows = head.decoder_matrix()
+    torch.testing.assert_close(rows.norm(dim=1), torch.full((12,), E.norm(dim=1).mean().item()))
+    u = E[3:4] / E[3].norm()  # the direction of row 3: its best word whatever the lengths
+    assert head(u).argmax().item() == 3
+    plain = WordHead(WordHeadConfig(8, 12, kind="identity"), torch.nn.Parameter(E))
+    torch.testing.assert_close(plain.decoder_matrix(), E)

@@ -10,7 +10,8 @@ import torch
 from core import Engine
 from core.checkpoint import MANIFEST
 from core.dictionary import Entry
-from core.train import TrainConfig, TrainingCancelled, fit_head, main, restore_mlm_head, train
+from core.train import (TrainConfig, TrainingCancelled, fit_head, main, restore_mlm_head, train,
+                        vocabulary_self_examples)
 from core.word_eval import definition_pairs, evaluate_words, rank_metrics
 
 PAIRS = [("dog", "a small animal that people keep"), ("king", "the man in charge of the city"),
@@ -117,3 +118,24 @@ def test_joint_head_stage_trains_the_transform_then_freezes_it(tiny_base_dir):
     assert not torch.equal(engine.head.dense.weight, dense_before)
     assert torch.equal(engine.head.bias, bias_before)
     assert not any(p.requires_grad for p in engine.head.parameters())
+
+
+def test_vocabulary_self_examples_are_whole_alphabetic_words(tiny_base_dir):
+    engine = Engine.from_base(str(tiny_base_dir))
+    words, ids = vocabulary_self_examples(engine.vocab)
+    assert "dog" in words and "a" not in words and "##s" not in words and "[CLS]" not in words
+    assert all(engine.vocab.words[i] == w for w, i in zip(words, ids))
+
+
+def test_cli_unit_rows_head_with_vocabulary_words(tiny_base_dir, tmp_path):
+    """--unit-rows and --head-stage definitions+words reach the saved head and come back on load."""
+    rows = ["word\tdefinition"] + [f"{w}\t{d}" for w, d in PAIRS * 3]
+    dictionary = tmp_path / "dict.tsv"
+    dictionary.write_text("\n".join(rows) + "\n", encoding="utf-8")
+    out = tmp_path / "ckpt"
+    assert main(["--out", str(out), "--base", str(tiny_base_dir), "--dictionary", str(dictionary),
+                 "--unit-rows", "--head-stage", "definitions+words", "--max-steps", "2", "--batch-size", "4",
+                 "--eval-every", "2", "--head-epochs", "2", "--senteval", str(tmp_path / "absent")]) == 0
+    loaded = Engine.load(out)
+    assert loaded.head.config.unit_rows
+    assert "vocabulary words" in loaded.manifest["head"]["origin"]
