@@ -2,6 +2,7 @@
 the HTTP API (gradio_client), and PCA / UMAP times for 1k, 5k and 10k points. Prints a Markdown table.
 
     nice -n 15 python bench/bench_app.py                       # default model, 30 requests
+    python bench/bench_app.py --skip-projection --launches 9   # launch time: median and range of 9
     python bench/bench_app.py --model checkpoints/NAME --requests 50 --settle 120
 
 `--settle` waits after the first answer before measuring latency, so the app's background work
