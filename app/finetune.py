@@ -106,14 +106,19 @@ def run_finetune(job: Reporter, load_engine: Callable[[], Engine], upload: Uploa
     job.report(stage="loading a copy of the model", step=0, total=0)
     engine = load_engine()
     split = upload.split
+    config = settings.train_config(len(definition_pairs(split.train, engine.vocab)[0]))
+    if engine.word_vectors is None and config.word_vector_scale:  # score before and after alike
+        job.report(stage="embedding every word of the vocabulary (word vectors)")
+        engine.add_word_vectors(config.word_vector_scale)
     job.report(stage="scoring the held-out words before training")
     before = evaluate_words(engine, split.test)
     examples = _examples(split.test)
     before_words = _top_words(engine, examples)
-    config = settings.train_config(len(definition_pairs(split.train, engine.vocab)[0]))
 
     def progress(p: TrainProgress) -> None:
-        job.report(stage="training", step=p.step, total=p.total_steps, loss=p.loss, dev_mrr=p.dev.get("mrr"))
+        # After the last step, train() embeds every word again with the trained encoder.
+        stage = "training" if p.step < p.total_steps else "embedding every word of the vocabulary (word vectors)"
+        job.report(stage=stage, step=p.step, total=p.total_steps, loss=p.loss, dev_mrr=p.dev.get("mrr"))
         job.record(step=p.step, loss=p.loss, dev_mrr=p.dev.get("mrr"))
 
     result = train(engine, split.train, split.dev, config, progress=progress)

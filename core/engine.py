@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import time
 from pathlib import Path
 from typing import Callable, Sequence
@@ -26,6 +27,7 @@ from .encoder import SentenceEncoder, check_texts
 from .readout import VectorReadout
 from .vocabulary import WordFilter, WordVocabulary
 from .word_head import WordHead, WordHeadConfig
+from .word_vectors import DEFAULT_SCALE, WORD_VECTORS, WordVectors
 
 ENCODER_DELTA = "encoder_delta.safetensors"
 HEAD_WEIGHTS = "head.safetensors"
@@ -42,6 +44,7 @@ class Engine(VectorReadout):
         super().__init__()  # no decoder until `set_decoder`
         self.encoder = encoder
         self.head = head
+        self.word_vectors: WordVectors | None = None  # the second reverse-dictionary score, if any
         self.base_source = base_source
         self.base_fingerprint = base_fingerprint
         self.manifest = manifest or {}
@@ -78,8 +81,8 @@ class Engine(VectorReadout):
              decoder: str | Path | None = "auto", precision: str = "float32") -> "Engine":
         """Load a checkpoint directory (default: the shipped one) and its Vec2Sent decoder.
 
-        `untrained=True` keeps the base encoder weights but the checkpoint's head: the "before
-        DefSent training" model to compare against. A path without a manifest is treated as a
+        `untrained=True` keeps the base encoder weights but the checkpoint's head (and word vectors
+        computed from the base, if the checkpoint has any): the "before DefSent training" model. A path without a manifest is treated as a
         plain Hugging Face model (see `from_base`). `decoder`: "auto" is the decoder checkpoint
         beside `path` trained on this encoder, if any, loaded on first use; a path is loaded now
         and refused (EncoderMismatchError) if trained on another encoder; None loads none.
@@ -109,6 +112,10 @@ class Engine(VectorReadout):
         engine._load_head(path)
         if not untrained:
             engine._apply_delta(load_file(str(path / ENCODER_DELTA)))
+            if "word_vectors" in manifest:
+                engine.word_vectors = WordVectors.load(path / WORD_VECTORS, manifest["word_vectors"]["scale"])
+        elif "word_vectors" in manifest:  # the base's own word vectors: a like-for-like "before" model
+            engine.add_word_vectors(manifest["word_vectors"]["scale"])
         engine.manifest = manifest
         return engine
 
@@ -159,9 +166,40 @@ class Engine(VectorReadout):
             save_file({k: v.contiguous() for k, v in self.head.own_state_dict().items()},
                       str(tmp / HEAD_WEIGHTS))
             write_json(tmp / HEAD_CONFIG, self.head.config.to_dict())
+            self._write_word_vectors(tmp, manifest)
             write_json(tmp / MANIFEST, manifest)  # written last: no manifest, no checkpoint
         self.manifest = manifest
         return path
+
+    def save_word_vectors(self, path: str | Path) -> Path:
+        """Replace the word vectors of the checkpoint at `path` (this engine's) by this engine's,
+        atomically, leaving its encoder and head files byte for byte as they are."""
+        path = Path(path)
+        manifest = read_manifest(path)
+        if manifest["base"]["fingerprint"] != self.base_fingerprint:
+            raise CheckpointError(f"{path} holds a checkpoint of another base model")
+        manifest.pop("word_vectors", None)
+        with atomic_directory(path) as tmp:
+            for name in (ENCODER_DELTA, HEAD_WEIGHTS, HEAD_CONFIG):
+                shutil.copy2(path / name, tmp / name)
+            self._write_word_vectors(tmp, manifest)
+            write_json(tmp / MANIFEST, manifest)
+        self.manifest = manifest
+        return path
+
+    def _write_word_vectors(self, directory: Path, manifest: dict) -> None:
+        if self.word_vectors is not None:
+            self.word_vectors.save(directory / WORD_VECTORS)
+            manifest["word_vectors"] = {"file": WORD_VECTORS, "scale": self.word_vectors.scale,
+                                        "words": int(self.word_vectors.ids.numel()), "dtype": "int8"}
+
+    def add_word_vectors(self, scale: float = DEFAULT_SCALE, batch_size: int = 256,
+                         progress: Callable[[int, int], None] | None = None) -> None:
+        """Embed every whole word of the vocabulary on its own with the current encoder, and add
+        `scale` * cos(u, word vector) to the head's scores from now on (core/word_vectors.py).
+        Recompute after the encoder changes; `scale` 0 removes them."""
+        self.word_vectors = None if scale == 0 else WordVectors.compute(
+            lambda words: self.encode(words, batch_size=batch_size, progress=progress), self.vocab.words, scale)
 
     def set_precision(self, precision: str) -> None:
         """Encode in "float32", "bfloat16" or "int8" from now on (`SentenceEncoder.set_precision`).
@@ -202,9 +240,14 @@ class Engine(VectorReadout):
     # ---- reverse dictionary -------------------------------------------------------------------
     @torch.inference_mode()
     def word_logits(self, vectors: np.ndarray | torch.Tensor) -> torch.Tensor:
-        """Head scores over the whole vocabulary for sentence vectors (n, d) -> (n, V)."""
+        """Word scores over the whole vocabulary for sentence vectors (n, d) -> (n, V): the head's
+        logits, plus scale * cos(u, word vector) when the engine has word vectors."""
         u = torch.as_tensor(np.asarray(vectors, dtype=np.float32))
-        return self.head(u.reshape(-1, u.shape[-1]))
+        u = u.reshape(-1, u.shape[-1])  # (n, d)
+        logits = self.head(u)  # (n, V)
+        if self.word_vectors is not None:
+            logits = logits + self.word_vectors.scores(u, logits.shape[1])
+        return logits
 
     def predict_words(self, text: str, k: int = 10, exclude_query_words: bool = False,
                       **filters) -> list[tuple[str, float]]:

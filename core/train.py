@@ -26,6 +26,7 @@ import torch
 from torch import nn
 
 from .word_eval import definition_pairs, evaluate_vectors
+from .word_vectors import DEFAULT_SCALE
 
 
 class TrainingCancelled(Exception):
@@ -44,6 +45,7 @@ class TrainConfig:
     sts_weight: float = 0.0       # selection score = dev MRR + sts_weight * STS-dev / 100
     head_lr: float = 0.0          # > 0: also train the head's transform, jointly (a first stage)
     max_steps: int = 0            # 0 = as many as `epochs` gives
+    word_vector_scale: float = DEFAULT_SCALE  # recompute word vectors at the end (0 = none)
     seed: int = 0
 
 
@@ -134,7 +136,9 @@ def train(engine, train_entries, dev_entries, config: TrainConfig = TrainConfig(
     The head stays frozen. Every `eval_every` steps the dev split is scored (MRR, plus STS-dev
     through `sts_dev(engine)` when given) and the best weights are kept; at the end the encoder
     holds the best weights. `should_stop()` is polled every step: when it turns true the encoder is
-    restored to its starting weights and TrainingCancelled is raised.
+    restored to its starting weights and TrainingCancelled is raised. Dev scores use the head alone
+    (word vectors go stale as the encoder moves); they are recomputed at the end with
+    `config.word_vector_scale`.
     `base_vectors`: the untrained encoder's vectors of the training definitions (for the drift
     penalty), if already computed.
     """
@@ -146,6 +150,7 @@ def train(engine, train_entries, dev_entries, config: TrainConfig = TrainConfig(
     if config.drift_weight and base_vectors is None:
         base_vectors = engine.encode(texts)
     start_state = _snapshot(engine)
+    start_word_vectors, engine.word_vectors = engine.word_vectors, None
     params = _trainable_parameters(engine, config.trainable_layers)
     groups = [{"params": params, "lr": config.lr}]
     if config.head_lr:
@@ -170,6 +175,7 @@ def train(engine, train_entries, dev_entries, config: TrainConfig = TrainConfig(
     for step in range(1, total + 1):
         if should_stop is not None and should_stop():
             _restore(engine, start_state)
+            engine.word_vectors = start_word_vectors
             raise TrainingCancelled(f"cancelled at step {step - 1} of {total}")
         idx = _next_batch(order, config.batch_size)
         loss = _defsent_loss(engine, [texts[i] for i in idx], torch.from_numpy(gold[idx]),
@@ -193,6 +199,7 @@ def train(engine, train_entries, dev_entries, config: TrainConfig = TrainConfig(
     engine.encoder.eval()
     engine.head.requires_grad_(False)
     engine._fingerprint = None
+    engine.add_word_vectors(config.word_vector_scale)
     return TrainResult(config, total, time.time() - t0, best["step"], best["dev"], history)
 
 

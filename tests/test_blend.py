@@ -39,6 +39,19 @@ def test_alpha_walks_from_the_base_to_the_checkpoint(trained, tiny_mlm_dir):
     assert not np.allclose(blend.engine.encode(TEXTS), base, atol=1e-4)
 
 
+def test_word_vectors_follow_the_blended_encoder(trained):
+    path, _ = trained
+    engine = Engine.load(path, decoder=None)
+    engine.add_word_vectors(scale=3.0)
+    engine.save_word_vectors(path)
+    blend = BlendedEngine(path)
+    for alpha in (1.0, 0.0):
+        words = [blend.engine.vocab.words[i] for i in blend.set_alpha(alpha).word_vectors.ids.tolist()]
+        fresh = blend.engine.encode(words, normalize=True)
+        np.testing.assert_allclose(blend.engine.word_vectors.vectors.numpy(), fresh, atol=1e-5)
+    assert blend.engine.word_vectors.scale == 3.0
+
+
 def test_fingerprint_follows_the_weights(trained):
     blend = BlendedEngine(trained[0])
     fingerprints = {alpha: blend.set_alpha(alpha).fingerprint for alpha in (0.0, 0.5, 0.0)}
