@@ -181,6 +181,23 @@ def test_train_for_encoder_writes_a_loadable_checkpoint(tokenizer, tmp_path):
     assert len(decoder.decode(link.encode(FIVE[:2]), beam_width=2)) == 2
 
 
+def test_training_can_start_from_another_encoders_decoder(tokenizer, tmp_path):
+    sentences, settings = FIVE * 4, TrainSettings(max_steps=2, batch_size=4)
+    first = tmp_path / "first"
+    train_for_encoder(sentences, make_link(tokenizer), first, {"emb_dim": 8, "hidden": 16, "layers": 1},
+                      settings, val_size=4, cache_dir=tmp_path / "cache", progress=False)
+    start, _, _ = checkpoint_module.read_checkpoint(first)
+    second = tmp_path / "second"  # another encoder: the same size, other embeddings
+    train_for_encoder(sentences, make_link(tokenizer, "fp-B"), second, {"hidden": 99}, settings, val_size=4,
+                      cache_dir=tmp_path / "cache", progress=False, init=first)
+    warm, _, manifest = checkpoint_module.read_checkpoint(second)
+    assert warm.config == start.config and manifest["training"]["init"] == str(first)
+    assert load_checkpoint(second, encoder_fingerprint="fp-B").manifest["encoder"]["fingerprint"] == "fp-B"
+    with pytest.raises(ValueError, match="another corpus"):
+        train_for_encoder(sentences[:3], make_link(tokenizer, "fp-B"), tmp_path / "third", {}, settings,
+                          val_size=1, cache_dir=tmp_path / "cache", progress=False, init=first)
+
+
 # ----------------------------------------------------------------------------- checkpoints
 
 def test_checkpoint_round_trip(tokenizer, tmp_path):

@@ -77,6 +77,22 @@ def save_checkpoint(target: Path, model: Vec2SentDecoder, vocab: PieceVocab, man
     return target
 
 
+def read_checkpoint(path: Path) -> tuple[Vec2SentDecoder, PieceVocab, dict]:
+    """The float32 model, vocabulary and manifest of a checkpoint, whichever encoder it was trained
+    on (to decode, use `load_checkpoint`, which checks the encoder)."""
+    path = Path(path)
+    manifest = json.loads((path / MANIFEST).read_text(encoding="utf-8"))
+    if manifest.get("format") != FORMAT:
+        raise ValueError(f"{path} is not a {FORMAT} checkpoint (format {manifest.get('format')!r})")
+    config = Vec2SentConfig.load(path / CONFIG)
+    vocab = PieceVocab.from_json(json.loads((path / VOCAB).read_text(encoding="utf-8")))
+    if len(vocab) != config.vocab_size:
+        raise ValueError(f"{path}: vocab.json has {len(vocab)} pieces, config says {config.vocab_size}")
+    model = Vec2SentDecoder(config)
+    model.load_state_dict({k: v.float() for k, v in load_file(str(path / WEIGHTS)).items()}, strict=True)
+    return model, vocab, manifest
+
+
 def load_checkpoint(path: Path, encoder_fingerprint: str, precision: str = "auto") -> Vec2Sent:
     """Load a checkpoint for the encoder with `encoder_fingerprint`; raise EncoderMismatchError if it
     was trained on another encoder.
@@ -86,23 +102,13 @@ def load_checkpoint(path: Path, encoder_fingerprint: str, precision: str = "auto
     """
     if precision not in DECODER_PRECISIONS:
         raise ValueError(f"unknown decoder precision {precision!r}; choose one of {DECODER_PRECISIONS}")
-    path = Path(path)
-    manifest = json.loads((path / MANIFEST).read_text(encoding="utf-8"))
-    if manifest.get("format") != FORMAT:
-        raise ValueError(f"{path} is not a {FORMAT} checkpoint (format {manifest.get('format')!r})")
+    model, vocab, manifest = read_checkpoint(path)
     trained_on = _encoder_fingerprint(manifest, path)
     if trained_on != encoder_fingerprint:
         raise EncoderMismatchError(
             f"Vec2Sent decoder {path} decodes embeddings of encoder {manifest['encoder'].get('name')!r} "
             f"(fingerprint {trained_on}), but the encoder in use has fingerprint {encoder_fingerprint}; "
             f"train a decoder for this encoder (python -m core.vec2sent.train)")
-    config = Vec2SentConfig.load(path / CONFIG)
-    vocab = PieceVocab.from_json(json.loads((path / VOCAB).read_text(encoding="utf-8")))
-    if len(vocab) != config.vocab_size:
-        raise ValueError(f"{path}: vocab.json has {len(vocab)} pieces, config says {config.vocab_size}")
-    model = Vec2SentDecoder(config)
-    weights = {k: v.float() for k, v in load_file(str(path / WEIGHTS)).items()}
-    model.load_state_dict(weights, strict=True)
     if precision == "bfloat16" or (precision == "auto" and native_bfloat16()):
         model = model.to(torch.bfloat16)
     return Vec2Sent(model.eval(), vocab, manifest)

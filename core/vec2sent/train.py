@@ -24,7 +24,7 @@ from torch.nn import functional as F
 from tqdm import tqdm
 
 from core.checkpoint import save_npy_atomically
-from core.vec2sent.checkpoint import save_checkpoint
+from core.vec2sent.checkpoint import read_checkpoint, save_checkpoint
 from core.vec2sent.encoder_link import EncoderLink, link_engine
 from core.vec2sent.model import Vec2SentConfig, Vec2SentDecoder
 from core.vec2sent.vocab import BOS, EOS, PAD, PieceVocab
@@ -206,22 +206,26 @@ def train_decoder(model: Vec2SentDecoder, data: TrainingData, settings: TrainSet
 
 def train_for_encoder(sentences: list[str], link: EncoderLink, out: Path, config_overrides: dict,
                       settings: TrainSettings, val_size: int = 500,
-                      cache_dir: Path = EMBEDDING_CACHE, progress: bool = True) -> TrainStats:
-    """Embed (cached), build the vocabulary, train, and save the checkpoint at `out`."""
+                      cache_dir: Path = EMBEDDING_CACHE, progress: bool = True,
+                      init: Path | None = None) -> TrainStats:
+    """Embed (cached), build the vocabulary, train, and save the checkpoint at `out`.
+
+    `init`: start from that decoder's weights and architecture (`config_overrides` are then unused),
+    e.g. the decoder of the encoder this one was fine-tuned or blended from; it must have been
+    trained on the same corpus (same piece vocabulary)."""
     embeddings = cached_embeddings(sentences, link, cache_dir)
     vocab, data = prepare_data(sentences, embeddings, link.tokenizer)
     order = np.random.default_rng(settings.seed).permutation(len(sentences))
     train, validation = data.subset(order[val_size:]), data.subset(order[:val_size])
-    config = Vec2SentConfig(vocab_size=len(vocab), sent_dim=embeddings.shape[1],
-                            max_length=LONGEST_TRAINED_SENTENCE + 1, **config_overrides)
     torch.manual_seed(settings.seed)
-    model = Vec2SentDecoder(config)
+    model = _initial_model(init, vocab, embeddings.shape[1], config_overrides)
 
     def save(stats: TrainStats) -> None:
         manifest = {"encoder": {"name": link.name, "fingerprint": link.fingerprint},
                     "training": {"settings": asdict(settings), "parameters": model.num_parameters(),
                                  "train_sentences": len(train.sequences),
                                  "validation_sentences": len(validation.sequences),
+                                 "init": str(init) if init else None,
                                  "sentences_per_second": round(stats.sentences_per_second, 1),
                                  **asdict(stats)}}
         save_checkpoint(out, model, vocab, manifest)
@@ -231,11 +235,25 @@ def train_for_encoder(sentences: list[str], link: EncoderLink, out: Path, config
     return stats
 
 
+def _initial_model(init: Path | None, vocab, sent_dim: int, config_overrides: dict) -> Vec2SentDecoder:
+    if init is None:
+        return Vec2SentDecoder(Vec2SentConfig(vocab_size=len(vocab), sent_dim=sent_dim,
+                                              max_length=LONGEST_TRAINED_SENTENCE + 1, **config_overrides))
+    model, init_vocab, _ = read_checkpoint(init)
+    if init_vocab != vocab or model.config.sent_dim != sent_dim:
+        raise ValueError(f"{init} was trained on another corpus or encoder size: its vocabulary "
+                         f"({len(init_vocab)} pieces) or embedding size ({model.config.sent_dim}) differs "
+                         f"from this run's ({len(vocab)}, {sent_dim}); train without --init")
+    return model
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--encoder", type=Path, required=True, help="encoder checkpoint (core.engine)")
     parser.add_argument("--corpus", type=Path, default=REPO_ROOT / "data/cache/corpus")
     parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--init", type=Path, help="start from this decoder (same corpus), e.g. the "
+                        "decoder of the encoder this one was fine-tuned or blended from")
     parser.add_argument("--minutes", type=float, default=TrainSettings.minutes)
     parser.add_argument("--max-steps", type=int, default=None)
     parser.add_argument("--batch-size", type=int, default=TrainSettings.batch_size)
@@ -262,7 +280,8 @@ def main(argv: list[str] | None = None) -> None:
     overrides = {"emb_dim": args.emb_dim, "hidden": args.hidden, "layers": args.layers,
                  "dropout": args.dropout, "init_state": not args.no_init_state,
                  "tie_weights": not args.no_tie}
-    stats = train_for_encoder(sentences, link_engine(args.encoder), args.out, overrides, settings)
+    stats = train_for_encoder(sentences, link_engine(args.encoder), args.out, overrides, settings,
+                              init=args.init)
     print(f"{stats.steps} steps, {stats.epochs:.2f} epochs, {stats.sentences_per_second:.0f} sentences/s, "
           f"final loss {stats.curve[-1]['loss']}; saved {args.out}")
 
