@@ -171,14 +171,16 @@ class Engine(VectorReadout):
         self.manifest = manifest
         return path
 
-    def save_word_vectors(self, path: str | Path) -> Path:
+    def save_word_vectors(self, path: str | Path, metrics: dict | None = None) -> Path:
         """Replace the word vectors of the checkpoint at `path` (this engine's) by this engine's,
-        atomically, leaving its encoder and head files byte for byte as they are."""
+        atomically, leaving its encoder and head files byte for byte as they are; `metrics` are
+        added to the manifest's."""
         path = Path(path)
         manifest = read_manifest(path)
         if manifest["base"]["fingerprint"] != self.base_fingerprint:
             raise CheckpointError(f"{path} holds a checkpoint of another base model")
         manifest.pop("word_vectors", None)
+        manifest["metrics"] = {**manifest.get("metrics", {}), **(metrics or {})}
         with atomic_directory(path) as tmp:
             for name in (ENCODER_DELTA, HEAD_WEIGHTS, HEAD_CONFIG):
                 shutil.copy2(path / name, tmp / name)

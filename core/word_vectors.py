@@ -68,24 +68,27 @@ class WordVectors:
 def main(argv: Sequence[str] | None = None) -> int:
     from .dictionary import load_wordnet, split_by_word
     from .engine import Engine
-    from .word_eval import definition_pairs, evaluate_vectors, format_table
+    from .word_eval import definition_pairs, evaluate_vectors, evaluate_words, format_table
 
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--model", type=Path, default=None, help="checkpoint directory (default: the shipped one)")
     p.add_argument("--sweep", type=float, nargs="*", default=[], help="scales to evaluate (0 = head alone)")
     p.add_argument("--split", default="dev", choices=["dev", "test"], help="WordNet split for --sweep")
     p.add_argument("--scale", type=float, default=DEFAULT_SCALE, help="scale to store with --write")
-    p.add_argument("--write", action="store_true", help="compute the vectors and add them to --model")
+    p.add_argument("--write", action="store_true", help="compute the vectors and add them to --model, with "
+                   "the dev and test metrics they give (--record-split to choose)")
+    p.add_argument("--record-split", nargs="*", default=["dev", "test"], choices=["dev", "test"])
     p.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default)")
     args = p.parse_args(argv)
     if args.threads:
         torch.set_num_threads(args.threads)
 
     engine = Engine.load(args.model, decoder=None)
+    split = split_by_word(load_wordnet(), seed=engine.manifest.get("training", {}).get("split_seed", 0))
     if args.sweep:
         print(f"encoding {sum(w is not None for w in engine.vocab.words)} words and the {args.split} definitions...")
         engine.add_word_vectors(args.scale)
-        texts, gold = definition_pairs(getattr(split_by_word(load_wordnet(), seed=0), args.split), engine.vocab)
+        texts, gold = definition_pairs(getattr(split, args.split), engine.vocab)
         vectors = engine.encode(texts)
         rows = {}
         for scale in args.sweep:
@@ -96,7 +99,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.model is None:
             raise SystemExit("--write needs an explicit --model")
         engine.add_word_vectors(args.scale)
-        engine.save_word_vectors(args.model)
+        metrics = {f"{part}, word vectors": evaluate_words(engine, getattr(split, part)) for part in args.record_split}
+        engine.save_word_vectors(args.model, metrics)
+        print(format_table(metrics))
         print(f"wrote {args.model / WORD_VECTORS} (scale {args.scale:g})")
     return 0
 

@@ -76,12 +76,14 @@ def test_checkpoint_round_trip_and_untrained_load_uses_the_base(engine, tmp_path
 
 
 def test_save_word_vectors_keeps_encoder_files_and_fingerprint(engine, tmp_path):
-    path = engine.save(tmp_path / "ckpt")
+    path = engine.save(tmp_path / "ckpt", metrics={"test": {"mrr": 0.1}})
     before = {f.name: f.read_bytes() for f in path.iterdir() if f.name != MANIFEST}
     loaded = Engine.load(path)
     fingerprint = loaded.fingerprint
     loaded.add_word_vectors(scale=4.0)
-    loaded.save_word_vectors(path)
+    loaded.save_word_vectors(path, metrics={"test, word vectors": {"mrr": 0.2}})
+    assert json.loads((path / MANIFEST).read_text())["metrics"] == {"test": {"mrr": 0.1},
+                                                                     "test, word vectors": {"mrr": 0.2}}
     assert all((path / name).read_bytes() == data for name, data in before.items())
     reloaded = Engine.load(path)
     assert reloaded.fingerprint == fingerprint and reloaded.word_vectors.scale == 4.0
@@ -124,6 +126,6 @@ def test_cancelled_training_keeps_the_starting_word_vectors(engine):
 
 def test_cli_writes_word_vectors_into_a_checkpoint(engine, tmp_path, capsys):
     path = engine.save(tmp_path / "ckpt")
-    assert main(["--model", str(path), "--write", "--scale", "12"]) == 0
+    assert main(["--model", str(path), "--write", "--scale", "12", "--record-split"]) == 0
     assert "scale 12" in capsys.readouterr().out
     assert Engine.load(path).word_vectors.scale == 12.0
