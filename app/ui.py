@@ -151,7 +151,9 @@ def _reverse_tab(studio: Studio) -> None:
                 with gr.Row():
                     initial = gr.Textbox(label="Starts with", max_length=10)
                     pattern = gr.Textbox(label="Pattern (? one letter, * any)", placeholder="l?ad*", max_length=64)
-                exclude = gr.Checkbox(label="Exclude the words of my description")
+                # On by default: a description rarely names its word, and word vectors rank the
+                # description's own words high ("books" for "a place where books are kept").
+                exclude = gr.Checkbox(True, label="Exclude the words of my description")
             compare = gr.Checkbox(label="Compare with the model before DefSent training, side by side")
             go_button = gr.Button("Find words", variant="primary", elem_id="rd-go")
         with gr.Column(scale=2):
