@@ -46,6 +46,7 @@ class TrainConfig:
     head_lr: float = 0.0          # > 0: also train the head's transform, jointly (a first stage)
     max_steps: int = 0            # 0 = as many as `epochs` gives
     word_vector_scale: float = DEFAULT_SCALE  # recompute word vectors at the end (0 = none)
+    word_vector_objective: bool = False  # train and select on head + word vectors (refreshed per evaluation)
     seed: int = 0
 
 
@@ -136,9 +137,9 @@ def train(engine, train_entries, dev_entries, config: TrainConfig = TrainConfig(
     The head stays frozen. Every `eval_every` steps the dev split is scored (MRR, plus STS-dev
     through `sts_dev(engine)` when given) and the best weights are kept; at the end the encoder
     holds the best weights. `should_stop()` is polled every step: when it turns true the encoder is
-    restored to its starting weights and TrainingCancelled is raised. Dev scores use the head alone
-    (word vectors go stale as the encoder moves); they are recomputed at the end with
-    `config.word_vector_scale`.
+    restored to its starting weights and TrainingCancelled is raised. Dev scores use the head alone,
+    or with `word_vector_objective` the head plus word vectors (then also in the loss, recomputed
+    at every evaluation); at the end they are recomputed with `config.word_vector_scale`.
     `base_vectors`: the untrained encoder's vectors of the training definitions (for the drift
     penalty), if already computed.
     """
@@ -162,6 +163,8 @@ def train(engine, train_entries, dev_entries, config: TrainConfig = TrainConfig(
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: min(1.0, (s + 1) / warmup))
 
     def evaluate() -> dict:
+        if config.word_vector_objective:  # the encoder moved: its words' own embeddings too
+            engine.add_word_vectors(config.word_vector_scale)
         metrics = evaluate_vectors(engine, engine.encode(dev_texts), dev_gold)
         if sts_dev is not None:
             metrics["sts_dev"] = float(sts_dev(engine))
@@ -207,7 +210,10 @@ def _defsent_loss(engine, texts: list[str], gold: torch.Tensor, base_u: torch.Te
                   drift_weight: float) -> torch.Tensor:
     engine.encoder.train()
     u = engine.encoder(**engine.encoder.tokenize(texts))  # (B, H)
-    loss = nn.functional.cross_entropy(engine.head(u), gold)
+    logits = engine.head(u)  # (B, V)
+    if engine.word_vectors is not None:  # only with `word_vector_objective`; fixed vectors, grad through u
+        logits = logits + engine.word_vectors.scores(u, logits.shape[1])
+    loss = nn.functional.cross_entropy(logits, gold)
     if drift_weight and base_u is not None:
         loss = loss + drift_weight * (1 - nn.functional.cosine_similarity(u, base_u, dim=-1)).mean()
     return loss

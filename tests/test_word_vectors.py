@@ -11,6 +11,7 @@ from core import CheckpointError, Engine
 from core.checkpoint import MANIFEST
 from core.dictionary import Entry
 from core.train import TrainConfig, TrainingCancelled, train
+from core.word_eval import evaluate_words
 from core.word_vectors import WORD_VECTORS, WordVectors, main
 
 ENTRIES = [Entry("dog", "a small animal that people keep"), Entry("king", "the man in charge of the city"),
@@ -129,3 +130,14 @@ def test_cli_writes_word_vectors_into_a_checkpoint(engine, tmp_path, capsys):
     assert main(["--model", str(path), "--write", "--scale", "12", "--record-split"]) == 0
     assert "scale 12" in capsys.readouterr().out
     assert Engine.load(path).word_vectors.scale == 12.0
+
+
+def test_word_vector_objective_trains_through_the_cosine_term(engine):
+    config = TrainConfig(lr=3e-3, max_steps=20, batch_size=4, eval_every=10, seed=1, word_vector_scale=20.0,
+                         word_vector_objective=True)
+    result = train(engine, ENTRIES, ENTRIES, config)
+    assert result.best_dev["mrr"] > result.history[0]["mrr"]
+    u = torch.from_numpy(engine.encode(["king"])).requires_grad_(True)
+    engine.word_vectors.scores(u, len(engine.vocab)).sum().backward()
+    assert u.grad.abs().sum() > 0  # the loss reaches the encoder through cos(u, w)
+    assert evaluate_words(engine, ENTRIES)["mrr"] == pytest.approx(result.best_dev["mrr"], abs=1e-4)
