@@ -330,8 +330,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--split-seed", type=int, default=0, help="seed of the 80/10/10 split by word")
     p.add_argument("--threads", type=int, default=0,
                    help="torch threads (0: torch's default; 1 is fastest on a busy 2-core machine)")
+    p.add_argument("--head-from", type=Path, help="start from the base of this checkpoint with its head "
+                   "(the encoder's training is redone, the head stage skipped)")
     for f in TrainConfig.__dataclass_fields__.values():
-        p.add_argument("--" + f.name.replace("_", "-"), type=type(f.default), default=f.default)
+        flag = "--" + f.name.replace("_", "-")
+        if isinstance(f.default, bool):
+            p.add_argument(flag, action=argparse.BooleanOptionalAction, default=f.default)
+        else:
+            p.add_argument(flag, type=type(f.default), default=f.default)
     args = p.parse_args(argv)
     config = TrainConfig(**{k: getattr(args, k) for k in TrainConfig.__dataclass_fields__})
     if args.threads:
@@ -347,7 +353,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         entries, source = load_wordnet(), "WordNet 3.0 (core/data/wordnet.jsonl.gz)"
     split = split_by_word(entries, seed=args.split_seed)
     print(split.report())
+    if args.init and args.head_from:
+        p.error("--init and --head-from both choose the starting model: give one")
     engine = (Engine.load(args.init) if args.init
+              else Engine.load(args.head_from, untrained=True) if args.head_from
               else Engine.from_base(args.base, args.pooling, args.head_kind, unit_rows=args.unit_rows))
     engine.manifest["head"]["origin"] = head_stage(engine, split, args.head_stage, args.head_epochs, args.split_seed)
     print("word head:", engine.manifest["head"]["origin"])

@@ -102,6 +102,24 @@ def test_cli_trains_and_saves_a_loadable_checkpoint(tiny_base_dir, tmp_path, cap
     assert Engine.load(out).encode(["a dog"]).shape == (1, 32)
 
 
+def test_cli_head_from_reuses_a_head_and_trains_on_word_vectors(tiny_base_dir, tmp_path):
+    dictionary = tmp_path / "dict.tsv"
+    dictionary.write_text("\n".join(["word\tdefinition"] + [f"{w}\t{d} {i}" for i in range(3) for w, d in PAIRS]),
+                          encoding="utf-8")
+    first, second = tmp_path / "first", tmp_path / "second"
+    common = ["--base", str(tiny_base_dir), "--dictionary", str(dictionary), "--max-steps", "2",
+              "--batch-size", "4", "--eval-every", "1", "--head-epochs", "2", "--senteval", str(tmp_path / "absent")]
+    assert main(["--out", str(first), *common]) == 0
+    assert main(["--out", str(second), "--head-from", str(first), "--word-vector-objective",
+                 "--word-vector-scale", "5", *common]) == 0
+    manifest = json.loads((second / MANIFEST).read_text())
+    assert manifest["training"]["result"]["config"]["word_vector_objective"] is True
+    assert manifest["word_vectors"]["scale"] == 5.0
+    assert (first / "head.safetensors").read_bytes() == (second / "head.safetensors").read_bytes()
+    with pytest.raises(SystemExit):
+        main(["--out", str(tmp_path / "x"), "--init", str(first), "--head-from", str(first), *common])
+
+
 def test_cli_rejects_an_invalid_dictionary_and_writes_nothing(tiny_base_dir, tmp_path):
     bad = tmp_path / "bad.csv"
     bad.write_text("foo,bar\n1,2\n", encoding="utf-8")
