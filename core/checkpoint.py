@@ -126,6 +126,7 @@ def atomic_directory(target: Path) -> Iterator[Path]:
 
 def _fsync_tree(directory: Path) -> None:
     for file in directory.iterdir():
+        os.chmod(file, 0o644)  # safetensors writes owner-only files; a checkpoint is readable like any folder
         with open(file, "rb") as fh:
             os.fsync(fh.fileno())
 

@@ -66,6 +66,7 @@ def test_checkpoint_round_trip_and_untrained_load_uses_the_base(engine, tmp_path
     path = engine.save(tmp_path / "ckpt")
     manifest = json.loads((path / MANIFEST).read_text())
     assert manifest["word_vectors"]["scale"] == 7.0 and (path / WORD_VECTORS).is_file()
+    assert all(f.stat().st_mode & 0o777 == 0o644 for f in path.iterdir())  # readable like any folder
     loaded = Engine.load(path)
     assert loaded.word_vectors.scale == 7.0
     text = ["water that runs to the sea"]
