@@ -53,7 +53,10 @@ get the word.
 
 The **word head** is the masked-language-model head of BERT-style models (a base that ships without
 one, like all-MiniLM-L6-v2, gets one fitted before DefSent training), kept frozen and tied to the
-input word embeddings, so it can read *any* sentence vector as a distribution over words.
+input word embeddings, so it can read *any* sentence vector as a distribution over words. The
+shipped model adds **word vectors**: each word's own embedding, so a description also scores each
+word by how close it lies to that word in the same space; the two scores together rank the right
+word higher than either alone.
 
 **Vec2Sent** (Kerscher & Eger, 2020) is a decoder trained to turn sentence vectors back into
 sentences; with it, analogies and interpolations between sentences can be read as text.

@@ -63,7 +63,20 @@ class WordHead(nn.Module):
         return self.embeddings / norms.clamp(min=1e-6) * norms.mean()
 
     def forward(self, u: torch.Tensor) -> torch.Tensor:
-        return self.transform(u) @ self.decoder_matrix().T + self.bias  # (B, V)
+        return self.transform(u) @ self._decoder_t() + self.bias  # (B, V)
+
+    def _decoder_t(self) -> torch.Tensor:
+        """decoder_matrix().T (H, V). E is frozen, so it is a contiguous copy, kept until E changes:
+        a product with it reads memory in order and runs twice as fast as with a transposed view."""
+        E = self.embeddings
+        if E.requires_grad:
+            return self.decoder_matrix().T
+        key = (E.data_ptr(), E._version, E.dtype, self.config.unit_rows)
+        if getattr(self, "_cached_key", None) != key:
+            with torch.inference_mode(False), torch.no_grad():  # usable later by training too
+                self._cached_t = self.decoder_matrix().T.contiguous()
+            self._cached_key = key
+        return self._cached_t
 
     def own_state_dict(self) -> dict[str, torch.Tensor]:
         """The head's own weights, without the shared embedding matrix."""

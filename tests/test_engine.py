@@ -179,3 +179,14 @@ def test_unit_rows_head_scores_against_equal_length_rows():
     assert head(u).argmax().item() == 3
     plain = WordHead(WordHeadConfig(8, 12, kind="identity"), torch.nn.Parameter(E))
     torch.testing.assert_close(plain.decoder_matrix(), E)
+
+
+def test_head_scores_follow_the_embeddings_through_its_cached_transpose():
+    E = torch.randn(12, 8)
+    head = WordHead(WordHeadConfig(8, 12, kind="identity"), E).eval()
+    u = torch.randn(3, 8)
+    torch.testing.assert_close(head(u), u @ E.T)
+    E.mul_(2.0)  # an in-place change must not leave a stale copy behind
+    torch.testing.assert_close(head(u), u @ E.T)
+    head.config.unit_rows = True
+    torch.testing.assert_close(head(u), u @ head.decoder_matrix().T)
