@@ -47,6 +47,8 @@ class TrainConfig:
     max_steps: int = 0            # 0 = as many as `epochs` gives
     word_vector_scale: float = DEFAULT_SCALE  # recompute word vectors at the end (0 = none)
     word_vector_objective: bool = False  # train and select on head + word vectors (refreshed per evaluation)
+    live_words: int = 0           # with word_vector_objective: a second loss over the batch's words and
+                                  # this many random ones, embedded every step (gradient through them)
     seed: int = 0
 
 
@@ -183,7 +185,7 @@ def train(engine, train_entries, dev_entries, config: TrainConfig = TrainConfig(
         idx = _next_batch(order, config.batch_size)
         loss = _defsent_loss(engine, [texts[i] for i in idx], torch.from_numpy(gold[idx]),
                              None if base_vectors is None else torch.from_numpy(base_vectors[idx]),
-                             config.drift_weight)
+                             config.drift_weight, config.live_words)
         optimizer.zero_grad()
         loss.backward()
         optimizer.step()
@@ -207,16 +209,32 @@ def train(engine, train_entries, dev_entries, config: TrainConfig = TrainConfig(
 
 
 def _defsent_loss(engine, texts: list[str], gold: torch.Tensor, base_u: torch.Tensor | None,
-                  drift_weight: float) -> torch.Tensor:
+                  drift_weight: float, live_words: int = 0) -> torch.Tensor:
     engine.encoder.train()
     u = engine.encoder(**engine.encoder.tokenize(texts))  # (B, H)
     logits = engine.head(u)  # (B, V)
     if engine.word_vectors is not None:  # only with `word_vector_objective`; fixed vectors, grad through u
         logits = logits + engine.word_vectors.scores(u, logits.shape[1])
     loss = nn.functional.cross_entropy(logits, gold)
+    if live_words and engine.word_vectors is not None:
+        loss = loss + _live_words_loss(engine, u, gold, live_words)
     if drift_weight and base_u is not None:
         loss = loss + drift_weight * (1 - nn.functional.cosine_similarity(u, base_u, dim=-1)).mean()
     return loss
+
+
+def _live_words_loss(engine, u: torch.Tensor, gold: torch.Tensor, n_random: int) -> torch.Tensor:
+    """Cross-entropy over the batch's words and `n_random` sampled words, all embedded now (with
+    gradient), scored as head(u) + scale * cos(u, w): moves each word's own embedding towards its
+    definitions. A softmax of its own: mixed with the stored (stale) vectors, the live ones could
+    win by all drifting one way, which teaches nothing."""
+    wv = engine.word_vectors
+    candidates, target = torch.unique(torch.cat([gold, wv.ids[torch.randint(len(wv.ids), (n_random,))]]),
+                                      return_inverse=True)  # (L,), target[:B] = gold's position
+    w = engine.encoder(**engine.encoder.tokenize([engine.vocab.words[i] for i in candidates.tolist()]))  # (L, H)
+    cos = nn.functional.normalize(u, dim=1) @ nn.functional.normalize(w, dim=1).T  # (B, L)
+    logits = engine.head(u)[:, candidates] + wv.scale * cos  # (B, L)
+    return nn.functional.cross_entropy(logits, target[: len(gold)])
 
 
 def _trainable_parameters(engine, top_layers: int) -> list[nn.Parameter]:
