@@ -5,7 +5,8 @@
 
 Embeds held-out sentences (the first --sentences lines of data/cache/corpus/test.txt, or a few
 built-in ones when the corpus has not been built), then times `engine.decode(vector, beam=...)` for
-each embedding alone (encoding is not timed) and prints the median and 90th percentile in ms, with
+each embedding alone (encoding the held-out sentence is not timed; re-encoding the beam's hypotheses
+for reranking is) and prints the median and 90th percentile in ms, with
 a few decoded examples.
 """
 from __future__ import annotations
@@ -39,13 +40,13 @@ def held_out_sentences(limit: int) -> tuple[list[str], str]:
     return BUILT_IN[:limit], f"{min(limit, len(BUILT_IN))} built-in sentences ({HELD_OUT.name} not built)"
 
 
-def latencies_ms(engine: Engine, vectors: np.ndarray, beam: int) -> list[float]:
+def latencies_ms(engine: Engine, vectors: np.ndarray, beam: int, rerank: bool) -> list[float]:
     """Time decoding each vector alone, after one untimed warm-up."""
-    engine.decode(vectors[0], beam=beam)
+    engine.decode(vectors[0], beam=beam, rerank=rerank)
     times = []
     for vector in vectors:
         start = time.perf_counter()
-        engine.decode(vector, beam=beam)
+        engine.decode(vector, beam=beam, rerank=rerank)
         times.append((time.perf_counter() - start) * 1000)
     return times
 
@@ -82,9 +83,9 @@ def main() -> int:
     print("| decoding one sentence | precision | median ms | p90 ms |\n|---|---|---:|---:|")
     for precision in args.precision:
         engine.set_decoder(args.decoder, checkpoints, precision)
-        for beam in dict.fromkeys((args.beam, 1)):
-            times = latencies_ms(engine, vectors, beam)
-            label = "greedy" if beam == 1 else f"beam {beam}"
+        for beam, rerank in dict.fromkeys(((args.beam, True), (args.beam, False), (1, False))):
+            times = latencies_ms(engine, vectors, beam, rerank)
+            label = "greedy" if beam == 1 else f"beam {beam}" + (" + rerank" if rerank else "")
             print(f"| {label} | {precision} | {statistics.median(times):.1f} | {p90(times):.1f} |")
     print()
     decoded = engine.decode(vectors[:args.examples], beam=args.beam)

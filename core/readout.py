@@ -210,10 +210,12 @@ class VectorReadout:
         """The Vec2Sent decoder for this encoder, or None."""
         return self._decoder.get()
 
-    def decode(self, vectors: np.ndarray, beam: int = 5, max_length: int | None = None) -> list[str]:
+    def decode(self, vectors: np.ndarray, beam: int = 5, max_length: int | None = None,
+               rerank: bool = True) -> list[str]:
         """One sentence per row of `vectors` (n, d) or for one vector (d,), decoded in batches:
         beam search of width `beam`, greedy when beam == 1; at most `max_length` pieces (default:
-        the decoder's). NoDecoderError when the engine has no decoder."""
+        the decoder's). With `rerank` the beam's hypotheses are encoded again and the one closest
+        to the vector is returned. NoDecoderError when the engine has no decoder."""
         _check_count("beam", beam, 1)
         decoder = self.decoder
         if decoder is None:
@@ -221,7 +223,8 @@ class VectorReadout:
                       f"{self.fingerprint})" if self._decoder_search else "none was chosen (decoder=None, or built with from_base)")
             raise NoDecoderError(f"this engine has no Vec2Sent decoder: {reason}. Load one with "
                                  f"Engine.load(decoder=PATH) or train one with python -m core.vec2sent.train")
-        return decoder.decode(vectors, beam_width=int(beam), max_length=max_length)
+        return decoder.decode(vectors, beam_width=int(beam), max_length=max_length,
+                              rerank_with=self.encode if rerank else None)
 
     def evaluate_expression(self, expression: str, sentences: Mapping[str, str]) -> np.ndarray:
         """The vector (d,) that `expression` ("b - a + c": names, numbers, + - * /, parentheses)

@@ -13,6 +13,8 @@ from core import CheckpointError, Engine
 from core.readout import EmbeddedTexts, NoDecoderError, dictionary_reference, find_decoder_dir
 from core.vec2sent import (EncoderMismatchError, ExpressionError, Vec2SentConfig, Vec2SentDecoder, beam_search,
                            greedy_decode, save_checkpoint)
+from core.vec2sent.checkpoint import closest_hypotheses
+from core.vec2sent.decode import beam_search_nbest
 from core.vec2sent.vocab import EOS, PieceVocab
 from tests.conftest import TINY_WORDS
 
@@ -92,6 +94,32 @@ def test_beam_one_is_greedy(engine):
     greedy = [vocab.to_text(ids) for ids in greedy_decode(model, by_hand, MAX_LENGTH)]
     assert engine.decode(vectors, beam=1) == greedy
     assert [vocab.to_text(ids) for ids in beam_search(model, by_hand, 1, 0.6, MAX_LENGTH)] == greedy
+
+
+def test_reranking_returns_the_beam_hypothesis_closest_to_the_vector(engine):
+    vectors = engine.encode(SENTENCES)
+    model, vocab = engine.decoder.model, engine.decoder.vocab
+    beams = [[vocab.to_text(h) for h in hyps] for hyps in beam_search_nbest(model, torch.from_numpy(vectors), 5, 0.6, MAX_LENGTH)]
+    assert engine.decode(vectors, beam=5, rerank=False) == [hyps[0] for hyps in beams]
+    reranked = engine.decode(vectors, beam=5)
+    for hyps, vector, picked in zip(beams, vectors, reranked):
+        cos = engine.similarity(np.stack([vector]), [h for h in hyps if h.strip()])[0]
+        assert picked in hyps
+        assert float(engine.similarity(vector[None], [picked])[0, 0]) == pytest.approx(cos.max(), abs=1e-5)
+
+
+def test_closest_hypotheses_by_hand():
+    table = {"a": [1.0, 0.0], "b": [0.0, 1.0], "c": [0.6, 0.8]}
+    calls = []
+
+    def encode(texts):
+        calls.append(list(texts))
+        return np.array([table[t] for t in texts], dtype=np.float32)
+
+    vectors = np.array([[0.0, 2.0], [1.0, 0.1], [0.0, 1.0]], dtype=np.float32)
+    picked = closest_hypotheses([["a", "c", "b"], ["c", "a", ""], ["", " "]], vectors, encode)
+    assert picked == ["b", "a", ""]
+    assert calls == [["a", "b", "c"]]  # each distinct non-empty text embedded once
 
 
 @pytest.mark.parametrize("beam", [0, -1, 1.5, True, "5"])

@@ -54,7 +54,7 @@ def test_vec2sent_task_scores_the_decoder_found_beside_the_checkpoint(encoder_di
     references = SENTENCES[:4]
     greedy = engine.decoder.decode(engine.encode(references), beam_width=1)
     scores = score_reconstructions(references, greedy)
-    assert list(result.rows) == ["greedy", "beam 5"] and not result.missing
+    assert list(result.rows) == ["greedy", "beam 5", "beam 5, reranked"] and not result.missing
     assert result.rows["greedy"]["BLEU"] == pytest.approx(scores.bleu)
     assert result.rows["greedy"]["Id"] == pytest.approx(scores.identity)
     top_word = lambda texts: [r[0][0] for r in engine.predict_words_batch(texts, k=1)]

@@ -15,12 +15,12 @@ from .base import EvaluationConfig, TaskResult, TextEncoder
 from .files import MissingDataError, read_sentences
 
 DEFAULT_TEST = Path(__file__).resolve().parents[2] / "data" / "cache" / "corpus" / "test.txt"
-BEAMS = {"greedy": 1, "beam 5": 5}
+BEAMS = {"greedy": (1, False), "beam 5": (5, False), "beam 5, reranked": (5, True)}  # (width, rerank)
 DATASET = "Vec2Sent"
 
 
 def run_vec2sent(encoder: TextEncoder, config: EvaluationConfig) -> TaskResult:
-    """Rows "greedy" and "beam 5": Id, PERM, Id/PERM, BLEU and top word (all %, BLEU 0-100)."""
+    """Rows "greedy", "beam 5" and "beam 5, reranked" (by cosine to the vector): Id, PERM, Id/PERM, BLEU and top word (all %, BLEU 0-100)."""
     from core.vec2sent.diagnostics import round_trip_agreement, score_reconstructions
     from core.vec2sent.encoder_link import top_words
 
@@ -33,8 +33,8 @@ def run_vec2sent(encoder: TextEncoder, config: EvaluationConfig) -> TaskResult:
     references = read_sentences(test)[:config.decoder_sentences]
     vectors = encoder.encode(references)
     rows = {}
-    for name, width in BEAMS.items():
-        hypotheses = decoder.decode(vectors, beam_width=width)
+    for name, (width, rerank) in BEAMS.items():
+        hypotheses = decoder.decode(vectors, beam_width=width, rerank_with=encoder.encode if rerank else None)
         scores = score_reconstructions(references, hypotheses)
         values = {"Id": scores.identity, "PERM": scores.permutation, "Id/PERM": scores.identity_over_permutation,
                   "BLEU": scores.bleu, "top word": round_trip_agreement(references, hypotheses, partial(top_words, encoder))}

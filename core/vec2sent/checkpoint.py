@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 import torch
@@ -20,7 +21,7 @@ from safetensors.torch import load_file, save_file
 
 from core.checkpoint import atomic_directory
 from core.hardware import native_bfloat16
-from core.vec2sent.decode import beam_search, greedy_decode
+from core.vec2sent.decode import beam_search_nbest, greedy_decode
 from core.vec2sent.model import Vec2SentConfig, Vec2SentDecoder
 from core.vec2sent.vocab import PieceVocab
 
@@ -41,8 +42,14 @@ class Vec2Sent:
     manifest: dict
 
     def decode(self, vectors: np.ndarray, beam_width: int = 1, alpha: float = 0.6,
-               max_length: int | None = None, batch_size: int = 256) -> list[str]:
-        """One sentence per row of `vectors` (n, sent_dim); greedy when beam_width == 1."""
+               max_length: int | None = None, batch_size: int = 256,
+               rerank_with: Callable[[list[str]], np.ndarray] | None = None) -> list[str]:
+        """One sentence per row of `vectors` (n, sent_dim); greedy when beam_width == 1.
+
+        With `rerank_with` (the encoder's `encode`) and a beam, every hypothesis of the final beam
+        is embedded again and the one closest to its vector (cosine) wins: the decoder's likeliest
+        sentence is not always the one that means the vector (README, Vec2Sent).
+        """
         vectors = np.atleast_2d(np.asarray(vectors, dtype=np.float32))
         if vectors.shape[1] != self.model.config.sent_dim:
             raise ValueError(f"vectors have {vectors.shape[1]} dimensions, the decoder expects "
@@ -52,11 +59,31 @@ class Vec2Sent:
         for start in range(0, len(vectors), batch_size):
             batch = torch.from_numpy(vectors[start:start + batch_size])
             if beam_width == 1:
-                ids = greedy_decode(self.model, batch, max_length)
-            else:
-                ids = beam_search(self.model, batch, beam_width, alpha, max_length)
-            sentences.extend(self.vocab.to_text(row) for row in ids)
+                sentences.extend(self.vocab.to_text(row) for row in greedy_decode(self.model, batch, max_length))
+                continue
+            beams = [[self.vocab.to_text(h) for h in hypotheses]
+                     for hypotheses in beam_search_nbest(self.model, batch, beam_width, alpha, max_length)]
+            sentences.extend(closest_hypotheses(beams, batch.numpy(), rerank_with) if rerank_with
+                             else [hypotheses[0] for hypotheses in beams])
         return sentences
+
+
+def closest_hypotheses(beams: list[list[str]], vectors: np.ndarray,
+                       encode: Callable[[list[str]], np.ndarray]) -> list[str]:
+    """Per row i, the text of beams[i] whose embedding has the highest cosine with vectors[i]
+    (ties: the earlier, likelier one); empty texts are never embedded and win only when alone."""
+    texts = sorted({t for hypotheses in beams for t in hypotheses if t.strip()})
+    embedded = dict(zip(texts, _unit_rows(encode(texts)))) if texts else {}
+    picked = []
+    for hypotheses, vector in zip(beams, _unit_rows(vectors), strict=True):
+        scores = [float(embedded[t] @ vector) if t in embedded else -np.inf for t in hypotheses]
+        picked.append(hypotheses[int(np.argmax(scores))])
+    return picked
+
+
+def _unit_rows(x: np.ndarray) -> np.ndarray:
+    x = np.asarray(x, dtype=np.float32)
+    return x / np.maximum(np.linalg.norm(x, axis=1, keepdims=True), 1e-12)
 
 
 def save_checkpoint(target: Path, model: Vec2SentDecoder, vocab: PieceVocab, manifest: dict) -> Path:

@@ -48,10 +48,17 @@ def greedy_decode(model: Vec2SentDecoder, sentences: torch.Tensor, max_length: i
     return [_until_eos(row) for row in torch.cat(generated, dim=1)]
 
 
-@torch.no_grad()
 def beam_search(model: Vec2SentDecoder, sentences: torch.Tensor, width: int = 4, alpha: float = 0.6,
                 max_length: int = 48) -> list[list[int]]:
-    """Best hypothesis per sentence vector (B, S) under log-prob / length**alpha.
+    """Best hypothesis per sentence vector (B, S) under log-prob / length**alpha."""
+    return [hypotheses[0] for hypotheses in beam_search_nbest(model, sentences, width, alpha, max_length)]
+
+
+@torch.no_grad()
+def beam_search_nbest(model: Vec2SentDecoder, sentences: torch.Tensor, width: int = 4, alpha: float = 0.6,
+                      max_length: int = 48) -> list[list[list[int]]]:
+    """The `width` hypotheses of the final beam per sentence vector (B, S), best first under
+    log-prob / length**alpha (duplicates possible when fewer distinct ones survive).
 
     Finished hypotheses stay in the beam (continued by [PAD] at no cost) and compete with live ones
     on the length-normalised score, so a short early [EOS] is not favoured when alpha > 0.
@@ -92,5 +99,6 @@ def beam_search(model: Vec2SentDecoder, sentences: torch.Tensor, width: int = 4,
         if finished.all():
             break
 
-    winner = (scores / lengths.clamp(min=1) ** alpha).argmax(dim=1)  # (B,)
-    return [_until_eos(history[b, winner[b]]) for b in range(batch)]
+    order = (scores / lengths.clamp(min=1) ** alpha).argsort(dim=1, descending=True)  # (B, K)
+    return [[_until_eos(history[b, k]) for k in order[b].tolist() if scores[b, k] > float("-inf")]
+            for b in range(batch)]

@@ -90,6 +90,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--limit", type=int, default=1000, help="first N test sentences")
     parser.add_argument("--beams", type=int, nargs="+", default=[1, 4], help="beam widths (1 = greedy)")
     parser.add_argument("--alpha", type=float, default=0.6, help="length normalisation exponent")
+    parser.add_argument("--rerank", action="store_true",
+                        help="also each beam width > 1 with its hypotheses reranked by cosine to the vector")
     parser.add_argument("--examples", type=int, default=10, help="decoded examples to print")
     parser.add_argument("--threads", type=int, default=1, help="torch threads (1: see train --help)")
     parser.add_argument("--precision", default="auto", choices=("auto", "float32", "bfloat16"),
@@ -102,9 +104,11 @@ def main(argv: list[str] | None = None) -> None:
     references = [s for s in args.test.read_text(encoding="utf-8").splitlines() if s.strip()][:args.limit]
     vectors = link.encode(references)
     rows = {}
-    for width in args.beams:
-        name = "greedy" if width == 1 else f"beam {width}"
-        hypotheses = decoder.decode(vectors, beam_width=width, alpha=args.alpha)
+    runs = [(w, False) for w in args.beams] + [(w, True) for w in args.beams if args.rerank and w > 1]
+    for width, rerank in runs:
+        name = "greedy" if width == 1 else f"beam {width}" + (", reranked" if rerank else "")
+        hypotheses = decoder.decode(vectors, beam_width=width, alpha=args.alpha,
+                                    rerank_with=link.encode if rerank else None)
         rows[name] = (score_reconstructions(references, hypotheses),
                       round_trip_agreement(references, hypotheses, link.top_word))
         print(f"{name}:")
