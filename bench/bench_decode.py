@@ -63,12 +63,15 @@ def main() -> int:
     parser.add_argument("--threads", type=int, default=1, help="torch threads (default 1)")
     parser.add_argument("--precision", nargs="+", default=["float32", "bfloat16"],
                         choices=("auto", "float32", "bfloat16"), help="decoder precisions to time")
+    parser.add_argument("--encoder-precision", default="auto", choices=("auto", "float32", "bfloat16"),
+                        help="encoder precision for reranking (auto, as in the app: bfloat16 where native)")
     parser.add_argument("--sentences", type=int, default=50)
     parser.add_argument("--beam", type=int, default=5)
     parser.add_argument("--examples", type=int, default=3, help="decoded examples to print")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     engine = Engine.load(args.model, decoder=None)
+    engine.set_precision(args.encoder_precision)
     checkpoints = Path(args.model).parent if args.model else DEFAULT_CHECKPOINT.parent
     engine.set_decoder(args.decoder, checkpoints, args.precision[0])
     if engine.decoder is None:
@@ -79,7 +82,7 @@ def main() -> int:
     decoder = engine.decoder
     print(f"encoder {engine.manifest.get('name', args.model)}; decoder {args.decoder}: "
           f"{decoder.model.num_parameters() / 1e6:.1f}M parameters, {decoder.manifest.get('training', {}).get('steps', '?')} "
-          f"training steps; threads={args.threads}; {source}\n")
+          f"training steps; threads={args.threads}; encoder {args.encoder_precision}; {source}\n")
     print("| decoding one sentence | precision | median ms | p90 ms |\n|---|---|---:|---:|")
     for precision in args.precision:
         engine.set_decoder(args.decoder, checkpoints, precision)

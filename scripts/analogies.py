@@ -33,13 +33,15 @@ def main() -> int:
     if engine.decoder is None:
         print(f"no Vec2Sent decoder beside {args.model} was trained on it", file=sys.stderr)
         return 2
-    print("| a - b + c | decoded (greedy) | decoded (beam %d) | top words |\n|---|---|---|---|" % args.beam)
+    print(f"| a - b + c | decoded (greedy) | beam {args.beam} | beam {args.beam}, reranked (the default) | top words |\n"
+          "|---|---|---|---|---|")
     for a, b, c in PAPER_ANALOGIES:
         result = engine.analogy(b, a, c, beam=args.beam)
         greedy = engine.decode(result.vector, beam=1)[0]
+        likeliest = engine.decode(result.vector, beam=args.beam, rerank=False)[0]
         words = ", ".join(w for w, _ in result.words[:5])
-        print(f"| {a} − {b} + {c} | {greedy} | {result.decoded} | {words} |")
-    print(f"\n| alpha | decoded (beam {args.beam}) | cos to x | cos to y | top words |\n|---:|---|---:|---:|---|")
+        print(f"| {a} − {b} + {c} | {greedy} | {likeliest} | {result.decoded} | {words} |")
+    print(f"\n| alpha | decoded (beam {args.beam}, reranked) | cos to x | cos to y | top words |\n|---:|---|---:|---:|---|")
     for point in engine.interpolate(*INTERPOLATION, steps=args.steps, beam=args.beam):
         words = ", ".join(w for w, _ in point.words[:3])
         print(f"| {point.alpha:.2f} | {point.decoded} | {point.cos_x:.2f} | {point.cos_y:.2f} | {words} |")

@@ -69,12 +69,13 @@ def round_trip_agreement(references: list[str], hypotheses: list[str], top_word:
 
 def format_table(rows: dict[str, tuple[Scores, float | None]]) -> str:
     """A plain-text table: one row per decoding setting, (scores, round-trip agreement or None)."""
-    header = f"{'decoding':<10} {'n':>6} {'Id %':>7} {'PERM %':>7} {'Id/PERM %':>10} {'BLEU':>6} {'top word %':>11}"
+    width = max(10, *map(len, rows))
+    header = f"{'decoding':<{width}} {'n':>6} {'Id %':>7} {'PERM %':>7} {'Id/PERM %':>10} {'BLEU':>6} {'top word %':>11}"
     lines = [header, "-" * len(header)]
     for name, (s, agreement) in rows.items():
         ratio = "n/a" if math.isnan(s.identity_over_permutation) else f"{s.identity_over_permutation:.1f}"
         agree = "-" if agreement is None else f"{agreement:.1f}"
-        lines.append(f"{name:<10} {s.n:>6} {s.identity:>7.1f} {s.permutation:>7.1f} {ratio:>10} "
+        lines.append(f"{name:<{width}} {s.n:>6} {s.identity:>7.1f} {s.permutation:>7.1f} {ratio:>10} "
                      f"{s.bleu:>6.1f} {agree:>11}")
     return "\n".join(lines)
 
