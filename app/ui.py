@@ -59,7 +59,9 @@ word by how close it lies to that word in the same space; the two scores togethe
 word higher than either alone.
 
 **Vec2Sent** (Kerscher & Eger, 2020) is a decoder trained to turn sentence vectors back into
-sentences; with it, analogies and interpolations between sentences can be read as text.
+sentences; with it, analogies and interpolations between sentences can be read as text. Of the
+sentences its beam search finds, the app shows the one whose own embedding lies closest to the
+vector.
 
 Models are shared by every user of this server; your inputs, maps and uploads stay in your session.
 """

@@ -6,7 +6,7 @@ close to that word's embedding in the same space. Adding
 
     scores = head(u) + scale * cos(u, w)
 
-ranks the right word higher than either score alone (WordNet test MRR .158 -> .191 for the shipped
+ranks the right word higher than either score alone (WordNet test MRR .158 -> .191 for an earlier
 model, README). The vectors come from the encoder they are stored with, so they are recomputed
 after training (`Engine.add_word_vectors`); on disk they are int8 (unit rows, quantised per row;
 the per-row factor cancels in the cosine), 8 MB for MiniLM's 21.7k whole words.
