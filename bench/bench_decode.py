@@ -86,7 +86,7 @@ def main() -> int:
     print("| decoding one sentence | precision | median ms | p90 ms |\n|---|---|---:|---:|")
     for precision in args.precision:
         engine.set_decoder(args.decoder, checkpoints, precision)
-        for beam, rerank in dict.fromkeys(((args.beam, True), (args.beam, False), (1, False))):
+        for beam, rerank in ([(args.beam, True), (args.beam, False)] if args.beam > 1 else []) + [(1, False)]:
             times = latencies_ms(engine, vectors, beam, rerank)
             label = "greedy" if beam == 1 else f"beam {beam}" + (" + rerank" if rerank else "")
             print(f"| {label} | {precision} | {statistics.median(times):.1f} | {p90(times):.1f} |")

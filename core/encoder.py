@@ -199,3 +199,9 @@ def _mlm_head_module(mlm: nn.Module) -> nn.Module:
     if hasattr(mlm, "lm_head"):
         return mlm.lm_head
     raise ValueError(f"don't know where the masked-LM head of {type(mlm).__name__} is")
+
+
+def l2_normalize(x: np.ndarray) -> np.ndarray:
+    """x (..., d) as float32 with each row scaled to length 1 (zero rows stay zero)."""
+    x = np.asarray(x, dtype=np.float32)
+    return x / np.maximum(np.linalg.norm(x, axis=-1, keepdims=True), 1e-12)

@@ -23,7 +23,7 @@ from safetensors.torch import load_file, save_file
 from .checkpoint import (DEFAULT_BASE, DEFAULT_CHECKPOINT, FORMAT, FORMAT_VERSION, MANIFEST,
                          CheckpointError, atomic_directory, fingerprint, library_versions,
                          read_manifest, resolve_base, write_json)
-from .encoder import SentenceEncoder, check_texts
+from .encoder import SentenceEncoder, check_texts, l2_normalize
 from .readout import VectorReadout
 from .vocabulary import WordFilter, WordVocabulary
 from .word_head import WordHead, WordHeadConfig
@@ -226,14 +226,14 @@ class Engine(VectorReadout):
 
     def similarity(self, a: Sequence[str] | np.ndarray, b: Sequence[str] | np.ndarray) -> np.ndarray:
         """Cosine similarity matrix: res[i][j] = cos(a[i], b[j]). Texts are encoded first."""
-        a, b = (self.encode(x, normalize=True) if not isinstance(x, np.ndarray) else _unit(x) for x in (a, b))
+        a, b = (self.encode(x, normalize=True) if not isinstance(x, np.ndarray) else l2_normalize(x) for x in (a, b))
         return a @ b.T
 
     @staticmethod
     def semantic_search(query_embeddings: np.ndarray, corpus_embeddings: np.ndarray,
                         top_k: int = 10) -> list[list[dict]]:
         """For each query, the top_k corpus rows by cosine: [{"corpus_id": j, "score": s}, ...]."""
-        scores = _unit(np.atleast_2d(query_embeddings)) @ _unit(np.atleast_2d(corpus_embeddings)).T
+        scores = l2_normalize(np.atleast_2d(query_embeddings)) @ l2_normalize(np.atleast_2d(corpus_embeddings)).T
         k = min(top_k, scores.shape[1])
         top = np.argsort(-scores, axis=1, kind="stable")[:, :k]
         return [[{"corpus_id": int(j), "score": float(row[j])} for j in idx]
@@ -296,11 +296,6 @@ def _encoder_delta(trained: dict, base: dict) -> dict[str, torch.Tensor]:
     """(trained - base) for every tensor that differs: what a checkpoint has to store."""
     return {k: (v.float() - base[k].float()) for k, v in trained.items()
             if v.is_floating_point() and not torch.equal(v, base[k])}
-
-
-def _unit(x: np.ndarray) -> np.ndarray:
-    x = np.asarray(x, dtype=np.float32)
-    return x / np.maximum(np.linalg.norm(x, axis=-1, keepdims=True), 1e-12)
 
 
 def _words_in(text: str) -> list[str]:

@@ -212,18 +212,20 @@ def _defsent_loss(engine, texts: list[str], gold: torch.Tensor, base_u: torch.Te
                   drift_weight: float, live_words: int = 0) -> torch.Tensor:
     engine.encoder.train()
     u = engine.encoder(**engine.encoder.tokenize(texts))  # (B, H)
-    logits = engine.head(u)  # (B, V)
+    head_logits = engine.head(u)  # (B, V)
+    logits = head_logits
     if engine.word_vectors is not None:  # only with `word_vector_objective`; fixed vectors, grad through u
-        logits = logits + engine.word_vectors.scores(u, logits.shape[1])
+        logits = head_logits + engine.word_vectors.scores(u, head_logits.shape[1])
     loss = nn.functional.cross_entropy(logits, gold)
     if live_words and engine.word_vectors is not None:
-        loss = loss + _live_words_loss(engine, u, gold, live_words)
+        loss = loss + _live_words_loss(engine, u, head_logits, gold, live_words)
     if drift_weight and base_u is not None:
         loss = loss + drift_weight * (1 - nn.functional.cosine_similarity(u, base_u, dim=-1)).mean()
     return loss
 
 
-def _live_words_loss(engine, u: torch.Tensor, gold: torch.Tensor, n_random: int) -> torch.Tensor:
+def _live_words_loss(engine, u: torch.Tensor, head_logits: torch.Tensor, gold: torch.Tensor,
+                     n_random: int) -> torch.Tensor:
     """Cross-entropy over the batch's words and `n_random` sampled words, all embedded now (with
     gradient), scored as head(u) + scale * cos(u, w): moves each word's own embedding towards its
     definitions. A softmax of its own: mixed with the stored (stale) vectors, the live ones could
@@ -233,7 +235,7 @@ def _live_words_loss(engine, u: torch.Tensor, gold: torch.Tensor, n_random: int)
                                       return_inverse=True)  # (L,), target[:B] = gold's position
     w = engine.encoder(**engine.encoder.tokenize([engine.vocab.words[i] for i in candidates.tolist()]))  # (L, H)
     cos = nn.functional.normalize(u, dim=1) @ nn.functional.normalize(w, dim=1).T  # (B, L)
-    logits = engine.head(u)[:, candidates] + wv.scale * cos  # (B, L)
+    logits = head_logits[:, candidates] + wv.scale * cos  # (B, L)
     return nn.functional.cross_entropy(logits, target[: len(gold)])
 
 

@@ -151,7 +151,7 @@ def test_live_words_loss_is_a_softmax_over_words_embedded_now(engine):
     engine.encoder.eval()  # no dropout: live vectors equal encode()
     u = engine.encoder(**engine.encoder.tokenize(["the man in charge of the city", "food made of flour"]))  # (2, H)
     gold = torch.tensor([engine.vocab.id_of["king"], engine.vocab.id_of["bread"]])
-    loss = _live_words_loss(engine, u, gold, n_random=0)
+    loss = _live_words_loss(engine, u, engine.head(u), gold, n_random=0)
     candidates = sorted(gold.tolist())  # the loss's candidates: unique ids, ascending
     w = torch.from_numpy(engine.encode([engine.vocab.words[i] for i in candidates]))
     cos = torch.nn.functional.normalize(u, dim=1) @ torch.nn.functional.normalize(w, dim=1).T  # (2, 2)

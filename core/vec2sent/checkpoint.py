@@ -20,6 +20,7 @@ import torch
 from safetensors.torch import load_file, save_file
 
 from core.checkpoint import atomic_directory
+from core.encoder import l2_normalize
 from core.hardware import native_bfloat16
 from core.vec2sent.decode import beam_search_nbest, greedy_decode
 from core.vec2sent.model import Vec2SentConfig, Vec2SentDecoder
@@ -73,17 +74,12 @@ def closest_hypotheses(beams: list[list[str]], vectors: np.ndarray,
     """Per row i, the text of beams[i] whose embedding has the highest cosine with vectors[i]
     (ties: the earlier, likelier one); empty texts are never embedded and win only when alone."""
     texts = sorted({t for hypotheses in beams for t in hypotheses if t.strip()})
-    embedded = dict(zip(texts, _unit_rows(encode(texts)))) if texts else {}
+    embedded = dict(zip(texts, l2_normalize(encode(texts)))) if texts else {}
     picked = []
-    for hypotheses, vector in zip(beams, _unit_rows(vectors), strict=True):
+    for hypotheses, vector in zip(beams, l2_normalize(vectors), strict=True):
         scores = [float(embedded[t] @ vector) if t in embedded else -np.inf for t in hypotheses]
         picked.append(hypotheses[int(np.argmax(scores))])
     return picked
-
-
-def _unit_rows(x: np.ndarray) -> np.ndarray:
-    x = np.asarray(x, dtype=np.float32)
-    return x / np.maximum(np.linalg.norm(x, axis=1, keepdims=True), 1e-12)
 
 
 def save_checkpoint(target: Path, model: Vec2SentDecoder, vocab: PieceVocab, manifest: dict) -> Path:
