@@ -116,8 +116,9 @@ def run_finetune(job: Reporter, load_engine: Callable[[], Engine], upload: Uploa
     before_words = _top_words(engine, examples)
 
     def progress(p: TrainProgress) -> None:
-        # After the last step, train() embeds every word again with the trained encoder.
-        stage = "training" if p.step < p.total_steps else "embedding every word of the vocabulary (word vectors)"
+        # After the last step, train() embeds every word and the training definitions again with the
+        # trained encoder (word vectors and hubness correction).
+        stage = "training" if p.step < p.total_steps else "embedding the vocabulary and definitions again"
         job.report(stage=stage, step=p.step, total=p.total_steps, loss=p.loss, dev_mrr=p.dev.get("mrr"))
         job.record(step=p.step, loss=p.loss, dev_mrr=p.dev.get("mrr"))
 

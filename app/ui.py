@@ -56,7 +56,9 @@ one, like all-MiniLM-L6-v2, gets one fitted before DefSent training), kept froze
 input word embeddings, so it can read *any* sentence vector as a distribution over words. The
 shipped model adds **word vectors**: each word's own embedding, so a description also scores each
 word by how close it lies to that word in the same space; the two scores together rank the right
-word higher than either alone.
+word higher than either alone. Last, a **hubness correction** lowers words that score high for
+almost any text (each word loses half its mean score on the ten training definitions nearest to it),
+so general words stop crowding the top of every list.
 
 **Vec2Sent** (Kerscher & Eger, 2020) is a decoder trained to turn sentence vectors back into
 sentences; with it, analogies and interpolations between sentences can be read as text. Of the

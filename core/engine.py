@@ -27,6 +27,7 @@ from .encoder import SentenceEncoder, check_texts, l2_normalize
 from .readout import VectorReadout
 from .vocabulary import WordFilter, WordVocabulary
 from .word_head import WordHead, WordHeadConfig
+from .hubness import DEFAULT_K, DEFAULT_WEIGHT, HUB_PENALTY, HubPenalty, group_definitions
 from .word_vectors import DEFAULT_SCALE, WORD_VECTORS, WordVectors
 
 ENCODER_DELTA = "encoder_delta.safetensors"
@@ -45,6 +46,7 @@ class Engine(VectorReadout):
         self.encoder = encoder
         self.head = head
         self.word_vectors: WordVectors | None = None  # the second reverse-dictionary score, if any
+        self.hub_penalty: HubPenalty | None = None  # subtracted from the word scores, if any
         self.base_source = base_source
         self.base_fingerprint = base_fingerprint
         self.manifest = manifest or {}
@@ -114,6 +116,9 @@ class Engine(VectorReadout):
             engine._apply_delta(load_file(str(path / ENCODER_DELTA)))
             if "word_vectors" in manifest:
                 engine.word_vectors = WordVectors.load(path / WORD_VECTORS, manifest["word_vectors"]["scale"])
+            if "hub_penalty" in manifest:
+                hub = manifest["hub_penalty"]
+                engine.hub_penalty = HubPenalty.load(path / HUB_PENALTY, hub["k"], hub["weight"], hub["references"])
         elif "word_vectors" in manifest:  # the base's own word vectors: a like-for-like "before" model
             engine.add_word_vectors(manifest["word_vectors"]["scale"])
         engine.manifest = manifest
@@ -166,30 +171,34 @@ class Engine(VectorReadout):
             save_file({k: v.contiguous() for k, v in self.head.own_state_dict().items()},
                       str(tmp / HEAD_WEIGHTS))
             write_json(tmp / HEAD_CONFIG, self.head.config.to_dict())
-            self._write_word_vectors(tmp, manifest)
+            self._write_word_scoring(tmp, manifest)
             write_json(tmp / MANIFEST, manifest)  # written last: no manifest, no checkpoint
         self.manifest = manifest
         return path
 
-    def save_word_vectors(self, path: str | Path, metrics: dict | None = None) -> Path:
-        """Replace the word vectors of the checkpoint at `path` (this engine's) by this engine's,
-        atomically, leaving its encoder and head files byte for byte as they are; `metrics` are
-        added to the manifest's."""
+    def save_word_scoring(self, path: str | Path, metrics: dict | None = None) -> Path:
+        """Replace the word vectors and hubness correction of the checkpoint at `path` (this
+        engine's) by this engine's, atomically, leaving its encoder and head files byte for byte as
+        they are; `metrics` are added to the manifest's."""
         path = Path(path)
         manifest = read_manifest(path)
         if manifest["base"]["fingerprint"] != self.base_fingerprint:
             raise CheckpointError(f"{path} holds a checkpoint of another base model")
         manifest.pop("word_vectors", None)
+        manifest.pop("hub_penalty", None)
         manifest["metrics"] = {**manifest.get("metrics", {}), **(metrics or {})}
         with atomic_directory(path) as tmp:
             for name in (ENCODER_DELTA, HEAD_WEIGHTS, HEAD_CONFIG):
                 shutil.copy2(path / name, tmp / name)
-            self._write_word_vectors(tmp, manifest)
+            self._write_word_scoring(tmp, manifest)
             write_json(tmp / MANIFEST, manifest)
         self.manifest = manifest
         return path
 
-    def _write_word_vectors(self, directory: Path, manifest: dict) -> None:
+    def _write_word_scoring(self, directory: Path, manifest: dict) -> None:
+        if self.hub_penalty is not None:
+            self.hub_penalty.save(directory / HUB_PENALTY)
+            manifest["hub_penalty"] = self.hub_penalty.describe()
         if self.word_vectors is not None:
             self.word_vectors.save(directory / WORD_VECTORS)
             manifest["word_vectors"] = {"file": WORD_VECTORS, "scale": self.word_vectors.scale,
@@ -199,9 +208,22 @@ class Engine(VectorReadout):
                          progress: Callable[[int, int], None] | None = None) -> None:
         """Embed every whole word of the vocabulary on its own with the current encoder, and add
         `scale` * cos(u, word vector) to the head's scores from now on (core/word_vectors.py).
-        Recompute after the encoder changes; `scale` 0 removes them."""
+        Recompute after the encoder changes; `scale` 0 removes them. The hubness correction is
+        dropped: it was measured on the old scores (`add_hub_penalty` again)."""
+        self.hub_penalty = None
         self.word_vectors = None if scale == 0 else WordVectors.compute(
             lambda words: self.encode(words, batch_size=batch_size, progress=progress), self.vocab.words, scale)
+
+    def add_hub_penalty(self, texts: Sequence[str], gold: Sequence[int], k: int = DEFAULT_K,
+                        weight: float = DEFAULT_WEIGHT, batch_size: int = 256,
+                        progress: Callable[[int, int], None] | None = None) -> None:
+        """Subtract from every word's score `weight` times its mean score over the k reference
+        definitions (`texts`, defining the ids `gold`) nearest to it, a definition never counting for
+        its own words (core/hubness.py). Recompute after the encoder or the word vectors change."""
+        self.hub_penalty = None  # references are scored without the old correction
+        unique, defined = group_definitions(texts, gold)
+        vectors = self.encode(unique, batch_size=batch_size, progress=progress)
+        self.hub_penalty = HubPenalty.compute(self.word_logits, vectors, defined, k, weight)
 
     def set_precision(self, precision: str) -> None:
         """Encode in "float32", "bfloat16" or "int8" from now on (`SentenceEncoder.set_precision`).
@@ -243,12 +265,15 @@ class Engine(VectorReadout):
     @torch.inference_mode()
     def word_logits(self, vectors: np.ndarray | torch.Tensor) -> torch.Tensor:
         """Word scores over the whole vocabulary for sentence vectors (n, d) -> (n, V): the head's
-        logits, plus scale * cos(u, word vector) when the engine has word vectors."""
+        logits, plus scale * cos(u, word vector) when the engine has word vectors, minus the
+        hubness correction when it has one."""
         u = torch.as_tensor(np.asarray(vectors, dtype=np.float32))
         u = u.reshape(-1, u.shape[-1])  # (n, d)
         logits = self.head(u)  # (n, V)
         if self.word_vectors is not None:
             logits = logits + self.word_vectors.scores(u, logits.shape[1])
+        if self.hub_penalty is not None:
+            logits = self.hub_penalty.apply(logits)
         return logits
 
     def predict_words(self, text: str, k: int = 10, exclude_query_words: bool = False,

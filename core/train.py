@@ -26,6 +26,7 @@ import torch
 from torch import nn
 
 from .word_eval import definition_pairs, evaluate_vectors
+from .hubness import DEFAULT_K, DEFAULT_WEIGHT
 from .word_vectors import DEFAULT_SCALE
 
 
@@ -49,6 +50,8 @@ class TrainConfig:
     word_vector_objective: bool = False  # train and select on head + word vectors (refreshed per evaluation)
     live_words: int = 0           # with word_vector_objective: a second loss over the batch's words and
                                   # this many random ones, embedded every step (gradient through them)
+    hub_weight: float = DEFAULT_WEIGHT  # hubness correction computed at the end on the training
+    hub_k: int = DEFAULT_K                # definitions (core/hubness.py; weight 0 = none)
     seed: int = 0
 
 
@@ -141,7 +144,8 @@ def train(engine, train_entries, dev_entries, config: TrainConfig = TrainConfig(
     holds the best weights. `should_stop()` is polled every step: when it turns true the encoder is
     restored to its starting weights and TrainingCancelled is raised. Dev scores use the head alone,
     or with `word_vector_objective` the head plus word vectors (then also in the loss, recomputed
-    at every evaluation); at the end they are recomputed with `config.word_vector_scale`.
+    at every evaluation); at the end they are recomputed with `config.word_vector_scale`, and
+    the hubness correction on the training definitions with `config.hub_k` and `config.hub_weight`.
     `base_vectors`: the untrained encoder's vectors of the training definitions (for the drift
     penalty), if already computed.
     """
@@ -154,6 +158,7 @@ def train(engine, train_entries, dev_entries, config: TrainConfig = TrainConfig(
         base_vectors = engine.encode(texts)
     start_state = _snapshot(engine)
     start_word_vectors, engine.word_vectors = engine.word_vectors, None
+    start_hub_penalty, engine.hub_penalty = engine.hub_penalty, None
     params = _trainable_parameters(engine, config.trainable_layers)
     groups = [{"params": params, "lr": config.lr}]
     if config.head_lr:
@@ -180,7 +185,7 @@ def train(engine, train_entries, dev_entries, config: TrainConfig = TrainConfig(
     for step in range(1, total + 1):
         if should_stop is not None and should_stop():
             _restore(engine, start_state)
-            engine.word_vectors = start_word_vectors
+            engine.word_vectors, engine.hub_penalty = start_word_vectors, start_hub_penalty
             raise TrainingCancelled(f"cancelled at step {step - 1} of {total}")
         idx = _next_batch(order, config.batch_size)
         loss = _defsent_loss(engine, [texts[i] for i in idx], torch.from_numpy(gold[idx]),
@@ -205,6 +210,8 @@ def train(engine, train_entries, dev_entries, config: TrainConfig = TrainConfig(
     engine.head.requires_grad_(False)
     engine._fingerprint = None
     engine.add_word_vectors(config.word_vector_scale)
+    if config.hub_weight:
+        engine.add_hub_penalty(texts, gold, config.hub_k, config.hub_weight)
     return TrainResult(config, total, time.time() - t0, best["step"], best["dev"], history)
 
 

@@ -101,7 +101,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise SystemExit("--write needs an explicit --model")
         engine.add_word_vectors(args.scale)
         metrics = {f"{part}, word vectors": evaluate_words(engine, getattr(split, part)) for part in args.record_split}
-        engine.save_word_vectors(args.model, metrics)
+        engine.save_word_scoring(args.model, metrics)
         print(format_table(metrics))
         print(f"wrote {args.model / WORD_VECTORS} (scale {args.scale:g})")
     return 0

@@ -43,7 +43,7 @@ def test_word_vectors_follow_the_blended_encoder(trained):
     path, _ = trained
     engine = Engine.load(path, decoder=None)
     engine.add_word_vectors(scale=3.0)
-    engine.save_word_vectors(path)
+    engine.save_word_scoring(path)
     blend = BlendedEngine(path)
     for alpha in (1.0, 0.0):
         words = [blend.engine.vocab.words[i] for i in blend.set_alpha(alpha).word_vectors.ids.tolist()]

@@ -77,31 +77,31 @@ def test_checkpoint_round_trip_and_untrained_load_uses_the_base(engine, tmp_path
     assert not torch.allclose(base_vectors, engine.word_vectors.vectors, atol=1e-3)
 
 
-def test_save_word_vectors_keeps_encoder_files_and_fingerprint(engine, tmp_path):
+def test_save_word_scoring_keeps_encoder_files_and_fingerprint(engine, tmp_path):
     path = engine.save(tmp_path / "ckpt", metrics={"test": {"mrr": 0.1}})
     before = {f.name: f.read_bytes() for f in path.iterdir() if f.name != MANIFEST}
     loaded = Engine.load(path)
     fingerprint = loaded.fingerprint
     loaded.add_word_vectors(scale=4.0)
-    loaded.save_word_vectors(path, metrics={"test, word vectors": {"mrr": 0.2}})
+    loaded.save_word_scoring(path, metrics={"test, word vectors": {"mrr": 0.2}})
     assert json.loads((path / MANIFEST).read_text())["metrics"] == {"test": {"mrr": 0.1},
                                                                      "test, word vectors": {"mrr": 0.2}}
     assert all((path / name).read_bytes() == data for name, data in before.items())
     reloaded = Engine.load(path)
     assert reloaded.fingerprint == fingerprint and reloaded.word_vectors.scale == 4.0
     reloaded.add_word_vectors(scale=0)
-    reloaded.save_word_vectors(path)  # scale 0: removed again
+    reloaded.save_word_scoring(path)  # scale 0: removed again
     assert not (path / WORD_VECTORS).exists() and "word_vectors" not in json.loads((path / MANIFEST).read_text())
 
 
-def test_save_word_vectors_refuses_a_checkpoint_of_another_base(engine, tmp_path):
+def test_save_word_scoring_refuses_a_checkpoint_of_another_base(engine, tmp_path):
     path = engine.save(tmp_path / "other")
     manifest = json.loads((path / MANIFEST).read_text())
     manifest["base"]["fingerprint"] = "0" * 16
     (path / MANIFEST).write_text(json.dumps(manifest))
     engine.add_word_vectors(scale=1.0)
     with pytest.raises(CheckpointError, match="another base"):
-        engine.save_word_vectors(path)
+        engine.save_word_scoring(path)
     assert not (path / WORD_VECTORS).exists()
 
 
@@ -135,7 +135,7 @@ def test_cli_writes_word_vectors_into_a_checkpoint(engine, tmp_path, capsys):
 
 def test_word_vector_objective_trains_through_the_cosine_term(engine):
     config = TrainConfig(lr=3e-3, max_steps=20, batch_size=4, eval_every=10, seed=1, word_vector_scale=20.0,
-                         word_vector_objective=True)
+                         word_vector_objective=True, hub_weight=0.0)  # scored as during selection
     result = train(engine, ENTRIES, ENTRIES, config)
     assert result.best_dev["mrr"] > result.history[0]["mrr"]
     u = torch.from_numpy(engine.encode(["king"])).requires_grad_(True)
@@ -164,7 +164,7 @@ def test_live_words_loss_is_a_softmax_over_words_embedded_now(engine):
 
 def test_live_words_training_runs_and_selects_on_dev(engine):
     config = TrainConfig(lr=3e-3, max_steps=20, batch_size=4, eval_every=10, seed=1, word_vector_scale=20.0,
-                         word_vector_objective=True, live_words=8)
+                         word_vector_objective=True, live_words=8, hub_weight=0.0)  # scored as during selection
     result = train(engine, ENTRIES, ENTRIES, config)
     assert result.best_dev["mrr"] > result.history[0]["mrr"]
     assert evaluate_words(engine, ENTRIES)["mrr"] == pytest.approx(result.best_dev["mrr"], abs=1e-4)
