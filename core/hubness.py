@@ -84,6 +84,8 @@ def group_definitions(texts: Sequence[str], gold: Sequence[int]) -> tuple[list[s
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    from tqdm import tqdm
+
     from .dictionary import load_wordnet, split_by_word
     from .engine import Engine
     from .word_eval import definition_pairs, evaluate_vectors, evaluate_words, format_table
@@ -105,8 +107,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     engine.hub_penalty = None  # scores without a stored correction, which is measured and replaced here
     split = split_by_word(load_wordnet(), seed=engine.manifest.get("training", {}).get("split_seed", 0))
     references, defined = group_definitions(*definition_pairs(split.train, engine.vocab))
-    print(f"encoding {len(references)} training definitions (the references)...")
-    reference_vectors = engine.encode(references)
+    with tqdm(total=len(references), unit="definition", desc="encoding the references") as bar:
+        reference_vectors = engine.encode(references, progress=lambda done, _total: bar.update(done - bar.n))
 
     computed: dict[int, HubPenalty] = {}  # by k: the sweep's penalty is reused by --write
 
