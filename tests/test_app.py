@@ -222,7 +222,7 @@ def test_pca_and_projection_cache():
 def wait_for(jobs: JobManager, job_id: str, timeout: float = 180.0) -> Job:  # a hang guard: a job process imports torch
     deadline = time.time() + timeout
     while jobs.get(job_id).status in ("queued", "running"):
-        assert time.time() < deadline, "job did not finish"
+        assert time.time() < deadline, f"job did not finish; last progress: {jobs.get(job_id).progress}"
         time.sleep(0.05)
     return jobs.get(job_id)
 
