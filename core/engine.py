@@ -24,10 +24,10 @@ from .checkpoint import (DEFAULT_BASE, DEFAULT_CHECKPOINT, FORMAT, FORMAT_VERSIO
                          CheckpointError, atomic_directory, fingerprint, library_versions,
                          read_manifest, resolve_base, write_json)
 from .encoder import SentenceEncoder, check_texts, l2_normalize
+from .hubness import DEFAULT_K, DEFAULT_WEIGHT, HUB_PENALTY, HubPenalty, group_definitions
 from .readout import VectorReadout
 from .vocabulary import WordFilter, WordVocabulary
 from .word_head import WordHead, WordHeadConfig
-from .hubness import DEFAULT_K, DEFAULT_WEIGHT, HUB_PENALTY, HubPenalty, group_definitions
 from .word_vectors import DEFAULT_SCALE, WORD_VECTORS, WordVectors
 
 ENCODER_DELTA = "encoder_delta.safetensors"

@@ -25,8 +25,8 @@ import numpy as np
 import torch
 from torch import nn
 
-from .word_eval import definition_pairs, evaluate_vectors
 from .hubness import DEFAULT_K, DEFAULT_WEIGHT
+from .word_eval import definition_pairs, evaluate_vectors
 from .word_vectors import DEFAULT_SCALE
 
 
