@@ -39,8 +39,11 @@ def launch(model: Path | None, port: int, log: Path) -> tuple[subprocess.Popen, 
     return process, started
 
 
-def first_answer(url: str, process: subprocess.Popen, timeout: float = 300):
-    """A connected gradio_client once the app answers a reverse-dictionary request."""
+def first_answer(url: str, process: subprocess.Popen, timeout: float = 900):
+    """A connected gradio_client once the app answers a reverse-dictionary request.
+
+    The timeouts are hang guards only: a loaded machine can be several times slower than usual.
+    """
     from gradio_client import Client
 
     deadline = time.perf_counter() + timeout
@@ -48,7 +51,7 @@ def first_answer(url: str, process: subprocess.Popen, timeout: float = 300):
         if process.poll() is not None:
             raise SystemExit("the app exited; see its log")
         try:
-            client = Client(url, verbose=False)
+            client = Client(url, verbose=False, httpx_kwargs={"timeout": 120})
         except Exception:  # not listening yet
             time.sleep(0.1)
             continue

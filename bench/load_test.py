@@ -32,7 +32,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 from bench.bench_app import first_answer, free_port
 
-REQUEST_TIMEOUT = 120.0  # seconds; a request with no answer by then is counted as failed (a hang)
+REQUEST_TIMEOUT = 300.0  # seconds; a request with no answer by then is counted as failed (a hang)
 JOB_TIMEOUT = 1800.0
 CHECKPOINT_NAME = "load-test"
 DESCRIPTIONS = ["a person who is in charge", "a place where books are kept", "a large grey animal with a trunk",
@@ -176,7 +176,7 @@ def client_requests(url: str, n: int, seed: int) -> list[Outcome]:
     """One client's `n` requests, the kinds in equal shares in a shuffled order, one at a time."""
     from gradio_client import Client
 
-    client = Client(url, verbose=False, download_files=False)
+    client = Client(url, verbose=False, download_files=False, httpx_kwargs={"timeout": REQUEST_TIMEOUT})
     rng = random.Random(seed)
     kinds = [list(KINDS)[i % len(KINDS)] for i in range(n)]
     rng.shuffle(kinds)

@@ -219,7 +219,7 @@ def test_pca_and_projection_cache():
 
 # ---- jobs --------------------------------------------------------------------------------------------
 
-def wait_for(jobs: JobManager, job_id: str, timeout: float = 180.0) -> Job:  # a hang guard: a job process imports torch
+def wait_for(jobs: JobManager, job_id: str, timeout: float = 900.0) -> Job:  # a hang guard: a job process imports torch
     deadline = time.time() + timeout
     while jobs.get(job_id).status in ("queued", "running"):
         assert time.time() < deadline, f"job did not finish; last progress: {jobs.get(job_id).progress}"

@@ -108,7 +108,7 @@ def upload_session(studio: Studio, tmp_path: Path) -> Session:
     return session
 
 
-def wait_until(condition, timeout: float = 90.0, what: str = "condition") -> None:
+def wait_until(condition, timeout: float = 900.0, what: str = "condition") -> None:
     deadline = time.time() + timeout
     while not condition():
         assert time.time() < deadline, f"timed out waiting for {what}"

@@ -12,7 +12,6 @@ import csv
 import io
 import os
 import re
-import time
 from pathlib import Path
 
 import numpy as np
@@ -24,7 +23,9 @@ from app.handlers import Session, Studio
 from app.models import Models, ModelSpec
 from core import Engine
 from core.checkpoint import safe_checkpoint_name
+from core import dictionary
 from core.dictionary import read_user_dictionary
+from core.encoder import SentenceEncoder
 from core.vec2sent.expression import ExpressionError, evaluate_expression
 
 gr = pytest.importorskip("gradio")
@@ -159,14 +160,11 @@ def test_one_gigabyte_upload_is_refused_by_size_without_reading_it(studio, uploa
     path.write_bytes(b"word\tdefinition\n")
     os.truncate(path, GIGABYTE)  # sparse: takes no disk space
     active = studio.models.active()
-    started = time.perf_counter()
     with no_file_opened(monkeypatch):
         _, report = read_user_dictionary(path)
         shown, session = studio.validate_upload(str(path), 0, Session())
-    elapsed = time.perf_counter() - started
     assert report.error == "the file has 1,073,741,824 bytes, over the limit of 20,000,000 bytes"
     assert report.error in shown and session.upload is None
-    assert elapsed < 1.0
     assert_unchanged(studio, active)
 
 
@@ -179,14 +177,16 @@ def test_one_gigabyte_text_file_for_search_is_refused_without_reading_it(studio,
     assert message == f"The file has 1,073,741,824 bytes; the limit is {sv.MAX_TEXT_FILE_BYTES:,}."
 
 
-def test_a_million_rows_hit_the_row_cap(studio, uploads):
+def test_a_million_rows_hit_the_row_cap(studio, uploads, monkeypatch):
     path = write(uploads, "million.tsv", "word\tdefinition\n" + "dog\ta pet\n" * 1_000_000)
-    started = time.perf_counter()
+    rows_parsed = []
+    parse = dictionary._row_to_entry
+    monkeypatch.setattr(dictionary, "_row_to_entry", lambda *args: rows_parsed.append(1) or parse(*args))
     shown, session = studio.validate_upload(str(path), 0, Session())
     assert "more than 200,000 rows, over the limit; split the file" in shown
     assert "Rejected rows" not in shown  # a refused file lists no partial results
     assert session.upload is None
-    assert time.perf_counter() - started < 10
+    assert len(rows_parsed) == 200_000  # parsing stops at the first row past the cap
 
 
 def test_extremely_long_fields_are_rejected_and_echoed_short(engine, uploads):
@@ -347,10 +347,8 @@ HOSTILE_EXPRESSIONS = [
 def test_hostile_expressions_are_refused_with_a_column(expression, message, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     saved = {name: vector.copy() for name, vector in VECTORS.items()}
-    started = time.perf_counter()
     with pytest.raises(ExpressionError, match=re.escape(message)) as info:
         evaluate_expression(expression, VECTORS)
-    assert time.perf_counter() - started < 1.0
     assert 1 <= info.value.column <= max(1, len(expression))
     assert f"(at column {info.value.column})" in str(info.value)
     assert all(np.array_equal(VECTORS[name], saved[name]) for name in VECTORS)  # inputs untouched
@@ -371,16 +369,17 @@ NO_WORDS = {"emoji": "😀🐶🔥" * 10, "control characters": "\x00\x01\x07\x1
 
 
 @pytest.mark.parametrize("call", ["reverse", "similarity", "search", "analogy", "interpolation", "candidates"])
-def test_very_long_query_text_is_refused_quickly(studio, call):
+def test_very_long_query_text_is_refused_before_anything_is_embedded(studio, call, monkeypatch):
     calls = {"reverse": (studio.reverse_dictionary, LONG),
              "similarity": (studio.pair_similarity, LONG, "a dog"),
              "search": (studio.search, LONG, "dictionary definitions", None, 5, Session()),
              "analogy": (studio.analogy, "a dog", LONG, "a cat", "b - a + c"),
              "interpolation": (studio.interpolation, "a dog", LONG, 5),
              "candidates": (studio.candidates_map, LONG, 5, "PCA")}
-    started = time.perf_counter()
+    def no_encoding(*_args, **_kwargs):
+        raise AssertionError("the text was embedded before it was refused")
+    monkeypatch.setattr(SentenceEncoder, "encode", no_encoding)
     message = user_error(*calls[call])
-    assert time.perf_counter() - started < 1.0  # refused before anything is embedded
     assert f"{len(LONG.strip()):,} characters long; the limit is 1,000" in message
 
 

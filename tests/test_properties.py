@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from core.dictionary import read_user_dictionary
 from core.vec2sent.expression import ExpressionError, evaluate_expression
 
-FAST = settings(max_examples=150, deadline=2000, suppress_health_check=[HealthCheck.function_scoped_fixture])
+FAST = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 VOCAB = {"dog", "cat", "tree", "house", "run", "##s", "[CLS]"}
 SUFFIXES = [".tsv", ".csv", ".jsonl", ".txt", ""]
 
