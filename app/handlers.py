@@ -357,6 +357,8 @@ def start_studio(spec: ModelSpec, checkpoints: Path, warm_up_umap: bool = True, 
     requests get the CPU) the reference sentences are embedded, the Vec2Sent decoder is loaded and
     UMAP is warmed up, in that order, in the same thread. Requests are served all along."""
     studio = Studio(Models(checkpoints))
+    if warm_up_umap:
+        studio.projector.expect_warm_up()
 
     def after_load(active: ActiveModel) -> None:
         time.sleep(delay)

@@ -62,15 +62,20 @@ class Projector:
         self._cache_size = cache_size
         self._lock = threading.Lock()
         self._umap_ready = threading.Event()
-        self.umap_state = "not started"
+        self.umap_state = "off (no warm-up was asked for)"
+        self.umap_pending = False  # a warm-up is scheduled or running: the UI polls the status meanwhile
 
     @property
     def umap_ready(self) -> bool:
         return self._umap_ready.is_set()
 
+    def expect_warm_up(self) -> None:
+        """Announce a `warm_up` that will start later (the app delays it after the model loads)."""
+        self.umap_state, self.umap_pending = "waiting to warm up", True
+
     def warm_up(self, sizes: tuple[int, ...] = WARMUP_SIZES) -> None:
         """Import UMAP and fit it on random data of each size, so numba compiles (or loads its cache)."""
-        self.umap_state = "warming up"
+        self.umap_state, self.umap_pending = "warming up", True
         start = time.perf_counter()
         try:
             rng = np.random.default_rng(0)
@@ -78,16 +83,18 @@ class Projector:
                 umap_fit(rng.normal(size=(size, 16)).astype(np.float32))
         except Exception as err:  # UMAP stays unavailable; PCA keeps working
             log.exception("UMAP warm-up failed")
-            self.umap_state = f"unavailable ({type(err).__name__}: {err})"
+            self.umap_state, self.umap_pending = f"unavailable ({type(err).__name__}: {err})", False
             return
         self.umap_state = f"ready (warmed up in {time.perf_counter() - start:.0f} s)"
         self._umap_ready.set()
+        self.umap_pending = False
 
     def status(self) -> str:
         """One line for the UI."""
         if self.umap_ready:
             return f"UMAP is {self.umap_state}."
-        return f"UMAP is {self.umap_state}: maps are drawn with PCA (instant) until it is ready."
+        until = " until it is ready" if self.umap_pending else ""
+        return f"UMAP is {self.umap_state}: maps are drawn with PCA (instant){until}."
 
     def project(self, vectors: np.ndarray, method: str = "UMAP", dims: int = 2) -> Projection:
         """Project `vectors` (n, d) to `dims` (2 or 3) dimensions; cached by content."""

@@ -265,8 +265,9 @@ def _map_tab(studio: Studio, session: gr.State) -> None:
     candidates_button.click(handler(studio.candidates_map), [query, top, candidates_method],
                             [candidates_plot, candidates], api_name="candidates_map", **HEAVY)
 
-    timer = gr.Timer(3.0)
-    timer.tick(lambda: (studio.umap_status(), gr.Timer(active=not studio.projector.umap_ready)), None,
+    # Polls only while a warm-up is pending: an idle timer would keep a queue event going every 3 s.
+    timer = gr.Timer(3.0, active=studio.projector.umap_pending)
+    timer.tick(lambda: (studio.umap_status(), gr.Timer(active=studio.projector.umap_pending)), None,
                [umap_status, timer], api_visibility="private", show_progress="hidden")
 
 

@@ -214,7 +214,27 @@ def test_pca_and_projection_cache():
     assert np.array_equal(first.coords, projector.project(x, "PCA", 2).coords)
     assert pca(x[:2, :1], 2).shape == (2, 2)
     cold = projector.project(x, "UMAP", 2)  # UMAP not warmed up: PCA now, and the note says so
-    assert cold.method == "PCA" and "showing PCA meanwhile" in cold.note and "PCA (instant)" in projector.status()
+    assert cold.method == "PCA" and "showing PCA meanwhile" in cold.note and "PCA (instant)." in projector.status()
+    assert not projector.umap_pending  # nothing to poll for
+    projector.expect_warm_up()
+    assert projector.umap_pending and "PCA (instant) until it is ready" in projector.status()
+
+
+
+@pytest.mark.parametrize("works", [True, False])
+def test_umap_warm_up_ends_the_polling_whether_it_works_or_not(works, monkeypatch):
+    import app.projection
+
+    def fit(vectors, dims=2, seed=0):
+        if not works:
+            raise ImportError("no umap here")
+        return vectors[:, :dims]
+    monkeypatch.setattr(app.projection, "umap_fit", fit)
+    projector = Projector()
+    projector.expect_warm_up()
+    projector.warm_up(sizes=(20,))
+    assert not projector.umap_pending and projector.umap_ready == works
+    assert ("UMAP is ready" if works else "UMAP is unavailable (ImportError: no umap here)") in projector.status()
 
 
 # ---- jobs --------------------------------------------------------------------------------------------

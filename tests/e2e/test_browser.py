@@ -94,17 +94,29 @@ def wait_until_up(url: str, process: subprocess.Popen, log: Path, timeout: float
 
 
 @pytest.fixture(scope="module")
-def page(app_url):
+def browser():
     sync_api = pytest.importorskip("playwright.sync_api")
     if not CHROMIUM.exists():
         pytest.skip("Debian's chromium is not installed (apt-get install -y chromium)")
     with sync_api.sync_playwright() as p:
         browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        page = browser.new_page(viewport={"width": 1400, "height": 1000})
-        page.set_default_timeout(300_000)  # a hang guard, as in wait_until_up
-        page.goto(app_url)
-        yield page
+        yield browser
         browser.close()
+
+
+@pytest.fixture
+def page(browser, app_url):
+    """A fresh page per test (one test's broken page cannot fail the next); the browser's console
+    errors and failed requests are printed, so a failing test shows them."""
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    # A hang guard, as in wait_until_up; E2E_TIMEOUT_MS shortens it when debugging a failure.
+    page.set_default_timeout(int(os.environ.get("E2E_TIMEOUT_MS", 300_000)))
+    page.on("console", lambda m: print(f"browser console {m.type}: {m.text}") if m.type == "error" else None)
+    page.on("pageerror", lambda err: print(f"browser page error: {err}"))
+    page.on("requestfailed", lambda r: print(f"browser request failed: {r.url} {r.failure}"))
+    page.goto(app_url)
+    yield page
+    page.close()
 
 
 def open_tab(page, name: str) -> None:
@@ -124,7 +136,12 @@ def wait_for_value(page, selector: str, condition: str) -> None:
 
 def wait_for_text(page, selector: str, text: str) -> None:
     """Wait until the element at `selector` shows `text` (tables render hidden copies of cells)."""
-    page.wait_for_function(f"(document.querySelector({selector!r}) || {{innerText: ''}}).innerText.includes({text!r})")
+    shown = f"(document.querySelector({selector!r}) || {{innerText: ''}}).innerText"
+    try:
+        page.wait_for_function(f"{shown}.includes({text!r})")
+    except Exception:
+        print(f"{selector} shows: {page.evaluate(shown)!r}")
+        raise
 
 
 def test_reverse_dictionary_finds_the_word(page, served_model):
@@ -145,7 +162,7 @@ def test_similarity_and_analogy_tabs(page, served_model):
     page.get_by_role("button", name="Draw heatmap").click()
     page.locator(".js-plotly-plot").first.wait_for()
     page.get_by_role("button", name="Search", exact=True).click()
-    wait_for_text(page, "#sim-hits", "0.")  # cosines of the top hits
+    wait_for_text(page, "#sim-hits", ": ")  # a "word: definition" row (cosines of a tiny model may show as 1)
     shoot(page, shots, "2-similarity")
     open_tab(page, "Analogy & interpolation")
     page.get_by_role("button", name="Compute").click()
