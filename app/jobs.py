@@ -118,6 +118,11 @@ class JobManager:
             raise ValueError(f"No job with id {job_id!r} on this server (it may have been restarted).")
         return job
 
+    def unfinished(self) -> list[Job]:
+        """The jobs still queued or running."""
+        with self._changed:
+            return [job for job in self._jobs.values() if job.status in (QUEUED, RUNNING)]
+
     def cancel(self, job_id: str) -> Job:
         """Ask a job to stop; a queued job is cancelled at once."""
         job = self.get(job_id)

@@ -74,9 +74,25 @@ class CrashingSpec(ModelSpec):
 
 # ---- fixtures and helpers ------------------------------------------------------------------------
 
+STUDIOS: list[Studio] = []  # made by the running test; their jobs are stopped when it ends
+
+
 @pytest.fixture(autouse=True)
 def cache_in_tmp(tmp_path, monkeypatch):
     monkeypatch.setenv("DEFSENT_CACHE_DIR", str(tmp_path / "cache"))
+
+
+@pytest.fixture(autouse=True)
+def stop_unfinished_jobs():
+    """A test that fails while its job runs must not leave the training process behind: a
+    100,000-step run on both cores would slow every later test of the suite."""
+    yield
+    while STUDIOS:
+        jobs = STUDIOS.pop().jobs
+        for job in jobs.unfinished():
+            jobs.cancel(job.id)
+            if job.pid and process_alive(job.pid):
+                os.kill(job.pid, signal.SIGKILL)
 
 
 @pytest.fixture(scope="module")
@@ -96,8 +112,10 @@ def checkpoints(previous, tmp_path) -> Path:
 
 
 def make_studio(checkpoints: Path, spec: ModelSpec, jobs: JobManager | None = None) -> Studio:
-    return Studio(Models.from_engine(Engine.load(checkpoints / "previous"), spec, checkpoints), Projector(),
-                  jobs or JobManager())
+    studio = Studio(Models.from_engine(Engine.load(checkpoints / "previous"), spec, checkpoints), Projector(),
+                    jobs or JobManager())
+    STUDIOS.append(studio)
+    return studio
 
 
 def upload_session(studio: Studio, tmp_path: Path) -> Session:
@@ -390,9 +408,11 @@ def test_the_limits_come_from_the_environment(monkeypatch):
     release = threading.Event()
     both = [jobs.submit(lambda j: release.wait(30), name) for name in ("a", "b")]
     wait_until(lambda: all(j.status == RUNNING for j in both), what="two jobs running at once")
+    assert sorted(j.description for j in jobs.unfinished()) == ["a", "b"]
     with pytest.raises(JobQueueFull):
         jobs.submit(lambda j: None, "c")
     release.set()
+    wait_until(lambda: not jobs.unfinished(), what="both jobs to end")
     monkeypatch.setenv("DEFSENT_MAX_TRAINING_JOBS", "0")
     with pytest.raises(ValueError, match="DEFSENT_MAX_TRAINING_JOBS='0'"):
         JobManager()
