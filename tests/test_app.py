@@ -220,7 +220,6 @@ def test_pca_and_projection_cache():
     assert projector.umap_pending and "PCA (instant) until it is ready" in projector.status()
 
 
-
 @pytest.mark.parametrize("works", [True, False])
 def test_umap_warm_up_ends_the_polling_whether_it_works_or_not(works, monkeypatch):
     import app.projection
