@@ -16,7 +16,7 @@ import re
 import stat
 from collections import Counter
 from collections.abc import Callable, Collection, Iterable, Iterator
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
 from typing import NamedTuple
@@ -426,6 +426,32 @@ def split_by_word(entries: Iterable[Entry], seed: int = 0,
     kept_dev = _without_definitions(dev, test_texts)
     return DictionarySplit(kept_train, kept_dev, test, seed, len(train) - len(kept_train),
                            len(dev) - len(kept_dev), leaked / len(test) if test else 0.0)
+
+
+def add_training_entries(split: DictionarySplit, extra: Iterable[Entry]) -> tuple[DictionarySplit, dict[str, int]]:
+    """A copy of `split` whose training part also holds the pairs of another dictionary, and what became of them.
+
+    Dev and test stay as they are: an extra pair is dropped when its word is a dev or test word, or when its
+    definition, compared without case and punctuation, is a dev or test text (or already a training pair).
+    """
+    held_out_words = {entry.word for entry in split.dev + split.test}
+    held_out_texts = {_letters_only(entry.definition) for entry in split.dev + split.test}
+    seen = {(entry.word, _letters_only(entry.definition)) for entry in split.train}
+    added, counts = [], Counter()
+    for entry in extra:
+        key = (entry.word, _letters_only(entry.definition))
+        fate = ("dropped: dev/test word" if entry.word in held_out_words
+                else "dropped: dev/test definition" if key[1] in held_out_texts
+                else "dropped: already in train" if key in seen else "added")
+        counts[fate] += 1
+        if fate == "added":
+            seen.add(key)
+            added.append(entry)
+    return replace(split, train=split.train + added), dict(counts)
+
+
+def _letters_only(text: str) -> str:
+    return " ".join(re.findall(r"[a-z0-9]+", text.lower()))
 
 
 def _assign_words(words: list[str], seed: int, ratios: tuple[float, float, float]) -> dict[str, int]:

@@ -336,7 +336,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from tqdm import tqdm
 
     from .checkpoint import DEFAULT_BASE
-    from .dictionary import load_wordnet, read_user_dictionary, split_by_word
+    from .dictionary import add_training_entries, load_wordnet, read_user_dictionary, split_by_word
     from .engine import Engine
     from .word_eval import evaluate_words, format_table
 
@@ -354,6 +354,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--dictionary", type=Path, help="a user dictionary (TSV/CSV/JSONL); default WordNet")
     p.add_argument("--senteval", type=Path, default=Path(__file__).resolve().parents[2] / "shared/data/senteval",
                    help="SentEval data folder, for STS-B dev in checkpoint selection (optional)")
+    p.add_argument("--extra-train", type=Path,
+                   help="gzip JSONL dictionary whose pairs are added to the training split only (e.g. GCIDE, "
+                        "python -m core.gcide); its dev/test words and texts are dropped")
     p.add_argument("--split-seed", type=int, default=0, help="seed of the 80/10/10 split by word")
     p.add_argument("--threads", type=int, default=0,
                    help="torch threads (0: torch's default; 1 is fastest on a busy 2-core machine)")
@@ -380,6 +383,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         entries, source = load_wordnet(), "WordNet 3.0 (core/data/wordnet.jsonl.gz)"
     split = split_by_word(entries, seed=args.split_seed)
     print(split.report())
+    extra_counts = None
+    if args.extra_train:
+        split, extra_counts = add_training_entries(split, load_wordnet(args.extra_train))
+        print(f"extra training pairs from {args.extra_train}:", extra_counts)
     if args.init and args.head_from:
         p.error("--init and --head-from both choose the starting model: give one")
     engine = (Engine.load(args.init) if args.init
@@ -404,6 +411,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(format_table({"DefSent (best dev)": test}))
     engine.save(args.out, name=args.out.name, metrics={"test": test, "dev": result.best_dev},
                 training={"data": source, "split_seed": args.split_seed, "split": split.stats(),
+                          "extra_train": {"file": str(args.extra_train), **extra_counts} if extra_counts else None,
                           "init": str(args.init) if args.init else None,
                           "head_stage": args.head_stage, "result": result.to_dict()})
     print(f"saved {args.out} (best step {result.best_step} of {result.steps}, {result.seconds / 60:.1f} min)")
