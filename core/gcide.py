@@ -92,13 +92,14 @@ def _entry(word: str, text: str, pos: str) -> list[Entry]:
     return [Entry(word, text, pos)]
 
 
-def read_gcide(dictd_dir: Path, vocab: Collection[str]) -> list[Entry]:
-    """Every usable sense of every headword that is one whole vocabulary token, deduplicated, sorted."""
+def read_gcide(dictd_dir: Path, vocab: Collection[str] | None) -> list[Entry]:
+    """Every usable sense of every headword that is one whole vocabulary token (any one alphabetic
+    word when `vocab` is None), deduplicated, sorted."""
     data = gzip.open(dictd_dir / "gcide.dict.dz").read()
     entries = set()
     for headword, offset, length in parse_index(dictd_dir / "gcide.index"):
         word = headword.lower()
-        if is_predictable(word, vocab):
+        if word.isalpha() if vocab is None else is_predictable(word, vocab):
             entries.update(entries_of_article(word, data[offset:offset + length].decode("utf-8", "replace")))
     return sorted(entries, key=lambda e: (e.word, e.definition, e.pos))
 

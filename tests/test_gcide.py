@@ -92,6 +92,8 @@ def test_read_gcide_keeps_vocabulary_words_sorted_and_unique(tmp_path):
     entries = read_gcide(tmp_path, vocab={"dog", "sundog"})  # "dogs" is no vocabulary word
     expected = entries_of_article("dog", DOG) + entries_of_article("sundog", SUNDOG)
     assert entries == sorted(expected, key=lambda e: (e.word, e.definition, e.pos))
+    assert read_gcide(tmp_path, vocab={"dog"}) == entries[:-1]  # without sundog's sense
+    assert read_gcide(tmp_path, vocab=None) == entries  # any one-word headword
 
 
 def test_extra_pairs_join_train_only_and_never_leak():

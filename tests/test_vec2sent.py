@@ -15,7 +15,8 @@ from core.vec2sent.diagnostics import canonical_tokens
 from core.vec2sent.encoder_link import EncoderLink
 from core.vec2sent.model import Vec2SentConfig, Vec2SentDecoder
 from core.vec2sent.train import (TrainSettings, TrainingData, bucketed_batches, cached_embeddings,
-                                 prepare_data, train_decoder, train_for_encoder)
+                                 encoder_token_ids, prepare_data, train_decoder, train_for_encoder,
+                                 with_vocabulary)
 from core.vec2sent.vocab import EOS, UNK, PieceVocab
 
 SENT_DIM = 24
@@ -193,9 +194,27 @@ def test_training_can_start_from_another_encoders_decoder(tokenizer, tmp_path):
     warm, _, manifest = checkpoint_module.read_checkpoint(second)
     assert warm.config == start.config and manifest["training"]["init"] == str(first)
     assert load_checkpoint(second, encoder_fingerprint="fp-B").manifest["encoder"]["fingerprint"] == "fp-B"
-    with pytest.raises(ValueError, match="another corpus"):
-        train_for_encoder(sentences[:3], make_link(tokenizer, "fp-B"), tmp_path / "third", {}, settings,
-                          val_size=1, cache_dir=tmp_path / "cache", progress=False, init=first)
+    smaller = tmp_path / "third"  # another corpus: its vocabulary lacks some pieces
+    train_for_encoder(sentences[:3], make_link(tokenizer, "fp-B"), smaller, {}, settings,
+                      val_size=1, cache_dir=tmp_path / "cache", progress=False, init=first)
+    assert checkpoint_module.read_checkpoint(smaller)[0].config.vocab_size < start.config.vocab_size
+
+
+def test_a_decoder_moved_to_a_grown_vocabulary_scores_shared_pieces_as_before(tokenizer):
+    def vocab_of(sentences):
+        return PieceVocab.from_token_ids(encoder_token_ids(sentences, tokenizer), tokenizer.convert_ids_to_tokens)
+
+    old, new = vocab_of(FIVE[:3]), vocab_of(FIVE + ["zebras graze quietly"])
+    model = tiny_model(len(old)).eval()
+    moved = with_vocabulary(model, old, new).eval()
+    shared = [i for i, e in enumerate(old.encoder_ids) if e < 0 or e in new.encoder_ids]
+    assert len(shared) == len(old) < len(new) == moved.config.vocab_size
+    as_new = torch.tensor([new.pieces.index(old.pieces[i]) if old.encoder_ids[i] < 0
+                           else new.encoder_ids.index(old.encoder_ids[i]) for i in shared])
+    sentences, tokens = torch.randn(2, SENT_DIM), torch.tensor([[1, 5, 6], [1, 7, 4]])  # old compact ids
+    with torch.no_grad():
+        before, after = model(sentences, tokens), moved(sentences, as_new[tokens])  # (B, T, V)
+    torch.testing.assert_close(after[..., as_new], before[..., shared])
 
 
 # ----------------------------------------------------------------------------- checkpoints

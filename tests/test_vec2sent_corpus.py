@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 from core.vec2sent.corpus import (build_corpus, length_distribution, read_benchmark_sentences, read_brown,
-                                  split_sentences)
+                                  read_sotu, split_sentences)
 from core.vec2sent.text import detokenize, match_key, normalize
 
 
@@ -96,3 +96,22 @@ def test_length_distribution():
     stats = length_distribution(["a b c", "a b", "a b c d"], lambda s: [len(x.split()) for x in s])
     assert stats["min"] == 2 and stats["max"] == 4 and stats["p50"] == 3
     assert stats["histogram"] == {"2": 1, "3": 1, "4": 1}
+
+
+def test_train_only_sources_add_to_train_and_leave_the_test_set_alone(tmp_path):
+    write_senteval(tmp_path)
+    excluded = read_benchmark_sentences(tmp_path)
+    plain = build_corpus(SOURCES, excluded, test_size=2, seed=1)
+    extra = {"more": ["Birds sing in the morning!", "A cat sleeps on the mat.", "too short", "A cat sleeps on the mat"]}
+    grown = build_corpus(SOURCES, excluded, test_size=2, seed=1, train_only=extra)
+    assert grown.test == plain.test
+    assert grown.train == plain.train + ["a cat sleeps on the mat."]  # the rest: a duplicate, too short, again
+    assert grown.stats["sources"]["more (train only)"] == {"raw": 4, "duplicate": 2, "wrong_length": 1, "kept": 1}
+
+
+def test_read_sotu_splits_each_address_into_sentences(tmp_path):
+    (tmp_path / "1790_george_washington_n.txt").write_text(
+        "Fellow-Citizens of the Senate:\n\nI embrace with great satisfaction the opportunity. Mr. Smith agrees.\n",
+        encoding="utf-8")
+    assert list(read_sotu(tmp_path)) == ["Fellow-Citizens of the Senate:", "I embrace with great satisfaction "
+                                         "the opportunity.", "Mr. Smith agrees."]

