@@ -102,11 +102,13 @@ def test_train_only_sources_add_to_train_and_leave_the_test_set_alone(tmp_path):
     write_senteval(tmp_path)
     excluded = read_benchmark_sentences(tmp_path)
     plain = build_corpus(SOURCES, excluded, test_size=2, seed=1)
-    extra = {"more": ["Birds sing in the morning!", "A cat sleeps on the mat.", "too short", "A cat sleeps on the mat"]}
+    extra = {"more": ["Birds sing in the morning!", "A cat sleeps on the mat.", "too short", "A cat sleeps on the mat",
+                      "A wench of the village."]}
     grown = build_corpus(SOURCES, excluded, test_size=2, seed=1, train_only=extra)
     assert grown.test == plain.test
     assert grown.train == plain.train + ["a cat sleeps on the mat."]  # the rest: a duplicate, too short, again
-    assert grown.stats["sources"]["more (train only)"] == {"raw": 4, "duplicate": 2, "wrong_length": 1, "kept": 1}
+    assert grown.stats["sources"]["more (train only)"] == {"raw": 5, "duplicate": 2, "wrong_length": 1,
+                                                           "dated_terms": 1, "kept": 1}
 
 
 def test_read_sotu_splits_each_address_into_sentences(tmp_path):
