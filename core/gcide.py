@@ -17,7 +17,7 @@ import argparse
 import gzip
 import re
 from collections import Counter
-from collections.abc import Collection, Iterable, Iterator
+from collections.abc import Collection, Iterator
 from pathlib import Path
 
 from core.dictionary import Entry, is_predictable, read_vocab
