@@ -205,9 +205,10 @@ def test_project_encoders_are_wired_to_the_encoder_and_engine(monkeypatch, tmp_p
 
     monkeypatch.setattr(core.encoder.SentenceEncoder, "from_pretrained", classmethod(fake_from_pretrained))
     monkeypatch.setattr(core.engine.Engine, "load", classmethod(fake_load))
-    loaded = [load_encoder(name) for name in ("minilm", "minilm-cls", "defsent", str(tmp_path))]
-    assert loaded == ["encoder", "encoder", "engine", "engine"]
-    assert calls == [("model", "mean"), ("model", "cls"), ("engine", None), ("engine", str(tmp_path))]
+    loaded = [load_encoder(name) for name in ("minilm", "minilm-cls", "minilm-max", "defsent", str(tmp_path))]
+    assert loaded == ["encoder", "encoder", "encoder", "engine", "engine"]
+    assert calls == [("model", "mean"), ("model", "cls"), ("model", "max"), ("engine", None),
+                     ("engine", str(tmp_path))]
 
 
 # ---- real model ------------------------------------------------------------------------------

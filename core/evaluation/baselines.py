@@ -86,6 +86,7 @@ ENCODERS: dict[str, Callable[[], TextEncoder]] = {
     "minilm-st": load_minilm_sentence_transformer,
     "minilm": partial(load_minilm, "mean"),
     "minilm-cls": partial(load_minilm, "cls"),  # the papers' "BERT CLS-vector" row, for MiniLM
+    "minilm-max": partial(load_minilm, "max"),
     "defsent": load_engine,
 }
 
