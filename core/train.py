@@ -82,17 +82,18 @@ class TrainResult:
 
 def fit_head(engine, texts: Sequence[str], gold: np.ndarray, vectors: np.ndarray | None = None,
              epochs: int = 10, lr: float = 1e-3, batch_size: int = 256, train_bias: bool = False,
-             seed: int = 0) -> np.ndarray:
+             seed: int = 0, weight_decay: float = 0.0) -> np.ndarray:
     """Train the head's transform (and bias if `train_bias`) on definitions, encoder frozen.
 
     The bias stays zero by default: fitted on training words only, it would learn to push down
-    every word that is not in the training split, i.e. exactly the unseen test words.
+    every word that is not in the training split, i.e. exactly the unseen test words. Adam with
+    decoupled `weight_decay` (AdamW): the head overfits the training words without it (README).
     Returns the (cached) definition vectors so later stages need not recompute them.
     """
     vectors = engine.encode(texts) if vectors is None else vectors
     head = engine.head.train()
     params = [p for n, p in head.named_parameters() if n != "embeddings" and (train_bias or n != "bias")]
-    optimizer = torch.optim.Adam(params, lr=lr)
+    optimizer = torch.optim.AdamW(params, lr=lr, weight_decay=weight_decay)
     u_all, y_all = torch.from_numpy(vectors), torch.from_numpy(gold)
     generator = torch.Generator().manual_seed(seed)
     for _ in range(epochs):
@@ -304,19 +305,21 @@ def vocabulary_self_examples(vocab) -> tuple[list[str], np.ndarray]:
     return [w for w, _ in pairs], np.array([i for _, i in pairs], dtype=np.int64)
 
 
-def head_stage(engine, split, method: str, epochs: int, seed: int) -> str:
+def head_stage(engine, split, method: str, epochs: int, seed: int, weight_decay: float = 0.0) -> str:
     """Give a base without a pretrained masked-LM head its word head; returns how it was made."""
     if engine.manifest["head"]["origin"] != "new (untrained)" or method == "none":
         return engine.manifest["head"]["origin"]
     texts, gold = definition_pairs(split.train, engine.vocab)
     if method == "definitions+words":
         words, ids = vocabulary_self_examples(engine.vocab)
-        fit_head(engine, texts + words, np.concatenate([gold, ids]), epochs=epochs, seed=seed)
+        fit_head(engine, texts + words, np.concatenate([gold, ids]), epochs=epochs, seed=seed,
+                 weight_decay=weight_decay)
         return (f"fitted on the training definitions and {len(words)} vocabulary words as their own "
-                f"texts ({epochs} epochs, encoder frozen, bias 0)")
+                f"texts ({epochs} epochs, weight decay {weight_decay}, encoder frozen, bias 0)")
     if method == "definitions":
-        fit_head(engine, texts, gold, epochs=epochs, seed=seed)
-        return f"fitted on the training definitions ({epochs} epochs, encoder frozen, bias 0)"
+        fit_head(engine, texts, gold, epochs=epochs, seed=seed, weight_decay=weight_decay)
+        return (f"fitted on the training definitions ({epochs} epochs, weight decay {weight_decay}, "
+                f"encoder frozen, bias 0)")
     sentences = sorted({s for e in split.train for s in (e.definition, *e.examples)})
     restore_mlm_head(engine, sentences, steps=epochs, seed=seed)
     return f"masked-LM training on {len(sentences)} WordNet sentences ({epochs} steps, encoder frozen)"
@@ -351,6 +354,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--head-stage", default="definitions", choices=["definitions", "definitions+words", "mlm", "none"],
                    help="how a base without a masked-LM head gets its word head")
     p.add_argument("--head-epochs", type=int, default=10, help="epochs (definitions) or steps (mlm)")
+    p.add_argument("--head-weight-decay", type=float, default=0.0,
+                   help="AdamW weight decay of the head's fit on definitions (1.0: dev MRR .169 -> .182 zero-shot)")
     p.add_argument("--dictionary", type=Path, help="a user dictionary (TSV/CSV/JSONL); default WordNet")
     p.add_argument("--senteval", type=Path, default=Path(__file__).resolve().parents[2] / "shared/data/senteval",
                    help="SentEval data folder, for STS-B dev in checkpoint selection (optional)")
@@ -392,7 +397,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     engine = (Engine.load(args.init) if args.init
               else Engine.load(args.head_from, untrained=True) if args.head_from
               else Engine.from_base(args.base, args.pooling, args.head_kind, unit_rows=args.unit_rows))
-    engine.manifest["head"]["origin"] = head_stage(engine, split, args.head_stage, args.head_epochs, args.split_seed)
+    engine.manifest["head"]["origin"] = head_stage(engine, split, args.head_stage, args.head_epochs,
+                                                   args.split_seed, args.head_weight_decay)
     print("word head:", engine.manifest["head"]["origin"])
 
     bar = tqdm(total=1, unit="step", dynamic_ncols=True)

@@ -39,6 +39,18 @@ def test_fit_head_learns_training_pairs(tiny_base_dir):
     assert torch.equal(engine.head.bias, bias_before)  # bias stays zero unless asked
 
 
+def test_head_weight_decay_keeps_the_transform_smaller(tiny_base_dir):
+    norms = []
+    for weight_decay in (0.0, 5.0):
+        engine = Engine.from_base(str(tiny_base_dir), head_kind="mlm")
+        texts, gold = definition_pairs(ENTRIES, engine.vocab)
+        torch.manual_seed(0)
+        engine.head.dense.reset_parameters()  # the same start for both runs
+        fit_head(engine, texts, gold, epochs=30, lr=1e-2, batch_size=8, weight_decay=weight_decay)
+        norms.append(engine.head.dense.weight.norm().item())
+    assert norms[1] < 0.8 * norms[0]
+
+
 def test_restore_mlm_head_changes_only_the_head(tiny_base_dir):
     engine = Engine.from_base(str(tiny_base_dir), head_kind="mlm")
     encoder_before = {k: v.clone() for k, v in engine.encoder.state_dict().items()}
