@@ -1,7 +1,7 @@
 """Extra training definitions from GCIDE (the GNU Collaborative International Dictionary of English).
 
-    scripts/fetch_gcide.sh        # Debian package dict-gcide -> data/cache/gcide-deb
-    python -m core.gcide --dictd-dir data/cache/gcide-deb/usr/share/dictd --out data/cache/gcide.jsonl.gz
+    scripts/fetch_gcide.sh        # Debian package dict-gcide -> data/cache/deb/gcide
+    python -m core.gcide --dictd-dir data/cache/deb/gcide/usr/share/dictd --out data/cache/gcide.jsonl.gz
 
 GCIDE (Webster's 1913 plus later additions; GPL-3, see the package's copyright file) is read from
 its dictd files: `gcide.index` (headword, base64 offset, base64 length) and `gcide.dict.dz`. Each
@@ -106,7 +106,7 @@ def read_gcide(dictd_dir: Path, vocab: Collection[str] | None) -> list[Entry]:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--dictd-dir", type=Path, default=Path("data/cache/gcide-deb/usr/share/dictd"))
+    parser.add_argument("--dictd-dir", type=Path, default=Path("data/cache/deb/gcide/usr/share/dictd"))
     parser.add_argument("--vocab", type=Path, help="BERT vocab.txt (default: all-MiniLM-L6-v2's)")
     parser.add_argument("--out", type=Path, default=Path("data/cache/gcide.jsonl.gz"))
     args = parser.parse_args(argv)
