@@ -21,6 +21,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import NamedTuple
 
+from core.vec2sent.text import match_key
+
 WORDNET_PATH = Path(__file__).resolve().parent / "data" / "wordnet.jsonl.gz"
 
 
@@ -435,11 +437,11 @@ def add_training_entries(split: DictionarySplit, extra: Iterable[Entry]) -> tupl
     definition, compared without case and punctuation, is a dev or test text (or already a training pair).
     """
     held_out_words = {entry.word for entry in split.dev + split.test}
-    held_out_texts = {_letters_only(entry.definition) for entry in split.dev + split.test}
-    seen = {(entry.word, _letters_only(entry.definition)) for entry in split.train}
+    held_out_texts = {match_key(entry.definition) for entry in split.dev + split.test}
+    seen = {(entry.word, match_key(entry.definition)) for entry in split.train}
     added, counts = [], Counter()
     for entry in extra:
-        key = (entry.word, _letters_only(entry.definition))
+        key = (entry.word, match_key(entry.definition))
         fate = ("dropped: dev/test word" if entry.word in held_out_words
                 else "dropped: dev/test definition" if key[1] in held_out_texts
                 else "dropped: already in train" if key in seen else "added")
@@ -448,10 +450,6 @@ def add_training_entries(split: DictionarySplit, extra: Iterable[Entry]) -> tupl
             seen.add(key)
             added.append(entry)
     return replace(split, train=split.train + added), dict(counts)
-
-
-def _letters_only(text: str) -> str:
-    return " ".join(re.findall(r"[a-z0-9]+", text.lower()))
 
 
 def _assign_words(words: list[str], seed: int, ratios: tuple[float, float, float]) -> dict[str, int]:

@@ -217,6 +217,17 @@ def test_a_decoder_moved_to_a_grown_vocabulary_scores_shared_pieces_as_before(to
     torch.testing.assert_close(after[..., as_new], before[..., shared])
 
 
+def test_a_vocabulary_of_the_same_size_is_still_mapped_piece_by_piece():
+    specials = PieceVocab.from_token_ids([], lambda ids: [])
+    old = PieceVocab((*specials.pieces, "cat", "dog"), (*specials.encoder_ids, 10, 20))
+    new = PieceVocab((*specials.pieces, "dog", "eel"), (*specials.encoder_ids, 20, 30))  # same size
+    model = tiny_model(len(old))
+    moved = with_vocabulary(model, old, new)
+    dog_old, dog_new = old.encoder_ids.index(20), new.encoder_ids.index(20)
+    torch.testing.assert_close(moved.embed.weight[dog_new], model.embed.weight[dog_old])
+    assert not torch.equal(moved.embed.weight[dog_old], model.embed.weight[dog_old])  # "cat" is not "dog"
+
+
 # ----------------------------------------------------------------------------- checkpoints
 
 def test_checkpoint_round_trip(tokenizer, tmp_path):

@@ -246,6 +246,9 @@ def _initial_model(init: Path | None, vocab: PieceVocab, sent_dim: int, config_o
     return model if init_vocab == vocab else with_vocabulary(model, init_vocab, vocab)
 
 
+PER_PIECE = {"embed.weight", "output_bias", "output.weight", "output.bias"}  # Vec2SentDecoder's (V, ...) tensors
+
+
 def with_vocabulary(model: Vec2SentDecoder, old: PieceVocab, new: PieceVocab) -> Vec2SentDecoder:
     """`model` (over `old`) moved to the vocabulary `new`, e.g. of a grown corpus: every piece both
     share keeps its rows (embedding, output bias), so its logits stay the same; new pieces start
@@ -256,10 +259,10 @@ def with_vocabulary(model: Vec2SentDecoder, old: PieceVocab, new: PieceVocab) ->
     new_rows, old_rows = (torch.tensor(rows) for rows in zip(*pairs))
     state = moved.state_dict()
     for name, tensor in model.state_dict().items():
-        if state[name].shape == tensor.shape:
-            state[name] = tensor
-        else:  # a per-piece tensor: (V, ...) rows
+        if name in PER_PIECE:  # (V, ...) rows
             state[name][new_rows] = tensor[old_rows]
+        else:
+            state[name] = tensor
     moved.load_state_dict(state)
     return moved
 
