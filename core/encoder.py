@@ -16,7 +16,7 @@ import torch
 from torch import nn
 
 from .bert import Unsupported, load_bert
-from .hardware import native_bfloat16
+from .hardware import resolve_precision
 
 log = logging.getLogger(__name__)
 
@@ -95,8 +95,7 @@ class SentenceEncoder(nn.Module):
         """
         if precision not in PRECISIONS:
             raise ValueError(f"unknown precision {precision!r}; choose one of {PRECISIONS}")
-        if precision == "auto":  # bfloat16 only where the CPU has native bfloat16 instructions
-            precision = "bfloat16" if native_bfloat16() else "float32"
+        precision = resolve_precision(precision)
         if self.precision == "int8" and precision != "int8":
             raise ValueError("int8 quantisation cannot be undone: load the model again for another precision")
         if precision == "int8" and self.precision != "int8":

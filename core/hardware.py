@@ -20,3 +20,10 @@ def native_bfloat16(cpuinfo: Path = Path("/proc/cpuinfo")) -> bool:
         return False
     flags = next((line.split(":", 1)[1].split() for line in text.splitlines() if line.startswith("flags")), [])
     return bool(BFLOAT16_FLAGS & set(flags))
+
+
+def resolve_precision(precision: str) -> str:
+    """`precision` with "auto" replaced: "bfloat16" where the CPU multiplies it natively, else "float32"."""
+    if precision != "auto":
+        return precision
+    return "bfloat16" if native_bfloat16() else "float32"

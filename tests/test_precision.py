@@ -57,8 +57,8 @@ def test_unknown_precision_is_refused_and_changes_nothing(saved_checkpoint):
 
 @pytest.mark.parametrize("native, expected", [(True, "bfloat16"), (False, "float32")])
 def test_auto_precision_follows_the_cpu(saved_checkpoint, monkeypatch, native, expected):
-    import core.encoder
+    import core.hardware
 
-    monkeypatch.setattr(core.encoder, "native_bfloat16", lambda: native)
+    monkeypatch.setattr(core.hardware, "native_bfloat16", lambda: native)
     engine = Engine.load(saved_checkpoint, precision="auto")
     assert engine.encoder.precision == expected

@@ -15,8 +15,8 @@ from core.vec2sent.diagnostics import canonical_tokens
 from core.vec2sent.encoder_link import EncoderLink
 from core.vec2sent.model import Vec2SentConfig, Vec2SentDecoder
 from core.vec2sent.train import (TrainSettings, TrainingData, bucketed_batches, cached_embeddings,
-                                 encoder_token_ids, prepare_data, train_decoder, train_for_encoder,
-                                 with_vocabulary)
+                                 encoder_token_ids, prepare_data, sequence_loss, train_decoder,
+                                 train_for_encoder, with_vocabulary)
 from core.vec2sent.vocab import EOS, UNK, PieceVocab
 
 SENT_DIM = 24
@@ -139,6 +139,27 @@ def test_tiny_decoder_overfits_five_sentences(tokenizer):
     assert stats.curve[-1]["loss"] < stats.curve[0]["loss"]
     decoded = [vocab.to_text(ids) for ids in greedy_decode(model, torch.from_numpy(data.embeddings), 20)]
     assert [canonical_tokens(d) for d in decoded] == [canonical_tokens(s) for s in FIVE]
+
+
+def test_bfloat16_training_keeps_float32_weights_and_learns_as_float32_does(tokenizer):
+    link = make_link(tokenizer)
+    vocab, data = prepare_data(FIVE, link.encode(FIVE), tokenizer)
+    idx = np.arange(len(FIVE))
+    model = tiny_model(len(vocab))
+    with torch.no_grad():  # the same batch, the same weights: bfloat16 rounding only
+        as_float = sequence_loss(model, data, idx).item()
+        as_bf16 = sequence_loss(model, data, idx, precision="bfloat16").item()
+    assert as_bf16 == pytest.approx(as_float, rel=0.02)
+    settings = TrainSettings(minutes=1.0, max_steps=150, batch_size=5, lr=0.02, log_every=50,
+                             precision="bfloat16")
+    stats = train_decoder(model, data, settings, progress=False)
+    assert {p.dtype for p in model.parameters()} == {torch.float32}
+    assert stats.curve[-1]["loss"] < stats.curve[0]["loss"] / 4
+
+
+def test_training_precision_is_checked():
+    with pytest.raises(ValueError, match="precision"):
+        TrainSettings(precision="float16")
 
 
 def test_batches_cover_each_sentence_once_per_epoch():

@@ -6,8 +6,11 @@
 The corpus is embedded once and cached on disk under the encoder's fingerprint and the corpus'
 hash, so reruns and later epochs never re-encode. Training is teacher-forced cross-entropy with
 Adam and gradient clipping until the time budget (or --max-steps) is used up; the learning rate is
-constant, then decays linearly over the last part of the budget (--decay-from). The checkpoint is
-written atomically at the end and every --save-every minutes.
+constant, then decays linearly over the last part of the budget (--decay-from). With --precision
+bfloat16 (the default on CPUs that multiply bfloat16 natively) the forward pass autocasts matrix
+products to bfloat16 while weights, optimiser state and the loss stay float32: about 1.75x more
+steps in the same budget on this machine. The checkpoint is written atomically at the end and every
+--save-every minutes.
 """
 from __future__ import annotations
 
@@ -24,6 +27,7 @@ from torch.nn import functional as F
 from tqdm import tqdm
 
 from core.checkpoint import save_npy_atomically
+from core.hardware import resolve_precision
 from core.vec2sent.checkpoint import read_checkpoint, save_checkpoint
 from core.vec2sent.encoder_link import EncoderLink, link_engine
 from core.vec2sent.model import Vec2SentConfig, Vec2SentDecoder
@@ -47,6 +51,11 @@ class TrainSettings:
     save_every_minutes: float = 10.0
     decay_from: float = 0.7  # fraction of the budget after which the learning rate decays linearly
     final_lr_factor: float = 0.05  # ... down to this fraction of `lr`
+    precision: str = "float32"  # "bfloat16": autocast the forward pass (weights stay float32)
+
+    def __post_init__(self) -> None:
+        if self.precision not in ("float32", "bfloat16"):
+            raise ValueError(f"precision must be 'float32' or 'bfloat16', not {self.precision!r}")
 
     def lr_factor(self, seconds: float, steps: int) -> float:
         """Multiplier of `lr` once `seconds` and `steps` of the budget are used (1, then linear decay)."""
@@ -140,11 +149,14 @@ def bucketed_batches(lengths: np.ndarray, batch_size: int, rng: np.random.Genera
     return [batches[i] for i in rng.permutation(len(batches))]
 
 
-def sequence_loss(model: Vec2SentDecoder, data: TrainingData, idx: np.ndarray) -> torch.Tensor:
-    """Mean cross-entropy per target piece ([EOS] included, padding excluded)."""
+def sequence_loss(model: Vec2SentDecoder, data: TrainingData, idx: np.ndarray,
+                  precision: str = "float32") -> torch.Tensor:
+    """Mean cross-entropy per target piece ([EOS] included, padding excluded), computed in float32;
+    with `precision="bfloat16"` the model's matrix products run in bfloat16 (autocast)."""
     sentences, inputs, targets = data.batch(idx)
-    logits = model(sentences, inputs)  # (B, T, V)
-    return F.cross_entropy(logits.flatten(0, 1), targets.flatten(), ignore_index=PAD)
+    with torch.autocast("cpu", dtype=torch.bfloat16, enabled=precision == "bfloat16"):
+        logits = model(sentences, inputs)  # (B, T, V)
+    return F.cross_entropy(logits.float().flatten(0, 1), targets.flatten(), ignore_index=PAD)
 
 
 @torch.no_grad()
@@ -176,7 +188,7 @@ def train_decoder(model: Vec2SentDecoder, data: TrainingData, settings: TrainSet
             model.train()
             for group in optimizer.param_groups:
                 group["lr"] = settings.lr * settings.lr_factor(time.monotonic() - started, stats.steps)
-            loss = sequence_loss(model, data, idx)
+            loss = sequence_loss(model, data, idx, settings.precision)
             optimizer.zero_grad()
             loss.backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), settings.clip)
@@ -293,6 +305,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--dropout", type=float, default=Vec2SentConfig.dropout)
     parser.add_argument("--no-init-state", action="store_true", help="start the LSTM from zeros")
     parser.add_argument("--no-tie", action="store_true", help="separate output matrix")
+    parser.add_argument("--precision", choices=("auto", "float32", "bfloat16"), default="auto",
+                        help="bfloat16 autocasts the forward pass (weights stay float32); auto: bfloat16 "
+                             "on CPUs with native bfloat16 matrix instructions, else float32")
     parser.add_argument("--threads", type=int, default=1,
                         help="torch threads; 1 is fastest while another job keeps the cores busy "
                              "(2 threads measured 2.5x slower then)")
@@ -301,7 +316,8 @@ def main(argv: list[str] | None = None) -> None:
 
     sentences = (args.corpus / "train.txt").read_text(encoding="utf-8").splitlines()
     settings = TrainSettings(minutes=args.minutes, max_steps=args.max_steps, batch_size=args.batch_size,
-                             lr=args.lr, save_every_minutes=args.save_every, decay_from=args.decay_from)
+                             lr=args.lr, save_every_minutes=args.save_every, decay_from=args.decay_from,
+                             precision=resolve_precision(args.precision))
     overrides = {"emb_dim": args.emb_dim, "hidden": args.hidden, "layers": args.layers,
                  "dropout": args.dropout, "init_state": not args.no_init_state,
                  "tie_weights": not args.no_tie}
