@@ -17,6 +17,7 @@ import math
 import random
 import sys
 import time
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Callable, Sequence
@@ -53,6 +54,12 @@ class TrainConfig:
     hub_weight: float = DEFAULT_WEIGHT  # hubness correction computed at the end on the training
     hub_k: int = DEFAULT_K                # definitions (core/hubness.py; weight 0 = none)
     seed: int = 0
+    precision: str = "float32"    # "bfloat16": autocast training steps and dev encodings (2.5x faster
+                                  # steps on CPUs with native bfloat16; weights stay float32)
+
+    def __post_init__(self) -> None:
+        if self.precision not in ("float32", "bfloat16"):
+            raise ValueError(f"precision must be 'float32' or 'bfloat16', not {self.precision!r}")
 
 
 @dataclass
@@ -148,8 +155,27 @@ def train(engine, train_entries, dev_entries, config: TrainConfig = TrainConfig(
     at every evaluation); at the end they are recomputed with `config.word_vector_scale`, and
     the hubness correction on the training definitions with `config.hub_k` and `config.hub_weight`.
     `base_vectors`: the untrained encoder's vectors of the training definitions (for the drift
-    penalty), if already computed.
+    penalty), if already computed. `config.precision` "bfloat16" computes the steps and every
+    encoding made during training in bfloat16 (autocast); the encoder's precision is restored after.
     """
+    with _encoding_precision(engine, config.precision):
+        return _train(engine, train_entries, dev_entries, config, progress, should_stop, sts_dev, base_vectors)
+
+
+@contextmanager
+def _encoding_precision(engine, precision: str):
+    """`engine.encode` computes in bfloat16 inside when `precision` says so (from float32 only)."""
+    before = engine.encoder.precision
+    if precision == "bfloat16" and before == "float32":
+        engine.encoder.precision = "bfloat16"
+    try:
+        yield
+    finally:
+        engine.encoder.precision = before
+
+
+def _train(engine, train_entries, dev_entries, config: TrainConfig, progress, should_stop, sts_dev,
+           base_vectors) -> TrainResult:
     torch.manual_seed(config.seed)
     texts, gold = definition_pairs(train_entries, engine.vocab)
     dev_texts, dev_gold = definition_pairs(dev_entries, engine.vocab)
@@ -191,7 +217,7 @@ def train(engine, train_entries, dev_entries, config: TrainConfig = TrainConfig(
         idx = _next_batch(order, config.batch_size)
         loss = _defsent_loss(engine, [texts[i] for i in idx], torch.from_numpy(gold[idx]),
                              None if base_vectors is None else torch.from_numpy(base_vectors[idx]),
-                             config.drift_weight, config.live_words)
+                             config.drift_weight, config.live_words, config.precision)
         optimizer.zero_grad()
         loss.backward()
         optimizer.step()
@@ -217,10 +243,12 @@ def train(engine, train_entries, dev_entries, config: TrainConfig = TrainConfig(
 
 
 def _defsent_loss(engine, texts: list[str], gold: torch.Tensor, base_u: torch.Tensor | None,
-                  drift_weight: float, live_words: int = 0) -> torch.Tensor:
+                  drift_weight: float, live_words: int = 0, precision: str = "float32") -> torch.Tensor:
     engine.encoder.train()
-    u = engine.encoder(**engine.encoder.tokenize(texts))  # (B, H)
-    head_logits = engine.head(u)  # (B, V)
+    with torch.autocast("cpu", dtype=torch.bfloat16, enabled=precision == "bfloat16"):
+        u = engine.encoder(**engine.encoder.tokenize(texts))  # (B, H)
+        head_logits = engine.head(u)  # (B, V)
+    u, head_logits = u.float(), head_logits.float()  # the loss in float32
     logits = head_logits
     if engine.word_vectors is not None:  # only with `word_vector_objective`; fixed vectors, grad through u
         logits = head_logits + engine.word_vectors.scores(u, head_logits.shape[1])

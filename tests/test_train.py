@@ -72,6 +72,22 @@ def test_train_improves_mrr_and_keeps_head_frozen(tiny_mlm_dir):
     assert all(torch.equal(v, head_before[k]) for k, v in engine.head.own_state_dict().items())
 
 
+def test_bfloat16_training_learns_keeps_float32_weights_and_restores_the_precision(tiny_mlm_dir):
+    engine = Engine.from_base(str(tiny_mlm_dir))
+    encodings = []
+    original_encode = engine.encoder.encode
+    engine.encoder.encode = lambda *a, **k: encodings.append(engine.encoder.precision) or original_encode(*a, **k)
+    config = TrainConfig(lr=3e-3, max_steps=60, batch_size=8, eval_every=20, seed=1, word_vector_scale=0,
+                         hub_weight=0.0, precision="bfloat16")
+    result = train(engine, ENTRIES, ENTRIES, config)
+    assert result.best_dev["mrr"] > result.history[0]["mrr"]
+    assert set(encodings) == {"bfloat16"}  # dev evaluations during training
+    assert engine.encoder.precision == "float32"
+    assert {p.dtype for p in engine.encoder.parameters()} == {torch.float32}
+    with pytest.raises(ValueError, match="precision"):
+        TrainConfig(precision="float16")
+
+
 def test_train_top_layers_only_leaves_lower_layers(tiny_mlm_dir):
     engine = Engine.from_base(str(tiny_mlm_dir))
     lower = {k: v.clone() for k, v in engine.encoder.backbone.encoder.layer[0].state_dict().items()}
