@@ -20,6 +20,7 @@ from core.checkpoint import (CHECKPOINTS_DIR, MANIFEST, atomic_directory, proces
                              remove_stale_temporaries, safe_checkpoint_name, write_json)
 from core.dictionary import DictionarySplit, Entry, read_user_dictionary, split_by_word
 from core.engine import Engine
+from core.hardware import resolve_precision
 from core.train import TrainConfig, TrainProgress, train
 from core.word_eval import definition_pairs, evaluate_words
 
@@ -44,6 +45,9 @@ class FinetuneSettings:
     max_steps: int = 0
     evaluations: int = 10
     seed: int = 0
+    # bfloat16 training steps (2.5-3x faster) on CPUs that multiply bfloat16 natively, else float32;
+    # measured on WordNet to learn as float32 does (README, "Training the shipped checkpoint")
+    precision: str = "auto"
 
     def train_config(self, train_pairs: int) -> TrainConfig:
         """The core TrainConfig, with dev evaluations spread evenly over the run."""
@@ -52,7 +56,8 @@ class FinetuneSettings:
         total = self.max_steps or max(1, int(self.epochs * math.ceil(train_pairs / self.batch_size)))
         return TrainConfig(lr=self.lr, epochs=self.epochs, batch_size=int(self.batch_size),
                            trainable_layers=int(self.trainable_layers), max_steps=int(self.max_steps),
-                           eval_every=max(1, total // int(self.evaluations)), seed=int(self.seed))
+                           eval_every=max(1, total // int(self.evaluations)), seed=int(self.seed),
+                           precision=resolve_precision(self.precision))
 
 
 @dataclass

@@ -298,6 +298,15 @@ def _write(folder: Path, name: str, text: str) -> Path:
     return folder / name
 
 
+@pytest.mark.parametrize("native, expected", [(True, "bfloat16"), (False, "float32")])
+def test_finetune_trains_in_bfloat16_only_where_the_cpu_has_it(monkeypatch, native, expected):
+    import core.hardware
+
+    monkeypatch.setattr(core.hardware, "native_bfloat16", lambda: native)
+    assert FinetuneSettings().train_config(100).precision == expected
+    assert FinetuneSettings(precision="float32").train_config(100).precision == "float32"
+
+
 def test_finetune_job_compares_saves_and_exports(engine, tiny_mlm_dir, dictionary_file, tmp_path):
     upload = validate_upload(engine, dictionary_file)
     job = Job("j", "test", lambda j: None)
