@@ -21,7 +21,8 @@ sys.path.insert(0, str(REPO))
 DEV_SAMPLE = 16  # dev definitions train() scores before and after; too few to matter for timing
 
 
-def step_times(engine, split, steps: int, warmup: int, batch_size: int, lr: float) -> list[float]:
+def step_times(engine, split, steps: int, warmup: int, batch_size: int, lr: float,
+               precision: str = "float32") -> list[float]:
     """Seconds of each timed step (after `warmup` untimed steps) of core.train.train on `split`."""
     from core.train import TrainConfig, TrainProgress, train
 
@@ -31,7 +32,8 @@ def step_times(engine, split, steps: int, warmup: int, batch_size: int, lr: floa
         elapsed.append(progress.elapsed)
 
     # One step more than timed: train() scores the dev sample inside the last step's time.
-    config = TrainConfig(lr=lr, batch_size=batch_size, max_steps=warmup + steps + 1, eval_every=10**9)
+    config = TrainConfig(lr=lr, batch_size=batch_size, max_steps=warmup + steps + 1, eval_every=10**9,
+                         precision=precision)
     train(engine, split.train, split.dev[:DEV_SAMPLE], config, progress=record)
     timed = elapsed[warmup - 1:warmup + steps] if warmup else [0.0] + elapsed[:steps]
     return [b - a for a, b in pairwise(timed)]
@@ -45,6 +47,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--warmup-steps", type=int, default=3, help="untimed steps first (default 3)")
     parser.add_argument("--batch-size", type=int, default=16, help="definitions per step (default 16)")
     parser.add_argument("--lr", type=float, default=5e-5)
+    parser.add_argument("--precision", choices=("float32", "bfloat16"), default="float32",
+                        help="bfloat16: autocast training steps (TrainConfig.precision)")
     args = parser.parse_args(argv)
     if args.steps < 1 or args.warmup_steps < 0 or args.batch_size < 1:
         parser.error("--steps and --batch-size must be >= 1, --warmup-steps >= 0")
@@ -58,11 +62,11 @@ def main(argv: list[str] | None = None) -> int:
     engine = Engine.load(args.model)
     split = split_by_word(load_wordnet(), seed=0)
     trainable = len(definition_pairs(split.train, engine.vocab)[0])
-    times = step_times(engine, split, args.steps, args.warmup_steps, args.batch_size, args.lr)
+    times = step_times(engine, split, args.steps, args.warmup_steps, args.batch_size, args.lr, args.precision)
     rate = args.batch_size / statistics.median(times)
     mean_rate = args.batch_size * len(times) / sum(times)
     epoch_minutes = trainable / mean_rate / 60
-    print(f"model {Path(args.model).name}, {args.threads} thread(s), batch {args.batch_size}, "
+    print(f"model {Path(args.model).name}, {args.threads} thread(s), {args.precision}, batch {args.batch_size}, "
           f"{len(times)} timed steps after {args.warmup_steps} warm-up steps (nothing saved)\n")
     print("| measurement | result |\n|---|---:|")
     print(f"| training definitions/s (over all timed steps) | {mean_rate:.1f} |")
