@@ -27,3 +27,12 @@ def resolve_precision(precision: str) -> str:
     if precision != "auto":
         return precision
     return "bfloat16" if native_bfloat16() else "float32"
+
+
+TRAINING_PRECISIONS = ("float32", "bfloat16")
+
+
+def check_training_precision(precision: str) -> None:
+    """ValueError unless `precision` is one training can use ("auto" must be resolved first)."""
+    if precision not in TRAINING_PRECISIONS:
+        raise ValueError(f"precision must be one of {TRAINING_PRECISIONS}, not {precision!r}")

@@ -26,6 +26,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from .hardware import check_training_precision
 from .hubness import DEFAULT_K, DEFAULT_WEIGHT
 from .word_eval import definition_pairs, evaluate_vectors
 from .word_vectors import DEFAULT_SCALE
@@ -58,8 +59,7 @@ class TrainConfig:
                                   # steps on CPUs with native bfloat16; weights stay float32)
 
     def __post_init__(self) -> None:
-        if self.precision not in ("float32", "bfloat16"):
-            raise ValueError(f"precision must be 'float32' or 'bfloat16', not {self.precision!r}")
+        check_training_precision(self.precision)
 
 
 @dataclass

@@ -8,7 +8,7 @@ hash, so reruns and later epochs never re-encode. Training is teacher-forced cro
 Adam and gradient clipping until the time budget (or --max-steps) is used up; the learning rate is
 constant, then decays linearly over the last part of the budget (--decay-from). With --precision
 bfloat16 (the default on CPUs that multiply bfloat16 natively) the forward pass autocasts matrix
-products to bfloat16 while weights, optimiser state and the loss stay float32: about 1.75x more
+products to bfloat16 while weights, optimiser state and the loss stay float32: about 1.8x more
 steps in the same budget on this machine. The checkpoint is written atomically at the end and every
 --save-every minutes.
 """
@@ -27,7 +27,7 @@ from torch.nn import functional as F
 from tqdm import tqdm
 
 from core.checkpoint import save_npy_atomically
-from core.hardware import resolve_precision
+from core.hardware import check_training_precision, resolve_precision
 from core.vec2sent.checkpoint import read_checkpoint, save_checkpoint
 from core.vec2sent.encoder_link import EncoderLink, link_engine
 from core.vec2sent.model import Vec2SentConfig, Vec2SentDecoder
@@ -54,8 +54,7 @@ class TrainSettings:
     precision: str = "float32"  # "bfloat16": autocast the forward pass (weights stay float32)
 
     def __post_init__(self) -> None:
-        if self.precision not in ("float32", "bfloat16"):
-            raise ValueError(f"precision must be 'float32' or 'bfloat16', not {self.precision!r}")
+        check_training_precision(self.precision)
 
     def lr_factor(self, seconds: float, steps: int) -> float:
         """Multiplier of `lr` once `seconds` and `steps` of the budget are used (1, then linear decay)."""
