@@ -18,6 +18,8 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
+from core.hardware import TRAINING_PRECISIONS  # noqa: E402  (no torch import)
+
 DEV_SAMPLE = 16  # dev definitions train() scores before and after; too few to matter for timing
 
 
@@ -47,7 +49,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--warmup-steps", type=int, default=3, help="untimed steps first (default 3)")
     parser.add_argument("--batch-size", type=int, default=16, help="definitions per step (default 16)")
     parser.add_argument("--lr", type=float, default=5e-5)
-    parser.add_argument("--precision", choices=("float32", "bfloat16"), default="float32",
+    parser.add_argument("--precision", choices=TRAINING_PRECISIONS, default="float32",
                         help="bfloat16: autocast training steps (TrainConfig.precision)")
     args = parser.parse_args(argv)
     if args.steps < 1 or args.warmup_steps < 0 or args.batch_size < 1:

@@ -21,7 +21,7 @@ from safetensors.torch import load_file, save_file
 
 from core.checkpoint import atomic_directory
 from core.encoder import l2_normalize
-from core.hardware import native_bfloat16
+from core.hardware import resolve_precision
 from core.vec2sent.decode import beam_search_nbest, greedy_decode
 from core.vec2sent.model import Vec2SentConfig, Vec2SentDecoder
 from core.vec2sent.vocab import PieceVocab
@@ -132,7 +132,7 @@ def load_checkpoint(path: Path, encoder_fingerprint: str, precision: str = "auto
             f"Vec2Sent decoder {path} decodes embeddings of encoder {manifest['encoder'].get('name')!r} "
             f"(fingerprint {trained_on}), but the encoder in use has fingerprint {encoder_fingerprint}; "
             f"train a decoder for this encoder (python -m core.vec2sent.train)")
-    if precision == "bfloat16" or (precision == "auto" and native_bfloat16()):
+    if resolve_precision(precision) == "bfloat16":
         model = model.to(torch.bfloat16)
     return Vec2Sent(model.eval(), vocab, manifest)
 
