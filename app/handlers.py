@@ -31,6 +31,10 @@ from .settings import cache_dir
 
 MAP_SOURCES = ("dictionary definitions", "vocabulary words", "my sentences", "uploaded file")
 COLOUR_BY = ("part of speech", "cluster")
+# The beam of the app's decodings: its 20 hypotheses, reranked by cosine to the vector, reconstruct 16.2 %
+# of held-out sentences exactly (BLEU 22.0) against 12.6 % (18.6) with the API's default of 5, for about
+# 2x the time of one decoding (README, Vec2Sent decoder).
+DECODE_BEAM = 20
 NO_DECODER = ("No Vec2Sent decoder is available for the active encoder (none in checkpoints/ was trained on "
               "its fingerprint {fp}), so no sentence is decoded; the top words and the nearest reference "
               "sentences below are read off the vector directly. Train one with `python -m core.vec2sent.train`.")
@@ -135,7 +139,7 @@ class Studio:
         sentences = {name: sv.check_text(text, f"sentence {name}") for name, text in zip("abc", (a, b, c))}
         active = self.models.active()
         result = active.engine.analogy(**sentences, reference=active.reference(progress), k=10,
-                                       expression=expression)
+                                       beam=DECODE_BEAM, expression=expression)
         decoded = (f"**Decoded:** {result.decoded}" if result.decoded is not None
                    else NO_DECODER.format(fp=active.engine.fingerprint))
         return (decoded, [[w, round(p, 4)] for w, p in result.words], views.scored_rows(result.nearest))
@@ -147,7 +151,8 @@ class Studio:
         x, y = sv.check_text(a, "sentence A"), sv.check_text(b, "sentence B")
         active = self.models.active()
         reference = active.reference(progress)
-        points = active.engine.interpolate(x, y, int(steps), reference=reference, k=3)
+        points = active.engine.interpolate(x, y, int(steps), reference=reference, k=3,
+                                          beam=DECODE_BEAM)
         rows = [[round(p.alpha, 3), p.decoded or "(no decoder)", views.word_list(p.words), round(p.cos_x, 4),
                  round(p.cos_y, 4)] for p in points]
         return rows, self._path_map(points, reference)

@@ -211,6 +211,24 @@ def test_project_encoders_are_wired_to_the_encoder_and_engine(monkeypatch, tmp_p
                      ("engine", str(tmp_path))]
 
 
+def test_a_plain_hugging_face_folder_is_evaluated_with_the_chosen_pooling(tiny_base_dir, tmp_path, capsys):
+    from core.checkpoint import CheckpointError
+    from core.encoder import SentenceEncoder
+
+    texts = ["a dog barks", "the cat sleeps on the warm bed"]
+    encoders = {pooling: load_encoder(str(tiny_base_dir), pooling=pooling) for pooling in ("mean", "cls")}
+    assert all(isinstance(e, SentenceEncoder) for e in encoders.values())
+    assert [e.pooling for e in encoders.values()] == ["mean", "cls"]
+    mean, cls = (e.encode(texts) for e in encoders.values())
+    assert mean.shape == cls.shape == (2, 32) and not np.allclose(mean, cls)
+    # the same folder with a manifest is one of this project's checkpoints, not a plain model
+    checkpoint = tmp_path / "checkpoint"
+    shutil.copytree(tiny_base_dir, checkpoint)
+    (checkpoint / "manifest.json").write_text("{}")
+    with pytest.raises(CheckpointError, match="unsupported checkpoint format"):
+        load_encoder(str(checkpoint))
+
+
 # ---- real model ------------------------------------------------------------------------------
 
 @pytest.mark.slow

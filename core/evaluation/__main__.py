@@ -28,7 +28,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m core.evaluation", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--model", required=True,
-                        help=f"one of {', '.join(ENCODERS)}, or an Engine checkpoint folder")
+                        help=f"one of {', '.join(ENCODERS)}, an Engine checkpoint folder or any Hugging Face "
+                             "model folder (e.g. a sentence-transformers model)")
     parser.add_argument("--data", type=Path, default=None,
                         help=f"folder in SentEval's data/downstream layout (default: {DEFAULT_DATA_DIR})")
     parser.add_argument("--tasks", default=",".join(TASKS),
@@ -41,6 +42,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--seed", type=int, default=SENTEVAL_SEED, help="fold shuffling seed (default: SentEval's)")
     parser.add_argument("--precision", default="float32", choices=PRECISIONS,
                         help="encoding precision of this project's models (bfloat16, int8: faster; see bench/)")
+    parser.add_argument("--pooling", default="mean", choices=["mean", "cls", "max"],
+                        help="pooling of a plain Hugging Face model folder given as --model (default: mean)")
     parser.add_argument("--decoder-test", type=Path, default=None,
                         help=f"sentences for the vec2sent task, one a line (default: {DEFAULT_TEST})")
     parser.add_argument("--decoder-sentences", type=int, default=500, help="first N of them (default: 500)")
@@ -62,7 +65,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     start = time.perf_counter()
     try:
-        encoder = load_encoder(args.model, args.precision)
+        encoder = load_encoder(args.model, args.precision, args.pooling)
     except (ValueError, ImportError) as error:
         parser.error(f"cannot load model {args.model!r}: {error}")
     config = EvaluationConfig(data_dir, args.sts_dir, args.kfold, args.seed, decoder_test=args.decoder_test,

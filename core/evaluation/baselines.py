@@ -68,9 +68,15 @@ def load_minilm_sentence_transformer() -> TextEncoder:
 
 def load_minilm(pooling: str) -> TextEncoder:
     """The untrained base through this project's SentenceEncoder with the given pooling."""
+    return load_hf_model(str(minilm_dir()), pooling)
+
+
+def load_hf_model(path: str, pooling: str = "mean") -> TextEncoder:
+    """Any Hugging Face model folder (e.g. a sentence-transformers model) through this project's
+    SentenceEncoder: its transformer, pooled with `pooling`; no word head."""
     from core.encoder import SentenceEncoder
 
-    encoder, _mlm_head = SentenceEncoder.from_pretrained(minilm_dir(), pooling=pooling)
+    encoder, _mlm_head = SentenceEncoder.from_pretrained(path, pooling=pooling)
     return encoder
 
 
@@ -91,13 +97,16 @@ ENCODERS: dict[str, Callable[[], TextEncoder]] = {
 }
 
 
-def load_encoder(name_or_path: str, precision: str = "float32") -> TextEncoder:
-    """An encoder from ENCODERS by name, else an Engine checkpoint folder at that path.
+def load_encoder(name_or_path: str, precision: str = "float32", pooling: str = "mean") -> TextEncoder:
+    """An encoder from ENCODERS by name, else the folder at that path: a plain Hugging Face model
+    (config.json, no manifest.json) pooled with `pooling`, or an Engine checkpoint.
 
     `precision` other than float32 ("bfloat16", "int8") applies to this project's encoders only.
     """
     if name_or_path in ENCODERS:
         encoder = ENCODERS[name_or_path]()
+    elif is_hf_model_dir(Path(name_or_path)):
+        encoder = load_hf_model(name_or_path, pooling)
     elif Path(name_or_path).is_dir():
         encoder = load_engine(name_or_path)
     else:
@@ -107,6 +116,12 @@ def load_encoder(name_or_path: str, precision: str = "float32") -> TextEncoder:
             raise ValueError(f"precision {precision!r} applies to this project's encoders, not to {name_or_path!r}")
         encoder.set_precision(precision)
     return encoder
+
+
+def is_hf_model_dir(path: Path) -> bool:
+    """A Hugging Face model folder that is not one of this project's checkpoints."""
+    from core.checkpoint import MANIFEST
+    return (path / "config.json").is_file() and not (path / MANIFEST).is_file()
 
 
 def _package_dir(module: str, distribution: str) -> Path:
