@@ -26,6 +26,8 @@ EVENT_CONCURRENCY = 2  # requests of one event that run at a time (2 cores, torc
 HEAVY = {"concurrency_id": "heavy", "concurrency_limit": 2}
 USER_ERRORS = (ValueError, CheckpointError, ModelUnavailable, FileNotFoundError)
 JOB_STORAGE_KEY = "defsent-studio-job"
+REFINE_LABEL = ("Refine: edit the decoded sentence towards the vector (reconstructs more sentences exactly; "
+                "about a second per sentence; may read less fluently)")
 UPLOAD_LIFETIME = (600, 3600)  # gradio delete_cache: (every N seconds, files older than M seconds)
 EXAMPLES = ["a person who is in charge", "a large grey animal with a trunk", "a building where people live",
             "to move quickly on foot", "feeling or showing pleasure", "a place where books are kept"]
@@ -63,7 +65,8 @@ so general words stop crowding the top of every list.
 **Vec2Sent** (Kerscher & Eger, 2020) is a decoder trained to turn sentence vectors back into
 sentences; with it, analogies and interpolations between sentences can be read as text. Of the
 sentences its beam search finds, the app shows the one whose own embedding lies closest to the
-vector.
+vector; with "Refine" it then tries one-word edits of that sentence (words the vector points to,
+words of the other candidates) and keeps any that bring its embedding closer to the vector.
 
 Models are shared by every user of this server; your inputs, maps and uploads stay in your session.
 """
@@ -209,13 +212,14 @@ def _analogy_tab(studio: Studio) -> None:
         b = gr.Textbox(label="b", value="The woman is walking.")
         c = gr.Textbox(label="c", value="The man is running.")
         expression = gr.Textbox(label="Expression", value="b - a + c")
+    analogy_refine = gr.Checkbox(value=False, label=REFINE_LABEL)
     analogy_button = gr.Button("Compute", variant="primary")
     decoded = gr.Markdown()
     with gr.Row():
         words = gr.Dataframe(headers=["word", "probability"], label="Top words of the result")
         nearest = gr.Dataframe(headers=["rank", "cosine", "reference sentence"], label="Nearest reference sentences",
                                wrap=True)
-    analogy_button.click(handler(studio.analogy), [a, b, c, expression], [decoded, words, nearest],
+    analogy_button.click(handler(studio.analogy), [a, b, c, expression, analogy_refine], [decoded, words, nearest],
                          api_name="analogy")
 
     gr.Markdown("### Interpolation")
@@ -223,10 +227,11 @@ def _analogy_tab(studio: Studio) -> None:
         start = gr.Textbox(label="From", value="The weather is cold and wet.")
         end = gr.Textbox(label="To", value="I love sunny summer days.")
         steps = gr.Slider(2, 21, value=6, step=1, label="Steps")
+    path_refine = gr.Checkbox(value=False, label=REFINE_LABEL)
     path_button = gr.Button("Interpolate")
     table = gr.Dataframe(headers=["alpha", "decoded", "top words", "cos to From", "cos to To"], wrap=True)
     path = gr.Plot()
-    path_button.click(handler(studio.interpolation), [start, end, steps], [table, path], api_name="interpolate",
+    path_button.click(handler(studio.interpolation), [start, end, steps, path_refine], [table, path], api_name="interpolate",
                       **HEAVY)
 
 

@@ -6,7 +6,7 @@
 Embeds held-out sentences (the first --sentences lines of data/cache/corpus/test.txt, or a few
 built-in ones when the corpus has not been built), then times `engine.decode(vector, beam=...)` for
 each embedding alone (encoding the held-out sentence is not timed; re-encoding the beam's hypotheses
-for reranking is) and prints the median and 90th percentile in ms, with
+for reranking, and the edits of --refine, is) and prints the median and 90th percentile in ms, with
 a few decoded examples.
 """
 from __future__ import annotations
@@ -24,6 +24,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 from core import Engine  # noqa: E402
 from core.checkpoint import DEFAULT_CHECKPOINT  # noqa: E402
+from core.vec2sent.refine import RefineSettings  # noqa: E402
 
 HELD_OUT = ROOT / "data" / "cache" / "corpus" / "test.txt"
 BUILT_IN = ["he visits italy.", "she drinks wine.", "his name is robert.", "he is a doctor.",
@@ -40,13 +41,14 @@ def held_out_sentences(limit: int) -> tuple[list[str], str]:
     return BUILT_IN[:limit], f"{min(limit, len(BUILT_IN))} built-in sentences ({HELD_OUT.name} not built)"
 
 
-def latencies_ms(engine: Engine, vectors: np.ndarray, beam: int, rerank: bool) -> list[float]:
+def latencies_ms(engine: Engine, vectors: np.ndarray, beam: int, rerank: bool,
+                 refine: RefineSettings | None = None) -> list[float]:
     """Time decoding each vector alone, after one untimed warm-up."""
-    engine.decode(vectors[0], beam=beam, rerank=rerank)
+    engine.decode(vectors[0], beam=beam, rerank=rerank, refine=refine)
     times = []
     for vector in vectors:
         start = time.perf_counter()
-        engine.decode(vector, beam=beam, rerank=rerank)
+        engine.decode(vector, beam=beam, rerank=rerank, refine=refine)
         times.append((time.perf_counter() - start) * 1000)
     return times
 
@@ -67,6 +69,7 @@ def main() -> int:
                         help="encoder precision for reranking (auto, as in the app: bfloat16 where native)")
     parser.add_argument("--sentences", type=int, default=50)
     parser.add_argument("--beam", type=int, default=5)
+    parser.add_argument("--refine", action="store_true", help="also time the beam refined by one-word edits")
     parser.add_argument("--examples", type=int, default=3, help="decoded examples to print")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
@@ -86,9 +89,11 @@ def main() -> int:
     print("| decoding one sentence | precision | median ms | p90 ms |\n|---|---|---:|---:|")
     for precision in args.precision:
         engine.set_decoder(args.decoder, checkpoints, precision)
-        for beam, rerank in ([(args.beam, True), (args.beam, False)] if args.beam > 1 else []) + [(1, False)]:
-            times = latencies_ms(engine, vectors, beam, rerank)
-            label = "greedy" if beam == 1 else f"beam {beam}" + (" + rerank" if rerank else "")
+        settings = [(args.beam, True, None), (args.beam, False, None)] if args.beam > 1 else []
+        settings += [(args.beam, True, RefineSettings())] if args.refine else []
+        for beam, rerank, refine in settings + [(1, False, None)]:
+            times = latencies_ms(engine, vectors, beam, rerank, refine)
+            label = "greedy" if beam == 1 else f"beam {beam}" + (" + refine" if refine else " + rerank" if rerank else "")
             print(f"| {label} | {precision} | {statistics.median(times):.1f} | {p90(times):.1f} |")
     print()
     decoded = engine.decode(vectors[:args.examples], beam=args.beam)

@@ -28,6 +28,8 @@ from .vec2sent.checkpoint import FORMAT as DECODER_FORMAT
 from .vec2sent.checkpoint import MANIFEST as DECODER_MANIFEST
 from .vec2sent.checkpoint import Vec2Sent, load_checkpoint
 from .vec2sent.expression import evaluate_expression
+from .vec2sent.refine import RefineSettings
+from .vec2sent.refine import refine as refine_by_edits
 
 REFERENCE_SIZE = 2000  # dictionary definitions in the default reference set
 PART_OF_SPEECH = {"n": "noun", "v": "verb", "a": "adjective", "r": "adverb"}
@@ -211,11 +213,13 @@ class VectorReadout:
         return self._decoder.get()
 
     def decode(self, vectors: np.ndarray, beam: int = 5, max_length: int | None = None,
-               rerank: bool = True) -> list[str]:
+               rerank: bool = True, refine: RefineSettings | None = None) -> list[str]:
         """One sentence per row of `vectors` (n, d) or for one vector (d,), decoded in batches:
         beam search of width `beam`, greedy when beam == 1; at most `max_length` pieces (default:
         the decoder's). With `rerank` the beam's hypotheses are encoded again and the one closest
-        to the vector is returned. NoDecoderError when the engine has no decoder."""
+        to the vector is returned; with `refine` (slower, more exact) that one is then edited a word
+        at a time towards the vector (core/vec2sent/refine.py). NoDecoderError when the engine has
+        no decoder."""
         _check_count("beam", beam, 1)
         decoder = self.decoder
         if decoder is None:
@@ -223,8 +227,12 @@ class VectorReadout:
                       f"{self.fingerprint})" if self._decoder_search else "none was chosen (decoder=None, or built with from_base)")
             raise NoDecoderError(f"this engine has no Vec2Sent decoder: {reason}. Load one with "
                                  f"Engine.load(decoder=PATH) or train one with python -m core.vec2sent.train")
-        return decoder.decode(vectors, beam_width=int(beam), max_length=max_length,
-                              rerank_with=self.encode if rerank else None)
+        if refine is None:
+            return decoder.decode(vectors, beam_width=int(beam), max_length=max_length,
+                                  rerank_with=self.encode if rerank else None)
+        hypotheses = decoder.hypotheses(vectors, beam_width=int(beam), max_length=max_length)
+        words = [[w for w, _ in ranked] for ranked in self.words_for_vectors(np.atleast_2d(vectors), refine.pool)]
+        return refine_by_edits(hypotheses, vectors, self.encode, words, refine)
 
     def evaluate_expression(self, expression: str, sentences: Mapping[str, str]) -> np.ndarray:
         """The vector (d,) that `expression` ("b - a + c": names, numbers, + - * /, parentheses)
@@ -245,16 +253,18 @@ class VectorReadout:
         return self._reference.get()
 
     def analogy(self, a: str, b: str, c: str, reference: EmbeddedTexts | None = None, k: int = 5,
-                beam: int = 5, expression: str = "b - a + c") -> AnalogyResult:
+                beam: int = 5, expression: str = "b - a + c", refine: RefineSettings | None = None
+                ) -> AnalogyResult:
         """Read the vector b - a + c (a : b :: c : ?), or another `expression` over a, b, c: its
         decoded sentence, top-k words and the k nearest texts of `reference` (default: the
         dictionary sample)."""
         vector = self.evaluate_expression(expression, {"a": a, "b": b, "c": c})
-        decoded, words, nearest = self._read(vector[None], reference, k, beam)
+        decoded, words, nearest = self._read(vector[None], reference, k, beam, refine)
         return AnalogyResult(vector, decoded[0], words[0], nearest[0], expression)
 
     def interpolate(self, x: str, y: str, steps: int = 5, reference: EmbeddedTexts | None = None,
-                    k: int = 5, beam: int = 5) -> list[InterpolationPoint]:
+                    k: int = 5, beam: int = 5, refine: RefineSettings | None = None
+                    ) -> list[InterpolationPoint]:
         """`steps` points from x (alpha 0) to y (alpha 1), each read like an analogy.
 
         Points are linear in the raw embeddings, (1 - alpha) * u_x + alpha * u_y, as in Vec2Sent:
@@ -266,17 +276,17 @@ class VectorReadout:
         alphas = np.linspace(0.0, 1.0, int(steps), dtype=np.float32)  # (steps,)
         vectors = (1 - alphas[:, None]) * ends[0] + alphas[:, None] * ends[1]  # (steps, d)
         cosines = self.similarity(vectors, ends)  # (steps, 2)
-        decoded, words, nearest = self._read(vectors, reference, k, beam)
+        decoded, words, nearest = self._read(vectors, reference, k, beam, refine)
         return [InterpolationPoint(v, d, w, n, float(alpha), float(cos[0]), float(cos[1]))
                 for v, d, w, n, alpha, cos in zip(vectors, decoded, words, nearest, alphas, cosines, strict=True)]
 
-    def _read(self, vectors: np.ndarray, reference: EmbeddedTexts | None, k: int, beam: int
-              ) -> tuple[list[str | None], list[Scored], list[Scored]]:
+    def _read(self, vectors: np.ndarray, reference: EmbeddedTexts | None, k: int, beam: int,
+              refine: RefineSettings | None) -> tuple[list[str | None], list[Scored], list[Scored]]:
         """Decoded sentences (None without a decoder), top words and nearest texts of vectors (n, d)."""
         _check_count("k", k, 1)
         _check_count("beam", beam, 1)
         reference = reference if reference is not None else self.default_reference()
-        decoded = self.decode(vectors, beam) if self.decoder is not None else [None] * len(vectors)
+        decoded = self.decode(vectors, beam, refine=refine) if self.decoder is not None else [None] * len(vectors)
         return decoded, self.words_for_vectors(vectors, k), reference.nearest_texts(vectors, k)
 
 

@@ -162,15 +162,21 @@ def test_interpolation_table_and_path(studio):
 
 def test_the_app_decodes_with_its_wider_beam(studio, monkeypatch):
     from app.handlers import DECODE_BEAM
+    from core.vec2sent.refine import RefineSettings
     from core.readout import Lazy
 
     engine, beams = studio.models.active().engine, []
     monkeypatch.setattr(engine, "_decoder", Lazy(object))  # a decoder is present: analogy and interpolation decode
-    monkeypatch.setattr(engine, "decode", lambda vectors, beam=5, **kw: beams.append(beam) or ["x"] * len(vectors))
+    monkeypatch.setattr(engine, "decode", lambda vectors, beam=5, refine=None, **kw:
+                        beams.append((beam, refine)) or ["x"] * len(vectors))
     decoded, _, _ = studio.analogy("a king", "a queen", "a boy", "b - a + c")
     rows, _ = studio.interpolation("a dog", "a king", 3)
     assert decoded == "**Decoded:** x" and [r[1] for r in rows] == ["x"] * 3
-    assert beams == [DECODE_BEAM, DECODE_BEAM] and DECODE_BEAM > 5
+    # refined only when asked
+    studio.analogy("a king", "a queen", "a boy", "b - a + c", refine=True)
+    studio.interpolation("a dog", "a king", 3, refine=True)
+    assert beams == [(DECODE_BEAM, None), (DECODE_BEAM, None), (DECODE_BEAM, RefineSettings()),
+                     (DECODE_BEAM, RefineSettings())] and DECODE_BEAM > 5
 
 
 # ---- map ---------------------------------------------------------------------------------------------

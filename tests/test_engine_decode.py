@@ -15,6 +15,9 @@ from core.vec2sent import (EncoderMismatchError, ExpressionError, Vec2SentConfig
                            greedy_decode, save_checkpoint)
 from core.vec2sent.checkpoint import closest_hypotheses
 from core.vec2sent.decode import beam_search_nbest
+from core.vec2sent.diagnostics import decodings
+from core.vec2sent.encoder_link import link_engine
+from core.vec2sent.refine import RefineSettings
 from core.vec2sent.vocab import EOS, PieceVocab
 from tests.conftest import TINY_WORDS
 
@@ -106,6 +109,21 @@ def test_reranking_returns_the_beam_hypothesis_closest_to_the_vector(engine):
         cos = engine.similarity(np.stack([vector]), [h for h in hyps if h.strip()])[0]
         assert picked in hyps
         assert float(engine.similarity(vector[None], [picked])[0, 0]) == pytest.approx(cos.max(), abs=1e-5)
+
+
+def test_refining_starts_from_the_reranked_sentence_and_only_gets_closer(engine, encoder_dir):
+    vectors = engine.encode(SENTENCES)
+    reranked = engine.decode(vectors, beam=5)
+    refined = engine.decode(vectors, beam=5, refine=RefineSettings())
+    before = np.diag(engine.similarity(vectors, reranked))
+    after = np.diag(engine.similarity(vectors, refined))
+    assert (after >= before - 1e-5).all()
+    assert (after > before + 1e-3).any()  # a random tiny decoder is far off: edits must help somewhere
+    # the diagnostics derive the same rows from one beam search
+    rows = decodings(engine.decoder, link_engine(encoder_dir), vectors, 5, 0.6, rerank=True, refine=True)
+    assert list(rows) == ["beam 5", "beam 5, reranked", "beam 5, refined"]
+    assert rows["beam 5, reranked"][0] == reranked
+    assert np.diag(engine.similarity(vectors, rows["beam 5, refined"][0])) == pytest.approx(after, abs=1e-5)
 
 
 def test_closest_hypotheses_by_hand():

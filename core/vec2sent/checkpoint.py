@@ -51,22 +51,29 @@ class Vec2Sent:
         is embedded again and the one closest to its vector (cosine) wins: the decoder's likeliest
         sentence is not always the one that means the vector (README, Vec2Sent).
         """
+        beams = self.hypotheses(vectors, beam_width, alpha, max_length, batch_size)
+        if rerank_with is not None and beam_width > 1:
+            return closest_hypotheses(beams, np.atleast_2d(vectors), rerank_with)
+        return [hypotheses[0] for hypotheses in beams]
+
+    def hypotheses(self, vectors: np.ndarray, beam_width: int = 1, alpha: float = 0.6,
+                   max_length: int | None = None, batch_size: int = 256) -> list[list[str]]:
+        """Per row of `vectors` (n, sent_dim), the texts of the final beam, likeliest first (one
+        text, the greedy one, when beam_width == 1)."""
         vectors = np.atleast_2d(np.asarray(vectors, dtype=np.float32))
         if vectors.shape[1] != self.model.config.sent_dim:
             raise ValueError(f"vectors have {vectors.shape[1]} dimensions, the decoder expects "
                              f"{self.model.config.sent_dim}")
         max_length = max_length or self.model.config.max_length
-        sentences = []
+        texts = []
         for start in range(0, len(vectors), batch_size):
             batch = torch.from_numpy(vectors[start:start + batch_size])
             if beam_width == 1:
-                sentences.extend(self.vocab.to_text(row) for row in greedy_decode(self.model, batch, max_length))
-                continue
-            beams = [[self.vocab.to_text(h) for h in hypotheses]
-                     for hypotheses in beam_search_nbest(self.model, batch, beam_width, alpha, max_length)]
-            sentences.extend(closest_hypotheses(beams, batch.numpy(), rerank_with) if rerank_with
-                             else [hypotheses[0] for hypotheses in beams])
-        return sentences
+                texts.extend([self.vocab.to_text(row)] for row in greedy_decode(self.model, batch, max_length))
+            else:
+                texts.extend([self.vocab.to_text(h) for h in hypotheses]
+                             for hypotheses in beam_search_nbest(self.model, batch, beam_width, alpha, max_length))
+        return texts
 
 
 def closest_hypotheses(beams: list[list[str]], vectors: np.ndarray,

@@ -12,20 +12,19 @@ from __future__ import annotations
 
 import argparse
 import math
-import re
+import time
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import torch
 
-from core.vec2sent.text import normalize
+from core.vec2sent.checkpoint import closest_hypotheses
+from core.vec2sent.refine import RefineSettings
+from core.vec2sent.refine import refine as refine_by_edits
+from core.vec2sent.text import canonical_tokens
 from core.vec2sent.encoder_link import TopWord
-
-
-def canonical_tokens(text: str) -> list[str]:
-    """Words and single punctuation marks of the normalised text: the unit the metrics compare."""
-    return re.findall(r"\w+|[^\w\s]", normalize(text))
 
 
 @dataclass(frozen=True)
@@ -93,29 +92,54 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--alpha", type=float, default=0.6, help="length normalisation exponent")
     parser.add_argument("--rerank", action="store_true",
                         help="also each beam width > 1 with its hypotheses reranked by cosine to the vector")
+    parser.add_argument("--refine", action="store_true",
+                        help="also each beam width > 1 refined by one-word edits (core/vec2sent/refine.py)")
     parser.add_argument("--examples", type=int, default=10, help="decoded examples to print")
     parser.add_argument("--threads", type=int, default=1, help="torch threads (1: see train --help)")
     parser.add_argument("--precision", default="auto", choices=("auto", "float32", "bfloat16"),
                         help="decoder weights (auto: bfloat16 on CPUs with native bfloat16)")
+    parser.add_argument("--encoder-precision", default="float32", choices=("float32", "bfloat16"),
+                        help="the encoder's, for the test vectors, reranking and refining (the app: bfloat16)")
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
 
-    link = link_engine(args.encoder)
+    link = link_engine(args.encoder, precision=args.encoder_precision)
     decoder = load_checkpoint(args.decoder, encoder_fingerprint=link.fingerprint, precision=args.precision)
     references = [s for s in args.test.read_text(encoding="utf-8").splitlines() if s.strip()][:args.limit]
     vectors = link.encode(references)
     rows = {}
-    runs = [(w, False) for w in args.beams] + [(w, True) for w in args.beams if args.rerank and w > 1]
-    for width, rerank in runs:
-        name = "greedy" if width == 1 else f"beam {width}" + (", reranked" if rerank else "")
-        hypotheses = decoder.decode(vectors, beam_width=width, alpha=args.alpha,
-                                    rerank_with=link.encode if rerank else None)
-        rows[name] = (score_reconstructions(references, hypotheses),
-                      round_trip_agreement(references, hypotheses, link.top_word))
-        print(f"{name}:")
-        for ref, hyp in list(zip(references, hypotheses))[:args.examples]:
-            print(f"  in:  {ref}\n  out: {hyp}")
+    for width in args.beams:
+        for name, (hypotheses, seconds) in decodings(decoder, link, vectors, width, args.alpha,
+                                                     args.rerank, args.refine).items():
+            rows[f"{name} ({1000 * seconds / len(references):.0f} ms)"] = (
+                score_reconstructions(references, hypotheses),
+                round_trip_agreement(references, hypotheses, link.top_word))
+            print(f"{name}:")
+            for ref, hyp in list(zip(references, hypotheses))[:args.examples]:
+                print(f"  in:  {ref}\n  out: {hyp}")
     print(format_table(rows))
+
+
+def decodings(decoder, link, vectors: np.ndarray, width: int, alpha: float, rerank: bool, refine: bool
+              ) -> dict[str, tuple[list[str], float]]:
+    """name -> (decoded sentences, seconds taken) for one beam width: the likeliest hypotheses, and
+    with `rerank` / `refine` (width > 1) the same n-best reranked by cosine / refined by edits; the
+    seconds of a derived row include the beam search."""
+    start = time.perf_counter()
+    beams = decoder.hypotheses(vectors, beam_width=width, alpha=alpha)
+    searched = time.perf_counter() - start
+    name = "greedy" if width == 1 else f"beam {width}"
+    out = {name: ([h[0] for h in beams], searched)}
+    if width > 1 and rerank:
+        start = time.perf_counter()
+        out[f"{name}, reranked"] = (closest_hypotheses(beams, vectors, link.encode),
+                                    searched + time.perf_counter() - start)
+    if width > 1 and refine:
+        start = time.perf_counter()
+        settings = RefineSettings()
+        refined = refine_by_edits(beams, vectors, link.encode, link.vector_words(vectors, settings.pool), settings)
+        out[f"{name}, refined"] = (refined, searched + time.perf_counter() - start)
+    return out
 
 
 if __name__ == "__main__":

@@ -12,6 +12,7 @@ import numpy as np
 
 Encode = Callable[[list[str]], np.ndarray]  # texts -> (n, sent_dim) float32, not normalised
 TopWord = Callable[[list[str]], list[str]]  # texts -> the word head's top-1 word for each
+VectorWords = Callable[[np.ndarray, int], list[list[str]]]  # vectors (n, d), k -> the head's top-k words
 
 
 @dataclass
@@ -22,20 +23,22 @@ class EncoderLink:
     encode: Encode
     tokenizer: Any
     top_word: TopWord | None = None
+    vector_words: VectorWords | None = None
 
 
-def link_engine(path: Path, batch_size: int = 64) -> EncoderLink:
-    """Load the encoder checkpoint at `path` with core.engine.Engine."""
+def link_engine(path: Path, batch_size: int = 64, precision: str = "float32") -> EncoderLink:
+    """Load the encoder checkpoint at `path` with core.engine.Engine, encoding at `precision`."""
     from core.engine import Engine
 
     path = Path(path)
-    engine = Engine.load(path)
+    engine = Engine.load(path, precision=precision)
     return EncoderLink(
         name=engine.manifest.get("name", path.name),
         fingerprint=engine.fingerprint,
         encode=lambda texts: engine.encode(texts, batch_size=batch_size, normalize=False),
         tokenizer=engine.encoder.tokenizer,
         top_word=lambda texts: top_words(engine, texts),
+        vector_words=lambda vectors, k: [[w for w, _ in ranked] for ranked in engine.words_for_vectors(vectors, k)],
     )
 
 

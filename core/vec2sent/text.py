@@ -39,6 +39,12 @@ def match_key(text: str) -> str:
     return " ".join(re.findall(r"\w+", normalize(text)))
 
 
+def canonical_tokens(text: str) -> list[str]:
+    """Words and single punctuation marks of the normalised text: the unit the diagnostics compare
+    and the refinement edits."""
+    return re.findall(r"\w+|[^\w\s]", normalize(text))
+
+
 def detokenize(tokens: Iterable[str]) -> str:
     """Join word tokens with English spacing: `( `` a '' , b )` -> `("a", b)`.
 

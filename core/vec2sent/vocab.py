@@ -63,8 +63,7 @@ class PieceVocab:
                 words[-1] += piece[2:]
             else:
                 words.append(piece)
-        text = _HYPHEN.sub(r"\1-", _CLITIC.sub(r"\1'\2", " ".join(words)))
-        return detokenize(text.split())
+        return words_to_text(words)
 
     def to_json(self) -> dict:
         return {"specials": list(SPECIALS), "pieces": list(self.pieces), "encoder_ids": list(self.encoder_ids)}
@@ -76,3 +75,9 @@ class PieceVocab:
         if len(data["pieces"]) != len(data["encoder_ids"]):
             raise ValueError("vocabulary pieces and encoder_ids differ in length")
         return cls(tuple(data["pieces"]), tuple(data["encoder_ids"]))
+
+
+def words_to_text(words: list[str]) -> str:
+    """Whole words and punctuation as English text: clitics and hyphens glued back, then spacing."""
+    text = _HYPHEN.sub(r"\1-", _CLITIC.sub(r"\1'\2", " ".join(words)))
+    return detokenize(text.split())

@@ -1,0 +1,107 @@
+"""Refining decoded sentences by search: the encoder checks what the decoder proposes.
+
+A Vec2Sent decoder often gets a sentence almost right ("shall we walk, seek?" for "shall we walk,
+augusta?"): the word it misses is rare, so no beam reaches it, yet the encoder would recognise the
+right sentence at once (its cosine to the vector is 1). `refine` climbs that cosine with one-word
+edits of the best hypothesis:
+
+    delete a word, swap two neighbours, replace a word with a pool word, insert a pool word
+
+where the pool holds the words that the vector itself points to (the word head's top words, passed
+in as `vector_words`) and the words of the decoder's other hypotheses. Each round embeds every edit
+of every sentence in one batch and keeps the best edit if it raises the cosine; a sentence stops when
+no edit helps or when it already matches the vector (cosine >= `done_at`).
+"""
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+import numpy as np
+
+from core.encoder import l2_normalize
+from core.vec2sent.text import canonical_tokens
+from core.vec2sent.vocab import words_to_text
+
+Encode = Callable[[list[str]], np.ndarray]  # texts -> (n, d)
+
+
+@dataclass(frozen=True)
+class RefineSettings:
+    """rounds: edit rounds at most; pool: how many vector words and how many hypothesis words each
+    round may insert or substitute; done_at: the cosine at which a sentence counts as found."""
+    rounds: int = 2
+    pool: int = 5
+    done_at: float = 0.999
+
+
+def one_word_edits(words: Sequence[str], pool: Sequence[str]) -> list[tuple[str, ...]]:
+    """Every distinct non-empty sentence one edit away from `words`: a deletion, a swap of
+    neighbours, a substitution or an insertion of a `pool` word (the input itself excluded)."""
+    words, edits = list(words), set()
+    for i, word in enumerate(words):
+        edits.add(tuple(words[:i] + words[i + 1:]))
+        if i + 1 < len(words):
+            edits.add(tuple(words[:i] + [words[i + 1], word] + words[i + 2:]))
+        edits.update(tuple(words[:i] + [new] + words[i + 1:]) for new in pool)
+    for i in range(len(words) + 1):
+        edits.update(tuple(words[:i] + [new] + words[i:]) for new in pool)
+    edits.discard(())
+    edits.discard(tuple(words))
+    return sorted(edits)
+
+
+def edit_pool(words: Sequence[str], vector_words: Sequence[str], hypotheses: Sequence[Sequence[str]],
+              size: int) -> list[str]:
+    """The first `size` vector words and the `size` words most frequent across the hypotheses that
+    `words` lacks (a hypothesis counts once per word)."""
+    have = set(words)
+    counts = Counter(w for h in hypotheses for w in set(h) if w not in have)
+    frequent = [w for w, _ in sorted(counts.items(), key=lambda item: (-item[1], item[0]))][:size]
+    return list(dict.fromkeys([*vector_words[:size], *frequent]))
+
+
+def refine(hypotheses: Sequence[Sequence[str]], vectors: np.ndarray, encode: Encode,
+           vector_words: Sequence[Sequence[str]], settings: RefineSettings = RefineSettings()) -> list[str]:
+    """Per row i: the text closest (cosine) to vectors[i] among hypotheses[i] (the decoder's n-best,
+    likeliest first) and the sentences that rounds of one-word edits reach from it. An unedited
+    hypothesis is returned as the decoder wrote it."""
+    units = l2_normalize(np.atleast_2d(np.asarray(vectors, dtype=np.float32)))  # (n, d)
+    if len(hypotheses) != len(units) or len(vector_words) != len(units):
+        raise ValueError(f"{len(units)} vectors need as many hypothesis lists and word lists, got "
+                         f"{len(hypotheses)} and {len(vector_words)}")
+    tokenised = [[canonical_tokens(h) for h in hs] for hs in hypotheses]
+    best = _closest([[tuple(t) for t in ts if t] for ts in tokenised], units, encode)
+    texts = [hs[[tuple(t) for t in ts].index(b[0])] if b[0] else "" for hs, ts, b in
+             zip(hypotheses, tokenised, best)]
+    active = [i for i, (words, score) in enumerate(best) if words and score < settings.done_at]
+    for _ in range(settings.rounds):
+        candidates = [one_word_edits(best[i][0], edit_pool(best[i][0], vector_words[i], tokenised[i], settings.pool))
+                      for i in active]
+        improved = _closest(candidates, units[active], encode)
+        still = []
+        for i, (words, score) in zip(active, improved):
+            if words and score > best[i][1]:
+                best[i], texts[i] = (words, score), words_to_text(list(words))
+                if score < settings.done_at:
+                    still.append(i)
+        active = still
+        if not active:
+            break
+    return texts
+
+
+def _closest(candidates: Sequence[Sequence[tuple[str, ...]]], units: np.ndarray, encode: Encode
+             ) -> list[tuple[tuple[str, ...], float]]:
+    """Per row: (the candidate with the highest cosine to units[row], that cosine), ((), -inf) when
+    it has none; every distinct candidate text is embedded once, all rows in one call."""
+    texts = sorted({" ".join(c) for row in candidates for c in row})
+    if not texts:
+        return [((), -np.inf)] * len(candidates)
+    embedded = dict(zip(texts, l2_normalize(encode(texts))))
+    picked = []
+    for row, unit in zip(candidates, units, strict=True):
+        scores = [float(embedded[" ".join(c)] @ unit) for c in row]
+        picked.append((row[int(np.argmax(scores))], max(scores)) if row else ((), -np.inf))
+    return picked
