@@ -3,6 +3,7 @@ nearest reference sentences, analogies and interpolations. `Engine` inherits the
 
     engine = Engine.load()                 # + the decoder in checkpoints/ trained on this encoder
     engine.decode(engine.encode(["a dog barks"]), beam=5)        # one sentence per row
+    engine.decode(vectors, beam=20, refine=RefineSettings())      # + one-word edits towards each vector
     engine.analogy("he eats pizza", "he visits italy", "she drinks wine")   # AnalogyResult of b - a + c
     engine.interpolate("a dog barks", "the king rules", steps=5)           # [InterpolationPoint, ...]
     engine.evaluate_expression("b - a + c", {"a": "...", "b": "...", "c": "..."})  # (d,) float32
@@ -256,8 +257,8 @@ class VectorReadout:
                 beam: int = 5, expression: str = "b - a + c", refine: RefineSettings | None = None
                 ) -> AnalogyResult:
         """Read the vector b - a + c (a : b :: c : ?), or another `expression` over a, b, c: its
-        decoded sentence, top-k words and the k nearest texts of `reference` (default: the
-        dictionary sample)."""
+        decoded sentence (beam `beam`, `refine` as in `decode`), top-k words and the k nearest
+        texts of `reference` (default: the dictionary sample)."""
         vector = self.evaluate_expression(expression, {"a": a, "b": b, "c": c})
         decoded, words, nearest = self._read(vector[None], reference, k, beam, refine)
         return AnalogyResult(vector, decoded[0], words[0], nearest[0], expression)

@@ -8,11 +8,13 @@ import argparse
 import sys
 from pathlib import Path
 
+import numpy as np
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from core import Engine  # noqa: E402
 from core.checkpoint import DEFAULT_CHECKPOINT  # noqa: E402
+from core.vec2sent.refine import RefineSettings  # noqa: E402
 
 # (a, b, c) for z = a - b + c, the paper's notation; engine.analogy(x, y, z) reads y - x + z
 PAPER_ANALOGIES = [("he visits italy", "he eats pizza", "she drinks wine"),
@@ -33,18 +35,22 @@ def main() -> int:
     if engine.decoder is None:
         print(f"no Vec2Sent decoder beside {args.model} was trained on it", file=sys.stderr)
         return 2
-    print(f"| a - b + c | decoded (greedy) | beam {args.beam} | beam {args.beam}, reranked (the default) | top words |\n"
-          "|---|---|---|---|---|")
+    print(f"| a - b + c | decoded (greedy) | beam {args.beam} | beam {args.beam}, reranked | "
+          f"beam {args.beam}, refined | top words |\n|---|---|---|---|---|---|")
     for a, b, c in PAPER_ANALOGIES:
         result = engine.analogy(b, a, c, beam=args.beam)
         greedy = engine.decode(result.vector, beam=1)[0]
         likeliest = engine.decode(result.vector, beam=args.beam, rerank=False)[0]
+        refined = engine.decode(result.vector, beam=args.beam, refine=RefineSettings())[0]
         words = ", ".join(w for w, _ in result.words[:5])
-        print(f"| {a} − {b} + {c} | {greedy} | {likeliest} | {result.decoded} | {words} |")
-    print(f"\n| alpha | decoded (beam {args.beam}, reranked) | cos to x | cos to y | top words |\n|---:|---|---:|---:|---|")
-    for point in engine.interpolate(*INTERPOLATION, steps=args.steps, beam=args.beam):
+        print(f"| {a} − {b} + {c} | {greedy} | {likeliest} | {result.decoded} | {refined} | {words} |")
+    print(f"\n| alpha | decoded (beam {args.beam}, reranked) | refined | cos to x | cos to y | top words |\n"
+          "|---:|---|---|---:|---:|---|")
+    points = engine.interpolate(*INTERPOLATION, steps=args.steps, beam=args.beam)
+    refined = engine.decode(np.stack([p.vector for p in points]), beam=args.beam, refine=RefineSettings())
+    for point, edited in zip(points, refined):
         words = ", ".join(w for w, _ in point.words[:3])
-        print(f"| {point.alpha:.2f} | {point.decoded} | {point.cos_x:.2f} | {point.cos_y:.2f} | {words} |")
+        print(f"| {point.alpha:.2f} | {point.decoded} | {edited} | {point.cos_x:.2f} | {point.cos_y:.2f} | {words} |")
     return 0
 
 
