@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Sequence
 
 import numpy as np
 import torch
@@ -80,13 +80,22 @@ def closest_hypotheses(beams: list[list[str]], vectors: np.ndarray,
                        encode: Callable[[list[str]], np.ndarray]) -> list[str]:
     """Per row i, the text of beams[i] whose embedding has the highest cosine with vectors[i]
     (ties: the earlier, likelier one); empty texts are never embedded and win only when alone."""
-    texts = sorted({t for hypotheses in beams for t in hypotheses if t.strip()})
+    return [hypotheses[i] for hypotheses, (i, _) in zip(beams, best_by_cosine(beams, vectors, encode))]
+
+
+def best_by_cosine(rows: Sequence[Sequence[str]], vectors: np.ndarray,
+                   encode: Callable[[list[str]], np.ndarray]) -> list[tuple[int, float]]:
+    """Per row i: (index of the text of rows[i] closest to vectors[i] by cosine, that cosine);
+    ties go to the earlier text. Every distinct non-blank text is embedded once, all rows in one
+    call; blank texts score -inf (index 0, -inf for a row with none)."""
+    texts = sorted({t for row in rows for t in row if t.strip()})
     embedded = dict(zip(texts, l2_normalize(encode(texts)))) if texts else {}
-    picked = []
-    for hypotheses, vector in zip(beams, l2_normalize(vectors), strict=True):
-        scores = [float(embedded[t] @ vector) if t in embedded else -np.inf for t in hypotheses]
-        picked.append(hypotheses[int(np.argmax(scores))])
-    return picked
+    best = []
+    for row, vector in zip(rows, l2_normalize(np.atleast_2d(vectors)), strict=True):
+        scores = [float(embedded[t] @ vector) if t in embedded else -np.inf for t in row]
+        i = int(np.argmax(scores)) if scores else 0
+        best.append((i, scores[i] if scores else -np.inf))
+    return best
 
 
 def save_checkpoint(target: Path, model: Vec2SentDecoder, vocab: PieceVocab, manifest: dict) -> Path:

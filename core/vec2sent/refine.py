@@ -20,7 +20,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from core.encoder import l2_normalize
+from core.vec2sent.checkpoint import best_by_cosine
 from core.vec2sent.text import canonical_tokens
 from core.vec2sent.vocab import words_to_text
 
@@ -67,41 +67,26 @@ def refine(hypotheses: Sequence[Sequence[str]], vectors: np.ndarray, encode: Enc
     """Per row i: the text closest (cosine) to vectors[i] among hypotheses[i] (the decoder's n-best,
     likeliest first) and the sentences that rounds of one-word edits reach from it. An unedited
     hypothesis is returned as the decoder wrote it."""
-    units = l2_normalize(np.atleast_2d(np.asarray(vectors, dtype=np.float32)))  # (n, d)
-    if len(hypotheses) != len(units) or len(vector_words) != len(units):
-        raise ValueError(f"{len(units)} vectors need as many hypothesis lists and word lists, got "
+    vectors = np.atleast_2d(np.asarray(vectors, dtype=np.float32))  # (n, d)
+    if len(hypotheses) != len(vectors) or len(vector_words) != len(vectors):
+        raise ValueError(f"{len(vectors)} vectors need as many hypothesis lists and word lists, got "
                          f"{len(hypotheses)} and {len(vector_words)}")
     tokenised = [[canonical_tokens(h) for h in hs] for hs in hypotheses]
-    best = _closest([[tuple(t) for t in ts if t] for ts in tokenised], units, encode)
-    texts = [hs[[tuple(t) for t in ts].index(b[0])] if b[0] else "" for hs, ts, b in
-             zip(hypotheses, tokenised, best)]
+    start = best_by_cosine([[" ".join(words) for words in ts] for ts in tokenised], vectors, encode)
+    texts = [hs[i] if hs else "" for hs, (i, _) in zip(hypotheses, start)]
+    best = [(ts[i] if ts else [], score) for ts, (i, score) in zip(tokenised, start)]  # (words, cosine)
     active = [i for i, (words, score) in enumerate(best) if words and score < settings.done_at]
     for _ in range(settings.rounds):
         candidates = [one_word_edits(best[i][0], edit_pool(best[i][0], vector_words[i], tokenised[i], settings.pool))
                       for i in active]
-        improved = _closest(candidates, units[active], encode)
+        improved = best_by_cosine([[" ".join(c) for c in row] for row in candidates], vectors[active], encode)
         still = []
-        for i, (words, score) in zip(active, improved):
-            if words and score > best[i][1]:
-                best[i], texts[i] = (words, score), words_to_text(list(words))
+        for i, row, (j, score) in zip(active, candidates, improved):
+            if row and score > best[i][1]:
+                best[i], texts[i] = (list(row[j]), score), words_to_text(list(row[j]))
                 if score < settings.done_at:
                     still.append(i)
         active = still
         if not active:
             break
     return texts
-
-
-def _closest(candidates: Sequence[Sequence[tuple[str, ...]]], units: np.ndarray, encode: Encode
-             ) -> list[tuple[tuple[str, ...], float]]:
-    """Per row: (the candidate with the highest cosine to units[row], that cosine), ((), -inf) when
-    it has none; every distinct candidate text is embedded once, all rows in one call."""
-    texts = sorted({" ".join(c) for row in candidates for c in row})
-    if not texts:
-        return [((), -np.inf)] * len(candidates)
-    embedded = dict(zip(texts, l2_normalize(encode(texts))))
-    picked = []
-    for row, unit in zip(candidates, units, strict=True):
-        scores = [float(embedded[" ".join(c)] @ unit) for c in row]
-        picked.append((row[int(np.argmax(scores))], max(scores)) if row else ((), -np.inf))
-    return picked
