@@ -14,8 +14,8 @@ from core.vec2sent.decode import beam_search, greedy_decode
 from core.vec2sent.text import canonical_tokens
 from core.vec2sent.encoder_link import EncoderLink
 from core.vec2sent.model import Vec2SentConfig, Vec2SentDecoder
-from core.vec2sent.train import (TrainSettings, TrainingData, bucketed_batches, cached_embeddings,
-                                 encoder_token_ids, prepare_data, sequence_loss, train_decoder,
+from core.vec2sent.train import (SampledSoftmax, TrainSettings, TrainingData, bucketed_batches,
+                                 cached_embeddings, encoder_token_ids, prepare_data, sequence_loss, train_decoder,
                                  train_for_encoder, with_vocabulary)
 from core.vec2sent.vocab import EOS, UNK, PieceVocab
 
@@ -155,6 +155,47 @@ def test_bfloat16_training_keeps_float32_weights_and_learns_as_float32_does(toke
     stats = train_decoder(model, data, settings, progress=False)
     assert {p.dtype for p in model.parameters()} == {torch.float32}
     assert stats.curve[-1]["loss"] < stats.curve[0]["loss"] / 4
+
+
+def test_a_sampled_softmax_that_draws_every_piece_is_the_full_softmax(tokenizer):
+    vocab, data = prepare_data(FIVE, make_link(tokenizer).encode(FIVE), tokenizer)
+    model, idx = tiny_model(len(vocab)), np.arange(len(FIVE))
+    everything = SampledSoftmax.for_data(data, len(vocab), frequent=2, negatives=len(vocab))
+    with torch.no_grad():
+        assert sequence_loss(model, data, idx, sampled=everything).item() == pytest.approx(
+            sequence_loss(model, data, idx).item(), rel=1e-5)
+
+
+def test_sampled_softmax_scores_targets_and_frequent_pieces_and_estimates_the_normaliser():
+    sampled = SampledSoftmax(frequent=torch.tensor([0, 1, 2]), negatives=5, vocab_size=50)
+    targets = torch.tensor([7, 7, 30])
+    torch.manual_seed(0)
+    rows, log_weights = sampled.candidates(targets)
+    assert {0, 1, 2, 7, 30} <= set(rows.tolist()) and len(set(rows.tolist())) == len(rows) == 10
+    assert torch.allclose(log_weights, torch.tensor([0.0] * 5 + [float(np.log(45 / 5))] * 5))
+    logits = torch.randn(50, generator=torch.Generator().manual_seed(1))
+    estimates = []
+    for _ in range(3000):
+        rows, log_weights = sampled.candidates(targets)
+        estimates.append((logits[rows] + log_weights).exp().sum().item())
+    assert np.mean(estimates) == pytest.approx(logits.exp().sum().item(), rel=0.03)
+
+
+def test_the_most_frequent_pieces_are_always_scored(tokenizer):
+    vocab, data = prepare_data(FIVE, make_link(tokenizer).encode(FIVE), tokenizer)
+    sampled = SampledSoftmax.for_data(data, len(vocab), frequent=2, negatives=1)
+    the = vocab.to_compact(tokenizer("the", add_special_tokens=False)["input_ids"])[0]
+    assert set(sampled.frequent.tolist()) == {the, EOS}  # "the" occurs 4 times, [EOS] ends all five
+
+
+def test_tiny_decoder_trained_with_a_sampled_softmax_still_overfits_five_sentences(tokenizer):
+    vocab, data = prepare_data(FIVE, make_link(tokenizer).encode(FIVE), tokenizer)
+    model = tiny_model(len(vocab))
+    settings = TrainSettings(minutes=1.0, max_steps=200, batch_size=5, lr=0.02, log_every=50,
+                             sampled_negatives=3, frequent_pieces=2)
+    train_decoder(model, data, settings, progress=False)
+    decoded = [vocab.to_text(ids) for ids in greedy_decode(model, torch.from_numpy(data.embeddings), 20)]
+    assert [canonical_tokens(d) for d in decoded] == [canonical_tokens(s) for s in FIVE]
 
 
 def test_training_precision_is_checked():

@@ -88,18 +88,29 @@ class Vec2SentDecoder(nn.Module):
     def step(self, tokens: torch.Tensor, x: torch.Tensor, state: State | None
              ) -> tuple[torch.Tensor, State]:
         """Run tokens (B, T) conditioned on x (B, S) from `state`; return logits (B, T, V) and state."""
+        hidden, state = self._run(tokens, x, state)
+        return self.output_logits(hidden), state
+
+    def _run(self, tokens: torch.Tensor, x: torch.Tensor, state: State | None) -> tuple[torch.Tensor, State]:
+        """Top-layer states (B, T, H), dropout applied, and the state after the last step."""
         steps = tokens.shape[1]
         inputs = torch.cat([self.embed(tokens), x.unsqueeze(1).expand(-1, steps, -1)], dim=-1)  # (B, T, E+S)
         if steps == 1 and not self.training:
             hidden, state = self._one_step(inputs[:, 0], state)  # (B, 1, H)
         else:
             hidden, state = self.lstm(self.drop(inputs), state)  # (B, T, H)
-        hidden = self.drop(hidden)
+        return self.drop(hidden), state
+
+    def output_logits(self, hidden: torch.Tensor, rows: torch.Tensor | None = None) -> torch.Tensor:
+        """Logits (B, T, V) of hidden states (B, T, H); with `rows` (R,) only those pieces' (B, T, R)."""
         if self.config.tie_weights:
-            logits = F.linear(self.to_embedding(hidden), self.embed.weight, self.output_bias)  # (B, T, V)
+            weight, bias = self.embed.weight, self.output_bias
+            hidden = self.to_embedding(hidden)  # (B, T, E)
         else:
-            logits = self.output(hidden)  # (B, T, V)
-        return logits, state
+            weight, bias = self.output.weight, self.output.bias
+        if rows is not None:
+            weight, bias = weight[rows], bias[rows]  # (R, E), (R,)
+        return F.linear(hidden, weight, bias)
 
     def _one_step(self, inputs: torch.Tensor, state: State | None) -> tuple[torch.Tensor, State]:
         """The LSTM on one step of inputs (B, E+S), written out: for decoding, where nn.LSTM's
@@ -120,6 +131,10 @@ class Vec2SentDecoder(nn.Module):
             new_c.append(c_k)
         return layer_input.unsqueeze(1), (torch.stack(new_h), torch.stack(new_c))
 
-    def forward(self, sentences: torch.Tensor, inputs: torch.Tensor) -> torch.Tensor:
+    def hidden_states(self, sentences: torch.Tensor, inputs: torch.Tensor) -> torch.Tensor:
+        """Teacher-forced top-layer states (B, T, H) before the output layer (for a sampled softmax)."""
         x, state = self.start(sentences)
-        return self.step(inputs, x, state)[0]
+        return self._run(inputs, x, state)[0]
+
+    def forward(self, sentences: torch.Tensor, inputs: torch.Tensor) -> torch.Tensor:
+        return self.output_logits(self.hidden_states(sentences, inputs))  # (B, T, V)

@@ -9,13 +9,16 @@ Adam and gradient clipping until the time budget (or --max-steps) is used up; th
 constant, then decays linearly over the last part of the budget (--decay-from). With --precision
 bfloat16 (the default on CPUs that multiply bfloat16 natively) the forward pass autocasts matrix
 products to bfloat16 while weights, optimiser state and the loss stay float32: about 1.8x more
-steps in the same budget on this machine. The checkpoint is written atomically at the end and every
---save-every minutes.
+steps in the same budget on this machine. With --sampled-negatives N the softmax over all pieces
+(most of a step's arithmetic) is replaced in training by one over the most frequent pieces, the
+batch's targets and N random others (`SampledSoftmax`); validation stays exact. The checkpoint is
+written atomically at the end and every --save-every minutes.
 """
 from __future__ import annotations
 
 import argparse
 import hashlib
+import math
 import time
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
@@ -52,6 +55,8 @@ class TrainSettings:
     decay_from: float = 0.7  # fraction of the budget after which the learning rate decays linearly
     final_lr_factor: float = 0.05  # ... down to this fraction of `lr`
     precision: str = "float32"  # "bfloat16": autocast the forward pass (weights stay float32)
+    sampled_negatives: int = 0  # > 0: train with a SampledSoftmax drawing this many pieces a step
+    frequent_pieces: int = 2048  # ... which always scores this many of the most frequent pieces
 
     def __post_init__(self) -> None:
         check_training_precision(self.precision)
@@ -148,14 +153,56 @@ def bucketed_batches(lengths: np.ndarray, batch_size: int, rng: np.random.Genera
     return [batches[i] for i in rng.permutation(len(batches))]
 
 
+@dataclass
+class SampledSoftmax:
+    """A training-time stand-in for the softmax over all V pieces, which is most of a step's arithmetic.
+
+    Logits are computed exactly for the `frequent` pieces and the batch's targets (together nearly
+    all of the normaliser's mass) and for `negatives` pieces drawn uniformly from the rest, each of
+    which stands for |rest| / negatives pieces (its logit is raised by the log of that), so the
+    normaliser is estimated without bias. Validation and decoding always use the full softmax."""
+    frequent: torch.Tensor  # (M,) ids of the pieces always scored
+    negatives: int
+    vocab_size: int
+
+    @classmethod
+    def for_data(cls, data: TrainingData, vocab_size: int, frequent: int, negatives: int) -> "SampledSoftmax":
+        counts = np.bincount(np.concatenate([np.asarray(s, dtype=np.int64) for s in data.sequences]),
+                             minlength=vocab_size)
+        counts[EOS] = len(data.sequences)  # every sentence ends with one
+        return cls(torch.from_numpy(np.argsort(-counts, kind="stable")[:frequent]), negatives, vocab_size)
+
+    def candidates(self, targets: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Piece ids to score (R,) and the log weight of each (R,), for the target ids (N,)."""
+        exact = torch.zeros(self.vocab_size, dtype=torch.bool)
+        exact[self.frequent] = True
+        exact[targets] = True
+        rest = (~exact).nonzero().squeeze(1)
+        taken = min(self.negatives, len(rest))
+        sampled = rest[torch.randperm(len(rest))[:taken]]
+        exact_ids = exact.nonzero().squeeze(1)
+        log_weights = torch.cat([torch.zeros(len(exact_ids)),
+                                 torch.full((taken,), math.log(len(rest) / max(taken, 1)))])
+        return torch.cat([exact_ids, sampled]), log_weights
+
+
 def sequence_loss(model: Vec2SentDecoder, data: TrainingData, idx: np.ndarray,
-                  precision: str = "float32") -> torch.Tensor:
+                  precision: str = "float32", sampled: SampledSoftmax | None = None) -> torch.Tensor:
     """Mean cross-entropy per target piece ([EOS] included, padding excluded), computed in float32;
-    with `precision="bfloat16"` the model's matrix products run in bfloat16 (autocast)."""
+    with `precision="bfloat16"` the model's matrix products run in bfloat16 (autocast); with
+    `sampled`, over a sample of the pieces (training only)."""
     sentences, inputs, targets = data.batch(idx)
+    real = targets != PAD  # (B, T): padding gets no logits at all
+    targets = targets[real]  # (N,)
     with torch.autocast("cpu", dtype=torch.bfloat16, enabled=precision == "bfloat16"):
-        logits = model(sentences, inputs)  # (B, T, V)
-    return F.cross_entropy(logits.float().flatten(0, 1), targets.flatten(), ignore_index=PAD)
+        hidden = model.hidden_states(sentences, inputs)[real]  # (N, H)
+        if sampled is None:
+            return F.cross_entropy(model.output_logits(hidden).float(), targets)  # (N, V) logits
+        rows, log_weights = sampled.candidates(targets)
+        logits = model.output_logits(hidden, rows).float() + log_weights  # (N, R)
+    position = torch.empty(model.config.vocab_size, dtype=torch.long)
+    position[rows] = torch.arange(len(rows))
+    return F.cross_entropy(logits, position[targets])
 
 
 @torch.no_grad()
@@ -178,6 +225,8 @@ def train_decoder(model: Vec2SentDecoder, data: TrainingData, settings: TrainSet
     torch.manual_seed(settings.seed)
     rng = np.random.default_rng(settings.seed)
     optimizer = torch.optim.Adam(model.parameters(), lr=settings.lr)
+    sampled = (SampledSoftmax.for_data(data, model.config.vocab_size, settings.frequent_pieces,
+                                       settings.sampled_negatives) if settings.sampled_negatives else None)
     stats, recent = TrainStats(), []
     started = last_save = time.monotonic()
     budget = settings.minutes * 60
@@ -187,7 +236,7 @@ def train_decoder(model: Vec2SentDecoder, data: TrainingData, settings: TrainSet
             model.train()
             for group in optimizer.param_groups:
                 group["lr"] = settings.lr * settings.lr_factor(time.monotonic() - started, stats.steps)
-            loss = sequence_loss(model, data, idx, settings.precision)
+            loss = sequence_loss(model, data, idx, settings.precision, sampled)
             optimizer.zero_grad()
             loss.backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), settings.clip)
@@ -307,6 +356,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--precision", choices=("auto", "float32", "bfloat16"), default="auto",
                         help="bfloat16 autocasts the forward pass (weights stay float32); auto: bfloat16 "
                              "on CPUs with native bfloat16 matrix instructions, else float32")
+    parser.add_argument("--sampled-negatives", type=int, default=TrainSettings.sampled_negatives,
+                        help="train with a sampled softmax: the most frequent pieces, the batch's targets "
+                             "and this many pieces drawn at random (0: full softmax)")
+    parser.add_argument("--frequent-pieces", type=int, default=TrainSettings.frequent_pieces,
+                        help="pieces the sampled softmax always scores")
     parser.add_argument("--threads", type=int, default=1,
                         help="torch threads; 1 is fastest while another job keeps the cores busy "
                              "(2 threads measured 2.5x slower then)")
@@ -316,7 +370,8 @@ def main(argv: list[str] | None = None) -> None:
     sentences = (args.corpus / "train.txt").read_text(encoding="utf-8").splitlines()
     settings = TrainSettings(minutes=args.minutes, max_steps=args.max_steps, batch_size=args.batch_size,
                              lr=args.lr, save_every_minutes=args.save_every, decay_from=args.decay_from,
-                             precision=resolve_precision(args.precision))
+                             precision=resolve_precision(args.precision),
+                             sampled_negatives=args.sampled_negatives, frequent_pieces=args.frequent_pieces)
     overrides = {"emb_dim": args.emb_dim, "hidden": args.hidden, "layers": args.layers,
                  "dropout": args.dropout, "init_state": not args.no_init_state,
                  "tie_weights": not args.no_tie}
