@@ -15,8 +15,8 @@ from core.vec2sent.text import canonical_tokens
 from core.vec2sent.encoder_link import EncoderLink
 from core.vec2sent.model import Vec2SentConfig, Vec2SentDecoder
 from core.vec2sent.train import (SampledSoftmax, TrainSettings, TrainingData, bucketed_batches,
-                                 cached_embeddings, encoder_token_ids, prepare_data, sequence_loss, train_decoder,
-                                 train_for_encoder, with_vocabulary)
+                                 cached_embeddings, encoder_token_ids, prepare_data, sequence_loss,
+                                 train_decoder, train_for_encoder, with_vocabulary)
 from core.vec2sent.vocab import EOS, UNK, PieceVocab
 
 SENT_DIM = 24
@@ -179,6 +179,12 @@ def test_sampled_softmax_scores_targets_and_frequent_pieces_and_estimates_the_no
         rows, log_weights = sampled.candidates(targets)
         estimates.append((logits[rows] + log_weights).exp().sum().item())
     assert np.mean(estimates) == pytest.approx(logits.exp().sum().item(), rel=0.03)
+
+
+def test_a_sampled_softmax_with_nothing_left_to_draw_scores_the_exact_pieces_only():
+    rows, log_weights = SampledSoftmax(torch.tensor([0, 1]), negatives=3, vocab_size=4).candidates(
+        torch.tensor([2, 3]))
+    assert sorted(rows.tolist()) == [0, 1, 2, 3] and not log_weights.any()
 
 
 def test_the_most_frequent_pieces_are_always_scored(tokenizer):

@@ -177,12 +177,10 @@ class SampledSoftmax:
         exact = torch.zeros(self.vocab_size, dtype=torch.bool)
         exact[self.frequent] = True
         exact[targets] = True
-        rest = (~exact).nonzero().squeeze(1)
-        taken = min(self.negatives, len(rest))
-        sampled = rest[torch.randperm(len(rest))[:taken]]
-        exact_ids = exact.nonzero().squeeze(1)
-        log_weights = torch.cat([torch.zeros(len(exact_ids)),
-                                 torch.full((taken,), math.log(len(rest) / max(taken, 1)))])
+        exact_ids, rest = exact.nonzero().squeeze(1), (~exact).nonzero().squeeze(1)
+        sampled = rest[torch.randperm(len(rest))[:self.negatives]]
+        weight = len(rest) / len(sampled) if len(sampled) else 1.0  # pieces each sampled one stands for
+        log_weights = torch.cat([torch.zeros(len(exact_ids)), torch.full((len(sampled),), math.log(weight))])
         return torch.cat([exact_ids, sampled]), log_weights
 
 
