@@ -1,10 +1,12 @@
 """Corpus assembly on tiny fixtures: normalisation, detokenisation, dedup, STS/SICK exclusion, split."""
 from __future__ import annotations
 
+import json
+
 import pytest
 
-from core.vec2sent.corpus import (build_corpus, length_distribution, read_benchmark_sentences, read_brown,
-                                  read_sotu, split_sentences)
+from core.vec2sent.corpus import (build_corpus, dated_terms, length_distribution, offensive_text,
+                                  read_benchmark_sentences, read_brown, read_nlp_corpus, read_sotu, split_sentences)
 from core.vec2sent.text import detokenize, match_key, normalize
 
 
@@ -104,7 +106,7 @@ def test_train_only_sources_add_to_train_and_leave_the_test_set_alone(tmp_path):
     plain = build_corpus(SOURCES, excluded, test_size=2, seed=1)
     extra = {"more": ["Birds sing in the morning!", "A cat sleeps on the mat.", "too short", "A cat sleeps on the mat",
                       "A wench of the village."]}
-    grown = build_corpus(SOURCES, excluded, test_size=2, seed=1, train_only=extra)
+    grown = build_corpus(SOURCES, excluded, test_size=2, seed=1, train_only={"more": (extra["more"], dated_terms)})
     assert grown.test == plain.test
     assert grown.train == plain.train + ["a cat sleeps on the mat."]  # the rest: a duplicate, too short, again
     assert grown.stats["sources"]["more (train only)"] == {"raw": 5, "duplicate": 2, "wrong_length": 1,
@@ -117,3 +119,26 @@ def test_read_sotu_splits_each_address_into_sentences(tmp_path):
         encoding="utf-8")
     assert list(read_sotu(tmp_path)) == ["Fellow-Citizens of the Senate:", "I embrace with great satisfaction "
                                          "the opportunity.", "Mr. Smith agrees."]
+
+
+def test_offensive_text_flags_listed_words_phrases_and_high_scores():
+    leave_out = offensive_text(["Darn", "heck", "gosh darn it", " "], score=lambda s: [0.9 if "awful" in x else 0.1
+                                                                                  for x in s])
+    sentences = ["darn, the bus left.", "what the HECK is this", "oh gosh darn it all", "an awful thing to say",
+                 "the darning needle broke.", "a wench of the village.", "a quiet morning by the sea."]
+    assert leave_out(sentences) == ["offensive", "offensive", "offensive", "offensive", None, "dated_terms", None]
+    assert offensive_text(["darn"])(["darn it", "fine"]) == ["offensive", None]  # no classifier: the list alone
+
+
+def test_train_only_filter_counts_what_it_leaves_out():
+    leave_out = offensive_text(["darn"])
+    corpus = build_corpus(SOURCES, set(), test_size=2, seed=1,
+                          train_only={"chat": (["Darn this rain today!", "The rain stopped at noon."], leave_out)})
+    assert corpus.stats["sources"]["chat (train only)"] == {"raw": 2, "offensive": 1, "kept": 1}
+    assert "the rain stopped at noon." in corpus.train and "darn this rain today!" not in corpus.train
+
+
+def test_read_nlp_corpus_reads_the_json_lists_in_file_order(tmp_path):
+    for n, sentences in ((10, ["Last one."]), (2, ["First one.", "Second one."])):
+        (tmp_path / f"doc-{n}.json").write_text(json.dumps(sentences), encoding="utf-8")
+    assert list(read_nlp_corpus(tmp_path)) == ["First one.", "Second one.", "Last one."]
