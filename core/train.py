@@ -26,6 +26,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from .distill import Distillation, TeacherObjective
 from .hardware import check_training_precision
 from .hubness import DEFAULT_K, DEFAULT_WEIGHT
 from .word_eval import definition_pairs, evaluate_vectors
@@ -54,6 +55,9 @@ class TrainConfig:
                                   # this many random ones, embedded every step (gradient through them)
     hub_weight: float = DEFAULT_WEIGHT  # hubness correction computed at the end on the training
     hub_k: int = DEFAULT_K                # definitions (core/hubness.py; weight 0 = none)
+    distill_weight: float = 1.0   # weight of the teacher's loss when a `Distillation` is given
+    distill_batch: int = 32       # teacher sentences per step, besides the definitions
+    distill_lr: float = 1e-3      # learning rate of the linear map to the teacher's space
     seed: int = 0
     precision: str = "float32"    # "bfloat16": autocast training steps and dev encodings (2.5x faster
                                   # steps on CPUs with native bfloat16; weights stay float32)
@@ -144,7 +148,8 @@ def train(engine, train_entries, dev_entries, config: TrainConfig = TrainConfig(
           progress: Callable[[TrainProgress], None] | None = None,
           should_stop: Callable[[], bool] | None = None,
           sts_dev: Callable[[object], float] | None = None,
-          base_vectors: np.ndarray | None = None) -> TrainResult:
+          base_vectors: np.ndarray | None = None,
+          distill: Distillation | None = None) -> TrainResult:
     """Fine-tune `engine.encoder` in place so that head(u) predicts each definition's word.
 
     The head stays frozen. Every `eval_every` steps the dev split is scored (MRR, plus STS-dev
@@ -157,9 +162,12 @@ def train(engine, train_entries, dev_entries, config: TrainConfig = TrainConfig(
     `base_vectors`: the untrained encoder's vectors of the training definitions (for the drift
     penalty), if already computed. `config.precision` "bfloat16" computes the steps and every
     encoding made during training in bfloat16 (autocast); the encoder's precision is restored after.
+    `distill`: sentences with a larger encoder's vectors; each step adds `config.distill_weight` times
+    the loss of predicting them (core/distill.py) on `config.distill_batch` of the sentences.
     """
     with _encoding_precision(engine, config.precision):
-        return _train(engine, train_entries, dev_entries, config, progress, should_stop, sts_dev, base_vectors)
+        return _train(engine, train_entries, dev_entries, config, progress, should_stop, sts_dev,
+                      base_vectors, distill)
 
 
 @contextmanager
@@ -175,7 +183,7 @@ def _encoding_precision(engine, precision: str):
 
 
 def _train(engine, train_entries, dev_entries, config: TrainConfig, progress, should_stop, sts_dev,
-           base_vectors) -> TrainResult:
+           base_vectors, distill) -> TrainResult:
     torch.manual_seed(config.seed)
     texts, gold = definition_pairs(train_entries, engine.vocab)
     dev_texts, dev_gold = definition_pairs(dev_entries, engine.vocab)
@@ -190,6 +198,10 @@ def _train(engine, train_entries, dev_entries, config: TrainConfig, progress, sh
     groups = [{"params": params, "lr": config.lr}]
     if config.head_lr:
         groups.append({"params": _head_transform_parameters(engine), "lr": config.head_lr})
+    teacher = None
+    if distill is not None and config.distill_weight:
+        teacher = TeacherObjective(engine.encode, distill, config.seed)
+        groups.append({"params": list(teacher.map.parameters()), "lr": config.distill_lr})
     optimizer = torch.optim.Adam(groups)
     steps_per_epoch = math.ceil(len(texts) / config.batch_size)
     total = config.max_steps or max(1, int(config.epochs * steps_per_epoch))
@@ -202,6 +214,8 @@ def _train(engine, train_entries, dev_entries, config: TrainConfig, progress, sh
         metrics = evaluate_vectors(engine, engine.encode(dev_texts), dev_gold)
         if sts_dev is not None:
             metrics["sts_dev"] = float(sts_dev(engine))
+        if teacher is not None:
+            metrics["teacher_loss"] = teacher.dev_loss(engine.encode)
         metrics["score"] = metrics["mrr"] + config.sts_weight * metrics.get("sts_dev", 0.0) / 100
         return metrics
 
@@ -218,6 +232,10 @@ def _train(engine, train_entries, dev_entries, config: TrainConfig, progress, sh
         loss = _defsent_loss(engine, [texts[i] for i in idx], torch.from_numpy(gold[idx]),
                              None if base_vectors is None else torch.from_numpy(base_vectors[idx]),
                              config.drift_weight, config.live_words, config.precision)
+        if teacher is not None:
+            sentences, targets = teacher.next_batch(config.distill_batch)
+            u = _embed(engine, sentences, config.precision)
+            loss = loss + config.distill_weight * teacher.loss(u, targets)
         optimizer.zero_grad()
         loss.backward()
         optimizer.step()
@@ -244,9 +262,8 @@ def _train(engine, train_entries, dev_entries, config: TrainConfig, progress, sh
 
 def _defsent_loss(engine, texts: list[str], gold: torch.Tensor, base_u: torch.Tensor | None,
                   drift_weight: float, live_words: int = 0, precision: str = "float32") -> torch.Tensor:
-    engine.encoder.train()
+    u = _embed(engine, texts, precision)  # (B, H)
     with torch.autocast("cpu", dtype=torch.bfloat16, enabled=precision == "bfloat16"):
-        u = engine.encoder(**engine.encoder.tokenize(texts))  # (B, H)
         head_logits = engine.head(u)  # (B, V)
     u, head_logits = u.float(), head_logits.float()  # the loss in float32
     logits = head_logits
@@ -258,6 +275,13 @@ def _defsent_loss(engine, texts: list[str], gold: torch.Tensor, base_u: torch.Te
     if drift_weight and base_u is not None:
         loss = loss + drift_weight * (1 - nn.functional.cosine_similarity(u, base_u, dim=-1)).mean()
     return loss
+
+
+def _embed(engine, texts: list[str], precision: str) -> torch.Tensor:
+    """Sentence vectors (B, H) with gradient, in training mode (bfloat16 autocast if asked)."""
+    engine.encoder.train()
+    with torch.autocast("cpu", dtype=torch.bfloat16, enabled=precision == "bfloat16"):
+        return engine.encoder(**engine.encoder.tokenize(texts))  # (B, H)
 
 
 def _live_words_loss(engine, u: torch.Tensor, head_logits: torch.Tensor, gold: torch.Tensor,
@@ -367,6 +391,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from tqdm import tqdm
 
     from .checkpoint import DEFAULT_BASE
+    from .distill import distillation_sentences, teacher_vectors
     from .dictionary import add_training_entries, load_wordnet, read_user_dictionary, split_by_word
     from .engine import Engine
     from .word_eval import evaluate_words, format_table
@@ -395,6 +420,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                    help="torch threads (0: torch's default; 1 is fastest on a busy 2-core machine)")
     p.add_argument("--head-from", type=Path, help="start from the base of this checkpoint with its head "
                    "(the encoder's training is redone, the head stage skipped)")
+    p.add_argument("--distill-from", type=Path, help="a larger sentence encoder (Hugging Face folder) to distil "
+                   "from, on the sentences of --distill-corpus (core/distill.py)")
+    p.add_argument("--distill-corpus", type=Path, default=Path("data/cache/corpus-nlp"),
+                   help="decoder corpus folder whose training sentences are distilled (dev/test definitions left out)")
+    p.add_argument("--distill-sentences", type=int, default=64000, help="sentences sampled from it (0: all)")
     for f in TrainConfig.__dataclass_fields__.values():
         flag = "--" + f.name.replace("_", "-")
         if isinstance(f.default, bool):
@@ -429,6 +459,12 @@ def main(argv: Sequence[str] | None = None) -> int:
                                                    args.split_seed, args.head_weight_decay)
     print("word head:", engine.manifest["head"]["origin"])
 
+    distill = None
+    if args.distill_from:
+        sentences = distillation_sentences(args.distill_corpus, [e.definition for e in (*split.dev, *split.test)],
+                                           args.distill_sentences)
+        vectors = teacher_vectors(args.distill_from, sentences, cache=args.distill_corpus / "teacher-vectors")
+        distill = Distillation(sentences, vectors, str(args.distill_from))
     bar = tqdm(total=1, unit="step", dynamic_ncols=True)
 
     def show(p: TrainProgress) -> None:
@@ -439,7 +475,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         bar.refresh()
 
     result = train(engine, split.train, split.dev, config, progress=show,
-                   sts_dev=sts_dev_scorer(args.senteval))
+                   sts_dev=sts_dev_scorer(args.senteval), distill=distill)
     bar.close()
     test = evaluate_words(engine, split.test)
     print(format_table({"DefSent (best dev)": test}))
@@ -447,7 +483,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 training={"data": source, "split_seed": args.split_seed, "split": split.stats(),
                           "extra_train": {"file": str(args.extra_train), **extra_counts} if extra_counts else None,
                           "init": str(args.init) if args.init else None,
-                          "head_stage": args.head_stage, "result": result.to_dict()})
+                          "head_stage": args.head_stage, "result": result.to_dict(),
+                          "distill": distill.describe() if distill else None})
     print(f"saved {args.out} (best step {result.best_step} of {result.steps}, {result.seconds / 60:.1f} min)")
     return 0
 
