@@ -192,7 +192,8 @@ class VectorReadout:
         up and loaded on first use (so loading the engine costs nothing extra); none is fine.
         A path: that checkpoint, loaded now; EncoderMismatchError if it decodes another encoder, and
         the current decoder is kept. None: no decoder. `precision` of the decoder's weights: "auto"
-        (bfloat16 on CPUs with native bfloat16, else float32), "float32" or "bfloat16".
+        (int8 where torch can, else bfloat16 on CPUs with native bfloat16, else float32), "float32",
+        "bfloat16" or "int8" (`core.vec2sent.checkpoint.load_checkpoint`).
         """
         if decoder is None:
             self._decoder, self._decoder_search = Lazy(lambda: None), None

@@ -396,6 +396,42 @@ def test_decoder_precision_is_chosen_at_load(tokenizer, tmp_path):
         load_checkpoint(tmp_path / "dec", "fp-A", precision="int4")
 
 
+@pytest.mark.parametrize("tie_weights", [True, False])
+def test_an_int8_output_layer_gives_nearly_the_same_logits_only_when_decoding(tie_weights):
+    model = tiny_model(40, tie_weights=tie_weights).eval()
+    hidden = torch.randn(3, 2, model.config.hidden)  # (B, T, H)
+    exact = model.output_logits(hidden)
+    model.quantize()
+    approx = model.output_logits(hidden)
+    assert approx.shape == exact.shape and approx.dtype == torch.float32
+    assert (approx - exact).abs().max() < 0.02 * exact.abs().max()
+    assert not torch.equal(approx, exact)  # the int8 layer is the one in use
+    rows = torch.tensor([3, 7])
+    torch.testing.assert_close(model.output_logits(hidden, rows), exact[..., rows])  # a sampled softmax: full weights
+    torch.testing.assert_close(model.train().output_logits(hidden), exact)  # training: full weights
+
+
+def test_int8_decoder_precision_quantises_the_output_layer_and_still_decodes(tokenizer, tmp_path):
+    vocab = tiny_vocab(tokenizer)
+    save_checkpoint(tmp_path / "dec", tiny_model(len(vocab)), vocab, manifest())
+    as_int8 = load_checkpoint(tmp_path / "dec", "fp-A", precision="int8")
+    assert as_int8.model.int8_output is not None
+    assert load_checkpoint(tmp_path / "dec", "fp-A", precision="float32").model.int8_output is None
+    vectors = np.random.default_rng(0).normal(size=(3, SENT_DIM)).astype(np.float32)
+    assert len(as_int8.decode(vectors, beam_width=3)) == 3
+
+
+def test_auto_decoder_precision_is_int8_only_where_torch_has_a_quantised_engine(tokenizer, tmp_path, monkeypatch):
+    vocab = tiny_vocab(tokenizer)
+    save_checkpoint(tmp_path / "dec", tiny_model(len(vocab)), vocab, manifest())
+    assert checkpoint_module.quantised_engine()  # torch's CPU wheels have fbgemm (x86) or qnnpack (arm)
+    assert load_checkpoint(tmp_path / "dec", "fp-A", precision="auto").model.int8_gates is not None
+    monkeypatch.setattr(checkpoint_module, "quantised_engine", lambda: False)
+    plain = load_checkpoint(tmp_path / "dec", "fp-A", precision="auto").model
+    assert plain.int8_output is None
+    assert plain.embed.weight.dtype == (torch.bfloat16 if native_bfloat16() else torch.float32)
+
+
 def test_learning_rate_is_constant_then_decays_linearly_to_its_floor():
     settings = TrainSettings(minutes=10.0, decay_from=0.5, final_lr_factor=0.1)
     assert settings.lr_factor(seconds=0, steps=0) == 1.0

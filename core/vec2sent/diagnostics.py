@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from core.vec2sent.checkpoint import closest_hypotheses
+from core.vec2sent.checkpoint import DECODER_PRECISIONS, closest_hypotheses
 from core.vec2sent.refine import RefineSettings
 from core.vec2sent.refine import refine as refine_by_edits
 from core.vec2sent.text import canonical_tokens
@@ -96,8 +96,8 @@ def main(argv: list[str] | None = None) -> None:
                         help="also each beam width > 1 refined by one-word edits (core/vec2sent/refine.py)")
     parser.add_argument("--examples", type=int, default=10, help="decoded examples to print")
     parser.add_argument("--threads", type=int, default=1, help="torch threads (1: see train --help)")
-    parser.add_argument("--precision", default="auto", choices=("auto", "float32", "bfloat16"),
-                        help="decoder weights (auto: bfloat16 on CPUs with native bfloat16)")
+    parser.add_argument("--precision", default="auto", choices=DECODER_PRECISIONS,
+                        help="decoder weights (auto: int8 where torch can; see load_checkpoint)")
     parser.add_argument("--encoder-precision", default="float32", choices=("float32", "bfloat16"),
                         help="the encoder's, for the test vectors, reranking and refining (the app: bfloat16)")
     args = parser.parse_args(argv)
