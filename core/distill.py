@@ -138,7 +138,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--teacher", required=True, help="a Hugging Face sentence-encoder folder")
     p.add_argument("--corpus", type=Path, required=True, help="a decoder corpus folder (python -m core.vec2sent.corpus)")
-    p.add_argument("--limit", type=int, default=0, help="sentences to sample (0: all)")
+    p.add_argument("--limit", type=int, default=64000, help="sentences to sample (0: all; core.train's --distill-sentences)")
     p.add_argument("--threads", type=int, default=0)
     args = p.parse_args(argv)
     if args.threads:
