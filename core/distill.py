@@ -23,6 +23,7 @@ from torch import nn
 
 from .vec2sent.text import match_key, normalize
 
+
 def distillation_sentences(corpus: Path, held_out: Iterable[str], limit: int = 0, seed: int = 0) -> list[str]:
     """Sentences of a decoder corpus folder's train.txt, without any whose match key is that of a
     `held_out` text (the dev and test definitions: the student must not see them); `limit` > 0 keeps

@@ -14,7 +14,6 @@ from core.checkpoint import MANIFEST
 from core.dictionary import Entry
 from core.distill import Distillation, TeacherMap, distillation_sentences, teacher_vectors
 from core.train import TrainConfig, main, train
-from tests.conftest import build_tiny_bert
 
 ENTRIES = [Entry("dog", "a small animal"), Entry("king", "the man in charge"), Entry("river", "water that runs"),
            Entry("bread", "food made of flour"), Entry("tree", "a large plant")]
