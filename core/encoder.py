@@ -16,7 +16,7 @@ import torch
 from torch import nn
 
 from .bert import Unsupported, load_bert
-from .hardware import resolve_precision
+from .hardware import quantize_int8, resolve_precision
 
 log = logging.getLogger(__name__)
 
@@ -99,11 +99,7 @@ class SentenceEncoder(nn.Module):
         if self.precision == "int8" and precision != "int8":
             raise ValueError("int8 quantisation cannot be undone: load the model again for another precision")
         if precision == "int8" and self.precision != "int8":
-            from torch.ao.quantization import per_channel_dynamic_qconfig, quantize_dynamic
-            with warnings.catch_warnings():  # torch deprecates eager-mode quantisation in favour of torchao
-                warnings.simplefilter("ignore")
-                quantize_dynamic(self.backbone, {nn.Linear: per_channel_dynamic_qconfig}, dtype=torch.qint8,
-                                 inplace=True)
+            quantize_int8(self.backbone)
         self.precision = precision
 
     def tokenize(self, texts: list[str]) -> dict[str, torch.Tensor]:

@@ -22,6 +22,28 @@ def native_bfloat16(cpuinfo: Path = Path("/proc/cpuinfo")) -> bool:
     return bool(BFLOAT16_FLAGS & set(flags))
 
 
+def quantised_engine() -> bool:
+    """Whether this torch build can run int8 matrix products (fbgemm / x86 / onednn / qnnpack)."""
+    import torch
+
+    return any(engine != "none" for engine in torch.backends.quantized.supported_engines)
+
+
+def quantize_int8(module):
+    """Replace `module`'s Linear layers (or `module` itself, in a wrapper) by int8 ones in place:
+    dynamic quantisation, weights per output channel, inputs per call. Returns the quantised module."""
+    import warnings
+
+    import torch
+    from torch.ao.quantization import per_channel_dynamic_qconfig, quantize_dynamic
+
+    wrapper = torch.nn.Sequential(module)  # quantize_dynamic swaps children, never the root
+    with warnings.catch_warnings():  # torch deprecates eager-mode quantisation in favour of torchao
+        warnings.simplefilter("ignore")
+        quantize_dynamic(wrapper, {torch.nn.Linear: per_channel_dynamic_qconfig}, dtype=torch.qint8, inplace=True)
+    return wrapper[0]
+
+
 def resolve_precision(precision: str) -> str:
     """`precision` with "auto" replaced: "bfloat16" where the CPU multiplies it natively, else "float32"."""
     if precision != "auto":

@@ -93,16 +93,17 @@ def test_decode_is_batched_and_stops_at_max_length(engine, encoder_dir, plain_en
 def test_beam_one_is_greedy(engine):
     vectors = engine.encode(SENTENCES)
     model, vocab = engine.decoder.model, engine.decoder.vocab
-    by_hand = torch.from_numpy(vectors)
-    greedy = [vocab.to_text(ids) for ids in greedy_decode(model, by_hand, MAX_LENGTH)]
+    rows = [torch.from_numpy(v[None]) for v in vectors]  # one at a time, as an int8 decoder decodes
+    greedy = [vocab.to_text(greedy_decode(model, row, MAX_LENGTH)[0]) for row in rows]
     assert engine.decode(vectors, beam=1) == greedy
-    assert [vocab.to_text(ids) for ids in beam_search(model, by_hand, 1, 0.6, MAX_LENGTH)] == greedy
+    assert [vocab.to_text(beam_search(model, row, 1, 0.6, MAX_LENGTH)[0]) for row in rows] == greedy
 
 
 def test_reranking_returns_the_beam_hypothesis_closest_to_the_vector(engine):
     vectors = engine.encode(SENTENCES)
     model, vocab = engine.decoder.model, engine.decoder.vocab
-    beams = [[vocab.to_text(h) for h in hyps] for hyps in beam_search_nbest(model, torch.from_numpy(vectors), 5, 0.6, MAX_LENGTH)]
+    beams = [[vocab.to_text(h) for h in beam_search_nbest(model, torch.from_numpy(v[None]), 5, 0.6, MAX_LENGTH)[0]]
+             for v in vectors]  # one at a time, as an int8 decoder decodes
     assert engine.decode(vectors, beam=5, rerank=False) == [hyps[0] for hyps in beams]
     reranked = engine.decode(vectors, beam=5)
     for hyps, vector, picked in zip(beams, vectors, reranked):

@@ -421,6 +421,21 @@ def test_int8_decoder_precision_quantises_the_output_layer_and_still_decodes(tok
     assert len(as_int8.decode(vectors, beam_width=3)) == 3
 
 
+@pytest.mark.parametrize("precision, batch", [("int8", 1), ("float32", 3)])
+def test_an_int8_decoder_decodes_each_sentence_on_its_own(tokenizer, tmp_path, monkeypatch, precision, batch):
+    """int8 quantises a call's inputs with one scale, so batch-mates could change a sentence's output."""
+    vocab = tiny_vocab(tokenizer)
+    save_checkpoint(tmp_path / "dec", tiny_model(len(vocab)), vocab, manifest())
+    decoder = load_checkpoint(tmp_path / "dec", "fp-A", precision=precision)
+    sizes = []
+    real = checkpoint_module.beam_search_nbest
+    monkeypatch.setattr(checkpoint_module, "beam_search_nbest",
+                        lambda model, sentences, *a: sizes.append(len(sentences)) or real(model, sentences, *a))
+    vectors = np.random.default_rng(0).normal(size=(3, SENT_DIM)).astype(np.float32)
+    assert len(decoder.decode(vectors, beam_width=2)) == 3
+    assert set(sizes) == {batch}
+
+
 def test_auto_decoder_precision_is_int8_only_where_torch_has_a_quantised_engine(tokenizer, tmp_path, monkeypatch):
     vocab = tiny_vocab(tokenizer)
     save_checkpoint(tmp_path / "dec", tiny_model(len(vocab)), vocab, manifest())

@@ -21,7 +21,7 @@ from safetensors.torch import load_file, save_file
 
 from core.checkpoint import atomic_directory
 from core.encoder import l2_normalize
-from core.hardware import resolve_precision
+from core.hardware import quantised_engine, resolve_precision
 from core.vec2sent.decode import beam_search_nbest, greedy_decode
 from core.vec2sent.model import Vec2SentConfig, Vec2SentDecoder
 from core.vec2sent.vocab import PieceVocab
@@ -65,6 +65,10 @@ class Vec2Sent:
             raise ValueError(f"vectors have {vectors.shape[1]} dimensions, the decoder expects "
                              f"{self.model.config.sent_dim}")
         max_length = max_length or self.model.config.max_length
+        if self.model.int8_output is not None:
+            # int8 products quantise each call's inputs with one scale: sentences decoded together
+            # would change each other's output, so each is decoded on its own
+            batch_size = 1
         texts = []
         for start in range(0, len(vectors), batch_size):
             batch = torch.from_numpy(vectors[start:start + batch_size])
@@ -158,11 +162,6 @@ def load_checkpoint(path: Path, encoder_fingerprint: str, precision: str = "auto
     if precision == "int8":
         model.quantize()
     return Vec2Sent(model.eval(), vocab, manifest)
-
-
-def quantised_engine() -> bool:
-    """Whether this torch build can run int8 matrix products (fbgemm / x86 / onednn / qnnpack)."""
-    return any(engine != "none" for engine in torch.backends.quantized.supported_engines)
 
 
 def _encoder_fingerprint(manifest: dict, where: Path) -> str:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import math
-import warnings
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
@@ -18,6 +17,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
+from core.hardware import quantize_int8
 from core.vec2sent.vocab import PAD
 
 State = tuple[torch.Tensor, torch.Tensor]  # LSTM (h, c), each (layers, B, hidden)
@@ -163,15 +163,11 @@ class Vec2SentDecoder(nn.Module):
         return self.output_logits(self.hidden_states(sentences, inputs))  # (B, T, V)
 
 
-def _int8_linear(weight: torch.Tensor, bias: torch.Tensor) -> nn.Module:
-    """y = x @ weight.T + bias with weight (out, in) in int8 per row (dynamic quantisation, float32 in/out)."""
-    from torch.ao.quantization import per_channel_dynamic_qconfig, quantize_dynamic
 
+def _int8_linear(weight: torch.Tensor, bias: torch.Tensor) -> nn.Module:
+    """y = x @ weight.T + bias with weight (out, in) in int8 per row (float32 in and out)."""
     linear = nn.Linear(weight.shape[1], weight.shape[0])
     with torch.no_grad():
         linear.weight.copy_(weight.float())
         linear.bias.copy_(bias.float())
-    with warnings.catch_warnings():  # torch deprecates eager-mode quantisation in favour of torchao
-        warnings.simplefilter("ignore")
-        return quantize_dynamic(nn.Sequential(linear), {nn.Linear: per_channel_dynamic_qconfig},
-                                dtype=torch.qint8)[0]
+    return quantize_int8(linear)
