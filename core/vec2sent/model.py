@@ -163,7 +163,6 @@ class Vec2SentDecoder(nn.Module):
         return self.output_logits(self.hidden_states(sentences, inputs))  # (B, T, V)
 
 
-
 def _int8_linear(weight: torch.Tensor, bias: torch.Tensor) -> nn.Module:
     """y = x @ weight.T + bias with weight (out, in) in int8 per row (float32 in and out)."""
     linear = nn.Linear(weight.shape[1], weight.shape[0])
