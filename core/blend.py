@@ -20,6 +20,7 @@ import torch
 from safetensors.torch import load_file
 
 from .engine import ENCODER_DELTA, Engine
+from .lora import dense_delta
 
 
 class BlendedEngine:
@@ -27,7 +28,7 @@ class BlendedEngine:
 
     def __init__(self, path: Path):
         self.engine = Engine.load(path, untrained=True, decoder=None)
-        self.delta = {k: v.float() for k, v in load_file(str(path / ENCODER_DELTA)).items()}
+        self.delta = dense_delta(load_file(str(path / ENCODER_DELTA)))
         state = self.engine.encoder.state_dict()
         self.base = {k: state[k].clone() for k in self.delta}
         self.alpha = 0.0

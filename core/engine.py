@@ -25,6 +25,7 @@ from .checkpoint import (DEFAULT_BASE, DEFAULT_CHECKPOINT, FORMAT, FORMAT_VERSIO
                          read_manifest, resolve_base, write_json)
 from .encoder import SentenceEncoder, check_texts, l2_normalize
 from .hubness import DEFAULT_K, DEFAULT_WEIGHT, HUB_PENALTY, HubPenalty, group_definitions
+from .lora import dense_delta, factored_delta, is_low_rank, stored_factors
 from .readout import VectorReadout
 from .vocabulary import WordFilter, WordVocabulary
 from .word_head import WordHead, WordHeadConfig
@@ -47,6 +48,8 @@ class Engine(VectorReadout):
         self.head = head
         self.word_vectors: WordVectors | None = None  # the second reverse-dictionary score, if any
         self.hub_penalty: HubPenalty | None = None  # subtracted from the word scores, if any
+        # {encoder weight name: (B, A)} of a low-rank training run (core/lora.py): saved as factors
+        self.low_rank: dict[str, tuple[torch.Tensor, torch.Tensor]] = {}
         self.base_source = base_source
         self.base_fingerprint = base_fingerprint
         self.manifest = manifest or {}
@@ -113,7 +116,9 @@ class Engine(VectorReadout):
                 f"{engine.base_fingerprint}. Install the base it names or retrain.")
         engine._load_head(path)
         if not untrained:
-            engine._apply_delta(load_file(str(path / ENCODER_DELTA)))
+            delta = load_file(str(path / ENCODER_DELTA))
+            engine._apply_delta(dense_delta(delta))
+            engine.low_rank = stored_factors(delta)
             if "word_vectors" in manifest:
                 engine.word_vectors = WordVectors.load(path / WORD_VECTORS, manifest["word_vectors"]["scale"])
             if "hub_penalty" in manifest:
@@ -149,10 +154,13 @@ class Engine(VectorReadout):
         path = Path(path)
         if self.encoder.precision == "int8":
             raise CheckpointError("an int8-quantised engine is for inference only: save the float32 model")
+        if is_low_rank(self.encoder.backbone):
+            raise CheckpointError("low-rank deltas are still attached: merge them first (core.lora.merge_low_rank)")
         # Only the base weights are needed here, not a whole Engine (vocabulary, head, fingerprint).
         base_encoder, _ = SentenceEncoder.from_pretrained(resolve_base(self.base_source), self.encoder.pooling,
                                                           self.encoder.max_length)
-        delta = _encoder_delta(self.encoder.state_dict(), base_encoder.state_dict())
+        delta = factored_delta(_encoder_delta(self.encoder.state_dict(), base_encoder.state_dict()), self.low_rank)
+        factors = [v for k, v in delta.items() if k.endswith(".lora_A")]  # A: (rank, in)
         manifest = {
             "format": FORMAT, "format_version": FORMAT_VERSION,
             "name": name or path.name, "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
@@ -161,7 +169,9 @@ class Engine(VectorReadout):
             "pooling": self.encoder.pooling, "max_length": self.encoder.max_length,
             "head": {**self.manifest.get("head", {}), "kind": self.head.config.kind},
             "encoder_delta": {"file": ENCODER_DELTA, "dtype": "float16", "tensors": len(delta),
-                              "parameters": int(sum(t.numel() for t in delta.values()))},
+                              "parameters": int(sum(t.numel() for t in delta.values())),
+                              **({"low_rank": {"matrices": len(factors), "rank": factors[0].shape[0]}}
+                                 if factors else {})},
             "training": training if training is not None else self.manifest.get("training", {}),
             "metrics": metrics if metrics is not None else self.manifest.get("metrics", {}),
             "versions": library_versions(),

@@ -28,6 +28,7 @@ from torch import nn
 
 from .distill import Distillation, TeacherObjective
 from .hardware import check_training_precision
+from .lora import add_low_rank, merge_low_rank
 from .hubness import DEFAULT_K, DEFAULT_WEIGHT
 from .word_eval import definition_pairs, evaluate_vectors
 from .word_vectors import DEFAULT_SCALE
@@ -44,6 +45,8 @@ class TrainConfig:
     batch_size: int = 16
     warmup: float = 0.1           # fraction of steps with a linear warm-up, then constant
     trainable_layers: int = 0     # train only the top-n transformer layers (0 = all layers)
+    lora_rank: int = 0            # > 0: train a rank-r delta of each layer's Linear weights instead
+                                  # (core/lora.py; small checkpoints; wants a higher lr, e.g. 5e-4)
     drift_weight: float = 0.0     # weight of mean (1 - cos(u, u_base)): keeps similarity intact
     eval_every: int = 500         # steps between dev evaluations (checkpoint selection)
     sts_weight: float = 0.0       # selection score = dev MRR + sts_weight * STS-dev / 100
@@ -164,10 +167,29 @@ def train(engine, train_entries, dev_entries, config: TrainConfig = TrainConfig(
     encoding made during training in bfloat16 (autocast); the encoder's precision is restored after.
     `distill`: sentences with a larger encoder's vectors; each step adds `config.distill_weight` times
     the loss of predicting them (core/distill.py) on `config.distill_batch` of the sentences.
+    `config.lora_rank` > 0 trains low-rank deltas only (core/lora.py), merged into the weights at the
+    end and recorded in `engine.low_rank`, so that `engine.save` stores them as factors.
     """
-    with _encoding_precision(engine, config.precision):
+    with _encoding_precision(engine, config.precision), _low_rank_merged(engine):
         return _train(engine, train_entries, dev_entries, config, progress, should_stop, sts_dev,
                       base_vectors, distill)
+
+
+@contextmanager
+def _low_rank_merged(engine):
+    """Leave plain weights whatever happens; after a successful low-rank run, record its factors
+    (added to those of a low-rank checkpoint it started from: the sum of two deltas, rank r1 + r2)."""
+    try:
+        yield
+    except BaseException:
+        merge_low_rank(engine.encoder.backbone)  # cancelled (weights restored) or failed: no factors kept
+        raise
+    for name, (B, A) in merge_low_rank(engine.encoder.backbone, prefix="backbone.").items():
+        if name in engine.low_rank:
+            B0, A0 = engine.low_rank[name]
+            B, A = torch.cat([B0, B], dim=1), torch.cat([A0, A], dim=0)  # B0 A0 + B A
+        engine.low_rank[name] = (B, A)
+    engine._fingerprint = None  # state-dict names changed back
 
 
 @contextmanager
@@ -191,10 +213,10 @@ def _train(engine, train_entries, dev_entries, config: TrainConfig, progress, sh
         raise ValueError("training and dev splits need definitions of words the head can predict")
     if config.drift_weight and base_vectors is None:
         base_vectors = engine.encode(texts)
-    start_state = _snapshot(engine)
+    params = _trainable_parameters(engine, config.trainable_layers, config.lora_rank)
+    start_state = _snapshot(engine)  # after the low-rank deltas are attached (at zero): same weights
     start_word_vectors, engine.word_vectors = engine.word_vectors, None
     start_hub_penalty, engine.hub_penalty = engine.hub_penalty, None
-    params = _trainable_parameters(engine, config.trainable_layers)
     groups = [{"params": params, "lr": config.lr}]
     if config.head_lr:
         groups.append({"params": _head_transform_parameters(engine), "lr": config.head_lr})
@@ -299,11 +321,16 @@ def _live_words_loss(engine, u: torch.Tensor, head_logits: torch.Tensor, gold: t
     return nn.functional.cross_entropy(logits, target[: len(gold)])
 
 
-def _trainable_parameters(engine, top_layers: int) -> list[nn.Parameter]:
-    """Freeze the head, the embeddings and (if top_layers > 0) all but the top transformer layers."""
+def _trainable_parameters(engine, top_layers: int, lora_rank: int = 0) -> list[nn.Parameter]:
+    """Freeze the head, the embeddings and (if top_layers > 0) all but the top transformer layers;
+    with `lora_rank` freeze the whole encoder and return new low-rank deltas (core/lora.py)."""
     for p in engine.head.parameters():
         p.requires_grad_(False)
     backbone = engine.encoder.backbone
+    if lora_rank:
+        if top_layers:
+            raise ValueError("lora_rank and trainable_layers both choose what trains: give one")
+        return add_low_rank(backbone, lora_rank)
     layers = backbone.encoder.layer if top_layers else []
     frozen = {id(p) for layer in layers[: len(layers) - top_layers] for p in layer.parameters()}
     frozen |= {id(p) for p in backbone.embeddings.parameters()}
