@@ -4,7 +4,8 @@ A checkpoint directory holds only what the base model does not already provide:
 
     manifest.json              base model + where it comes from + its fingerprint, pooling, head,
                                training data and settings, metrics, library versions
-    encoder_delta.safetensors  (fine-tuned - base) for every encoder tensor that training changed, fp16
+    encoder_delta.safetensors  (fine-tuned - base) for every encoder tensor that training changed, fp16;
+                               a low-rank delta as its factors NAME.lora_B, NAME.lora_A (core/lora.py)
     head.safetensors           the word head's transform and bias (fp32), tied decoder not included
     head_config.json           WordHeadConfig, used to rebuild the head
 
