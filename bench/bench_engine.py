@@ -1,6 +1,7 @@
 """Engine benchmark: predict_words latency for one query and for a batch of 64 queries.
 
     python bench/bench_engine.py [--model checkpoints/defsent-minilm] [--threads 1] [--repeats 50]
+                                 [--precision float32|bfloat16|int8|auto]
 
 Prints medians over repeated runs. Encode throughput against SentenceTransformer is measured by
 bench/bench_encode.py.
@@ -17,6 +18,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from core import Engine  # noqa: E402
+from core.encoder import PRECISIONS  # noqa: E402
 
 QUERIES = ["a person who is in charge", "a large body of salt water", "feeling or showing pleasure",
            "a building where people live", "to move quickly on foot", "the state of being alone"]
@@ -37,14 +39,15 @@ def main() -> int:
     parser.add_argument("--model", default=None)
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--repeats", type=int, default=50)
+    parser.add_argument("--precision", default="float32", choices=PRECISIONS, help="encoding precision")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
-    engine = Engine.load(args.model)
+    engine = Engine.load(args.model, decoder=None, precision=args.precision)
     one = median_ms(lambda: engine.predict_words(QUERIES[0], k=10), args.repeats)
     batch = median_ms(lambda: engine.predict_words_batch((QUERIES * 11)[:64], k=10), max(3, args.repeats // 10))
     rows = [("predict_words, 1 query (median ms)", f"{one:.1f}"),
             ("predict_words_batch, 64 queries (median ms)", f"{batch:.0f}")]
-    print(f"threads={args.threads}\n")
+    print(f"threads={args.threads}, precision={engine.encoder.precision}\n")
     print("| measure | value |\n|---|---:|")
     for name, value in rows:
         print(f"| {name} | {value} |")
