@@ -84,24 +84,20 @@ def is_low_rank(backbone: nn.Module) -> bool:
     return any(parametrize.is_parametrized(m) for m in backbone.modules())
 
 
+def stored_factors(tensors: dict[str, torch.Tensor]) -> dict[str, tuple[torch.Tensor, torch.Tensor]]:
+    """{weight name: (B, A)} (float32) of the factor pairs in a checkpoint's delta tensors."""
+    names = {k[: -len(suffix)] for k in tensors for suffix in (SUFFIX_A, SUFFIX_B) if k.endswith(suffix)}
+    for name in sorted(names):
+        if name + SUFFIX_A not in tensors or name + SUFFIX_B not in tensors:
+            raise ValueError(f"{name} has only one of its two factors ({SUFFIX_B}, {SUFFIX_A})")
+    return {name: (tensors[name + SUFFIX_B].float(), tensors[name + SUFFIX_A].float()) for name in names}
+
+
 def dense_delta(tensors: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
     """A checkpoint's delta tensors with every `.lora_B`/`.lora_A` pair expanded to B @ A (float32)."""
     dense = {k: v.float() for k, v in tensors.items() if not k.endswith((SUFFIX_A, SUFFIX_B))}
-    for key in tensors:
-        if key.endswith(SUFFIX_B):
-            name = key[: -len(SUFFIX_B)]
-            if name + SUFFIX_A not in tensors:
-                raise ValueError(f"{key} has no matching {name + SUFFIX_A}")
-            dense[name] = tensors[key].float() @ tensors[name + SUFFIX_A].float()  # (out, in)
-        elif key.endswith(SUFFIX_A) and key[: -len(SUFFIX_A)] + SUFFIX_B not in tensors:
-            raise ValueError(f"{key} has no matching {key[: -len(SUFFIX_A)] + SUFFIX_B}")
+    dense.update({name: B @ A for name, (B, A) in stored_factors(tensors).items()})  # (out, in)
     return dense
-
-
-def stored_factors(tensors: dict[str, torch.Tensor]) -> dict[str, tuple[torch.Tensor, torch.Tensor]]:
-    """{weight name: (B, A)} of the factor pairs in a checkpoint's delta tensors."""
-    return {k[: -len(SUFFIX_B)]: (v.float(), tensors[k[: -len(SUFFIX_B)] + SUFFIX_A].float())
-            for k, v in tensors.items() if k.endswith(SUFFIX_B)}
 
 
 def factored_delta(delta: dict[str, torch.Tensor], low_rank: dict[str, tuple[torch.Tensor, torch.Tensor]]

@@ -28,8 +28,8 @@ from torch import nn
 
 from .distill import Distillation, TeacherObjective
 from .hardware import check_training_precision
-from .lora import add_low_rank, merge_low_rank
 from .hubness import DEFAULT_K, DEFAULT_WEIGHT
+from .lora import add_low_rank, merge_low_rank
 from .word_eval import definition_pairs, evaluate_vectors
 from .word_vectors import DEFAULT_SCALE
 
