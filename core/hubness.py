@@ -88,7 +88,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     from .dictionary import load_wordnet, split_by_word
     from .engine import Engine
-    from .word_eval import definition_pairs, evaluate_vectors, evaluate_words, format_table
+    from .word_eval import definition_pairs, evaluate_vectors, format_table, write_word_scoring
 
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--model", type=Path, default=None, help="checkpoint directory (default: the shipped one)")
@@ -128,12 +128,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 rows[f"k {k}, weight {weight:g}"] = evaluate_vectors(engine, vectors, gold)
         print(f"WordNet {args.split} split:\n\n{format_table(rows)}")
     if args.write:
-        if args.model is None:
-            raise SystemExit("--write needs an explicit --model")
         engine.hub_penalty = penalty(args.k, args.weight)
-        metrics = {f"{part}, hubness-corrected": evaluate_words(engine, getattr(split, part)) for part in ("dev", "test")}
-        engine.save_word_scoring(args.model, metrics)
-        print(format_table(metrics))
+        write_word_scoring(engine, args.model, split, ("dev", "test"), "hubness-corrected")
         print(f"wrote {args.model / HUB_PENALTY} (k {args.k}, weight {args.weight:g})")
     return 0
 

@@ -69,7 +69,7 @@ class WordVectors:
 def main(argv: Sequence[str] | None = None) -> int:
     from .dictionary import load_wordnet, split_by_word
     from .engine import Engine
-    from .word_eval import definition_pairs, evaluate_vectors, evaluate_words, format_table
+    from .word_eval import definition_pairs, evaluate_vectors, format_table, write_word_scoring
 
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--model", type=Path, default=None, help="checkpoint directory (default: the shipped one)")
@@ -97,12 +97,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             rows[f"scale {scale:g}"] = evaluate_vectors(engine, vectors, gold)
         print(format_table(rows))
     if args.write:
-        if args.model is None:
-            raise SystemExit("--write needs an explicit --model")
         engine.add_word_vectors(args.scale)
-        metrics = {f"{part}, word vectors": evaluate_words(engine, getattr(split, part)) for part in args.record_split}
-        engine.save_word_scoring(args.model, metrics)
-        print(format_table(metrics))
+        write_word_scoring(engine, args.model, split, args.record_split, "word vectors")
         print(f"wrote {args.model / WORD_VECTORS} (scale {args.scale:g})")
     return 0
 
