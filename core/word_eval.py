@@ -90,6 +90,7 @@ def format_table(rows: dict[str, dict]) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     from .dictionary import load_wordnet, split_by_word
+    from .encoder import PRECISIONS
     from .engine import Engine
 
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -97,14 +98,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--split", default="test", choices=["train", "dev", "test"])
     parser.add_argument("--seed", type=int, default=0, help="split seed (the shipped model used 0)")
     parser.add_argument("--no-base", action="store_true", help="skip the untrained-base row")
+    parser.add_argument("--precision", default="float32", choices=PRECISIONS, help="encoding precision")
     args = parser.parse_args(argv)
 
     entries = getattr(split_by_word(load_wordnet(), seed=args.seed), args.split)
     rows = {}
-    engine = Engine.load(args.model)
+    engine = Engine.load(args.model, decoder=None, precision=args.precision)
     rows[engine.manifest.get("name", "model")] = evaluate_words(engine, entries)
     if not args.no_base:
-        rows["untrained base (same head)"] = evaluate_words(Engine.load(args.model, untrained=True), entries)
+        untrained = Engine.load(args.model, decoder=None, untrained=True, precision=args.precision)
+        rows["untrained base (same head)"] = evaluate_words(untrained, entries)
     print(f"WordNet {args.split} split (seed {args.seed}), unseen words:\n")
     print(format_table(rows))
     return 0
