@@ -22,6 +22,7 @@ import torch
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+from bench.machine import machine_line  # noqa: E402
 from core import Engine  # noqa: E402
 from core.checkpoint import DEFAULT_CHECKPOINT  # noqa: E402
 from core.vec2sent.checkpoint import DECODER_PRECISIONS  # noqa: E402
@@ -86,7 +87,7 @@ def main() -> int:
     decoder = engine.decoder
     print(f"encoder {engine.manifest.get('name', args.model)}; decoder {args.decoder}: "
           f"{decoder.model.num_parameters() / 1e6:.1f}M parameters, {decoder.manifest.get('training', {}).get('steps', '?')} "
-          f"training steps; threads={args.threads}; encoder {args.encoder_precision}; {source}\n")
+          f"training steps; threads={args.threads}; encoder {args.encoder_precision}; {source}\n{machine_line()}\n")
     print("| decoding one sentence | precision | median ms | p90 ms |\n|---|---|---:|---:|")
     for precision in args.precision:
         engine.set_decoder(args.decoder, checkpoints, precision)

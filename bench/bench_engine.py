@@ -1,7 +1,7 @@
 """Engine benchmark: predict_words latency for one query and for a batch of 64 queries.
 
     python bench/bench_engine.py [--model checkpoints/defsent-minilm] [--threads 1] [--repeats 50]
-                                 [--precision float32|bfloat16|int8|auto]
+                                 [--precision float32|bfloat16|int8|auto] [--scoring float32|int8|auto]
 
 Prints medians over repeated runs. Encode throughput against SentenceTransformer is measured by
 bench/bench_encode.py.
@@ -17,6 +17,7 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from bench.machine import machine_line  # noqa: E402
 from core import Engine  # noqa: E402
 from core.encoder import PRECISIONS  # noqa: E402
 
@@ -40,14 +41,18 @@ def main() -> int:
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--repeats", type=int, default=50)
     parser.add_argument("--precision", default="float32", choices=PRECISIONS, help="encoding precision")
+    parser.add_argument("--scoring", default="auto", choices=("float32", "int8", "auto"),
+                        help="the word scores' vocabulary products (Engine.set_scoring_precision)")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     engine = Engine.load(args.model, decoder=None, precision=args.precision)
+    engine.set_scoring_precision(args.scoring)
     one = median_ms(lambda: engine.predict_words(QUERIES[0], k=10), args.repeats)
     batch = median_ms(lambda: engine.predict_words_batch((QUERIES * 11)[:64], k=10), max(3, args.repeats // 10))
     rows = [("predict_words, 1 query (median ms)", f"{one:.1f}"),
             ("predict_words_batch, 64 queries (median ms)", f"{batch:.0f}")]
-    print(f"threads={args.threads}, precision={engine.encoder.precision}\n")
+    scoring = "int8" if engine.int8_scoring else "float32"
+    print(f"threads={args.threads}, precision={engine.encoder.precision}, scoring={scoring}; {machine_line()}\n")
     print("| measure | value |\n|---|---:|")
     for name, value in rows:
         print(f"| {name} | {value} |")

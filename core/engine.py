@@ -24,6 +24,7 @@ from .checkpoint import (DEFAULT_BASE, DEFAULT_CHECKPOINT, FORMAT, FORMAT_VERSIO
                          CheckpointError, atomic_directory, fingerprint, library_versions,
                          read_manifest, resolve_base, write_json)
 from .encoder import SentenceEncoder, check_texts, l2_normalize
+from .hardware import quantised_engine
 from .hubness import DEFAULT_K, DEFAULT_WEIGHT, HUB_PENALTY, HubPenalty, group_definitions
 from .lora import dense_delta, factored_delta, is_low_rank, stored_factors
 from .readout import VectorReadout
@@ -56,6 +57,8 @@ class Engine(VectorReadout):
         self.vocab = WordVocabulary.from_tokenizer(encoder.tokenizer, encoder.word_embeddings.shape[0],
                                                    _pos_of_dictionary_words())
         self._fingerprint: str | None = None
+        self.int8_scoring = False
+        self.set_scoring_precision("auto")
 
     # ---- construction -------------------------------------------------------------------------
     @classmethod
@@ -242,6 +245,15 @@ class Engine(VectorReadout):
             _ = self.fingerprint  # computed (and kept) before quantisation
         self.encoder.set_precision(precision)
 
+    def set_scoring_precision(self, precision: str) -> None:
+        """Word scores (`word_logits`) with their two vocabulary-sized products in "int8" or
+        "float32"; "auto" (the default): int8 where torch has a quantised engine. int8 takes a query's
+        products from 4.6 to 0.7 ms and ranks as float32 does (WordNet test MRR .2196 vs .2195,
+        README, Speed). Training always scores in float32."""
+        if precision not in ("float32", "int8", "auto"):
+            raise ValueError(f"unknown scoring precision {precision!r}; choose float32, int8 or auto")
+        self.int8_scoring = precision == "int8" or (precision == "auto" and quantised_engine())
+
     @property
     def fingerprint(self) -> str:
         """Identifies the exact encoder + head weights (the Vec2Sent decoder is tied to it)."""
@@ -279,9 +291,9 @@ class Engine(VectorReadout):
         hubness correction when it has one."""
         u = torch.as_tensor(np.asarray(vectors, dtype=np.float32))
         u = u.reshape(-1, u.shape[-1])  # (n, d)
-        logits = self.head(u)  # (n, V)
+        logits = self.head(u, int8=self.int8_scoring)  # (n, V)
         if self.word_vectors is not None:
-            logits = logits + self.word_vectors.scores(u, logits.shape[1])
+            logits = logits + self.word_vectors.scores(u, logits.shape[1], int8=self.int8_scoring)
         if self.hub_penalty is not None:
             logits = self.hub_penalty.apply(logits)
         return logits

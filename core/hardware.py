@@ -58,3 +58,26 @@ def check_training_precision(precision: str) -> None:
     """ValueError unless `precision` is one training can use ("auto" must be resolved first)."""
     if precision not in TRAINING_PRECISIONS:
         raise ValueError(f"precision must be one of {TRAINING_PRECISIONS}, not {precision!r}")
+
+
+class RowwiseInt8Product:
+    """x (B, H) -> x @ matrix_t (B, N) for a fixed float32 `matrix_t` (H, N), computed with int8
+    weights (one scale per column of `matrix_t`). Dynamic quantisation scales a whole call's input by
+    one factor, so each row of x is multiplied on its own: a row's result never depends on the other
+    rows of its batch. For inference on vocabulary-sized matrices, which a single query otherwise
+    spends most of its time reading from memory (README, Speed)."""
+
+    def __init__(self, matrix_t):
+        import torch
+
+        linear = torch.nn.Linear(*matrix_t.shape, bias=False)
+        with torch.no_grad():
+            linear.weight.copy_(matrix_t.T)
+        self.columns = matrix_t.shape[1]
+        self.linear = quantize_int8(linear)
+
+    def __call__(self, x):
+        import torch
+
+        rows = [self.linear(row) for row in x.float().split(1)]  # each (1, N)
+        return torch.cat(rows) if rows else x.new_zeros(0, self.columns)

@@ -15,6 +15,8 @@ from dataclasses import asdict, dataclass
 import torch
 from torch import nn
 
+from .hardware import RowwiseInt8Product
+
 HEAD_KINDS = ("mlm", "layernorm", "identity")
 
 
@@ -62,7 +64,11 @@ class WordHead(nn.Module):
         norms = self.embeddings.norm(dim=1, keepdim=True)  # (V, 1)
         return self.embeddings / norms.clamp(min=1e-6) * norms.mean()
 
-    def forward(self, u: torch.Tensor) -> torch.Tensor:
+    def forward(self, u: torch.Tensor, int8: bool = False) -> torch.Tensor:
+        """Logits (B, V). `int8`: the product with E in int8 (`RowwiseInt8Product`), when no
+        gradient is wanted; ranks as float32 does within noise (README, Speed)."""
+        if int8 and not torch.is_grad_enabled():
+            return self._decoder_int8()(self.transform(u)) + self.bias
         return self.transform(u) @ self._decoder_t() + self.bias  # (B, V)
 
     def _decoder_t(self) -> torch.Tensor:
@@ -77,6 +83,14 @@ class WordHead(nn.Module):
                 self._cached_t = self.decoder_matrix().T.contiguous()
             self._cached_key = key
         return self._cached_t
+
+    def _decoder_int8(self) -> RowwiseInt8Product:
+        """An int8 copy of `_decoder_t()`, remade when E changes (not a submodule: never saved)."""
+        key = (self.embeddings.data_ptr(), self.embeddings._version, self.config.unit_rows)
+        if getattr(self, "_int8_key", None) != key:
+            self._int8_product = RowwiseInt8Product(self._decoder_t().detach())
+            self._int8_key = key
+        return self._int8_product
 
     def own_state_dict(self) -> dict[str, torch.Tensor]:
         """The head's own weights, without the shared embedding matrix."""

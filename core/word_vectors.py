@@ -25,6 +25,8 @@ import numpy as np
 import torch
 from safetensors.torch import load_file, save_file
 
+from .hardware import RowwiseInt8Product
+
 WORD_VECTORS = "word_vectors.safetensors"
 DEFAULT_SCALE = 15.0  # chosen on the WordNet dev split: README, "What was tried"
 
@@ -38,6 +40,7 @@ class WordVectors:
         self.ids = ids.long()
         self.vectors = torch.nn.functional.normalize(vectors.float(), dim=1)  # (n, H)
         self.vectors_t = self.vectors.T.contiguous()  # (H, n): read in order, 2x faster per query
+        self._int8_product: RowwiseInt8Product | None = None  # made on first int8 use
         self.scale = float(scale)
 
     @classmethod
@@ -48,9 +51,16 @@ class WordVectors:
         vectors = encode([words[i] for i in ids])
         return cls(torch.tensor(ids), torch.as_tensor(np.asarray(vectors, dtype=np.float32)), scale)
 
-    def scores(self, u: torch.Tensor, vocab_size: int) -> torch.Tensor:
-        """scale * cos(u[b], w[v]) for every vocabulary id v with a vector, 0 elsewhere: (B, V)."""
-        cos = torch.nn.functional.normalize(u.float(), dim=1) @ self.vectors_t  # (B, n)
+    def scores(self, u: torch.Tensor, vocab_size: int, int8: bool = False) -> torch.Tensor:
+        """scale * cos(u[b], w[v]) for every vocabulary id v with a vector, 0 elsewhere: (B, V).
+        `int8`: the product in int8 (`RowwiseInt8Product`) when no gradient is wanted."""
+        unit = torch.nn.functional.normalize(u.float(), dim=1)  # (B, H)
+        if int8 and not torch.is_grad_enabled():
+            if self._int8_product is None:
+                self._int8_product = RowwiseInt8Product(self.vectors_t)
+            cos = self._int8_product(unit)  # (B, n)
+        else:
+            cos = unit @ self.vectors_t  # (B, n)
         out = torch.zeros(u.shape[0], vocab_size)
         out[:, self.ids] = self.scale * cos
         return out

@@ -62,3 +62,35 @@ def test_auto_precision_follows_the_cpu(saved_checkpoint, monkeypatch, native, e
     monkeypatch.setattr(core.hardware, "native_bfloat16", lambda: native)
     engine = Engine.load(saved_checkpoint, precision="auto")
     assert engine.encoder.precision == expected
+
+
+def test_rowwise_int8_product_is_close_to_float32_and_each_row_ignores_its_batch():
+    from core.hardware import RowwiseInt8Product
+    g = torch.Generator().manual_seed(0)
+    matrix_t, x = torch.randn(16, 300, generator=g), torch.randn(5, 16, generator=g)  # (H, N), (B, H)
+    x[0] *= 100  # a row with a far larger scale must not coarsen the others' quantisation
+    product = RowwiseInt8Product(matrix_t)
+    exact, approx = x @ matrix_t, product(x)  # (B, N)
+    assert approx.shape == (5, 300)
+    assert ((approx - exact).norm(dim=1) / exact.norm(dim=1)).max() < 0.02
+    torch.testing.assert_close(product(x[1:2]), approx[1:2], atol=0, rtol=0)
+    assert product(x[:0]).shape == (0, 300)
+
+
+def test_int8_scoring_ranks_like_float32_and_never_serves_training(saved_checkpoint):
+    engine = Engine.load(saved_checkpoint, decoder=None)
+    engine.add_word_vectors(scale=5.0)
+    u = torch.from_numpy(engine.encode(["a small animal that people keep", "water that runs to the sea"]))
+    engine.set_scoring_precision("float32")
+    exact = engine.word_logits(u)
+    engine.set_scoring_precision("int8")
+    approx = engine.word_logits(u)
+    assert torch.equal(approx.topk(1).indices, exact.topk(1).indices)
+    assert (approx - exact).abs().max() < 0.05 * exact.abs().max()
+    u.requires_grad_(True)  # with a gradient wanted, the head and vectors compute in float32
+    logits = engine.head(u, int8=True) + engine.word_vectors.scores(u, exact.shape[1], int8=True)
+    assert logits.requires_grad
+    torch.testing.assert_close(logits.detach(), engine.head(u).detach() + engine.word_vectors.scores(u, exact.shape[1]).detach())
+    with pytest.raises(ValueError, match="scoring precision"):
+        engine.set_scoring_precision("int4")
+    assert engine.int8_scoring

@@ -31,8 +31,12 @@ def test_splade_tiny_keeps_its_pretrained_mlm_head(splade_dir):
     assert engine.manifest["head"]["origin"] == "pretrained masked-LM head of the base"
     mlm = AutoModelForMaskedLM.from_pretrained(str(splade_dir)).eval()
     u = torch.from_numpy(engine.encode(["a person who is in charge", "a small dog"]))
+    engine.set_scoring_precision("float32")
     with torch.no_grad():
         torch.testing.assert_close(engine.word_logits(u), mlm.cls(u), atol=1e-4, rtol=1e-4)
+    engine.set_scoring_precision("int8")  # the default where torch can: the same top words
+    int8_top = engine.word_logits(u).topk(10).indices
+    assert (int8_top == mlm.cls(u).topk(10).indices).float().mean() >= 0.9
     words = engine.predict_words("a person who is in charge", k=20)
     assert len(words) == 20 and all(w.isalpha() for w, _ in words)
 
