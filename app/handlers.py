@@ -366,13 +366,15 @@ class Studio:
 def start_studio(spec: ModelSpec, checkpoints: Path, warm_up_umap: bool = True, delay: float = 10.0) -> Studio:
     """A Studio whose model loads in the background; `delay` seconds later (so that the first
     requests get the CPU) the reference sentences are embedded, the Vec2Sent decoder is loaded and
-    UMAP is warmed up, in that order, in the same thread. Requests are served all along."""
+    UMAP is warmed up, in that order, in the same thread (first a reverse-dictionary query, which
+    prepares the word scoring). Requests are served all along."""
     studio = Studio(Models(checkpoints))
     if warm_up_umap:
         studio.projector.expect_warm_up()
 
     def after_load(active: ActiveModel) -> None:
         time.sleep(delay)
+        active.engine.predict_words("a word")  # builds the int8 scoring matrices (0.4 s) before a user waits on them
         active.reference()
         _ = active.engine.decoder  # found and loaded now rather than by the first analogy
         if warm_up_umap:
