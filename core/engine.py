@@ -57,8 +57,7 @@ class Engine(VectorReadout):
         self.vocab = WordVocabulary.from_tokenizer(encoder.tokenizer, encoder.word_embeddings.shape[0],
                                                    _pos_of_dictionary_words())
         self._fingerprint: str | None = None
-        self.int8_scoring = False
-        self.set_scoring_precision("auto")
+        self.set_scoring_precision("auto")  # sets self.int8_scoring
 
     # ---- construction -------------------------------------------------------------------------
     @classmethod

@@ -100,6 +100,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--write", action="store_true", help="store the correction in --model with its dev and test metrics")
     p.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default)")
     args = p.parse_args(argv)
+    if args.write and args.model is None:
+        p.error("--write needs an explicit --model")
     if args.threads:
         torch.set_num_threads(args.threads)
 

@@ -72,8 +72,6 @@ def evaluate_words(engine, entries, batch_size: int = 128, progress=None) -> dic
 def write_word_scoring(engine, model, split, parts: Sequence[str], label: str) -> dict[str, dict]:
     """Evaluate `engine` on the `parts` of `split` ("dev", "test") and store its word vectors and
     hubness correction in the checkpoint `model` with those metrics, rows named "PART, LABEL"."""
-    if model is None:
-        raise SystemExit("--write needs an explicit --model")
     metrics = {f"{part}, {label}": evaluate_words(engine, getattr(split, part)) for part in parts}
     engine.save_word_scoring(model, metrics)
     print(format_table(metrics))

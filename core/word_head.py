@@ -85,11 +85,10 @@ class WordHead(nn.Module):
         return self._cached_t
 
     def _decoder_int8(self) -> RowwiseInt8Product:
-        """An int8 copy of `_decoder_t()`, remade when E changes (not a submodule: never saved)."""
-        key = (self.embeddings.data_ptr(), self.embeddings._version, self.config.unit_rows)
-        if getattr(self, "_int8_key", None) != key:
-            self._int8_product = RowwiseInt8Product(self._decoder_t().detach())
-            self._int8_key = key
+        """An int8 copy of `_decoder_t()`, remade whenever that cache is (not a submodule: never saved)."""
+        decoder_t = self._decoder_t()
+        if getattr(self, "_int8_source", None) is not decoder_t:
+            self._int8_product, self._int8_source = RowwiseInt8Product(decoder_t.detach()), decoder_t
         return self._int8_product
 
     def own_state_dict(self) -> dict[str, torch.Tensor]:

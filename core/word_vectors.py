@@ -91,6 +91,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--record-split", nargs="*", default=["dev", "test"], choices=["dev", "test"])
     p.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default)")
     args = p.parse_args(argv)
+    if args.write and args.model is None:
+        p.error("--write needs an explicit --model")
     if args.threads:
         torch.set_num_threads(args.threads)
 

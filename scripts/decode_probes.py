@@ -16,6 +16,7 @@ Every run also prints the reranked n-best (the API's decoding) as the row to com
 from __future__ import annotations
 
 import argparse
+import functools
 import sys
 import time
 from pathlib import Path
@@ -32,12 +33,16 @@ from core.vec2sent.refine import RefineSettings, refine  # noqa: E402
 from core.vec2sent.text import canonical_tokens  # noqa: E402
 
 
-def sentence_bleu(hypothesis: str, reference: str) -> float:
-    """sacrebleu's sentence BLEU (effective order) on canonical tokens."""
+@functools.cache
+def bleu_scorer():
     from sacrebleu.metrics import BLEU
 
-    bleu = BLEU(tokenize="none", effective_order=True, force=True)  # force: already tokenised
-    return bleu.sentence_score(" ".join(canonical_tokens(hypothesis)), [" ".join(canonical_tokens(reference))]).score
+    return BLEU(tokenize="none", effective_order=True, force=True)  # force: already tokenised
+
+
+def sentence_bleu(hypothesis: str, reference: str) -> float:
+    """sacrebleu's sentence BLEU (effective order) on canonical tokens."""
+    return bleu_scorer().sentence_score(" ".join(canonical_tokens(hypothesis)), [" ".join(canonical_tokens(reference))]).score
 
 
 def oracle(beams: list[list[str]], references: list[str]) -> list[str]:

@@ -62,10 +62,8 @@ def test_bench_train_rejects_bad_counts(capsys):
     assert "--steps and --batch-size must be >= 1" in capsys.readouterr().err
 
 
-def test_machine_line_reports_cpu_and_memory_speed(monkeypatch):
+def test_machine_line_reports_memory_speed(monkeypatch):
     machine = bench_module("machine")
-    assert machine.python_loop_seconds(steps=1000) > 0 and machine.matrix_vector_ms(rows=64, cols=8, repeats=3) > 0
-    monkeypatch.setattr(machine, "python_loop_seconds", lambda: 0.5)
+    assert machine.matrix_vector_ms(rows=64, cols=8, repeats=3) > 0
     monkeypatch.setattr(machine, "matrix_vector_ms", lambda: 3.25)
-    assert machine.machine_line() == ("machine: a 10-million-step Python loop 0.50 s, "
-                                      "a 64 MB float32 matrix-vector product 3.2 ms")
+    assert machine.machine_line() == "machine: a 64 MB float32 matrix-vector product took 3.2 ms"
