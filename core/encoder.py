@@ -60,6 +60,10 @@ class SentenceEncoder(nn.Module):
         self.pooling = pooling
         self.max_length = min(max_length, _model_max_length(backbone, tokenizer))
         self.precision = "float32"
+        # Inference mode once, here: `encode` never switches modes, since another thread may be
+        # in the middle of a forward pass (dropout switched on under it changes its answer).
+        # Training switches to train mode on its own copy and back (core/train.py).
+        self.eval()
 
     @classmethod
     def from_pretrained(cls, path: str | Path, pooling: str = "mean", max_length: int = 128
@@ -121,11 +125,12 @@ class SentenceEncoder(nn.Module):
 
         Batches are formed from texts sorted by length (less padding), and the original order is
         restored. `normalize=True` returns unit vectors. `progress(done, total)` is called per batch.
-        Computed in `self.precision` (see `set_precision`).
+        Computed in `self.precision` (see `set_precision`). Raises RuntimeError in train mode:
+        dropout would make the vectors random, and switching modes here would race other threads.
         """
         texts = check_texts(texts)
-        was_training = self.training
-        self.eval()
+        if self.training:
+            raise RuntimeError("encode needs eval mode (dropout off): call .eval() first")
         order = np.argsort([-len(t) for t in texts], kind="stable")
         out = np.empty((len(texts), self.hidden_size), dtype=np.float32)
         for start in range(0, len(texts), batch_size):
@@ -138,7 +143,6 @@ class SentenceEncoder(nn.Module):
             out[idx] = vectors.numpy()
             if progress:
                 progress(min(start + batch_size, len(texts)), len(texts))
-        self.train(was_training)
         return out
 
 

@@ -1,7 +1,8 @@
-"""What the CPU can do fast, for choosing a default precision."""
+"""What the CPU can do fast, for choosing a default precision; and the mode modules run in."""
 from __future__ import annotations
 
 import functools
+from contextlib import contextmanager
 from pathlib import Path
 
 BFLOAT16_FLAGS = {"avx512_bf16", "amx_bf16"}  # CPUs with bfloat16 matrix instructions
@@ -81,3 +82,17 @@ class RowwiseInt8Product:
 
         rows = [self.linear(row) for row in x.float().split(1)]  # each (1, N)
         return torch.cat(rows) if rows else x.new_zeros(0, self.columns)
+
+
+@contextmanager
+def train_mode(module):
+    """`module` in train mode (dropout on) inside, back in eval mode after, whatever happens.
+
+    Models live in eval mode, and inference never switches modes: a switch made by one request
+    would change the answer of another running at the same time. Only training, on a model of
+    its own, switches, for its forward passes."""
+    module.train()
+    try:
+        yield module
+    finally:
+        module.eval()

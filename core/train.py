@@ -27,7 +27,7 @@ import torch
 from torch import nn
 
 from .distill import Distillation, TeacherObjective
-from .hardware import check_training_precision
+from .hardware import check_training_precision, train_mode
 from .hubness import DEFAULT_K, DEFAULT_WEIGHT
 from .lora import add_low_rank, merge_low_rank
 from .word_eval import definition_pairs, evaluate_vectors
@@ -251,13 +251,14 @@ def _train(engine, train_entries, dev_entries, config: TrainConfig, progress, sh
             engine.word_vectors, engine.hub_penalty = start_word_vectors, start_hub_penalty
             raise TrainingCancelled(f"cancelled at step {step - 1} of {total}")
         idx = _next_batch(order, config.batch_size)
-        loss = _defsent_loss(engine, [texts[i] for i in idx], torch.from_numpy(gold[idx]),
-                             None if base_vectors is None else torch.from_numpy(base_vectors[idx]),
-                             config.drift_weight, config.live_words, config.precision)
-        if teacher is not None:
-            sentences, targets = teacher.next_batch(config.distill_batch)
-            u = _embed(engine, sentences, config.precision)
-            loss = loss + config.distill_weight * teacher.loss(u, targets)
+        with train_mode(engine.encoder):  # dropout for the step's forward passes only
+            loss = _defsent_loss(engine, [texts[i] for i in idx], torch.from_numpy(gold[idx]),
+                                 None if base_vectors is None else torch.from_numpy(base_vectors[idx]),
+                                 config.drift_weight, config.live_words, config.precision)
+            if teacher is not None:
+                sentences, targets = teacher.next_batch(config.distill_batch)
+                u = _embed(engine, sentences, config.precision)
+                loss = loss + config.distill_weight * teacher.loss(u, targets)
         optimizer.zero_grad()
         loss.backward()
         optimizer.step()
@@ -273,7 +274,6 @@ def _train(engine, train_entries, dev_entries, config: TrainConfig, progress, sh
             progress(TrainProgress(step, total, loss_avg, elapsed,
                                    step * config.batch_size / max(elapsed, 1e-9), last_dev))
     _restore(engine, best["state"] or start_state)
-    engine.encoder.eval()
     engine.head.requires_grad_(False)
     engine._fingerprint = None
     engine.add_word_vectors(config.word_vector_scale)
@@ -300,8 +300,7 @@ def _defsent_loss(engine, texts: list[str], gold: torch.Tensor, base_u: torch.Te
 
 
 def _embed(engine, texts: list[str], precision: str) -> torch.Tensor:
-    """Sentence vectors (B, H) with gradient, in training mode (bfloat16 autocast if asked)."""
-    engine.encoder.train()
+    """Sentence vectors (B, H) with gradient (bfloat16 autocast if asked), in the encoder's mode."""
     with torch.autocast("cpu", dtype=torch.bfloat16, enabled=precision == "bfloat16"):
         return engine.encoder(**engine.encoder.tokenize(texts))  # (B, H)
 

@@ -41,13 +41,44 @@ class WordFilter:
         return self == WordFilter()
 
 
-def wildcard_regex(pattern: str) -> re.Pattern:
-    """Compile a `?`/`*` wildcard into an anchored regex; other characters match literally."""
-    pattern = pattern.strip().lower()
-    if not pattern or len(pattern) > 64:
-        raise ValueError("a wildcard pattern needs 1 to 64 characters, e.g. 'l?ad*'")
-    parts = ("." if ch == "?" else ".*" if ch == "*" else re.escape(ch) for ch in pattern)
-    return re.compile("^" + "".join(parts) + "$")
+class Wildcard:
+    """A `?`/`*` pattern over whole words: `?` is one character, `*` any run (also empty); other
+    characters match literally. `match` never backtracks across stars, so its time is linear in the
+    word's length whatever the stars (the regex `^.*.*...q$` backtracks for minutes).
+
+    Why no backtracking is needed: the star-free pieces between the stars have fixed lengths, and
+    if any placement of them matches, so does placing each at its leftmost fit after the last.
+    """
+
+    MAX_LENGTH = 64
+
+    def __init__(self, pattern: str):
+        pattern = pattern.strip().lower()
+        if not pattern or len(pattern) > self.MAX_LENGTH:
+            raise ValueError(f"a wildcard pattern needs 1 to {self.MAX_LENGTH} characters, e.g. 'l?ad*'")
+        self.pattern = pattern
+        self._pieces = pattern.split("*")  # [head, *middle, tail]; one piece when there is no star
+        self._regexes = [re.compile("".join("." if ch == "?" else re.escape(ch) for ch in piece), re.DOTALL)
+                         for piece in self._pieces]
+        self._letters = sum(map(len, self._pieces))  # the shortest word that can match
+
+    def match(self, word: str) -> bool:
+        """True if the whole of `word` matches the pattern."""
+        if len(self._pieces) == 1:
+            return len(word) == self._letters and self._regexes[0].match(word) is not None
+        if len(word) < self._letters:
+            return False
+        head, *middle, tail = self._regexes
+        tail_start = len(word) - len(self._pieces[-1])
+        if head.match(word) is None or tail.match(word, tail_start) is None:
+            return False
+        position = len(self._pieces[0])
+        for piece in middle:  # leftmost fit of each, between the head and the tail
+            found = piece.search(word, position, tail_start)
+            if found is None:
+                return False
+            position = found.end()
+        return True
 
 
 class WordVocabulary:
@@ -103,11 +134,11 @@ class WordVocabulary:
 
 def _word_test(f: WordFilter, pos_of: Mapping[str, set[str]]):
     initial = f.initial.strip().lower()
-    regex = wildcard_regex(f.pattern) if f.pattern else None
+    wildcard = Wildcard(f.pattern) if f.pattern else None
     pos = f.pos.strip().lower()[:1]
 
     def test(word: str) -> bool:
         return ((not initial or word.startswith(initial))
-                and (regex is None or regex.match(word) is not None)
+                and (wildcard is None or wildcard.match(word))
                 and (not pos or pos in pos_of.get(word, ())))
     return test

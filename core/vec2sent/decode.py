@@ -21,6 +21,12 @@ def _next_log_probs(model: Vec2SentDecoder, tokens: torch.Tensor, x: torch.Tenso
     return F.log_softmax(logits, dim=-1), state
 
 
+def _check_eval_mode(model: Vec2SentDecoder) -> None:
+    # Decoding never switches modes (another thread may be decoding with the same model).
+    if model.training:
+        raise RuntimeError("decoding needs eval mode (dropout off): call model.eval() first")
+
+
 def _until_eos(ids: torch.Tensor) -> list[int]:
     out = []
     for i in ids.tolist():
@@ -33,7 +39,7 @@ def _until_eos(ids: torch.Tensor) -> list[int]:
 @torch.no_grad()
 def greedy_decode(model: Vec2SentDecoder, sentences: torch.Tensor, max_length: int) -> list[list[int]]:
     """Most likely piece at every step, for sentence vectors (B, S); [EOS] excluded from the output."""
-    model.eval()
+    _check_eval_mode(model)
     x, state = model.start(sentences)
     tokens = torch.full((x.shape[0], 1), BOS, dtype=torch.long)  # (B, 1)
     done = torch.zeros(x.shape[0], dtype=torch.bool)  # (B,)
@@ -63,7 +69,7 @@ def beam_search_nbest(model: Vec2SentDecoder, sentences: torch.Tensor, width: in
     Finished hypotheses stay in the beam (continued by [PAD] at no cost) and compete with live ones
     on the length-normalised score, so a short early [EOS] is not favoured when alpha > 0.
     """
-    model.eval()
+    _check_eval_mode(model)
     batch, vocab = sentences.shape[0], model.config.vocab_size
     x, state = model.start(sentences)
     x = x.repeat_interleave(width, dim=0)  # (B*K, S)

@@ -70,6 +70,7 @@ class Vec2SentDecoder(nn.Module):
             self.output = nn.Linear(c.hidden, c.vocab_size)
         self.int8_output: nn.Module | None = None  # see `quantize`
         self.int8_gates: nn.ModuleList | None = None
+        self.eval()  # inference mode once; training switches per step (core.hardware.train_mode)
 
     def num_parameters(self) -> int:
         return sum(p.numel() for p in self.parameters())

@@ -31,7 +31,7 @@ from torch.nn import functional as F
 from tqdm import tqdm
 
 from core.checkpoint import save_npy_atomically
-from core.hardware import check_training_precision, resolve_precision
+from core.hardware import check_training_precision, resolve_precision, train_mode
 from core.vec2sent.checkpoint import read_checkpoint, save_checkpoint
 from core.vec2sent.encoder_link import EncoderLink, link_engine
 from core.vec2sent.model import Vec2SentConfig, Vec2SentDecoder
@@ -210,7 +210,6 @@ def sequence_loss(model: Vec2SentDecoder, data: TrainingData, idx: np.ndarray,
 
 @torch.no_grad()
 def validation_loss(model: Vec2SentDecoder, data: TrainingData, batch_size: int = 256) -> float:
-    model.eval()
     total, pieces = 0.0, 0
     for start in range(0, len(data.sequences), batch_size):
         idx = np.arange(start, min(start + batch_size, len(data.sequences)))
@@ -236,10 +235,10 @@ def train_decoder(model: Vec2SentDecoder, data: TrainingData, settings: TrainSet
     bar = tqdm(total=round(budget), unit="s", disable=not progress, desc="training")
     while True:
         for idx in bucketed_batches(data.lengths, settings.batch_size, rng):
-            model.train()
             for group in optimizer.param_groups:
                 group["lr"] = settings.lr * settings.lr_factor(time.monotonic() - started, stats.steps)
-            loss = sequence_loss(model, data, idx, settings.precision, sampled)
+            with train_mode(model):  # dropout for this step's forward pass only
+                loss = sequence_loss(model, data, idx, settings.precision, sampled)
             optimizer.zero_grad()
             loss.backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), settings.clip)
