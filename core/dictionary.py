@@ -24,6 +24,7 @@ from typing import NamedTuple
 from core.vec2sent.text import match_key
 
 WORDNET_PATH = Path(__file__).resolve().parent / "data" / "wordnet.jsonl.gz"
+WORDNET_SYNSETS_PATH = WORDNET_PATH.with_name("wordnet-synsets.jsonl.gz")
 
 
 @dataclass(frozen=True)
@@ -59,6 +60,24 @@ def load_wordnet(path: str | Path | None = None) -> list[Entry]:
 def _load_jsonl_gz(path: Path) -> tuple[Entry, ...]:
     with gzip.open(path, "rt", encoding="utf-8") as lines:
         return tuple(_entry_from_json(json.loads(line)) for line in lines)
+
+
+def load_wordnet_lemmas(path: str | Path | None = None) -> list[Entry]:
+    """One entry per (lemma, synset) of all WordNet 3.0: single words, hyphenated words and
+    multi-word expressions ("ice cream"), lowercased; cached after the first call."""
+    return list(_load_lemmas(Path(path or WORDNET_SYNSETS_PATH).resolve()))
+
+
+@lru_cache(maxsize=2)
+def _load_lemmas(path: Path) -> tuple[Entry, ...]:
+    entries: dict[tuple[str, str], Entry] = {}
+    with gzip.open(path, "rt", encoding="utf-8") as lines:
+        for synset in map(json.loads, lines):
+            for lemma in synset["lemmas"]:
+                word = lemma.lower()
+                entries.setdefault((word, synset["synset"]),
+                                   Entry(word, synset["definition"], synset["pos"], (), synset["synset"]))
+    return tuple(entries.values())
 
 
 def _entry_from_json(obj: dict) -> Entry:
@@ -419,8 +438,40 @@ def split_by_word(entries: Iterable[Entry], seed: int = 0,
     """
     if len(ratios) != 3 or min(ratios) < 0 or abs(sum(ratios) - 1) > 1e-6:
         raise ValueError(f"ratios must be three non-negative numbers summing to 1, got {ratios}")
-    ordered = sorted(entries, key=lambda e: (e.word, e.definition, e.pos, e.synset, e.examples))
+    ordered = _sorted_entries(entries)
     part_of = _assign_words(sorted({entry.word for entry in ordered}), seed, ratios)
+    return _split_by_parts(ordered, part_of, seed)
+
+
+def extend_split(split: DictionarySplit, entries: Iterable[Entry],
+                 ratios: tuple[float, float, float] = (0.8, 0.1, 0.1)) -> DictionarySplit:
+    """A split of a larger dictionary `entries` that a model trained on `split.train` can be
+    evaluated on without leaks: `split`'s words keep their part; a new word that shares a definition
+    text with a `split.train` pair joins train (that text was trained on); the other new words are
+    split by `ratios` with `split.seed`. Then the leak rule of `split_by_word`, and dev or test
+    pairs whose text `split.train` holds are dropped."""
+    ordered = _sorted_entries(entries)
+    part_of = {entry.word: part for part, name in enumerate(("train", "dev", "test"))
+               for entry in getattr(split, name)}
+    trained = _definition_keys(split.train)
+    new = sorted({entry.word for entry in ordered} - set(part_of))
+    joins_train = {entry.word for entry in ordered
+                   if entry.word not in part_of and definition_key(entry.definition) in trained}
+    part_of |= {word: 0 for word in joins_train}
+    part_of |= _assign_words([word for word in new if word not in joins_train], split.seed, ratios)
+    extended = _split_by_parts(ordered, part_of, split.seed)
+    # A kept word can bring a text trained under another lemma ("Hell" -> hell): not evaluated.
+    return replace(extended, dev=_without_definitions(extended.dev, trained),
+                   test=_without_definitions(extended.test, trained))
+
+
+def _sorted_entries(entries: Iterable[Entry]) -> list[Entry]:
+    return sorted(entries, key=lambda e: (e.word, e.definition, e.pos, e.synset, e.examples))
+
+
+def _split_by_parts(ordered: list[Entry], part_of: dict[str, int], seed: int) -> DictionarySplit:
+    """Entries by their word's part (0 train, 1 dev, 2 test), then the leak rule: train pairs whose
+    definition text occurs in dev or test are dropped, and dev pairs whose text occurs in test."""
     train, dev, test = ([entry for entry in ordered if part_of[entry.word] == part] for part in range(3))
     train_texts, dev_texts, test_texts = (_definition_keys(part) for part in (train, dev, test))
     leaked = sum(definition_key(entry.definition) in train_texts for entry in test)

@@ -13,8 +13,9 @@ import json
 import re
 import shutil
 import time
+from dataclasses import asdict
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Callable, Iterable, Sequence
 
 import numpy as np
 import torch
@@ -26,7 +27,9 @@ from .checkpoint import (DEFAULT_BASE, DEFAULT_CHECKPOINT, FORMAT, FORMAT_VERSIO
 from .encoder import SentenceEncoder, check_texts, l2_normalize
 from .hardware import quantised_engine
 from .hubness import DEFAULT_K, DEFAULT_WEIGHT, HUB_PENALTY, HubPenalty, group_definitions
+from .dictionary import Entry, load_wordnet_lemmas
 from .lora import dense_delta, factored_delta, is_low_rank, stored_factors
+from .open_vocab import DEFAULT_OPEN_VOCAB, Candidates, OpenScorer, OpenVocabConfig, open_scorer
 from .readout import VectorReadout
 from .vocabulary import WordFilter, WordVocabulary
 from .word_head import WordHead, WordHeadConfig
@@ -49,6 +52,7 @@ class Engine(VectorReadout):
         self.head = head
         self.word_vectors: WordVectors | None = None  # the second reverse-dictionary score, if any
         self.hub_penalty: HubPenalty | None = None  # subtracted from the word scores, if any
+        self.open_vocab: OpenScorer | None = None  # every WordNet lemma as an answer, once enabled
         # {encoder weight name: (B, A)} of a low-rank training run (core/lora.py): saved as factors
         self.low_rank: dict[str, tuple[torch.Tensor, torch.Tensor]] = {}
         self.base_source = base_source
@@ -316,21 +320,44 @@ class Engine(VectorReadout):
     def words_for_vectors(self, vectors: np.ndarray, k: int = 10,
                           word_filter: WordFilter = WordFilter(),
                           exclude_words_of: Sequence[str] | None = None) -> list[list[tuple[str, float]]]:
-        """Ranked words for sentence vectors (any vector: an analogy, an interpolation point...)."""
+        """Ranked words for sentence vectors (any vector: an analogy, an interpolation point...):
+        phrases too once `enable_open_vocabulary` was called, else single-token words."""
         logits = self.word_logits(vectors)  # (n, V)
-        candidates = torch.from_numpy(self.vocab.candidate_mask)
-        probs = logits.masked_fill(~candidates, float("-inf")).softmax(-1)  # (n, V)
-        allowed = torch.from_numpy(self.vocab.mask(word_filter))
+        vocab = self.vocab
+        if self.open_vocab is not None:
+            logits = self.open_vocab.scores(torch.as_tensor(np.asarray(vectors, dtype=np.float32)).reshape(
+                len(logits), -1), logits)  # (n, C)
+            vocab = self.open_vocab.candidates.filters
+        probs = logits.masked_fill(~torch.from_numpy(vocab.candidate_mask), float("-inf")).softmax(-1)
+        allowed = torch.from_numpy(vocab.mask(word_filter))
         results = []
         for i in range(probs.shape[0]):
             keep = allowed.clone()
             for word in _words_in(exclude_words_of[i]) if exclude_words_of else ():
-                if (tid := self.vocab.token_id(word)) is not None:
-                    keep[tid] = False
+                if (index := vocab.token_id(word)) is not None:
+                    keep[index] = False
             scores = probs[i].masked_fill(~keep, -1.0)
             top = scores.topk(min(k, int(keep.sum())))
-            results.append([(self.vocab.words[j], float(p)) for p, j in zip(top.values, top.indices.tolist())])
+            results.append([(vocab.words[j], float(p)) for p, j in zip(top.values, top.indices.tolist())])
         return results
+
+    def enable_open_vocabulary(self, extra: Iterable[Entry] = (), cache_dir: str | Path | None = None,
+                               progress: Callable[[int, int], None] | None = None,
+                               dictionary: Iterable[Entry] | None = None) -> None:
+        """Answer with every word and phrase of `dictionary` (default: all 147k WordNet lemmas,
+        "ice cream", "give up") and of `extra` (a user's dictionary), scored as core/open_vocab.py
+        says. The first call for a model embeds them all (about 4 minutes on 2 cores for WordNet;
+        `progress(done, total)` per batch); with `cache_dir` the vectors are kept there per model
+        and candidate list."""
+        entries = load_wordnet_lemmas() if dictionary is None else dictionary
+        candidates = Candidates([*entries, *extra], self.vocab)
+        config = OpenVocabConfig(**self.manifest.get("open_vocab", asdict(DEFAULT_OPEN_VOCAB)))
+        cache = (Path(cache_dir) / f"{self.fingerprint[:16]}-{candidates.fingerprint()}.safetensors"
+                 if cache_dir is not None else None)
+        scale = self.word_vectors.scale if self.word_vectors is not None else DEFAULT_SCALE
+        scorer = open_scorer(lambda texts: self.encode(texts, batch_size=128, progress=progress),
+                             candidates, scale, config, cache)
+        self.open_vocab = scorer.quantize() if self.int8_scoring else scorer
 
 
 def _freeze_embeddings(encoder: SentenceEncoder) -> None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Iterable, Mapping
+from typing import Iterable, Mapping, Sequence
 
 import numpy as np
 
@@ -26,6 +26,11 @@ def surface_form(token: str, word_start_marker: str | None) -> str | None:
         token = token[len(word_start_marker):]
     word = token.lower()
     return word if _WORD.match(word) else None
+
+
+def letters(word: str) -> int:
+    """The length filter's length: letters only, so "ice cream" has 8 (as in a crossword)."""
+    return sum(ch.isalpha() for ch in word)
 
 
 @dataclass(frozen=True)
@@ -86,10 +91,20 @@ class WordVocabulary:
 
     def __init__(self, tokens: list[str], word_start_marker: str | None = None,
                  pos_of: Mapping[str, Iterable[str]] | None = None):
-        self.words = [surface_form(t, word_start_marker) for t in tokens]  # None if not a word
-        self.candidate_mask = np.array([w is not None for w in self.words])
-        self.lengths = np.array([len(w) if w else 0 for w in self.words])
-        self.id_of = {w: i for i, w in enumerate(self.words) if w is not None}
+        self._set_words([surface_form(t, word_start_marker) for t in tokens], pos_of)
+
+    @classmethod
+    def of_words(cls, words: Sequence[str], pos_of: Mapping[str, Iterable[str]] | None = None) -> "WordVocabulary":
+        """Filters over a list of words and phrases as they are ("ice cream"), each a candidate."""
+        vocab = cls.__new__(cls)
+        vocab._set_words(list(words), pos_of)
+        return vocab
+
+    def _set_words(self, words: list[str | None], pos_of: Mapping[str, Iterable[str]] | None) -> None:
+        self.words = words  # None where a token is not a word
+        self.candidate_mask = np.array([w is not None for w in words], dtype=bool)
+        self.lengths = np.array([letters(w) if w else 0 for w in words])
+        self.id_of = {w: i for i, w in enumerate(words) if w is not None}
         self._pos_of = {w: set(p) for w, p in (pos_of or {}).items()}
 
     @classmethod

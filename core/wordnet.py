@@ -2,6 +2,9 @@
 
 python -m core.wordnet --wordnet-dir data/cache/wordnet-deb/usr/share/wordnet --out core/data/wordnet.jsonl.gz
 
+It also writes core/data/wordnet-synsets.jsonl.gz: every synset with all its lemmas, the candidates of
+the open-vocabulary reverse dictionary (core/open_vocab.py).
+
 Only entries whose lowercased word is one whole vocabulary token are kept: the word-prediction head can output
 nothing else. See scripts/fetch_wordnet.sh for getting the data files.
 """
@@ -10,6 +13,7 @@ from __future__ import annotations
 import argparse
 import gzip
 import importlib.util
+import json
 import os
 import re
 from collections import Counter
@@ -92,6 +96,18 @@ def write_entries(entries: Iterable[Entry], out: Path) -> None:
     os.replace(tmp, out)
 
 
+def write_synsets(synsets: Iterable[Synset], out: Path) -> None:
+    """Every synset as one gzip JSONL line {"synset", "pos", "lemmas", "definition"}: all lemmas
+    (multi-word, hyphenated, capitalised), for the open-vocabulary reverse dictionary. Atomic and
+    reproducible byte for byte (mtime 0)."""
+    tmp = out.with_name(out.name + ".tmp")
+    with tmp.open("wb") as raw, gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0) as stream:
+        for s in synsets:
+            line = {"synset": s.synset, "pos": s.pos, "lemmas": list(s.lemmas), "definition": s.definition}
+            stream.write((json.dumps(line, ensure_ascii=False) + "\n").encode("utf-8"))
+    os.replace(tmp, out)
+
+
 def license_text(copyright_path: Path) -> str:
     """The WordNet 3.0 licence paragraph of a Debian copyright file, as plain text."""
     lines = copyright_path.read_text(encoding="utf-8").splitlines()
@@ -117,6 +133,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--wordnet-dir", type=Path, required=True, help="folder with data.noun, data.verb, ...")
     parser.add_argument("--vocab", type=Path, help="BERT vocab.txt (default: all-MiniLM-L6-v2's)")
     parser.add_argument("--out", type=Path, default=Path("core/data/wordnet.jsonl.gz"))
+    parser.add_argument("--synsets-out", type=Path, default=Path("core/data/wordnet-synsets.jsonl.gz"),
+                        help="every synset with all its lemmas (the open vocabulary)")
     parser.add_argument("--copyright", type=Path,
                         help="Debian copyright file (default: WORDNET_DIR/../doc/wordnet-base/copyright)")
     args = parser.parse_args(argv)
@@ -124,6 +142,7 @@ def main(argv: list[str] | None = None) -> None:
     entries = build_entries(synsets, read_vocab(args.vocab or default_vocab_path()))
     args.out.parent.mkdir(parents=True, exist_ok=True)
     write_entries(entries, args.out)
+    write_synsets(synsets, args.synsets_out)
     copyright_path = args.copyright or args.wordnet_dir.parent / "doc" / "wordnet-base" / "copyright"
     (args.out.parent / "WORDNET_LICENSE").write_text(license_text(copyright_path), encoding="utf-8")
     by_pos = ", ".join(f"{pos} {count}" for pos, count in sorted(Counter(entry.pos for entry in entries).items()))

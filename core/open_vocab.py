@@ -1,0 +1,197 @@
+"""Open-vocabulary reverse dictionary: every WordNet lemma (147k words and phrases) can be the answer.
+
+The frozen word head scores only words that are one vocabulary token (21.7k for MiniLM). Each
+candidate c gets a score from two channels, computed for a sentence vector u:
+
+    word(c)       = Engine.word_logits(u)[token of c]          if c is one token (head + word vector)
+                  = scale * cos(u, encode(c)) + multi_bias      otherwise (its own embedding)
+    definition(c) = max over c's definitions d of cos(u, encode(d))   (nearest glosses vote)
+    score(c)      = word(c) + definition_weight * definition(c)
+
+`multi_bias` stands in for the head logit the phrase does not have; both weights are chosen on dev
+(docs/results.md, "Open vocabulary"). For evaluation the definition index must never hold the
+text being evaluated: `OpenScorer.without_definitions` drops those definitions.
+"""
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Iterable
+
+import numpy as np
+import torch
+from safetensors.torch import load_file, save_file
+
+from .dictionary import Entry, definition_key
+from .hardware import RowwiseInt8Product
+from .vocabulary import WordVocabulary
+
+
+@dataclass(frozen=True)
+class OpenVocabConfig:
+    multi_bias: float = 0.0         # added to the phrases' word score (they have no head logit)
+    definition_weight: float = 0.0  # weight of the definition channel
+
+
+DEFAULT_OPEN_VOCAB = OpenVocabConfig(multi_bias=0.0, definition_weight=0.0)  # chosen on dev: docs/results.md
+
+
+class Candidates:
+    """The candidate answers: words and phrases with their parts of speech and definitions.
+
+    words[i] is lowercase ("ice cream"); token_ids[i] is its vocabulary token id when it is one
+    whole-word token of the head, else -1. definitions[g] are the distinct definition texts, and
+    (pair_definition[p], pair_word[p]) says that definition g defines word i.
+    """
+
+    def __init__(self, entries: Iterable[Entry], vocab: WordVocabulary):
+        by_word: dict[str, list[Entry]] = {}
+        for entry in entries:
+            by_word.setdefault(entry.word, []).append(entry)
+        self.words = sorted(by_word)
+        self.token_ids = np.array([_token_id(vocab, w) for w in self.words], dtype=np.int64)  # (C,)
+        pos_of = {w: {e.pos for e in by_word[w] if e.pos} for w in self.words}
+        self.filters = WordVocabulary.of_words(self.words, pos_of)
+        self.definitions: list[str] = []
+        index: dict[str, int] = {}
+        pairs = []
+        for i, word in enumerate(self.words):
+            for entry in by_word[word]:
+                g = index.setdefault(definition_key(entry.definition), len(self.definitions))
+                if g == len(self.definitions):
+                    self.definitions.append(entry.definition)
+                pairs.append((g, i))
+        self.pair_definition, self.pair_word = (np.array(col, dtype=np.int64) for col in zip(*pairs))
+        self.definitions_of = {w: [e.definition for e in by_word[w]] for w in self.words}
+
+    def __len__(self) -> int:
+        return len(self.words)
+
+    @property
+    def single_token(self) -> np.ndarray:
+        """Boolean (C,): True where the head can score the candidate."""
+        return self.token_ids >= 0
+
+    def fingerprint(self) -> str:
+        """Identifies the words and definitions (a cache key for their vectors)."""
+        digest = hashlib.sha256("\n".join(self.words).encode())
+        digest.update("\n".join(self.definitions).encode())
+        return digest.hexdigest()[:16]
+
+
+def _token_id(vocab: WordVocabulary, word: str) -> int:
+    token = vocab.token_id(word)
+    return -1 if token is None or not vocab.candidate_mask[token] else token
+
+
+class OpenScorer:
+    """Scores (B, C) of sentence vectors against every candidate (see the module docstring)."""
+
+    def __init__(self, candidates: Candidates, word_vectors: torch.Tensor, definition_vectors: torch.Tensor,
+                 scale: float, config: OpenVocabConfig = OpenVocabConfig()):
+        self.candidates = candidates
+        self.multi = torch.from_numpy(np.flatnonzero(~candidates.single_token))  # (M,) no token
+        self.single = torch.from_numpy(np.flatnonzero(candidates.single_token))  # (S,)
+        self.single_tokens = torch.from_numpy(candidates.token_ids[candidates.single_token])  # (S,)
+        self.word_vectors = _unit(word_vectors)  # (C, d), row i for candidates.words[i]
+        self.definition_vectors = _unit(definition_vectors)  # (G, d)
+        self.scale = scale
+        self.config = config
+        self._pairs = (torch.from_numpy(candidates.pair_definition), torch.from_numpy(candidates.pair_word))
+        # (d, M) and (d, G): what a query multiplies; int8 after `quantize`
+        self._products = {"word": self.word_vectors[self.multi].T.contiguous(),
+                          "definition": self.definition_vectors.T.contiguous()}
+
+    def with_config(self, config: OpenVocabConfig) -> "OpenScorer":
+        """The same vectors with other weights (shares the tensors)."""
+        other = object.__new__(OpenScorer)
+        other.__dict__.update({**self.__dict__, "config": config})
+        return other
+
+    def without_definitions(self, texts: Iterable[str]) -> "OpenScorer":
+        """A scorer whose definition index leaves out `texts` (evaluation: never index the text
+        being evaluated). Candidates left with no definition get definition score 0."""
+        drop = {definition_key(t) for t in texts}
+        keep = np.array([definition_key(d) not in drop for d in self.candidates.definitions])
+        pair_keep = keep[self.candidates.pair_definition]
+        new_index = np.cumsum(keep) - 1
+        other = self.with_config(self.config)
+        other._pairs = (torch.from_numpy(new_index[self.candidates.pair_definition[pair_keep]]),
+                        torch.from_numpy(self.candidates.pair_word[pair_keep]))
+        other.definition_vectors = self.definition_vectors[torch.from_numpy(keep)]
+        other._products = {**self._products, "definition": other.definition_vectors.T.contiguous()}
+        return other
+
+    def quantize(self) -> "OpenScorer":
+        """Query products in int8 (`RowwiseInt8Product`) and the float32 copies dropped: ~100 MB
+        instead of ~400 MB for all of WordNet, same ranking within noise (docs/results.md)."""
+        self._products = {name: RowwiseInt8Product(m) if isinstance(m, torch.Tensor) else m
+                          for name, m in self._products.items()}
+        self.word_vectors = self.definition_vectors = None
+        return self
+
+    @torch.inference_mode()
+    def scores(self, u: torch.Tensor, token_logits: torch.Tensor) -> torch.Tensor:
+        """u (B, d) and the engine's token scores (B, V) -> candidate scores (B, C)."""
+        unit = torch.nn.functional.normalize(u.float(), dim=1)  # (B, d)
+        out = torch.empty(u.shape[0], len(self.candidates))  # (B, C)
+        out[:, self.single] = token_logits[:, self.single_tokens]
+        out[:, self.multi] = self.scale * self._cos(unit, "word") + self.config.multi_bias  # (B, M)
+        if self.config.definition_weight:
+            out += self.config.definition_weight * self.definition_scores(unit)
+        return out
+
+    def definition_scores(self, unit: torch.Tensor) -> torch.Tensor:
+        """(B, C): per candidate the highest cosine of `unit` with one of its definitions (0 if none)."""
+        definitions, words = self._pairs
+        cos = self._cos(unit, "definition")  # (B, G)
+        best = torch.zeros(unit.shape[0], len(self.candidates))  # (B, C)
+        return best.scatter_reduce(1, words.expand(unit.shape[0], -1), cos[:, definitions], "amax",
+                                   include_self=False)
+
+    def _cos(self, unit: torch.Tensor, name: str) -> torch.Tensor:
+        product = self._products[name]
+        return unit @ product if isinstance(product, torch.Tensor) else product(unit)
+
+    @classmethod
+    def compute(cls, encode: Callable[[list[str]], np.ndarray], candidates: Candidates, scale: float,
+                config: OpenVocabConfig = OpenVocabConfig()) -> "OpenScorer":
+        """Embed every candidate and every definition with `encode` (minutes for all of WordNet)."""
+        words = torch.from_numpy(encode(candidates.words))
+        definitions = torch.from_numpy(encode(candidates.definitions))
+        return cls(candidates, words, definitions, scale, config)
+
+    def save(self, path: Path) -> None:
+        """The vectors as int8 unit rows (the per-row scale cancels in the cosine), atomically."""
+        tmp = path.with_name(path.name + ".tmp")
+        save_file({"word_vectors": _int8(self.word_vectors), "definition_vectors": _int8(self.definition_vectors)},
+                  str(tmp))
+        tmp.replace(path)
+
+    @classmethod
+    def load(cls, path: Path, candidates: Candidates, scale: float, config: OpenVocabConfig) -> "OpenScorer":
+        tensors = load_file(str(path))
+        if tensors["word_vectors"].shape[0] != len(candidates):
+            raise ValueError(f"{path} holds vectors of another candidate list")
+        return cls(candidates, tensors["word_vectors"], tensors["definition_vectors"], scale, config)
+
+
+def open_scorer(encode: Callable[[list[str]], np.ndarray], candidates: Candidates, scale: float,
+                config: OpenVocabConfig, cache: Path | None) -> OpenScorer:
+    """`OpenScorer.load` from `cache` if it is there, else `compute` (and save to `cache`)."""
+    if cache is not None and cache.exists():
+        return OpenScorer.load(cache, candidates, scale, config)
+    scorer = OpenScorer.compute(encode, candidates, scale, config)
+    if cache is not None:
+        cache.parent.mkdir(parents=True, exist_ok=True)
+        scorer.save(cache)
+    return scorer
+
+
+def _unit(x: torch.Tensor) -> torch.Tensor:
+    return torch.nn.functional.normalize(x.float(), dim=1)
+
+
+def _int8(x: torch.Tensor) -> torch.Tensor:
+    return (x / x.abs().amax(dim=1, keepdim=True).clamp(min=1e-12) * 127).round().to(torch.int8).contiguous()

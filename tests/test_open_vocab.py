@@ -1,0 +1,119 @@
+"""Open-vocabulary reverse dictionary (core/open_vocab.py) on a tiny model and a small dictionary."""
+from __future__ import annotations
+
+import pytest
+import torch
+
+from core import Engine
+from core.dictionary import Entry, definition_key, extend_split, load_wordnet, load_wordnet_lemmas, split_by_word
+from core.open_vocab import Candidates, OpenScorer, OpenVocabConfig
+
+DICTIONARY = [
+    Entry("dog", "a domestic animal that barks", "n", (), "1-n"),
+    Entry("ice cream", "a frozen sweet food made of cream", "n", (), "2-n"),
+    Entry("red tape", "rules that delay things", "n", (), "3-n"),
+    Entry("give up", "to stop trying", "v", (), "4-v"),
+    Entry("king", "a man who rules a country", "n", (), "5-n"),
+    Entry("monarch", "a man who rules a country", "n", (), "5-n"),
+]
+
+
+@pytest.fixture()
+def engine(tiny_mlm_dir) -> Engine:
+    return Engine.from_base(str(tiny_mlm_dir))
+
+
+def test_candidates_know_tokens_phrases_and_shared_definitions(engine):
+    c = Candidates(DICTIONARY, engine.vocab)
+    assert c.words == ["dog", "give up", "ice cream", "king", "monarch", "red tape"]
+    assert c.single_token.tolist() == [True, False, False, True, False, False]  # monarch: not in the tiny vocab
+    assert len(c.definitions) == 5  # king and monarch share one
+    shared = c.definitions.index("a man who rules a country")
+    assert sorted(c.pair_word[c.pair_definition == shared].tolist()) == [3, 4]
+
+
+def test_phrases_are_answers_and_filters_work_on_them(engine):
+    engine.enable_open_vocabulary(dictionary=DICTIONARY)
+    words = [w for w, _ in engine.predict_words("a frozen sweet food made of cream", k=6)]
+    assert sorted(words) == sorted(c for c in engine.open_vocab.candidates.words)
+    assert [w for w, _ in engine.predict_words("food", k=6, pattern="ice*")] == ["ice cream"]
+    assert [w for w, _ in engine.predict_words("food", k=6, min_length=8, max_length=8)] == ["ice cream"]  # letters
+    assert {w for w, _ in engine.predict_words("food", k=6, pos="v")} == {"give up"}
+    assert "dog" not in [w for w, _ in engine.predict_words("a dog", k=6, exclude_query_words=True)]
+    probabilities = [p for _, p in engine.predict_words("food", k=6)]
+    assert probabilities == sorted(probabilities, reverse=True) and abs(sum(probabilities) - 1) < 1e-4
+
+
+def test_single_token_candidates_keep_the_engine_word_scores(engine):
+    c = Candidates(DICTIONARY, engine.vocab)
+    scorer = OpenScorer(c, torch.randn(len(c), 32), torch.randn(len(c.definitions), 32), 15.0)
+    u = torch.randn(3, 32)
+    logits = engine.word_logits(u)
+    scores = scorer.scores(u, logits)
+    dog = c.words.index("dog")
+    torch.testing.assert_close(scores[:, dog], logits[:, engine.vocab.token_id("dog")])
+
+
+def test_definition_channel_votes_for_every_word_of_a_definition_and_can_leave_texts_out(engine):
+    c = Candidates(DICTIONARY, engine.vocab)
+    definitions = torch.eye(len(c.definitions), 32)  # definition g along axis g
+    scorer = OpenScorer(c, torch.randn(len(c), 32), definitions, 15.0, OpenVocabConfig(0.0, 1.0))
+    shared = c.definitions.index("a man who rules a country")
+    u = definitions[shared:shared + 1]
+    best = scorer.definition_scores(u)[0]
+    assert best[c.words.index("king")] == pytest.approx(1.0) and best[c.words.index("monarch")] == pytest.approx(1.0)
+    blind = scorer.without_definitions(["A man who rules  a country"]).definition_scores(u)[0]
+    assert blind[c.words.index("king")] == 0 and blind[c.words.index("monarch")] == 0
+
+
+def test_int8_scores_rank_like_float32(engine):
+    c = Candidates(DICTIONARY, engine.vocab)
+    args = (c, torch.randn(len(c), 32), torch.randn(len(c.definitions), 32), 15.0, OpenVocabConfig(-1.0, 5.0))
+    u = torch.randn(4, 32)
+    logits = engine.word_logits(u)
+    exact = OpenScorer(*args).scores(u, logits)
+    quantised = OpenScorer(*args).quantize().scores(u, logits)
+    assert (exact.argmax(1) == quantised.argmax(1)).all()
+    torch.testing.assert_close(quantised, exact, atol=0.3, rtol=0)
+
+
+def test_vectors_are_cached_per_model_and_candidates(engine, tmp_path, monkeypatch):
+    engine.enable_open_vocabulary(dictionary=DICTIONARY, cache_dir=tmp_path)
+    u = engine.encode(["a frozen sweet food"])
+    first = engine.words_for_vectors(u, k=6)
+    assert len(list(tmp_path.glob("*.safetensors"))) == 1 and not list(tmp_path.glob("*.tmp"))
+
+    def no_encoding(*_, **__):
+        raise AssertionError("the cached vectors should have been loaded")
+
+    monkeypatch.setattr(engine, "encode", no_encoding)
+    engine.enable_open_vocabulary(dictionary=DICTIONARY, cache_dir=tmp_path)
+    assert [w for w, _ in engine.words_for_vectors(u, k=6)[0]] == [w for w, _ in first[0]]
+    with pytest.raises(AssertionError, match="cached"):  # another candidate list is another file
+        engine.enable_open_vocabulary(dictionary=DICTIONARY[:3], cache_dir=tmp_path)
+
+
+def test_extended_split_keeps_the_trained_split_and_evaluates_no_trained_text():
+    base = [Entry("dog", "a barking animal", "n"), Entry("cat", "a mewing animal", "n"),
+            Entry("king", "a male ruler", "n")]
+    old = split_by_word(base, seed=0, ratios=(1 / 3, 1 / 3, 1 / 3))
+    larger = base + [Entry("hound dog", "a barking animal", "n"),  # shares a trained text: joins train
+                     Entry("big cat", "a large wild feline", "n"), Entry("ice cream", "a frozen food", "n")]
+    new = extend_split(old, larger)
+    for part in ("train", "dev", "test"):
+        assert {e.word for e in getattr(old, part)} <= {e.word for e in getattr(new, part)}
+    trained = {definition_key(e.definition) for e in old.train}
+    assert not any(definition_key(e.definition) in trained for e in new.dev + new.test)
+    if "a barking animal" in trained:
+        assert "hound dog" in {e.word for e in new.train}
+
+
+def test_wordnet_lemmas_hold_phrases_and_the_open_split_has_no_trained_text():
+    lemmas = load_wordnet_lemmas()
+    words = {e.word for e in lemmas}
+    assert {"ice cream", "red tape", "give up", "claustrophobia", "elephant"} <= words and len(words) > 140_000
+    old = split_by_word(load_wordnet(), seed=0)
+    new = extend_split(old, lemmas)
+    trained = {definition_key(e.definition) for e in old.train}
+    assert not any(definition_key(e.definition) in trained for e in new.dev + new.test)
+    assert {e.word for e in old.test} <= {e.word for e in new.test}
