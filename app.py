@@ -34,6 +34,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--threads", type=int, default=int(os.environ.get("DEFSENT_THREADS", 1)),
                         help="threads for torch, BLAS and numba (default 1, or $DEFSENT_THREADS)")
     parser.add_argument("--no-umap-warmup", action="store_true", help="do not warm UMAP up in the background")
+    parser.add_argument("--single-token-words", action="store_true",
+                        help="answer with the word head's single-token words only (skips embedding the 147k "
+                             "WordNet words and phrases in the background, minutes once per model)")
     parser.add_argument("--warm-up-delay", type=float, default=10.0,
                         help="seconds after the model loads before background warm-up starts (default 10)")
     return parser.parse_args(argv)
@@ -63,7 +66,8 @@ def main(argv: list[str] | None = None) -> int:
 
     checkpoints = args.checkpoints or CHECKPOINTS_DIR
     spec = ModelSpec(args.model.name, args.model) if args.model else default_spec(checkpoints)
-    studio = start_studio(spec, checkpoints, not args.no_umap_warmup, args.warm_up_delay)
+    studio = start_studio(spec, checkpoints, not args.no_umap_warmup, args.warm_up_delay,
+                          open_vocabulary=not args.single_token_words)
     from app.ui import CSS, build_app, enable_queue, theme
     demo = enable_queue(build_app(studio), max_size=args.queue_size)
     for warning in exposure_warnings(args.host, args.share):

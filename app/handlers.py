@@ -38,6 +38,9 @@ COLOUR_BY = ("part of speech", "cluster")
 # ("Refine" in the UI, off by default) reconstructs more held-out sentences exactly, for about a second
 # per sentence, but on vectors that are no sentence's (analogies) it trades fluency for cosine.
 DECODE_BEAM = 20
+OPEN_VOCABULARY_PENDING = ("Answers come from the 21.7k words the word head knows until the full vocabulary "
+                           "(147k WordNet words and phrases) is ready: a few minutes after the model loads, "
+                           "once per model (then cached).")
 NO_DECODER = ("No Vec2Sent decoder is available for the active encoder (none in checkpoints/ was trained on "
               "its fingerprint {fp}), so no sentence is decoded; the top words and the nearest reference "
               "sentences below are read off the vector directly. Train one with `python -m core.vec2sent.train`.")
@@ -97,6 +100,8 @@ class Studio:
         query = sv.WordQuery(text, int(k), pos, int(min_length or 0), int(max_length or 0), initial or "",
                              pattern or "", bool(exclude_query_words))
         main = views.words_html(sv.reverse_dictionary(active.engine, query), active.spec.name)
+        if active.engine.open_vocab is None:
+            main = views.notice_html(OPEN_VOCABULARY_PENDING) + main
         if not compare:
             return main, ""
         if active.is_base:
@@ -363,11 +368,13 @@ class Studio:
         return "\n\n".join(lines), json.dumps(active.engine.manifest, indent=2)
 
 
-def start_studio(spec: ModelSpec, checkpoints: Path, warm_up_umap: bool = True, delay: float = 10.0) -> Studio:
+def start_studio(spec: ModelSpec, checkpoints: Path, warm_up_umap: bool = True, delay: float = 10.0,
+                 open_vocabulary: bool = True) -> Studio:
     """A Studio whose model loads in the background; `delay` seconds later (so that the first
-    requests get the CPU) the reference sentences are embedded, the Vec2Sent decoder is loaded and
-    UMAP is warmed up, in that order, in the same thread (first a reverse-dictionary query, which
-    prepares the word scoring). Requests are served all along."""
+    requests get the CPU) the open vocabulary is prepared (`Engine.enable_open_vocabulary`, cached
+    per model), the reference sentences are embedded, the Vec2Sent decoder is loaded and UMAP is
+    warmed up, in that order, in the same thread (first a reverse-dictionary query, which prepares
+    the word scoring). Requests are served all along."""
     studio = Studio(Models(checkpoints))
     if warm_up_umap:
         studio.projector.expect_warm_up()
@@ -375,6 +382,8 @@ def start_studio(spec: ModelSpec, checkpoints: Path, warm_up_umap: bool = True, 
     def after_load(active: ActiveModel) -> None:
         time.sleep(delay)
         active.engine.predict_words("a word")  # builds the int8 scoring matrices (0.4 s) before a user waits on them
+        if open_vocabulary:
+            active.engine.enable_open_vocabulary(cache_dir=cache_dir("open-vocab"))  # minutes once per model
         active.reference()
         _ = active.engine.decoder  # found and loaded now rather than by the first analogy
         if warm_up_umap:

@@ -14,7 +14,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from core.dictionary import Entry, load_wordnet
+from core.dictionary import Entry, load_wordnet_lemmas
 from core.readout import PART_OF_SPEECH, REFERENCE_SIZE, EmbeddedTexts, dictionary_reference
 
 from .settings import cache_dir, upload_dir
@@ -90,9 +90,9 @@ def read_text_file(path: str | Path, limit: int = MAX_CORPUS_LINES) -> list[str]
 
 @lru_cache(maxsize=1)
 def wordnet_index() -> dict[str, tuple[Entry, ...]]:
-    """word -> its WordNet entries (the shipped dictionary)."""
+    """word or phrase -> its WordNet entries (all lemmas of the shipped dictionary)."""
     index: dict[str, list[Entry]] = {}
-    for entry in load_wordnet():
+    for entry in load_wordnet_lemmas():
         index.setdefault(entry.word, []).append(entry)
     return {word: tuple(entries) for word, entries in index.items()}
 

@@ -88,6 +88,23 @@ def test_reverse_dictionary_rejects_bad_input(engine, query, message):
         sv.reverse_dictionary(engine, query)
 
 
+def test_reverse_dictionary_answers_phrases_with_their_definitions_once_the_open_vocabulary_is_ready(
+        tiny_mlm_dir, tmp_path):
+    from core.dictionary import load_wordnet_lemmas
+    engine = Engine.from_base(str(tiny_mlm_dir))
+    studio = Studio(Models.from_engine(engine, ModelSpec("tiny", base=str(tiny_mlm_dir)), tmp_path), Projector(),
+                    JobManager())
+    pending, _ = studio.reverse_dictionary("a frozen sweet food", 5)
+    assert "full vocabulary" in pending
+    lemmas = [e for e in load_wordnet_lemmas() if e.word in ("ice cream", "red tape", "dog", "give up")]
+    engine.enable_open_vocabulary(dictionary=lemmas)
+    rows = sv.reverse_dictionary(engine, sv.WordQuery("a frozen sweet food", k=4))
+    assert {r.word for r in rows} == {"ice cream", "red tape", "dog", "give up"}
+    assert all(r.definitions and r.definitions[0].word == r.word for r in rows)
+    ready, _ = studio.reverse_dictionary("a frozen sweet food", 5)
+    assert "full vocabulary" not in ready and "ice cream" in ready
+
+
 def test_studio_reverse_escapes_html_and_compares(studio):
     main, before = studio.reverse_dictionary("<script>alert(1)</script> a dog", 3, compare=True)
     assert "<script>" not in main and "ds-word" in main
@@ -425,7 +442,8 @@ def test_about_shows_manifest(studio):
 
 
 def test_model_loads_in_the_background(tiny_mlm_dir, tmp_path):
-    studio = start_studio(ModelSpec("tiny", base=str(tiny_mlm_dir)), tmp_path, warm_up_umap=False, delay=0)
+    studio = start_studio(ModelSpec("tiny", base=str(tiny_mlm_dir)), tmp_path, warm_up_umap=False, delay=0,
+                          open_vocabulary=False)
     assert studio.models.active(timeout=60).spec.name == "tiny"
     broken = Models(tmp_path)
     broken.load_in_background(ModelSpec("gone", tmp_path / "missing")).join(60)
