@@ -36,8 +36,69 @@ TOP_WORDS = 3
 
 
 @dataclass(frozen=True)
+class Bound:
+    """The allowed range of one fine-tune setting, and its name on the Fine-tune tab."""
+    label: str
+    low: float
+    high: float
+    whole: bool = True  # a whole number
+    above_low: bool = False  # `low` itself is not allowed (epochs and learning rate must be > 0)
+
+    def describe(self) -> str:
+        kind = "a whole number" if self.whole else "a number"
+        if self.above_low:
+            return f"{kind} above {_shown(self.low)} and at most {_shown(self.high)}"
+        return f"{kind} from {_shown(self.low)} to {_shown(self.high)}"
+
+    def parse(self, value: object) -> int | float:
+        """`value` as a number in range; ValueError naming the setting and its range otherwise."""
+        if value is None or (isinstance(value, str) and not value.strip()):
+            raise ValueError(f"{self.label} is empty: enter {self.describe()}.")
+        try:
+            number = float(value)  # type: ignore[arg-type]
+        except (TypeError, ValueError):
+            raise ValueError(f"{self.label} must be {self.describe()} (got {str(value)[:40]!r}).") from None
+        too_low = number <= self.low if self.above_low else number < self.low
+        if not math.isfinite(number) or too_low or number > self.high or (self.whole and not number.is_integer()):
+            raise ValueError(f"{self.label} must be {self.describe()} (got {_shown(number)}).")
+        return int(number) if self.whole else number
+
+
+def _shown(number: float) -> str:
+    """A bound or a value as a user reads it: 100,000 and 2,147,483,647, 0.01 and 5e-05."""
+    return f"{int(number):,}" if math.isfinite(number) and float(number).is_integer() else f"{number:g}"
+
+
+# The fine-tune settings' allowed ranges, in one place: checked before a job is queued (and again in
+# the training process), so a bad value is refused with its range and starts nothing. Chosen for a
+# CPU app: one DefSent epoch over WordNet (1,905 steps of 16) takes about 10-17 minutes on this
+# machine, so 100,000 steps are days; the shipped model trained at 5e-5, and past 1e-2 Adam wrecks
+# the encoder; 256 definitions a step already take seconds each.
+MAX_TOTAL_STEPS = 100_000  # steps of one job, whether set by max_steps or by epochs x batches
+
+
+def setting_bounds(layers: int | None) -> dict[str, Bound]:
+    """{FinetuneSettings field: its Bound}, for a model of `layers` transformer layers (None: no model,
+    trainable_layers unbounded above)."""
+    return {
+        "epochs": Bound("Epochs", 0, 50, whole=False, above_low=True),
+        "lr": Bound("Learning rate", 0, 1e-2, whole=False, above_low=True),
+        "batch_size": Bound("Batch size", 1, 256),
+        "trainable_layers": Bound("Train top layers", 0, math.inf if layers is None else layers),  # 0: all
+        "max_steps": Bound("Max steps", 0, MAX_TOTAL_STEPS),  # 0: as many as the epochs give
+        "evaluations": Bound("Dev evaluations", 1, 100),
+        "seed": Bound("Seed", 0, 2**31 - 1),
+    }
+
+
+def model_layers(engine: Engine) -> int:
+    """How many transformer layers the engine's encoder has (the bound of trainable_layers)."""
+    return int(engine.encoder.backbone.config.num_hidden_layers)
+
+
+@dataclass(frozen=True)
 class FinetuneSettings:
-    """What the user chooses before starting."""
+    """What the user chooses before starting (allowed ranges: `setting_bounds`)."""
     epochs: float = 3.0
     lr: float = 5e-5
     batch_size: int = 16
@@ -49,15 +110,36 @@ class FinetuneSettings:
     # measured on WordNet to learn as float32 does (README, "Training the shipped checkpoint")
     precision: str = "auto"
 
-    def train_config(self, train_pairs: int) -> TrainConfig:
-        """The core TrainConfig, with dev evaluations spread evenly over the run."""
-        if self.epochs <= 0 or self.lr <= 0 or self.batch_size < 1 or self.evaluations < 1:
-            raise ValueError("Epochs, learning rate, batch size and evaluations must be positive.")
-        total = self.max_steps or max(1, int(self.epochs * math.ceil(train_pairs / self.batch_size)))
+    @classmethod
+    def from_form(cls, layers: int | None, **values: object) -> "FinetuneSettings":
+        """Settings from the form's raw values (numbers, text or None), each parsed against its bound;
+        ValueError naming the first bad one and its allowed range."""
+        bounds = setting_bounds(layers)
+        return cls(**{name: bounds[name].parse(value) for name, value in values.items()})
+
+    def check(self, train_pairs: int, layers: int | None = None) -> None:
+        """ValueError naming the first setting out of its range, or when the run would take more than
+        MAX_TOTAL_STEPS steps on `train_pairs` training definitions. `layers`: the model's number of
+        layers, the top of trainable_layers (None: checked against no model)."""
+        for name, bound in setting_bounds(layers).items():
+            bound.parse(getattr(self, name))
+        steps = self.total_steps(train_pairs)
+        if steps > MAX_TOTAL_STEPS:
+            raise ValueError(f"{self.epochs:g} epochs of {math.ceil(train_pairs / self.batch_size):,} batches make "
+                             f"{steps:,} training steps, over the limit of {MAX_TOTAL_STEPS:,}: lower Epochs, "
+                             "raise Batch size or set Max steps.")
+
+    def total_steps(self, train_pairs: int) -> int:
+        """Training steps of the run: max_steps, else epochs x batches of `train_pairs` definitions."""
+        return self.max_steps or max(1, int(self.epochs * math.ceil(train_pairs / self.batch_size)))
+
+    def train_config(self, train_pairs: int, layers: int | None = None) -> TrainConfig:
+        """The core TrainConfig, with dev evaluations spread evenly over the run (settings checked first)."""
+        self.check(train_pairs, layers)
         return TrainConfig(lr=self.lr, epochs=self.epochs, batch_size=int(self.batch_size),
                            trainable_layers=int(self.trainable_layers), max_steps=int(self.max_steps),
-                           eval_every=max(1, total // int(self.evaluations)), seed=int(self.seed),
-                           precision=resolve_precision(self.precision))
+                           eval_every=max(1, self.total_steps(train_pairs) // int(self.evaluations)),
+                           seed=int(self.seed), precision=resolve_precision(self.precision))
 
 
 @dataclass
@@ -69,8 +151,10 @@ class Upload:
     report: str
 
 
-def validate_upload(engine: Engine, path: str | Path, seed: int = 0) -> Upload:
-    """Read and check a TSV/CSV/JSONL dictionary; ValueError (with the report) when it is unusable."""
+def validate_upload(engine: Engine, path: str | Path, seed: int | float | None = 0) -> Upload:
+    """Read and check a TSV/CSV/JSONL dictionary, split by word with `seed` (checked against its
+    bound); ValueError (with the report) when it is unusable."""
+    seed = setting_bounds(None)["seed"].parse(seed)
     path = Path(path)
     entries, report = read_user_dictionary(path, vocab=lambda word: engine.vocab.token_id(word) is not None)
     if not report.ok:
@@ -111,7 +195,7 @@ def run_finetune(job: Reporter, load_engine: Callable[[], Engine], upload: Uploa
     job.report(stage="loading a copy of the model", step=0, total=0)
     engine = load_engine()
     split = upload.split
-    config = settings.train_config(len(definition_pairs(split.train, engine.vocab)[0]))
+    config = settings.train_config(len(definition_pairs(split.train, engine.vocab)[0]), model_layers(engine))
     if engine.word_vectors is None and config.word_vector_scale:  # score before and after alike
         job.report(stage="embedding every word of the vocabulary (word vectors)")
         engine.add_word_vectors(config.word_vector_scale)

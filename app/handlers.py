@@ -24,7 +24,7 @@ from . import views
 from .evaluation import senteval_markdown, sts_markdown, word_prediction_rows
 from .export import download_files
 from .finetune import (FinetuneJob, FinetuneResult, FinetuneSettings, Upload, comparison_rows, discard_staged,
-                       remove_leftovers, save_finetuned, validate_upload)
+                       model_layers, remove_leftovers, save_finetuned, validate_upload)
 from .jobs import DONE, QUEUED, RUNNING, JobManager
 from .models import ActiveModel, Models, ModelSpec
 from .projection import Projector
@@ -248,7 +248,7 @@ class Studio:
         if not file:
             return "Upload a dictionary file (TSV, CSV or JSONL with columns word, definition[, pos]).", session
         try:
-            session.upload = validate_upload(self.models.active().engine, file, int(seed))
+            session.upload = validate_upload(self.models.active().engine, file, seed)
         except ValueError as err:
             return f"Not usable:\n{err}", session
         except FileNotFoundError:  # e.g. removed from gradio's temp folder; its path means nothing to users
@@ -260,13 +260,17 @@ class Studio:
     def start_finetune(self, session: Session, epochs: float, lr: float, batch_size: int,
                        trainable_layers: int, max_steps: int, evaluations: int, seed: int) -> str:
         """Queue a fine-tuning job on the validated upload; returns the job id. ValueError when the
-        settings are bad or the job queue is full."""
+        a setting is out of its range (finetune.setting_bounds) or the job queue is full: then nothing
+        is queued."""
         if session.upload is None:
             raise ValueError("Upload and validate a dictionary first.")
-        settings = FinetuneSettings(float(epochs), float(lr), int(batch_size), int(trainable_layers),
-                                    int(max_steps), int(evaluations), int(seed))
-        settings.train_config(1)  # check the values now, not in the background
-        active, upload = self.models.active(), session.upload
+        upload = session.upload
+        active = self.models.active()
+        layers = model_layers(active.engine)
+        settings = FinetuneSettings.from_form(layers, epochs=epochs, lr=lr, batch_size=batch_size,
+                                              trainable_layers=trainable_layers, max_steps=max_steps,
+                                              evaluations=evaluations, seed=seed)
+        settings.check(len(upload.split.train), layers)  # now, not in the background: the run's length too
         job = self.jobs.submit(FinetuneJob(active.spec, upload, settings),
                                f"fine-tune {active.spec.name} on {upload.name}", on_forget=discard_staged)
         return job.id

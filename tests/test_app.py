@@ -400,7 +400,7 @@ def test_finetune_rejects_bad_settings_and_missing_upload(studio, dictionary_fil
     with pytest.raises(ValueError, match="validate a dictionary"):
         studio.start_finetune(Session(), 1, 1e-3, 4, 0, 4, 2, 0)
     _, session = studio.validate_upload(str(dictionary_file), 0, Session())
-    with pytest.raises(ValueError, match="must be positive"):
+    with pytest.raises(ValueError, match="Learning rate must be a number above 0 and at most 0.01"):
         studio.start_finetune(session, 1, -1, 4, 0, 4, 2, 0)
     report, session = studio.validate_upload(None, 0, session)
     assert session.upload is None and "Upload" in report
