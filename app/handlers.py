@@ -23,8 +23,8 @@ from . import services as sv
 from . import views
 from .evaluation import senteval_markdown, sts_markdown, word_prediction_rows
 from .export import download_files
-from .finetune import (FinetuneJob, FinetuneResult, FinetuneSettings, Upload, comparison_rows, discard_staged,
-                       model_layers, remove_leftovers, save_finetuned, validate_upload)
+from .finetune import (UPLOADS, FinetuneJob, FinetuneResult, FinetuneSettings, Upload, comparison_rows,
+                       discard_staged, model_layers, remove_leftovers, save_finetuned, validate_upload)
 from .jobs import DONE, QUEUED, RUNNING, JobManager
 from .models import ActiveModel, Models, ModelSpec
 from .projection import Projector
@@ -242,13 +242,15 @@ class Studio:
 
     # ---- fine-tune ------------------------------------------------------------------------------
     def validate_upload(self, file: str | None, seed: int, session: Session) -> tuple[str, Session]:
-        """The validation report of an uploaded dictionary; its rows are kept in the session only when
-        usable. The uploaded file itself is deleted once read (valid or not): nothing else uses it."""
+        """The validation report of an uploaded dictionary; its rows are kept (packed, for a bounded
+        time, in finetune.UPLOADS; the session holds a ticket) only when usable, and replace the
+        session's previous upload. The uploaded file itself is deleted once read (valid or not)."""
+        UPLOADS.discard(session.upload)
         session.upload = None
         if not file:
             return "Upload a dictionary file (TSV, CSV or JSONL with columns word, definition[, pos]).", session
         try:
-            session.upload = validate_upload(self.models.active().engine, file, seed)
+            session.upload = UPLOADS.keep(validate_upload(self.models.active().engine, file, seed))
         except ValueError as err:
             return f"Not usable:\n{err}", session
         except FileNotFoundError:  # e.g. removed from gradio's temp folder; its path means nothing to users
@@ -260,17 +262,17 @@ class Studio:
     def start_finetune(self, session: Session, epochs: float, lr: float, batch_size: int,
                        trainable_layers: int, max_steps: int, evaluations: int, seed: int) -> str:
         """Queue a fine-tuning job on the validated upload; returns the job id. ValueError when the
-        a setting is out of its range (finetune.setting_bounds) or the job queue is full: then nothing
-        is queued."""
+        upload has expired, a setting is out of its range (finetune.setting_bounds) or the job queue
+        is full: then nothing is queued."""
         if session.upload is None:
             raise ValueError("Upload and validate a dictionary first.")
-        upload = session.upload
+        upload = UPLOADS.get(session.upload)
         active = self.models.active()
         layers = model_layers(active.engine)
         settings = FinetuneSettings.from_form(layers, epochs=epochs, lr=lr, batch_size=batch_size,
                                               trainable_layers=trainable_layers, max_steps=max_steps,
                                               evaluations=evaluations, seed=seed)
-        settings.check(len(upload.split.train), layers)  # now, not in the background: the run's length too
+        settings.check(upload.train_size, layers)  # now, not in the background: the run's length too
         job = self.jobs.submit(FinetuneJob(active.spec, upload, settings),
                                f"fine-tune {active.spec.name} on {upload.name}", on_forget=discard_staged)
         return job.id

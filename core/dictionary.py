@@ -98,6 +98,15 @@ _FORMATS_BY_SUFFIX = {".tsv": "tsv", ".tab": "tsv", ".csv": "csv", ".jsonl": "js
 # (Tab and CR, the other risky starts, never reach the output: _display turns them into spaces.)
 _FORMULA_STARTS = ("=", "+", "-", "@")
 _SUMMARY_ROWS = 20
+# Bounds on what one file can make the reader build or echo. The csv reader turns every delimiter of a
+# line into a field before any check runs: a 19 MB header of 6.4 million columns took 1.45 GB and
+# gave a 51 MB report. A row needs at most `max_columns` fields plus the delimiters quoted inside
+# its text (a definition has at most 1,000 characters), so a line with more delimiters than this is
+# refused before it is parsed; a JSONL line longer than this many characters is rejected unparsed.
+_MAX_LINE_DELIMITERS = 10_000
+_MAX_JSONL_LINE_CHARS = 100_000
+_LISTED_COLUMNS = 10  # header names echoed when a required column is missing
+MAX_REPORT_CHARS = 10_000  # a summary is cut here, whatever the file held
 # Lone surrogates: how _read_text marks bytes that are not UTF-8 (JSON "\ud800" escapes give them too).
 _UNDECODABLE = re.compile("[\ud800-\udfff]")
 
@@ -147,7 +156,8 @@ class ValidationReport:
         }
 
     def summary(self) -> str:
-        """A human-readable account; user text is shortened and cannot start like a spreadsheet formula."""
+        """A human-readable account; user text is shortened and cannot start like a spreadsheet formula.
+        At most MAX_REPORT_CHARS characters."""
         lines = [
             f"{_display(self.file)} ({self.format or 'unknown format'}): {self.rows_read} rows read, "
             f"{self.rows_accepted} accepted, {len(self.rejected)} rejected, {len(self.set_aside)} set aside."
@@ -162,11 +172,10 @@ class ValidationReport:
                 lines.append(f"  ... and {len(self.rejected) - _SUMMARY_ROWS} more")
         if self.set_aside:
             words = self.unpredictable_words()
-            listed = ", ".join(f"{_display(word)} x{count}" for word, count in list(words.items())[:_SUMMARY_ROWS])
-            more = f", ... and {len(words) - _SUMMARY_ROWS} more" if len(words) > _SUMMARY_ROWS else ""
+            listed = _first([f"{_display(word)} x{count}" for word, count in words.items()], _SUMMARY_ROWS)
             lines.append(f"Set aside, {len(words)} words the head cannot predict "
-                         f"(not a single vocabulary token): {listed}{more}")
-        return "\n".join(lines)
+                         f"(not a single vocabulary token): {listed}")
+        return _cut("\n".join(lines), MAX_REPORT_CHARS)
 
 
 def _display(value: str, limit: int = 40) -> str:
@@ -174,6 +183,18 @@ def _display(value: str, limit: int = 40) -> str:
     text = "".join(ch if ch.isprintable() else " " for ch in value)
     text = text if len(text) <= limit else text[: limit - 3] + "..."
     return '"' + ("'" if text.startswith(_FORMULA_STARTS) else "") + text + '"'
+
+
+def _first(items: list[str], limit: int) -> str:
+    """The first `limit` items, comma-separated, and how many more there are."""
+    more = f", ... and {len(items) - limit:,} more" if len(items) > limit else ""
+    return ", ".join(items[:limit]) + more
+
+
+def _cut(text: str, limit: int) -> str:
+    """`text`, cut to at most `limit` characters with a note saying so."""
+    note = f"\n... (cut at {limit:,} characters)"
+    return text if len(text) <= limit else text[: limit - len(note)] + note
 
 
 def _without_undecodable(text: str) -> str:
@@ -186,6 +207,7 @@ class _Limits(NamedTuple):
     max_rows: int
     max_definition_chars: int
     max_word_chars: int
+    max_columns: int
 
 
 class _RawRow(NamedTuple):
@@ -206,6 +228,7 @@ def read_user_dictionary(
     max_rows: int = 200_000,
     max_definition_chars: int = 1000,
     max_word_chars: int = 50,
+    max_columns: int = 100,
 ) -> tuple[list[Entry], ValidationReport]:
     """Read a user dictionary (TSV, CSV or JSONL with columns word, definition and optional pos).
 
@@ -214,18 +237,19 @@ def read_user_dictionary(
     (a BOM is fine); a row with undecodable bytes is rejected. Words are normalised (stripped, lowercased),
     definitions get their whitespace collapsed, duplicate (word, definition) pairs are rejected.
     With `vocab` (a predicate, or a vocabulary checked with `is_predictable`), rows whose word the head cannot
-    predict are not returned but kept in `report.set_aside`. The size limits are checked before reading the file.
+    predict are not returned but kept in `report.set_aside`. The size limits are checked before reading the file;
+    a header of more than `max_columns` columns refuses the file, a JSONL row with more keys is rejected.
     Raises FileNotFoundError for a missing file; every problem with the content goes into the report instead.
     """
     path = Path(path)
     file_stat = path.stat()
     report = ValidationReport(file=_without_undecodable(path.name))
-    limits = _Limits(max_bytes, max_rows, max_definition_chars, max_word_chars)
+    limits = _Limits(max_bytes, max_rows, max_definition_chars, max_word_chars, max_columns)
     predictable = vocab if callable(vocab) or vocab is None else (lambda word: is_predictable(word, vocab))
     try:
         text = _read_text(path, file_stat, limits)
         report.format = _detect_format(path, text)
-        entries = _collect_entries(_ROW_READERS[report.format](text), limits, predictable, report)
+        entries = _collect_entries(_ROW_READERS[report.format](text, limits), limits, predictable, report)
     except _FileRejected as refusal:  # a refused file counts no rows: only the reason is reported
         report.error, report.rows_read = str(refusal), 0
         report.rejected.clear()
@@ -271,15 +295,15 @@ def _detect_format(path: Path, text: str) -> str:
                         "with a header row naming the columns word and definition")
 
 
-def _delimited_rows(text: str, delimiter: str, quoting: int) -> Iterator[_RawRow]:
+def _delimited_rows(text: str, limits: _Limits, delimiter: str, quoting: int) -> Iterator[_RawRow]:
     # strict: a quote left open would otherwise swallow the rest of the file into one field
-    reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter, quoting=quoting, strict=True)
+    reader = csv.reader(_bounded_lines(text, delimiter), delimiter=delimiter, quoting=quoting, strict=True)
     next_line = 1
     try:
         header = next((row for row in reader if any(cell.strip() for cell in row)), None)
         if header is None:
             raise _FileRejected("no header row")
-        columns = _header_columns(header)
+        columns = _header_columns(header, limits.max_columns)
         next_line = reader.line_num + 1
         for record in reader:
             line, next_line = next_line, reader.line_num + 1
@@ -293,37 +317,56 @@ def _delimited_rows(text: str, delimiter: str, quoting: int) -> Iterator[_RawRow
         raise _FileRejected(f"cannot parse the row that starts on line {next_line} ({err}); check its quotes") from None
 
 
-def _header_columns(header: list[str]) -> list[str]:
+def _bounded_lines(text: str, delimiter: str) -> Iterator[str]:
+    """The text's lines for the csv reader; _FileRejected for a line with more delimiters than a row can need."""
+    for number, line in enumerate(io.StringIO(text, newline=""), start=1):
+        if line.count(delimiter) > _MAX_LINE_DELIMITERS:
+            shown = "tab" if delimiter == "\t" else repr(delimiter)
+            raise _FileRejected(f"line {number} holds more than {_MAX_LINE_DELIMITERS:,} {shown} delimiters, more "
+                                "than any row of a dictionary needs; keep only the columns word, definition and pos")
+        yield line
+
+
+def _header_columns(header: list[str], max_columns: int) -> list[str]:
+    if len(header) > max_columns:
+        raise _FileRejected(f"the header has {len(header):,} columns, over the limit of {max_columns:,}; "
+                            "keep only the columns word, definition and pos")
     columns = [cell.strip().lower() for cell in header]
     repeated = [name for name in KNOWN_COLUMNS if columns.count(name) > 1]
     if repeated:
         raise _FileRejected(f"the header names the column {repeated[0]!r} more than once")
     missing = [name for name in REQUIRED_COLUMNS if name not in columns]
     if missing:
-        found = ", ".join(_display(name) for name in columns)
+        found = _first([_display(name) for name in columns], _LISTED_COLUMNS)
         raise _FileRejected(f"missing column {' and '.join(missing)}: the first row must be a header "
                             f"naming the columns word and definition (found: {found})")
     return columns
 
 
-def _jsonl_rows(text: str) -> Iterator[_RawRow]:
+def _jsonl_rows(text: str, limits: _Limits) -> Iterator[_RawRow]:
     for line_number, line in enumerate(text.split("\n"), start=1):
         if not line.strip():
+            continue
+        if len(line) > _MAX_JSONL_LINE_CHARS:  # rejected unparsed: parsing it could build millions of values
+            yield _RawRow(line_number, {}, f"line longer than {_MAX_JSONL_LINE_CHARS:,} characters")
             continue
         try:
             obj = json.loads(line)
         except (ValueError, RecursionError) as err:  # deep nesting ("[[[[...") ends in RecursionError
             yield _RawRow(line_number, {}, f"invalid JSON ({getattr(err, 'msg', 'nested too deeply')})")
             continue
-        if isinstance(obj, dict):
+        if isinstance(obj, dict) and len(obj) > limits.max_columns:
+            yield _RawRow(line_number, {}, f"{len(obj):,} keys, over the limit of {limits.max_columns:,}")
+        elif isinstance(obj, dict):
             yield _RawRow(line_number, {str(key).strip().lower(): value for key, value in obj.items()})
         else:
             yield _RawRow(line_number, {}, "not a JSON object")
 
 
-_ROW_READERS: dict[str, Callable[[str], Iterator[_RawRow]]] = {
-    "tsv": lambda text: _delimited_rows(text, "\t", csv.QUOTE_NONE),  # TSV has no quoting: '"' is just text
-    "csv": lambda text: _delimited_rows(text, ",", csv.QUOTE_MINIMAL),
+_ROW_READERS: dict[str, Callable[[str, _Limits], Iterator[_RawRow]]] = {
+    # TSV has no quoting: '"' is just text
+    "tsv": lambda text, limits: _delimited_rows(text, limits, "\t", csv.QUOTE_NONE),
+    "csv": lambda text, limits: _delimited_rows(text, limits, ",", csv.QUOTE_MINIMAL),
     "jsonl": _jsonl_rows,
 }
 

@@ -1,0 +1,186 @@
+"""Memory bounds of uploads and requests: the dictionary reader caps the columns it builds and the
+report it writes; a validated upload is kept packed, for a bounded time and within a byte budget
+shared by all sessions (a session holds only a ticket); HTTP request bodies are bounded."""
+from __future__ import annotations
+
+import json
+import os
+import pickle
+import time
+import tracemalloc
+
+import pytest
+
+from app import finetune
+from app.finetune import UPLOADS, UploadData, UploadStore, validate_upload
+from app.handlers import Session, Studio
+from app.jobs import JobManager
+from app.models import Models, ModelSpec
+from app.projection import Projector
+from core import Engine
+from core.dictionary import MAX_REPORT_CHARS, ValidationReport, read_user_dictionary, split_by_word
+from tests.test_app import DEFINITIONS
+
+GOOD_ROWS = "".join(f"{w},{d}\n" for w, d in DEFINITIONS.items())
+
+
+@pytest.fixture(autouse=True)
+def cache_in_tmp(tmp_path, monkeypatch):
+    monkeypatch.setenv("DEFSENT_CACHE_DIR", str(tmp_path / "cache"))
+
+
+@pytest.fixture(scope="module")
+def engine(tiny_mlm_dir) -> Engine:
+    return Engine.from_base(str(tiny_mlm_dir))
+
+
+@pytest.fixture
+def studio(engine, tiny_mlm_dir, tmp_path) -> Studio:
+    models = Models.from_engine(engine, ModelSpec("tiny", base=str(tiny_mlm_dir)), tmp_path / "checkpoints")
+    return Studio(models, Projector(), JobManager())
+
+
+def write(folder, name: str, text: str):
+    path = folder / name
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+# ---- the reader -------------------------------------------------------------------------------------
+
+def test_a_header_of_a_million_columns_is_refused_without_building_them(tmp_path):
+    # 7 MB of header; before the bound the csv module made a million strings and the report listed
+    # them all (the 19 MB, 6.4-million-column file of issue 27 took 1.45 GB and gave a 51 MB report).
+    path = write(tmp_path, "wide.csv", ",".join(f"c{i}" for i in range(1_000_000)) + "\n" + GOOD_ROWS)
+    tracemalloc.start()
+    try:
+        entries, report = read_user_dictionary(path)
+        summary = report.summary()
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert entries == [] and "line 1 holds more than 10,000 ',' delimiters" in report.error
+    assert len(summary) < 500
+    assert peak < 100_000_000  # the bytes and the text, a few times over (47 MB), not a list per column (245 MB)
+
+
+def test_a_data_line_of_many_fields_refuses_the_file_with_its_line(tmp_path):
+    path = write(tmp_path, "row.tsv", "word\tdefinition\ndog\ta pet\n" + "\t" * 20_000 + "\n")
+    entries, report = read_user_dictionary(path)
+    assert entries == [] and report.error.startswith("line 3 holds more than 10,000 tab delimiters")
+
+
+def test_headers_are_capped_at_100_columns_and_the_found_list_at_10(tmp_path):
+    header = ",".join(["word", "definition"] + [f"extra{i}" for i in range(99)])
+    entries, report = read_user_dictionary(write(tmp_path, "many.csv", header + "\n" + GOOD_ROWS))
+    assert entries == [] and report.error.startswith("the header has 101 columns, over the limit of 100")
+    entries, report = read_user_dictionary(write(tmp_path, "few.csv", header + "\n" + GOOD_ROWS), max_columns=101)
+    assert len(entries) == len(DEFINITIONS)  # other columns are ignored, as before
+    header = ",".join(f"col{i}" for i in range(50))
+    _, report = read_user_dictionary(write(tmp_path, "nameless.csv", header + "\n1,2\n"))
+    assert report.error.endswith('(found: "col0", "col1", "col2", "col3", "col4", "col5", "col6", "col7", "col8", '
+                                 '"col9", ... and 40 more)')
+
+
+def test_jsonl_lines_that_are_too_long_or_have_too_many_keys_are_rejected_unparsed(tmp_path):
+    rows = [json.dumps({"word": w, "definition": d}) for w, d in DEFINITIONS.items()]
+    rows.append(json.dumps({"word": "dog", "definition": "x", "junk": "y" * 100_000}))
+    rows.append(json.dumps({"word": "cat", "definition": "x", **{f"k{i}": i for i in range(100)}}))
+    entries, report = read_user_dictionary(write(tmp_path, "rows.jsonl", "\n".join(rows) + "\n"))
+    assert len(entries) == len(DEFINITIONS)
+    assert [(r.row, r.reason) for r in report.rejected] == [
+        (len(DEFINITIONS) + 1, "line longer than 100,000 characters"), (len(DEFINITIONS) + 2, "102 keys, over the limit of 100")]
+
+
+def test_a_summary_is_cut_at_its_bound():
+    summary = ValidationReport(file="f.tsv", error="x" * 50_000).summary()
+    assert len(summary) == MAX_REPORT_CHARS and summary.endswith("\n... (cut at 10,000 characters)")
+    assert len(ValidationReport(file="f.tsv", error="short").summary()) < 100  # short ones unchanged
+
+
+# ---- validated uploads --------------------------------------------------------------------------------
+
+def test_a_session_keeps_a_ticket_and_the_server_the_rows_packed(studio, tmp_path):
+    rows = "".join(f"{w},{d} number {i} of a rather long definition of this word\n"
+                   for i in range(500) for w, d in DEFINITIONS.items())  # 10,000 rows, 800 kB
+    path = write(tmp_path, "big.csv", "word,definition\n" + rows)
+    size = path.stat().st_size
+    report, session = studio.validate_upload(str(path), 0, Session())
+    assert "Ready" in report
+    assert len(pickle.dumps(session)) < 3_000  # before: every row, as objects, in the session
+    data = UPLOADS.get(session.upload)
+    assert len(data.packed) < size / 5
+    entries, _ = read_user_dictionary(path)
+    assert data.entries == entries and data.split == split_by_word(entries, seed=0)
+    assert data.train_size == len(data.split.train)
+
+
+def test_a_new_upload_replaces_the_sessions_previous_one(studio, tmp_path):
+    path = write(tmp_path, "mine.csv", "word,definition\n" + GOOD_ROWS)
+    _, session = studio.validate_upload(str(path), 0, Session())
+    first = session.upload
+    _, session = studio.validate_upload(str(write(tmp_path, "mine.csv", "word,definition\n" + GOOD_ROWS)), 0, session)
+    with pytest.raises(ValueError, match="no longer kept on the server"):
+        UPLOADS.get(first)
+    UPLOADS.get(session.upload)
+    studio.validate_upload(None, 0, session)  # the file was cleared: nothing kept
+    assert session.upload is None
+
+
+def test_uploads_expire_and_starting_then_asks_for_the_file_again(studio, tmp_path, monkeypatch):
+    monkeypatch.setattr(finetune.UPLOADS, "lifetime", 0.05)
+    _, session = studio.validate_upload(str(write(tmp_path, "mine.csv", "word,definition\n" + GOOD_ROWS)), 0,
+                                        Session())
+    time.sleep(0.1)
+    with pytest.raises(ValueError, match="The validated dictionary 'mine.csv' is no longer kept on the server "
+                                         r"\(uploads are kept for 0 minutes, fewer when many are waiting\); upload"):
+        studio.start_finetune(session, 1, 1e-3, 4, 0, 4, 2, 0)
+    assert studio.jobs.unfinished() == []
+
+
+def test_the_store_keeps_at_most_its_byte_budget_oldest_out_first(engine, tmp_path):
+    data = validate_upload(engine, write(tmp_path, "mine.csv", "word,definition\n" + GOOD_ROWS))
+    store = UploadStore(max_bytes=2 * len(data.packed))
+    tickets = [store.keep(data) for _ in range(3)]
+    assert store.kept_bytes() == 2 * len(data.packed)
+    with pytest.raises(ValueError, match="no longer kept"):
+        store.get(tickets[0])
+    assert store.get(tickets[1]) is data and store.get(tickets[2]) is data
+
+
+def test_packed_uploads_travel_to_the_training_process_whole(engine, tmp_path):
+    data = validate_upload(engine, write(tmp_path, "mine.csv", "word,definition\n" + GOOD_ROWS), seed=3)
+    copy = pickle.loads(pickle.dumps(data))  # what run_in_process sends the child
+    assert isinstance(copy, UploadData) and copy.split == split_by_word(data.entries, seed=3)
+
+
+# ---- request bodies ------------------------------------------------------------------------------------
+
+def test_request_bodies_over_the_bound_are_refused(tmp_path):
+    gr = pytest.importorskip("gradio")
+    import httpx
+    from starlette.middleware import Middleware
+
+    from app.request_limits import MAX_REQUEST_BYTES, RequestBodyLimit
+    from app.settings import MAX_UPLOAD_BYTES
+    from bench.bench_app import free_port
+
+    assert MAX_UPLOAD_BYTES < MAX_REQUEST_BYTES <= MAX_UPLOAD_BYTES + 1_000_000
+    os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
+    with gr.Blocks() as demo:
+        text, out = gr.Textbox(), gr.Textbox()
+        text.submit(lambda x: str(len(x)), text, out, api_name="length")
+    demo.queue().launch(server_name="127.0.0.1", server_port=free_port(), prevent_thread_lock=True, quiet=True,
+                        app_kwargs={"middleware": [Middleware(RequestBodyLimit, max_bytes=1_000_000)]})
+    try:
+        url = demo.local_url.rstrip("/") + "/gradio_api/call/length"
+        assert httpx.post(url, json={"data": ["a dog"]}, timeout=60).status_code == 200
+        declared = httpx.post(url, content=json.dumps({"data": ["x" * 2_000_000]}).encode(),
+                              headers={"content-type": "application/json"}, timeout=60)
+        assert (declared.status_code, declared.text) == (413, "Request body too large: at most 1000000 bytes.")
+        chunked = httpx.post(url, content=(b"x" * 100_000 for _ in range(40)),  # no Content-Length
+                             headers={"content-type": "application/json"}, timeout=60)
+        assert chunked.status_code == 413
+        assert httpx.get(demo.local_url, timeout=60).status_code == 200
+    finally:
+        demo.close()
