@@ -25,8 +25,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Callable, Protocol
 
-from core.checkpoint import (CHECKPOINTS_DIR, MANIFEST, atomic_directory, process_alive, read_manifest,
-                             remove_stale_temporaries, safe_checkpoint_name, write_json)
+from core.checkpoint import (CHECKPOINTS_DIR, MANIFEST, atomic_directory, claimed_name, process_alive,
+                             read_manifest, remove_stale_temporaries, safe_checkpoint_name, write_json)
 from core.dictionary import DictionarySplit, Entry, read_user_dictionary, split_by_word
 from core.engine import Engine
 from core.hardware import resolve_precision
@@ -383,20 +383,19 @@ def comparison_rows(result: FinetuneResult) -> list[list]:
 def save_finetuned(result: FinetuneResult, name: str, directory: Path = CHECKPOINTS_DIR) -> Path:
     """Copy the staged model to checkpoint `directory/name`, atomically; never overwrites one.
 
-    ValueError with the reason when the name is taken or bad, the disk is full or the folder is not
-    writable; then nothing is left behind and the checkpoints already there are unchanged.
+    ValueError with the reason when the name is bad or taken (by a checkpoint in any case, or by a
+    save in progress: core.checkpoint.claimed_name), the disk is full or the folder is not writable;
+    then nothing is left behind and the checkpoints already there are unchanged.
     """
     name = safe_checkpoint_name((name or "").strip())
-    target = Path(directory) / name
-    if target.exists():
-        raise ValueError(f"A checkpoint called {name!r} already exists; choose another name.")
-    manifest = read_manifest(result.checkpoint)
     try:
-        with atomic_directory(target) as tmp:
-            for file in result.checkpoint.iterdir():
-                if file.name != MANIFEST:
-                    shutil.copyfile(file, tmp / file.name)
-            write_json(tmp / MANIFEST, {**manifest, "name": name})  # written last: no manifest, no checkpoint
+        with claimed_name(Path(directory), name) as target:
+            manifest = read_manifest(result.checkpoint)
+            with atomic_directory(target) as tmp:
+                for file in result.checkpoint.iterdir():
+                    if file.name != MANIFEST:
+                        shutil.copyfile(file, tmp / file.name)
+                write_json(tmp / MANIFEST, {**manifest, "name": name})  # written last: no manifest, no checkpoint
     except OSError as err:
         raise ValueError(f"Could not save {name!r} in {directory}: {short_reason(err)}. Nothing was saved; "
                          "the checkpoints already there are unchanged.") from err

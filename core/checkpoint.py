@@ -43,6 +43,10 @@ class CheckpointError(RuntimeError):
     """A checkpoint is missing, incomplete, or does not fit the base model it names."""
 
 
+class NameTaken(ValueError):
+    """A new checkpoint's name is in use: by a checkpoint (in any case) or by a save in progress."""
+
+
 def resolve_base(source: str) -> str:
     """Turn a base-model source into something `from_pretrained` takes.
 
@@ -125,6 +129,40 @@ def atomic_directory(target: Path) -> Iterator[Path]:
         raise
 
 
+@contextlib.contextmanager
+def claimed_name(directory: Path, name: str) -> Iterator[Path]:
+    """Hold the checkpoint name `name` in `directory` while a new checkpoint is written under it;
+    yields the checkpoint's path. NameTaken if a checkpoint of that name exists in any case
+    ("MINE" beside "mine": the two would be one folder on a case-insensitive disk) or another save
+    holds the name.
+
+    The claim is a hidden file named after the lowercased name, created with O_EXCL, so of two
+    writers of one name at once exactly one gets it; the existence check runs while it is held and
+    it is released only after the block has renamed the checkpoint into place, so there is no window
+    between check and write. It holds the writer's pid: remove_stale_temporaries drops a dead one's.
+    """
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    claim = directory / f".{name.lower()}{_CLAIM_SUFFIX}"
+    try:
+        fd = os.open(claim, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+    except FileExistsError:
+        raise NameTaken(f"The name {name!r} is already taken: a checkpoint is being saved under it; "
+                        "choose another name.") from None
+    try:
+        with os.fdopen(fd, "w") as file:
+            file.write(str(os.getpid()))
+        taken = next((p.name for p in directory.iterdir() if p.name.lower() == name.lower()), None)
+        if taken == name:
+            raise NameTaken(f"A checkpoint called {name!r} already exists; choose another name.")
+        if taken is not None:
+            raise NameTaken(f"The name {name!r} is already taken by the checkpoint {taken!r} (names that differ "
+                            "only in case are the same name); choose another name.")
+        yield directory / name
+    finally:
+        claim.unlink(missing_ok=True)
+
+
 def _fsync_tree(directory: Path) -> None:
     for file in directory.iterdir():
         os.chmod(file, 0o644)  # safetensors writes owner-only files; a checkpoint is readable like any folder
@@ -168,18 +206,25 @@ def list_checkpoints(directory: Path = CHECKPOINTS_DIR) -> list[Path]:
 
 
 _TEMPORARY = re.compile(r"\.(?P<name>.+)\.(?P<kind>tmp|old)-(?P<pid>\d+)(-.*)?")
+_CLAIM_SUFFIX = ".claim"
 
 
 def remove_stale_temporaries(directory: Path = CHECKPOINTS_DIR) -> list[Path]:
     """Clean up after writers that were killed mid-save; returns what was removed or restored.
 
     A dead writer's hidden temporary directory is deleted; a checkpoint it had moved aside
-    (`.NAME.old-PID`) but not yet replaced is renamed back to NAME. Live writers are left alone.
+    (`.NAME.old-PID`) but not yet replaced is renamed back to NAME; its name claim (see
+    claimed_name) is released. Live writers are left alone.
     """
     if not Path(directory).is_dir():
         return []
     touched = []
     for path in sorted(Path(directory).iterdir()):
+        if path.name.startswith(".") and path.name.endswith(_CLAIM_SUFFIX) and path.is_file():
+            if not _claim_alive(path):
+                path.unlink(missing_ok=True)
+                touched.append(path)
+            continue
         found = _TEMPORARY.fullmatch(path.name)
         if not found or not path.is_dir() or process_alive(int(found["pid"])):
             continue
@@ -190,6 +235,16 @@ def remove_stale_temporaries(directory: Path = CHECKPOINTS_DIR) -> list[Path]:
             shutil.rmtree(path, ignore_errors=True)
         touched.append(path)
     return touched
+
+
+def _claim_alive(claim: Path) -> bool:
+    """True while the writer whose pid the claim file holds runs (an empty claim's writer died
+    between creating and writing it)."""
+    try:
+        pid = claim.read_text(encoding="utf-8").strip()
+    except (OSError, UnicodeDecodeError):
+        return True  # unreadable: leave it to its owner
+    return pid.isdigit() and process_alive(int(pid))
 
 
 def process_alive(pid: int) -> bool:
