@@ -21,9 +21,17 @@ from .settings import QUEUE_SIZE
 
 log = logging.getLogger(__name__)
 EVENT_CONCURRENCY = 2  # requests of one event that run at a time (2 cores, torch on 1 thread each)
-# Events that can take seconds of CPU (maps, UMAP, evaluations, loading a model) share two slots in
-# all, rather than two each: at most two such jobs compete with the quick requests for the 2 cores.
-HEAVY = {"concurrency_id": "heavy", "concurrency_limit": 2}
+# Concurrency pools (Gradio's concurrency_id / concurrency_limit). The cheap requests (tens of ms:
+# the reverse dictionary, a pair's similarity, job queries) have a pool of their own, so a slow
+# request never holds their slots; each slow kind runs one at a time, so a burst of maps or decodings
+# waits in its own queue and leaves the 2 cores (torch on 1 thread per request) to the cheap ones.
+QUICK = {"concurrency_id": "quick", "concurrency_limit": 2}
+DECODE = {"concurrency_id": "decode", "concurrency_limit": 1}  # Vec2Sent beam search: analogy, interpolation
+# Seconds of CPU each: maps (UMAP/PCA), candidate maps, heatmaps, embedding an uploaded corpus or
+# dictionary, exports.
+HEAVY = {"concurrency_id": "heavy", "concurrency_limit": 1}
+EVALUATE = {"concurrency_id": "evaluate", "concurrency_limit": 1}  # minutes: not in the way of maps
+MODEL = {"concurrency_id": "model", "concurrency_limit": 1}  # loading or saving a model
 USER_ERRORS = (ValueError, CheckpointError, ModelUnavailable, FileNotFoundError)
 JOB_STORAGE_KEY = "defsent-studio-job"
 REFINE_LABEL = ("Refine: edit the decoded sentence towards the vector (reconstructs more sentences exactly; "
@@ -137,7 +145,7 @@ def _model_bar(demo: gr.Blocks, studio: Studio) -> tuple[Callable, list[gr.compo
                              interactive=True, elem_id="model-choice")
         load = gr.Button("Use this model", scale=1)
         status = gr.Markdown(elem_id="model-status")
-    load.click(handler(studio.switch_model), choice, status, api_name="switch_model", **HEAVY)
+    load.click(handler(studio.switch_model), choice, status, api_name="switch_model", **MODEL)
 
     def refresh():
         names, active = studio.model_choices()
@@ -172,8 +180,8 @@ def _reverse_tab(studio: Studio) -> None:
             before = gr.HTML(elem_id="rd-before")
     inputs = [text, k, pos, min_length, max_length, initial, pattern, exclude, compare]
     fn = handler(studio.reverse_dictionary)
-    go_button.click(fn, inputs, [words, before], api_name="reverse_dictionary")
-    text.submit(fn, inputs, [words, before], api_visibility="private")
+    go_button.click(fn, inputs, [words, before], api_name="reverse_dictionary", **QUICK)
+    text.submit(fn, inputs, [words, before], api_visibility="private", **QUICK)
     gr.Examples(EXAMPLES, [text], label="Examples (click one, then Find words)")
 
 
@@ -183,13 +191,13 @@ def _similarity_tab(studio: Studio, session: gr.State) -> None:
         a = gr.Textbox(label="Text A", value="A man is playing a guitar.")
         b = gr.Textbox(label="Text B", value="Someone plays an instrument.")
     pair_button, cosine = gr.Button("Compare"), gr.Markdown()
-    pair_button.click(handler(studio.pair_similarity), [a, b], cosine, api_name="similarity")
+    pair_button.click(handler(studio.pair_similarity), [a, b], cosine, api_name="similarity", **QUICK)
 
     gr.Markdown("### Similarity heatmap")
     sentences = gr.Textbox(label="Sentences, one per line", lines=5, value="A cat sits on the mat.\n"
                            "A dog lies on the rug.\nThe stock market fell sharply.\nShares dropped today.")
     heat_button, heat = gr.Button("Draw heatmap"), gr.Plot()
-    heat_button.click(handler(studio.heatmap), sentences, heat, api_name="heatmap")
+    heat_button.click(handler(studio.heatmap), sentences, heat, api_name="heatmap", **HEAVY)
 
     gr.Markdown("### Semantic search")
     with gr.Row():
@@ -202,7 +210,7 @@ def _similarity_tab(studio: Studio, session: gr.State) -> None:
     search_button = gr.Button("Search")
     hits = gr.Dataframe(headers=["rank", "cosine", "text"], label="Results", wrap=True, elem_id="sim-hits")
     search_button.click(handler(studio.search), [query, source, file, k, session], [hits, session],
-                        api_name="search")
+                        api_name="search", **HEAVY)
 
 
 def _analogy_tab(studio: Studio) -> None:
@@ -220,7 +228,7 @@ def _analogy_tab(studio: Studio) -> None:
         nearest = gr.Dataframe(headers=["rank", "cosine", "reference sentence"], label="Nearest reference sentences",
                                wrap=True)
     analogy_button.click(handler(studio.analogy), [a, b, c, expression, analogy_refine], [decoded, words, nearest],
-                         api_name="analogy")
+                         api_name="analogy", **DECODE)
 
     gr.Markdown("### Interpolation")
     with gr.Row():
@@ -232,7 +240,7 @@ def _analogy_tab(studio: Studio) -> None:
     table = gr.Dataframe(headers=["alpha", "decoded", "top words", "cos to From", "cos to To"], wrap=True)
     path = gr.Plot()
     path_button.click(handler(studio.interpolation), [start, end, steps, path_refine], [table, path], api_name="interpolate",
-                      **HEAVY)
+                      **DECODE)
 
 
 def _map_tab(studio: Studio, session: gr.State) -> None:
@@ -257,7 +265,7 @@ def _map_tab(studio: Studio, session: gr.State) -> None:
     draw.click(handler(studio.draw_map), [source, size, sentences, file, method, dims, colour, session],
                [plot, status, session], api_name="draw_map", **HEAVY)
     search_button.click(handler(studio.search_map), [search, k, session], [plot, note, neighbours],
-                        api_name="search_map")
+                        api_name="search_map", **QUICK)
 
     gr.Markdown("### A description, its candidate words and their definitions on one map")
     with gr.Row():
@@ -313,16 +321,17 @@ def _finetune_tab(demo: gr.Blocks, studio: Studio, session: gr.State, stored: gr
         st_file = gr.File(label="sentence-transformers folder (zip)", elem_id="ft-st-zip")
     timer = gr.Timer(1.0, active=False)
 
-    file.change(handler(studio.validate_upload), [file, seed, session], [report, session], api_name="validate")
+    file.change(handler(studio.validate_upload), [file, seed, session], [report, session], api_name="validate",
+                **HEAVY)
     start_job = handler(studio.start_finetune)
 
     def start_and_remember(*settings):
         job = start_job(*settings)
         return job, job, gr.Timer(active=True)
     start.click(start_and_remember, [session, epochs, lr, batch, layers, max_steps, evaluations, seed],
-                [job_id, stored, timer], api_name="start_finetune")
+                [job_id, stored, timer], api_name="start_finetune", **QUICK)
     job_id.submit(lambda j: gr.Timer(active=True), job_id, timer, api_visibility="private")
-    gr.api(handler(studio.job_active), api_name="job_active")  # for API clients waiting on a job
+    gr.api(handler(studio.job_active), api_name="job_active", **QUICK)  # for API clients waiting on a job
 
     view = handler(studio.job_view)
 
@@ -330,13 +339,15 @@ def _finetune_tab(demo: gr.Blocks, studio: Studio, session: gr.State, stored: gr
         return (*view(job), gr.Timer(active=studio.job_active(job)))
     timer.tick(poll, job_id, [progress, curve, comparison, examples, timer], show_progress="hidden",
                api_visibility="private")
-    cancel.click(handler(studio.cancel_job), job_id, message, api_name="cancel_finetune")
+    cancel.click(handler(studio.cancel_job), job_id, message, api_name="cancel_finetune", **QUICK)
     refresh_models, model_components = model_bar
-    save.click(handler(studio.save_finetuned), [job_id, name], message, api_name="save_finetuned").success(
+    save.click(handler(studio.save_finetuned), [job_id, name], message, api_name="save_finetuned", **MODEL).success(
         refresh_models, None, model_components, api_visibility="private")
-    activate.click(handler(studio.activate_finetuned), job_id, message, api_name="activate_finetuned").success(
+    activate.click(handler(studio.activate_finetuned), job_id, message, api_name="activate_finetuned",
+                   **MODEL).success(
         refresh_models, None, model_components, api_visibility="private")
-    download.click(handler(studio.download_finetuned), job_id, [zip_file, st_file], api_name="download_finetuned")
+    download.click(handler(studio.download_finetuned), job_id, [zip_file, st_file], api_name="download_finetuned",
+                   **HEAVY)
     demo.load(lambda j: (j, gr.Timer(active=bool(j))), stored, [job_id, timer], api_visibility="private")
 
 
@@ -348,7 +359,7 @@ def _evaluate_tab(tab: gr.Tab, studio: Studio) -> None:
         compare = gr.Checkbox(True, label="Also the model before DefSent training")
         words_button = gr.Button("Evaluate word prediction")
     words = gr.Dataframe(headers=["model", "n", "MRR", "top-1", "top-3", "top-10"], elem_id="eval-words")
-    words_button.click(handler(studio.evaluate_words), [size, compare], words, api_name="evaluate_words", **HEAVY)
+    words_button.click(handler(studio.evaluate_words), [size, compare], words, api_name="evaluate_words", **EVALUATE)
     tab.select(handler(studio.recorded_metrics), None, recorded, api_visibility="private")
 
     gr.Markdown("### STS (Spearman x100), next to the papers' numbers")
@@ -357,7 +368,7 @@ def _evaluate_tab(tab: gr.Tab, studio: Studio) -> None:
         datasets = gr.CheckboxGroup(list(STS_DATASETS), value=list(QUICK_STS), label="Datasets", scale=3)
         sts_button = gr.Button("Run STS", scale=1)
     sts = gr.Markdown(elem_id="eval-sts")
-    sts_button.click(handler(studio.evaluate_sts), [data_dir, datasets], sts, api_name="evaluate_sts", **HEAVY)
+    sts_button.click(handler(studio.evaluate_sts), [data_dir, datasets], sts, api_name="evaluate_sts", **EVALUATE)
 
     gr.Markdown("### SentEval transfer tasks (accuracy %, logistic regression on the embeddings)")
     with gr.Row():
@@ -366,7 +377,7 @@ def _evaluate_tab(tab: gr.Tab, studio: Studio) -> None:
         senteval_button = gr.Button("Run SentEval", scale=1)
     senteval = gr.Markdown(elem_id="eval-senteval")
     senteval_button.click(handler(studio.evaluate_senteval), [data_dir, tasks, run_size], senteval,
-                          api_name="evaluate_senteval", **HEAVY)
+                          api_name="evaluate_senteval", **EVALUATE)
 
 
 def _about_tab(tab: gr.Tab, studio: Studio) -> None:
