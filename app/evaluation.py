@@ -1,10 +1,15 @@
 """The Evaluate tab's computations: word prediction on WordNet's held-out words, and STS and the
 SentEval transfer tasks on the SentEval data when it is present, reported next to the papers' numbers.
 
+The SentEval data is read only from a fixed list of folders (`data_folders`), named by their place
+relative to the repository: a user cannot make the server read, or tell whether there is, any other
+folder, and no message shows an absolute server path.
+
 core.evaluation (scipy, scikit-learn) is imported on first use, not at launch.
 """
 from __future__ import annotations
 
+import os
 import random
 import time
 from functools import lru_cache
@@ -23,11 +28,26 @@ TRANSFER_TASKS = ("MR", "CR", "SUBJ", "MPQA", "SST-2", "TREC", "MRPC")  # core.e
 # took 130 s on the shipped model (one thread, busy machine); the full protocol takes many minutes.
 TRANSFER_SIZES = {"quick: 1,000 examples per split, 5 folds": (1000, 5), "full SentEval protocol": (0, 10)}
 DEFAULT_DATA_DIR = REPO_ROOT.parent / "shared" / "data" / "senteval"  # as core.evaluation.runner's
+# The folders the Evaluate tab reads SentEval data from, by the name a user gives: the repository's
+# own data/senteval (git-ignored), and ../shared/data/senteval of development machines. An operator
+# adds folders with $DEFSENT_EVALUATION_DATA (absolute paths separated by os.pathsep), given by that path.
+DATA_FOLDERS = {"data/senteval": REPO_ROOT / "data" / "senteval", "../shared/data/senteval": DEFAULT_DATA_DIR}
+DATA_FOLDERS_ENV = "DEFSENT_EVALUATION_DATA"
+SENTEVAL_URL = "https://github.com/facebookresearch/SentEval"
+GET_DATA = (f"To get SentEval's data, clone the SentEval repository ({SENTEVAL_URL}) and run its download script "
+            "in its data/downstream folder (`cd data/downstream && ./get_transfer_data.bash`), then copy or link "
+            "what that folder holds (STS/, SICK/, MR/, CR/, ...) into data/senteval in DefSent Studio's folder.")
+
+
+def data_folders() -> dict[str, Path]:
+    """{name a user gives: folder} of every folder the Evaluate tab may read."""
+    extra = (path.strip() for path in os.environ.get(DATA_FOLDERS_ENV, "").split(os.pathsep))
+    return {**DATA_FOLDERS, **{path: Path(path) for path in extra if path and Path(path).is_absolute()}}
 
 
 def default_data_dir() -> str:
-    """../shared/data/senteval beside the repository if it exists, else ""."""
-    return str(DEFAULT_DATA_DIR) if DEFAULT_DATA_DIR.is_dir() else ""
+    """The name of the first data folder that exists on this server, else ""."""
+    return next((name for name, folder in data_folders().items() if folder.is_dir()), "")
 
 
 @lru_cache(maxsize=1)
@@ -66,7 +86,7 @@ def sts_markdown(engine, model_name: str, data_dir: str, datasets: list[str],
         result = evaluate_sts(engine, subsets, desc=name, show_progress=False)
         return {"all": result.all, "mean": result.mean}, {"pairs": result.pairs}
 
-    return _task_markdown("sts", model_name, {name: loaders[name] for name in datasets}, score, progress)
+    return _task_markdown("sts", model_name, folder, {name: loaders[name] for name in datasets}, score, progress)
 
 
 def senteval_markdown(engine, model_name: str, data_dir: str, tasks: list[str], size: str,
@@ -90,15 +110,23 @@ def senteval_markdown(engine, model_name: str, data_dir: str, tasks: list[str], 
 
     note = (f"Quick run: at most {examples:,} examples per split and {kfold}-fold cross-validation, so the scores "
             "are indicative, not comparable to the papers' full protocol." if examples else "")
-    return _task_markdown("senteval", model_name, {name: loaders[name] for name in tasks}, score, progress, note)
+    return _task_markdown("senteval", model_name, folder, {name: loaders[name] for name in tasks}, score, progress,
+                          note)
 
 
 def _data_folder(data_dir: str) -> Path:
-    folder = Path((data_dir or "").strip())
-    if not str(folder) or not folder.is_dir():
-        raise ValueError(f"No SentEval data folder at {str(folder)!r}: give the folder that holds STS/, SICK/, MR/, "
-                         "... (SentEval's data/downstream layout).")
-    return folder
+    """The allowed folder named `data_dir` (empty: the first that exists). The messages name the
+    allowed folders only, never the text given, and say the same whether a given path exists or not."""
+    folders = data_folders()
+    name = (data_dir or "").strip() or default_data_dir()
+    if not name:
+        raise ValueError(f"No SentEval data folder on this server yet. {GET_DATA}")
+    if name not in folders:
+        raise ValueError(f"No SentEval data folder of that name: this server reads SentEval data only from "
+                         f"{' or '.join(DATA_FOLDERS)} (or a folder its operator lists in ${DATA_FOLDERS_ENV}).")
+    if not folders[name].is_dir():
+        raise ValueError(f"No SentEval data folder at {name} on this server yet. {GET_DATA}")
+    return folders[name]
 
 
 def _check_choice(chosen: list[str], allowed: tuple[str, ...], what: str) -> None:
@@ -106,9 +134,11 @@ def _check_choice(chosen: list[str], allowed: tuple[str, ...], what: str) -> Non
         raise ValueError(f"Choose {what} among {', '.join(allowed)}.")
 
 
-def _task_markdown(task: str, model_name: str, loaders: dict, score, progress: Progress, note: str = "") -> str:
+def _task_markdown(task: str, model_name: str, folder: Path, loaders: dict, score, progress: Progress,
+                   note: str = "") -> str:
     """Run `score` over the datasets of `loaders` (reporting progress per dataset) and format the
-    task's section; missing files are named in its notes."""
+    task's section; missing files are named in its notes, relative to the data `folder`, with how to
+    get the data."""
     from core.evaluation.base import run_datasets
     from core.evaluation.report import task_markdown
 
@@ -123,4 +153,7 @@ def _task_markdown(task: str, model_name: str, loaders: dict, score, progress: P
     result = run_datasets(loaders, scored)
     result.seconds = time.perf_counter() - start
     result.notes += [note] if note else []
+    # core names the missing files by their full path: shown relative to the data folder instead
+    result.missing = {name: message.replace(f"{folder}{os.sep}", "") for name, message in result.missing.items()}
+    result.notes += [GET_DATA] if result.missing else []
     return task_markdown(task, result, model_name)

@@ -408,7 +408,8 @@ def test_finetune_rejects_bad_settings_and_missing_upload(studio, dictionary_fil
 
 # ---- evaluate and about ------------------------------------------------------------------------------
 
-def test_evaluate_words_and_sts(studio):
+def test_evaluate_words_and_sts(studio, monkeypatch):
+    monkeypatch.setenv("DEFSENT_EVALUATION_DATA", str(FIXTURES / "senteval"))  # an operator-allowed folder
     rows = studio.evaluate_words(30, True)
     assert len(rows) == 1 and rows[0][1] <= 30  # a base: no "before" row
     markdown = studio.evaluate_sts(str(FIXTURES / "senteval"), ["STS-B", "SICK-R"])

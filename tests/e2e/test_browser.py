@@ -25,6 +25,7 @@ from core.word_eval import definition_pairs
 
 pytestmark = pytest.mark.slow
 REPO = Path(__file__).resolve().parents[2]
+SENTEVAL_FIXTURES = REPO / "tests" / "fixtures" / "senteval"
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
                  "--disable-sync", "--no-first-run"]
@@ -64,7 +65,8 @@ def app_url(served_model, tmp_path_factory):
     checkpoint = served_model[0]
     port = free_port()
     work = tmp_path_factory.mktemp("app")
-    env = {**os.environ, "DEFSENT_CACHE_DIR": str(work / "cache"), "DEFSENT_THREADS": "1", "PYTHONUNBUFFERED": "1"}
+    env = {**os.environ, "DEFSENT_CACHE_DIR": str(work / "cache"), "DEFSENT_THREADS": "1", "PYTHONUNBUFFERED": "1",
+           "DEFSENT_EVALUATION_DATA": str(SENTEVAL_FIXTURES)}  # the Evaluate tab reads only allowed folders
     log = (work / "app.log").open("w")
     command = [sys.executable, "app.py", "--port", str(port), "--model", str(checkpoint),
                "--checkpoints", str(work / "checkpoints")] + ([] if DOCS_MODE else ["--no-umap-warmup"])
@@ -228,8 +230,8 @@ def test_evaluate_and_about_tabs(page, served_model):
     open_tab(page, "Evaluate")
     page.get_by_role("button", name="Evaluate word prediction").click()
     wait_for_text(page, "#eval-words", "before DefSent training")
-    if not DOCS_MODE or not Path(page.get_by_label("SentEval data folder").input_value()).is_dir():
-        page.get_by_label("SentEval data folder").fill(str(REPO / "tests" / "fixtures" / "senteval"))
+    if not DOCS_MODE or not page.get_by_label("SentEval data folder").input_value():  # "": no data folder exists
+        page.get_by_label("SentEval data folder").fill(str(SENTEVAL_FIXTURES))
     page.get_by_role("button", name="Run STS").click()
     wait_for_text(page, "#eval-sts", "DefSent-BERT-base")
     shoot(page, shots, "6-evaluate")
