@@ -1,5 +1,8 @@
 """Downloads of a saved model: the checkpoint folder as a zip, and a sentence-transformers folder
 (full encoder weights, tokenizer, pooling config and a model card), also zipped.
+
+They are built in app.settings.download_dir(), a folder Gradio serves files from, which holds at
+most MAX_DOWNLOAD_BYTES; each download is deleted after DOWNLOAD_LIFETIME.
 """
 from __future__ import annotations
 
@@ -11,8 +14,15 @@ from pathlib import Path
 
 from core.engine import Engine
 
+from .settings import download_dir
+
 DOWNLOAD_PREFIX = "defsent-download-"
-DOWNLOAD_LIFETIME = 3600.0  # seconds a download folder is kept (Gradio has copied it long before)
+# Gradio copies a returned file into its own cache before answering (and deletes that copy after an
+# hour: ui.UPLOAD_LIFETIME), so a download folder is needed for seconds; ten minutes leaves API
+# callers that read the path themselves time to do so.
+DOWNLOAD_LIFETIME = 600.0
+MAX_DOWNLOAD_BYTES = 1_000_000_000  # download folders in all: about 8 downloads of the shipped model
+IN_USE_SECONDS = 60.0  # a download younger than this may not be copied yet: never evicted for space
 ST_POOLING_MODES = {"cls": "pooling_mode_cls_token", "mean": "pooling_mode_mean_tokens",
                     "max": "pooling_mode_max_tokens"}
 
@@ -87,26 +97,68 @@ def _write_json(path: Path, data: object) -> None:
 
 
 def download_files(engine: Engine, checkpoint: Path, root: Path | None = None,
-                   keep_seconds: float = DOWNLOAD_LIFETIME) -> tuple[Path, Path]:
+                   keep_seconds: float = DOWNLOAD_LIFETIME, max_bytes: int = MAX_DOWNLOAD_BYTES) -> tuple[Path, Path]:
     """(checkpoint zip, sentence-transformers zip) for a saved checkpoint and its engine.
 
-    Written to a fresh folder under `root` (default: the system temp folder); folders there older
-    than `keep_seconds` are deleted first, so downloads do not pile up on disk. Gradio copies a
-    returned file into its own cache, which it cleans itself.
+    Written to a fresh folder under `root` (default: app.settings.download_dir(), which Gradio
+    serves). First the folders there older than `keep_seconds` are deleted, then the oldest others
+    until this download fits in `max_bytes`; ValueError if it cannot fit (downloads under way) or
+    cannot be written (e.g. a full disk), and then nothing of it is left.
     """
-    root = Path(root or tempfile.gettempdir())
+    root = Path(root or download_dir())
+    root.mkdir(parents=True, exist_ok=True)
     remove_old_downloads(root, keep_seconds)
+    make_room(root, expected_download_bytes(engine, checkpoint), max_bytes)
     work = Path(tempfile.mkdtemp(prefix=DOWNLOAD_PREFIX, dir=root))
-    st_folder = export_sentence_transformers(engine, work / f"{checkpoint.name}-sentence-transformers",
-                                             checkpoint.name)
-    zips = zip_folder(checkpoint, work), zip_folder(st_folder, work)
-    shutil.rmtree(st_folder)  # only its zip is offered
+    try:
+        st_folder = export_sentence_transformers(engine, work / f"{checkpoint.name}-sentence-transformers",
+                                                 checkpoint.name)
+        zips = zip_folder(checkpoint, work), zip_folder(st_folder, work)
+        shutil.rmtree(st_folder)  # only its zip is offered
+    except BaseException as err:
+        shutil.rmtree(work, ignore_errors=True)
+        if isinstance(err, OSError):  # the reason only: its file name is a server path
+            raise ValueError(f"Could not prepare the download ({err.strerror or type(err).__name__}); nothing "
+                             "was kept. Try again later.") from err
+        raise
     return zips
+
+
+def _downloads(root: Path) -> list[Path]:
+    """The download folders under `root`, oldest first."""
+    return sorted((p for p in root.glob(f"{DOWNLOAD_PREFIX}*") if p.is_dir()), key=lambda p: p.stat().st_mtime)
 
 
 def remove_old_downloads(root: Path, keep_seconds: float) -> None:
     """Delete download folders under `root` last changed more than `keep_seconds` ago."""
     cutoff = time.time() - keep_seconds
-    for folder in root.glob(f"{DOWNLOAD_PREFIX}*"):
-        if folder.is_dir() and folder.stat().st_mtime < cutoff:
+    for folder in _downloads(root):
+        if folder.stat().st_mtime < cutoff:
             shutil.rmtree(folder, ignore_errors=True)
+
+
+def folder_bytes(folder: Path) -> int:
+    """The size of the files under `folder`."""
+    return sum(f.stat().st_size for f in folder.rglob("*") if f.is_file())
+
+
+def expected_download_bytes(engine: Engine, checkpoint: Path) -> int:
+    """About what a download takes on disk at its peak: the checkpoint's zip, and the encoder's float32
+    weights twice (the sentence-transformers folder and its zip exist together until the folder is
+    deleted; zipped weights hardly shrink)."""
+    return folder_bytes(checkpoint) + 2 * 4 * sum(p.numel() for p in engine.encoder.backbone.parameters())
+
+
+def make_room(root: Path, needed: int, max_bytes: int) -> None:
+    """Delete the oldest download folders under `root` (none younger than IN_USE_SECONDS) until
+    `needed` more bytes fit in `max_bytes`; ValueError if they cannot."""
+    folders = [(folder, folder_bytes(folder)) for folder in _downloads(root)]
+    used = sum(size for _, size in folders)
+    for folder, size in folders:
+        if used + needed <= max_bytes or time.time() - folder.stat().st_mtime < IN_USE_SECONDS:
+            break
+        shutil.rmtree(folder, ignore_errors=True)
+        used -= size
+    if used + needed > max_bytes:
+        raise ValueError(f"The server is preparing too many downloads right now (at most {max_bytes / 1e9:g} GB "
+                         f"at a time; this one needs {needed / 1e6:,.0f} MB); try again in a minute.")

@@ -334,7 +334,7 @@ class Studio:
         """(checkpoint zip, sentence-transformers zip) of the saved model."""
         path = self._saved_path(job_id)
         progress(0.2, desc="exporting")
-        return tuple(str(p) for p in download_files(Engine.load(path), path, cache_dir("downloads")))
+        return tuple(str(p) for p in download_files(Engine.load(path), path))  # where Gradio serves files
 
     # ---- evaluate and about ---------------------------------------------------------------------
     def evaluate_words(self, size: int, compare: bool, progress: sv.Progress = sv.no_progress) -> list[list]:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import stat
 import tempfile
 from pathlib import Path
 
@@ -14,6 +15,21 @@ MAX_UPLOAD_BYTES = 20_000_000
 def upload_dir() -> Path:
     """Where Gradio stores uploads (one folder per upload): $GRADIO_TEMP_DIR, else <tmp>/gradio."""
     return Path(os.environ.get("GRADIO_TEMP_DIR") or Path(tempfile.gettempdir()) / "gradio").resolve()
+
+
+def download_dir() -> Path:
+    """Where download zips are built, created: a folder of the system temp folder, because Gradio
+    serves a returned file only from there, the working directory, its upload folder or the
+    launch's allowed_paths (a zip under ~/.cache failed with a bare "Error"). Private to this user:
+    the temp folder is shared, so a folder someone else made (or a symlink) is refused."""
+    path = Path(tempfile.gettempdir()) / f"{APP_NAME}-downloads-{os.getuid()}"
+    try:
+        path.mkdir(mode=0o700)
+    except FileExistsError:
+        info = path.lstat()
+        if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid():
+            raise RuntimeError(f"{path} is not a folder of this user; remove it") from None
+    return path
 
 
 def cache_dir(*parts: str) -> Path:
