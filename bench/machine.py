@@ -1,5 +1,5 @@
 """How fast this machine is at the moment of a benchmark: on this 2-core VM the same command's
-latency varies by up to 2x between hours (README, Speed), so every benchmark prints a
+latency varies by up to 2x between hours (docs/results.md, Speed), so every benchmark prints a
 reference number beside its own. Small-batch inference reads its weights from memory at every call, so the
 reference that tracks it is a memory-bound product (a Python loop, CPU speed, did not track it)."""
 from __future__ import annotations

@@ -66,7 +66,7 @@ class RowwiseInt8Product:
     weights (one scale per column of `matrix_t`). Dynamic quantisation scales a whole call's input by
     one factor, so each row of x is multiplied on its own: a row's result never depends on the other
     rows of its batch. For inference on vocabulary-sized matrices, which a single query otherwise
-    spends most of its time reading from memory (README, Speed)."""
+    spends most of its time reading from memory (docs/results.md, Speed)."""
 
     def __init__(self, matrix_t):
         import torch

@@ -27,7 +27,7 @@ import torch
 from safetensors.torch import load_file, save_file
 
 HUB_PENALTY = "hub_penalty.safetensors"
-DEFAULT_K, DEFAULT_WEIGHT = 10, 0.5  # chosen on the WordNet dev split: README, "What was tried"
+DEFAULT_K, DEFAULT_WEIGHT = 10, 0.5  # chosen on the WordNet dev split: docs/training.md, "What was tried"
 
 
 @dataclass

@@ -7,7 +7,7 @@ Two stages:
 2. DefSent (`train`): cross-entropy of head(pool(encoder(definition))) against the word's token id,
    head and token embeddings frozen, Adam, linear warm-up over 10 % of the steps then constant.
 
-    python -m core.train --out checkpoints/defsent-minilm      # the shipped recipe (see README)
+    python -m core.train --out checkpoints/defsent-minilm      # the shipped recipe (docs/training.md)
 """
 from __future__ import annotations
 
@@ -101,7 +101,7 @@ def fit_head(engine, texts: Sequence[str], gold: np.ndarray, vectors: np.ndarray
 
     The bias stays zero by default: fitted on training words only, it would learn to push down
     every word that is not in the training split, i.e. exactly the unseen test words. Adam with
-    decoupled `weight_decay` (AdamW): the head overfits the training words without it (README).
+    decoupled `weight_decay` (AdamW): the head overfits the training words without it (docs/training.md).
     Returns the (cached) definition vectors so later stages need not recompute them.
     """
     vectors = engine.encode(texts) if vectors is None else vectors

@@ -66,7 +66,7 @@ class WordHead(nn.Module):
 
     def forward(self, u: torch.Tensor, int8: bool = False) -> torch.Tensor:
         """Logits (B, V). `int8`: the product with E in int8 (`RowwiseInt8Product`), when no
-        gradient is wanted; ranks as float32 does within noise (README, Speed)."""
+        gradient is wanted; ranks as float32 does within noise (docs/results.md, Speed)."""
         if int8 and not torch.is_grad_enabled():
             return self._decoder_int8()(self.transform(u)) + self.bias
         return self.transform(u) @ self._decoder_t() + self.bias  # (B, V)

@@ -7,7 +7,7 @@ close to that word's embedding in the same space. Adding
     scores = head(u) + scale * cos(u, w)
 
 ranks the right word higher than either score alone (WordNet test MRR .158 -> .191 for an earlier
-model, README). The vectors come from the encoder they are stored with, so they are recomputed
+model, docs/training.md). The vectors come from the encoder they are stored with, so they are recomputed
 after training (`Engine.add_word_vectors`); on disk they are int8 (unit rows, quantised per row;
 the per-row factor cancels in the cosine), 8 MB for MiniLM's 21.7k whole words.
 
@@ -28,7 +28,7 @@ from safetensors.torch import load_file, save_file
 from .hardware import RowwiseInt8Product
 
 WORD_VECTORS = "word_vectors.safetensors"
-DEFAULT_SCALE = 15.0  # chosen on the WordNet dev split: README, "What was tried"
+DEFAULT_SCALE = 15.0  # chosen on the WordNet dev split: docs/training.md, "What was tried"
 
 
 class WordVectors:

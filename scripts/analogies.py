@@ -1,4 +1,4 @@
-"""Decode the Vec2Sent paper's analogies and an interpolation with the shipped models (README table).
+"""Decode the Vec2Sent paper's analogies and an interpolation with the shipped models (docs/vec2sent.md table).
 
     python scripts/analogies.py [--model checkpoints/defsent-minilm] [--beam 5] [--precision float32]
 """

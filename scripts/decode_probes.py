@@ -1,5 +1,5 @@
 """Probes of Vec2Sent decoding on held-out sentences: how far better choices among the decoder's
-hypotheses could take BLEU. Ideas measured, not shipped (README, Vec2Sent decoder).
+hypotheses could take BLEU. Ideas measured, not shipped (docs/vec2sent.md).
 
     python scripts/decode_probes.py --oracle --beams 5 20 50 --limit 500
     python scripts/decode_probes.py --mbr 0.005 0.01 0.02 0.05 --beams 20 --limit 500

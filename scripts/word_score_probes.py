@@ -9,7 +9,7 @@
   teacher could add);
 - --templates: the definition wrapped in a template, alone and with its logits added to the plain ones;
 - --query-word-penalty: lower the score of the words the definition itself contains.
-Results (README, "What was tried") are dev MRR and top-10 over all whole-word candidates.
+Results (docs/training.md, "What was tried") are dev MRR and top-10 over all whole-word candidates.
 """
 from __future__ import annotations
 

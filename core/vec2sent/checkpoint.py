@@ -49,7 +49,7 @@ class Vec2Sent:
 
         With `rerank_with` (the encoder's `encode`) and a beam, every hypothesis of the final beam
         is embedded again and the one closest to its vector (cosine) wins: the decoder's likeliest
-        sentence is not always the one that means the vector (README, Vec2Sent).
+        sentence is not always the one that means the vector (docs/vec2sent.md).
         """
         beams = self.hypotheses(vectors, beam_width, alpha, max_length, batch_size)
         if rerank_with is not None and beam_width > 1:
@@ -144,7 +144,7 @@ def load_checkpoint(path: Path, encoder_fingerprint: str, precision: str = "auto
     with native bfloat16 instructions), "int8" (the output layer and the LSTM's matrices in int8, the
     rest in bfloat16 where native, else float32: another ~1.8x, the same BLEU and Id on 1,000 held-out
     sentences) or "auto" (int8 where torch has a quantised engine, else as bfloat16 where native,
-    else float32; see bench/bench_decode.py and the README).
+    else float32; see bench/bench_decode.py and docs/vec2sent.md).
     """
     if precision not in DECODER_PRECISIONS:
         raise ValueError(f"unknown decoder precision {precision!r}; choose one of {DECODER_PRECISIONS}")

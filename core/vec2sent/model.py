@@ -125,7 +125,7 @@ class Vec2SentDecoder(nn.Module):
         """Decode with int8 copies of the output layer and of the LSTM's gate matrices (dynamic
         quantisation: weights per row, inputs per call). Reading these matrices at every step is
         most of a decoding step on CPU; fbgemm's int8 product of a beam's 5 states with the 25,468 x
-        256 output matrix took 0.23 ms against 1.7 ms in bfloat16 (README). Training and `rows=`
+        256 output matrix took 0.23 ms against 1.7 ms in bfloat16 (docs/vec2sent.md). Training and `rows=`
         keep the full weights."""
         self.int8_output = _int8_linear(*self._output_weights())
         self.int8_gates = nn.ModuleList(  # one product per layer: [input, h] @ [W_ih, W_hh].T
