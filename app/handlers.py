@@ -34,7 +34,7 @@ MAP_SOURCES = ("dictionary definitions", "vocabulary words", "my sentences", "up
 COLOUR_BY = ("part of speech", "cluster")
 # The beam of the app's decodings: its 20 hypotheses, reranked by cosine to the vector, reconstruct 17.3 %
 # of held-out sentences exactly (BLEU 22.7) against 13.2 % (19.6) with the API's default of 5, for about
-# 2.5x the time of one decoding (104 ms with int8 weights; README, Vec2Sent decoder). Refining that choice by one-word edits
+# 2.5x the time of one decoding (104 ms with int8 weights; docs/vec2sent.md). Refining that choice by one-word edits
 # ("Refine" in the UI, off by default) reconstructs more held-out sentences exactly, for about a second
 # per sentence, but on vectors that are no sentence's (analogies) it trades fluency for cosine.
 DECODE_BEAM = 20

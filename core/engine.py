@@ -13,7 +13,7 @@ import json
 import re
 import shutil
 import time
-from dataclasses import asdict
+from dataclasses import asdict, fields, replace
 from pathlib import Path
 from typing import Callable, Iterable, Sequence
 
@@ -29,7 +29,8 @@ from .hardware import quantised_engine
 from .hubness import DEFAULT_K, DEFAULT_WEIGHT, HUB_PENALTY, HubPenalty, group_definitions
 from .dictionary import Entry, load_wordnet_lemmas
 from .lora import dense_delta, factored_delta, is_low_rank, stored_factors
-from .open_vocab import DEFAULT_OPEN_VOCAB, Candidates, OpenScorer, OpenVocabConfig, open_scorer
+from .open_vocab import (DEFAULT_OPEN_VOCAB, OPEN_VOCAB_MAP, Candidates, OpenScorer, OpenVocabConfig, load_word_map,
+                         open_scorer, save_word_map)
 from .readout import VectorReadout
 from .vocabulary import WordFilter, WordVocabulary
 from .word_head import WordHead, WordHeadConfig
@@ -38,6 +39,7 @@ from .word_vectors import DEFAULT_SCALE, WORD_VECTORS, WordVectors
 ENCODER_DELTA = "encoder_delta.safetensors"
 HEAD_WEIGHTS = "head.safetensors"
 HEAD_CONFIG = "head_config.json"
+OPEN_VOCAB_WEIGHTS = {f.name for f in fields(OpenVocabConfig)}
 _WORD_RE = re.compile(r"[a-z]+(?:'[a-z]+)?")
 
 
@@ -53,6 +55,8 @@ class Engine(VectorReadout):
         self.word_vectors: WordVectors | None = None  # the second reverse-dictionary score, if any
         self.hub_penalty: HubPenalty | None = None  # subtracted from the word scores, if any
         self.open_vocab: OpenScorer | None = None  # every WordNet lemma as an answer, once enabled
+        self.open_vocab_map: torch.nn.Linear | None = None  # `fit_word_map`'s map of phrase vectors, if any
+        self.open_vocab_config = DEFAULT_OPEN_VOCAB  # its weights; a checkpoint's own when it has them
         # {encoder weight name: (B, A)} of a low-rank training run (core/lora.py): saved as factors
         self.low_rank: dict[str, tuple[torch.Tensor, torch.Tensor]] = {}
         self.base_source = base_source
@@ -130,6 +134,11 @@ class Engine(VectorReadout):
             if "hub_penalty" in manifest:
                 hub = manifest["hub_penalty"]
                 engine.hub_penalty = HubPenalty.load(path / HUB_PENALTY, hub["k"], hub["weight"], hub["references"])
+            open_vocab = manifest.get("open_vocab", {})
+            engine.open_vocab_config = replace(DEFAULT_OPEN_VOCAB, **{k: v for k, v in open_vocab.items()
+                                                                      if k in OPEN_VOCAB_WEIGHTS})
+            if "word_map" in open_vocab:
+                engine.open_vocab_map = load_word_map(path / OPEN_VOCAB_MAP)
         elif "word_vectors" in manifest:  # the base's own word vectors: a like-for-like "before" model
             engine.add_word_vectors(manifest["word_vectors"]["scale"])
         engine.manifest = manifest
@@ -212,6 +221,10 @@ class Engine(VectorReadout):
         return path
 
     def _write_word_scoring(self, directory: Path, manifest: dict) -> None:
+        manifest["open_vocab"] = asdict(self.open_vocab_config)
+        if self.open_vocab_map is not None:
+            save_word_map(self.open_vocab_map, directory / OPEN_VOCAB_MAP)
+            manifest["open_vocab"]["word_map"] = OPEN_VOCAB_MAP
         if self.hub_penalty is not None:
             self.hub_penalty.save(directory / HUB_PENALTY)
             manifest["hub_penalty"] = self.hub_penalty.describe()
@@ -252,7 +265,7 @@ class Engine(VectorReadout):
         """Word scores (`word_logits`) with their two vocabulary-sized products in "int8" or
         "float32"; "auto" (the default): int8 where torch has a quantised engine. int8 takes a query's
         products from 4.6 to 0.7 ms and ranks as float32 does (WordNet test MRR .2196 vs .2195,
-        README, Speed). Training always scores in float32."""
+        docs/results.md, Speed). Training always scores in float32."""
         if precision not in ("float32", "int8", "auto"):
             raise ValueError(f"unknown scoring precision {precision!r}; choose float32, int8 or auto")
         self.int8_scoring = precision == "int8" or (precision == "auto" and quantised_engine())
@@ -351,12 +364,10 @@ class Engine(VectorReadout):
         and candidate list."""
         entries = load_wordnet_lemmas() if dictionary is None else dictionary
         candidates = Candidates([*entries, *extra], self.vocab)
-        config = OpenVocabConfig(**self.manifest.get("open_vocab", asdict(DEFAULT_OPEN_VOCAB)))
         cache = (Path(cache_dir) / f"{self.fingerprint[:16]}-{candidates.fingerprint()}.safetensors"
                  if cache_dir is not None else None)
-        scale = self.word_vectors.scale if self.word_vectors is not None else DEFAULT_SCALE
         scorer = open_scorer(lambda texts: self.encode(texts, batch_size=128, progress=progress),
-                             candidates, scale, config, cache)
+                             candidates, self.open_vocab_config, self.open_vocab_map, cache)
         self.open_vocab = scorer.quantize() if self.int8_scoring else scorer
 
 

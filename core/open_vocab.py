@@ -15,6 +15,7 @@ text being evaluated: `OpenScorer.without_definitions` drops those definitions.
 from __future__ import annotations
 
 import hashlib
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable
@@ -32,9 +33,21 @@ from .vocabulary import WordVocabulary
 class OpenVocabConfig:
     multi_bias: float = 0.0         # added to the phrases' word score (they have no head logit)
     definition_weight: float = 0.0  # weight of the definition channel
+    multi_scale: float = 15.0       # weight of cos(u, map(encode(c))) for candidates without a token
+
+
+@dataclass(frozen=True)
+class WordMapConfig:
+    """How `fit_word_map` trains: sampled softmax over the batch's words and `negatives` random ones."""
+    epochs: int = 3
+    batch_size: int = 512
+    negatives: int = 8192
+    lr: float = 1e-3
+    seed: int = 0
 
 
 DEFAULT_OPEN_VOCAB = OpenVocabConfig(multi_bias=0.0, definition_weight=0.0)  # chosen on dev: docs/results.md
+OPEN_VOCAB_MAP = "open_vocab_map.safetensors"
 
 
 class Candidates:
@@ -89,18 +102,22 @@ class OpenScorer:
     """Scores (B, C) of sentence vectors against every candidate (see the module docstring)."""
 
     def __init__(self, candidates: Candidates, word_vectors: torch.Tensor, definition_vectors: torch.Tensor,
-                 scale: float, config: OpenVocabConfig = OpenVocabConfig()):
+                 config: OpenVocabConfig = OpenVocabConfig(), word_map: torch.nn.Module | None = None):
         self.candidates = candidates
         self.multi = torch.from_numpy(np.flatnonzero(~candidates.single_token))  # (M,) no token
         self.single = torch.from_numpy(np.flatnonzero(candidates.single_token))  # (S,)
         self.single_tokens = torch.from_numpy(candidates.token_ids[candidates.single_token])  # (S,)
         self.word_vectors = _unit(word_vectors)  # (C, d), row i for candidates.words[i]
         self.definition_vectors = _unit(definition_vectors)  # (G, d)
-        self.scale = scale
         self.config = config
+        self.word_map = word_map
         self._pairs = (torch.from_numpy(candidates.pair_definition), torch.from_numpy(candidates.pair_word))
         # (d, M) and (d, G): what a query multiplies; int8 after `quantize`
-        self._products = {"word": self.word_vectors[self.multi].T.contiguous(),
+        multi_vectors = self.word_vectors[self.multi]  # (M, d)
+        if word_map is not None:  # `fit_word_map`: towards the definitions of such words
+            with torch.no_grad():
+                multi_vectors = _unit(word_map(multi_vectors))
+        self._products = {"word": multi_vectors.T.contiguous(),
                           "definition": self.definition_vectors.T.contiguous()}
 
     def with_config(self, config: OpenVocabConfig) -> "OpenScorer":
@@ -137,7 +154,7 @@ class OpenScorer:
         unit = torch.nn.functional.normalize(u.float(), dim=1)  # (B, d)
         out = torch.empty(u.shape[0], len(self.candidates))  # (B, C)
         out[:, self.single] = token_logits[:, self.single_tokens]
-        out[:, self.multi] = self.scale * self._cos(unit, "word") + self.config.multi_bias  # (B, M)
+        out[:, self.multi] = self.config.multi_scale * self._cos(unit, "word") + self.config.multi_bias  # (B, M)
         if self.config.definition_weight:
             out += self.config.definition_weight * self.definition_scores(unit)
         return out
@@ -155,12 +172,12 @@ class OpenScorer:
         return unit @ product if isinstance(product, torch.Tensor) else product(unit)
 
     @classmethod
-    def compute(cls, encode: Callable[[list[str]], np.ndarray], candidates: Candidates, scale: float,
-                config: OpenVocabConfig = OpenVocabConfig()) -> "OpenScorer":
+    def compute(cls, encode: Callable[[list[str]], np.ndarray], candidates: Candidates,
+                config: OpenVocabConfig = OpenVocabConfig(), word_map: torch.nn.Module | None = None) -> "OpenScorer":
         """Embed every candidate and every definition with `encode` (minutes for all of WordNet)."""
         words = torch.from_numpy(encode(candidates.words))
         definitions = torch.from_numpy(encode(candidates.definitions))
-        return cls(candidates, words, definitions, scale, config)
+        return cls(candidates, words, definitions, config, word_map)
 
     def save(self, path: Path) -> None:
         """The vectors as int8 unit rows (the per-row scale cancels in the cosine), atomically."""
@@ -170,23 +187,72 @@ class OpenScorer:
         tmp.replace(path)
 
     @classmethod
-    def load(cls, path: Path, candidates: Candidates, scale: float, config: OpenVocabConfig) -> "OpenScorer":
+    def load(cls, path: Path, candidates: Candidates, config: OpenVocabConfig = OpenVocabConfig(),
+             word_map: torch.nn.Module | None = None) -> "OpenScorer":
         tensors = load_file(str(path))
         if tensors["word_vectors"].shape[0] != len(candidates):
             raise ValueError(f"{path} holds vectors of another candidate list")
-        return cls(candidates, tensors["word_vectors"], tensors["definition_vectors"], scale, config)
+        return cls(candidates, tensors["word_vectors"], tensors["definition_vectors"], config, word_map)
 
 
-def open_scorer(encode: Callable[[list[str]], np.ndarray], candidates: Candidates, scale: float,
-                config: OpenVocabConfig, cache: Path | None) -> OpenScorer:
+def open_scorer(encode: Callable[[list[str]], np.ndarray], candidates: Candidates, config: OpenVocabConfig,
+                word_map: torch.nn.Module | None, cache: Path | None) -> OpenScorer:
     """`OpenScorer.load` from `cache` if it is there, else `compute` (and save to `cache`)."""
     if cache is not None and cache.exists():
-        return OpenScorer.load(cache, candidates, scale, config)
-    scorer = OpenScorer.compute(encode, candidates, scale, config)
+        return OpenScorer.load(cache, candidates, config, word_map)
+    scorer = OpenScorer.compute(encode, candidates, config, word_map)
     if cache is not None:
         cache.parent.mkdir(parents=True, exist_ok=True)
         scorer.save(cache)
     return scorer
+
+
+def fit_word_map(definitions: torch.Tensor, gold: torch.Tensor, word_vectors: torch.Tensor,
+                 config: WordMapConfig = WordMapConfig(),
+                 progress: Callable[[int, float], None] | None = None) -> torch.nn.Linear:
+    """A linear map (d -> d, starting as the identity) of candidate word vectors such that
+    softmax_c(tau * cos(u, map(w_c))) predicts each definition's word: the DefSent objective over
+    the open vocabulary, with the encoder frozen. It generalises to words never trained on (the
+    map is shared), which a free output vector per word would not.
+
+    definitions (N, d): definition vectors; gold (N,): their words' rows of word_vectors (C, d).
+    `progress(epoch, mean loss)` after each epoch."""
+    generator = torch.Generator().manual_seed(config.seed)
+    d = word_vectors.shape[1]
+    word_map = torch.nn.Linear(d, d)
+    with torch.no_grad():
+        word_map.weight.copy_(torch.eye(d))
+        word_map.bias.zero_()
+    log_tau = torch.nn.Parameter(torch.tensor(math.log(20.0)))
+    optimizer = torch.optim.Adam([*word_map.parameters(), log_tau], lr=config.lr)
+    u_all, w_all = _unit(definitions), _unit(word_vectors)
+    for epoch in range(config.epochs):
+        total = 0.0
+        for idx in torch.randperm(len(gold), generator=generator).split(config.batch_size):
+            sampled = torch.randint(len(w_all), (config.negatives,), generator=generator)
+            rows, target = torch.unique(torch.cat([gold[idx], sampled]), return_inverse=True)  # (R,)
+            mapped = _unit(word_map(w_all[rows]))  # (R, d)
+            logits = log_tau.exp() * (u_all[idx] @ mapped.T)  # (b, R)
+            loss = torch.nn.functional.cross_entropy(logits, target[: len(idx)])
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            total += loss.item() * len(idx)
+        if progress is not None:
+            progress(epoch + 1, total / len(gold))
+    return word_map.requires_grad_(False)
+
+
+def save_word_map(word_map: torch.nn.Linear, path: Path) -> None:
+    save_file({"weight": word_map.weight.detach().contiguous(), "bias": word_map.bias.detach().contiguous()},
+              str(path))
+
+
+def load_word_map(path: Path) -> torch.nn.Linear:
+    tensors = load_file(str(path))
+    word_map = torch.nn.Linear(tensors["weight"].shape[1], tensors["weight"].shape[0])
+    word_map.load_state_dict(tensors)
+    return word_map.requires_grad_(False)
 
 
 def _unit(x: torch.Tensor) -> torch.Tensor:

@@ -133,8 +133,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--wordnet-dir", type=Path, required=True, help="folder with data.noun, data.verb, ...")
     parser.add_argument("--vocab", type=Path, help="BERT vocab.txt (default: all-MiniLM-L6-v2's)")
     parser.add_argument("--out", type=Path, default=Path("core/data/wordnet.jsonl.gz"))
-    parser.add_argument("--synsets-out", type=Path, default=Path("core/data/wordnet-synsets.jsonl.gz"),
-                        help="every synset with all its lemmas (the open vocabulary)")
+    parser.add_argument("--synsets-out", type=Path,
+                        help="every synset with all its lemmas, the open vocabulary (default: "
+                             "wordnet-synsets.jsonl.gz beside --out)")
     parser.add_argument("--copyright", type=Path,
                         help="Debian copyright file (default: WORDNET_DIR/../doc/wordnet-base/copyright)")
     args = parser.parse_args(argv)
@@ -142,7 +143,7 @@ def main(argv: list[str] | None = None) -> None:
     entries = build_entries(synsets, read_vocab(args.vocab or default_vocab_path()))
     args.out.parent.mkdir(parents=True, exist_ok=True)
     write_entries(entries, args.out)
-    write_synsets(synsets, args.synsets_out)
+    write_synsets(synsets, args.synsets_out or args.out.with_name("wordnet-synsets.jsonl.gz"))
     copyright_path = args.copyright or args.wordnet_dir.parent / "doc" / "wordnet-base" / "copyright"
     (args.out.parent / "WORDNET_LICENSE").write_text(license_text(copyright_path), encoding="utf-8")
     by_pos = ", ".join(f"{pos} {count}" for pos, count in sorted(Counter(entry.pos for entry in entries).items()))

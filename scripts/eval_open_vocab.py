@@ -1,100 +1,180 @@
-"""Evaluate the open-vocabulary reverse dictionary (core/open_vocab.py) and choose its weights on dev.
+"""Fit, tune and evaluate the open-vocabulary reverse dictionary (core/open_vocab.py).
 
-    python scripts/eval_open_vocab.py --model checkpoints/defsent-minilm
+    python scripts/eval_open_vocab.py                      # evaluate the shipped model as it is
+    python scripts/eval_open_vocab.py --fit --write        # the recipe: fit the word map on the
+                                                           # training split, choose the weights on dev,
+                                                           # store both in the checkpoint, evaluate
 
-WordNet: the split over all 147k lemmas that extends the model's own training split
-(`core.dictionary.extend_split`), so no evaluated text was trained on; the definition index leaves
-out every dev and test text. GCIDE: definitions of the held-out words from another dictionary, with
-the definition index of the product (all WordNet definitions). Vectors are cached in data/cache.
+Splits: WordNet over all 147k lemmas, extending the model's own training split
+(`core.dictionary.extend_split`), so no evaluated text was trained on. WordNet dev and test are
+scored with a definition index that leaves out every dev and test text (leak-free: held-out words
+are found only through their own embedding). GCIDE: definitions of the held-out words written by
+another dictionary, scored with the product's index (all WordNet definitions), the closest thing
+to a person's description. Vectors are cached in data/cache/open-vocab.
 """
 from __future__ import annotations
 
 import argparse
 import itertools
 import json
+import sys
+import time
+from dataclasses import asdict, replace
 from pathlib import Path
 
 import numpy as np
 import torch
 
-from core import Engine
-from core.dictionary import extend_split, load_wordnet, load_wordnet_lemmas, split_by_word
-from core.gcide import read_gcide
-from core.open_vocab import Candidates, OpenScorer, OpenVocabConfig
-from core.word_eval import rank_of_gold
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from core import Engine  # noqa: E402
+from core.dictionary import Entry, extend_split, load_wordnet, load_wordnet_lemmas, split_by_word  # noqa: E402
+from core.gcide import read_gcide  # noqa: E402
+from core.open_vocab import OpenScorer, WordMapConfig, fit_word_map  # noqa: E402
+from core.word_eval import rank_of_gold  # noqa: E402
 
 CACHE = Path("data/cache/open-vocab")
+TUNE_SIZE = 3000  # dev definitions scored per weight setting (a fixed sample)
 
 
-def cached(name: str, compute) -> torch.Tensor:
-    path = CACHE / f"{name}.npy"
-    if not path.exists():
-        CACHE.mkdir(parents=True, exist_ok=True)
-        np.save(path, compute())
-    return torch.from_numpy(np.load(path))
+def main() -> None:
+    args = parse_args()
+    engine = Engine.load(args.model, decoder=None, precision="auto")  # bfloat16 encoding where native
+    engine.set_scoring_precision("float32")  # the float32 scorer can be re-weighted and re-indexed
+    started = time.time()
+    engine.enable_open_vocabulary(cache_dir=CACHE, progress=_progress("candidates and definitions"))
+    scorer = engine.open_vocab
+    words = scorer.candidates.words
+    print(f"{len(words)} candidates ({int(scorer.candidates.single_token.sum())} single-token), "
+          f"{len(scorer.candidates.definitions)} definitions ({time.time() - started:.0f} s)", flush=True)
+    split = extend_split(split_by_word(load_wordnet(), seed=engine.manifest.get("training", {}).get("split_seed", 0)),
+                         load_wordnet_lemmas())
+    sets = query_sets(split, set(words), args.gcide)
+    queries = {name: Queries(engine, name, entries, words) for name, entries in sets.items()}
+    leak_free = scorer.without_definitions(e.definition for e in split.dev + split.test)
+    if args.fit:
+        train = Queries(engine, "wordnet-train", split.train, words)
+        engine.open_vocab_map = fit_word_map(train.vectors, train.gold, scorer.word_vectors, WordMapConfig(),
+                                             lambda epoch, loss: print(f"word map epoch {epoch}: loss {loss:.3f}", flush=True))
+        engine.open_vocab_config = choose_weights(engine, queries, args)
+    config = engine.open_vocab_config
+    results = {"config": asdict(config), "word_map": engine.open_vocab_map is not None}
+    for name, query in queries.items():
+        index = leak_free if name.startswith("wordnet") else scorer
+        index = OpenScorer(index.candidates, index.word_vectors, index.definition_vectors, config, engine.open_vocab_map) \
+            if index is scorer else rebuilt(index, config, engine.open_vocab_map)
+        results[name] = query.report(index)
+        print(name, json.dumps(results[name]), flush=True)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(results, indent=1) + "\n")
+    if args.write:
+        engine.save_word_scoring(args.model, metrics={"open_vocab": {k: results[k]["all"] for k in queries}})
+        print(f"wrote the word map and weights into {args.model}")
+
+
+def parse_args() -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--model", type=Path, default=Path("checkpoints/defsent-minilm"))
+    p.add_argument("--gcide", type=Path, default=Path("data/cache/deb/gcide/usr/share/dictd"),
+                   help="unpacked dict-gcide (scripts/fetch_gcide.sh)")
+    p.add_argument("--fit", action="store_true", help="fit the word map and choose the weights on dev")
+    p.add_argument("--write", action="store_true", help="store the map and weights in --model's checkpoint")
+    p.add_argument("--scales", type=float, nargs="+", default=[10, 15, 20, 25])
+    p.add_argument("--biases", type=float, nargs="+", default=[-3, -2, -1, 0, 1])
+    p.add_argument("--definition-weights", type=float, nargs="+", default=[0, 20, 40, 80, 160])
+    p.add_argument("--out", type=Path, default=Path("results/open_vocab.json"))
+    args = p.parse_args()
+    if args.write and not args.fit:
+        p.error("--write stores what --fit finds: give both")
+    return args
+
+
+def query_sets(split, candidates: set[str], gcide_dir: Path) -> dict[str, list[Entry]]:
+    gcide = read_gcide(gcide_dir, None)
+    dev_words, test_words = ({e.word for e in part} for part in (split.dev, split.test))
+    return {"wordnet-dev": split.dev, "wordnet-test": split.test,
+            "gcide-dev": [e for e in gcide if e.word in dev_words and e.word in candidates],
+            "gcide-test": [e for e in gcide if e.word in test_words and e.word in candidates]}
+
+
+class Queries:
+    """Definitions with their embeddings (cached per model and set), engine token scores and gold rows."""
+
+    def __init__(self, engine: Engine, name: str, entries: list[Entry], words: list[str]):
+        path = CACHE / f"{engine.fingerprint[:12]}-{name}-{len(entries)}.npy"
+        if not path.exists():
+            CACHE.mkdir(parents=True, exist_ok=True)
+            np.save(path, engine.encode([e.definition for e in entries], batch_size=128, progress=_progress(name)))
+        self.vectors = torch.from_numpy(np.load(path))  # (n, d)
+        self.engine = engine
+        index = {w: i for i, w in enumerate(words)}
+        self.gold = torch.tensor([index[e.word] for e in entries])  # (n,)
+
+    def ranks(self, scorer: OpenScorer, rows: torch.Tensor | None = None) -> torch.Tensor:
+        rows = torch.arange(len(self.gold)) if rows is None else rows
+        out = []
+        for batch in rows.split(512):
+            u = self.vectors[batch]
+            out.append(rank_of_gold(scorer.scores(u, self.engine.word_logits(u)), self.gold[batch]))
+        return torch.cat(out)
+
+    def report(self, scorer: OpenScorer, rows: torch.Tensor | None = None) -> dict:
+        ranks = self.ranks(scorer, rows)
+        gold = self.gold if rows is None else self.gold[rows]
+        multi = torch.from_numpy(~scorer.candidates.single_token)[gold]
+        return {"all": metrics(ranks), "single_token": metrics(ranks[~multi]), "multi_token": metrics(ranks[multi])}
 
 
 def metrics(ranks: torch.Tensor) -> dict:
     r = ranks.float()
+    if not len(r):
+        return {"n": 0}
     return {"n": len(r), "mrr": round(float((1 / r).mean()), 4),
             **{f"acc@{k}": round(float((r <= k).float().mean()), 4) for k in (1, 10, 100)},
             "median_rank": float(r.median())}
 
 
-def report(ranks: torch.Tensor, multi: torch.Tensor) -> dict:
-    return {"all": metrics(ranks), "single_token": metrics(ranks[~multi]), "multi_token": metrics(ranks[multi])}
+def rebuilt(scorer: OpenScorer, config, word_map) -> OpenScorer:
+    """`scorer`'s vectors and definition index with other weights and word map."""
+    other = OpenScorer(scorer.candidates, scorer.word_vectors, torch.zeros(0, scorer.word_vectors.shape[1]),
+                       config, word_map)
+    other.definition_vectors, other._pairs = scorer.definition_vectors, scorer._pairs
+    other._products["definition"] = scorer._products["definition"]
+    return other
 
 
-def ranks_for(scorer: OpenScorer, u: torch.Tensor, logits: torch.Tensor, gold: torch.Tensor) -> torch.Tensor:
-    out = []
-    for start in range(0, len(gold), 512):
-        s = slice(start, start + 512)
-        out.append(rank_of_gold(scorer.scores(u[s], logits[s]), gold[s]))
-    return torch.cat(out)
+def choose_weights(engine: Engine, queries: dict, args):
+    """multi_scale and multi_bias by WordNet dev MRR (definition channel off: held-out words have no
+    definition in the leak-free index), then definition_weight by GCIDE dev MRR."""
+    scorer = engine.open_vocab
+    sample = {name: torch.randperm(len(q.gold), generator=torch.Generator().manual_seed(0))[:TUNE_SIZE]
+              for name, q in queries.items()}
+    leak_free = scorer.without_definitions(e for e in [])  # no definitions are needed for this stage
+    best = None
+    for scale, bias in itertools.product(args.scales, args.biases):
+        config = replace(engine.open_vocab_config, multi_scale=scale, multi_bias=bias, definition_weight=0.0)
+        mrr = queries["wordnet-dev"].report(rebuilt(leak_free, config, engine.open_vocab_map),
+                                            sample["wordnet-dev"])["all"]["mrr"]
+        print(f"wordnet-dev scale {scale} bias {bias}: MRR {mrr:.4f}", flush=True)
+        best = max(best or (mrr, config), (mrr, config), key=lambda t: t[0])
+    chosen = best[1]
+    best = None
+    for weight in args.definition_weights:
+        config = replace(chosen, definition_weight=weight)
+        mrr = queries["gcide-dev"].report(rebuilt(scorer, config, engine.open_vocab_map), sample["gcide-dev"])["all"]["mrr"]
+        print(f"gcide-dev definition weight {weight}: MRR {mrr:.4f}", flush=True)
+        best = max(best or (mrr, config), (mrr, config), key=lambda t: t[0])
+    print("chosen:", best[1], flush=True)
+    return best[1]
 
 
-def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--model", default="checkpoints/defsent-minilm")
-    p.add_argument("--gcide", type=Path, default=Path("data/cache/deb/gcide/usr/share/dictd"))
-    p.add_argument("--biases", type=float, nargs="+", default=[-6, -4, -2, 0, 2])
-    p.add_argument("--weights", type=float, nargs="+", default=[0, 5, 10, 20, 40])
-    p.add_argument("--out", type=Path, default=Path("results/open_vocab.json"))
-    args = p.parse_args()
-    engine = Engine.load(args.model, decoder=None, precision="auto")
-    tag = engine.fingerprint[:12]
-    candidates = Candidates(load_wordnet_lemmas(), engine.vocab)
-    index_of = {w: i for i, w in enumerate(candidates.words)}
-    print(f"{len(candidates)} candidates ({int(candidates.single_token.sum())} single-token), "
-          f"{len(candidates.definitions)} definitions")
-    words = cached(f"{tag}-words-{candidates.fingerprint()}", lambda: engine.encode(candidates.words, batch_size=256))
-    defs = cached(f"{tag}-defs-{candidates.fingerprint()}", lambda: engine.encode(candidates.definitions, batch_size=128))
-    scorer = OpenScorer(candidates, words, defs, engine.word_vectors.scale)
-    split = extend_split(split_by_word(load_wordnet(), seed=engine.manifest.get("training", {}).get("split_seed", 0)),
-                         load_wordnet_lemmas())
-    held_out = [e.definition for e in split.dev + split.test]
-    leak_free = scorer.without_definitions(held_out)
-    sets = {"wordnet-dev": split.dev, "wordnet-test": split.test}
-    gcide = read_gcide(args.gcide, None)
-    gcide_dev, gcide_test = ({e.word for e in part} for part in (split.dev, split.test))
-    sets["gcide-dev"] = [e for e in gcide if e.word in gcide_dev and e.word in index_of]
-    sets["gcide-test"] = [e for e in gcide if e.word in gcide_test and e.word in index_of]
-    data = {}
-    for name, entries in sets.items():
-        u = cached(f"{tag}-{name}-{len(entries)}", lambda: engine.encode([e.definition for e in entries]))
-        logits = torch.cat([engine.word_logits(u[i:i + 512]) for i in range(0, len(u), 512)])
-        gold = torch.tensor([index_of[e.word] for e in entries])
-        data[name] = (u, logits, gold, torch.from_numpy(~candidates.single_token[gold.numpy()]))
-    results = {"grid": {}}
-    for bias, weight in itertools.product(args.biases, args.weights):
-        config = OpenVocabConfig(bias, weight)
-        for name, index in (("wordnet-dev", leak_free), ("gcide-dev", scorer)):
-            u, logits, gold, multi = data[name]
-            r = report(ranks_for(index.with_config(config), u, logits, gold), multi)
-            results["grid"][f"{name} bias={bias} weight={weight}"] = r
-            print(name, bias, weight, {k: (v["mrr"], v["acc@1"], v["acc@10"]) for k, v in r.items()}, flush=True)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(results, indent=1))
+def _progress(what: str):
+    last = [0.0]
+
+    def report(done: int, total: int) -> None:
+        if time.time() - last[0] > 30 or done == total:
+            last[0] = time.time()
+            print(f"  embedding {what}: {done}/{total}", flush=True)
+    return report
 
 
 if __name__ == "__main__":

@@ -6,7 +6,7 @@ import torch
 
 from core import Engine
 from core.dictionary import Entry, definition_key, extend_split, load_wordnet, load_wordnet_lemmas, split_by_word
-from core.open_vocab import Candidates, OpenScorer, OpenVocabConfig
+from core.open_vocab import Candidates, OpenScorer, OpenVocabConfig, WordMapConfig, fit_word_map
 
 DICTIONARY = [
     Entry("dog", "a domestic animal that barks", "n", (), "1-n"),
@@ -46,7 +46,7 @@ def test_phrases_are_answers_and_filters_work_on_them(engine):
 
 def test_single_token_candidates_keep_the_engine_word_scores(engine):
     c = Candidates(DICTIONARY, engine.vocab)
-    scorer = OpenScorer(c, torch.randn(len(c), 32), torch.randn(len(c.definitions), 32), 15.0)
+    scorer = OpenScorer(c, torch.randn(len(c), 32), torch.randn(len(c.definitions), 32))
     u = torch.randn(3, 32)
     logits = engine.word_logits(u)
     scores = scorer.scores(u, logits)
@@ -57,7 +57,7 @@ def test_single_token_candidates_keep_the_engine_word_scores(engine):
 def test_definition_channel_votes_for_every_word_of_a_definition_and_can_leave_texts_out(engine):
     c = Candidates(DICTIONARY, engine.vocab)
     definitions = torch.eye(len(c.definitions), 32)  # definition g along axis g
-    scorer = OpenScorer(c, torch.randn(len(c), 32), definitions, 15.0, OpenVocabConfig(0.0, 1.0))
+    scorer = OpenScorer(c, torch.randn(len(c), 32), definitions, OpenVocabConfig(0.0, 1.0))
     shared = c.definitions.index("a man who rules a country")
     u = definitions[shared:shared + 1]
     best = scorer.definition_scores(u)[0]
@@ -68,7 +68,7 @@ def test_definition_channel_votes_for_every_word_of_a_definition_and_can_leave_t
 
 def test_int8_scores_rank_like_float32(engine):
     c = Candidates(DICTIONARY, engine.vocab)
-    args = (c, torch.randn(len(c), 32), torch.randn(len(c.definitions), 32), 15.0, OpenVocabConfig(-1.0, 5.0))
+    args = (c, torch.randn(len(c), 32), torch.randn(len(c.definitions), 32), OpenVocabConfig(-1.0, 5.0))
     u = torch.randn(4, 32)
     logits = engine.word_logits(u)
     exact = OpenScorer(*args).scores(u, logits)
@@ -117,3 +117,31 @@ def test_wordnet_lemmas_hold_phrases_and_the_open_split_has_no_trained_text():
     trained = {definition_key(e.definition) for e in old.train}
     assert not any(definition_key(e.definition) in trained for e in new.dev + new.test)
     assert {e.word for e in old.test} <= {e.word for e in new.test}
+
+
+def test_word_map_learns_a_shared_map_that_carries_over_to_words_never_trained_on():
+    torch.manual_seed(0)
+    d, words = 16, 400
+    W = torch.randn(words, d)
+    rotation = torch.linalg.qr(torch.randn(d, d))[0]
+    gold = torch.arange(words).repeat(3)
+    definitions = W[gold] @ rotation.T + 0.3 * torch.randn(len(gold), d)  # definitions: rotated words
+    trained, unseen = gold < 300, gold >= 300
+    word_map = fit_word_map(definitions[trained], gold[trained], W, WordMapConfig(epochs=20, batch_size=64, negatives=64, lr=1e-2))
+
+    def accuracy(vectors):
+        cos = torch.nn.functional.normalize(definitions[unseen], dim=1) @ torch.nn.functional.normalize(vectors, dim=1).T
+        return float((cos.argmax(1) == gold[unseen]).float().mean())
+    oracle = accuracy(W @ rotation.T)
+    assert accuracy(W) < 0.2 and accuracy(word_map(W)) > 0.9 * oracle > 0.5
+
+
+def test_open_vocabulary_weights_and_map_travel_with_the_checkpoint(engine, tmp_path):
+    engine.open_vocab_config = OpenVocabConfig(multi_bias=-1.5, definition_weight=30.0, multi_scale=12.0)
+    engine.open_vocab_map = torch.nn.Linear(32, 32).requires_grad_(False)
+    engine.save(tmp_path / "model")
+    loaded = Engine.load(tmp_path / "model", decoder=None)
+    assert loaded.open_vocab_config == engine.open_vocab_config
+    torch.testing.assert_close(loaded.open_vocab_map.weight, engine.open_vocab_map.weight)
+    loaded.enable_open_vocabulary(dictionary=DICTIONARY)
+    assert loaded.open_vocab.config == engine.open_vocab_config and loaded.open_vocab.word_map is loaded.open_vocab_map

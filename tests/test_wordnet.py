@@ -77,8 +77,10 @@ def test_builder_output_is_reproducible_and_written_atomically(tmp_path):
     first, second = tmp_path / "a", tmp_path / "b"
     for out_dir in (first, second):
         build(out_dir)
-    assert (first / "wordnet.jsonl.gz").read_bytes() == (second / "wordnet.jsonl.gz").read_bytes()
-    assert sorted(path.name for path in first.iterdir()) == ["WORDNET_LICENSE", "wordnet.jsonl.gz"]
+    for name in ("wordnet.jsonl.gz", "wordnet-synsets.jsonl.gz"):
+        assert (first / name).read_bytes() == (second / name).read_bytes()
+    assert sorted(path.name for path in first.iterdir()) == ["WORDNET_LICENSE", "wordnet-synsets.jsonl.gz",
+                                                             "wordnet.jsonl.gz"]
 
 
 def test_licence_is_the_wordnet_paragraph_only():
@@ -86,3 +88,12 @@ def test_licence_is_the_wordnet_paragraph_only():
         "Permission to use, copy, modify and distribute this software.\n\n"
         "WordNet 3.0 Copyright 2006 by Princeton University.  All rights reserved.\n"
     )
+
+
+def test_build_writes_every_lemma_beside_out_and_nothing_in_the_repository(tmp_path):
+    shipped = (Path(__file__).resolve().parents[1] / "core" / "data" / "wordnet-synsets.jsonl.gz").read_bytes()
+    build(tmp_path)
+    with gzip.open(tmp_path / "wordnet-synsets.jsonl.gz", "rt", encoding="utf-8") as lines:
+        synsets = [json.loads(line) for line in lines]
+    assert synsets and all(s["lemmas"] and s["definition"] and s["pos"] in "nvar" for s in synsets)
+    assert (Path(__file__).resolve().parents[1] / "core" / "data" / "wordnet-synsets.jsonl.gz").read_bytes() == shipped
