@@ -15,7 +15,7 @@ import time
 from functools import lru_cache
 from pathlib import Path
 
-from core.checkpoint import REPO_ROOT
+from core.paths import REPO_ROOT, SENTEVAL_DIR
 from core.dictionary import Entry, load_wordnet, split_by_word
 from core.word_eval import evaluate_words
 
@@ -27,7 +27,7 @@ TRANSFER_TASKS = ("MR", "CR", "SUBJ", "MPQA", "SST-2", "TREC", "MRPC")  # core.e
 # Run size -> (examples per split, 0 = all; cross-validation folds). The quick run of all 7 tasks
 # took 130 s on the shipped model (one thread, busy machine); the full protocol takes many minutes.
 TRANSFER_SIZES = {"quick: 1,000 examples per split, 5 folds": (1000, 5), "full SentEval protocol": (0, 10)}
-DEFAULT_DATA_DIR = REPO_ROOT.parent / "shared" / "data" / "senteval"  # as core.evaluation.runner's
+DEFAULT_DATA_DIR = SENTEVAL_DIR
 # The folders the Evaluate tab reads SentEval data from, by the name a user gives: the repository's
 # own data/senteval (git-ignored), and ../shared/data/senteval of development machines. An operator
 # adds folders with $DEFSENT_EVALUATION_DATA (absolute paths separated by os.pathsep), given by that path.

@@ -25,7 +25,7 @@ sys.path.insert(0, str(ROOT))
 from bench.machine import machine_line  # noqa: E402
 from core import Engine  # noqa: E402
 from core.checkpoint import DEFAULT_CHECKPOINT  # noqa: E402
-from core.vec2sent.checkpoint import DECODER_PRECISIONS  # noqa: E402
+from core.hardware import PRECISIONS  # noqa: E402
 from core.vec2sent.refine import RefineSettings  # noqa: E402
 
 HELD_OUT = ROOT / "data" / "cache" / "corpus" / "test.txt"
@@ -66,7 +66,7 @@ def main() -> int:
                         help='decoder checkpoint; "auto" (default): the one beside --model trained on it')
     parser.add_argument("--threads", type=int, default=1, help="torch threads (default 1)")
     parser.add_argument("--precision", nargs="+", default=["float32", "bfloat16", "int8"],
-                        choices=DECODER_PRECISIONS, help="decoder precisions to time")
+                        choices=PRECISIONS, help="decoder precisions to time")
     parser.add_argument("--encoder-precision", default="auto", choices=("auto", "float32", "bfloat16"),
                         help="encoder precision for reranking (auto, as in the app: bfloat16 where native)")
     parser.add_argument("--sentences", type=int, default=50)

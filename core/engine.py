@@ -24,7 +24,7 @@ from safetensors.torch import load_file, save_file
 from .checkpoint import (DEFAULT_BASE, DEFAULT_CHECKPOINT, FORMAT, FORMAT_VERSION, MANIFEST,
                          CheckpointError, atomic_directory, fingerprint, library_versions,
                          read_manifest, resolve_base, write_json)
-from .encoder import SentenceEncoder, check_texts, l2_normalize
+from .encoder import SentenceEncoder, check_texts, l2_normalize, semantic_search
 from .hardware import quantised_engine
 from .hubness import DEFAULT_K, DEFAULT_WEIGHT, HUB_PENALTY, HubPenalty, group_definitions
 from .dictionary import Entry, load_wordnet_lemmas
@@ -270,6 +270,19 @@ class Engine(VectorReadout):
             raise ValueError(f"unknown scoring precision {precision!r}; choose float32, int8 or auto")
         self.int8_scoring = precision == "int8" or (precision == "auto" and quantised_engine())
 
+    def weights_changed(self) -> None:
+        """Say that the encoder or head weights were changed in place (training, blending): the
+        fingerprint is computed again on next use."""
+        self._fingerprint = None
+
+    def swap_word_scoring(self, word_vectors: WordVectors | None = None, hub_penalty: HubPenalty | None = None
+                          ) -> tuple[WordVectors | None, HubPenalty | None]:
+        """Score with `word_vectors` and `hub_penalty` (default: neither) from now on; returns the
+        pair they replace, so that a caller changing the encoder can put the old pair back."""
+        previous = self.word_vectors, self.hub_penalty
+        self.word_vectors, self.hub_penalty = word_vectors, hub_penalty
+        return previous
+
     @property
     def fingerprint(self) -> str:
         """Identifies the exact encoder + head weights (the Vec2Sent decoder is tied to it)."""
@@ -293,11 +306,7 @@ class Engine(VectorReadout):
     def semantic_search(query_embeddings: np.ndarray, corpus_embeddings: np.ndarray,
                         top_k: int = 10) -> list[list[dict]]:
         """For each query, the top_k corpus rows by cosine: [{"corpus_id": j, "score": s}, ...]."""
-        scores = l2_normalize(np.atleast_2d(query_embeddings)) @ l2_normalize(np.atleast_2d(corpus_embeddings)).T
-        k = min(top_k, scores.shape[1])
-        top = np.argsort(-scores, axis=1, kind="stable")[:, :k]
-        return [[{"corpus_id": int(j), "score": float(row[j])} for j in idx]
-                for row, idx in zip(scores, top)]
+        return semantic_search(query_embeddings, corpus_embeddings, top_k)
 
     # ---- reverse dictionary -------------------------------------------------------------------
     @torch.inference_mode()

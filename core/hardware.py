@@ -52,6 +52,7 @@ def resolve_precision(precision: str) -> str:
     return "bfloat16" if native_bfloat16() else "float32"
 
 
+PRECISIONS = ("float32", "bfloat16", "int8", "auto")  # of encoding and decoding weights
 TRAINING_PRECISIONS = ("float32", "bfloat16")
 
 

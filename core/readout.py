@@ -25,15 +25,16 @@ import numpy as np
 
 from .checkpoint import CHECKPOINTS_DIR, CheckpointError, save_npy_atomically
 from .dictionary import Entry, load_wordnet
+from .encoder import semantic_search
 from .vec2sent.checkpoint import FORMAT as DECODER_FORMAT
 from .vec2sent.checkpoint import MANIFEST as DECODER_MANIFEST
 from .vec2sent.checkpoint import Vec2Sent, load_checkpoint
 from .vec2sent.expression import evaluate_expression
 from .vec2sent.refine import RefineSettings
 from .vec2sent.refine import refine as refine_by_edits
+from .vocabulary import PART_OF_SPEECH
 
 REFERENCE_SIZE = 2000  # dictionary definitions in the default reference set
-PART_OF_SPEECH = {"n": "noun", "v": "verb", "a": "adjective", "r": "adverb"}
 Scored = list[tuple[str, float]]  # (word or text, probability or cosine), best first
 T = TypeVar("T")
 
@@ -75,8 +76,7 @@ class EmbeddedTexts:
 
     def nearest(self, vectors: np.ndarray, k: int) -> list[list[tuple[int, float]]]:
         """For each vector, the k most similar rows as (index, cosine), best first."""
-        from .engine import Engine  # engine.py imports this module
-        hits = Engine.semantic_search(np.atleast_2d(vectors), self.vectors, top_k=k)
+        hits = semantic_search(np.atleast_2d(vectors), self.vectors, top_k=k)
         return [[(h["corpus_id"], h["score"]) for h in row] for row in hits]
 
     def nearest_texts(self, vectors: np.ndarray, k: int) -> list[Scored]:

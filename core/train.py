@@ -189,7 +189,7 @@ def _low_rank_merged(engine):
             B0, A0 = engine.low_rank[name]
             B, A = torch.cat([B0, B], dim=1), torch.cat([A0, A], dim=0)  # B0 A0 + B A
         engine.low_rank[name] = (B, A)
-    engine._fingerprint = None  # state-dict names changed back
+    engine.weights_changed()  # state-dict names changed back
 
 
 @contextmanager
@@ -215,8 +215,7 @@ def _train(engine, train_entries, dev_entries, config: TrainConfig, progress, sh
         base_vectors = engine.encode(texts)
     params = _trainable_parameters(engine, config.trainable_layers, config.lora_rank)
     start_state = _snapshot(engine)  # after the low-rank deltas are attached (at zero): same weights
-    start_word_vectors, engine.word_vectors = engine.word_vectors, None
-    start_hub_penalty, engine.hub_penalty = engine.hub_penalty, None
+    start_scoring = engine.swap_word_scoring()  # scored on the moving encoder: recomputed below
     groups = [{"params": params, "lr": config.lr}]
     if config.head_lr:
         groups.append({"params": _head_transform_parameters(engine), "lr": config.head_lr})
@@ -248,7 +247,7 @@ def _train(engine, train_entries, dev_entries, config: TrainConfig, progress, sh
     for step in range(1, total + 1):
         if should_stop is not None and should_stop():
             _restore(engine, start_state)
-            engine.word_vectors, engine.hub_penalty = start_word_vectors, start_hub_penalty
+            engine.swap_word_scoring(*start_scoring)
             raise TrainingCancelled(f"cancelled at step {step - 1} of {total}")
         idx = _next_batch(order, config.batch_size)
         with train_mode(engine.encoder):  # dropout for the step's forward passes only
@@ -275,7 +274,7 @@ def _train(engine, train_entries, dev_entries, config: TrainConfig, progress, sh
                                    step * config.batch_size / max(elapsed, 1e-9), last_dev))
     _restore(engine, best["state"] or start_state)
     engine.head.requires_grad_(False)
-    engine._fingerprint = None
+    engine.weights_changed()
     engine.add_word_vectors(config.word_vector_scale)
     if config.hub_weight:
         engine.add_hub_penalty(texts, gold, config.hub_k, config.hub_weight)

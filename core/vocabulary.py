@@ -15,7 +15,8 @@ import numpy as np
 
 _WORD = re.compile(r"^[a-z][a-z'-]*[a-z]$|^[a-z]$")
 ROBERTA_SPACE = "\u0120"  # byte-level BPE marks a word start with "Ġ"
-POS_TAGS = ("n", "v", "a", "r")  # WordNet: noun, verb, adjective, adverb
+PART_OF_SPEECH = {"n": "noun", "v": "verb", "a": "adjective", "r": "adverb"}  # WordNet's tags
+POS_TAGS = tuple(PART_OF_SPEECH)
 
 
 def surface_form(token: str, word_start_marker: str | None) -> str | None:

@@ -14,7 +14,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from core import Engine  # noqa: E402
 from core.checkpoint import DEFAULT_CHECKPOINT  # noqa: E402
-from core.vec2sent.checkpoint import DECODER_PRECISIONS  # noqa: E402
+from core.hardware import PRECISIONS  # noqa: E402
 from core.vec2sent.refine import RefineSettings  # noqa: E402
 
 # (a, b, c) for z = a - b + c, the paper's notation; engine.analogy(x, y, z) reads y - x + z
@@ -27,7 +27,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--model", type=Path, default=DEFAULT_CHECKPOINT)
     parser.add_argument("--beam", type=int, default=5)
-    parser.add_argument("--precision", default="float32", choices=DECODER_PRECISIONS)
+    parser.add_argument("--precision", default="float32", choices=PRECISIONS)
     parser.add_argument("--steps", type=int, default=5, help="interpolation points")
     args = parser.parse_args()
     torch.set_num_threads(1)

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import math
 from functools import partial
-from pathlib import Path
+
+from core.paths import CORPUS_DIR
 
 from .base import EvaluationConfig, TaskResult, TextEncoder
 from .files import MissingDataError, read_sentences
 
-DEFAULT_TEST = Path(__file__).resolve().parents[2] / "data" / "cache" / "corpus" / "test.txt"
+DEFAULT_TEST = CORPUS_DIR / "test.txt"
 BEAMS = {"greedy": (1, False), "beam 5": (5, False), "beam 5, reranked": (5, True)}  # (width, rerank)
 DATASET = "Vec2Sent"
 

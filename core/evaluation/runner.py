@@ -12,6 +12,8 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Callable, Sequence
 
+from core.paths import SENTEVAL_DIR
+
 from .base import EvaluationConfig, TaskResult, TextEncoder
 from .decoding import run_vec2sent
 from .report import markdown_report
@@ -22,8 +24,7 @@ from .words import run_words
 TaskFn = Callable[[TextEncoder, EvaluationConfig], TaskResult]
 TASKS: dict[str, TaskFn] = {"sts": run_sts, "senteval": run_senteval, "words": run_words,
                             "vec2sent": run_vec2sent}
-REPO_ROOT = Path(__file__).resolve().parents[2]
-DEFAULT_DATA_DIR = REPO_ROOT.parent / "shared" / "data" / "senteval"
+DEFAULT_DATA_DIR = SENTEVAL_DIR
 
 
 def register_task(name: str, run: TaskFn) -> None:

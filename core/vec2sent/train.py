@@ -32,13 +32,13 @@ from tqdm import tqdm
 
 from core.checkpoint import save_npy_atomically
 from core.hardware import check_training_precision, resolve_precision, train_mode
+from core.paths import CACHE_DIR, CORPUS_DIR
 from core.vec2sent.checkpoint import read_checkpoint, save_checkpoint
 from core.vec2sent.encoder_link import EncoderLink, link_engine
 from core.vec2sent.model import Vec2SentConfig, Vec2SentDecoder
 from core.vec2sent.vocab import BOS, EOS, PAD, PieceVocab
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
-EMBEDDING_CACHE = REPO_ROOT / "data" / "cache" / "vec2sent-embeddings"
+EMBEDDING_CACHE = CACHE_DIR / "vec2sent-embeddings"
 LONGEST_TRAINED_SENTENCE = 47  # pieces (the corpus' longest has 41, p99 22); longer ones are cut
 
 
@@ -348,7 +348,7 @@ def _piece_keys(vocab: PieceVocab) -> list[int | str]:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--encoder", type=Path, required=True, help="encoder checkpoint (core.engine)")
-    parser.add_argument("--corpus", type=Path, default=REPO_ROOT / "data/cache/corpus")
+    parser.add_argument("--corpus", type=Path, default=CORPUS_DIR)
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--init", type=Path, help="start from this decoder, e.g. the decoder of the encoder "
                         "this one was fine-tuned or blended from (another corpus' pieces are mapped)")

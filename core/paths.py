@@ -1,0 +1,16 @@
+"""Where things are: the repository's folders, each named once.
+
+Shipped data lives in `core/data/` and `checkpoints/`; what the commands download or build goes to
+`data/cache/` (git-ignored); SentEval's data is read from `../shared/data/senteval` beside the
+repository when it is there (development machines and CI).
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+CORE_DATA_DIR = REPO_ROOT / "core" / "data"
+CHECKPOINTS_DIR = REPO_ROOT / "checkpoints"
+CACHE_DIR = REPO_ROOT / "data" / "cache"
+CORPUS_DIR = CACHE_DIR / "corpus"  # the Vec2Sent corpus (core.vec2sent.corpus)
+SENTEVAL_DIR = REPO_ROOT.parent / "shared" / "data" / "senteval"
