@@ -31,7 +31,8 @@ from core.dictionary import DictionarySplit, Entry, read_user_dictionary, split_
 from core.engine import Engine
 from core.hardware import resolve_precision
 from core.train import TrainConfig, TrainProgress, train
-from core.word_eval import definition_pairs, evaluate_words
+from core.open_vocab import evaluate_among
+from core.word_eval import definition_pairs
 
 from .jobs import Job, env_int, run_in_process, short_reason
 from .models import ModelSpec
@@ -182,10 +183,15 @@ def validate_upload(engine: Engine, path: str | Path, seed: int | float | None =
     bound); ValueError (with the report) when it is unusable."""
     seed = setting_bounds(None)["seed"].parse(seed)
     path = Path(path)
-    entries, report = read_user_dictionary(path, vocab=lambda word: engine.vocab.token_id(word) is not None)
+    entries, report = read_user_dictionary(path)  # every word and phrase is an answer (open vocabulary)
     if not report.ok:
         raise ValueError(report.summary())
     split = split_by_word(entries, seed=seed)
+    trainable = {e.word for e in split.train if engine.vocab.token_id(e.word) is not None}
+    if not trainable:
+        raise ValueError(f"{report.summary()}\nNone of the training words is a single token of the model's "
+                         "vocabulary, and training teaches the encoder through those (the word head scores only "
+                         "them). Add common single words (dog, river, teacher...) beside your phrases.")
     empty = [name for name, part in (("training", split.train), ("dev", split.dev), ("test", split.test))
              if not part]
     if empty:
@@ -193,7 +199,16 @@ def validate_upload(engine: Engine, path: str | Path, seed: int | float | None =
         raise ValueError(f"{report.summary()}\nOnly {words} different usable words: the {' and '.join(empty)} "
                          "part(s) of the split by word would be empty. Add more words (at least 10).")
     # The report is short whatever the file: the reader's summary is cut at 10,000 characters.
-    return UploadData.pack(path.name, report.summary() + "\n" + split.report(), seed, entries, len(split.train))
+    return UploadData.pack(path.name, "\n".join([report.summary(), split.report(), _open_vocabulary_note(entries, engine)]),
+                           seed, entries, len(split.train))
+
+
+def _open_vocabulary_note(entries: list[Entry], engine: Engine) -> str:
+    words = {e.word for e in entries}
+    single = sum(engine.vocab.token_id(w) is not None for w in words)
+    return (f"{len(words)} words, all of them answers and evaluated.\n"
+            f"{single} are single tokens of the model's vocabulary: their definitions train the encoder.\n"
+            f"{len(words) - single} have several pieces (phrases, rare words): ranked by their own embedding.")
 
 
 UPLOAD_LIFETIME = 3600.0  # seconds a validated upload is kept for its session; then it must be uploaded again
@@ -288,9 +303,8 @@ def run_finetune(job: Reporter, load_engine: Callable[[], Engine], upload: Uploa
         job.report(stage="embedding every word of the vocabulary (word vectors)")
         engine.add_word_vectors(config.word_vector_scale)
     job.report(stage="scoring the held-out words before training")
-    before = evaluate_words(engine, split.test)
     examples = _examples(split.test)
-    before_words = _top_words(engine, examples)
+    before, before_words = _ranked_among_own_words(engine, split.test, upload.entries, examples)
 
     def progress(p: TrainProgress) -> None:
         # After the last step, train() embeds every word and the training definitions again with the
@@ -300,9 +314,9 @@ def run_finetune(job: Reporter, load_engine: Callable[[], Engine], upload: Uploa
         job.record(step=p.step, loss=p.loss, dev_mrr=p.dev.get("mrr"))
 
     result = train(engine, split.train, split.dev, config, progress=progress)
+    engine.user_dictionary = _merged(engine.user_dictionary, upload.entries)  # its words: answers in the app
     job.report(stage="scoring the held-out words after training")
-    after = evaluate_words(engine, split.test)
-    after_words = _top_words(engine, examples)
+    after, after_words = _ranked_among_own_words(engine, split.test, upload.entries, examples)
     rows = [{"word": e.word, "definition": e.definition, "before": b, "after": a}
             for e, b, a in zip(examples, before_words, after_words, strict=True)]
     training = {"data": upload.name, "finetuned_from": started_from, "split": split.stats(),
@@ -367,11 +381,19 @@ def _examples(entries: list[Entry]) -> list[Entry]:
     return list(seen.values())[:EXAMPLES]
 
 
-def _top_words(engine: Engine, entries: list[Entry]) -> list[str]:
-    if not entries:
-        return []
-    ranked = engine.predict_words_batch([e.definition for e in entries], k=TOP_WORDS)
-    return [", ".join(word for word, _ in words) for words in ranked]
+def _merged(kept: list[Entry], new: list[Entry]) -> list[Entry]:
+    """`kept` then the entries of `new` it lacks (a model fine-tuned twice knows both dictionaries)."""
+    seen = set(kept)
+    return [*kept, *(e for e in new if e not in seen)]
+
+
+def _ranked_among_own_words(engine: Engine, test: list[Entry], dictionary: list[Entry],
+                            examples: list[Entry]) -> tuple[dict, list[str]]:
+    """MRR / top-k of the held-out words ranked among all the words of the user's dictionary
+    (phrases included), and the top words of each example."""
+    metrics, top = evaluate_among(engine, test, dictionary, k=TOP_WORDS)
+    top_of = dict(zip(test, top))
+    return metrics, [", ".join(top_of[e]) for e in examples]
 
 
 def comparison_rows(result: FinetuneResult) -> list[list]:

@@ -1,10 +1,9 @@
 """(word, definition) dictionaries: the shipped WordNet file, user uploads, and a leak-free split by word.
 
-`python -m core.dictionary [FILE]` prints the split report for a dictionary file (default: the shipped WordNet).
+`python -m core dictionary [FILE]` prints the split report for a dictionary file (default: the shipped WordNet).
 """
 from __future__ import annotations
 
-import argparse
 import codecs
 import csv
 import gzip
@@ -51,6 +50,17 @@ def is_predictable(word: str, vocab: Collection[str]) -> bool:
     return word.isalpha() and word in vocab
 
 
+# A dictionary headword: letters (any script) and digits, with spaces, hyphens, apostrophes and
+# periods inside ("ice cream", "o'clock", "u.s.", "café"), at least one letter.
+_WORD_OR_PHRASE = re.compile(r"(?=.*[^\W\d_])[^\W_](?:[^\W_]|[' .-])*")
+
+
+def is_word_or_phrase(word: str) -> bool:
+    """True if `word` can be a reverse-dictionary answer (see `_WORD_OR_PHRASE`): not a token
+    like [CLS] or ##s, a number, a formula or punctuation."""
+    return _WORD_OR_PHRASE.fullmatch(word) is not None
+
+
 def load_wordnet(path: str | Path | None = None) -> list[Entry]:
     """The WordNet entries shipped in core/data (or the gzip JSONL file at `path`); parsed once, then cached."""
     return list(_load_jsonl_gz(Path(path or WORDNET_PATH).resolve()))
@@ -58,8 +68,22 @@ def load_wordnet(path: str | Path | None = None) -> list[Entry]:
 
 @lru_cache(maxsize=4)
 def _load_jsonl_gz(path: Path) -> tuple[Entry, ...]:
+    return tuple(read_entries(path))
+
+
+def read_entries(path: Path) -> list[Entry]:
+    """The entries of a gzip JSONL file written by `write_entries` (not cached)."""
     with gzip.open(path, "rt", encoding="utf-8") as lines:
-        return tuple(_entry_from_json(json.loads(line)) for line in lines)
+        return [_entry_from_json(json.loads(line)) for line in lines]
+
+
+def write_entries(entries: Iterable[Entry], out: Path) -> None:
+    """Write gzip JSONL atomically; mtime 0 in the gzip header keeps the bytes reproducible."""
+    tmp = out.with_name(out.name + ".tmp")
+    with tmp.open("wb") as raw, gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0) as stream:
+        for entry in entries:
+            stream.write((entry_to_json(entry) + "\n").encode("utf-8"))
+    os.replace(tmp, out)
 
 
 def load_wordnet_lemmas(path: str | Path | None = None) -> list[Entry]:
@@ -399,6 +423,8 @@ def _row_to_entry(raw: _RawRow, limits: _Limits, report: ValidationReport) -> En
     values = {name: "" if raw.fields.get(name) is None else raw.fields[name] for name in KNOWN_COLUMNS}
     word = values["word"].strip().lower() if isinstance(values["word"], str) else ""
     problem = raw.problem or _field_problem(raw.fields, values, limits)
+    if not problem and not is_word_or_phrase(word):
+        problem = "not a word or phrase (letters and digits, with spaces, hyphens, apostrophes or periods inside)"
     if problem:
         report.rejected.append(RejectedRow(raw.line, problem, _without_undecodable(word)))
         return None
@@ -577,18 +603,3 @@ def largest_shared_definition_group(entries: Iterable[Entry]) -> int:
         other = first_word_of.setdefault(definition_key(entry.definition), entry.word)
         parent[root(entry.word)] = root(other)
     return max(Counter(root(word) for word in list(parent)).values(), default=0)
-
-
-def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("file", nargs="?", type=Path, default=WORDNET_PATH, help="gzip JSONL dictionary")
-    parser.add_argument("--seed", type=int, default=0)
-    args = parser.parse_args(argv)
-    entries = load_wordnet(args.file)
-    print(f"{len(entries)} pairs, {len({entry.word for entry in entries})} words")
-    print(f"largest group of words joined by shared definitions: {largest_shared_definition_group(entries)} words")
-    print(split_by_word(entries, seed=args.seed).report())
-
-
-if __name__ == "__main__":
-    main()

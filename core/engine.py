@@ -27,7 +27,7 @@ from .checkpoint import (DEFAULT_BASE, DEFAULT_CHECKPOINT, FORMAT, FORMAT_VERSIO
 from .encoder import SentenceEncoder, check_texts, l2_normalize, semantic_search
 from .hardware import quantised_engine
 from .hubness import DEFAULT_K, DEFAULT_WEIGHT, HUB_PENALTY, HubPenalty, group_definitions
-from .dictionary import Entry, load_wordnet_lemmas
+from .dictionary import Entry, load_wordnet_lemmas, read_entries, write_entries
 from .lora import dense_delta, factored_delta, is_low_rank, stored_factors
 from .open_vocab import (DEFAULT_OPEN_VOCAB, OPEN_VOCAB_MAP, Candidates, OpenScorer, OpenVocabConfig, load_word_map,
                          open_scorer, save_word_map)
@@ -39,6 +39,7 @@ from .word_vectors import DEFAULT_SCALE, WORD_VECTORS, WordVectors
 ENCODER_DELTA = "encoder_delta.safetensors"
 HEAD_WEIGHTS = "head.safetensors"
 HEAD_CONFIG = "head_config.json"
+USER_DICTIONARY = "user_dictionary.jsonl.gz"
 OPEN_VOCAB_WEIGHTS = {f.name for f in fields(OpenVocabConfig)}
 _WORD_RE = re.compile(r"[a-z]+(?:'[a-z]+)?")
 
@@ -57,6 +58,7 @@ class Engine(VectorReadout):
         self.open_vocab: OpenScorer | None = None  # every WordNet lemma as an answer, once enabled
         self.open_vocab_map: torch.nn.Linear | None = None  # `fit_word_map`'s map of phrase vectors, if any
         self.open_vocab_config = DEFAULT_OPEN_VOCAB  # its weights; a checkpoint's own when it has them
+        self.user_dictionary: list[Entry] = []  # a fine-tune's dictionary: its words are answers too
         # {encoder weight name: (B, A)} of a low-rank training run (core/lora.py): saved as factors
         self.low_rank: dict[str, tuple[torch.Tensor, torch.Tensor]] = {}
         self.base_source = base_source
@@ -139,6 +141,8 @@ class Engine(VectorReadout):
                                                                       if k in OPEN_VOCAB_WEIGHTS})
             if "word_map" in open_vocab:
                 engine.open_vocab_map = load_word_map(path / OPEN_VOCAB_MAP)
+            if "user_dictionary" in manifest:
+                engine.user_dictionary = read_entries(path / USER_DICTIONARY)
         elif "word_vectors" in manifest:  # the base's own word vectors: a like-for-like "before" model
             engine.add_word_vectors(manifest["word_vectors"]["scale"])
         engine.manifest = manifest
@@ -209,8 +213,8 @@ class Engine(VectorReadout):
         manifest = read_manifest(path)
         if manifest["base"]["fingerprint"] != self.base_fingerprint:
             raise CheckpointError(f"{path} holds a checkpoint of another base model")
-        manifest.pop("word_vectors", None)
-        manifest.pop("hub_penalty", None)
+        for written_again in ("word_vectors", "hub_penalty", "open_vocab", "user_dictionary"):
+            manifest.pop(written_again, None)
         manifest["metrics"] = {**manifest.get("metrics", {}), **(metrics or {})}
         with atomic_directory(path) as tmp:
             for name in (ENCODER_DELTA, HEAD_WEIGHTS, HEAD_CONFIG):
@@ -222,6 +226,9 @@ class Engine(VectorReadout):
 
     def _write_word_scoring(self, directory: Path, manifest: dict) -> None:
         manifest["open_vocab"] = asdict(self.open_vocab_config)
+        if self.user_dictionary:
+            write_entries(self.user_dictionary, directory / USER_DICTIONARY)
+            manifest["user_dictionary"] = {"file": USER_DICTIONARY, "entries": len(self.user_dictionary)}
         if self.open_vocab_map is not None:
             save_word_map(self.open_vocab_map, directory / OPEN_VOCAB_MAP)
             manifest["open_vocab"]["word_map"] = OPEN_VOCAB_MAP
@@ -363,16 +370,17 @@ class Engine(VectorReadout):
             results.append([(vocab.words[j], float(p)) for p, j in zip(top.values, top.indices.tolist())])
         return results
 
-    def enable_open_vocabulary(self, extra: Iterable[Entry] = (), cache_dir: str | Path | None = None,
+    def enable_open_vocabulary(self, extra: Iterable[Entry] | None = None, cache_dir: str | Path | None = None,
                                progress: Callable[[int, int], None] | None = None,
                                dictionary: Iterable[Entry] | None = None) -> None:
         """Answer with every word and phrase of `dictionary` (default: all 147k WordNet lemmas,
-        "ice cream", "give up") and of `extra` (a user's dictionary), scored as core/open_vocab.py
+        "ice cream", "give up") and of `extra` (default: the dictionary this model was fine-tuned
+        on, `user_dictionary`), scored as core/open_vocab.py
         says. The first call for a model embeds them all (about 4 minutes on 2 cores for WordNet;
         `progress(done, total)` per batch); with `cache_dir` the vectors are kept there per model
         and candidate list."""
         entries = load_wordnet_lemmas() if dictionary is None else dictionary
-        candidates = Candidates([*entries, *extra], self.vocab)
+        candidates = Candidates([*entries, *(self.user_dictionary if extra is None else extra)], self.vocab)
         cache = (Path(cache_dir) / f"{self.fingerprint[:16]}-{candidates.fingerprint()}.safetensors"
                  if cache_dir is not None else None)
         scorer = open_scorer(lambda texts: self.encode(texts, batch_size=128, progress=progress),

@@ -3,14 +3,14 @@
 The frozen word head scores only words that are one vocabulary token (21.7k for MiniLM). Each
 candidate c gets a score from two channels, computed for a sentence vector u:
 
-    word(c)       = Engine.word_logits(u)[token of c]          if c is one token (head + word vector)
-                  = scale * cos(u, encode(c)) + multi_bias      otherwise (its own embedding)
+    word(c)       = cos(u, map(encode(c)))                       its own embedding, mapped (`fit_word_map`)
+    head(c)       = Engine.word_logits(u)[token of c]            if c is one token (head + word vector)
+                  = multi_bias / head_weight                      otherwise (stands in for the logit)
     definition(c) = max over c's definitions d of cos(u, encode(d))   (nearest glosses vote)
-    score(c)      = word(c) + definition_weight * definition(c)
+    score(c)      = word_scale * word(c) + head_weight * head(c) + definition_weight * definition(c)
 
-`multi_bias` stands in for the head logit the phrase does not have; both weights are chosen on dev
-(docs/results.md, "Open vocabulary"). For evaluation the definition index must never hold the
-text being evaluated: `OpenScorer.without_definitions` drops those definitions.
+The weights are chosen on dev (docs/results.md, "Open vocabulary"). For evaluation the definition
+index must never hold the text being evaluated: `OpenScorer.without_definitions` drops those.
 """
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ import hashlib
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterable
+from typing import Callable, Iterable, Sequence
 
 import numpy as np
 import torch
@@ -27,19 +27,21 @@ from safetensors.torch import load_file, save_file
 from .dictionary import Entry, definition_key
 from .hardware import RowwiseInt8Product
 from .vocabulary import WordVocabulary
+from .word_eval import metrics_from_ranks, rank_of_gold
 
 
 @dataclass(frozen=True)
 class OpenVocabConfig:
-    multi_bias: float = 0.0         # added to the phrases' word score (they have no head logit)
+    word_scale: float = 15.0        # weight of cos(u, map(encode(c))), every candidate
+    head_weight: float = 1.0        # weight of the engine's word score, single-token candidates
+    multi_bias: float = 0.0         # added instead for the others (they have no head logit)
     definition_weight: float = 0.0  # weight of the definition channel
-    multi_scale: float = 15.0       # weight of cos(u, map(encode(c))) for candidates without a token
 
 
 @dataclass(frozen=True)
 class WordMapConfig:
     """How `fit_word_map` trains: sampled softmax over the batch's words and `negatives` random ones."""
-    epochs: int = 3
+    epochs: int = 6
     batch_size: int = 512
     negatives: int = 8192
     lr: float = 1e-3
@@ -113,11 +115,11 @@ class OpenScorer:
         self.word_map = word_map
         self._pairs = (torch.from_numpy(candidates.pair_definition), torch.from_numpy(candidates.pair_word))
         # (d, M) and (d, G): what a query multiplies; int8 after `quantize`
-        multi_vectors = self.word_vectors[self.multi]  # (M, d)
+        mapped = self.word_vectors  # (C, d)
         if word_map is not None:  # `fit_word_map`: towards the definitions of such words
             with torch.no_grad():
-                multi_vectors = _unit(word_map(multi_vectors))
-        self._products = {"word": multi_vectors.T.contiguous(),
+                mapped = _unit(word_map(mapped))
+        self._products = {"word": mapped.T.contiguous(),
                           "definition": self.definition_vectors.T.contiguous()}
 
     def with_config(self, config: OpenVocabConfig) -> "OpenScorer":
@@ -152,9 +154,9 @@ class OpenScorer:
     def scores(self, u: torch.Tensor, token_logits: torch.Tensor) -> torch.Tensor:
         """u (B, d) and the engine's token scores (B, V) -> candidate scores (B, C)."""
         unit = torch.nn.functional.normalize(u.float(), dim=1)  # (B, d)
-        out = torch.empty(u.shape[0], len(self.candidates))  # (B, C)
-        out[:, self.single] = token_logits[:, self.single_tokens]
-        out[:, self.multi] = self.config.multi_scale * self._cos(unit, "word") + self.config.multi_bias  # (B, M)
+        out = self.config.word_scale * self._cos(unit, "word")  # (B, C)
+        out[:, self.single] += self.config.head_weight * token_logits[:, self.single_tokens]
+        out[:, self.multi] += self.config.multi_bias
         if self.config.definition_weight:
             out += self.config.definition_weight * self.definition_scores(unit)
         return out
@@ -261,3 +263,21 @@ def _unit(x: torch.Tensor) -> torch.Tensor:
 
 def _int8(x: torch.Tensor) -> torch.Tensor:
     return (x / x.abs().amax(dim=1, keepdim=True).clamp(min=1e-12) * 127).round().to(torch.int8).contiguous()
+
+
+def evaluate_among(engine, test: Sequence[Entry], dictionary: Sequence[Entry], k: int = 3,
+                   batch_size: int = 128) -> tuple[dict, list[list[str]]]:
+    """Rank each test definition's word among all the words of `dictionary` (which holds the test
+    entries too), with `engine`'s open-vocabulary scoring and a definition index without the test
+    texts. Returns (MRR / top-1/3/10 as `core.word_eval.metrics_from_ranks`, the top `k` words of each
+    test definition). Small dictionaries: everything is embedded now."""
+    candidates = Candidates(dictionary, engine.vocab)
+    scorer = OpenScorer.compute(lambda texts: engine.encode(texts, batch_size=batch_size), candidates,
+                                engine.open_vocab_config, engine.open_vocab_map)
+    scorer = scorer.without_definitions(e.definition for e in test)
+    index = {w: i for i, w in enumerate(candidates.words)}
+    u = torch.from_numpy(engine.encode([e.definition for e in test], batch_size=batch_size))  # (n, d)
+    scores = scorer.scores(u, engine.word_logits(u))  # (n, C)
+    gold = torch.tensor([index[e.word] for e in test])
+    top = scores.topk(min(k, scores.shape[1])).indices.tolist()
+    return metrics_from_ranks(rank_of_gold(scores, gold)), [[candidates.words[j] for j in row] for row in top]

@@ -1,6 +1,6 @@
 """Build core/data/wordnet.jsonl.gz from the WordNet 3.0 `data.*` files (Debian package wordnet-base).
 
-python -m core.wordnet --wordnet-dir data/cache/wordnet-deb/usr/share/wordnet --out core/data/wordnet.jsonl.gz
+python -m core wordnet --wordnet-dir data/cache/wordnet-deb/usr/share/wordnet --out core/data/wordnet.jsonl.gz
 
 It also writes core/data/wordnet-synsets.jsonl.gz: every synset with all its lemmas, the candidates of
 the open-vocabulary reverse dictionary (core/open_vocab.py).
@@ -10,18 +10,16 @@ nothing else. See scripts/fetch_wordnet.sh for getting the data files.
 """
 from __future__ import annotations
 
-import argparse
 import gzip
 import importlib.util
 import json
 import os
 import re
-from collections import Counter
 from collections.abc import Collection, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from core.dictionary import Entry, entry_to_json, is_predictable, read_vocab
+from core.dictionary import Entry, is_predictable, read_vocab, write_entries
 
 DATA_FILES = ("noun", "verb", "adj", "adv")
 _ADJECTIVE_MARKER = re.compile(r"\((?:a|p|ip)\)$")  # syntactic markers such as galore(ip)
@@ -87,15 +85,6 @@ def build_entries(synsets: Iterable[Synset], vocab: Collection[str]) -> list[Ent
     return list(entries.values())
 
 
-def write_entries(entries: Iterable[Entry], out: Path) -> None:
-    """Write gzip JSONL atomically; mtime 0 in the gzip header keeps the bytes reproducible."""
-    tmp = out.with_name(out.name + ".tmp")
-    with tmp.open("wb") as raw, gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0) as stream:
-        for entry in entries:
-            stream.write((entry_to_json(entry) + "\n").encode("utf-8"))
-    os.replace(tmp, out)
-
-
 def write_synsets(synsets: Iterable[Synset], out: Path) -> None:
     """Every synset as one gzip JSONL line {"synset", "pos", "lemmas", "definition"}: all lemmas
     (multi-word, hyphenated, capitalised), for the open-vocabulary reverse dictionary. Atomic and
@@ -128,28 +117,17 @@ def default_vocab_path() -> Path:
     return Path(next(iter(spec.submodule_search_locations))) / "model" / "vocab.txt"
 
 
-def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--wordnet-dir", type=Path, required=True, help="folder with data.noun, data.verb, ...")
-    parser.add_argument("--vocab", type=Path, help="BERT vocab.txt (default: all-MiniLM-L6-v2's)")
-    parser.add_argument("--out", type=Path, default=Path("core/data/wordnet.jsonl.gz"))
-    parser.add_argument("--synsets-out", type=Path,
-                        help="every synset with all its lemmas, the open vocabulary (default: "
-                             "wordnet-synsets.jsonl.gz beside --out)")
-    parser.add_argument("--copyright", type=Path,
-                        help="Debian copyright file (default: WORDNET_DIR/../doc/wordnet-base/copyright)")
-    args = parser.parse_args(argv)
-    synsets = list(read_synsets(args.wordnet_dir))
-    entries = build_entries(synsets, read_vocab(args.vocab or default_vocab_path()))
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    write_entries(entries, args.out)
-    write_synsets(synsets, args.synsets_out or args.out.with_name("wordnet-synsets.jsonl.gz"))
-    copyright_path = args.copyright or args.wordnet_dir.parent / "doc" / "wordnet-base" / "copyright"
-    (args.out.parent / "WORDNET_LICENSE").write_text(license_text(copyright_path), encoding="utf-8")
-    by_pos = ", ".join(f"{pos} {count}" for pos, count in sorted(Counter(entry.pos for entry in entries).items()))
-    print(f"{len(synsets)} synsets, {sum(len(s.lemmas) for s in synsets)} lemmas -> {len(entries)} entries "
-          f"({len({entry.word for entry in entries})} words; {by_pos}) written to {args.out}")
-
-
-if __name__ == "__main__":
-    main()
+def write_wordnet(wordnet_dir: Path, out: Path, vocab_path: Path | None = None, synsets_out: Path | None = None,
+                  copyright_path: Path | None = None) -> tuple[list[Synset], list[Entry]]:
+    """Write the entries whose word is one token of `vocab_path` (default: all-MiniLM-L6-v2's) to
+    `out`, every synset to `synsets_out` (default: wordnet-synsets.jsonl.gz beside `out`) and the
+    licence from Debian's `copyright_path` (default: WORDNET_DIR/../doc/wordnet-base/copyright) to
+    WORDNET_LICENSE beside `out`; returns the synsets and the entries."""
+    synsets = list(read_synsets(wordnet_dir))
+    entries = build_entries(synsets, read_vocab(vocab_path or default_vocab_path()))
+    out.parent.mkdir(parents=True, exist_ok=True)
+    write_entries(entries, out)
+    write_synsets(synsets, synsets_out or out.with_name("wordnet-synsets.jsonl.gz"))
+    copyright_path = copyright_path or wordnet_dir.parent / "doc" / "wordnet-base" / "copyright"
+    (out.parent / "WORDNET_LICENSE").write_text(license_text(copyright_path), encoding="utf-8")
+    return synsets, entries

@@ -319,7 +319,8 @@ def test_job_view_while_queued_and_running(studio):
 
 def test_validate_upload_reports_and_splits(engine, dictionary_file, tmp_path):
     upload = validate_upload(engine, dictionary_file)
-    assert len(upload.entries) == len(DEFINITIONS) and "zzzz" in upload.report
+    assert len(upload.entries) == len(DEFINITIONS) + 1  # zzzz too: every word is an answer
+    assert f"{len(DEFINITIONS) + 1} words, all of them answers" in upload.report and "1 have several pieces" in upload.report
     assert upload.split.train and upload.split.dev and upload.split.test
     small = tmp_path / "small.csv"
     small.write_text("word,definition\ndog,an animal\ncat,another animal\n", encoding="utf-8")
@@ -360,6 +361,8 @@ def test_finetune_job_compares_saves_and_exports(engine, tiny_mlm_dir, dictionar
     with pytest.raises(ValueError, match="invalid checkpoint name"):
         save_finetuned(result, "../evil", tmp_path)
     trained = Engine.load(path)
+    assert {e.word for e in trained.user_dictionary} == set(DEFINITIONS) | {"zzzz"}  # answers in the app, zzzz too
+    assert result.before["n"] == result.after["n"] == len(upload.split.test)  # every held-out word ranked
     folder = export_sentence_transformers(trained, tmp_path / "st", "mine-v1")
     assert (folder / "modules.json").is_file() and "sentence-transformers" in (folder / "README.md").read_text()
     with zipfile.ZipFile(zip_folder(path, tmp_path / "zips")) as archive:

@@ -72,14 +72,15 @@ def test_tsv_rows_are_normalised_validated_and_set_aside():
         4: "empty definition",
         5: "duplicate (word, definition) pair of row 2",
         7: "5 fields but the header has 4 (quote fields that contain the delimiter)",
+        8: "not a word or phrase (letters and digits, with spaces, hyphens, apostrophes or periods inside)",
     }
-    assert report.unpredictable_words() == {"hot dog": 1, "=cmd|' /c calc'!a0": 1}
+    assert report.unpredictable_words() == {"hot dog": 1}
     assert (report.ok, report.format, report.rows_read, report.rows_accepted) == (True, "tsv", 8, 3)
 
 
-def test_formula_text_is_kept_as_data_but_echoed_safely():
+def test_formula_text_is_rejected_as_a_word_and_echoed_safely():
     entries, report = read_user_dictionary(USER / "words.tsv")
-    assert Entry("=cmd|' /c calc'!a0", "formula text kept as plain text", "n") in entries
+    assert "=cmd|' /c calc'!a0" not in {e.word for e in entries} and "hot dog" in {e.word for e in entries}
     _, report = read_user_dictionary(USER / "words.tsv", vocab=VOCAB)
     summary = report.summary()
     assert "\"'=cmd|' /c calc'!a0\"" in summary
@@ -89,7 +90,7 @@ def test_formula_text_is_kept_as_data_but_echoed_safely():
 def test_vocab_may_be_a_predicate():
     entries, report = read_user_dictionary(USER / "words.tsv", vocab=lambda word: word.startswith("d"))
     assert [entry.word for entry in entries] == ["dog"]
-    assert report.unpredictable_words() == {"cat": 1, "hot dog": 1, "=cmd|' /c calc'!a0": 1, "eat": 1}
+    assert report.unpredictable_words() == {"cat": 1, "hot dog": 1, "eat": 1}
 
 
 def test_csv_with_bom_quotes_and_a_multiline_field():

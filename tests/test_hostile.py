@@ -117,11 +117,18 @@ REFUSED_FILES = [
     ("not-text.jsonl", '{"word": 1, "definition": ["x"]}\n', "'word' is not text"),
     ("surrogate.jsonl", '{"word": "dog\\ud800", "definition": "a pet"}\n', "undecodable bytes"),
     ("too-many-fields.csv", "word,definition\ndog,a pet, that barks\n", "3 fields but the header has 2"),
-    ("outside-vocabulary.csv", ("word,definition\nzebra,a striped horse\ndogs,more than one dog\n##s,a piece\n"
-                                "[CLS],a token\n42,a number\nice cream,a food\n"),
-     "6 set aside because their word is not a single vocabulary token"),
-    ("control-characters.tsv", "word\tdefinition\n\x1b[2J\x07\t\x1b]0;pwned\x07\n", "1 set aside"),
+    ("not-words.csv", "word,definition\n##s,a piece\n[CLS],a token\n42,a number\n", "3 of 3 rows rejected"),
+    ("control-characters.tsv", "word\tdefinition\n\x1b[2J\x07\t\x1b]0;pwned\x07\n", "not a word or phrase"),
 ]
+
+
+def test_phrases_and_non_ascii_words_are_answers_and_junk_is_rejected_with_a_reason(uploads):
+    path = write(uploads, "open.csv", "word,definition\nice cream,a frozen food\ncafé,a small restaurant\n"
+                                      "gallop,to run fast\n##s,a piece\n[CLS],a token\n42,a number\n")
+    entries, report = read_user_dictionary(path)
+    assert [e.word for e in entries] == ["ice cream", "café", "gallop"]
+    assert [(r.row, r.value) for r in report.rejected] == [(5, "##s"), (6, "[cls]"), (7, "42")]
+    assert all("not a word or phrase" in r.reason for r in report.rejected) and not report.set_aside
 
 
 @pytest.mark.parametrize("name, content, message", REFUSED_FILES, ids=[case[0] for case in REFUSED_FILES])
@@ -202,7 +209,7 @@ FORMULAS = ["=cmd|' /C calc'!A0", "+SUM(1,2)", "-2+3+cmd|' /C calc'!A0", "@SUM(A
 
 def test_formula_injection_is_neutralised_in_the_report(engine, uploads):
     rows = [["word", "definition"], *[[w, f"a {w} of some kind"] for w in WORDS]]
-    rows += [[formula, "a formula as the word"] for formula in FORMULAS]  # set aside: not a vocabulary token
+    rows += [[formula, "a formula as the word"] for formula in FORMULAS]  # rejected: not a word or phrase
     rows += [[formula, ""] for formula in FORMULAS]                        # rejected: empty definition
     text = io.StringIO()
     csv.writer(text).writerows(rows)

@@ -44,20 +44,24 @@ def test_phrases_are_answers_and_filters_work_on_them(engine):
     assert probabilities == sorted(probabilities, reverse=True) and abs(sum(probabilities) - 1) < 1e-4
 
 
-def test_single_token_candidates_keep_the_engine_word_scores(engine):
+def test_scores_combine_the_word_head_and_word_channels_as_documented(engine):
     c = Candidates(DICTIONARY, engine.vocab)
-    scorer = OpenScorer(c, torch.randn(len(c), 32), torch.randn(len(c.definitions), 32))
+    W = torch.randn(len(c), 32)
+    config = OpenVocabConfig(word_scale=20.0, head_weight=0.5, multi_bias=3.0)
+    scorer = OpenScorer(c, W, torch.randn(len(c.definitions), 32), config)
     u = torch.randn(3, 32)
     logits = engine.word_logits(u)
     scores = scorer.scores(u, logits)
-    dog = c.words.index("dog")
-    torch.testing.assert_close(scores[:, dog], logits[:, engine.vocab.token_id("dog")])
+    cos = torch.nn.functional.normalize(u, dim=1) @ torch.nn.functional.normalize(W, dim=1).T
+    dog, ice_cream = c.words.index("dog"), c.words.index("ice cream")
+    torch.testing.assert_close(scores[:, dog], 20 * cos[:, dog] + 0.5 * logits[:, engine.vocab.token_id("dog")])
+    torch.testing.assert_close(scores[:, ice_cream], 20 * cos[:, ice_cream] + 3.0)
 
 
 def test_definition_channel_votes_for_every_word_of_a_definition_and_can_leave_texts_out(engine):
     c = Candidates(DICTIONARY, engine.vocab)
     definitions = torch.eye(len(c.definitions), 32)  # definition g along axis g
-    scorer = OpenScorer(c, torch.randn(len(c), 32), definitions, OpenVocabConfig(0.0, 1.0))
+    scorer = OpenScorer(c, torch.randn(len(c), 32), definitions, OpenVocabConfig(definition_weight=1.0))
     shared = c.definitions.index("a man who rules a country")
     u = definitions[shared:shared + 1]
     best = scorer.definition_scores(u)[0]
@@ -68,7 +72,7 @@ def test_definition_channel_votes_for_every_word_of_a_definition_and_can_leave_t
 
 def test_int8_scores_rank_like_float32(engine):
     c = Candidates(DICTIONARY, engine.vocab)
-    args = (c, torch.randn(len(c), 32), torch.randn(len(c.definitions), 32), OpenVocabConfig(-1.0, 5.0))
+    args = (c, torch.randn(len(c), 32), torch.randn(len(c.definitions), 32), OpenVocabConfig(multi_bias=-1.0, definition_weight=5.0))
     u = torch.randn(4, 32)
     logits = engine.word_logits(u)
     exact = OpenScorer(*args).scores(u, logits)
@@ -137,7 +141,7 @@ def test_word_map_learns_a_shared_map_that_carries_over_to_words_never_trained_o
 
 
 def test_open_vocabulary_weights_and_map_travel_with_the_checkpoint(engine, tmp_path):
-    engine.open_vocab_config = OpenVocabConfig(multi_bias=-1.5, definition_weight=30.0, multi_scale=12.0)
+    engine.open_vocab_config = OpenVocabConfig(word_scale=40.0, head_weight=0.5, multi_bias=6.0, definition_weight=30.0)
     engine.open_vocab_map = torch.nn.Linear(32, 32).requires_grad_(False)
     engine.save(tmp_path / "model")
     loaded = Engine.load(tmp_path / "model", decoder=None)
@@ -145,3 +149,14 @@ def test_open_vocabulary_weights_and_map_travel_with_the_checkpoint(engine, tmp_
     torch.testing.assert_close(loaded.open_vocab_map.weight, engine.open_vocab_map.weight)
     loaded.enable_open_vocabulary(dictionary=DICTIONARY)
     assert loaded.open_vocab.config == engine.open_vocab_config and loaded.open_vocab.word_map is loaded.open_vocab_map
+
+
+def test_a_fine_tuned_dictionary_travels_with_the_checkpoint_and_its_words_are_answers(engine, tmp_path):
+    mine = [Entry("hot dog", "a sausage in a bun", "n"), Entry("café", "a small restaurant", "")]
+    engine.user_dictionary = mine
+    engine.save(tmp_path / "model")
+    loaded = Engine.load(tmp_path / "model", decoder=None)
+    assert loaded.user_dictionary == mine
+    loaded.enable_open_vocabulary(dictionary=DICTIONARY)
+    assert {"hot dog", "café", "ice cream"} <= set(loaded.open_vocab.candidates.words)
+    assert [w for w, _ in loaded.predict_words("food", k=3, pattern="caf?")] == ["café"]
