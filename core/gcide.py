@@ -1,22 +1,20 @@
 """Extra training definitions from GCIDE (the GNU Collaborative International Dictionary of English).
 
     scripts/fetch_gcide.sh        # Debian package dict-gcide -> data/cache/deb/gcide
-    python -m core.gcide --dictd-dir data/cache/deb/gcide/usr/share/dictd --out data/cache/gcide.jsonl.gz
+    python -m core gcide --dictd-dir data/cache/deb/gcide/usr/share/dictd --out data/cache/gcide.jsonl.gz
 
 GCIDE (Webster's 1913 plus later additions; GPL-3, see the package's copyright file) is read from
 its dictd files: `gcide.index` (headword, base64 offset, base64 length) and `gcide.dict.dz`. Each
 numbered or single sense of a one-word headword becomes an Entry; cross-references ("See ...",
 "Same as ..."), inflections ("imp. of ..."), notes, phrases, quotations and senses that use the
-headword itself are left out. The file is used only to add training pairs (`core.train
+headword itself are left out. The file is used only to add training pairs (`python -m core train
 --extra-train`), never for dev or test: `add_training_entries` drops every dev/test word and every
 dev/test definition text.
 """
 from __future__ import annotations
 
-import argparse
 import gzip
 import re
-from collections import Counter
 from collections.abc import Collection, Iterator
 from pathlib import Path
 
@@ -104,18 +102,9 @@ def read_gcide(dictd_dir: Path, vocab: Collection[str] | None) -> list[Entry]:
     return sorted(entries, key=lambda e: (e.word, e.definition, e.pos))
 
 
-def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--dictd-dir", type=Path, default=Path("data/cache/deb/gcide/usr/share/dictd"))
-    parser.add_argument("--vocab", type=Path, help="BERT vocab.txt (default: all-MiniLM-L6-v2's)")
-    parser.add_argument("--out", type=Path, default=Path("data/cache/gcide.jsonl.gz"))
-    args = parser.parse_args(argv)
-    entries = read_gcide(args.dictd_dir, read_vocab(args.vocab or default_vocab_path()))
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    write_entries(entries, args.out)
-    by_pos = ", ".join(f"{p or '?'} {n}" for p, n in sorted(Counter(e.pos for e in entries).items()))
-    print(f"{len(entries)} entries ({len({e.word for e in entries})} words; {by_pos}) written to {args.out}")
-
-
-if __name__ == "__main__":
-    main()
+def write_gcide(dictd_dir: Path, out: Path, vocab_path: Path | None = None) -> list[Entry]:
+    """`read_gcide` with the vocabulary of `vocab_path` (default: all-MiniLM-L6-v2's), written to `out`."""
+    entries = read_gcide(dictd_dir, read_vocab(vocab_path or default_vocab_path()))
+    out.parent.mkdir(parents=True, exist_ok=True)
+    write_entries(entries, out)
+    return entries

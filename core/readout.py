@@ -228,7 +228,7 @@ class VectorReadout:
             reason = (f"no checkpoint in {self._decoder_search} was trained on this encoder (fingerprint "
                       f"{self.fingerprint})" if self._decoder_search else "none was chosen (decoder=None, or built with from_base)")
             raise NoDecoderError(f"this engine has no Vec2Sent decoder: {reason}. Load one with "
-                                 f"Engine.load(decoder=PATH) or train one with python -m core.vec2sent.train")
+                                 f"Engine.load(decoder=PATH) or train one with python -m core vec2sent-train")
         if refine is None:
             return decoder.decode(vectors, beam_width=int(beam), max_length=max_length,
                                   rerank_with=self.encode if rerank else None)

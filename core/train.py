@@ -7,15 +7,13 @@ Two stages:
 2. DefSent (`train`): cross-entropy of head(pool(encoder(definition))) against the word's token id,
    head and token embeddings frozen, Adam, linear warm-up over 10 % of the steps then constant.
 
-    python -m core.train --out checkpoints/defsent-minilm      # the shipped recipe (docs/training.md)
+    python -m core train --out checkpoints/defsent-minilm      # the shipped recipe (docs/training.md)
 """
 from __future__ import annotations
 
-import argparse
 import copy
 import math
 import random
-import sys
 import time
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
@@ -410,109 +408,3 @@ def sts_dev_scorer(senteval_dir: Path | None) -> Callable[[object], float] | Non
     from .evaluation.sts import evaluate_sts, load_sts_benchmark
     subsets = {"dev": load_sts_benchmark(dev_file)}
     return lambda engine: evaluate_sts(engine, subsets, show_progress=False).all
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    from tqdm import tqdm
-
-    from .checkpoint import DEFAULT_BASE
-    from .distill import distillation_sentences, teacher_vectors
-    from .dictionary import add_training_entries, load_wordnet, read_user_dictionary, split_by_word
-    from .engine import Engine
-    from .word_eval import evaluate_words, format_table
-
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--out", type=Path, required=True, help="checkpoint directory to write")
-    p.add_argument("--base", default=DEFAULT_BASE, help="base model: package:NAME, a path or a hub id")
-    p.add_argument("--init", type=Path, help="continue from this checkpoint (its base, pooling and head)")
-    p.add_argument("--pooling", default="mean", choices=["cls", "mean", "max"])
-    p.add_argument("--head-kind", default="mlm", choices=["mlm", "layernorm", "identity"])
-    p.add_argument("--unit-rows", action="store_true",
-                   help="new head scores against equal-length embedding rows (see core/word_head.py)")
-    p.add_argument("--head-stage", default="definitions", choices=["definitions", "definitions+words", "mlm", "none"],
-                   help="how a base without a masked-LM head gets its word head")
-    p.add_argument("--head-epochs", type=int, default=10, help="epochs (definitions) or steps (mlm)")
-    p.add_argument("--head-weight-decay", type=float, default=0.0,
-                   help="AdamW weight decay of the head's fit on definitions (1.0: dev MRR .169 -> .182 zero-shot)")
-    p.add_argument("--dictionary", type=Path, help="a user dictionary (TSV/CSV/JSONL); default WordNet")
-    p.add_argument("--senteval", type=Path, default=Path(__file__).resolve().parents[2] / "shared/data/senteval",
-                   help="SentEval data folder, for STS-B dev in checkpoint selection (optional)")
-    p.add_argument("--extra-train", type=Path,
-                   help="gzip JSONL dictionary whose pairs are added to the training split only (e.g. GCIDE, "
-                        "python -m core.gcide); its dev/test words and texts are dropped")
-    p.add_argument("--split-seed", type=int, default=0, help="seed of the 80/10/10 split by word")
-    p.add_argument("--threads", type=int, default=0,
-                   help="torch threads (0: torch's default; 1 is fastest on a busy 2-core machine)")
-    p.add_argument("--head-from", type=Path, help="start from the base of this checkpoint with its head "
-                   "(the encoder's training is redone, the head stage skipped)")
-    p.add_argument("--distill-from", type=Path, help="a larger sentence encoder (Hugging Face folder) to distil "
-                   "from, on the sentences of --distill-corpus (core/distill.py)")
-    p.add_argument("--distill-corpus", type=Path, default=Path("data/cache/corpus-nlp"),
-                   help="decoder corpus folder whose training sentences are distilled (dev/test definitions left out)")
-    p.add_argument("--distill-sentences", type=int, default=64000, help="sentences sampled from it (0: all)")
-    for f in TrainConfig.__dataclass_fields__.values():
-        flag = "--" + f.name.replace("_", "-")
-        if isinstance(f.default, bool):
-            p.add_argument(flag, action=argparse.BooleanOptionalAction, default=f.default)
-        else:
-            p.add_argument(flag, type=type(f.default), default=f.default)
-    args = p.parse_args(argv)
-    config = TrainConfig(**{k: getattr(args, k) for k in TrainConfig.__dataclass_fields__})
-    if args.threads:
-        torch.set_num_threads(args.threads)
-
-    if args.dictionary:
-        entries, report = read_user_dictionary(args.dictionary)
-        print(report.summary())
-        if not report.ok:
-            return 2
-        source = str(args.dictionary)
-    else:
-        entries, source = load_wordnet(), "WordNet 3.0 (core/data/wordnet.jsonl.gz)"
-    split = split_by_word(entries, seed=args.split_seed)
-    print(split.report())
-    extra_counts = None
-    if args.extra_train:
-        split, extra_counts = add_training_entries(split, load_wordnet(args.extra_train))
-        print(f"extra training pairs from {args.extra_train}:", extra_counts)
-    if args.init and args.head_from:
-        p.error("--init and --head-from both choose the starting model: give one")
-    engine = (Engine.load(args.init) if args.init
-              else Engine.load(args.head_from, untrained=True) if args.head_from
-              else Engine.from_base(args.base, args.pooling, args.head_kind, unit_rows=args.unit_rows))
-    engine.manifest["head"]["origin"] = head_stage(engine, split, args.head_stage, args.head_epochs,
-                                                   args.split_seed, args.head_weight_decay)
-    print("word head:", engine.manifest["head"]["origin"])
-
-    distill = None
-    if args.distill_from:
-        sentences = distillation_sentences(args.distill_corpus, [e.definition for e in (*split.dev, *split.test)],
-                                           args.distill_sentences)
-        vectors = teacher_vectors(args.distill_from, sentences, cache=args.distill_corpus / "teacher-vectors")
-        distill = Distillation(sentences, vectors, str(args.distill_from))
-    bar = tqdm(total=1, unit="step", dynamic_ncols=True)
-
-    def show(p: TrainProgress) -> None:
-        bar.total = p.total_steps
-        bar.n = p.step
-        bar.set_postfix(loss=f"{p.loss:.3f}", defs_s=f"{p.definitions_per_second:.0f}",
-                        dev_mrr=f"{p.dev.get('mrr', 0):.4f}", sts=f"{p.dev.get('sts_dev', float('nan')):.1f}")
-        bar.refresh()
-
-    result = train(engine, split.train, split.dev, config, progress=show,
-                   sts_dev=sts_dev_scorer(args.senteval), distill=distill)
-    bar.close()
-    test = evaluate_words(engine, split.test)
-    print(format_table({"DefSent (best dev)": test}))
-    engine.save(args.out, name=args.out.name, metrics={"test": test, "dev": result.best_dev},
-                training={"data": source, "split_seed": args.split_seed, "split": split.stats(),
-                          "extra_train": {"file": str(args.extra_train), **extra_counts} if extra_counts else None,
-                          "init": str(args.init) if args.init else None,
-                          "head_stage": args.head_stage, "result": result.to_dict(),
-                          "distill": distill.describe() if distill else None})
-    print(f"saved {args.out} (best step {result.best_step} of {result.steps}, {result.seconds / 60:.1f} min)")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

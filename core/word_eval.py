@@ -2,13 +2,11 @@
 
 The gold word of a definition is ranked among all vocabulary tokens by the word head's score.
 
-    python -m core.word_eval --split test                # shipped model vs its untrained base
-    python -m core.word_eval --model checkpoints/NAME --split dev
+    python -m core eval --tasks words                    # the shipped model on the WordNet test split
+    python -m core eval --model checkpoints/NAME --tasks words --words-split dev
 """
 from __future__ import annotations
 
-import argparse
-import sys
 from typing import Sequence
 
 import numpy as np
@@ -84,32 +82,3 @@ def format_table(rows: dict[str, dict]) -> str:
     for name, m in rows.items():
         lines.append(f"| {name} | {m['n']} | {m['mrr']:.4f} | {m['top1']:.4f} | {m['top3']:.4f} | {m['top10']:.4f} |")
     return "\n".join(lines)
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    from .dictionary import load_wordnet, split_by_word
-    from .encoder import PRECISIONS
-    from .engine import Engine
-
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--model", default=None, help="checkpoint directory (default: the shipped one)")
-    parser.add_argument("--split", default="test", choices=["train", "dev", "test"])
-    parser.add_argument("--seed", type=int, default=0, help="split seed (the shipped model used 0)")
-    parser.add_argument("--no-base", action="store_true", help="skip the untrained-base row")
-    parser.add_argument("--precision", default="float32", choices=PRECISIONS, help="encoding precision")
-    args = parser.parse_args(argv)
-
-    entries = getattr(split_by_word(load_wordnet(), seed=args.seed), args.split)
-    rows = {}
-    engine = Engine.load(args.model, decoder=None, precision=args.precision)
-    rows[engine.manifest.get("name", "model")] = evaluate_words(engine, entries)
-    if not args.no_base:
-        untrained = Engine.load(args.model, decoder=None, untrained=True, precision=args.precision)
-        rows["untrained base (same head)"] = evaluate_words(untrained, entries)
-    print(f"WordNet {args.split} split (seed {args.seed}), unseen words:\n")
-    print(format_table(rows))
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

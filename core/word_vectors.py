@@ -11,13 +11,11 @@ model, docs/training.md). The vectors come from the encoder they are stored with
 after training (`Engine.add_word_vectors`); on disk they are int8 (unit rows, quantised per row;
 the per-row factor cancels in the cosine), 8 MB for MiniLM's 21.7k whole words.
 
-    python -m core.word_vectors --model checkpoints/defsent-minilm --sweep 0 10 15 20 --split dev
-    python -m core.word_vectors --model checkpoints/defsent-minilm --scale 15 --write
+    python -m core word-vectors --model checkpoints/defsent-minilm --sweep 0 10 15 20 --split dev
+    python -m core word-vectors --model checkpoints/defsent-minilm --scale 15 --write
 """
 from __future__ import annotations
 
-import argparse
-import sys
 from pathlib import Path
 from typing import Callable, Sequence
 
@@ -74,46 +72,3 @@ class WordVectors:
     def load(cls, path: Path, scale: float) -> "WordVectors":
         tensors = load_file(str(path))
         return cls(tensors["ids"], tensors["vectors"], scale)
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    from .dictionary import load_wordnet, split_by_word
-    from .engine import Engine
-    from .word_eval import definition_pairs, evaluate_vectors, format_table, write_word_scoring
-
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--model", type=Path, default=None, help="checkpoint directory (default: the shipped one)")
-    p.add_argument("--sweep", type=float, nargs="*", default=[], help="scales to evaluate (0 = head alone)")
-    p.add_argument("--split", default="dev", choices=["dev", "test"], help="WordNet split for --sweep")
-    p.add_argument("--scale", type=float, default=DEFAULT_SCALE, help="scale to store with --write")
-    p.add_argument("--write", action="store_true", help="compute the vectors and add them to --model, with "
-                   "the dev and test metrics they give (--record-split to choose)")
-    p.add_argument("--record-split", nargs="*", default=["dev", "test"], choices=["dev", "test"])
-    p.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default)")
-    args = p.parse_args(argv)
-    if args.write and args.model is None:
-        p.error("--write needs an explicit --model")
-    if args.threads:
-        torch.set_num_threads(args.threads)
-
-    engine = Engine.load(args.model, decoder=None)
-    split = split_by_word(load_wordnet(), seed=engine.manifest.get("training", {}).get("split_seed", 0))
-    if args.sweep:
-        print(f"encoding {sum(w is not None for w in engine.vocab.words)} words and the {args.split} definitions...")
-        engine.add_word_vectors(args.scale)
-        texts, gold = definition_pairs(getattr(split, args.split), engine.vocab)
-        vectors = engine.encode(texts)
-        rows = {}
-        for scale in args.sweep:
-            engine.word_vectors.scale = scale
-            rows[f"scale {scale:g}"] = evaluate_vectors(engine, vectors, gold)
-        print(format_table(rows))
-    if args.write:
-        engine.add_word_vectors(args.scale)
-        write_word_scoring(engine, args.model, split, args.record_split, "word vectors")
-        print(f"wrote {args.model / WORD_VECTORS} (scale {args.scale:g})")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -13,7 +13,8 @@ from core import Engine
 from core.checkpoint import MANIFEST
 from core.dictionary import Entry
 from core.distill import Distillation, TeacherMap, distillation_sentences, teacher_vectors
-from core.train import TrainConfig, main, train
+from core.cli import main as cli
+from core.train import TrainConfig, train
 
 ENTRIES = [Entry("dog", "a small animal"), Entry("king", "the man in charge"), Entry("river", "water that runs"),
            Entry("bread", "food made of flour"), Entry("tree", "a large plant")]
@@ -81,7 +82,7 @@ def test_cli_distils_from_a_teacher_and_records_it(tiny_base_dir, tiny_mlm_dir, 
     dictionary.write_text("\n".join(["word\tdefinition"] + [f"{w}\ta good {w} {i}" for i in range(3) for w in words]),
                           encoding="utf-8")
     out = tmp_path / "ckpt"
-    assert main(["--out", str(out), "--base", str(tiny_mlm_dir), "--dictionary", str(dictionary),
+    assert cli(["train", "--out", str(out), "--base", str(tiny_mlm_dir), "--dictionary", str(dictionary),
                  "--max-steps", "2", "--batch-size", "4", "--eval-every", "1", "--senteval", str(tmp_path / "absent"),
                  "--distill-from", str(tiny_base_dir), "--distill-corpus", str(corpus),
                  "--distill-sentences", "40", "--distill-batch", "4"]) == 0

@@ -10,7 +10,11 @@ import pytest
 from core import Engine
 from core.dictionary import load_wordnet, split_by_word
 from core.evaluation import ENCODERS, EvaluationConfig, evaluate
-from core.evaluation.__main__ import main
+from core.cli import main as cli
+
+
+def main(argv: list[str]) -> int:
+    return cli(["eval", *argv])
 from core.vec2sent.diagnostics import round_trip_agreement, score_reconstructions
 from core.word_eval import evaluate_words
 from tests.test_engine_decode import SENTENCES, write_decoder

@@ -17,7 +17,11 @@ from sklearn.preprocessing import StandardScaler
 
 from core.evaluation import (ENCODERS, TASKS, EvaluationConfig, SentenceEmbeddings, TaskResult, evaluate,
                              evaluate_sts, evaluate_transfer, load_encoder, paired_cosine, register_task)
-from core.evaluation.__main__ import main
+from core.cli import main as cli
+
+
+def main(argv: list[str]) -> int:
+    return cli(["eval", *argv])
 from core.evaluation.senteval import (C_GRID, MAX_ITER, heldout_accuracy, load_binary, load_mrpc, load_sst2,
                                       nested_cv_accuracy, pair_features, select_c_by_cv)
 from core.evaluation.sts import load_sts_year
@@ -199,16 +203,18 @@ def test_project_encoders_are_wired_to_the_encoder_and_engine(monkeypatch, tmp_p
         calls.append((Path(path).name, pooling))
         return "encoder", None
 
-    def fake_load(cls, path=None):
-        calls.append(("engine", path))
+    def fake_load(cls, path=None, untrained=False):
+        calls.append(("engine", path) + (("untrained",) if untrained else ()))
         return "engine"
 
     monkeypatch.setattr(core.encoder.SentenceEncoder, "from_pretrained", classmethod(fake_from_pretrained))
     monkeypatch.setattr(core.engine.Engine, "load", classmethod(fake_load))
     loaded = [load_encoder(name) for name in ("minilm", "minilm-cls", "minilm-max", "defsent", str(tmp_path))]
-    assert loaded == ["encoder", "encoder", "encoder", "engine", "engine"]
+    assert loaded + [load_encoder(str(tmp_path), untrained=True)] == ["encoder"] * 3 + ["engine"] * 3
     assert calls == [("model", "mean"), ("model", "cls"), ("model", "max"), ("engine", None),
-                     ("engine", str(tmp_path))]
+                     ("engine", str(tmp_path)), ("engine", str(tmp_path), "untrained")]
+    with pytest.raises(ValueError, match="untrained applies to Engine checkpoint folders"):
+        load_encoder("minilm", untrained=True)
 
 
 def test_a_plain_hugging_face_folder_is_evaluated_with_the_chosen_pooling(tiny_base_dir, tmp_path, capsys):

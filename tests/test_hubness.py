@@ -79,10 +79,10 @@ def test_training_recomputes_the_penalty_on_its_training_definitions(engine):
 
 
 def test_cli_sweeps_on_dev_and_writes_the_chosen_correction(engine, tmp_path, capsys):
-    from core.hubness import main
+    from core.cli import main
     engine.add_word_vectors(scale=5.0)
     path = engine.save(tmp_path / "ckpt")
-    assert main(["--model", str(path), "--sweep-k", "1", "2", "--sweep-weight", "0.5",
+    assert main(["hubness", "--model", str(path), "--sweep-k", "1", "2", "--sweep-weight", "0.5",
                  "--write", "--k", "2", "--weight", "0.25"]) == 0
     out = capsys.readouterr().out
     assert all(row in out for row in ("no correction", "k 1, weight 0.5", "k 2, weight 0.5", "hubness-corrected"))

@@ -10,7 +10,8 @@ import torch
 from core import Engine
 from core.checkpoint import MANIFEST
 from core.dictionary import Entry
-from core.train import (TrainConfig, TrainingCancelled, fit_head, main, restore_mlm_head, train,
+from core.cli import main as cli
+from core.train import (TrainConfig, TrainingCancelled, fit_head, restore_mlm_head, train,
                         vocabulary_self_examples)
 from core.word_eval import definition_pairs, evaluate_words, rank_metrics
 
@@ -119,7 +120,7 @@ def test_cli_trains_and_saves_a_loadable_checkpoint(tiny_base_dir, tmp_path, cap
     dictionary = tmp_path / "dict.tsv"
     dictionary.write_text("\n".join(rows) + "\n", encoding="utf-8")
     out = tmp_path / "ckpt"
-    code = main(["--out", str(out), "--base", str(tiny_base_dir), "--dictionary", str(dictionary),
+    code = cli(["train", "--out", str(out), "--base", str(tiny_base_dir), "--dictionary", str(dictionary),
                  "--max-steps", "4", "--batch-size", "4", "--eval-every", "2", "--head-epochs", "2",
                  "--senteval", str(tmp_path / "absent")])
     assert code == 0
@@ -137,22 +138,22 @@ def test_cli_head_from_reuses_a_head_and_trains_on_word_vectors(tiny_base_dir, t
     first, second = tmp_path / "first", tmp_path / "second"
     common = ["--base", str(tiny_base_dir), "--dictionary", str(dictionary), "--max-steps", "2",
               "--batch-size", "4", "--eval-every", "1", "--head-epochs", "2", "--senteval", str(tmp_path / "absent")]
-    assert main(["--out", str(first), *common]) == 0
-    assert main(["--out", str(second), "--head-from", str(first), "--word-vector-objective",
+    assert cli(["train", "--out", str(first), *common]) == 0
+    assert cli(["train", "--out", str(second), "--head-from", str(first), "--word-vector-objective",
                  "--word-vector-scale", "5", *common]) == 0
     manifest = json.loads((second / MANIFEST).read_text())
     assert manifest["training"]["result"]["config"]["word_vector_objective"] is True
     assert manifest["word_vectors"]["scale"] == 5.0
     assert (first / "head.safetensors").read_bytes() == (second / "head.safetensors").read_bytes()
     with pytest.raises(SystemExit):
-        main(["--out", str(tmp_path / "x"), "--init", str(first), "--head-from", str(first), *common])
+        cli(["train", "--out", str(tmp_path / "x"), "--init", str(first), "--head-from", str(first), *common])
 
 
 def test_cli_rejects_an_invalid_dictionary_and_writes_nothing(tiny_base_dir, tmp_path):
     bad = tmp_path / "bad.csv"
     bad.write_text("foo,bar\n1,2\n", encoding="utf-8")
     out = tmp_path / "ckpt"
-    assert main(["--out", str(out), "--base", str(tiny_base_dir), "--dictionary", str(bad)]) == 2
+    assert cli(["train", "--out", str(out), "--base", str(tiny_base_dir), "--dictionary", str(bad)]) == 2
     assert not out.exists()
 
 
@@ -179,7 +180,7 @@ def test_cli_unit_rows_head_with_vocabulary_words(tiny_base_dir, tmp_path):
     dictionary = tmp_path / "dict.tsv"
     dictionary.write_text("\n".join(rows) + "\n", encoding="utf-8")
     out = tmp_path / "ckpt"
-    assert main(["--out", str(out), "--base", str(tiny_base_dir), "--dictionary", str(dictionary),
+    assert cli(["train", "--out", str(out), "--base", str(tiny_base_dir), "--dictionary", str(dictionary),
                  "--unit-rows", "--head-stage", "definitions+words", "--max-steps", "2", "--batch-size", "4",
                  "--eval-every", "2", "--head-epochs", "2", "--senteval", str(tmp_path / "absent")]) == 0
     loaded = Engine.load(out)

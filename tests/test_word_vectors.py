@@ -12,7 +12,8 @@ from core.checkpoint import MANIFEST
 from core.dictionary import Entry
 from core.train import TrainConfig, TrainingCancelled, _live_words_loss, train
 from core.word_eval import evaluate_words
-from core.word_vectors import WORD_VECTORS, WordVectors, main
+from core.cli import main
+from core.word_vectors import WORD_VECTORS, WordVectors
 
 ENTRIES = [Entry("dog", "a small animal that people keep"), Entry("king", "the man in charge of the city"),
            Entry("river", "water that runs to the sea"), Entry("bread", "food made of flour")]
@@ -131,7 +132,7 @@ def test_cancelled_training_keeps_the_starting_word_vectors(engine):
 
 def test_cli_writes_word_vectors_into_a_checkpoint(engine, tmp_path, capsys):
     path = engine.save(tmp_path / "ckpt")
-    assert main(["--model", str(path), "--write", "--scale", "12", "--record-split"]) == 0
+    assert main(["word-vectors", "--model", str(path), "--write", "--scale", "12", "--record-split"]) == 0
     assert "scale 12" in capsys.readouterr().out
     assert Engine.load(path).word_vectors.scale == 12.0
 

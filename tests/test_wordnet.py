@@ -7,14 +7,15 @@ from pathlib import Path
 
 import pytest
 
-from core.wordnet import license_text, main, parse_data_line, split_gloss
+from core.cli import main
+from core.wordnet import license_text, parse_data_line, split_gloss
 
 FIXTURES = Path(__file__).parent / "fixtures" / "wordnet"
 
 
 def build(out_dir: Path) -> list[dict]:
     out = out_dir / "wordnet.jsonl.gz"
-    main(["--wordnet-dir", str(FIXTURES), "--vocab", str(FIXTURES / "vocab.txt"),
+    main(["wordnet", "--wordnet-dir", str(FIXTURES), "--vocab", str(FIXTURES / "vocab.txt"),
           "--copyright", str(FIXTURES / "copyright"), "--out", str(out)])
     with gzip.open(out, "rt", encoding="utf-8") as lines:
         return [json.loads(line) for line in lines]

@@ -6,7 +6,7 @@ prediction and Vec2Sent diagnostics for Engine checkpoints.
     results = evaluate(encoder, EvaluationConfig(Path("../shared/data/senteval")))
     results["sts"].rows["all"]["STS-B"]              # Spearman x100
 
-Command line: `python -m core.evaluation --model minilm-st --out results/minilm-st.json`.
+Command line: `python -m core eval --model minilm-st --out results/minilm-st.json`.
 New tasks plug in through `register_task`.
 """
 from .base import EvaluationConfig, SentenceEmbeddings, TaskResult, TextEncoder

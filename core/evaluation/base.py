@@ -34,6 +34,7 @@ class EvaluationConfig:
     show_progress: bool = True
     decoder_test: Path | None = None  # sentences for the Vec2Sent diagnostics; default: the decoder corpus' test.txt
     decoder_sentences: int = 500  # first N of them
+    words_split: str = "test"  # the WordNet split of the words task: "dev" or "test"
 
 
 @dataclass

@@ -80,11 +80,12 @@ def load_hf_model(path: str, pooling: str = "mean") -> TextEncoder:
     return encoder
 
 
-def load_engine(path: str | None = None) -> TextEncoder:
-    """A DefSent Engine checkpoint folder (default: the shipped checkpoint)."""
+def load_engine(path: str | None = None, untrained: bool = False) -> TextEncoder:
+    """A DefSent Engine checkpoint folder (default: the shipped checkpoint); `untrained`: its base
+    encoder with its head, the model before DefSent training."""
     from core.engine import Engine
 
-    return Engine.load(path)
+    return Engine.load(path, untrained=untrained)
 
 
 ENCODERS: dict[str, Callable[[], TextEncoder]] = {
@@ -97,13 +98,19 @@ ENCODERS: dict[str, Callable[[], TextEncoder]] = {
 }
 
 
-def load_encoder(name_or_path: str, precision: str = "float32", pooling: str = "mean") -> TextEncoder:
+def load_encoder(name_or_path: str, precision: str = "float32", pooling: str = "mean",
+                 untrained: bool = False) -> TextEncoder:
     """An encoder from ENCODERS by name, else the folder at that path: a plain Hugging Face model
-    (config.json, no manifest.json) pooled with `pooling`, or an Engine checkpoint.
+    (config.json, no manifest.json) pooled with `pooling`, or an Engine checkpoint (`untrained`:
+    its base encoder with its word head, see `Engine.load`).
 
     `precision` other than float32 ("bfloat16", "int8") applies to this project's encoders only.
     """
-    if name_or_path in ENCODERS:
+    if untrained:
+        if name_or_path in ENCODERS or is_hf_model_dir(Path(name_or_path)) or not Path(name_or_path).is_dir():
+            raise ValueError(f"untrained applies to Engine checkpoint folders, not to {name_or_path!r}")
+        encoder = load_engine(name_or_path, untrained=True)
+    elif name_or_path in ENCODERS:
         encoder = ENCODERS[name_or_path]()
     elif is_hf_model_dir(Path(name_or_path)):
         encoder = load_hf_model(name_or_path, pooling)

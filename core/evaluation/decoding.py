@@ -3,7 +3,7 @@ decoder trained on the model's embeddings, greedy and with beam search.
 
 Needs an Engine whose `decoder` is set (Engine.load finds the checkpoint trained on its encoder
 fingerprint); without one the task is skipped with a note. Sentences: the Vec2Sent corpus' held-out
-test.txt (data/cache/corpus, built by `python -m core.vec2sent.corpus`) or config.decoder_test.
+test.txt (data/cache/corpus, built by `python -m core vec2sent-corpus`) or config.decoder_test.
 """
 from __future__ import annotations
 
@@ -30,7 +30,7 @@ def run_vec2sent(encoder: TextEncoder, config: EvaluationConfig) -> TaskResult:
     if decoder is None:
         return _skipped(reason)
     if not test.is_file():
-        return _skipped(str(MissingDataError(DATASET, [test])) + " (build it: python -m core.vec2sent.corpus)")
+        return _skipped(str(MissingDataError(DATASET, [test])) + " (build it: python -m core vec2sent-corpus)")
     references = read_sentences(test)[:config.decoder_sentences]
     vectors = encoder.encode(references)
     rows = {}
@@ -52,7 +52,7 @@ def _decoder(encoder: TextEncoder):
         return None, f"{DATASET}: the model is not an Engine, so it has no Vec2Sent decoder"
     if encoder.decoder is None:
         return None, (f"{DATASET}: no decoder trained on this encoder (fingerprint {encoder.fingerprint}) was "
-                      "found beside the checkpoint; train one with python -m core.vec2sent.train")
+                      "found beside the checkpoint; train one with python -m core vec2sent-train")
     return encoder.decoder, ""
 
 

@@ -1,7 +1,8 @@
 """The "words" task: DefSent's word prediction (MRR, top-1/3/10) on WordNet words unseen in training.
 
 Needs a model with a word head (an Engine); other encoders are skipped with a note. The split is
-the one the checkpoint was trained with (its manifest's split seed, else 0, the shipped model's).
+the one the checkpoint was trained with (its manifest's split seed, else 0, the shipped model's);
+`EvaluationConfig.words_split` chooses its dev or test part.
 """
 from __future__ import annotations
 
@@ -9,7 +10,6 @@ from tqdm.auto import tqdm
 
 from .base import EvaluationConfig, TaskResult, TextEncoder
 
-DATASET = "WordNet test"
 COLUMNS = {"mrr": "MRR", "top1": "top-1", "top3": "top-3", "top10": "top-10"}
 
 
@@ -19,15 +19,17 @@ def has_word_head(encoder: TextEncoder) -> bool:
 
 
 def run_words(encoder: TextEncoder, config: EvaluationConfig) -> TaskResult:
-    """Row "test": MRR x100 and top-k accuracy % over the test split's definitions."""
+    """Row "test" (or "dev"): MRR x100 and top-k accuracy % over that split's definitions."""
     from core.dictionary import load_wordnet, split_by_word
     from core.word_eval import evaluate_words
 
+    part = config.words_split
+    dataset = f"WordNet {part}"
     if not has_word_head(encoder):
         return TaskResult(rows={}, averaged=False, missing={
-            DATASET: f"{DATASET}: the model has no word head (only Engine checkpoints predict words)"})
+            dataset: f"{dataset}: the model has no word head (only Engine checkpoints predict words)"})
     seed = int(getattr(encoder, "manifest", {}).get("training", {}).get("split_seed", 0))
-    entries = split_by_word(load_wordnet(), seed=seed).test
+    entries = getattr(split_by_word(load_wordnet(), seed=seed), part)
     with tqdm(desc="words", unit="def", disable=not config.show_progress) as bar:
         def progress(done: int, total: int) -> None:
             bar.total = total
@@ -35,7 +37,7 @@ def run_words(encoder: TextEncoder, config: EvaluationConfig) -> TaskResult:
 
         metrics = evaluate_words(encoder, entries, progress=progress)
     row = {column: 100 * metrics[key] for key, column in COLUMNS.items()}
-    return TaskResult(rows={"test": row}, details={DATASET: {"definitions": metrics["n"], "split_seed": seed}},
-                      notes=[(f"{metrics['n']:,} test definitions of words never seen in training "
+    return TaskResult(rows={part: row}, details={dataset: {"definitions": metrics["n"], "split_seed": seed}},
+                      notes=[(f"{metrics['n']:,} {part} definitions of words never seen in training "
                               f"(WordNet split seed {seed}); every vocabulary token is a candidate.")],
                       averaged=False)

@@ -7,8 +7,8 @@
 
 Modules: corpus (training sentences), model (the LSTM decoder), decode (greedy / beam search),
 checkpoint (save / load, encoder check), train, diagnostics (Id, PERM, BLEU), expression.
-The command-line modules (corpus, train, diagnostics) are not imported here, so `python -m` runs
-them cleanly.
+Their commands are `python -m core vec2sent-corpus`, `vec2sent-train` and `vec2sent-diagnostics`
+(core/cli.py); corpus, train and diagnostics are not imported here, which keeps this import light.
 """
 from core.vec2sent.checkpoint import EncoderMismatchError, Vec2Sent, load_checkpoint, save_checkpoint
 from core.vec2sent.decode import beam_search, greedy_decode

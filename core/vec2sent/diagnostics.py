@@ -1,6 +1,6 @@
 """Vec2Sent diagnostics (Kerscher & Eger, 2020) and a word-head round trip.
 
-    python -m core.vec2sent.diagnostics --decoder CKPT --encoder CKPT --test data/cache/corpus/test.txt
+    python -m core vec2sent-diagnostics --decoder CKPT --encoder CKPT --test data/cache/corpus/test.txt
 
 Id: % of decoded sentences equal to their input. PERM: % that are a permutation of the input's
 tokens. Id/PERM: % of the permutations that are in the right order. BLEU: corpus BLEU (sacrebleu).
@@ -10,17 +10,14 @@ sentence and reports how often the word head's top word equals the one for the o
 """
 from __future__ import annotations
 
-import argparse
 import math
 import time
 from collections import Counter
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
-import torch
 
-from core.vec2sent.checkpoint import DECODER_PRECISIONS, closest_hypotheses
+from core.vec2sent.checkpoint import closest_hypotheses
 from core.vec2sent.refine import RefineSettings
 from core.vec2sent.refine import refine as refine_by_edits
 from core.vec2sent.text import canonical_tokens
@@ -79,47 +76,6 @@ def format_table(rows: dict[str, tuple[Scores, float | None]]) -> str:
     return "\n".join(lines)
 
 
-def main(argv: list[str] | None = None) -> None:
-    from core.vec2sent.checkpoint import load_checkpoint
-    from core.vec2sent.encoder_link import link_engine
-
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--decoder", type=Path, required=True)
-    parser.add_argument("--encoder", type=Path, required=True)
-    parser.add_argument("--test", type=Path, required=True, help="one sentence a line")
-    parser.add_argument("--limit", type=int, default=1000, help="first N test sentences")
-    parser.add_argument("--beams", type=int, nargs="+", default=[1, 4], help="beam widths (1 = greedy)")
-    parser.add_argument("--alpha", type=float, default=0.6, help="length normalisation exponent")
-    parser.add_argument("--rerank", action="store_true",
-                        help="also each beam width > 1 with its hypotheses reranked by cosine to the vector")
-    parser.add_argument("--refine", action="store_true",
-                        help="also each beam width > 1 refined by one-word edits (core/vec2sent/refine.py)")
-    parser.add_argument("--examples", type=int, default=10, help="decoded examples to print")
-    parser.add_argument("--threads", type=int, default=1, help="torch threads (1: see train --help)")
-    parser.add_argument("--precision", default="auto", choices=DECODER_PRECISIONS,
-                        help="decoder weights (auto: int8 where torch can; see load_checkpoint)")
-    parser.add_argument("--encoder-precision", default="float32", choices=("float32", "bfloat16"),
-                        help="the encoder's, for the test vectors, reranking and refining (the app: bfloat16)")
-    args = parser.parse_args(argv)
-    torch.set_num_threads(args.threads)
-
-    link = link_engine(args.encoder, precision=args.encoder_precision)
-    decoder = load_checkpoint(args.decoder, encoder_fingerprint=link.fingerprint, precision=args.precision)
-    references = [s for s in args.test.read_text(encoding="utf-8").splitlines() if s.strip()][:args.limit]
-    vectors = link.encode(references)
-    rows = {}
-    for width in args.beams:
-        for name, (hypotheses, seconds) in decodings(decoder, link, vectors, width, args.alpha,
-                                                     args.rerank, args.refine).items():
-            rows[f"{name} ({1000 * seconds / len(references):.0f} ms)"] = (
-                score_reconstructions(references, hypotheses),
-                round_trip_agreement(references, hypotheses, link.top_word))
-            print(f"{name}:")
-            for ref, hyp in list(zip(references, hypotheses))[:args.examples]:
-                print(f"  in:  {ref}\n  out: {hyp}")
-    print(format_table(rows))
-
-
 def decodings(decoder, link, vectors: np.ndarray, width: int, alpha: float, rerank: bool, refine: bool
               ) -> dict[str, tuple[list[str], float]]:
     """name -> (decoded sentences, seconds taken) for one beam width: the likeliest hypotheses, and
@@ -140,7 +96,3 @@ def decodings(decoder, link, vectors: np.ndarray, width: int, alpha: float, rera
         refined = refine_by_edits(beams, vectors, link.encode, link.vector_words(vectors, settings.pool), settings)
         out[f"{name}, refined"] = (refined, searched + time.perf_counter() - start)
     return out
-
-
-if __name__ == "__main__":
-    main()

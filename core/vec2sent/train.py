@@ -1,6 +1,6 @@
 """Train a Vec2Sent decoder to reconstruct corpus sentences from one encoder's embeddings.
 
-    python -m core.vec2sent.train --encoder CKPT --corpus data/cache/corpus \\
+    python -m core vec2sent-train --encoder CKPT --corpus data/cache/corpus \\
         --out checkpoints/vec2sent-NAME --minutes 80
 
 The corpus is embedded once and cached on disk under the encoder's fingerprint and the corpus'
@@ -16,7 +16,6 @@ written atomically at the end and every --save-every minutes.
 """
 from __future__ import annotations
 
-import argparse
 import hashlib
 import json
 import math
@@ -31,10 +30,10 @@ from torch.nn import functional as F
 from tqdm import tqdm
 
 from core.checkpoint import save_npy_atomically
-from core.hardware import check_training_precision, resolve_precision, train_mode
-from core.paths import CACHE_DIR, CORPUS_DIR
+from core.hardware import check_training_precision, train_mode
+from core.paths import CACHE_DIR
 from core.vec2sent.checkpoint import read_checkpoint, save_checkpoint
-from core.vec2sent.encoder_link import EncoderLink, link_engine
+from core.vec2sent.encoder_link import EncoderLink
 from core.vec2sent.model import Vec2SentConfig, Vec2SentDecoder
 from core.vec2sent.vocab import BOS, EOS, PAD, PieceVocab
 
@@ -343,56 +342,3 @@ def with_vocabulary(model: Vec2SentDecoder, old: PieceVocab, new: PieceVocab) ->
 def _piece_keys(vocab: PieceVocab) -> list[int | str]:
     """What identifies a piece across vocabularies: its encoder id, or for a special its name."""
     return [piece if encoder_id < 0 else encoder_id for piece, encoder_id in zip(vocab.pieces, vocab.encoder_ids)]
-
-
-def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--encoder", type=Path, required=True, help="encoder checkpoint (core.engine)")
-    parser.add_argument("--corpus", type=Path, default=CORPUS_DIR)
-    parser.add_argument("--out", type=Path, required=True)
-    parser.add_argument("--init", type=Path, help="start from this decoder, e.g. the decoder of the encoder "
-                        "this one was fine-tuned or blended from (another corpus' pieces are mapped)")
-    parser.add_argument("--minutes", type=float, default=TrainSettings.minutes)
-    parser.add_argument("--max-steps", type=int, default=None)
-    parser.add_argument("--batch-size", type=int, default=TrainSettings.batch_size)
-    parser.add_argument("--lr", type=float, default=TrainSettings.lr)
-    parser.add_argument("--decay-from", type=float, default=TrainSettings.decay_from,
-                        help="fraction of the budget after which the learning rate decays linearly (1: never)")
-    parser.add_argument("--save-every", type=float, default=TrainSettings.save_every_minutes,
-                        help="minutes between intermediate checkpoints")
-    parser.add_argument("--emb-dim", type=int, default=Vec2SentConfig.emb_dim)
-    parser.add_argument("--hidden", type=int, default=Vec2SentConfig.hidden)
-    parser.add_argument("--layers", type=int, default=Vec2SentConfig.layers)
-    parser.add_argument("--dropout", type=float, default=Vec2SentConfig.dropout)
-    parser.add_argument("--no-init-state", action="store_true", help="start the LSTM from zeros")
-    parser.add_argument("--no-tie", action="store_true", help="separate output matrix")
-    parser.add_argument("--precision", choices=("auto", "float32", "bfloat16"), default="auto",
-                        help="bfloat16 autocasts the forward pass (weights stay float32); auto: bfloat16 "
-                             "on CPUs with native bfloat16 matrix instructions, else float32")
-    parser.add_argument("--sampled-negatives", type=int, default=TrainSettings.sampled_negatives,
-                        help="train with a sampled softmax: the most frequent pieces, the batch's targets "
-                             "and this many pieces drawn at random (0: full softmax)")
-    parser.add_argument("--frequent-pieces", type=int, default=TrainSettings.frequent_pieces,
-                        help="pieces the sampled softmax always scores")
-    parser.add_argument("--threads", type=int, default=1,
-                        help="torch threads; 1 is fastest while another job keeps the cores busy "
-                             "(2 threads measured 2.5x slower then)")
-    args = parser.parse_args(argv)
-    torch.set_num_threads(args.threads)
-
-    sentences = (args.corpus / "train.txt").read_text(encoding="utf-8").splitlines()
-    settings = TrainSettings(minutes=args.minutes, max_steps=args.max_steps, batch_size=args.batch_size,
-                             lr=args.lr, save_every_minutes=args.save_every, decay_from=args.decay_from,
-                             precision=resolve_precision(args.precision),
-                             sampled_negatives=args.sampled_negatives, frequent_pieces=args.frequent_pieces)
-    overrides = {"emb_dim": args.emb_dim, "hidden": args.hidden, "layers": args.layers,
-                 "dropout": args.dropout, "init_state": not args.no_init_state,
-                 "tie_weights": not args.no_tie}
-    stats = train_for_encoder(sentences, link_engine(args.encoder), args.out, overrides, settings,
-                              init=args.init, corpus=describe_corpus(args.corpus))
-    print(f"{stats.steps} steps, {stats.epochs:.2f} epochs, {stats.sentences_per_second:.0f} sentences/s, "
-          f"final loss {stats.curve[-1]['loss']}; saved {args.out}")
-
-
-if __name__ == "__main__":
-    main()

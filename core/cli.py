@@ -1,0 +1,612 @@
+"""The command line of the engine: `python -m core COMMAND [flags]`.
+
+    python -m core "a person who is in charge"      # the reverse dictionary (the command `words`)
+    python -m core train --out checkpoints/NAME     # DefSent training (docs/training.md)
+    python -m core eval --model checkpoints/NAME --tasks words,sts
+    python -m core COMMAND --help                   # a command's flags
+
+Library modules hold no argument parsing: each command here parses its flags and calls them.
+Flags of a configuration dataclass are made from its fields (`add_config_flags`), so a new field
+is a new flag. Heavy modules are imported inside the commands, so `--help` answers at once.
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import sys
+import typing
+from pathlib import Path
+from typing import Callable, Sequence
+
+from .hardware import PRECISIONS, TRAINING_PRECISIONS
+from .paths import CACHE_DIR, CORPUS_DIR, SENTEVAL_DIR
+
+Command = Callable[[Sequence[str]], int]
+COMMANDS: dict[str, Command] = {}
+DEFAULT_COMMAND = "words"
+
+
+def command(name: str) -> Callable[[Command], Command]:
+    """Register a function taking the command's arguments (after its name) as `python -m core NAME`."""
+    def register(function: Command) -> Command:
+        COMMANDS[name] = function
+        return function
+    return register
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run `python -m core ARGS`: a command by its name, else the reverse dictionary."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    if args and args[0] in COMMANDS:
+        return COMMANDS[args[0]](args[1:])
+    if args and args[0] in ("-h", "--help"):
+        print(usage())
+        return 0
+    return COMMANDS[DEFAULT_COMMAND](args)
+
+
+def usage() -> str:
+    width = max(map(len, COMMANDS))
+    lines = [f"  {name:<{width}}  {(function.__doc__ or '').strip().splitlines()[0]}"
+             for name, function in COMMANDS.items()]
+    return (f"usage: python -m core COMMAND [flags]   (python -m core COMMAND --help)\n"
+            f"       python -m core \"a description\" ...   (the command {DEFAULT_COMMAND})\n\ncommands:\n"
+            + "\n".join(lines))
+
+
+def parser_for(name: str, function: Command) -> argparse.ArgumentParser:
+    return argparse.ArgumentParser(prog=f"python -m core {name}", description=function.__doc__,
+                                   formatter_class=argparse.RawDescriptionHelpFormatter)
+
+
+def add_config_flags(parser: argparse.ArgumentParser, config: type, skip: Sequence[str] = ()) -> None:
+    """One flag per field of the dataclass `config`: --field-name with the field's type and default
+    (a bool: --field-name / --no-field-name; `int | None`: an int, None by default)."""
+    hints = typing.get_type_hints(config)
+    for f in dataclasses.fields(config):
+        if f.name in skip or f.default is dataclasses.MISSING:
+            continue
+        flag = "--" + f.name.replace("_", "-")
+        if isinstance(f.default, bool):
+            parser.add_argument(flag, action=argparse.BooleanOptionalAction, default=f.default)
+        else:
+            kind = next(t for t in typing.get_args(hints[f.name]) or (hints[f.name],) if t is not type(None))
+            parser.add_argument(flag, type=kind, default=f.default)
+
+
+def config_from_flags(config: type, args: argparse.Namespace, **given):
+    """The dataclass `config` from the flags `add_config_flags` made (and `given` fields)."""
+    names = {f.name for f in dataclasses.fields(config)}
+    return config(**{k: v for k, v in vars(args).items() if k in names and k not in given}, **given)
+
+
+def set_threads(threads: int) -> None:
+    if threads:
+        import torch
+        torch.set_num_threads(threads)
+
+
+def _threads_flag(parser: argparse.ArgumentParser, default: int = 0, note: str = "") -> None:
+    parser.add_argument("--threads", type=int, default=default,
+                        help="torch threads (0: torch's default; 1 is fastest on a busy 2-core machine)" + note)
+
+
+# ---- the reverse dictionary ---------------------------------------------------------------------
+
+@command("words")
+def words(argv: Sequence[str]) -> int:
+    """The reverse dictionary: ranked words for each description."""
+    parser = parser_for("words", words)
+    parser.add_argument("text", nargs="+", help="a description (several: one after another)")
+    parser.add_argument("-k", type=int, default=10, help="how many words")
+    parser.add_argument("--model", default=None, help="checkpoint directory (default: the shipped one)")
+    parser.add_argument("--pos", default="", help="part of speech: n, v, a or r")
+    parser.add_argument("--pattern", default="", help="wildcard for the word, e.g. 'l?ad*'")
+    parser.add_argument("--exclude-query-words", action="store_true")
+    args = parser.parse_args(argv)
+    from .checkpoint import CheckpointError
+    from .engine import Engine
+    try:
+        engine = Engine.load(args.model)
+        results = engine.predict_words_batch(args.text, k=args.k, pos=args.pos, pattern=args.pattern,
+                                             exclude_query_words=args.exclude_query_words)
+    except (CheckpointError, ValueError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    for text, ranked in zip(args.text, results):
+        print(text)
+        for rank, (word, p) in enumerate(ranked, 1):
+            print(f"  {rank:2d}. {word:<16} {p:.3f}")
+    return 0
+
+
+# ---- training and word scoring ------------------------------------------------------------------
+
+@command("train")
+def train(argv: Sequence[str]) -> int:
+    """DefSent training: the word head (for a base without one), then the encoder (core/train.py).
+
+    python -m core train --out checkpoints/defsent-minilm ...   # the shipped recipe: docs/training.md
+    """
+    from .checkpoint import DEFAULT_BASE
+    from .train import TrainConfig
+
+    p = parser_for("train", train)
+    p.add_argument("--out", type=Path, required=True, help="checkpoint directory to write")
+    p.add_argument("--base", default=DEFAULT_BASE, help="base model: package:NAME, a path or a hub id")
+    p.add_argument("--init", type=Path, help="continue from this checkpoint (its base, pooling and head)")
+    p.add_argument("--pooling", default="mean", choices=["cls", "mean", "max"])
+    p.add_argument("--head-kind", default="mlm", choices=["mlm", "layernorm", "identity"])
+    p.add_argument("--unit-rows", action="store_true",
+                   help="new head scores against equal-length embedding rows (see core/word_head.py)")
+    p.add_argument("--head-stage", default="definitions", choices=["definitions", "definitions+words", "mlm", "none"],
+                   help="how a base without a masked-LM head gets its word head")
+    p.add_argument("--head-epochs", type=int, default=10, help="epochs (definitions) or steps (mlm)")
+    p.add_argument("--head-weight-decay", type=float, default=0.0,
+                   help="AdamW weight decay of the head's fit on definitions (1.0: dev MRR .169 -> .182 zero-shot)")
+    p.add_argument("--dictionary", type=Path, help="a user dictionary (TSV/CSV/JSONL); default WordNet")
+    p.add_argument("--senteval", type=Path, default=SENTEVAL_DIR,
+                   help="SentEval data folder, for STS-B dev in checkpoint selection (optional)")
+    p.add_argument("--extra-train", type=Path,
+                   help="gzip JSONL dictionary whose pairs are added to the training split only (e.g. GCIDE, "
+                        "python -m core gcide); its dev/test words and texts are dropped")
+    p.add_argument("--split-seed", type=int, default=0, help="seed of the 80/10/10 split by word")
+    _threads_flag(p)
+    p.add_argument("--head-from", type=Path, help="start from the base of this checkpoint with its head "
+                   "(the encoder's training is redone, the head stage skipped)")
+    p.add_argument("--distill-from", type=Path, help="a larger sentence encoder (Hugging Face folder) to distil "
+                   "from, on the sentences of --distill-corpus (core/distill.py)")
+    p.add_argument("--distill-corpus", type=Path, default=CACHE_DIR / "corpus-nlp",
+                   help="decoder corpus folder whose training sentences are distilled (dev/test definitions left out)")
+    p.add_argument("--distill-sentences", type=int, default=64000, help="sentences sampled from it (0: all)")
+    add_config_flags(p, TrainConfig)
+    args = p.parse_args(argv)
+    if args.init and args.head_from:
+        p.error("--init and --head-from both choose the starting model: give one")
+    set_threads(args.threads)
+    return _run_training(args, config_from_flags(TrainConfig, args))
+
+
+def _run_training(args: argparse.Namespace, config) -> int:
+    from tqdm import tqdm
+
+    from .dictionary import add_training_entries, load_wordnet, read_user_dictionary, split_by_word
+    from .distill import Distillation, distillation_sentences, teacher_vectors
+    from .engine import Engine
+    from .train import TrainProgress, head_stage, sts_dev_scorer
+    from .train import train as train_engine
+    from .word_eval import evaluate_words, format_table
+
+    if args.dictionary:
+        entries, report = read_user_dictionary(args.dictionary)
+        print(report.summary())
+        if not report.ok:
+            return 2
+        source = str(args.dictionary)
+    else:
+        entries, source = load_wordnet(), "WordNet 3.0 (core/data/wordnet.jsonl.gz)"
+    split = split_by_word(entries, seed=args.split_seed)
+    print(split.report())
+    extra_counts = None
+    if args.extra_train:
+        split, extra_counts = add_training_entries(split, load_wordnet(args.extra_train))
+        print(f"extra training pairs from {args.extra_train}:", extra_counts)
+    engine = (Engine.load(args.init) if args.init
+              else Engine.load(args.head_from, untrained=True) if args.head_from
+              else Engine.from_base(args.base, args.pooling, args.head_kind, unit_rows=args.unit_rows))
+    engine.manifest["head"]["origin"] = head_stage(engine, split, args.head_stage, args.head_epochs,
+                                                   args.split_seed, args.head_weight_decay)
+    print("word head:", engine.manifest["head"]["origin"])
+
+    distill = None
+    if args.distill_from:
+        sentences = distillation_sentences(args.distill_corpus, [e.definition for e in (*split.dev, *split.test)],
+                                           args.distill_sentences)
+        vectors = teacher_vectors(args.distill_from, sentences, cache=args.distill_corpus / "teacher-vectors")
+        distill = Distillation(sentences, vectors, str(args.distill_from))
+    bar = tqdm(total=1, unit="step", dynamic_ncols=True)
+
+    def show(p: TrainProgress) -> None:
+        bar.total = p.total_steps
+        bar.n = p.step
+        bar.set_postfix(loss=f"{p.loss:.3f}", defs_s=f"{p.definitions_per_second:.0f}",
+                        dev_mrr=f"{p.dev.get('mrr', 0):.4f}", sts=f"{p.dev.get('sts_dev', float('nan')):.1f}")
+        bar.refresh()
+
+    result = train_engine(engine, split.train, split.dev, config, progress=show,
+                          sts_dev=sts_dev_scorer(args.senteval), distill=distill)
+    bar.close()
+    test = evaluate_words(engine, split.test)
+    print(format_table({"DefSent (best dev)": test}))
+    engine.save(args.out, name=args.out.name, metrics={"test": test, "dev": result.best_dev},
+                training={"data": source, "split_seed": args.split_seed, "split": split.stats(),
+                          "extra_train": {"file": str(args.extra_train), **extra_counts} if extra_counts else None,
+                          "init": str(args.init) if args.init else None,
+                          "head_stage": args.head_stage, "result": result.to_dict(),
+                          "distill": distill.describe() if distill else None})
+    print(f"saved {args.out} (best step {result.best_step} of {result.steps}, {result.seconds / 60:.1f} min)")
+    return 0
+
+
+def _scoring_parser(name: str, function: Command) -> argparse.ArgumentParser:
+    """The flags word-vectors and hubness share: a model, a WordNet split for sweeps, --write."""
+    p = parser_for(name, function)
+    p.add_argument("--model", type=Path, default=None, help="checkpoint directory (default: the shipped one)")
+    p.add_argument("--split", default="dev", choices=["dev", "test"], help="WordNet split for the sweep")
+    p.add_argument("--write", action="store_true",
+                   help="store the result in --model, with the dev and test metrics it gives")
+    _threads_flag(p)
+    return p
+
+
+def _scoring_setup(p: argparse.ArgumentParser, args: argparse.Namespace):
+    """The engine of --model (no decoder) and its WordNet split; refuses --write without --model
+    before any work."""
+    if args.write and args.model is None:
+        p.error("--write needs an explicit --model")
+    set_threads(args.threads)
+    from .dictionary import load_wordnet, split_by_word
+    from .engine import Engine
+
+    engine = Engine.load(args.model, decoder=None)
+    return engine, split_by_word(load_wordnet(), seed=engine.manifest.get("training", {}).get("split_seed", 0))
+
+
+@command("word-vectors")
+def word_vectors(argv: Sequence[str]) -> int:
+    """Word vectors (core/word_vectors.py): sweep their scale on a split, or write them into a checkpoint.
+
+    python -m core word-vectors --model checkpoints/defsent-minilm --sweep 0 10 15 20 --split dev
+    python -m core word-vectors --model checkpoints/defsent-minilm --scale 15 --write
+    """
+    from .word_vectors import DEFAULT_SCALE, WORD_VECTORS
+
+    p = _scoring_parser("word-vectors", word_vectors)
+    p.add_argument("--sweep", type=float, nargs="*", default=[], help="scales to evaluate (0 = head alone)")
+    p.add_argument("--scale", type=float, default=DEFAULT_SCALE, help="scale to store with --write")
+    p.add_argument("--record-split", nargs="*", default=["dev", "test"], choices=["dev", "test"],
+                   help="the splits whose metrics --write records")
+    args = p.parse_args(argv)
+    engine, split = _scoring_setup(p, args)
+    from .word_eval import definition_pairs, evaluate_vectors, format_table, write_word_scoring
+
+    if args.sweep:
+        print(f"encoding {sum(w is not None for w in engine.vocab.words)} words and the {args.split} definitions...")
+        engine.add_word_vectors(args.scale)
+        texts, gold = definition_pairs(getattr(split, args.split), engine.vocab)
+        vectors = engine.encode(texts)
+        rows = {}
+        for scale in args.sweep:
+            engine.word_vectors.scale = scale
+            rows[f"scale {scale:g}"] = evaluate_vectors(engine, vectors, gold)
+        print(format_table(rows))
+    if args.write:
+        engine.add_word_vectors(args.scale)
+        write_word_scoring(engine, args.model, split, args.record_split, "word vectors")
+        print(f"wrote {args.model / WORD_VECTORS} (scale {args.scale:g})")
+    return 0
+
+
+@command("hubness")
+def hubness(argv: Sequence[str]) -> int:
+    """The hubness correction (core/hubness.py): sweep k and weight on a split, or write it into a checkpoint.
+
+    python -m core hubness --model checkpoints/defsent-minilm --sweep-k 10 --sweep-weight 0 0.25 0.5 0.75
+    python -m core hubness --model checkpoints/defsent-minilm --k 10 --weight 0.25 --write
+    """
+    from dataclasses import replace
+
+    from .hubness import DEFAULT_K, DEFAULT_WEIGHT, HUB_PENALTY, HubPenalty, group_definitions
+
+    p = _scoring_parser("hubness", hubness)
+    p.add_argument("--sweep-k", type=int, nargs="*", default=[], help="k values to evaluate")
+    p.add_argument("--sweep-weight", type=float, nargs="*", default=[], help="weights to evaluate (0 = none)")
+    p.add_argument("--k", type=int, default=DEFAULT_K, help="k to store with --write")
+    p.add_argument("--weight", type=float, default=DEFAULT_WEIGHT, help="weight to store with --write")
+    args = p.parse_args(argv)
+    engine, split = _scoring_setup(p, args)
+    from tqdm import tqdm
+
+    from .word_eval import definition_pairs, evaluate_vectors, format_table, write_word_scoring
+
+    engine.hub_penalty = None  # scores without a stored correction, which is measured and replaced here
+    references, defined = group_definitions(*definition_pairs(split.train, engine.vocab))
+    with tqdm(total=len(references), unit="definition", desc="encoding the references") as bar:
+        reference_vectors = engine.encode(references, progress=lambda done, _total: bar.update(done - bar.n))
+    computed: dict[int, HubPenalty] = {}  # by k: the sweep's penalty is reused by --write
+
+    def penalty(k: int, weight: float) -> HubPenalty:
+        if k not in computed:
+            engine.hub_penalty = None
+            computed[k] = HubPenalty.compute(engine.word_logits, reference_vectors, defined, k)
+        return replace(computed[k], weight=weight)
+
+    if args.sweep_k or args.sweep_weight:
+        texts, gold = definition_pairs(getattr(split, args.split), engine.vocab)
+        vectors = engine.encode(texts)
+        rows = {"no correction": evaluate_vectors(engine, vectors, gold)}
+        for k in args.sweep_k or [args.k]:
+            for weight in args.sweep_weight or [args.weight]:
+                engine.hub_penalty = penalty(k, weight)
+                rows[f"k {k}, weight {weight:g}"] = evaluate_vectors(engine, vectors, gold)
+        print(f"WordNet {args.split} split:\n\n{format_table(rows)}")
+    if args.write:
+        engine.hub_penalty = penalty(args.k, args.weight)
+        write_word_scoring(engine, args.model, split, ("dev", "test"), "hubness-corrected")
+        print(f"wrote {args.model / HUB_PENALTY} (k {args.k}, weight {args.weight:g})")
+    return 0
+
+
+# ---- evaluation -----------------------------------------------------------------------------------
+
+@command("eval")
+def evaluate(argv: Sequence[str]) -> int:
+    """Evaluation: word prediction, STS, SentEval and Vec2Sent diagnostics of any encoder (core/evaluation).
+
+    python -m core eval --model checkpoints/defsent-minilm --tasks words            # WordNet test MRR
+    python -m core eval --model checkpoints/defsent-minilm --tasks words --untrained  # its base, same head
+    python -m core eval --model minilm-st --tasks sts,senteval --out results/minilm-st.json
+
+    Missing datasets are reported (naming the absent files) and skipped; the rest still runs. words
+    and vec2sent need an Engine checkpoint (a word head; a Vec2Sent decoder trained on its encoder)
+    and are skipped with a note for other models.
+    """
+    import time
+
+    from .checkpoint import DEFAULT_CHECKPOINT
+    from .evaluation.base import SENTEVAL_SEED, EvaluationConfig
+    from .evaluation.baselines import ENCODERS, load_encoder
+    from .evaluation.decoding import DEFAULT_TEST
+    from .evaluation.report import markdown_report
+    from .evaluation.runner import TASKS, save_results
+    from .evaluation.runner import evaluate as run_tasks
+
+    parser = parser_for("eval", evaluate)
+    parser.add_argument("--model", default=str(DEFAULT_CHECKPOINT),
+                        help=f"one of {', '.join(ENCODERS)}, an Engine checkpoint folder or any Hugging Face "
+                             "model folder (e.g. a sentence-transformers model); default: the shipped checkpoint")
+    parser.add_argument("--untrained", action="store_true",
+                        help="an Engine checkpoint's base encoder with its word head: the model before DefSent training")
+    parser.add_argument("--data", type=Path, default=SENTEVAL_DIR,
+                        help=f"folder in SentEval's data/downstream layout (default: {SENTEVAL_DIR})")
+    parser.add_argument("--tasks", default=",".join(TASKS),
+                        help=f"comma-separated, from: {', '.join(TASKS)} (default: all)")
+    parser.add_argument("--words-split", default="test", choices=["dev", "test"],
+                        help="the WordNet split the words task scores (default: test)")
+    parser.add_argument("--sts-dir", type=Path, default=None,
+                        help="SentEval's STS folder holding STS12-en-test ... STS16-en-test (default: DATA/STS)")
+    parser.add_argument("--out", type=Path, default=None,
+                        help="write results here as JSON, and as Markdown beside it (.md)")
+    parser.add_argument("--kfold", type=int, default=10, help="folds for cross-validation (default: 10)")
+    parser.add_argument("--seed", type=int, default=SENTEVAL_SEED, help="fold shuffling seed (default: SentEval's)")
+    parser.add_argument("--precision", default="float32", choices=PRECISIONS,
+                        help="encoding precision of this project's models (bfloat16, int8: faster; see bench/)")
+    parser.add_argument("--pooling", default="mean", choices=["mean", "cls", "max"],
+                        help="pooling of a plain Hugging Face model folder given as --model (default: mean)")
+    parser.add_argument("--decoder-test", type=Path, default=None,
+                        help=f"sentences for the vec2sent task, one a line (default: {DEFAULT_TEST})")
+    parser.add_argument("--decoder-sentences", type=int, default=500, help="first N of them (default: 500)")
+    args = parser.parse_args(argv)
+    tasks = [task.strip() for task in args.tasks.split(",") if task.strip()]
+    unknown = [task for task in tasks if task not in TASKS]
+    if unknown or not tasks:
+        parser.error(f"unknown or no task(s) in --tasks {args.tasks!r}; choose from {', '.join(TASKS)}")
+    if not args.data.is_dir() and set(tasks) & {"sts", "senteval"}:
+        parser.error(f"data folder not found: {args.data} (pass --data)")
+    if args.decoder_sentences < 1:
+        parser.error("--decoder-sentences must be >= 1")
+
+    start = time.perf_counter()
+    try:
+        encoder = load_encoder(args.model, args.precision, args.pooling, untrained=args.untrained)
+    except (ValueError, ImportError) as error:
+        parser.error(f"cannot load model {args.model!r}: {error}")
+    config = EvaluationConfig(args.data, args.sts_dir, args.kfold, args.seed, decoder_test=args.decoder_test,
+                              decoder_sentences=args.decoder_sentences, words_split=args.words_split)
+    with _log_to_stderr("core.evaluation"):
+        results = run_tasks(encoder, config, tasks)
+    seconds = time.perf_counter() - start
+
+    model = Path(args.model).name + (" (untrained base)" if args.untrained else "")
+    print(markdown_report(model, results) + f"\nTotal wall time: {seconds:.0f} s (model loading included).")
+    if args.out:
+        paths = save_results(args.out, model, config, results, total_seconds=seconds)
+        print("Wrote " + " and ".join(str(path) for path in paths), file=sys.stderr)
+    return 0
+
+
+class _log_to_stderr:
+    """Log `name`'s records to stderr while in the block. Only that logger, not the root:
+    sentence-transformers turns on its own progress bars when its effective level is INFO."""
+
+    def __init__(self, name: str):
+        import logging
+        self.logger, self.handler = logging.getLogger(name), logging.StreamHandler(sys.stderr)
+        self.level = logging.INFO
+
+    def __enter__(self) -> None:
+        self.logger.addHandler(self.handler)
+        self.logger.setLevel(self.level)
+
+    def __exit__(self, *exc) -> None:
+        self.logger.removeHandler(self.handler)
+
+
+# ---- data -----------------------------------------------------------------------------------------
+
+@command("dictionary")
+def dictionary(argv: Sequence[str]) -> int:
+    """Counts and the split report of a dictionary file (default: the shipped WordNet)."""
+    from .dictionary import WORDNET_PATH, largest_shared_definition_group, load_wordnet, split_by_word
+
+    parser = parser_for("dictionary", dictionary)
+    parser.add_argument("file", nargs="?", type=Path, default=WORDNET_PATH, help="gzip JSONL dictionary")
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args(argv)
+    entries = load_wordnet(args.file)
+    print(f"{len(entries)} pairs, {len({entry.word for entry in entries})} words")
+    print(f"largest group of words joined by shared definitions: {largest_shared_definition_group(entries)} words")
+    print(split_by_word(entries, seed=args.seed).report())
+    return 0
+
+
+def _by_pos(entries) -> str:
+    from collections import Counter
+    return ", ".join(f"{pos or '?'} {count}" for pos, count in sorted(Counter(e.pos for e in entries).items()))
+
+
+@command("wordnet")
+def wordnet(argv: Sequence[str]) -> int:
+    """Build core/data/wordnet.jsonl.gz (and the synsets file) from WordNet 3.0's data.* files (core/wordnet.py).
+
+    python -m core wordnet --wordnet-dir data/cache/wordnet-deb/usr/share/wordnet --out core/data/wordnet.jsonl.gz
+    """
+    from .paths import CORE_DATA_DIR
+    from .wordnet import write_wordnet
+
+    parser = parser_for("wordnet", wordnet)
+    parser.add_argument("--wordnet-dir", type=Path, required=True, help="folder with data.noun, data.verb, ...")
+    parser.add_argument("--vocab", type=Path, help="BERT vocab.txt (default: all-MiniLM-L6-v2's)")
+    parser.add_argument("--out", type=Path, default=CORE_DATA_DIR / "wordnet.jsonl.gz")
+    parser.add_argument("--synsets-out", type=Path,
+                        help="every synset with all its lemmas, the open vocabulary (default: "
+                             "wordnet-synsets.jsonl.gz beside --out)")
+    parser.add_argument("--copyright", type=Path,
+                        help="Debian copyright file (default: WORDNET_DIR/../doc/wordnet-base/copyright)")
+    args = parser.parse_args(argv)
+    synsets, entries = write_wordnet(args.wordnet_dir, args.out, args.vocab, args.synsets_out, args.copyright)
+    print(f"{len(synsets)} synsets, {sum(len(s.lemmas) for s in synsets)} lemmas -> {len(entries)} entries "
+          f"({len({entry.word for entry in entries})} words; {_by_pos(entries)}) written to {args.out}")
+    return 0
+
+
+@command("gcide")
+def gcide(argv: Sequence[str]) -> int:
+    """Extra training definitions from GCIDE's dictd files (core/gcide.py).
+
+    python -m core gcide --dictd-dir data/cache/deb/gcide/usr/share/dictd --out data/cache/gcide.jsonl.gz
+    """
+    from .gcide import write_gcide
+
+    parser = parser_for("gcide", gcide)
+    parser.add_argument("--dictd-dir", type=Path, default=CACHE_DIR / "deb/gcide/usr/share/dictd")
+    parser.add_argument("--vocab", type=Path, help="BERT vocab.txt (default: all-MiniLM-L6-v2's)")
+    parser.add_argument("--out", type=Path, default=CACHE_DIR / "gcide.jsonl.gz")
+    args = parser.parse_args(argv)
+    entries = write_gcide(args.dictd_dir, args.out, args.vocab)
+    print(f"{len(entries)} entries ({len({e.word for e in entries})} words; {_by_pos(entries)}) written to {args.out}")
+    return 0
+
+
+# ---- Vec2Sent ---------------------------------------------------------------------------------------
+
+@command("vec2sent-corpus")
+def vec2sent_corpus(argv: Sequence[str]) -> int:
+    """Build the Vec2Sent training corpus from packaged sources (core/vec2sent/corpus.py).
+
+    python -m core vec2sent-corpus --out data/cache/corpus
+    """
+    import json
+
+    from .vec2sent.corpus import TRAIN_ONLY_SOURCES, make_corpus
+
+    parser = parser_for("vec2sent-corpus", vec2sent_corpus)
+    parser.add_argument("--out", type=Path, default=CORPUS_DIR)
+    parser.add_argument("--cache", type=Path, default=CACHE_DIR, help="where the npm and Debian packages are unpacked")
+    parser.add_argument("--senteval", type=Path, default=SENTEVAL_DIR)
+    parser.add_argument("--test-size", type=int, default=2000)
+    parser.add_argument("--seed", type=int, default=13)
+    parser.add_argument("--train-only", nargs="*", default=[], choices=sorted(TRAIN_ONLY_SOURCES),
+                        help="extra sources that add training sentences only (the test set stays the same)")
+    args = parser.parse_args(argv)
+    corpus = make_corpus(args.out, args.cache, args.senteval, args.test_size, args.seed, args.train_only)
+    removed = sum(s.get("in_sts_or_sick", 0) for s in corpus.stats["sources"].values())
+    print(json.dumps({k: v for k, v in corpus.stats.items() if "_train" not in k}, indent=2))
+    print(f"removed {removed} sentences that occur in STS-B or SICK", file=sys.stderr)
+    print(f"wrote {len(corpus.train)} train / {len(corpus.test)} test sentences to {args.out}", file=sys.stderr)
+    return 0
+
+
+@command("vec2sent-train")
+def vec2sent_train(argv: Sequence[str]) -> int:
+    """Train a Vec2Sent decoder on one encoder's embeddings of a corpus (core/vec2sent/train.py).
+
+    python -m core vec2sent-train --encoder CKPT --corpus data/cache/corpus --out checkpoints/vec2sent-NAME --minutes 80
+    """
+    from .hardware import resolve_precision
+    from .vec2sent.model import Vec2SentConfig
+    from .vec2sent.train import TrainSettings
+
+    parser = parser_for("vec2sent-train", vec2sent_train)
+    parser.add_argument("--encoder", type=Path, required=True, help="encoder checkpoint (core.engine)")
+    parser.add_argument("--corpus", type=Path, default=CORPUS_DIR)
+    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--init", type=Path, help="start from this decoder, e.g. the decoder of the encoder "
+                        "this one was fine-tuned or blended from (another corpus' pieces are mapped)")
+    add_config_flags(parser, TrainSettings, skip=("precision",))
+    add_config_flags(parser, Vec2SentConfig, skip=("sent_dim",))
+    parser.add_argument("--precision", choices=("auto", *TRAINING_PRECISIONS), default="auto",
+                        help="bfloat16 autocasts the forward pass (weights stay float32); auto: bfloat16 "
+                             "on CPUs with native bfloat16 matrix instructions, else float32")
+    _threads_flag(parser, default=1, note="; decoder training: 2 threads measured 2.5x slower beside another job")
+    args = parser.parse_args(argv)
+    set_threads(args.threads)
+    from .vec2sent.encoder_link import link_engine
+    from .vec2sent.train import describe_corpus, train_for_encoder
+
+    settings = config_from_flags(TrainSettings, args, precision=resolve_precision(args.precision))
+    skipped = {"vocab_size", "sent_dim"}  # from the corpus and the encoder
+    overrides = {f.name: getattr(args, f.name) for f in dataclasses.fields(Vec2SentConfig) if f.name not in skipped}
+    sentences = (args.corpus / "train.txt").read_text(encoding="utf-8").splitlines()
+    stats = train_for_encoder(sentences, link_engine(args.encoder), args.out, overrides, settings,
+                              init=args.init, corpus=describe_corpus(args.corpus))
+    print(f"{stats.steps} steps, {stats.epochs:.2f} epochs, {stats.sentences_per_second:.0f} sentences/s, "
+          f"final loss {stats.curve[-1]['loss']}; saved {args.out}")
+    return 0
+
+
+@command("vec2sent-diagnostics")
+def vec2sent_diagnostics(argv: Sequence[str]) -> int:
+    """Vec2Sent diagnostics: Id, PERM, BLEU and the word-head round trip (core/vec2sent/diagnostics.py).
+
+    python -m core vec2sent-diagnostics --decoder CKPT --encoder CKPT --test data/cache/corpus/test.txt
+    """
+    parser = parser_for("vec2sent-diagnostics", vec2sent_diagnostics)
+    parser.add_argument("--decoder", type=Path, required=True)
+    parser.add_argument("--encoder", type=Path, required=True)
+    parser.add_argument("--test", type=Path, required=True, help="one sentence a line")
+    parser.add_argument("--limit", type=int, default=1000, help="first N test sentences")
+    parser.add_argument("--beams", type=int, nargs="+", default=[1, 4], help="beam widths (1 = greedy)")
+    parser.add_argument("--alpha", type=float, default=0.6, help="length normalisation exponent")
+    parser.add_argument("--rerank", action="store_true",
+                        help="also each beam width > 1 with its hypotheses reranked by cosine to the vector")
+    parser.add_argument("--refine", action="store_true",
+                        help="also each beam width > 1 refined by one-word edits (core/vec2sent/refine.py)")
+    parser.add_argument("--examples", type=int, default=10, help="decoded examples to print")
+    _threads_flag(parser, default=1)
+    parser.add_argument("--precision", default="auto", choices=PRECISIONS,
+                        help="decoder weights (auto: int8 where torch can; see load_checkpoint)")
+    parser.add_argument("--encoder-precision", default="float32", choices=TRAINING_PRECISIONS,
+                        help="the encoder's, for the test vectors, reranking and refining (the app: bfloat16)")
+    args = parser.parse_args(argv)
+    set_threads(args.threads)
+    from .vec2sent.checkpoint import load_checkpoint
+    from .vec2sent.diagnostics import decodings, format_table, round_trip_agreement, score_reconstructions
+    from .vec2sent.encoder_link import link_engine
+
+    link = link_engine(args.encoder, precision=args.encoder_precision)
+    decoder = load_checkpoint(args.decoder, encoder_fingerprint=link.fingerprint, precision=args.precision)
+    references = [s for s in args.test.read_text(encoding="utf-8").splitlines() if s.strip()][:args.limit]
+    vectors = link.encode(references)
+    rows = {}
+    for width in args.beams:
+        for name, (hypotheses, seconds) in decodings(decoder, link, vectors, width, args.alpha,
+                                                     args.rerank, args.refine).items():
+            rows[f"{name} ({1000 * seconds / len(references):.0f} ms)"] = (
+                score_reconstructions(references, hypotheses),
+                round_trip_agreement(references, hypotheses, link.top_word))
+            print(f"{name}:")
+            for ref, hyp in list(zip(references, hypotheses))[:args.examples]:
+                print(f"  in:  {ref}\n  out: {hyp}")
+    print(format_table(rows))
+    return 0

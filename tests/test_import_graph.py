@@ -1,0 +1,82 @@
+"""core/ imports as a tree of layers: no import cycle, no CLI inside a library module, no research/.
+
+The graph is read from the source (ast), with every import of a core module, at module level or
+inside a function: a function-level import that closes a cycle still ties the modules together
+(it hid the engine <-> hubness <-> word_eval <-> word_vectors <-> readout cycle).
+"""
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+CORE = Path(__file__).resolve().parents[1] / "core"
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(CORE.parent).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def imported_modules(path: Path, modules: set[str]) -> set[str]:
+    """The modules of `modules` that `path` imports anywhere in its body (`from .x import y` counts
+    as core.x.y when that is a module, else as core.x)."""
+    name = module_name(path)
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            base = package.split(".")[: len(package.split(".")) - node.level + 1] if node.level else []
+            target = ".".join(base + ([node.module] if node.module else []))
+            for alias in node.names:
+                found.add(f"{target}.{alias.name}" if f"{target}.{alias.name}" in modules else target)
+    return {m for m in found if m in modules and m != name}
+
+
+def import_graph() -> dict[str, set[str]]:
+    files = {module_name(p): p for p in CORE.rglob("*.py")}
+    return {name: imported_modules(path, set(files)) for name, path in files.items()}
+
+
+def find_cycle(graph: dict[str, set[str]]) -> list[str]:
+    """One import cycle as [a, b, ..., a], or [] when the graph has none (depth-first search)."""
+    state: dict[str, str] = {}  # "open" while on the current path, "done" after
+    path: list[str] = []
+
+    def visit(node: str) -> list[str]:
+        state[node] = "open"
+        path.append(node)
+        for nxt in sorted(graph[node]):
+            if state.get(nxt) == "open":
+                return path[path.index(nxt):] + [nxt]
+            if nxt not in state and (cycle := visit(nxt)):
+                return cycle
+        state[node] = "done"
+        path.pop()
+        return []
+
+    for start in sorted(graph):
+        if start not in state and (cycle := visit(start)):
+            return cycle
+    return []
+
+
+def test_the_finder_sees_a_cycle_through_a_function_level_import(tmp_path):
+    assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == ["a", "b", "c", "a"]
+    assert find_cycle({"a": {"b"}, "b": set(), "c": {"a", "b"}}) == []
+
+
+def test_core_has_no_import_cycle():
+    graph = import_graph()
+    assert "core.engine" in graph and "core.hubness" in graph["core.engine"]  # the graph is read
+    assert find_cycle(graph) == []
+
+
+def test_core_never_imports_research():
+    for path in CORE.rglob("*.py"):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        names = [alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names]
+        names += [node.module or "" for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and not node.level]
+        assert not [n for n in names if n.split(".")[0] in ("research", "scripts", "app", "tests")], path
+
