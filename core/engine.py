@@ -41,6 +41,7 @@ HEAD_WEIGHTS = "head.safetensors"
 HEAD_CONFIG = "head_config.json"
 USER_DICTIONARY = "user_dictionary.jsonl.gz"
 OPEN_VOCAB_WEIGHTS = {f.name for f in fields(OpenVocabConfig)}
+INFLECTION_SLACK = 2  # ranked candidates read per requested word, so dropped inflections are replaced
 _WORD_RE = re.compile(r"[a-z]+(?:'[a-z]+)?")
 
 
@@ -366,8 +367,9 @@ class Engine(VectorReadout):
                 if (index := vocab.token_id(word)) is not None:
                     keep[index] = False
             scores = probs[i].masked_fill(~keep, -1.0)
-            top = scores.topk(min(k, int(keep.sum())))
-            results.append([(vocab.words[j], float(p)) for p, j in zip(top.values, top.indices.tolist())])
+            top = scores.topk(min(INFLECTION_SLACK * k, int(keep.sum())))
+            ranked = [(vocab.words[j], float(p)) for p, j in zip(top.values, top.indices.tolist())]
+            results.append(without_inflections(ranked)[:k])
         return results
 
     def enable_open_vocabulary(self, extra: Iterable[Entry] | None = None, cache_dir: str | Path | None = None,
@@ -386,6 +388,28 @@ class Engine(VectorReadout):
         scorer = open_scorer(lambda texts: self.encode(texts, batch_size=128, progress=progress),
                              candidates, self.open_vocab_config, self.open_vocab_map, cache)
         self.open_vocab = scorer.quantize() if self.int8_scoring else scorer
+
+
+def without_inflections(ranked: list[tuple[str, float]]) -> list[tuple[str, float]]:
+    """`ranked` without the words whose plural-stripped form an earlier word already has
+    (trunk, trunks -> trunk): inflections of one word should not crowd the list."""
+    seen, kept = set(), []
+    for word, score in ranked:
+        stem = _singular(word)
+        if stem not in seen:
+            seen.add(stem)
+            kept.append((word, score))
+    return kept
+
+
+def _singular(word: str) -> str:
+    if word.endswith("ies") and len(word) > 4:
+        return word[:-3] + "y"
+    if word.endswith(("ches", "shes", "sses", "xes")):
+        return word[:-2]
+    if word.endswith("s") and not word.endswith("ss") and len(word) > 3:
+        return word[:-1]
+    return word
 
 
 def _freeze_embeddings(encoder: SentenceEncoder) -> None:

@@ -5,6 +5,7 @@ import pytest
 import torch
 
 from core import Engine
+from core.engine import without_inflections
 from core.dictionary import Entry, definition_key, extend_split, load_wordnet, load_wordnet_lemmas, split_by_word
 from core.open_vocab import Candidates, OpenScorer, OpenVocabConfig, WordMapConfig, fit_word_map
 
@@ -160,3 +161,9 @@ def test_a_fine_tuned_dictionary_travels_with_the_checkpoint_and_its_words_are_a
     loaded.enable_open_vocabulary(dictionary=DICTIONARY)
     assert {"hot dog", "café", "ice cream"} <= set(loaded.open_vocab.candidates.words)
     assert [w for w, _ in loaded.predict_words("food", k=3, pattern="caf?")] == ["café"]
+
+
+def test_inflections_of_one_word_do_not_crowd_the_list():
+    ranked = [("trunk", 0.4), ("trunks", 0.2), ("elephant", 0.1), ("berries", 0.05), ("berry", 0.04),
+              ("boxes", 0.03), ("box", 0.02), ("glass", 0.01), ("gas", 0.01)]
+    assert [w for w, _ in without_inflections(ranked)] == ["trunk", "elephant", "berries", "boxes", "glass", "gas"]
