@@ -68,12 +68,16 @@ def main(argv: list[str] | None = None) -> int:
     spec = ModelSpec(args.model.name, args.model) if args.model else default_spec(checkpoints)
     studio = start_studio(spec, checkpoints, not args.no_umap_warmup, args.warm_up_delay,
                           open_vocabulary=not args.single_token_words)
+    from starlette.middleware import Middleware
+
+    from app.request_limits import RequestBodyLimit
     from app.ui import CSS, build_app, enable_queue, theme
     demo = enable_queue(build_app(studio), max_size=args.queue_size)
     for warning in exposure_warnings(args.host, args.share):
         print(warning, file=sys.stderr)
     demo.launch(server_name=args.host, server_port=args.port, share=args.share, theme=theme(), css=CSS,
-                prevent_thread_lock=True, footer_links=["api"], max_file_size=MAX_UPLOAD_BYTES)
+                prevent_thread_lock=True, footer_links=["api"], max_file_size=MAX_UPLOAD_BYTES,
+                app_kwargs={"middleware": [Middleware(RequestBodyLimit)]})  # any body over ~21 MB: 413
     print(f"DefSent Studio listening on http://{args.host}:{args.port} "
           f"({time.perf_counter() - started:.1f} s after start; serving {spec.name})", flush=True)
     demo.block_thread()

@@ -184,3 +184,24 @@ def test_request_bodies_over_the_bound_are_refused(tmp_path):
         assert httpx.get(demo.local_url, timeout=60).status_code == 200
     finally:
         demo.close()
+
+
+def test_the_app_launches_with_the_request_body_limit(tiny_mlm_dir, tmp_path, monkeypatch):
+    """app.py passes RequestBodyLimit to Gradio's launch (without it JSON bodies are unbounded)."""
+    import importlib.util
+    from pathlib import Path
+
+    import gradio as gr
+
+    from app.request_limits import RequestBodyLimit
+
+    launched = {}
+    monkeypatch.setattr(gr.Blocks, "launch", lambda self, **kwargs: launched.update(kwargs))
+    monkeypatch.setattr(gr.Blocks, "block_thread", lambda self: None)
+    monkeypatch.setenv("DEFSENT_CACHE_DIR", str(tmp_path / "cache"))
+    spec = importlib.util.spec_from_file_location("app_main", Path(__file__).resolve().parents[1] / "app.py")
+    app_main = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(app_main)
+    assert app_main.main(["--model", str(tiny_mlm_dir), "--checkpoints", str(tmp_path), "--no-umap-warmup",
+                          "--single-token-words", "--port", "7999"]) == 0
+    assert [m.cls for m in launched["app_kwargs"]["middleware"]] == [RequestBodyLimit]
