@@ -129,19 +129,20 @@ def train(argv: Sequence[str]) -> int:
     python -m core train --out checkpoints/defsent-minilm ...   # the shipped recipe: docs/training.md
     """
     from .checkpoint import DEFAULT_BASE
-    from .train import TrainConfig
+    from .train import HEAD_STAGES, TrainConfig
+    from .word_head import HEAD_KINDS
 
     p = parser_for("train", train)
     p.add_argument("--out", type=Path, required=True, help="checkpoint directory to write")
     p.add_argument("--base", default=DEFAULT_BASE, help="base model: package:NAME, a path or a hub id")
     p.add_argument("--init", type=Path, help="continue from this checkpoint (its base, pooling and head)")
     p.add_argument("--pooling", default="mean", choices=["cls", "mean", "max"])
-    p.add_argument("--head-kind", default="mlm", choices=["mlm", "layernorm", "identity"])
+    p.add_argument("--head-kind", default="mlm", choices=HEAD_KINDS)
     p.add_argument("--unit-rows", action="store_true",
                    help="new head scores against equal-length embedding rows (see core/word_head.py)")
-    p.add_argument("--head-stage", default="definitions", choices=["definitions", "definitions+words", "mlm", "none"],
+    p.add_argument("--head-stage", default="definitions", choices=HEAD_STAGES,
                    help="how a base without a masked-LM head gets its word head")
-    p.add_argument("--head-epochs", type=int, default=10, help="epochs (definitions) or steps (mlm)")
+    p.add_argument("--head-epochs", type=int, default=10, help="epochs of the head's fit")
     p.add_argument("--head-weight-decay", type=float, default=0.0,
                    help="AdamW weight decay of the head's fit on definitions (1.0: dev MRR .169 -> .182 zero-shot)")
     p.add_argument("--dictionary", type=Path, help="a user dictionary (TSV/CSV/JSONL); default WordNet")
@@ -154,11 +155,6 @@ def train(argv: Sequence[str]) -> int:
     _threads_flag(p)
     p.add_argument("--head-from", type=Path, help="start from the base of this checkpoint with its head "
                    "(the encoder's training is redone, the head stage skipped)")
-    p.add_argument("--distill-from", type=Path, help="a larger sentence encoder (Hugging Face folder) to distil "
-                   "from, on the sentences of --distill-corpus (core/distill.py)")
-    p.add_argument("--distill-corpus", type=Path, default=CACHE_DIR / "corpus-nlp",
-                   help="decoder corpus folder whose training sentences are distilled (dev/test definitions left out)")
-    p.add_argument("--distill-sentences", type=int, default=64000, help="sentences sampled from it (0: all)")
     add_config_flags(p, TrainConfig)
     args = p.parse_args(argv)
     if args.init and args.head_from:
@@ -171,7 +167,6 @@ def _run_training(args: argparse.Namespace, config) -> int:
     from tqdm import tqdm
 
     from .dictionary import add_training_entries, load_wordnet, read_user_dictionary, split_by_word
-    from .distill import Distillation, distillation_sentences, teacher_vectors
     from .engine import Engine
     from .train import TrainProgress, head_stage, sts_dev_scorer
     from .train import train as train_engine
@@ -198,12 +193,6 @@ def _run_training(args: argparse.Namespace, config) -> int:
                                                    args.split_seed, args.head_weight_decay)
     print("word head:", engine.manifest["head"]["origin"])
 
-    distill = None
-    if args.distill_from:
-        sentences = distillation_sentences(args.distill_corpus, [e.definition for e in (*split.dev, *split.test)],
-                                           args.distill_sentences)
-        vectors = teacher_vectors(args.distill_from, sentences, cache=args.distill_corpus / "teacher-vectors")
-        distill = Distillation(sentences, vectors, str(args.distill_from))
     bar = tqdm(total=1, unit="step", dynamic_ncols=True)
 
     def show(p: TrainProgress) -> None:
@@ -214,7 +203,7 @@ def _run_training(args: argparse.Namespace, config) -> int:
         bar.refresh()
 
     result = train_engine(engine, split.train, split.dev, config, progress=show,
-                          sts_dev=sts_dev_scorer(args.senteval), distill=distill)
+                          sts_dev=sts_dev_scorer(args.senteval))
     bar.close()
     test = evaluate_words(engine, split.test)
     print(format_table({"DefSent (best dev)": test}))
@@ -222,8 +211,7 @@ def _run_training(args: argparse.Namespace, config) -> int:
                 training={"data": source, "split_seed": args.split_seed, "split": split.stats(),
                           "extra_train": {"file": str(args.extra_train), **extra_counts} if extra_counts else None,
                           "init": str(args.init) if args.init else None,
-                          "head_stage": args.head_stage, "result": result.to_dict(),
-                          "distill": distill.describe() if distill else None})
+                          "head_stage": args.head_stage, "result": result.to_dict()})
     print(f"saved {args.out} (best step {result.best_step} of {result.steps}, {result.seconds / 60:.1f} min)")
     return 0
 

@@ -80,3 +80,9 @@ def test_core_never_imports_research():
         names += [node.module or "" for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and not node.level]
         assert not [n for n in names if n.split(".")[0] in ("research", "scripts", "app", "tests")], path
 
+
+
+def test_at_most_two_command_line_entry_points_in_core():
+    guards = [p.relative_to(CORE.parent) for p in CORE.rglob("*.py")
+              if '__name__ == "__main__"' in p.read_text(encoding="utf-8")]
+    assert len(guards) <= 2, guards

@@ -112,15 +112,3 @@ def test_low_rank_and_top_layers_are_exclusive(tiny_mlm_dir):
         train(engine, ENTRIES, ENTRIES, TrainConfig(lora_rank=2, trainable_layers=1, **CONFIG))
     assert not is_low_rank(engine.encoder.backbone)
 
-
-def test_a_low_rank_checkpoint_blends_like_a_dense_one(tiny_mlm_dir, tmp_path):
-    from core.blend import BlendedEngine
-
-    engine = Engine.from_base(str(tiny_mlm_dir))
-    train(engine, ENTRIES, ENTRIES, TrainConfig(lora_rank=2, **CONFIG))
-    path = engine.save(tmp_path / "lora")
-    blend = BlendedEngine(path)
-    texts = ["a dog that runs", "the king"]
-    np.testing.assert_allclose(blend.set_alpha(1.0).encode(texts), Engine.load(path).encode(texts), atol=1e-5)
-    np.testing.assert_allclose(blend.set_alpha(0.0).encode(texts),
-                               Engine.load(path, untrained=True).encode(texts), atol=1e-6)

@@ -11,8 +11,7 @@ from core import Engine
 from core.checkpoint import MANIFEST
 from core.dictionary import Entry
 from core.cli import main as cli
-from core.train import (TrainConfig, TrainingCancelled, fit_head, restore_mlm_head, train,
-                        vocabulary_self_examples)
+from core.train import TrainConfig, TrainingCancelled, fit_head, train, vocabulary_self_examples
 from core.word_eval import definition_pairs, evaluate_words, rank_metrics
 
 PAIRS = [("dog", "a small animal that people keep"), ("king", "the man in charge of the city"),
@@ -52,15 +51,6 @@ def test_head_weight_decay_keeps_the_transform_smaller(tiny_base_dir):
     assert norms[1] < 0.8 * norms[0]
 
 
-def test_restore_mlm_head_changes_only_the_head(tiny_base_dir):
-    engine = Engine.from_base(str(tiny_base_dir), head_kind="mlm")
-    encoder_before = {k: v.clone() for k, v in engine.encoder.state_dict().items()}
-    dense_before = engine.head.dense.weight.detach().clone()
-    restore_mlm_head(engine, [d for _, d in PAIRS], steps=5, batch_size=4)
-    assert not torch.equal(engine.head.dense.weight, dense_before)
-    assert all(torch.equal(v, encoder_before[k]) for k, v in engine.encoder.state_dict().items())
-
-
 def test_train_improves_mrr_and_keeps_head_frozen(tiny_mlm_dir):
     engine = Engine.from_base(str(tiny_mlm_dir))
     head_before = {k: v.clone() for k, v in engine.head.own_state_dict().items()}
@@ -92,8 +82,7 @@ def test_bfloat16_training_learns_keeps_float32_weights_and_restores_the_precisi
 def test_train_top_layers_only_leaves_lower_layers(tiny_mlm_dir):
     engine = Engine.from_base(str(tiny_mlm_dir))
     lower = {k: v.clone() for k, v in engine.encoder.backbone.encoder.layer[0].state_dict().items()}
-    train(engine, ENTRIES, ENTRIES, TrainConfig(lr=1e-2, max_steps=10, batch_size=4, trainable_layers=1,
-                                                drift_weight=0.5, eval_every=5))
+    train(engine, ENTRIES, ENTRIES, TrainConfig(lr=1e-2, max_steps=10, batch_size=4, trainable_layers=1, eval_every=5))
     assert all(torch.equal(v, lower[k]) for k, v in engine.encoder.backbone.encoder.layer[0].state_dict().items())
 
 
@@ -155,16 +144,6 @@ def test_cli_rejects_an_invalid_dictionary_and_writes_nothing(tiny_base_dir, tmp
     out = tmp_path / "ckpt"
     assert cli(["train", "--out", str(out), "--base", str(tiny_base_dir), "--dictionary", str(bad)]) == 2
     assert not out.exists()
-
-
-def test_joint_head_stage_trains_the_transform_then_freezes_it(tiny_base_dir):
-    engine = Engine.from_base(str(tiny_base_dir), head_kind="mlm")
-    dense_before = engine.head.dense.weight.detach().clone()
-    bias_before = engine.head.bias.detach().clone()
-    train(engine, ENTRIES, ENTRIES, TrainConfig(lr=1e-3, head_lr=1e-2, max_steps=20, batch_size=4, eval_every=10))
-    assert not torch.equal(engine.head.dense.weight, dense_before)
-    assert torch.equal(engine.head.bias, bias_before)
-    assert not any(p.requires_grad for p in engine.head.parameters())
 
 
 def test_vocabulary_self_examples_are_whole_alphabetic_words(tiny_base_dir):

@@ -10,7 +10,7 @@ import torch
 from core import CheckpointError, Engine
 from core.checkpoint import MANIFEST
 from core.dictionary import Entry
-from core.train import TrainConfig, TrainingCancelled, _live_words_loss, train
+from core.train import TrainConfig, TrainingCancelled, train
 from core.word_eval import evaluate_words
 from core.cli import main
 from core.word_vectors import WORD_VECTORS, WordVectors
@@ -147,28 +147,3 @@ def test_word_vector_objective_trains_through_the_cosine_term(engine):
     assert u.grad.abs().sum() > 0  # the loss reaches the encoder through cos(u, w)
     assert evaluate_words(engine, ENTRIES)["mrr"] == pytest.approx(result.best_dev["mrr"], abs=1e-4)
 
-
-def test_live_words_loss_is_a_softmax_over_words_embedded_now(engine):
-    engine.add_word_vectors(10.0)
-    stale = engine.word_vectors
-    engine.word_vectors = WordVectors(stale.ids, torch.randn_like(stale.vectors), stale.scale)  # out of date
-    engine.encoder.eval()  # no dropout: live vectors equal encode()
-    u = engine.encoder(**engine.encoder.tokenize(["the man in charge of the city", "food made of flour"]))  # (2, H)
-    gold = torch.tensor([engine.vocab.id_of["king"], engine.vocab.id_of["bread"]])
-    loss = _live_words_loss(engine, u, engine.head(u), gold, n_random=0)
-    candidates = sorted(gold.tolist())  # the loss's candidates: unique ids, ascending
-    w = torch.from_numpy(engine.encode([engine.vocab.words[i] for i in candidates]))
-    cos = torch.nn.functional.normalize(u, dim=1) @ torch.nn.functional.normalize(w, dim=1).T  # (2, 2)
-    logits = engine.head(u)[:, candidates] + 10.0 * cos
-    expected = torch.nn.functional.cross_entropy(logits, torch.tensor([candidates.index(g) for g in gold.tolist()]))
-    assert loss.item() == pytest.approx(expected.item(), abs=1e-4)
-    loss.backward()
-    assert engine.encoder.backbone.encoder.layer[0].attention.self.query.weight.grad.abs().sum() > 0
-
-
-def test_live_words_training_runs_and_selects_on_dev(engine):
-    config = TrainConfig(lr=3e-3, max_steps=20, batch_size=4, eval_every=10, seed=1, word_vector_scale=20.0,
-                         word_vector_objective=True, live_words=8, hub_weight=0.0)  # scored as during selection
-    result = train(engine, ENTRIES, ENTRIES, config)
-    assert result.best_dev["mrr"] > result.history[0]["mrr"]
-    assert evaluate_words(engine, ENTRIES)["mrr"] == pytest.approx(result.best_dev["mrr"], abs=1e-4)

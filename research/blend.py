@@ -4,10 +4,11 @@ DefSent training buys word prediction with some STS. Scaling the checkpoint's en
 the line between the two models without any training (weight-space ensembling), so the trade-off
 can be chosen by measurement: this CLI prints dev MRR and STS for each alpha and can save one.
 
-    python -m core.blend --model checkpoints/defsent-minilm --alphas 0 0.25 0.5 0.75 1
-    python -m core.blend --model checkpoints/defsent-minilm --alphas 0.75 --out checkpoints/NAME
+    python research/blend.py --model checkpoints/defsent-minilm --alphas 0 0.25 0.5 0.75 1
+    python research/blend.py --model checkpoints/defsent-minilm --alphas 0.75 --out checkpoints/NAME
 
-Choose alpha on the dev columns; the test columns are for reporting.
+Choose alpha on the dev columns; the test columns are for reporting. Measured, not adopted
+(docs/results.md, "Blending"): research code, which core/ never imports.
 """
 from __future__ import annotations
 
@@ -19,8 +20,10 @@ from typing import Sequence
 import torch
 from safetensors.torch import load_file
 
-from .engine import ENCODER_DELTA, Engine
-from .lora import dense_delta
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from core.engine import ENCODER_DELTA, Engine  # noqa: E402
+from core.lora import dense_delta  # noqa: E402
+from core.paths import SENTEVAL_DIR  # noqa: E402
 
 
 class BlendedEngine:
@@ -39,7 +42,7 @@ class BlendedEngine:
         with torch.no_grad():
             for name, d in self.delta.items():
                 state[name].copy_(self.base[name] + alpha * d)
-        self.engine._fingerprint = None  # the weights changed
+        self.engine.weights_changed()
         if self.engine.word_vectors is not None:  # they come from the encoder: recompute
             self.engine.add_word_vectors(self.engine.word_vectors.scale)
         self.alpha = alpha
@@ -48,8 +51,8 @@ class BlendedEngine:
 
 def measure(engine: Engine, split, senteval: Path) -> dict[str, float]:
     """Dev and test MRR / top-10 on the WordNet split; STS-B dev and test, SICK-R test when present."""
-    from .evaluation.sts import StsScore, evaluate_sts, load_sick_relatedness, load_sts_benchmark
-    from .word_eval import evaluate_words
+    from core.evaluation.sts import StsScore, evaluate_sts, load_sick_relatedness, load_sts_benchmark
+    from core.word_eval import evaluate_words
 
     row: dict[str, float] = {}
     for part in ("dev", "test"):
@@ -66,13 +69,13 @@ def measure(engine: Engine, split, senteval: Path) -> dict[str, float]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from .dictionary import load_wordnet, split_by_word
+    from core.dictionary import load_wordnet, split_by_word
 
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--model", type=Path, required=True, help="trained checkpoint directory")
     parser.add_argument("--alphas", type=float, nargs="+", default=[0.0, 0.25, 0.5, 0.75, 1.0])
     parser.add_argument("--out", type=Path, help="save the blend of the (single) --alphas value here")
-    parser.add_argument("--senteval", type=Path, default=Path(__file__).resolve().parents[2] / "shared/data/senteval")
+    parser.add_argument("--senteval", type=Path, default=SENTEVAL_DIR)
     parser.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default)")
     args = parser.parse_args(argv)
     if args.out and len(args.alphas) != 1:

@@ -1,9 +1,9 @@
 """Probes of Vec2Sent decoding on held-out sentences: how far better choices among the decoder's
 hypotheses could take BLEU. Ideas measured, not shipped (docs/vec2sent.md).
 
-    python scripts/decode_probes.py --oracle --beams 5 20 50 --limit 500
-    python scripts/decode_probes.py --mbr 0.005 0.01 0.02 0.05 --beams 20 --limit 500
-    python scripts/decode_probes.py --refine-rounds 2 4 8 --refine-pool 5 10 --beams 20 --limit 200
+    python research/decode_probes.py --oracle --beams 5 20 50 --limit 500
+    python research/decode_probes.py --mbr 0.005 0.01 0.02 0.05 --beams 20 --limit 500
+    python research/decode_probes.py --refine-rounds 2 4 8 --refine-pool 5 10 --beams 20 --limit 200
 
 - --oracle: per sentence, the hypothesis with the best sentence BLEU against the reference: what a
   perfect reranker of the n-best would reach (an upper bound, it reads the reference);

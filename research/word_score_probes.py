@@ -1,8 +1,8 @@
 """Probes of the reverse dictionary's ranking on the WordNet dev split: ideas measured, not shipped.
 
-    python scripts/word_score_probes.py --other-encoder data/cache/all-mpnet-base-v2   # scripts/fetch_mpnet.sh
-    python scripts/word_score_probes.py --templates "{} (a word)" "the word for {}"
-    python scripts/word_score_probes.py --query-word-penalty 0 1 2 1e9
+    python research/word_score_probes.py --other-encoder data/cache/all-mpnet-base-v2   # scripts/fetch_mpnet.sh
+    python research/word_score_probes.py --templates "{} (a word)" "the word for {}"
+    python research/word_score_probes.py --query-word-penalty 0 1 2 1e9
 
 - --other-encoder DIR: another sentence encoder's own word-vector ranking, cos(enc(definition),
   enc(word)), alone, and added to the shipped ranking with weight lambda (how much a distillation

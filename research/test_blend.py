@@ -1,4 +1,5 @@
-"""core/blend.py: base + alpha * delta, its measurements and the saved blend, on a tiny model."""
+"""research/blend.py: base + alpha * delta, its measurements and the saved blend, on a tiny model
+(research code keeps its tests: `python -m pytest` runs research/ too)."""
 from __future__ import annotations
 
 import numpy as np
@@ -6,13 +7,20 @@ import pytest
 import torch
 
 from core import Engine
-from core.blend import BlendedEngine, main
 from core.dictionary import Entry
+from core.train import TrainConfig, train
+from research.blend import BlendedEngine, main
+from tests.conftest import build_tiny_bert
 
 TEXTS = ["a small dog", "the man in charge of the city"]
 WORDS = ["dog", "king", "river", "bread", "car", "teacher", "song", "tree", "cat", "queen", "house", "water",
          "fire", "book", "city", "road", "doctor", "child", "wine", "pizza"]
 ENTRIES = [Entry(word, f"a {word} that is good and small") for word in WORDS]
+
+
+@pytest.fixture(scope="module")
+def tiny_mlm_dir(tmp_path_factory):
+    return build_tiny_bert(tmp_path_factory.mktemp("tiny_mlm"), with_mlm_head=True)
 
 
 @pytest.fixture()
@@ -74,3 +82,15 @@ def test_cli_measures_and_saves_the_blend(trained, tmp_path, monkeypatch, capsys
 def test_cli_refuses_to_save_several_alphas(trained, tmp_path):
     with pytest.raises(SystemExit):
         main(["--model", str(trained[0]), "--alphas", "0.5", "1", "--out", str(tmp_path / "x")])
+
+
+def test_a_low_rank_checkpoint_blends_like_a_dense_one(tiny_mlm_dir, tmp_path):
+    engine = Engine.from_base(str(tiny_mlm_dir))
+    train(engine, ENTRIES, ENTRIES, TrainConfig(lora_rank=2, lr=1e-2, max_steps=30, batch_size=8, eval_every=10,
+                                                seed=1, word_vector_scale=0, hub_weight=0.0))
+    path = engine.save(tmp_path / "lora")
+    blend = BlendedEngine(path)
+    texts = ["a dog that runs", "the king"]
+    np.testing.assert_allclose(blend.set_alpha(1.0).encode(texts), Engine.load(path).encode(texts), atol=1e-5)
+    np.testing.assert_allclose(blend.set_alpha(0.0).encode(texts),
+                               Engine.load(path, untrained=True).encode(texts), atol=1e-6)
