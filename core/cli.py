@@ -160,10 +160,17 @@ def train(argv: Sequence[str]) -> int:
     if args.init and args.head_from:
         p.error("--init and --head-from both choose the starting model: give one")
     set_threads(args.threads)
-    return _run_training(args, config_from_flags(TrainConfig, args))
+    from . import distributed
+
+    distributed.start()  # under torchrun: join the other processes (docs/training.md, "More than one process")
+    try:
+        return _run_training(args, config_from_flags(TrainConfig, args), distributed.is_main())
+    finally:
+        distributed.stop()
 
 
-def _run_training(args: argparse.Namespace, config) -> int:
+def _run_training(args: argparse.Namespace, config, main_process: bool) -> int:
+    """Train; only the main process prints, tests and saves (the others train their shards)."""
     from tqdm import tqdm
 
     from .dictionary import add_training_entries, load_wordnet, read_user_dictionary, split_by_word
@@ -172,28 +179,29 @@ def _run_training(args: argparse.Namespace, config) -> int:
     from .train import train as train_engine
     from .word_eval import evaluate_words, format_table
 
+    say = print if main_process else lambda *_: None
     if args.dictionary:
         entries, report = read_user_dictionary(args.dictionary)
-        print(report.summary())
+        say(report.summary())
         if not report.ok:
             return 2
         source = str(args.dictionary)
     else:
         entries, source = load_wordnet(), "WordNet 3.0 (core/data/wordnet.jsonl.gz)"
     split = split_by_word(entries, seed=args.split_seed)
-    print(split.report())
+    say(split.report())
     extra_counts = None
     if args.extra_train:
         split, extra_counts = add_training_entries(split, load_wordnet(args.extra_train))
-        print(f"extra training pairs from {args.extra_train}:", extra_counts)
+        say(f"extra training pairs from {args.extra_train}:", extra_counts)
     engine = (Engine.load(args.init) if args.init
               else Engine.load(args.head_from, untrained=True) if args.head_from
               else Engine.from_base(args.base, args.pooling, args.head_kind, unit_rows=args.unit_rows))
     engine.manifest["head"]["origin"] = head_stage(engine, split, args.head_stage, args.head_epochs,
                                                    args.split_seed, args.head_weight_decay)
-    print("word head:", engine.manifest["head"]["origin"])
+    say("word head:", engine.manifest["head"]["origin"])
 
-    bar = tqdm(total=1, unit="step", dynamic_ncols=True)
+    bar = tqdm(total=1, unit="step", dynamic_ncols=True, disable=not main_process)
 
     def show(p: TrainProgress) -> None:
         bar.total = p.total_steps
@@ -205,6 +213,8 @@ def _run_training(args: argparse.Namespace, config) -> int:
     result = train_engine(engine, split.train, split.dev, config, progress=show,
                           sts_dev=sts_dev_scorer(args.senteval))
     bar.close()
+    if not main_process:
+        return 0
     test = evaluate_words(engine, split.test)
     print(format_table({"DefSent (best dev)": test}))
     engine.save(args.out, name=args.out.name, metrics={"test": test, "dev": result.best_dev},

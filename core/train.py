@@ -22,11 +22,12 @@ import numpy as np
 import torch
 from torch import nn
 
+from . import distributed
 from .hardware import check_training_precision, train_mode
 from .hubness import DEFAULT_K, DEFAULT_WEIGHT
 from .lora import add_low_rank, merge_low_rank
 from .word_eval import definition_pairs, evaluate_vectors
-from .word_vectors import DEFAULT_SCALE
+from .word_vectors import DEFAULT_SCALE, WordVectors
 
 
 HEAD_STAGES = ("definitions", "definitions+words", "none")  # how a base without a masked-LM head gets one
@@ -127,6 +128,10 @@ def train(engine, train_entries, dev_entries, config: TrainConfig = TrainConfig(
     the hubness correction on the training definitions with `config.hub_k` and `config.hub_weight`.
     `config.precision` "bfloat16" computes the steps and every encoding made during training in
     bfloat16 (autocast); the encoder's precision is restored after.
+    Under torchrun (`core.distributed.start()` called first) each process trains on its shard of every
+    batch with DistributedDataParallel; only rank 0 evaluates, selects and computes the final word
+    scoring (the others return a result without dev metrics). `should_stop` must then answer alike
+    in every process.
     `config.lora_rank` > 0 trains low-rank deltas only (core/lora.py), merged into the weights at the
     end and recorded in `engine.low_rank`, so that `engine.save` stores them as factors.
     """
@@ -169,7 +174,10 @@ def _train(engine, train_entries, dev_entries, config: TrainConfig, progress, sh
     dev_texts, dev_gold = definition_pairs(dev_entries, engine.vocab)
     if not texts or not dev_texts:
         raise ValueError("training and dev splits need definitions of words the head can predict")
+    if config.batch_size < distributed.world_size():
+        raise ValueError(f"a batch of {config.batch_size} cannot be shared by {distributed.world_size()} processes")
     params = _trainable_parameters(engine, config.trainable_layers, config.lora_rank)
+    encoder = _data_parallel(engine.encoder)  # the module the steps call: gradients averaged over processes
     start_state = _snapshot(engine)  # after the low-rank deltas are attached (at zero): same weights
     start_scoring = engine.swap_word_scoring()  # scored on the moving encoder: recomputed below
     optimizer = torch.optim.Adam(params, lr=config.lr)
@@ -179,8 +187,12 @@ def _train(engine, train_entries, dev_entries, config: TrainConfig, progress, sh
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: min(1.0, (s + 1) / warmup))
 
     def evaluate() -> dict:
-        if config.word_vector_objective:  # the encoder moved: its words' own embeddings too
-            engine.add_word_vectors(config.word_vector_scale)
+        """Dev metrics in the main process ({} in the others); with the word-vector objective every
+        process first recomputes the word vectors it trains on (the encoder moved)."""
+        if config.word_vector_objective:
+            _refresh_word_vectors(engine, config.word_vector_scale)
+        if not distributed.is_main():
+            return {}
         metrics = evaluate_vectors(engine, engine.encode(dev_texts), dev_gold)
         if sts_dev is not None:
             metrics["sts_dev"] = float(sts_dev(engine))
@@ -195,23 +207,27 @@ def _train(engine, train_entries, dev_entries, config: TrainConfig, progress, sh
             _restore(engine, start_state)
             engine.swap_word_scoring(*start_scoring)
             raise TrainingCancelled(f"cancelled at step {step - 1} of {total}")
-        idx = _next_batch(order, config.batch_size)
+        idx = distributed.shard(_next_batch(order, config.batch_size))  # every process draws the same batch
         with train_mode(engine.encoder):  # dropout for the step's forward passes only
-            loss = _defsent_loss(engine, [texts[i] for i in idx], torch.from_numpy(gold[idx]), config.precision)
+            loss = _defsent_loss(engine, [texts[i] for i in idx], torch.from_numpy(gold[idx]), config.precision,
+                                 encoder)
         optimizer.zero_grad()
         loss.backward()
         optimizer.step()
         scheduler.step()
-        loss_avg = 0.98 * loss_avg + 0.02 * loss.item() if step > 1 else loss.item()
+        batch_loss = distributed.average(loss.detach()).item()  # the whole batch's, in every process
+        loss_avg = 0.98 * loss_avg + 0.02 * batch_loss if step > 1 else batch_loss
         if step % config.eval_every == 0 or step == total:
             last_dev = evaluate()
             history.append({"step": step, "loss": loss_avg, **last_dev})
-            if last_dev["mrr"] > best["dev"]["mrr"]:
+            if distributed.is_main() and last_dev["mrr"] > best["dev"]["mrr"]:
                 best = {"step": step, "dev": last_dev, "state": _snapshot(engine)}
         if progress is not None:
             elapsed = time.time() - t0
             progress(TrainProgress(step, total, loss_avg, elapsed,
                                    step * config.batch_size / max(elapsed, 1e-9), last_dev))
+    if not distributed.is_main():  # rank 0 holds the selected weights and saves them
+        return TrainResult(config, total, time.time() - t0, best["step"], best["dev"], history)
     _restore(engine, best["state"] or start_state)
     engine.head.requires_grad_(False)
     engine.weights_changed()
@@ -221,16 +237,37 @@ def _train(engine, train_entries, dev_entries, config: TrainConfig, progress, sh
     return TrainResult(config, total, time.time() - t0, best["step"], best["dev"], history)
 
 
-def _defsent_loss(engine, texts: list[str], gold: torch.Tensor, precision: str = "float32") -> torch.Tensor:
+def _defsent_loss(engine, texts: list[str], gold: torch.Tensor, precision: str = "float32",
+                  encoder: nn.Module | None = None) -> torch.Tensor:
     """Cross-entropy of the word scores of `texts` against `gold`: the head's logits, plus the word
-    vectors' cosines (fixed vectors, gradient through u) with `word_vector_objective`."""
+    vectors' cosines (fixed vectors, gradient through u) with `word_vector_objective`. `encoder`:
+    the module to call (the engine's, or it wrapped in DistributedDataParallel)."""
     with torch.autocast("cpu", dtype=torch.bfloat16, enabled=precision == "bfloat16"):
-        u = engine.encoder(**engine.encoder.tokenize(texts))  # (B, H)
+        u = (encoder or engine.encoder)(**engine.encoder.tokenize(texts))  # (B, H)
         logits = engine.head(u)  # (B, V)
     u, logits = u.float(), logits.float()  # the loss in float32
     if engine.word_vectors is not None:  # only with `word_vector_objective`
         logits = logits + engine.word_vectors.scores(u, logits.shape[1])
     return nn.functional.cross_entropy(logits, gold)
+
+
+def _data_parallel(encoder: nn.Module) -> nn.Module:
+    """`encoder` in DistributedDataParallel in a distributed run (it averages the gradients of the
+    processes' shards, so a step equals one on the whole batch), else `encoder` itself."""
+    if distributed.world_size() == 1:
+        return encoder
+    from torch.nn.parallel import DistributedDataParallel
+    return DistributedDataParallel(encoder)
+
+
+def _refresh_word_vectors(engine, scale: float) -> None:
+    """`engine.add_word_vectors(scale)`, the words' encoding shared among the processes of a
+    distributed run (each gets all vectors)."""
+    if distributed.world_size() == 1:
+        engine.add_word_vectors(scale)
+        return
+    encode = lambda words: distributed.encode_sharded(engine.encode, words)  # noqa: E731
+    engine.swap_word_scoring(WordVectors.compute(encode, engine.vocab.words, scale) if scale else None)
 
 
 def _trainable_parameters(engine, top_layers: int, lora_rank: int = 0) -> list[nn.Parameter]:
@@ -292,16 +329,18 @@ def head_stage(engine, split, method: str, epochs: int, seed: int, weight_decay:
     """Give a base without a pretrained masked-LM head its word head; returns how it was made."""
     if engine.manifest["head"]["origin"] != "new (untrained)" or method == "none":
         return engine.manifest["head"]["origin"]
+    if method not in HEAD_STAGES:
+        raise ValueError(f"unknown head stage {method!r}; choose one of {HEAD_STAGES}")
     texts, gold = definition_pairs(split.train, engine.vocab)
     if method == "definitions+words":
         words, ids = vocabulary_self_examples(engine.vocab)
-        fit_head(engine, texts + words, np.concatenate([gold, ids]), epochs=epochs, seed=seed,
-                 weight_decay=weight_decay)
+        texts, gold = texts + words, np.concatenate([gold, ids])
+    # every process fits the same head (same data, same seed) on the vectors they encoded together
+    fit_head(engine, texts, gold, distributed.encode_sharded(engine.encode, texts), epochs=epochs, seed=seed,
+             weight_decay=weight_decay)
+    if method == "definitions+words":
         return (f"fitted on the training definitions and {len(words)} vocabulary words as their own "
                 f"texts ({epochs} epochs, weight decay {weight_decay}, encoder frozen, bias 0)")
-    if method != "definitions":
-        raise ValueError(f"unknown head stage {method!r}; choose one of {HEAD_STAGES}")
-    fit_head(engine, texts, gold, epochs=epochs, seed=seed, weight_decay=weight_decay)
     return (f"fitted on the training definitions ({epochs} epochs, weight decay {weight_decay}, "
             f"encoder frozen, bias 0)")
 
