@@ -80,6 +80,25 @@ def config_from_flags(config: type, args: argparse.Namespace, **given):
     return config(**{k: v for k, v in vars(args).items() if k in names and k not in given}, **given)
 
 
+def parse_with_recipe(parser: argparse.ArgumentParser, argv: Sequence[str]) -> argparse.Namespace:
+    """Parse `argv`, the flags of a --recipe FILE (recipes/*.json: {"flags": {dest: value}}) being
+    the defaults, so that a flag given on the command line still wins."""
+    parser.add_argument("--recipe", type=Path, help="a JSON recipe (recipes/*.json) whose flags are the defaults")
+    recipe = argparse.ArgumentParser(add_help=False)
+    recipe.add_argument("--recipe", type=Path)
+    path = recipe.parse_known_args(argv)[0].recipe
+    if path is not None:
+        import json
+        flags = json.loads(path.read_text(encoding="utf-8"))["flags"]
+        unknown = sorted(set(flags) - {action.dest for action in parser._actions})
+        if unknown:
+            parser.error(f"{path} sets flags this command does not have: {', '.join(unknown)}")
+        for action in parser._actions:
+            action.required = action.required and action.dest not in flags
+        parser.set_defaults(**flags)  # string defaults are converted by each flag's type
+    return parser.parse_args(argv)
+
+
 def set_threads(threads: int) -> None:
     if threads:
         import torch
@@ -126,8 +145,26 @@ def words(argv: Sequence[str]) -> int:
 def train(argv: Sequence[str]) -> int:
     """DefSent training: the word head (for a base without one), then the encoder (core/train.py).
 
-    python -m core train --out checkpoints/defsent-minilm ...   # the shipped recipe: docs/training.md
+    python -m core train --recipe recipes/defsent-minilm.json --out checkpoints/NAME   # the shipped recipe
     """
+    from .train import TrainConfig
+
+    p = train_parser()
+    args = parse_with_recipe(p, argv)
+    if args.init and args.head_from:
+        p.error("--init and --head-from both choose the starting model: give one")
+    set_threads(args.threads)
+    from . import distributed
+
+    distributed.start()  # under torchrun: join the other processes (docs/training.md, "More than one process")
+    try:
+        return _run_training(args, config_from_flags(TrainConfig, args), distributed.is_main())
+    finally:
+        distributed.stop()
+
+
+def train_parser() -> argparse.ArgumentParser:
+    """The flags of `python -m core train` (TrainConfig's among them)."""
     from .checkpoint import DEFAULT_BASE
     from .train import HEAD_STAGES, TrainConfig
     from .word_head import HEAD_KINDS
@@ -156,17 +193,7 @@ def train(argv: Sequence[str]) -> int:
     p.add_argument("--head-from", type=Path, help="start from the base of this checkpoint with its head "
                    "(the encoder's training is redone, the head stage skipped)")
     add_config_flags(p, TrainConfig)
-    args = p.parse_args(argv)
-    if args.init and args.head_from:
-        p.error("--init and --head-from both choose the starting model: give one")
-    set_threads(args.threads)
-    from . import distributed
-
-    distributed.start()  # under torchrun: join the other processes (docs/training.md, "More than one process")
-    try:
-        return _run_training(args, config_from_flags(TrainConfig, args), distributed.is_main())
-    finally:
-        distributed.stop()
+    return p
 
 
 def _run_training(args: argparse.Namespace, config, main_process: bool) -> int:
@@ -530,8 +557,30 @@ def vec2sent_train(argv: Sequence[str]) -> int:
     """Train a Vec2Sent decoder on one encoder's embeddings of a corpus (core/vec2sent/train.py).
 
     python -m core vec2sent-train --encoder CKPT --corpus data/cache/corpus --out checkpoints/vec2sent-NAME --minutes 80
+    python -m core vec2sent-train --recipe recipes/vec2sent-defsent-minilm.json --out checkpoints/NAME   # the shipped one
     """
     from .hardware import resolve_precision
+    from .vec2sent.model import Vec2SentConfig
+    from .vec2sent.train import TrainSettings
+
+    args = parse_with_recipe(vec2sent_train_parser(), argv)
+    set_threads(args.threads)
+    from .vec2sent.encoder_link import link_engine
+    from .vec2sent.train import describe_corpus, train_for_encoder
+
+    settings = config_from_flags(TrainSettings, args, precision=resolve_precision(args.precision))
+    skipped = {"vocab_size", "sent_dim"}  # from the corpus and the encoder
+    overrides = {f.name: getattr(args, f.name) for f in dataclasses.fields(Vec2SentConfig) if f.name not in skipped}
+    sentences = (args.corpus / "train.txt").read_text(encoding="utf-8").splitlines()
+    stats = train_for_encoder(sentences, link_engine(args.encoder), args.out, overrides, settings,
+                              init=args.init, corpus=describe_corpus(args.corpus))
+    print(f"{stats.steps} steps, {stats.epochs:.2f} epochs, {stats.sentences_per_second:.0f} sentences/s, "
+          f"final loss {stats.curve[-1]['loss']}; saved {args.out}")
+    return 0
+
+
+def vec2sent_train_parser() -> argparse.ArgumentParser:
+    """The flags of `python -m core vec2sent-train` (TrainSettings' and Vec2SentConfig's among them)."""
     from .vec2sent.model import Vec2SentConfig
     from .vec2sent.train import TrainSettings
 
@@ -547,20 +596,7 @@ def vec2sent_train(argv: Sequence[str]) -> int:
                         help="bfloat16 autocasts the forward pass (weights stay float32); auto: bfloat16 "
                              "on CPUs with native bfloat16 matrix instructions, else float32")
     _threads_flag(parser, default=1, note="; decoder training: 2 threads measured 2.5x slower beside another job")
-    args = parser.parse_args(argv)
-    set_threads(args.threads)
-    from .vec2sent.encoder_link import link_engine
-    from .vec2sent.train import describe_corpus, train_for_encoder
-
-    settings = config_from_flags(TrainSettings, args, precision=resolve_precision(args.precision))
-    skipped = {"vocab_size", "sent_dim"}  # from the corpus and the encoder
-    overrides = {f.name: getattr(args, f.name) for f in dataclasses.fields(Vec2SentConfig) if f.name not in skipped}
-    sentences = (args.corpus / "train.txt").read_text(encoding="utf-8").splitlines()
-    stats = train_for_encoder(sentences, link_engine(args.encoder), args.out, overrides, settings,
-                              init=args.init, corpus=describe_corpus(args.corpus))
-    print(f"{stats.steps} steps, {stats.epochs:.2f} epochs, {stats.sentences_per_second:.0f} sentences/s, "
-          f"final loss {stats.curve[-1]['loss']}; saved {args.out}")
-    return 0
+    return parser
 
 
 @command("vec2sent-diagnostics")
