@@ -464,6 +464,8 @@ def hostile_phase(client, url: str, pool: dict[str, list[Call]], refs: dict[str,
                   args: argparse.Namespace) -> dict:
     """Probe latency alone, then while hostile clients send hostile requests for a bounded time."""
     rd = pool[RD][0]
+    if rd.key not in refs:  # no client sent it in phase 2
+        refs = {**refs, **references(client, [rd])[0]}
     alone = [probe(client, url, rd) for _ in range(args.probes)]
     stop = threading.Event()
     deadline = time.perf_counter() + args.hostile_seconds
@@ -474,7 +476,9 @@ def hostile_phase(client, url: str, pool: dict[str, list[Call]], refs: dict[str,
         for n in range(1000):  # bounded; stops at the deadline
             if stop.is_set() or time.perf_counter() > deadline:
                 return
-            hostile.append(send(attack, calls[(n + 3 * i) % len(calls)]))
+            # Both start with a description compared with the untrained model: the first such request
+            # after a model loads also loads that model.
+            hostile.append(send(attack, calls[(n + 1 + i) % len(calls)]))
 
     threads = [threading.Thread(target=attacker, args=(i,), daemon=True) for i in range(args.hostile_clients)]
     for thread in threads:

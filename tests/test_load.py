@@ -61,9 +61,12 @@ def test_queue_past_its_bound_refuses_at_once_and_serves_the_rest(tiny_mlm_dir, 
     try:
         client = Client(demo.local_url, verbose=False, download_files=False, httpx_kwargs={"timeout": 300})
         query = ["a dog", 3, "any", 0, 0, "", "", False, False]
-        running = [client.submit(*query, api_name="/reverse_dictionary") for _ in range(QUICK["concurrency_limit"])]
-        for job in running:  # the reverse dictionary's pool is full
-            wait_for(job, Status.PROCESSING)
+        # Fill the reverse dictionary's pool one request at a time: two sent at once can both sit in the
+        # queue of 1 for a moment, and then one is refused.
+        running = []
+        for _ in range(QUICK["concurrency_limit"]):
+            running.append(client.submit(*query, api_name="/reverse_dictionary"))
+            wait_for(running[-1], Status.PROCESSING)
         waiting = client.submit(*query, api_name="/reverse_dictionary")
         wait_for(waiting, Status.IN_QUEUE)
         # Refused, not queued: a queued request would wait behind the blocked ones and time out instead.
