@@ -196,7 +196,7 @@ def test_sigkill_while_the_training_process_saves(checkpoints, previous, tmp_pat
     assert_still_serving(studio)
 
 
-# The writer is a separate process, as the server (or `python -m core.train --out`) would be.
+# The writer is a separate process, as the server (or `python -m core train --out`) would be.
 SAVE_OVER_SCRIPT = """
 import os, sys, time
 from pathlib import Path
