@@ -43,7 +43,7 @@ OPEN_VOCABULARY_PENDING = ("Answers come from the 21.7k words the word head know
                            "once per model (then cached).")
 NO_DECODER = ("No Vec2Sent decoder is available for the active encoder (none in checkpoints/ was trained on "
               "its fingerprint {fp}), so no sentence is decoded; the top words and the nearest reference "
-              "sentences below are read off the vector directly. Train one with `python -m core.vec2sent.train`.")
+              "sentences below are read off the vector directly. Train one with `python -m core vec2sent-train`.")
 
 
 @dataclass

@@ -7,6 +7,7 @@ candidate c gets a score from two channels, computed for a sentence vector u:
     head(c)       = Engine.word_logits(u)[token of c]            if c is one token (head + word vector)
                   = multi_bias / head_weight                      otherwise (stands in for the logit)
     definition(c) = max over c's definitions d of cos(u, encode(d))   (nearest glosses vote)
+                  = word(c)                                       if c has none (held out in evaluation)
     score(c)      = word_scale * word(c) + head_weight * head(c) + definition_weight * definition(c)
 
 The weights are chosen on dev (docs/results.md, "Open vocabulary"). For evaluation the definition
@@ -130,7 +131,7 @@ class OpenScorer:
 
     def without_definitions(self, texts: Iterable[str]) -> "OpenScorer":
         """A scorer whose definition index leaves out `texts` (evaluation: never index the text
-        being evaluated). Candidates left with no definition get definition score 0."""
+        being evaluated). Candidates left with no definition fall back on their word vector."""
         drop = {definition_key(t) for t in texts}
         keep = np.array([definition_key(d) not in drop for d in self.candidates.definitions])
         pair_keep = keep[self.candidates.pair_definition]
@@ -154,18 +155,21 @@ class OpenScorer:
     def scores(self, u: torch.Tensor, token_logits: torch.Tensor) -> torch.Tensor:
         """u (B, d) and the engine's token scores (B, V) -> candidate scores (B, C)."""
         unit = torch.nn.functional.normalize(u.float(), dim=1)  # (B, d)
-        out = self.config.word_scale * self._cos(unit, "word")  # (B, C)
+        word = self._cos(unit, "word")  # (B, C)
+        out = self.config.word_scale * word
         out[:, self.single] += self.config.head_weight * token_logits[:, self.single_tokens]
         out[:, self.multi] += self.config.multi_bias
         if self.config.definition_weight:
-            out += self.config.definition_weight * self.definition_scores(unit)
+            out += self.config.definition_weight * self.definition_scores(unit, fallback=word)
         return out
 
-    def definition_scores(self, unit: torch.Tensor) -> torch.Tensor:
-        """(B, C): per candidate the highest cosine of `unit` with one of its definitions (0 if none)."""
+    def definition_scores(self, unit: torch.Tensor, fallback: torch.Tensor | None = None) -> torch.Tensor:
+        """(B, C): per candidate the highest cosine of `unit` with one of its definitions. A candidate
+        with none keeps `fallback` (B, C): the cosine with its mapped word vector, which the map was
+        trained to bring where its definitions would be (0 without `fallback`)."""
         definitions, words = self._pairs
         cos = self._cos(unit, "definition")  # (B, G)
-        best = torch.zeros(unit.shape[0], len(self.candidates))  # (B, C)
+        best = torch.zeros(unit.shape[0], len(self.candidates)) if fallback is None else fallback.clone()  # (B, C)
         return best.scatter_reduce(1, words.expand(unit.shape[0], -1), cos[:, definitions], "amax",
                                    include_self=False)
 

@@ -164,10 +164,6 @@ def probe_definitions() -> None:
             print("wordnet leak-free bias", bias, "def weight", weight, summary(ranks(s, gold), multi), flush=True)
 
 
-if __name__ == "__main__":
-    {"main": main, "definitions": probe_definitions, "map": probe_map}[sys.argv[1] if len(sys.argv) > 1 else "main"]()
-
-
 def probe_map() -> None:
     from core.open_vocab import WordMapConfig, fit_word_map
     engine = Engine.load("checkpoints/defsent-minilm", decoder=None)
@@ -200,3 +196,7 @@ def probe_map() -> None:
                 s[:, single] = logits
                 print(name, "scale", scale, "bias", bias, summary(ranks(s, gold), multi), flush=True)
     torch.save(word_map.state_dict(), "/tmp/word_map.pt")
+
+
+if __name__ == "__main__":
+    {"main": main, "definitions": probe_definitions, "map": probe_map}[sys.argv[1] if len(sys.argv) > 1 else "main"]()

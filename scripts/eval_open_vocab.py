@@ -4,6 +4,7 @@
     python scripts/eval_open_vocab.py --fit --write        # the recipe: fit the word map on the
                                                            # training split, choose the weights on dev,
                                                            # store both in the checkpoint, evaluate
+    python scripts/eval_open_vocab.py --tune --write       # choose the weights again, keep the map
 
 Splits: WordNet over all 147k lemmas, extending the model's own training split
 (`core.dictionary.extend_split`), so no evaluated text was trained on. WordNet dev and test are
@@ -55,13 +56,12 @@ def main() -> None:
         train = Queries(engine, "wordnet-train", split.train, words)
         engine.open_vocab_map = fit_word_map(train.vectors, train.gold, scorer.word_vectors, WordMapConfig(),
                                              lambda epoch, loss: print(f"word map epoch {epoch}: loss {loss:.3f}", flush=True))
+    if args.fit or args.tune:
         engine.open_vocab_config = choose_weights(engine, queries, args)
     config = engine.open_vocab_config
     results = {"config": asdict(config), "word_map": engine.open_vocab_map is not None}
     for name, query in queries.items():
-        index = leak_free if name.startswith("wordnet") else scorer
-        index = OpenScorer(index.candidates, index.word_vectors, index.definition_vectors, config, engine.open_vocab_map) \
-            if index is scorer else rebuilt(index, config, engine.open_vocab_map)
+        index = rebuilt(leak_free if name.startswith("wordnet") else scorer, config, engine.open_vocab_map)
         results[name] = query.report(index)
         print(name, json.dumps(results[name]), flush=True)
     args.out.parent.mkdir(parents=True, exist_ok=True)
@@ -77,14 +77,16 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--gcide", type=Path, default=Path("data/cache/deb/gcide/usr/share/dictd"),
                    help="unpacked dict-gcide (scripts/fetch_gcide.sh)")
     p.add_argument("--fit", action="store_true", help="fit the word map and choose the weights on dev")
+    p.add_argument("--tune", action="store_true", help="choose the weights on dev (the checkpoint's map)")
     p.add_argument("--write", action="store_true", help="store the map and weights in --model's checkpoint")
-    p.add_argument("--scales", type=float, nargs="+", default=[10, 15, 20, 25])
-    p.add_argument("--biases", type=float, nargs="+", default=[-3, -2, -1, 0, 1])
-    p.add_argument("--definition-weights", type=float, nargs="+", default=[0, 20, 40, 80, 160])
+    p.add_argument("--word-scales", type=float, nargs="+", default=[45, 60, 80, 100])
+    p.add_argument("--head-weights", type=float, nargs="+", default=[0.5, 0.75])
+    p.add_argument("--biases", type=float, nargs="+", default=[4, 6, 8])
+    p.add_argument("--definition-weights", type=float, nargs="+", default=[0, 80, 160, 320, 640])
     p.add_argument("--out", type=Path, default=Path("results/open_vocab.json"))
     args = p.parse_args()
-    if args.write and not args.fit:
-        p.error("--write stores what --fit finds: give both")
+    if args.write and not (args.fit or args.tune):
+        p.error("--write stores what --fit or --tune finds: give one of them")
     return args
 
 
@@ -143,18 +145,18 @@ def rebuilt(scorer: OpenScorer, config, word_map) -> OpenScorer:
 
 
 def choose_weights(engine: Engine, queries: dict, args):
-    """multi_scale and multi_bias by WordNet dev MRR (definition channel off: held-out words have no
-    definition in the leak-free index), then definition_weight by GCIDE dev MRR."""
+    """word_scale, head_weight and multi_bias by WordNet dev MRR (definition channel off: held-out
+    words have no definition in the leak-free index), then definition_weight by GCIDE dev MRR."""
     scorer = engine.open_vocab
     sample = {name: torch.randperm(len(q.gold), generator=torch.Generator().manual_seed(0))[:TUNE_SIZE]
               for name, q in queries.items()}
-    leak_free = scorer.without_definitions(e for e in [])  # no definitions are needed for this stage
     best = None
-    for scale, bias in itertools.product(args.scales, args.biases):
-        config = replace(engine.open_vocab_config, multi_scale=scale, multi_bias=bias, definition_weight=0.0)
-        mrr = queries["wordnet-dev"].report(rebuilt(leak_free, config, engine.open_vocab_map),
+    for scale, head, bias in itertools.product(args.word_scales, args.head_weights, args.biases):
+        config = replace(engine.open_vocab_config, word_scale=scale, head_weight=head, multi_bias=bias,
+                         definition_weight=0.0)
+        mrr = queries["wordnet-dev"].report(rebuilt(scorer, config, engine.open_vocab_map),
                                             sample["wordnet-dev"])["all"]["mrr"]
-        print(f"wordnet-dev scale {scale} bias {bias}: MRR {mrr:.4f}", flush=True)
+        print(f"wordnet-dev word scale {scale} head weight {head} bias {bias}: MRR {mrr:.4f}", flush=True)
         best = max(best or (mrr, config), (mrr, config), key=lambda t: t[0])
     chosen = best[1]
     best = None

@@ -167,3 +167,17 @@ def test_inflections_of_one_word_do_not_crowd_the_list():
     ranked = [("trunk", 0.4), ("trunks", 0.2), ("elephant", 0.1), ("berries", 0.05), ("berry", 0.04),
               ("boxes", 0.03), ("box", 0.02), ("glass", 0.01), ("gas", 0.01)]
     assert [w for w, _ in without_inflections(ranked)] == ["trunk", "elephant", "berries", "boxes", "glass", "gas"]
+
+
+def test_a_candidate_without_definitions_falls_back_on_its_mapped_word_vector(engine):
+    c = Candidates(DICTIONARY, engine.vocab)
+    W = torch.randn(len(c), 32)
+    scorer = OpenScorer(c, W, torch.randn(len(c.definitions), 32), OpenVocabConfig(definition_weight=1.0))
+    blind = scorer.without_definitions(["a frozen sweet food made of cream"])
+    u = torch.randn(2, 32)
+    unit = torch.nn.functional.normalize(u, dim=1)
+    word = unit @ torch.nn.functional.normalize(W, dim=1).T
+    best = blind.definition_scores(unit, fallback=word)
+    ice_cream, dog = c.words.index("ice cream"), c.words.index("dog")
+    torch.testing.assert_close(best[:, ice_cream], word[:, ice_cream])  # its only definition left out
+    assert not torch.allclose(best[:, dog], word[:, dog])  # dog keeps its own definition
