@@ -76,15 +76,18 @@ def sts_markdown(engine, model_name: str, data_dir: str, datasets: list[str],
                  progress: Progress = no_progress) -> str:
     """Spearman x100 on the chosen STS datasets as Markdown, beside the papers' rows."""
     from core.evaluation.base import EvaluationConfig
-    from core.evaluation.sts import evaluate_sts, sts_loaders
+    from core.evaluation.sts import SINGLE_FILE_DATASETS, evaluate_sts, sts_loaders
 
     folder = _data_folder(data_dir)
     _check_choice(datasets, STS_DATASETS, "datasets")
     loaders = sts_loaders(EvaluationConfig(folder, show_progress=False))
+    # "mean" (of per-subset scores) differs from "all" (pooled) only for the STS years' several subsets:
+    # STS-B and SICK-R alone would show two identical rows.
+    aggregations = ("all", "mean") if any(name not in SINGLE_FILE_DATASETS for name in datasets) else ("all",)
 
     def score(name: str, subsets) -> tuple[dict[str, float], dict]:
         result = evaluate_sts(engine, subsets, desc=name, show_progress=False)
-        return {"all": result.all, "mean": result.mean}, {"pairs": result.pairs}
+        return {key: getattr(result, key) for key in aggregations}, {"pairs": result.pairs}
 
     return _task_markdown("sts", model_name, folder, {name: loaders[name] for name in datasets}, score, progress)
 

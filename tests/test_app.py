@@ -417,6 +417,9 @@ def test_evaluate_words_and_sts(studio, monkeypatch):
     assert len(rows) == 1 and rows[0][1] <= 30  # a base: no "before" row
     markdown = studio.evaluate_sts(str(FIXTURES / "senteval"), ["STS-B", "SICK-R"])
     assert "STS-B" in markdown and "DefSent-BERT-base" in markdown
+    # one subset each: pooled and averaged agree, so one row of ours (issue 27: no "(all)" and "(mean)" twins)
+    assert "**tiny** |" in markdown and "(mean)" not in markdown and "(all)" not in markdown
+    assert "**tiny** (mean)" in studio.evaluate_sts(str(FIXTURES / "senteval"), ["STS12", "STS-B"])
     with pytest.raises(ValueError, match="No SentEval data folder"):
         studio.evaluate_sts("/nonexistent", ["STS-B"])
     with pytest.raises(ValueError, match="Choose datasets"):
