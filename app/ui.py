@@ -157,7 +157,7 @@ def _model_bar(demo: gr.Blocks, studio: Studio) -> tuple[Callable, list[gr.compo
 def _reverse_tab(studio: Studio) -> None:
     with gr.Row():
         with gr.Column(scale=2):
-            text = gr.Textbox(label="Describe a word", placeholder="e.g. a person who is in charge", lines=2,
+            text = gr.Textbox(label="Describe a word", placeholder="e.g. a person who is in charge", lines=1,
                               elem_id="rd-query")
             with gr.Accordion("Filters", open=False):
                 with gr.Row():
@@ -191,7 +191,10 @@ def _similarity_tab(studio: Studio, session: gr.State) -> None:
         a = gr.Textbox(label="Text A", value="A man is playing a guitar.")
         b = gr.Textbox(label="Text B", value="Someone plays an instrument.")
     pair_button, cosine = gr.Button("Compare"), gr.Markdown()
-    pair_button.click(handler(studio.pair_similarity), [a, b], cosine, api_name="similarity", **QUICK)
+    pair = handler(studio.pair_similarity)
+    pair_button.click(pair, [a, b], cosine, api_name="similarity", **QUICK)
+    for box in (a, b):  # Enter in either box compares, as the button does
+        box.submit(pair, [a, b], cosine, api_visibility="private", **QUICK)
 
     gr.Markdown("### Similarity heatmap")
     sentences = gr.Textbox(label="Sentences, one per line", lines=5, value="A cat sits on the mat.\n"
@@ -209,8 +212,9 @@ def _similarity_tab(studio: Studio, session: gr.State) -> None:
         file = gr.File(label="Text file, one sentence per line", file_types=[".txt"])
     search_button = gr.Button("Search")
     hits = gr.Dataframe(headers=["rank", "cosine", "text"], label="Results", wrap=True, elem_id="sim-hits")
-    search_button.click(handler(studio.search), [query, source, file, k, session], [hits, session],
-                        api_name="search", **HEAVY)
+    search_fn = handler(studio.search)
+    search_button.click(search_fn, [query, source, file, k, session], [hits, session], api_name="search", **HEAVY)
+    query.submit(search_fn, [query, source, file, k, session], [hits, session], api_visibility="private", **HEAVY)
 
 
 def _analogy_tab(studio: Studio) -> None:
@@ -264,8 +268,9 @@ def _map_tab(studio: Studio, session: gr.State) -> None:
     note, neighbours = gr.Markdown(), gr.Dataframe(headers=["rank", "cosine", "text"], wrap=True)
     draw.click(handler(studio.draw_map), [source, size, sentences, file, method, dims, colour, session],
                [plot, status, session], api_name="draw_map", **HEAVY)
-    search_button.click(handler(studio.search_map), [search, k, session], [plot, note, neighbours],
-                        api_name="search_map", **QUICK)
+    highlight = handler(studio.search_map)
+    search_button.click(highlight, [search, k, session], [plot, note, neighbours], api_name="search_map", **QUICK)
+    search.submit(highlight, [search, k, session], [plot, note, neighbours], api_visibility="private", **QUICK)
 
     gr.Markdown("### A description, its candidate words and their definitions on one map")
     with gr.Row():
@@ -275,8 +280,11 @@ def _map_tab(studio: Studio, session: gr.State) -> None:
     candidates_button = gr.Button("Draw", elem_id="cand-draw")
     candidates_plot = gr.Plot(elem_id="cand-plot")
     candidates = gr.Dataframe(headers=["word", "probability", "definitions"], wrap=True)
-    candidates_button.click(handler(studio.candidates_map), [query, top, candidates_method],
-                            [candidates_plot, candidates], api_name="candidates_map", **HEAVY)
+    draw_candidates = handler(studio.candidates_map)
+    candidates_button.click(draw_candidates, [query, top, candidates_method], [candidates_plot, candidates],
+                            api_name="candidates_map", **HEAVY)
+    query.submit(draw_candidates, [query, top, candidates_method], [candidates_plot, candidates],
+                 api_visibility="private", **HEAVY)
 
     # Polls only while a warm-up is pending: an idle timer would keep a queue event going every 3 s.
     timer = gr.Timer(3.0, active=studio.projector.umap_pending)
@@ -341,7 +349,10 @@ def _finetune_tab(demo: gr.Blocks, studio: Studio, session: gr.State, stored: gr
                api_visibility="private")
     cancel.click(handler(studio.cancel_job), job_id, message, api_name="cancel_finetune", **QUICK)
     refresh_models, model_components = model_bar
-    save.click(handler(studio.save_finetuned), [job_id, name], message, api_name="save_finetuned", **MODEL).success(
+    save_fn = handler(studio.save_finetuned)
+    save.click(save_fn, [job_id, name], message, api_name="save_finetuned", **MODEL).success(
+        refresh_models, None, model_components, api_visibility="private")
+    name.submit(save_fn, [job_id, name], message, api_visibility="private", **MODEL).success(
         refresh_models, None, model_components, api_visibility="private")
     activate.click(handler(studio.activate_finetuned), job_id, message, api_name="activate_finetuned",
                    **MODEL).success(

@@ -480,6 +480,28 @@ def test_ui_builds_and_errors_are_readable(studio):
         handler(lambda: 1 / 0)()
 
 
+def _events(demo, event: str, **attrs) -> list[tuple]:
+    """(function name, input ids, output ids) of each `event` listener of the blocks matching `attrs`."""
+    ids = {i for i, b in demo.blocks.items() if all(getattr(b, k, None) == v for k, v in attrs.items())}
+    assert ids, attrs
+    return [(f.name, tuple(b._id for b in f.inputs), tuple(b._id for b in f.outputs)) for f in demo.fns.values()
+            if any(target in ids and name == event for target, name in f.targets)]
+
+
+@pytest.mark.parametrize("label, button", [("Describe a word", "Find words"), ("Text B", "Compare"),
+                                           ("Query", "Search"), ("Search the map", "Highlight"),
+                                           ("Description", "Draw"), ("Checkpoint name", "Save")])
+def test_enter_in_a_one_line_box_does_what_its_button_does(studio, label, button):
+    pytest.importorskip("gradio")
+    from app.ui import build_app
+
+    demo = build_app(studio)
+    box = next(b for b in demo.blocks.values() if getattr(b, "label", None) == label)
+    assert box.lines == 1  # the browser submits on Enter only in a one-line box (else Shift+Enter)
+    clicked = _events(demo, "click", value=button)
+    assert clicked and set(clicked) & set(_events(demo, "submit", label=label)), (clicked, label)
+
+
 def test_app_binds_localhost_by_default(monkeypatch):
     monkeypatch.delenv("GRADIO_SERVER_NAME", raising=False)
     import importlib.util

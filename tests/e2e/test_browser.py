@@ -149,7 +149,7 @@ def wait_for_text(page, selector: str, text: str) -> None:
 def test_reverse_dictionary_finds_the_word(page, served_model):
     _, query, expected, shots = served_model
     page.locator("#rd-query textarea").fill(query)
-    page.locator("#rd-go").click()
+    page.locator("#rd-query textarea").press("Enter")  # Enter submits, as the Find words button does
     words = page.locator("#rd-words .ds-w")
     words.first.wait_for()
     assert expected in words.all_inner_texts()[:10]
