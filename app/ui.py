@@ -101,6 +101,15 @@ def handler(fn: Callable) -> Callable:
     return wrapper
 
 
+def wire(triggers: list, fn: Callable, inputs, outputs: list, **kwargs):
+    """Run `fn` on `triggers` after emptying its shown outputs (in the browser's request, outside the
+    queue): a user error is only a toast, which would leave the previous result under the new input."""
+    shown = [o for o in outputs if not isinstance(o, gr.State)]
+    cleared = gr.on(triggers, lambda: {o: None for o in shown}, None, shown, queue=False,
+                    show_progress="hidden", api_visibility="private")
+    return cleared.then(fn, inputs, outputs, **kwargs)
+
+
 def enable_queue(demo: gr.Blocks, max_size: int = QUEUE_SIZE, concurrency: int = EVENT_CONCURRENCY) -> gr.Blocks:
     """Bound the request queue: at most `max_size` requests wait; one more is refused at once (HTTP 503:
     the browser shows "This application is currently busy. Please try again.", gradio_client raises
@@ -179,9 +188,8 @@ def _reverse_tab(studio: Studio) -> None:
         with gr.Column(scale=2):
             before = gr.HTML(elem_id="rd-before")
     inputs = [text, k, pos, min_length, max_length, initial, pattern, exclude, compare]
-    fn = handler(studio.reverse_dictionary)
-    go_button.click(fn, inputs, [words, before], api_name="reverse_dictionary", **QUICK)
-    text.submit(fn, inputs, [words, before], api_visibility="private", **QUICK)
+    wire([go_button.click, text.submit], handler(studio.reverse_dictionary), inputs, [words, before],
+         api_name="reverse_dictionary", **QUICK)
     gr.Examples(EXAMPLES, [text], label="Examples (click one, then Find words)")
 
 
@@ -191,16 +199,14 @@ def _similarity_tab(studio: Studio, session: gr.State) -> None:
         a = gr.Textbox(label="Text A", value="A man is playing a guitar.")
         b = gr.Textbox(label="Text B", value="Someone plays an instrument.")
     pair_button, cosine = gr.Button("Compare"), gr.Markdown()
-    pair = handler(studio.pair_similarity)
-    pair_button.click(pair, [a, b], cosine, api_name="similarity", **QUICK)
-    for box in (a, b):  # Enter in either box compares, as the button does
-        box.submit(pair, [a, b], cosine, api_visibility="private", **QUICK)
+    wire([pair_button.click, a.submit, b.submit], handler(studio.pair_similarity), [a, b], [cosine],
+         api_name="similarity", **QUICK)
 
     gr.Markdown("### Similarity heatmap")
     sentences = gr.Textbox(label="Sentences, one per line", lines=5, value="A cat sits on the mat.\n"
                            "A dog lies on the rug.\nThe stock market fell sharply.\nShares dropped today.")
     heat_button, heat = gr.Button("Draw heatmap"), gr.Plot()
-    heat_button.click(handler(studio.heatmap), sentences, heat, api_name="heatmap", **HEAVY)
+    wire([heat_button.click], handler(studio.heatmap), sentences, [heat], api_name="heatmap", **HEAVY)
 
     gr.Markdown("### Semantic search")
     with gr.Row():
@@ -212,9 +218,8 @@ def _similarity_tab(studio: Studio, session: gr.State) -> None:
         file = gr.File(label="Text file, one sentence per line", file_types=[".txt"])
     search_button = gr.Button("Search")
     hits = gr.Dataframe(headers=["rank", "cosine", "text"], label="Results", wrap=True, elem_id="sim-hits")
-    search_fn = handler(studio.search)
-    search_button.click(search_fn, [query, source, file, k, session], [hits, session], api_name="search", **HEAVY)
-    query.submit(search_fn, [query, source, file, k, session], [hits, session], api_visibility="private", **HEAVY)
+    wire([search_button.click, query.submit], handler(studio.search), [query, source, file, k, session],
+         [hits, session], api_name="search", **HEAVY)
 
 
 def _analogy_tab(studio: Studio) -> None:
@@ -231,8 +236,8 @@ def _analogy_tab(studio: Studio) -> None:
         words = gr.Dataframe(headers=["word", "probability"], label="Top words of the result")
         nearest = gr.Dataframe(headers=["rank", "cosine", "reference sentence"], label="Nearest reference sentences",
                                wrap=True)
-    analogy_button.click(handler(studio.analogy), [a, b, c, expression, analogy_refine], [decoded, words, nearest],
-                         api_name="analogy", **DECODE)
+    wire([analogy_button.click], handler(studio.analogy), [a, b, c, expression, analogy_refine],
+         [decoded, words, nearest], api_name="analogy", **DECODE)
 
     gr.Markdown("### Interpolation")
     with gr.Row():
@@ -243,8 +248,8 @@ def _analogy_tab(studio: Studio) -> None:
     path_button = gr.Button("Interpolate")
     table = gr.Dataframe(headers=["alpha", "decoded", "top words", "cos to From", "cos to To"], wrap=True)
     path = gr.Plot()
-    path_button.click(handler(studio.interpolation), [start, end, steps, path_refine], [table, path], api_name="interpolate",
-                      **DECODE)
+    wire([path_button.click], handler(studio.interpolation), [start, end, steps, path_refine], [table, path],
+         api_name="interpolate", **DECODE)
 
 
 def _map_tab(studio: Studio, session: gr.State) -> None:
@@ -266,11 +271,10 @@ def _map_tab(studio: Studio, session: gr.State) -> None:
         k = gr.Slider(1, 30, value=10, step=1, label="Neighbours", scale=1)
         search_button = gr.Button("Highlight", scale=1)
     note, neighbours = gr.Markdown(), gr.Dataframe(headers=["rank", "cosine", "text"], wrap=True)
-    draw.click(handler(studio.draw_map), [source, size, sentences, file, method, dims, colour, session],
-               [plot, status, session], api_name="draw_map", **HEAVY)
-    highlight = handler(studio.search_map)
-    search_button.click(highlight, [search, k, session], [plot, note, neighbours], api_name="search_map", **QUICK)
-    search.submit(highlight, [search, k, session], [plot, note, neighbours], api_visibility="private", **QUICK)
+    wire([draw.click], handler(studio.draw_map), [source, size, sentences, file, method, dims, colour, session],
+         [plot, status, session], api_name="draw_map", **HEAVY)
+    wire([search_button.click, search.submit], handler(studio.search_map), [search, k, session],
+         [plot, note, neighbours], api_name="search_map", **QUICK)
 
     gr.Markdown("### A description, its candidate words and their definitions on one map")
     with gr.Row():
@@ -280,11 +284,8 @@ def _map_tab(studio: Studio, session: gr.State) -> None:
     candidates_button = gr.Button("Draw", elem_id="cand-draw")
     candidates_plot = gr.Plot(elem_id="cand-plot")
     candidates = gr.Dataframe(headers=["word", "probability", "definitions"], wrap=True)
-    draw_candidates = handler(studio.candidates_map)
-    candidates_button.click(draw_candidates, [query, top, candidates_method], [candidates_plot, candidates],
-                            api_name="candidates_map", **HEAVY)
-    query.submit(draw_candidates, [query, top, candidates_method], [candidates_plot, candidates],
-                 api_visibility="private", **HEAVY)
+    wire([candidates_button.click, query.submit], handler(studio.candidates_map), [query, top, candidates_method],
+         [candidates_plot, candidates], api_name="candidates_map", **HEAVY)
 
     # Polls only while a warm-up is pending: an idle timer would keep a queue event going every 3 s.
     timer = gr.Timer(3.0, active=studio.projector.umap_pending)
@@ -370,7 +371,8 @@ def _evaluate_tab(tab: gr.Tab, studio: Studio) -> None:
         compare = gr.Checkbox(True, label="Also the model before DefSent training")
         words_button = gr.Button("Evaluate word prediction")
     words = gr.Dataframe(headers=["model", "n", "MRR", "top-1", "top-3", "top-10"], elem_id="eval-words")
-    words_button.click(handler(studio.evaluate_words), [size, compare], words, api_name="evaluate_words", **EVALUATE)
+    wire([words_button.click], handler(studio.evaluate_words), [size, compare], [words], api_name="evaluate_words",
+         **EVALUATE)
     tab.select(handler(studio.recorded_metrics), None, recorded, api_visibility="private")
 
     gr.Markdown("### STS (Spearman x100), next to the papers' numbers")
@@ -379,7 +381,8 @@ def _evaluate_tab(tab: gr.Tab, studio: Studio) -> None:
         datasets = gr.CheckboxGroup(list(STS_DATASETS), value=list(QUICK_STS), label="Datasets", scale=3)
         sts_button = gr.Button("Run STS", scale=1)
     sts = gr.Markdown(elem_id="eval-sts")
-    sts_button.click(handler(studio.evaluate_sts), [data_dir, datasets], sts, api_name="evaluate_sts", **EVALUATE)
+    wire([sts_button.click], handler(studio.evaluate_sts), [data_dir, datasets], [sts], api_name="evaluate_sts",
+         **EVALUATE)
 
     gr.Markdown("### SentEval transfer tasks (accuracy %, logistic regression on the embeddings)")
     with gr.Row():
@@ -387,8 +390,8 @@ def _evaluate_tab(tab: gr.Tab, studio: Studio) -> None:
         run_size = gr.Radio(list(TRANSFER_SIZES), value=next(iter(TRANSFER_SIZES)), label="Run size", scale=3)
         senteval_button = gr.Button("Run SentEval", scale=1)
     senteval = gr.Markdown(elem_id="eval-senteval")
-    senteval_button.click(handler(studio.evaluate_senteval), [data_dir, tasks, run_size], senteval,
-                          api_name="evaluate_senteval", **EVALUATE)
+    wire([senteval_button.click], handler(studio.evaluate_senteval), [data_dir, tasks, run_size], [senteval],
+         api_name="evaluate_senteval", **EVALUATE)
 
 
 def _about_tab(tab: gr.Tab, studio: Studio) -> None:

@@ -484,8 +484,10 @@ def _events(demo, event: str, **attrs) -> list[tuple]:
     """(function name, input ids, output ids) of each `event` listener of the blocks matching `attrs`."""
     ids = {i for i, b in demo.blocks.items() if all(getattr(b, k, None) == v for k, v in attrs.items())}
     assert ids, attrs
+    def targets(f):  # a .then() step runs on its predecessor's triggers
+        return targets(demo.fns[f.trigger_after]) if f.trigger_after is not None else f.targets
     return [(f.name, tuple(b._id for b in f.inputs), tuple(b._id for b in f.outputs)) for f in demo.fns.values()
-            if any(target in ids and name == event for target, name in f.targets)]
+            if any(target in ids and name == event for target, name in targets(f))]
 
 
 @pytest.mark.parametrize("label, button", [("Describe a word", "Find words"), ("Text B", "Compare"),
@@ -500,6 +502,22 @@ def test_enter_in_a_one_line_box_does_what_its_button_does(studio, label, button
     assert box.lines == 1  # the browser submits on Enter only in a one-line box (else Shift+Enter)
     clicked = _events(demo, "click", value=button)
     assert clicked and set(clicked) & set(_events(demo, "submit", label=label)), (clicked, label)
+
+
+@pytest.mark.parametrize("api_name", ["reverse_dictionary", "similarity", "heatmap", "search", "analogy",
+                                      "interpolate", "draw_map", "search_map", "candidates_map", "evaluate_words",
+                                      "evaluate_sts", "evaluate_senteval"])
+def test_a_request_first_empties_its_results(studio, api_name):
+    """A user error is a toast that changes no output: emptied first, no earlier result stays shown."""
+    gr = pytest.importorskip("gradio")
+    from app.ui import build_app
+
+    demo = build_app(studio)
+    event = next(f for f in demo.fns.values() if f.api_name == api_name)
+    assert event.trigger_after is not None, api_name
+    clear = demo.fns[event.trigger_after]
+    shown = [o for o in event.outputs if not isinstance(o, gr.State)]
+    assert shown and clear.fn() == {o: None for o in shown} and not clear.queue
 
 
 def test_app_binds_localhost_by_default(monkeypatch):

@@ -154,6 +154,10 @@ def test_reverse_dictionary_finds_the_word(page, served_model):
     words.first.wait_for()
     assert expected in words.all_inner_texts()[:10]
     shoot(page, shots, "1-reverse-dictionary")
+    page.locator("#rd-query textarea").fill("")
+    page.locator("#rd-go").click()
+    page.get_by_text("enter a description").first.wait_for()  # the error toast
+    assert words.count() == 0  # and no earlier words under the empty description
 
 
 def test_similarity_and_analogy_tabs(page, served_model):
