@@ -225,9 +225,10 @@ class Studio:
         return fig, note, views.scored_rows([(m.corpus.texts[i], s) for i, s in hits])
 
     def candidates_map(self, text: str, k: int, method: str, progress: sv.Progress = sv.no_progress):
-        """A query, its top-k candidate words and their definitions on one map, plus a table."""
+        """A query, its top-k candidate words and their definitions on one map, plus a table. The
+        description's own words are left out, as in the Reverse dictionary tab by default."""
         active = self.models.active()
-        rows = sv.reverse_dictionary(active.engine, sv.WordQuery(text, int(k)))
+        rows = sv.reverse_dictionary(active.engine, sv.WordQuery(text, int(k), exclude_query_words=True))
         texts, groups = [text.strip()], ["your description"]
         for row in rows:
             texts += [row.word] + [f"{row.word}: {e.definition}" for e in row.definitions]

@@ -239,6 +239,14 @@ def test_candidates_map(studio):
     assert len(table) == 4 and figure.data[0].name == "your description"
 
 
+def test_candidates_map_leaves_out_the_descriptions_words_as_the_reverse_dictionary_does(studio):
+    text = " ".join(TINY_WORDS[:40])  # most of the head's words: unexcluded, some would be candidates
+    _, table = studio.candidates_map(text, 10, "PCA")
+    query = sv.WordQuery(text, 10, exclude_query_words=True)  # the Reverse dictionary tab's default
+    assert [row[0] for row in table] == [r.word for r in sv.reverse_dictionary(studio.models.active().engine, query)]
+    assert table and not {row[0] for row in table} & set(text.split())
+
+
 def test_pca_and_projection_cache():
     rng = np.random.default_rng(0)
     x = rng.normal(size=(200, 16)) * np.linspace(5, 0.1, 16)
