@@ -62,6 +62,7 @@ class Session:
     corpus_key: str = ""
     map: MapData | None = None
     upload: Upload | None = None
+    job: str = ""  # the id of the last fine-tuning job started here
 
 
 class Studio:
@@ -267,6 +268,7 @@ class Studio:
         is full: then nothing is queued."""
         if session.upload is None:
             raise ValueError("Upload and validate a dictionary first.")
+        self._refuse_a_second_job(session)
         upload = UPLOADS.get(session.upload)
         active = self.models.active()
         layers = model_layers(active.engine)
@@ -276,7 +278,18 @@ class Studio:
         settings.check(upload.train_size, layers)  # now, not in the background: the run's length too
         job = self.jobs.submit(FinetuneJob(active.spec, upload, settings),
                                f"fine-tune {active.spec.name} on {upload.name}", on_forget=discard_staged)
+        session.job = job.id
         return job.id
+
+    def _refuse_a_second_job(self, session: Session) -> None:
+        """A second Start click would queue a duplicate run: one job per session at a time."""
+        try:
+            job = self.jobs.get(session.job) if session.job else None
+        except ValueError:  # forgotten, or the server restarted
+            return
+        if job is not None and job.status in (QUEUED, RUNNING):
+            raise ValueError(f"Your fine-tuning job {job.id} is still {job.status}: wait for it to end, "
+                             "or cancel it, before starting another.")
 
     def job_view(self, job_id: str):
         """(progress HTML, training figure, before/after rows, example rows) of a job."""
@@ -289,6 +302,8 @@ class Studio:
             ahead = self.jobs.queue_position(job.id)
             note = f"Queued behind {ahead} job(s) on this server (at most {self.jobs.max_running} run at a time)."
             return views.progress_html(0, note), None, [], []
+        if job.status == RUNNING and job.cancel_requested.is_set():  # until the process has stopped
+            return views.busy_html("Cancelling..."), figure, [], []
         if job.status == RUNNING:
             return views.job_progress_html(job.progress), figure, [], []
         if job.status != DONE:
@@ -303,6 +318,10 @@ class Studio:
         return bool((job_id or "").strip()) and self.jobs.get(job_id).status in (QUEUED, RUNNING)
 
     def cancel_job(self, job_id: str) -> str:
+        """Ask the job to stop; its polled progress reads "Cancelling..." until it has."""
+        job = self.jobs.get(job_id)
+        if job.status not in (QUEUED, RUNNING):
+            return f"The job is already {job.status}: nothing to cancel."
         job = self.jobs.cancel(job_id)
         return f"Cancellation requested (job is {job.status})."
 

@@ -51,6 +51,8 @@ CSS = """
 .ds-progress {height: 14px; background: var(--neutral-200); border-radius: 7px; overflow: hidden}
 .ds-progress-fill {height: 100%; background: var(--color-accent)}
 .ds-progress-text {margin-top: .3em}
+.ds-progress-pulse {width: 30%; animation: ds-pulse 1.4s ease-in-out infinite alternate}
+@keyframes ds-pulse {from {margin-left: 0} to {margin-left: 70%}}
 """
 ABOUT = """
 ### What is this?
@@ -334,11 +336,11 @@ def _finetune_tab(demo: gr.Blocks, studio: Studio, session: gr.State, stored: gr
                 **HEAVY)
     start_job = handler(studio.start_finetune)
 
-    def start_and_remember(*settings):
-        job = start_job(*settings)
-        return job, job, gr.Timer(active=True)
+    def start_and_remember(state, *settings):
+        job = start_job(state, *settings)  # records the job in the session: a second Start is refused
+        return job, job, state, gr.Timer(active=True)
     start.click(start_and_remember, [session, epochs, lr, batch, layers, max_steps, evaluations, seed],
-                [job_id, stored, timer], api_name="start_finetune", **QUICK)
+                [job_id, stored, session, timer], api_name="start_finetune", **QUICK)
     job_id.submit(lambda j: gr.Timer(active=True), job_id, timer, api_visibility="private")
     gr.api(handler(studio.job_active), api_name="job_active", **QUICK)  # for API clients waiting on a job
 
@@ -348,7 +350,9 @@ def _finetune_tab(demo: gr.Blocks, studio: Studio, session: gr.State, stored: gr
         return (*view(job), gr.Timer(active=studio.job_active(job)))
     timer.tick(poll, job_id, [progress, curve, comparison, examples, timer], show_progress="hidden",
                api_visibility="private")
-    cancel.click(handler(studio.cancel_job), job_id, message, api_name="cancel_finetune", **QUICK)
+    # Into the job's progress, which the polling then replaces ("Cancelling...", then the outcome).
+    cancel.click(handler(studio.cancel_job), job_id, progress, api_name="cancel_finetune", **QUICK).success(
+        lambda: gr.Timer(active=True), None, timer, api_visibility="private")
     refresh_models, model_components = model_bar
     save_fn = handler(studio.save_finetuned)
     save.click(save_fn, [job_id, name], message, api_name="save_finetuned", **MODEL).success(

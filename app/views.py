@@ -48,6 +48,12 @@ def progress_html(fraction: float, text: str) -> str:
             f"<div class='ds-progress-text'>{escape(text)}</div>")
 
 
+def busy_html(text: str) -> str:
+    """An indeterminate (pulsing) bar with a caption: work under way whose length is unknown."""
+    return (f"<div class='ds-progress'><div class='ds-progress-fill ds-progress-pulse'></div></div>"
+            f"<div class='ds-progress-text'>{escape(text)}</div>")
+
+
 def job_progress_html(progress: dict) -> str:
     """The progress bar of a running fine-tuning job, with stage, step, loss and dev MRR."""
     step, total = progress.get("step", 0), progress.get("total", 0)

@@ -16,7 +16,7 @@ from app.evaluation import sts_markdown, word_prediction_rows
 from app.export import export_sentence_transformers, zip_folder
 from app.finetune import FinetuneSettings, comparison_rows, run_finetune, save_finetuned, validate_upload
 from app.handlers import Session, Studio, start_studio
-from app.jobs import CANCELLED, DONE, FAILED, Job, JobManager
+from app.jobs import CANCELLED, DONE, FAILED, Job, JobCancelled, JobManager
 from app.models import BASE_LABEL, Models, ModelSpec, ModelUnavailable, available_specs
 from app.projection import Projector, pca
 from core import Engine
@@ -405,6 +405,35 @@ def test_finetune_can_be_cancelled(studio, dictionary_file):
     assert "Cancellation requested" in studio.cancel_job(job_id)
     assert wait_for(studio.jobs, job_id).status == CANCELLED
     assert "Job cancelled: cancelled at step" in studio.job_view(job_id)[0]
+
+
+def test_a_session_runs_one_job_at_a_time(studio, dictionary_file):
+    _, session = studio.validate_upload(str(dictionary_file), 0, Session())
+    job_id = studio.start_finetune(session, 1, 1e-3, 4, 0, 100_000, 2, 0)
+    with pytest.raises(ValueError, match=f"Your fine-tuning job {job_id} is still (queued|running)"):
+        studio.start_finetune(session, 1, 1e-3, 4, 0, 4, 2, 0)  # a second Start click
+    assert [job.id for job in studio.jobs.unfinished()] == [job_id]
+    studio.cancel_job(job_id)
+    wait_for(studio.jobs, job_id)
+    second = studio.start_finetune(session, 1, 1e-3, 4, 0, 4, 2, 0)  # once it has ended, a new one starts
+    assert second != job_id and wait_for(studio.jobs, second).status == DONE
+
+
+def test_cancelling_shows_in_the_jobs_progress_until_it_ends(studio):
+    release = threading.Event()
+
+    def stops_when_released(job):  # as a training process does, at its next step
+        release.wait(10)
+        raise JobCancelled("cancelled at step 1 of 9")
+    job = studio.jobs.submit(stops_when_released, "ignores cancellation until released")
+    while studio.jobs.get(job.id).status != "running":
+        time.sleep(0.01)
+    assert "Cancellation requested" in studio.cancel_job(job.id)
+    assert "Cancelling" in studio.job_view(job.id)[0]  # what the polled progress shows meanwhile
+    release.set()
+    wait_for(studio.jobs, job.id)
+    assert "Cancelling" not in studio.job_view(job.id)[0]
+    assert f"already {studio.jobs.get(job.id).status}: nothing to cancel" in studio.cancel_job(job.id)
 
 
 def test_finetune_rejects_bad_settings_and_missing_upload(studio, dictionary_file):
