@@ -48,6 +48,9 @@ def progress_html(fraction: float, text: str) -> str:
             f"<div class='ds-progress-text'>{escape(text)}</div>")
 
 
+TRAINING_STAGE = "training"  # app.finetune's name of the stage that reports step counts
+
+
 def busy_html(text: str) -> str:
     """An indeterminate (pulsing) bar with a caption: work under way whose length is unknown."""
     return (f"<div class='ds-progress'><div class='ds-progress-fill ds-progress-pulse'></div></div>"
@@ -55,8 +58,11 @@ def busy_html(text: str) -> str:
 
 
 def job_progress_html(progress: dict) -> str:
-    """The progress bar of a running fine-tuning job, with stage, step, loss and dev MRR."""
+    """The progress bar of a running fine-tuning job, with stage, step, loss and dev MRR. Only the
+    training stage counts steps (the other stages keep its last count): they get a pulsing bar."""
     step, total = progress.get("step", 0), progress.get("total", 0)
+    if progress.get("stage") != TRAINING_STAGE or not total:
+        return busy_html(f"{progress.get('stage', 'starting')}...")
     parts = [f"{progress.get('stage', 'starting')}: step {step}/{total}"]
     if progress.get("loss") is not None:
         parts.append(f"loss {progress['loss']:.4f}")

@@ -320,10 +320,20 @@ def test_job_view_while_queued_and_running(studio):
     assert studio.job_active(running.id) and studio.job_view("") == ("", None, [], [])
     release.set()
     assert wait_for(studio.jobs, queued.id).status == DONE and not studio.job_active(running.id)
-    assert "starting: step 0/0" in views.job_progress_html({})
+    assert "starting..." in views.job_progress_html({})  # no stage yet: a pulsing bar, no step count
 
 
 # ---- fine-tune ---------------------------------------------------------------------------------------
+
+def test_a_stage_without_a_step_count_pulses_instead_of_showing_a_full_bar():
+    after = {"stage": "scoring the held-out words after training", "step": 40, "total": 40, "loss": 0.5}
+    html = views.job_progress_html(after)  # the training's step count is still in the job's progress
+    assert "ds-progress-pulse" in html and "width:100.0%" not in html
+    assert "scoring the held-out words after training" in html and "step" not in html
+    training = views.job_progress_html({"stage": "training", "step": 10, "total": 40})
+    assert "width:25.0%" in training and "ds-progress-pulse" not in training
+    assert "ds-progress-pulse" in views.job_progress_html({"stage": "loading a copy of the model", "total": 0})
+
 
 def test_validate_upload_reports_and_splits(engine, dictionary_file, tmp_path):
     upload = validate_upload(engine, dictionary_file)
