@@ -139,7 +139,7 @@ def build_app(studio: Studio) -> gr.Blocks:
             with gr.Tab("Analogy & interpolation", id="analogy"):
                 _analogy_tab(studio)
             with gr.Tab("Map", id="map"):
-                _map_tab(studio, session)
+                _map_tab(demo, studio, session)
             with gr.Tab("Fine-tune", id="finetune"):
                 _finetune_tab(demo, studio, session, stored_job, model_bar)
             with gr.Tab("Evaluate", id="evaluate") as evaluate_tab:
@@ -254,7 +254,7 @@ def _analogy_tab(studio: Studio) -> None:
          api_name="interpolate", **DECODE)
 
 
-def _map_tab(studio: Studio, session: gr.State) -> None:
+def _map_tab(demo: gr.Blocks, studio: Studio, session: gr.State) -> None:
     umap_status = gr.Markdown(studio.umap_status(), elem_id="umap-status")
     with gr.Row():
         source = gr.Radio(list(MAP_SOURCES), value=MAP_SOURCES[0], label="Points")
@@ -291,8 +291,12 @@ def _map_tab(studio: Studio, session: gr.State) -> None:
 
     # Polls only while a warm-up is pending: an idle timer would keep a queue event going every 3 s.
     timer = gr.Timer(3.0, active=studio.projector.umap_pending)
-    timer.tick(lambda: (studio.umap_status(), gr.Timer(active=studio.projector.umap_pending)), None,
-               [umap_status, timer], api_visibility="private", show_progress="hidden")
+
+    def umap_now():
+        return studio.umap_status(), gr.Timer(active=studio.projector.umap_pending)
+    timer.tick(umap_now, None, [umap_status, timer], api_visibility="private", show_progress="hidden")
+    # The page holds the status of when the app was built: a load shows today's at once, not at the first tick.
+    demo.load(umap_now, None, [umap_status, timer], api_visibility="private", show_progress="hidden")
 
 
 def _finetune_tab(demo: gr.Blocks, studio: Studio, session: gr.State, stored: gr.BrowserState,

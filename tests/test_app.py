@@ -280,6 +280,23 @@ def test_umap_warm_up_ends_the_polling_whether_it_works_or_not(works, monkeypatc
     assert ("UMAP is ready" if works else "UMAP is unavailable (ImportError: no umap here)") in projector.status()
 
 
+def test_a_page_load_shows_the_umap_status_of_that_moment(studio, monkeypatch):
+    pytest.importorskip("gradio")
+    import app.projection
+    from app.ui import build_app
+
+    studio.projector.expect_warm_up()
+    demo = build_app(studio)  # built while UMAP waits to warm up: the status it was built with says so
+    monkeypatch.setattr(app.projection, "umap_fit", lambda vectors, dims=2, seed=0: vectors[:, :dims])
+    studio.projector.warm_up(sizes=(20,))
+    status_id = next(i for i, b in demo.blocks.items() if getattr(b, "elem_id", None) == "umap-status")
+    on_load = [f for f in demo.fns.values() if ("load" in [name for _, name in f.targets])
+               and status_id in [o._id for o in f.outputs]]
+    assert len(on_load) == 1
+    status, timer = on_load[0].fn()
+    assert "UMAP is ready" in status and timer.active is False  # at once, not after the first 3 s poll
+
+
 # ---- jobs --------------------------------------------------------------------------------------------
 
 def wait_for(jobs: JobManager, job_id: str, timeout: float = 900.0) -> Job:  # a hang guard: a job process imports torch
