@@ -38,6 +38,10 @@ COLOUR_BY = ("part of speech", "cluster")
 # ("Refine" in the UI, off by default) reconstructs more held-out sentences exactly, for about a second
 # per sentence, but on vectors that are no sentence's (analogies) it trades fluency for cosine.
 DECODE_BEAM = 20
+# The base before DefSent training is offered for comparison only: its word head was never trained.
+BASE_WARNING_SHORT = "untrained, word predictions are noise"
+BASE_WARNING = ("**Warning:** this is the untrained base: its word head was never trained, so its word predictions are "
+                "noise (reverse dictionary, top words). It is here to compare with; similarity still works.")
 OPEN_VOCABULARY_PENDING = ("Answers come from the 21.7k words the word head knows until the full vocabulary "
                            "(147k WordNet words and phrases) is ready: a few minutes after the model loads, "
                            "once per model (then cached).")
@@ -78,19 +82,25 @@ class Studio:
         remove_leftovers(models.checkpoints)
 
     # ---- active model ---------------------------------------------------------------------------
-    def model_choices(self) -> tuple[list[str], str | None]:
-        """(names of the models one can switch to, the active one's name or None while loading)."""
+    def model_choices(self) -> tuple[list[tuple[str, str]], str | None]:
+        """((label, name) of each model one can switch to, the active one's name or None while loading);
+        the untrained base's label says what it is."""
         active = self.models.active(timeout=0) if self.models.ready else None
-        return [spec.name for spec in self.models.specs()], active.spec.name if active else None
+        choices = [(f"{spec.name}: {BASE_WARNING_SHORT}" if spec.path is None else spec.name, spec.name)
+                   for spec in self.models.specs()]
+        return choices, active.spec.name if active else None
 
     def model_status(self) -> str:
-        return self.models.status()
+        """The active model, with a warning when it is the untrained base."""
+        active = self.models.active(timeout=0) if self.models.ready else None
+        warning = f"\n\n{BASE_WARNING}" if active is not None and active.is_base else ""
+        return self.models.status() + warning
 
     def switch_model(self, name: str, progress: sv.Progress = sv.no_progress) -> str:
         """Load the named model and make it active for every user."""
         progress(0.1, desc=f"loading {name}")
         self.models.switch(self.models.spec_named(name))
-        return self.models.status()
+        return self.model_status()
 
     # ---- reverse dictionary ---------------------------------------------------------------------
     def reverse_dictionary(self, text: str, k: int = 10, pos: str = "any", min_length: int = 0,

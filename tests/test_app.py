@@ -15,7 +15,7 @@ from app import views
 from app.evaluation import sts_markdown, word_prediction_rows
 from app.export import export_sentence_transformers, zip_folder
 from app.finetune import FinetuneSettings, comparison_rows, run_finetune, save_finetuned, validate_upload
-from app.handlers import Session, Studio, start_studio
+from app.handlers import BASE_WARNING_SHORT, Session, Studio, start_studio
 from app.jobs import CANCELLED, DONE, FAILED, Job, JobCancelled, JobManager
 from app.models import BASE_LABEL, Models, ModelSpec, ModelUnavailable, available_specs
 from app.projection import Projector, pca
@@ -419,7 +419,7 @@ def test_finetune_through_the_studio(studio, dictionary_file):
         studio.activate_finetuned(job_id)
     assert "Saved" in studio.save_finetuned(job_id, "from-studio")
     assert "from-studio" in studio.activate_finetuned(job_id)
-    assert studio.model_choices() == (["from-studio", BASE_LABEL, "tiny"], "from-studio")
+    assert [value for _, value in studio.model_choices()[0]] == ["from-studio", BASE_LABEL, "tiny"]
     checkpoint_zip, st_zip = studio.download_finetuned(job_id)
     assert Path(checkpoint_zip).is_file() and Path(st_zip).is_file()
 
@@ -524,10 +524,19 @@ def test_model_loads_in_the_background(tiny_mlm_dir, tmp_path):
 
 
 def test_switch_model_and_unknown_name(studio):
-    assert studio.model_choices() == ([BASE_LABEL, "tiny"], "tiny")  # served from outside checkpoints/
+    # "tiny" is served from outside checkpoints/; like the base, it is a model before DefSent training
+    labels = [(f"{BASE_LABEL}: {BASE_WARNING_SHORT}", BASE_LABEL), (f"tiny: {BASE_WARNING_SHORT}", "tiny")]
+    assert studio.model_choices() == (labels, "tiny")
     assert "tiny" in studio.switch_model("tiny")
     with pytest.raises(ValueError, match="No model called"):
         studio.switch_model("nope")
+
+
+def test_choosing_the_untrained_base_warns(studio, monkeypatch):
+    status = studio.switch_model("tiny")  # the tiny test model is an untrained base
+    assert "Active model: **tiny**" in status and "untrained base" in status and "word predictions are noise" in status
+    monkeypatch.setattr(type(studio.models.active()), "is_base", property(lambda self: False))  # a checkpoint
+    assert "untrained" not in studio.model_status()
 
 
 # ---- Gradio wiring -----------------------------------------------------------------------------------
