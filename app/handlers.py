@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import hashlib
 import json
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 
@@ -79,6 +81,8 @@ class Studio:
         self.models = models
         self.projector = projector or Projector()
         self.jobs = jobs or JobManager()
+        # Background preparation of a newly active model (open vocabulary...), set by start_studio.
+        self.prepare: Callable[[ActiveModel], None] | None = None
         remove_leftovers(models.checkpoints)
 
     # ---- active model ---------------------------------------------------------------------------
@@ -99,7 +103,9 @@ class Studio:
     def switch_model(self, name: str, progress: sv.Progress = sv.no_progress) -> str:
         """Load the named model and make it active for every user."""
         progress(0.1, desc=f"loading {name}")
-        self.models.switch(self.models.spec_named(name))
+        active = self.models.switch(self.models.spec_named(name))
+        if self.prepare is not None:  # as after the first load: the switched-to model answers from all words too
+            threading.Thread(target=self.prepare, args=(active,), daemon=True, name="prepare-model").start()
         return self.model_status()
 
     # ---- reverse dictionary ---------------------------------------------------------------------
@@ -415,15 +421,20 @@ def start_studio(spec: ModelSpec, checkpoints: Path, warm_up_umap: bool = True, 
     if warm_up_umap:
         studio.projector.expect_warm_up()
 
-    def after_load(active: ActiveModel) -> None:
-        time.sleep(delay)
+    def prepare(active: ActiveModel) -> None:
         active.engine.predict_words("a word")  # builds the int8 scoring matrices (0.4 s) before a user waits on them
-        if open_vocabulary:
+        if open_vocabulary and active.engine.open_vocab is None:
             active.engine.enable_open_vocabulary(cache_dir=cache_dir("open-vocab"))  # minutes once per model
         active.reference()
         _ = active.engine.decoder  # found and loaded now rather than by the first analogy
+        _ = active.untrained()  # ~20 s: loaded here rather than by the first "compare" request
+
+    def after_load(active: ActiveModel) -> None:
+        time.sleep(delay)
+        prepare(active)
         if warm_up_umap:
             studio.projector.warm_up()
+    studio.prepare = prepare
     studio.models.load_in_background(spec, then=after_load)
     return studio
 

@@ -61,6 +61,8 @@ def main() -> None:
     config = engine.open_vocab_config
     results = {"config": asdict(config), "word_map": engine.open_vocab_map is not None}
     for name, query in queries.items():
+        if name not in args.sets:
+            continue
         index = rebuilt(leak_free if name.startswith("wordnet") else scorer, config, engine.open_vocab_map)
         results[name] = query.report(index)
         print(name, json.dumps(results[name]), flush=True)
@@ -83,6 +85,8 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--head-weights", type=float, nargs="+", default=[0.5, 0.75])
     p.add_argument("--biases", type=float, nargs="+", default=[4, 6, 8])
     p.add_argument("--definition-weights", type=float, nargs="+", default=[0, 80, 160, 320, 640])
+    p.add_argument("--sets", nargs="+", default=["wordnet-dev", "wordnet-test", "gcide-dev", "gcide-test"],
+                   help="which query sets to report")
     p.add_argument("--out", type=Path, default=Path("results/open_vocab.json"))
     args = p.parse_args()
     if args.write and not (args.fit or args.tune):

@@ -523,6 +523,13 @@ def test_model_loads_in_the_background(tiny_mlm_dir, tmp_path):
     assert "failed" in broken.status()
 
 
+def test_a_switched_to_model_is_prepared_in_the_background(studio):
+    prepared = threading.Event()
+    studio.prepare = lambda active: prepared.set() if active.spec.name == "tiny" else None
+    studio.switch_model("tiny")
+    assert prepared.wait(30)  # before, only the first load prepared the open vocabulary
+
+
 def test_switch_model_and_unknown_name(studio):
     # "tiny" is served from outside checkpoints/; like the base, it is a model before DefSent training
     labels = [(f"{BASE_LABEL}: {BASE_WARNING_SHORT}", BASE_LABEL), (f"tiny: {BASE_WARNING_SHORT}", "tiny")]
