@@ -51,6 +51,8 @@ CSS = """
 .ds-progress {height: 14px; background: var(--neutral-200); border-radius: 7px; overflow: hidden}
 .ds-progress-fill {height: 100%; background: var(--color-accent)}
 .ds-progress-text {margin-top: .3em}
+#model-bar {align-items: center}
+#model-load {height: auto; align-self: center}
 .ds-progress-pulse {width: 30%; animation: ds-pulse 1.4s ease-in-out infinite alternate}
 @keyframes ds-pulse {from {margin-left: 0} to {margin-left: 70%}}
 """
@@ -151,11 +153,13 @@ def build_app(studio: Studio) -> gr.Blocks:
 
 def _model_bar(demo: gr.Blocks, studio: Studio) -> tuple[Callable, list[gr.components.Component]]:
     """The model chooser; returns (a function refreshing it, its components) for other events."""
-    with gr.Row(equal_height=True):
+    # Not equal_height: the button would stretch to the status's height (~380 px on a 420 px phone). The
+    # minimum widths make the row wrap on a phone (the status goes below) instead of squeezing each part.
+    with gr.Row(elem_id="model-bar"):
         choice = gr.Dropdown(label="Model (shared by all users)", choices=studio.model_choices()[0], scale=3,
-                             interactive=True, elem_id="model-choice")
-        load = gr.Button("Use this model", scale=1)
-        status = gr.Markdown(elem_id="model-status")
+                             min_width=220, interactive=True, elem_id="model-choice")
+        load = gr.Button("Use this model", scale=1, min_width=140, elem_id="model-load")
+        status = gr.Markdown(elem_id="model-status", min_height=0)
     load.click(handler(studio.switch_model), choice, status, api_name="switch_model", **MODEL)
 
     def refresh():
@@ -235,9 +239,10 @@ def _analogy_tab(studio: Studio) -> None:
     analogy_button = gr.Button("Compute", variant="primary")
     decoded = gr.Markdown()
     with gr.Row():
-        words = gr.Dataframe(headers=["word", "probability"], label="Top words of the result")
+        words = gr.Dataframe(headers=["word", "probability"], label="Top words of the result", scale=1)
+        # Widths in % of the table: without them the sentence column grows past the table's right edge.
         nearest = gr.Dataframe(headers=["rank", "cosine", "reference sentence"], label="Nearest reference sentences",
-                               wrap=True)
+                               wrap=True, column_widths=["12%", "16%", "72%"], scale=2, elem_id="an-nearest")
     wire([analogy_button.click], handler(studio.analogy), [a, b, c, expression, analogy_refine],
          [decoded, words, nearest], api_name="analogy", **DECODE)
 
@@ -285,7 +290,8 @@ def _map_tab(demo: gr.Blocks, studio: Studio, session: gr.State) -> None:
         candidates_method = gr.Radio(list(METHODS), value="PCA", label="Projection", scale=1)
     candidates_button = gr.Button("Draw", elem_id="cand-draw")
     candidates_plot = gr.Plot(elem_id="cand-plot")
-    candidates = gr.Dataframe(headers=["word", "probability", "definitions"], wrap=True)
+    candidates = gr.Dataframe(headers=["word", "probability", "definitions"], wrap=True, elem_id="cand-table",
+                              column_widths=["16%", "12%", "72%"])
     wire([candidates_button.click, query.submit], handler(studio.candidates_map), [query, top, candidates_method],
          [candidates_plot, candidates], api_name="candidates_map", **HEAVY)
 
@@ -322,9 +328,11 @@ def _finetune_tab(demo: gr.Blocks, studio: Studio, session: gr.State, stored: gr
     progress = gr.HTML(elem_id="ft-progress")
     curve = gr.Plot(label="Loss and dev MRR")
     with gr.Row():
-        comparison = gr.Dataframe(headers=["metric", "before", "after"], label="Held-out words", elem_id="ft-compare")
+        comparison = gr.Dataframe(headers=["metric", "before", "after"], label="Held-out words", elem_id="ft-compare",
+                                  scale=1)
         examples = gr.Dataframe(headers=["word", "definition", "before (top 3)", "after (top 3)"], wrap=True,
-                                label="Example predictions")
+                                label="Example predictions", elem_id="ft-examples", scale=2,
+                                column_widths=["14%", "36%", "25%", "25%"])
     with gr.Row():
         name = gr.Textbox(label="Checkpoint name", placeholder="my-dictionary-v1")
         save = gr.Button("Save")

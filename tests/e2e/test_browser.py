@@ -146,6 +146,26 @@ def wait_for_text(page, selector: str, text: str) -> None:
         raise
 
 
+def assert_column_fits(page, table: str, header: str) -> None:
+    """The column `header` of the table at `table` ends inside the table and the window (not cut off)."""
+    box = page.locator(table).bounding_box()
+    cell = page.locator(f"{table} th").filter(has_text=header).first.bounding_box()
+    assert cell["x"] + cell["width"] <= min(box["x"] + box["width"], page.viewport_size["width"]) + 1, (cell, box)
+
+
+@pytest.mark.parametrize("width", [420, 1400])
+def test_the_model_bar_fits_a_phone_and_a_desktop(browser, app_url, served_model, width):
+    page = browser.new_page(viewport={"width": width, "height": 900})
+    try:
+        page.goto(app_url)
+        wait_for_text(page, "#model-status", "Active model")
+        assert page.get_by_role("button", name="Use this model").bounding_box()["height"] < 80  # was 590 / 88 px
+        assert page.locator("#model-choice").bounding_box()["width"] > 200  # was 158 px at 420: the name cut off
+        shoot(page, served_model[3], f"0-model-bar-{width}")
+    finally:
+        page.close()
+
+
 def test_reverse_dictionary_finds_the_word(page, served_model):
     _, query, expected, shots = served_model
     page.locator("#rd-query textarea").fill(query)
@@ -174,6 +194,8 @@ def test_similarity_and_analogy_tabs(page, served_model):
     page.get_by_role("button", name="Compute").click()
     has_decoder = DOCS_MODE and Engine.load(served_model[0]).decoder is not None  # the tiny model has none
     page.get_by_text("Decoded:" if has_decoder else "No Vec2Sent decoder is available").wait_for()
+    wait_for_text(page, "#an-nearest", "1")
+    assert_column_fits(page, "#an-nearest", "reference sentence")
     page.get_by_role("button", name="Interpolate").click()
     page.get_by_text("Interpolation path").wait_for()
     shoot(page, shots, "3-analogy")
@@ -191,6 +213,8 @@ def test_map_draws_and_highlights(page, served_model):
     page.get_by_text("nearest neighbours by cosine").wait_for()
     page.locator("#cand-draw").click()
     page.locator("#cand-plot .js-plotly-plot").wait_for()
+    wait_for_text(page, "#cand-table", ": " if DOCS_MODE else "0.")
+    assert_column_fits(page, "#cand-table", "definitions")
     shoot(page, shots, "4-map")
 
 
@@ -213,6 +237,7 @@ def test_finetune_survives_a_reload(page, served_model, tmp_path):
     wait_for_value(page, "#ft-job textarea", f"v === {job_id!r}")
     page.locator("#ft-progress").get_by_text("Done").wait_for(timeout=180_000)
     assert "MRR" in page.locator("#ft-compare").inner_text()
+    assert_column_fits(page, "#ft-examples", "after (top 3)")
     page.get_by_label("Checkpoint name").fill("my-words-v1")
     page.get_by_role("button", name="Save", exact=True).click()
     page.get_by_text("Saved as checkpoint").wait_for()
