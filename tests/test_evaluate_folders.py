@@ -52,8 +52,8 @@ def test_any_other_folder_is_refused_alike_without_reading_it(studio, folders, d
 def test_the_allowed_folders_are_read_by_name(studio, folders):
     assert evaluation.default_data_dir() == "data/senteval"  # a name, not the server's path
     markdown = studio.evaluate_sts("data/senteval", ["STS-B"])
-    assert "| **tiny** (" in markdown and str(folders["data/senteval"]) not in markdown
-    assert "| **tiny** (" in studio.evaluate_sts("", ["STS-B"])  # empty: the first folder that exists
+    assert "| **tiny** |" in markdown and str(folders["data/senteval"]) not in markdown
+    assert "| **tiny** |" in studio.evaluate_sts("", ["STS-B"])  # empty: the first folder that exists
 
 
 def test_a_missing_folder_says_how_to_get_the_data_without_a_server_path(studio, folders, tmp_path):
@@ -80,4 +80,4 @@ def test_an_operator_can_add_folders_by_absolute_path(studio, folders, monkeypat
     extra = Path(shutil.copytree(SENTEVAL, tmp_path / "elsewhere"))
     monkeypatch.setenv(evaluation.DATA_FOLDERS_ENV, f"relative/ignored{':'}{extra}")
     assert list(evaluation.data_folders()) == ["data/senteval", "../shared/data/senteval", str(extra)]
-    assert "| **tiny** (" in studio.evaluate_sts(str(extra), ["STS-B"])
+    assert "| **tiny** |" in studio.evaluate_sts(str(extra), ["STS-B"])
