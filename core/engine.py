@@ -25,7 +25,7 @@ from .checkpoint import (DEFAULT_BASE, DEFAULT_CHECKPOINT, FORMAT, FORMAT_VERSIO
                          CheckpointError, atomic_directory, fingerprint, library_versions,
                          read_manifest, resolve_base, write_json)
 from .encoder import SentenceEncoder, check_texts, l2_normalize, semantic_search
-from .hardware import quantised_engine
+from .hardware import quantised_engine, return_freed_memory
 from .hubness import DEFAULT_K, DEFAULT_WEIGHT, HUB_PENALTY, HubPenalty, group_definitions
 from .dictionary import Entry, load_wordnet_lemmas, read_entries, write_entries
 from .lora import dense_delta, factored_delta, is_low_rank, stored_factors
@@ -388,6 +388,7 @@ class Engine(VectorReadout):
         scorer = open_scorer(lambda texts: self.encode(texts, batch_size=128, progress=progress),
                              candidates, self.open_vocab_config, self.open_vocab_map, cache)
         self.open_vocab = scorer.quantize() if self.int8_scoring else scorer
+        return_freed_memory()
 
 
 def without_inflections(ranked: list[tuple[str, float]]) -> list[tuple[str, float]]:
