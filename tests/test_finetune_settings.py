@@ -8,31 +8,11 @@ from pathlib import Path
 import pytest
 
 from app.finetune import MAX_TOTAL_STEPS, FinetuneSettings, model_layers, setting_bounds
-from app.handlers import Session, Studio
-from app.jobs import JobManager
-from app.models import Models, ModelSpec
-from app.projection import Projector
-from core import Engine
-from tests.test_app import DEFINITIONS
+from app.handlers import Session
+from tests.test_app import DEFINITIONS, cache_in_tmp, engine, studio  # noqa: F401 (shared fixtures)
 
 # epochs, lr, batch size, trainable layers, max steps, evaluations, seed: a valid form
 GOOD = {"epochs": 1, "lr": 1e-3, "batch_size": 4, "trainable_layers": 0, "max_steps": 4, "evaluations": 2, "seed": 0}
-
-
-@pytest.fixture(autouse=True)
-def cache_in_tmp(tmp_path, monkeypatch):
-    monkeypatch.setenv("DEFSENT_CACHE_DIR", str(tmp_path / "cache"))
-
-
-@pytest.fixture(scope="module")
-def engine(tiny_mlm_dir) -> Engine:
-    return Engine.from_base(str(tiny_mlm_dir))
-
-
-@pytest.fixture
-def studio(engine, tiny_mlm_dir, tmp_path) -> Studio:
-    models = Models.from_engine(engine, ModelSpec("tiny", base=str(tiny_mlm_dir)), tmp_path / "checkpoints")
-    return Studio(models, Projector(), JobManager())
 
 
 @pytest.fixture

@@ -13,31 +13,11 @@ import pytest
 
 from app import finetune
 from app.finetune import UPLOADS, UploadData, UploadStore, validate_upload
-from app.handlers import Session, Studio
-from app.jobs import JobManager
-from app.models import Models, ModelSpec
-from app.projection import Projector
-from core import Engine
+from app.handlers import Session
 from core.dictionary import MAX_REPORT_CHARS, ValidationReport, read_user_dictionary, split_by_word
-from tests.test_app import DEFINITIONS
+from tests.test_app import DEFINITIONS, cache_in_tmp, engine, studio  # noqa: F401 (shared fixtures)
 
 GOOD_ROWS = "".join(f"{w},{d}\n" for w, d in DEFINITIONS.items())
-
-
-@pytest.fixture(autouse=True)
-def cache_in_tmp(tmp_path, monkeypatch):
-    monkeypatch.setenv("DEFSENT_CACHE_DIR", str(tmp_path / "cache"))
-
-
-@pytest.fixture(scope="module")
-def engine(tiny_mlm_dir) -> Engine:
-    return Engine.from_base(str(tiny_mlm_dir))
-
-
-@pytest.fixture
-def studio(engine, tiny_mlm_dir, tmp_path) -> Studio:
-    models = Models.from_engine(engine, ModelSpec("tiny", base=str(tiny_mlm_dir)), tmp_path / "checkpoints")
-    return Studio(models, Projector(), JobManager())
 
 
 def write(folder, name: str, text: str):
