@@ -32,23 +32,27 @@ def summary(r: torch.Tensor, multi: torch.Tensor) -> str:
     return f"all {m(r)} | single {m(r[~multi])} | multi {m(r[multi])}"
 
 
+def dev_sample(engine, cands, index, split, n: int = 3000):
+    """A fixed-size random sample of WordNet dev: unit vectors (n, d), gold rows, the candidates'
+    single-token mask, which golds are multi-token, and the engine's token scores (n, S)."""
+    pick = torch.randperm(len(split.dev))[:n]
+    dev = [split.dev[i] for i in pick]
+    U = torch.nn.functional.normalize(load("*-wordnet-dev-*.npy")[pick], dim=1)
+    gold = torch.tensor([index[e.word] for e in dev])
+    single = torch.from_numpy(cands.single_token)
+    tokens = torch.from_numpy(cands.token_ids[cands.single_token])
+    return U, gold, single, ~single[gold], engine.word_logits(U)[:, tokens]
+
+
 def main() -> None:
     engine = Engine.load("checkpoints/defsent-minilm", decoder=None)
     cands = Candidates(load_wordnet_lemmas(), engine.vocab)
     index = {w: i for i, w in enumerate(cands.words)}
     split = extend_split(split_by_word(load_wordnet(), seed=0), load_wordnet_lemmas())
     W = torch.nn.functional.normalize(load("*-words-*.npy"), dim=1)  # (C, d)
-    n = 3000
-    pick = torch.randperm(len(split.dev))[:n]
-    dev = [split.dev[i] for i in pick]
-    U = torch.nn.functional.normalize(load("*-wordnet-dev-*.npy")[pick], dim=1)
-    gold = torch.tensor([index[e.word] for e in dev])
-    single = torch.from_numpy(cands.single_token)
-    multi = ~single[gold]
-    tokens = torch.from_numpy(cands.token_ids[cands.single_token])
-    logits = engine.word_logits(U)[:, tokens]  # (n, S)
+    U, gold, single, multi, logits = dev_sample(engine, cands, index, split)
     cos = U @ W.T  # (n, C)
-    print("dev sample", n, "multi share", float(multi.float().mean()))
+    print("dev sample", len(U), "multi share", float(multi.float().mean()))
     for bias in (-8, -6, -4, -2, 0):
         s = 15 * cos + bias
         s[:, single] = logits
@@ -178,15 +182,7 @@ def probe_map() -> None:
     with torch.no_grad():
         M = torch.nn.functional.normalize(word_map(W), dim=1)
     Wn = torch.nn.functional.normalize(W, dim=1)
-    n = 3000
-    pick = torch.randperm(len(split.dev))[:n]
-    dev = [split.dev[i] for i in pick]
-    U = torch.nn.functional.normalize(load("*-wordnet-dev-*.npy")[pick], dim=1)
-    gold = torch.tensor([index[e.word] for e in dev])
-    single = torch.from_numpy(cands.single_token)
-    multi = ~single[gold]
-    tokens = torch.from_numpy(cands.token_ids[cands.single_token])
-    logits = engine.word_logits(U)[:, tokens]
+    U, gold, single, multi, logits = dev_sample(engine, cands, index, split)
     for name, V in (("raw", Wn), ("mapped", M)):
         cos = U @ V.T
         print(name, "alone", summary(ranks(cos, gold), multi))
