@@ -1,6 +1,7 @@
 """Shared fixtures: tiny random BERT models built in-process (nothing is downloaded)."""
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 
 import pytest
@@ -64,3 +65,15 @@ def shared_dir() -> Path:
     if not path.is_dir():
         pytest.skip("../shared is not present (it exists in dev sessions and CI only)")
     return path
+
+
+# The app's finite background threads: model loads and their warm-ups (app/models.py, app/handlers.py).
+BACKGROUND_THREADS = ("load-model", "prepare-model")
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """Wait for the model loads and warm-ups that tests started: a daemon thread still inside torch
+    when the interpreter exits aborts the process (std::terminate, exit code 134) after all passed."""
+    for thread in threading.enumerate():
+        if thread.name in BACKGROUND_THREADS:
+            thread.join(300)
