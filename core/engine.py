@@ -353,11 +353,11 @@ class Engine(VectorReadout):
         """Ranked words for sentence vectors (any vector: an analogy, an interpolation point...):
         phrases too once `enable_open_vocabulary` was called, else single-token words."""
         logits = self.word_logits(vectors)  # (n, V)
-        vocab = self.vocab
-        if self.open_vocab is not None:
-            logits = self.open_vocab.scores(torch.as_tensor(np.asarray(vectors, dtype=np.float32)).reshape(
-                len(logits), -1), logits)  # (n, C)
-            vocab = self.open_vocab.candidates.filters
+        vocab, open_vocab = self.vocab, self.open_vocab  # read once: the warm-up may set it meanwhile
+        if open_vocab is not None:
+            u = torch.as_tensor(np.asarray(vectors, dtype=np.float32)).reshape(len(logits), -1)  # (n, d)
+            logits = open_vocab.scores(u, logits)  # (n, C)
+            vocab = open_vocab.candidates.filters
         probs = logits.masked_fill(~torch.from_numpy(vocab.candidate_mask), float("-inf")).softmax(-1)
         allowed = torch.from_numpy(vocab.mask(word_filter))
         results = []

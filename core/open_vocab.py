@@ -115,7 +115,7 @@ class OpenScorer:
         self.config = config
         self.word_map = word_map
         self._pairs = (torch.from_numpy(candidates.pair_definition), torch.from_numpy(candidates.pair_word))
-        # (d, M) and (d, G): what a query multiplies; int8 after `quantize`
+        # (d, C) and (d, G): what a query multiplies; int8 after `quantize`
         mapped = self.word_vectors  # (C, d)
         if word_map is not None:  # `fit_word_map`: towards the definitions of such words
             with torch.no_grad():
