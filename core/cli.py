@@ -560,7 +560,6 @@ def vec2sent_train(argv: Sequence[str]) -> int:
     python -m core vec2sent-train --recipe recipes/vec2sent-defsent-minilm.json --out checkpoints/NAME   # the shipped one
     """
     from .hardware import resolve_precision
-    from .vec2sent.model import Vec2SentConfig
     from .vec2sent.train import TrainSettings
 
     args = parse_with_recipe(vec2sent_train_parser(), argv)
@@ -569,18 +568,29 @@ def vec2sent_train(argv: Sequence[str]) -> int:
     from .vec2sent.train import describe_corpus, train_for_encoder
 
     settings = config_from_flags(TrainSettings, args, precision=resolve_precision(args.precision))
-    skipped = {"vocab_size", "sent_dim"}  # from the corpus and the encoder
-    overrides = {f.name: getattr(args, f.name) for f in dataclasses.fields(Vec2SentConfig) if f.name not in skipped}
     sentences = (args.corpus / "train.txt").read_text(encoding="utf-8").splitlines()
-    stats = train_for_encoder(sentences, link_engine(args.encoder), args.out, overrides, settings,
-                              init=args.init, corpus=describe_corpus(args.corpus))
+    stats = train_for_encoder(sentences, link_engine(args.encoder), args.out, _decoder_overrides(args), settings,
+                              init=args.init, corpus=describe_corpus(args.corpus),
+                              run_dir=args.run_dir, resume=args.resume)
     print(f"{stats.steps} steps, {stats.epochs:.2f} epochs, {stats.sentences_per_second:.0f} sentences/s, "
           f"final loss {stats.curve[-1]['loss']}; saved {args.out}")
     return 0
 
 
+def _decoder_overrides(args: argparse.Namespace) -> dict:
+    """The decoder's config fields from the flags: the transformer's size comes from --base."""
+    from .vec2sent.model import Vec2SentConfig
+
+    if args.architecture == "transformer":
+        return {"architecture": "transformer", "base": args.base, "prefix_length": args.prefix_length,
+                "dropout": args.dropout}
+    skipped = {"vocab_size", "sent_dim"}  # from the corpus and the encoder
+    return {f.name: getattr(args, f.name) for f in dataclasses.fields(Vec2SentConfig) if f.name not in skipped}
+
+
 def vec2sent_train_parser() -> argparse.ArgumentParser:
     """The flags of `python -m core vec2sent-train` (TrainSettings' and Vec2SentConfig's among them)."""
+    from .checkpoint import DEFAULT_BASE
     from .vec2sent.model import Vec2SentConfig
     from .vec2sent.train import TrainSettings
 
@@ -591,7 +601,16 @@ def vec2sent_train_parser() -> argparse.ArgumentParser:
     parser.add_argument("--init", type=Path, help="start from this decoder, e.g. the decoder of the encoder "
                         "this one was fine-tuned or blended from (another corpus' pieces are mapped)")
     add_config_flags(parser, TrainSettings, skip=("precision",))
-    add_config_flags(parser, Vec2SentConfig, skip=("sent_dim",))
+    add_config_flags(parser, Vec2SentConfig, skip=("sent_dim", "architecture"))
+    parser.add_argument("--architecture", choices=("lstm", "transformer"), default="lstm",
+                        help="transformer: warm-started from --base (core/vec2sent/transformer.py); "
+                             "of the LSTM's flags it uses --dropout only")
+    parser.add_argument("--base", default=DEFAULT_BASE, help="the transformer's BERT checkpoint: package:NAME or a path")
+    parser.add_argument("--prefix-length", type=int, default=10, help="the transformer's prefix vectors")
+    parser.add_argument("--resume", action="store_true",
+                        help="go on from the run state in --run-dir (its seconds count against --minutes)")
+    parser.add_argument("--run-dir", type=Path, help="where the run's state is saved at each checkpoint "
+                        "(default data/cache/vec2sent-runs/OUT_NAME)")
     parser.add_argument("--precision", choices=("auto", *TRAINING_PRECISIONS), default="auto",
                         help="bfloat16 autocasts the forward pass (weights stay float32); auto: bfloat16 "
                              "on CPUs with native bfloat16 matrix instructions, else float32")

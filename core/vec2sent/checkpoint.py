@@ -24,10 +24,28 @@ from core.encoder import l2_normalize
 from core.hardware import PRECISIONS, quantised_engine, resolve_precision
 from core.vec2sent.decode import beam_search_nbest, greedy_decode
 from core.vec2sent.model import Vec2SentConfig, Vec2SentDecoder
+from core.vec2sent.transformer import TransformerConfig, TransformerDecoder
 from core.vec2sent.vocab import PieceVocab
 
 CONFIG, WEIGHTS, VOCAB, MANIFEST = "config.json", "model.safetensors", "vocab.json", "manifest.json"
 FORMAT = "vec2sent/1"
+
+
+DecoderConfig = Vec2SentConfig | TransformerConfig
+Decoder = Vec2SentDecoder | TransformerDecoder
+
+
+def read_config(path: Path) -> DecoderConfig:
+    """The config.json of either architecture (one without an "architecture" key is an LSTM's)."""
+    architecture = json.loads(Path(path).read_text(encoding="utf-8")).get("architecture", "lstm")
+    if architecture not in ("lstm", "transformer"):
+        raise ValueError(f"{path}: unknown decoder architecture {architecture!r}")
+    return (TransformerConfig if architecture == "transformer" else Vec2SentConfig).load(Path(path))
+
+
+def build_decoder(config: DecoderConfig) -> Decoder:
+    """A freshly initialised decoder of the config's architecture."""
+    return TransformerDecoder(config) if isinstance(config, TransformerConfig) else Vec2SentDecoder(config)
 
 
 class EncoderMismatchError(ValueError):
@@ -37,7 +55,7 @@ class EncoderMismatchError(ValueError):
 @dataclass
 class Vec2Sent:
     """A trained decoder with its vocabulary: `decode(vectors) -> sentences`."""
-    model: Vec2SentDecoder
+    model: Decoder
     vocab: PieceVocab
     manifest: dict
 
@@ -101,7 +119,7 @@ def best_by_cosine(rows: Sequence[Sequence[str]], vectors: np.ndarray,
     return best
 
 
-def save_checkpoint(target: Path, model: Vec2SentDecoder, vocab: PieceVocab, manifest: dict) -> Path:
+def save_checkpoint(target: Path, model: Decoder, vocab: PieceVocab, manifest: dict) -> Path:
     """Write the checkpoint atomically: into a temporary folder beside `target`, fsynced, then renamed.
 
     `manifest` must name the encoder: {"encoder": {"name": ..., "fingerprint": ...}, ...}. An existing
@@ -119,18 +137,18 @@ def save_checkpoint(target: Path, model: Vec2SentDecoder, vocab: PieceVocab, man
     return target
 
 
-def read_checkpoint(path: Path) -> tuple[Vec2SentDecoder, PieceVocab, dict]:
+def read_checkpoint(path: Path) -> tuple[Decoder, PieceVocab, dict]:
     """The float32 model, vocabulary and manifest of a checkpoint, whichever encoder it was trained
     on (to decode, use `load_checkpoint`, which checks the encoder)."""
     path = Path(path)
     manifest = json.loads((path / MANIFEST).read_text(encoding="utf-8"))
     if manifest.get("format") != FORMAT:
         raise ValueError(f"{path} is not a {FORMAT} checkpoint (format {manifest.get('format')!r})")
-    config = Vec2SentConfig.load(path / CONFIG)
+    config = read_config(path / CONFIG)
     vocab = PieceVocab.from_json(json.loads((path / VOCAB).read_text(encoding="utf-8")))
     if len(vocab) != config.vocab_size:
         raise ValueError(f"{path}: vocab.json has {len(vocab)} pieces, config says {config.vocab_size}")
-    model = Vec2SentDecoder(config)
+    model = build_decoder(config)
     model.load_state_dict({k: v.float() for k, v in load_file(str(path / WEIGHTS)).items()}, strict=True)
     return model, vocab, manifest
 

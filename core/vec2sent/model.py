@@ -27,6 +27,7 @@ State = tuple[torch.Tensor, torch.Tensor]  # LSTM (h, c), each (layers, B, hidde
 class Vec2SentConfig:
     """Everything needed to rebuild the decoder; saved as config.json beside the weights."""
     vocab_size: int
+    architecture: str = "lstm"  # core/vec2sent/transformer.py's config says "transformer"
     sent_dim: int = 384
     emb_dim: int = 256
     hidden: int = 512

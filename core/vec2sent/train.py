@@ -29,12 +29,15 @@ import torch
 from torch.nn import functional as F
 from tqdm import tqdm
 
-from core.checkpoint import save_npy_atomically
+from core.checkpoint import atomic_directory, resolve_base, save_npy_atomically
 from core.hardware import check_training_precision, train_mode
 from core.paths import CACHE_DIR
-from core.vec2sent.checkpoint import read_checkpoint, save_checkpoint
+from safetensors.torch import load_file, save_file
+
+from core.vec2sent.checkpoint import Decoder, build_decoder, read_checkpoint, read_config, save_checkpoint
 from core.vec2sent.encoder_link import EncoderLink
 from core.vec2sent.model import Vec2SentConfig, Vec2SentDecoder
+from core.vec2sent.transformer import TransformerConfig, warm_start
 from core.vec2sent.vocab import BOS, EOS, PAD, PieceVocab
 
 EMBEDDING_CACHE = CACHE_DIR / "vec2sent-embeddings"
@@ -118,11 +121,21 @@ def encoder_token_ids(sentences: list[str], tokenizer) -> list[list[int]]:
 
 
 def prepare_data(sentences: list[str], embeddings: np.ndarray, tokenizer,
-                 max_pieces: int = LONGEST_TRAINED_SENTENCE) -> tuple[PieceVocab, TrainingData]:
-    """Build the compact vocabulary from `sentences` and map them to compact ids."""
+                 max_pieces: int = LONGEST_TRAINED_SENTENCE,
+                 vocab: PieceVocab | None = None) -> tuple[PieceVocab, TrainingData]:
+    """Map `sentences` to compact ids of `vocab` (default: the pieces they use)."""
     encoder_ids = [ids[:max_pieces] for ids in encoder_token_ids(sentences, tokenizer)]
-    vocab = PieceVocab.from_token_ids(encoder_ids, tokenizer.convert_ids_to_tokens)
+    vocab = vocab or PieceVocab.from_token_ids(encoder_ids, tokenizer.convert_ids_to_tokens)
     return vocab, TrainingData([vocab.to_compact(ids) for ids in encoder_ids], embeddings)
+
+
+def base_vocabulary(tokenizer) -> PieceVocab:
+    """Every piece of the encoder's tokenizer but its specials and [unused*] slots: the vocabulary
+    of the transformer decoder, the same whatever the corpus (so training can go on as it grows)."""
+    specials = set(tokenizer.all_special_ids)
+    ids = [i for token, i in sorted(tokenizer.get_vocab().items(), key=lambda kv: kv[1])
+           if i not in specials and not (token.startswith("[unused") and token.endswith("]"))]
+    return PieceVocab.from_token_ids([ids], tokenizer.convert_ids_to_tokens)
 
 
 def corpus_hash(sentences: list[str]) -> str:
@@ -218,20 +231,31 @@ def validation_loss(model: Vec2SentDecoder, data: TrainingData, batch_size: int 
     return total / pieces
 
 
-def train_decoder(model: Vec2SentDecoder, data: TrainingData, settings: TrainSettings,
+def train_decoder(model: Decoder, data: TrainingData, settings: TrainSettings,
                   validation: TrainingData | None = None,
-                  on_checkpoint: Callable[[TrainStats], None] | None = None,
-                  progress: bool = True) -> TrainStats:
-    """Teacher-forced training until the time budget or `max_steps`; returns the loss curve."""
-    torch.manual_seed(settings.seed)
-    rng = np.random.default_rng(settings.seed)
+                  on_checkpoint: Callable[[TrainStats, torch.optim.Optimizer], None] | None = None,
+                  progress: bool = True, resume: "RunState | None" = None) -> TrainStats:
+    """Teacher-forced training until the time budget or `max_steps`; returns the loss curve.
+
+    `resume` (a run's saved optimizer state and statistics, `model` holding its weights) goes on
+    where that run stopped: its seconds and steps count against the budget. Batches are drawn anew
+    (seeded by the step), so a resumed run is equivalent to, not identical with, an unbroken one."""
+    stats = resume.stats if resume else TrainStats()
+    torch.manual_seed(settings.seed + stats.steps)
+    rng = np.random.default_rng(settings.seed + stats.steps)
     optimizer = torch.optim.Adam(model.parameters(), lr=settings.lr)
+    if resume:
+        optimizer.load_state_dict(resume.optimizer)
     sampled = (SampledSoftmax.for_data(data, model.config.vocab_size, settings.frequent_pieces,
                                        settings.sampled_negatives) if settings.sampled_negatives else None)
-    stats, recent = TrainStats(), []
-    started = last_save = time.monotonic()
+    recent = []
+    last_save = time.monotonic()
+    started = last_save - stats.seconds
     budget = settings.minutes * 60
-    bar = tqdm(total=round(budget), unit="s", disable=not progress, desc="training")
+    if stats.seconds >= budget or stats.steps == settings.max_steps:
+        return stats
+    bar = tqdm(total=round(budget), initial=min(round(stats.seconds), round(budget)), unit="s",
+               disable=not progress, desc="training")
     while True:
         for idx in bucketed_batches(data.lengths, settings.batch_size, rng):
             for group in optimizer.param_groups:
@@ -259,31 +283,49 @@ def train_decoder(model: Vec2SentDecoder, data: TrainingData, settings: TrainSet
             stats.epochs = stats.sentences_seen / len(data.sequences)
             if done:
                 bar.close()
+                if on_checkpoint:
+                    on_checkpoint(stats, optimizer)
                 return stats
             if on_checkpoint and time.monotonic() - last_save >= settings.save_every_minutes * 60:
-                on_checkpoint(stats)
+                on_checkpoint(stats, optimizer)
                 last_save = time.monotonic()
 
 
 def train_for_encoder(sentences: list[str], link: EncoderLink, out: Path, config_overrides: dict,
                       settings: TrainSettings, val_size: int = 500,
                       cache_dir: Path = EMBEDDING_CACHE, progress: bool = True,
-                      init: Path | None = None, corpus: dict | None = None) -> TrainStats:
+                      init: Path | None = None, corpus: dict | None = None,
+                      run_dir: Path | None = None, resume: bool = False) -> TrainStats:
     """Embed (cached), build the vocabulary, train, and save the checkpoint at `out`.
 
     The manifest records the sentences' hash and count, with `corpus` (e.g. its path and packages).
 
+    `config_overrides` with architecture "transformer" and `base` (a BERT checkpoint: "package:NAME"
+    or a path) warm-start a transformer decoder from that model (core/vec2sent/transformer.py);
+    otherwise they configure the LSTM.
+
     `init`: start from that decoder's weights and architecture (`config_overrides` are then unused),
     e.g. the decoder of the encoder this one was fine-tuned or blended from; if it was trained on
-    another corpus, it is moved to this corpus' piece vocabulary (`with_vocabulary`)."""
+    another corpus, it is moved to this corpus' piece vocabulary (`with_vocabulary`).
+
+    Every save also writes the run's state (float32 weights, optimizer, statistics) to `run_dir`
+    (default data/cache/vec2sent-runs/OUT_NAME); with `resume`, a run found there goes on from it
+    instead of starting anew. Both writes are atomic: a killed run leaves the last complete ones."""
+    run_dir = Path(run_dir) if run_dir else RUNS_DIR / Path(out).name
     embeddings = cached_embeddings(sentences, link, cache_dir)
-    vocab, data = prepare_data(sentences, embeddings, link.tokenizer)
+    run = load_run(run_dir) if resume and (run_dir / RUN_STATE).is_file() else None
+    if run:
+        model, vocab = run.model, run.vocab
+    else:
+        vocab = base_vocabulary(link.tokenizer) if config_overrides.get("architecture") == "transformer" else None
+    vocab, data = prepare_data(sentences, embeddings, link.tokenizer, vocab=vocab)
     order = np.random.default_rng(settings.seed).permutation(len(sentences))
     train, validation = data.subset(order[val_size:]), data.subset(order[:val_size])
     torch.manual_seed(settings.seed)
-    model = _initial_model(init, vocab, embeddings.shape[1], config_overrides)
+    if not run:
+        model = _initial_model(init, vocab, embeddings.shape[1], config_overrides, link.tokenizer)
 
-    def save(stats: TrainStats) -> None:
+    def save(stats: TrainStats, optimizer: torch.optim.Optimizer) -> None:
         manifest = {"encoder": {"name": link.name, "fingerprint": link.fingerprint},
                     "training": {"settings": asdict(settings), "parameters": model.num_parameters(),
                                  "corpus": {"sha256": corpus_hash(sentences), "sentences": len(sentences),
@@ -291,13 +333,51 @@ def train_for_encoder(sentences: list[str], link: EncoderLink, out: Path, config
                                  "train_sentences": len(train.sequences),
                                  "validation_sentences": len(validation.sequences),
                                  "init": str(init) if init else None,
+                                 "warm_start": config_overrides.get("base"),
                                  "sentences_per_second": round(stats.sentences_per_second, 1),
                                  **asdict(stats)}}
+        save_run(run_dir, model, vocab, optimizer, stats)
         save_checkpoint(out, model, vocab, manifest)
 
-    stats = train_decoder(model, train, settings, validation, on_checkpoint=save, progress=progress)
-    save(stats)
-    return stats
+    return train_decoder(model, train, settings, validation, on_checkpoint=save, progress=progress, resume=run)
+
+
+# ----------------------------------------------------------------------------- a run's saved state
+
+RUNS_DIR = CACHE_DIR / "vec2sent-runs"
+RUN_STATE, RUN_WEIGHTS, RUN_OPTIMIZER = "state.json", "model.safetensors", "optimizer.pt"
+
+
+@dataclass
+class RunState:
+    """What a killed or finished run needs to go on: its float32 model, vocabulary, Adam's state
+    and statistics (the seconds and steps used so far)."""
+    model: Decoder
+    vocab: PieceVocab
+    optimizer: dict
+    stats: TrainStats
+
+
+def save_run(folder: Path, model: Decoder, vocab: PieceVocab, optimizer: torch.optim.Optimizer,
+             stats: TrainStats) -> None:
+    """Write the run's state atomically (the previous one stays whole until the new one is)."""
+    with atomic_directory(Path(folder)) as staging:
+        model.config.save(staging / "config.json")
+        save_file({k: v.detach().float().contiguous() for k, v in model.state_dict().items()},
+                  str(staging / RUN_WEIGHTS))
+        torch.save(optimizer.state_dict(), staging / RUN_OPTIMIZER)
+        state = {"vocab": vocab.to_json(), "stats": asdict(stats)}
+        (staging / RUN_STATE).write_text(json.dumps(state) + "\n", encoding="utf-8")
+
+
+def load_run(folder: Path) -> RunState:
+    """The state `save_run` wrote (tensors only are unpickled: `weights_only=True`)."""
+    folder = Path(folder)
+    state = json.loads((folder / RUN_STATE).read_text(encoding="utf-8"))
+    model = build_decoder(read_config(folder / "config.json"))
+    model.load_state_dict(load_file(str(folder / RUN_WEIGHTS)), strict=True)
+    optimizer = torch.load(folder / RUN_OPTIMIZER, weights_only=True)
+    return RunState(model, PieceVocab.from_json(state["vocab"]), optimizer, TrainStats(**state["stats"]))
 
 
 def describe_corpus(folder: Path) -> dict:
@@ -307,7 +387,10 @@ def describe_corpus(folder: Path) -> dict:
     return {"path": str(folder), "packages": stats.get("packages"), "sources": list(stats.get("sources", {}))}
 
 
-def _initial_model(init: Path | None, vocab: PieceVocab, sent_dim: int, config_overrides: dict) -> Vec2SentDecoder:
+def _initial_model(init: Path | None, vocab: PieceVocab, sent_dim: int, config_overrides: dict,
+                   tokenizer) -> Decoder:
+    if init is None and config_overrides.get("architecture") == "transformer":
+        return warm_started(vocab, sent_dim, config_overrides, tokenizer)
     if init is None:
         return Vec2SentDecoder(Vec2SentConfig(vocab_size=len(vocab), sent_dim=sent_dim,
                                               max_length=LONGEST_TRAINED_SENTENCE + 1, **config_overrides))
@@ -316,6 +399,21 @@ def _initial_model(init: Path | None, vocab: PieceVocab, sent_dim: int, config_o
         raise ValueError(f"{init} decodes {model.config.sent_dim}-d embeddings, this encoder gives {sent_dim}-d; "
                          "train without --init")
     return model if init_vocab == vocab else with_vocabulary(model, init_vocab, vocab)
+
+
+def warm_started(vocab: PieceVocab, sent_dim: int, overrides: dict, tokenizer) -> Decoder:
+    """A transformer decoder warm-started from the BERT checkpoint `overrides["base"]`, its size
+    read from that checkpoint's config; the other overrides are TransformerConfig fields."""
+    overrides = dict(overrides)
+    base = Path(resolve_base(overrides.pop("base")))
+    b = json.loads((base / "config.json").read_text(encoding="utf-8"))
+    config = TransformerConfig(vocab_size=len(vocab), sent_dim=sent_dim, hidden=b["hidden_size"],
+                               layers=b["num_hidden_layers"], heads=b["num_attention_heads"],
+                               intermediate=b["intermediate_size"],
+                               max_length=LONGEST_TRAINED_SENTENCE + 1, **overrides)
+    specials = tokenizer.convert_tokens_to_ids([tokenizer.pad_token, tokenizer.cls_token,
+                                                tokenizer.sep_token, tokenizer.unk_token])
+    return warm_start(config, base, vocab.encoder_ids, specials)
 
 
 PER_PIECE = {"embed.weight", "output_bias", "output.weight", "output.bias"}  # Vec2SentDecoder's (V, ...) tensors

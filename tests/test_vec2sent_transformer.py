@@ -1,0 +1,123 @@
+"""The transformer Vec2Sent decoder: warm start, cached decoding, checkpoints, training and resume."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import torch
+
+from core.bert import load_bert
+from core.vec2sent.checkpoint import load_checkpoint, read_checkpoint
+from core.vec2sent.decode import beam_search, greedy_decode
+from core.vec2sent.train import (RUN_STATE, TrainSettings, base_vocabulary, load_run, train_for_encoder)
+from core.vec2sent.transformer import TransformerConfig, TransformerDecoder, prefix_mask, warm_start
+from core.vec2sent.vocab import BOS, EOS
+from tests.test_vec2sent import FIVE, SENT_DIM, make_link, manifest, one_thread, tokenizer  # noqa: F401
+
+TRANSFORMER = {"architecture": "transformer", "prefix_length": 3, "dropout": 0.0}
+
+
+@pytest.fixture(scope="module")
+def vocab(tokenizer):
+    return base_vocabulary(tokenizer)
+
+
+def tiny_decoder(tiny_base_dir, tokenizer, vocab, seed: int = 0) -> TransformerDecoder:
+    torch.manual_seed(seed)
+    bert = json.loads((tiny_base_dir / "config.json").read_text())
+    config = TransformerConfig(vocab_size=len(vocab), sent_dim=SENT_DIM, hidden=bert["hidden_size"],
+                               layers=bert["num_hidden_layers"], heads=bert["num_attention_heads"],
+                               intermediate=bert["intermediate_size"], prefix_length=3, dropout=0.0,
+                               max_positions=bert["max_position_embeddings"], max_length=12)
+    specials = tokenizer.convert_tokens_to_ids(["[PAD]", "[CLS]", "[SEP]", "[UNK]"])
+    return warm_start(config, tiny_base_dir, vocab.encoder_ids, specials)
+
+
+def test_prefix_mask_lets_text_see_the_prefix_and_its_past_only():
+    mask = prefix_mask(2, 3)
+    assert mask.tolist() == [[True, True, False, False, False],
+                             [True, True, False, False, False],
+                             [True, True, True, False, False],
+                             [True, True, True, True, False],
+                             [True, True, True, True, True]]
+
+
+def test_base_vocabulary_leaves_out_specials_and_unused_slots(tokenizer, vocab):
+    pieces = set(vocab.pieces[4:])
+    assert not pieces & set(tokenizer.all_special_tokens)
+    assert not any(p.startswith("[unused") for p in pieces)
+    assert vocab.to_text(vocab.to_compact(tokenizer("the dog walks.", add_special_tokens=False)["input_ids"])) \
+        == "the dog walks."
+
+
+def test_warm_start_copies_the_base_layers_and_embeddings(tiny_base_dir, tokenizer, vocab):
+    model = tiny_decoder(tiny_base_dir, tokenizer, vocab)
+    bert, _ = load_bert(tiny_base_dir)
+    dog = tokenizer.convert_tokens_to_ids("dog")
+    assert torch.equal(model.embed.weight[vocab.to_compact([dog])[0]], bert.embeddings.word_embeddings.weight[dog])
+    assert torch.equal(model.embed.weight[BOS], bert.embeddings.word_embeddings.weight[tokenizer.cls_token_id])
+    assert torch.equal(model.layers[1].output.dense.weight, bert.encoder.layer[1].output.dense.weight)
+    assert not model.training
+
+
+def test_cached_steps_give_the_teacher_forced_logits(tiny_base_dir, tokenizer, vocab):
+    """Decoding one piece at a time from the keys and values of `start` computes what the full,
+    masked forward pass computes: the cache and the mask agree."""
+    model = tiny_decoder(tiny_base_dir, tokenizer, vocab, seed=1)
+    vectors = torch.randn(2, SENT_DIM)
+    inputs = torch.tensor([[BOS, 10, 11, 12], [BOS, 20, 21, 22]])
+    with torch.no_grad():
+        full = model(vectors, inputs)  # (B, T, V)
+        x, state = model.start(vectors)
+        stepped = []
+        for t in range(inputs.shape[1]):
+            logits, state = model.step(inputs[:, t:t + 1], x, state)
+            stepped.append(logits)
+        two_at_once, _ = model.step(inputs[:, 2:], x, model.step(inputs[:, :2], x, model.start(vectors)[1])[1])
+    torch.testing.assert_close(torch.cat(stepped, 1), full, atol=1e-4, rtol=1e-4)
+    torch.testing.assert_close(two_at_once, full[:, 2:], atol=1e-4, rtol=1e-4)
+
+
+def test_beam_of_one_equals_greedy_and_stops_at_max_length(tiny_base_dir, tokenizer, vocab):
+    model = tiny_decoder(tiny_base_dir, tokenizer, vocab, seed=2)
+    vectors = torch.randn(3, SENT_DIM, generator=torch.Generator().manual_seed(2))
+    assert beam_search(model, vectors, width=1, max_length=9) == greedy_decode(model, vectors, max_length=9)
+    with torch.no_grad():
+        model.output_bias[EOS] = -1e4
+    assert [len(ids) for ids in beam_search(model, vectors, width=3, max_length=7)] == [7, 7, 7]
+
+
+def test_training_saves_a_loadable_checkpoint_and_resumes(tiny_base_dir, tokenizer, tmp_path):
+    link = make_link(tokenizer)
+    settings = TrainSettings(minutes=60, max_steps=6, batch_size=2, lr=1e-3, log_every=2, eval_every=1000,
+                             save_every_minutes=60)
+    overrides = {**TRANSFORMER, "base": str(tiny_base_dir)}
+    out, runs = tmp_path / "decoder", tmp_path / "run"
+    first = train_for_encoder(FIVE * 4, link, out, overrides, settings, val_size=2,
+                              cache_dir=tmp_path / "cache", progress=False, run_dir=runs)
+    assert first.steps == 6 and (runs / RUN_STATE).is_file()
+    model, vocab, saved = read_checkpoint(out)
+    assert isinstance(model, TransformerDecoder) and model.config.prefix_length == 3
+    assert saved["training"]["warm_start"] == str(tiny_base_dir)
+    decoder = load_checkpoint(out, encoder_fingerprint="fp-A", precision="float32")
+    assert len(decoder.decode(np.random.default_rng(0).normal(size=(2, SENT_DIM)), beam_width=2)) == 2
+
+    # a longer budget, resumed: the steps already taken count, and the weights go on from the run's
+    more = TrainSettings(**{**settings.__dict__, "max_steps": 10})
+    resumed = train_for_encoder(FIVE * 4, link, out, overrides, more, val_size=2, cache_dir=tmp_path / "cache",
+                                progress=False, run_dir=runs, resume=True)
+    assert resumed.steps == 10 and resumed.curve[0]["step"] == 2  # the first run's curve goes on
+    assert load_run(runs).stats.steps == 10
+
+
+def test_resuming_a_finished_run_changes_nothing(tiny_base_dir, tokenizer, tmp_path):
+    link = make_link(tokenizer)
+    settings = TrainSettings(minutes=60, max_steps=3, batch_size=2, log_every=1, save_every_minutes=60)
+    overrides = {**TRANSFORMER, "base": str(tiny_base_dir)}
+    kwargs = dict(val_size=2, cache_dir=tmp_path / "cache", progress=False, run_dir=tmp_path / "run")
+    train_for_encoder(FIVE * 2, link, tmp_path / "out", overrides, settings, **kwargs)
+    before = (tmp_path / "out" / "model.safetensors").read_bytes()
+    stats = train_for_encoder(FIVE * 2, link, tmp_path / "out", overrides, settings, resume=True, **kwargs)
+    assert stats.steps == 3
+    assert (tmp_path / "out" / "model.safetensors").read_bytes() == before
