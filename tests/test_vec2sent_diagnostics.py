@@ -3,10 +3,11 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 
-from core.vec2sent.diagnostics import (canonical_tokens, format_table, round_trip_agreement,
-                                       score_reconstructions)
+from core.vec2sent.diagnostics import (canonical_tokens, format_table, mean_cosine, read_test_sentences,
+                                       round_trip_agreement, score_reconstructions)
 
 
 def test_canonical_tokens_ignore_spacing_and_case():
@@ -57,3 +58,19 @@ def test_table_lists_every_setting():
     scores = score_reconstructions(["a b"], ["a b"])
     table = format_table({"greedy": (scores, 100.0), "beam 4": (scores, None)})
     assert "greedy" in table and "beam 4" in table and "100.0" in table
+
+
+def test_mean_cosine_re_encodes_outputs_and_scores_empty_ones_zero():
+    table = {"a b": [1.0, 0.0], "c": [0.0, 2.0]}
+    encode = lambda texts: np.array([table[t] for t in texts])  # noqa: E731
+    vectors = np.array([[3.0, 0.0], [1.0, 1.0], [0.0, 1.0]])
+    assert mean_cosine(vectors, ["a b", "c", " "], encode) == pytest.approx((1.0 + 2 ** -0.5 + 0.0) / 3)
+
+
+def test_test_sentences_come_from_lines_or_json_lines_with_genres(tmp_path):
+    plain = tmp_path / "t.txt"
+    plain.write_text("one two\n\nthree four\n", encoding="utf-8")
+    assert read_test_sentences(plain) == (["one two", "three four"], [None, None])
+    rich = tmp_path / "t.jsonl"
+    rich.write_text('{"text": "A b.", "genre": "news"}\n{"text": "C d?", "genre": "questions"}\n', encoding="utf-8")
+    assert read_test_sentences(rich, limit=1) == (["A b."], ["news"])

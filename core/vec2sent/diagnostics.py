@@ -10,13 +10,16 @@ sentence and reports how often the word head's top word equals the one for the o
 """
 from __future__ import annotations
 
+import json
 import math
 import time
 from collections import Counter
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
+from core.encoder import l2_normalize
 from core.vec2sent.checkpoint import closest_hypotheses
 from core.vec2sent.refine import RefineSettings
 from core.vec2sent.refine import refine as refine_by_edits
@@ -54,6 +57,16 @@ def score_reconstructions(references: list[str], hypotheses: list[str]) -> Score
                   bleu=bleu)
 
 
+def read_test_sentences(path: Path, limit: int | None = None) -> tuple[list[str], list[str | None]]:
+    """The first `limit` sentences of a test file and their genres: one sentence a line, or JSON
+    lines {"text": ..., "genre": ...} (.jsonl); genres are None for a plain file."""
+    lines = [line for line in Path(path).read_text(encoding="utf-8").splitlines() if line.strip()][:limit]
+    if Path(path).suffix != ".jsonl":
+        return lines, [None] * len(lines)
+    rows = [json.loads(line) for line in lines]
+    return [r["text"] for r in rows], [r.get("genre") for r in rows]
+
+
 def round_trip_agreement(references: list[str], hypotheses: list[str], top_word: TopWord) -> float:
     """% of pairs whose decoded sentence gets the same top word as the original (empty output: no)."""
     decoded = [i for i, h in enumerate(hypotheses) if h.strip()]
@@ -63,16 +76,30 @@ def round_trip_agreement(references: list[str], hypotheses: list[str], top_word:
     return 100 * agree / len(references)
 
 
-def format_table(rows: dict[str, tuple[Scores, float | None]]) -> str:
-    """A plain-text table: one row per decoding setting, (scores, round-trip agreement or None)."""
+def mean_cosine(vectors: np.ndarray, hypotheses: list[str], encode) -> float:
+    """Mean cosine between each vector (n, S) and the embedding of its decoded sentence (empty: 0)."""
+    texts = [h if h.strip() else "" for h in hypotheses]
+    filled = [i for i, t in enumerate(texts) if t]
+    cosines = np.zeros(len(texts))
+    if filled:
+        decoded = l2_normalize(np.asarray(encode([texts[i] for i in filled]), dtype=np.float32))
+        cosines[filled] = (decoded * l2_normalize(np.atleast_2d(vectors)[filled])).sum(1)
+    return float(cosines.mean())
+
+
+def format_table(rows: dict[str, tuple]) -> str:
+    """A plain-text table: one row per decoding setting, (scores, round-trip agreement or None
+    [, mean cosine of the re-encoded output])."""
     width = max(10, *map(len, rows))
-    header = f"{'decoding':<{width}} {'n':>6} {'Id %':>7} {'PERM %':>7} {'Id/PERM %':>10} {'BLEU':>6} {'top word %':>11}"
+    header = (f"{'decoding':<{width}} {'n':>6} {'Id %':>7} {'PERM %':>7} {'Id/PERM %':>10} {'BLEU':>6} "
+              f"{'top word %':>11} {'cos':>6}")
     lines = [header, "-" * len(header)]
-    for name, (s, agreement) in rows.items():
+    for name, (s, agreement, *cosine) in rows.items():
         ratio = "n/a" if math.isnan(s.identity_over_permutation) else f"{s.identity_over_permutation:.1f}"
         agree = "-" if agreement is None else f"{agreement:.1f}"
+        cos = f"{cosine[0]:.3f}" if cosine and cosine[0] is not None else "-"
         lines.append(f"{name:<{width}} {s.n:>6} {s.identity:>7.1f} {s.permutation:>7.1f} {ratio:>10} "
-                     f"{s.bleu:>6.1f} {agree:>11}")
+                     f"{s.bleu:>6.1f} {agree:>11} {cos:>6}")
     return "\n".join(lines)
 
 

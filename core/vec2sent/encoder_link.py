@@ -24,6 +24,11 @@ class EncoderLink:
     tokenizer: Any
     top_word: TopWord | None = None
     vector_words: VectorWords | None = None
+    precision: str = "float32"  # of `encode`; embeddings cached in another precision are kept apart
+
+    @property
+    def precision_tag(self) -> str:
+        return "" if self.precision == "float32" else f"-{self.precision}"
 
 
 def link_engine(path: Path, batch_size: int = 64, precision: str = "float32") -> EncoderLink:
@@ -39,6 +44,7 @@ def link_engine(path: Path, batch_size: int = 64, precision: str = "float32") ->
         tokenizer=engine.encoder.tokenizer,
         top_word=lambda texts: top_words(engine, texts),
         vector_words=lambda vectors, k: [[w for w, _ in ranked] for ranked in engine.words_for_vectors(vectors, k)],
+        precision=precision,
     )
 
 

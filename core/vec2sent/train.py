@@ -146,7 +146,7 @@ def corpus_hash(sentences: list[str]) -> str:
 def cached_embeddings(sentences: list[str], link: EncoderLink, cache_dir: Path = EMBEDDING_CACHE,
                       chunk: int = 1024) -> np.ndarray:
     """Embeddings (n, S) of `sentences`, computed once per (encoder fingerprint, corpus) and cached."""
-    path = cache_dir / f"{link.fingerprint[:16]}-{corpus_hash(sentences)[:16]}.npy"
+    path = cache_dir / f"{link.fingerprint[:16]}-{corpus_hash(sentences)[:16]}{link.precision_tag}.npy"
     if path.is_file():
         return np.load(path)
     cache_dir.mkdir(parents=True, exist_ok=True)
@@ -334,6 +334,7 @@ def train_for_encoder(sentences: list[str], link: EncoderLink, out: Path, config
                                  "validation_sentences": len(validation.sequences),
                                  "init": str(init) if init else None,
                                  "warm_start": config_overrides.get("base"),
+                                 "encoder_precision": link.precision,
                                  "sentences_per_second": round(stats.sentences_per_second, 1),
                                  **asdict(stats)}}
         save_run(run_dir, model, vocab, optimizer, stats)
