@@ -565,14 +565,14 @@ def vec2sent_train(argv: Sequence[str]) -> int:
     args = parse_with_recipe(vec2sent_train_parser(), argv)
     set_threads(args.threads)
     from .vec2sent.encoder_link import link_engine
-    from .vec2sent.train import describe_corpus, train_for_encoder
+    from .vec2sent.train import RUNS_DIR, describe_corpus, train_for_encoder
 
     settings = config_from_flags(TrainSettings, args, precision=resolve_precision(args.precision))
     sentences = (args.corpus / "train.txt").read_text(encoding="utf-8").splitlines()
     link = link_engine(args.encoder, batch_size=128, precision=args.encoder_precision)
     stats = train_for_encoder(sentences, link, args.out, _decoder_overrides(args), settings,
                               init=args.init, corpus=describe_corpus(args.corpus),
-                              run_dir=args.run_dir, resume=args.resume)
+                              run_dir=args.run_dir or RUNS_DIR / args.out.name, resume=args.resume)
     print(f"{stats.steps} steps, {stats.epochs:.2f} epochs, {stats.sentences_per_second:.0f} sentences/s, "
           f"final loss {stats.curve[-1]['loss']}; saved {args.out}")
     return 0

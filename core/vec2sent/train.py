@@ -308,12 +308,14 @@ def train_for_encoder(sentences: list[str], link: EncoderLink, out: Path, config
     e.g. the decoder of the encoder this one was fine-tuned or blended from; if it was trained on
     another corpus, it is moved to this corpus' piece vocabulary (`with_vocabulary`).
 
-    Every save also writes the run's state (float32 weights, optimizer, statistics) to `run_dir`
-    (default data/cache/vec2sent-runs/OUT_NAME); with `resume`, a run found there goes on from it
-    instead of starting anew. Both writes are atomic: a killed run leaves the last complete ones."""
-    run_dir = Path(run_dir) if run_dir else RUNS_DIR / Path(out).name
+    With `run_dir` (the command's default: data/cache/vec2sent-runs/OUT_NAME) every save also
+    writes the run's state there (float32 weights, optimizer, statistics); with `resume`, a run
+    found there goes on from it instead of starting anew. Both writes are atomic: a killed run
+    leaves the last complete ones."""
+    if resume and run_dir is None:
+        raise ValueError("resume needs the run_dir of the run to go on from")
     embeddings = cached_embeddings(sentences, link, cache_dir)
-    run = load_run(run_dir) if resume and (run_dir / RUN_STATE).is_file() else None
+    run = load_run(run_dir) if resume and (Path(run_dir) / RUN_STATE).is_file() else None
     if run:
         model, vocab = run.model, run.vocab
     else:
@@ -337,7 +339,8 @@ def train_for_encoder(sentences: list[str], link: EncoderLink, out: Path, config
                                  "encoder_precision": link.precision,
                                  "sentences_per_second": round(stats.sentences_per_second, 1),
                                  **asdict(stats)}}
-        save_run(run_dir, model, vocab, optimizer, stats)
+        if run_dir is not None:
+            save_run(run_dir, model, vocab, optimizer, stats)
         save_checkpoint(out, model, vocab, manifest)
 
     return train_decoder(model, train, settings, validation, on_checkpoint=save, progress=progress, resume=run)
