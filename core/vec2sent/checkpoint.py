@@ -3,6 +3,7 @@
     config.json        Vec2SentConfig
     model.safetensors  weights in fp16 (only safetensors is ever read: nothing is unpickled)
     vocab.json         compact vocabulary with its mapping to the encoder's token ids
+    truecase.json      (optional) usual capitals of words, learned from a cased corpus (truecase.py)
     manifest.json      the encoder whose embeddings it decodes (name + fingerprint), training stats
 
 A decoder only understands the embedding space it was trained on, so loading requires the
@@ -25,9 +26,11 @@ from core.hardware import PRECISIONS, quantised_engine, resolve_precision
 from core.vec2sent.decode import beam_search_nbest, greedy_decode
 from core.vec2sent.model import Vec2SentConfig, Vec2SentDecoder
 from core.vec2sent.transformer import TransformerConfig, TransformerDecoder
+from core.vec2sent.truecase import TrueCaser
 from core.vec2sent.vocab import PieceVocab
 
 CONFIG, WEIGHTS, VOCAB, MANIFEST = "config.json", "model.safetensors", "vocab.json", "manifest.json"
+TRUECASE = "truecase.json"
 FORMAT = "vec2sent/1"
 
 
@@ -58,6 +61,7 @@ class Vec2Sent:
     model: Decoder
     vocab: PieceVocab
     manifest: dict
+    truecaser: TrueCaser | None = None  # restores capitals in the output (the vocabulary is uncased)
 
     def decode(self, vectors: np.ndarray, beam_width: int = 1, alpha: float = 0.6,
                max_length: int | None = None, batch_size: int = 256,
@@ -90,11 +94,15 @@ class Vec2Sent:
         for start in range(0, len(vectors), batch_size):
             batch = torch.from_numpy(vectors[start:start + batch_size])
             if beam_width == 1:
-                texts.extend([self.vocab.to_text(row)] for row in greedy_decode(self.model, batch, max_length))
+                texts.extend([self._text(row)] for row in greedy_decode(self.model, batch, max_length))
             else:
-                texts.extend([self.vocab.to_text(h) for h in hypotheses]
+                texts.extend([self._text(h) for h in hypotheses]
                              for hypotheses in beam_search_nbest(self.model, batch, beam_width, alpha, max_length))
         return texts
+
+    def _text(self, ids: list[int]) -> str:
+        text = self.vocab.to_text(ids)
+        return self.truecaser.apply(text) if self.truecaser else text
 
 
 def closest_hypotheses(beams: list[list[str]], vectors: np.ndarray,
@@ -119,7 +127,8 @@ def best_by_cosine(rows: Sequence[Sequence[str]], vectors: np.ndarray,
     return best
 
 
-def save_checkpoint(target: Path, model: Decoder, vocab: PieceVocab, manifest: dict) -> Path:
+def save_checkpoint(target: Path, model: Decoder, vocab: PieceVocab, manifest: dict,
+                    truecaser: TrueCaser | None = None) -> Path:
     """Write the checkpoint atomically: into a temporary folder beside `target`, fsynced, then renamed.
 
     `manifest` must name the encoder: {"encoder": {"name": ..., "fingerprint": ...}, ...}. An existing
@@ -134,6 +143,8 @@ def save_checkpoint(target: Path, model: Decoder, vocab: PieceVocab, manifest: d
         (staging / VOCAB).write_text(json.dumps(vocab.to_json()) + "\n", encoding="utf-8")
         (staging / MANIFEST).write_text(json.dumps({"format": FORMAT, **manifest}, indent=2) + "\n",
                                         encoding="utf-8")
+        if truecaser is not None:
+            truecaser.save(staging / TRUECASE)
     return target
 
 
@@ -178,7 +189,8 @@ def load_checkpoint(path: Path, encoder_fingerprint: str, precision: str = "auto
         model = model.to(torch.bfloat16)
     if precision == "int8":
         model.quantize()
-    return Vec2Sent(model.eval(), vocab, manifest)
+    truecaser = TrueCaser.load(path / TRUECASE) if (Path(path) / TRUECASE).is_file() else None
+    return Vec2Sent(model.eval(), vocab, manifest, truecaser)
 
 
 def _encoder_fingerprint(manifest: dict, where: Path) -> str:

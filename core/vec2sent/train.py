@@ -38,6 +38,7 @@ from core.vec2sent.checkpoint import Decoder, build_decoder, read_checkpoint, re
 from core.vec2sent.encoder_link import EncoderLink
 from core.vec2sent.model import Vec2SentConfig, Vec2SentDecoder
 from core.vec2sent.transformer import TransformerConfig, warm_start
+from core.vec2sent.truecase import TrueCaser
 from core.vec2sent.vocab import BOS, EOS, PAD, PieceVocab
 
 EMBEDDING_CACHE = CACHE_DIR / "vec2sent-embeddings"
@@ -326,6 +327,7 @@ def train_for_encoder(sentences: list[str], link: EncoderLink, out: Path, config
     torch.manual_seed(settings.seed)
     if not run:
         model = _initial_model(init, vocab, embeddings.shape[1], config_overrides, link.tokenizer)
+    truecaser = TrueCaser.learn(sentences)
 
     def save(stats: TrainStats, optimizer: torch.optim.Optimizer) -> None:
         manifest = {"encoder": {"name": link.name, "fingerprint": link.fingerprint},
@@ -341,7 +343,7 @@ def train_for_encoder(sentences: list[str], link: EncoderLink, out: Path, config
                                  **asdict(stats)}}
         if run_dir is not None:
             save_run(run_dir, model, vocab, optimizer, stats)
-        save_checkpoint(out, model, vocab, manifest)
+        save_checkpoint(out, model, vocab, manifest, truecaser)
 
     return train_decoder(model, train, settings, validation, on_checkpoint=save, progress=progress, resume=run)
 
