@@ -32,6 +32,7 @@ from core.engine import Engine
 from core.hardware import resolve_precision
 from core.train import TrainConfig, TrainProgress, train
 from core.open_vocab import evaluate_among
+from core.readout import BorrowedDecoding
 from core.word_eval import definition_pairs
 
 from .jobs import Job, env_int, run_in_process, short_reason
@@ -305,6 +306,8 @@ def run_finetune(job: Reporter, load_engine: Callable[[], Engine], upload: Uploa
     job.report(stage="scoring the held-out words before training")
     examples = _examples(split.test)
     before, before_words = _ranked_among_own_words(engine, split.test, upload.entries, examples)
+    job.report(stage="measuring how well the decoder reads the model before training")
+    decoding = BorrowedDecoding.measure(engine)  # the fine-tuned model decodes with this decoder
 
     def progress(p: TrainProgress) -> None:
         # After the last step, train() embeds every word and the training definitions again with the
@@ -321,6 +324,9 @@ def run_finetune(job: Reporter, load_engine: Callable[[], Engine], upload: Uploa
             for e, b, a in zip(examples, before_words, after_words, strict=True)]
     training = {"data": upload.name, "finetuned_from": started_from, "split": split.stats(),
                 "settings": asdict(settings), "result": result.to_dict()}
+    if decoding is not None:
+        job.report(stage="measuring how well the decoder reads the model after training")
+        training["borrowed_decoding"] = decoding.record(engine)
     job.report(stage="writing the trained model")
     engine.save(out, training=training, metrics={"user_test": {"before": before, "after": after}})
     return FinetuneResult(out, before, after, rows, training)

@@ -147,6 +147,63 @@ def load_decoder(path: str | Path, fingerprint: str, precision: str = "auto") ->
     return load_checkpoint(path, fingerprint, precision)
 
 
+DECODING_CHECK_SIZE = 100  # WordNet usage examples decoded to measure a borrowed decoder's loss
+
+
+def decoding_check_sentences(size: int = DECODING_CHECK_SIZE, seed: int = 0) -> list[str]:
+    """A fixed sample of the shipped WordNet usage examples ("the dog barked all night")."""
+    examples = sorted({x for e in load_wordnet() for x in e.examples if 4 <= len(x.split()) <= 15})
+    return random.Random(seed).sample(examples, min(size, len(examples)))
+
+
+def decoding_check(encode: Callable[[list[str]], np.ndarray], decoder: Vec2Sent, sentences: list[str]) -> float:
+    """Mean cosine between the vectors of `sentences` and the re-encoded greedy decodings of them:
+    how well `decoder` reads this encoder's space (1 = every decoding means its vector)."""
+    vectors = np.asarray(encode(sentences), dtype=np.float32)  # (n, d)
+    decoded = decoder.decode(vectors, beam_width=1)
+    kept = [i for i, text in enumerate(decoded) if text.strip()]
+    again = np.zeros_like(vectors)
+    if kept:
+        again[kept] = encode([decoded[i] for i in kept])
+    norms = np.linalg.norm(vectors, axis=1) * np.linalg.norm(again, axis=1)
+    return float(np.mean((vectors * again).sum(1) / np.where(norms > 0, norms, 1.0)))
+
+
+@dataclass
+class BorrowedDecoding:
+    """A fine-tune keeps its model's decoder: measured before training (`measure`) and after
+    (`record`), the drop says how much worse it reads the fine-tuned space."""
+    decoder: Vec2Sent
+    sentences: list[str]
+    cosine_before: float
+
+    @classmethod
+    def measure(cls, engine) -> "BorrowedDecoding | None":
+        """Before training: the engine's decoder and how well it reads the engine (None without one)."""
+        decoder = engine.decoder
+        if decoder is None:
+            return None
+        sentences = decoding_check_sentences()
+        return cls(decoder, sentences, decoding_check(engine.encode, decoder, sentences))
+
+    def record(self, engine) -> dict:
+        """After training: the manifest entry `borrowed_decoding` of the fine-tuned engine."""
+        return {"encoder_fingerprint": self.decoder.manifest["encoder"]["fingerprint"],
+                "decoder_of": self.decoder.manifest["encoder"].get("name"),
+                "sentences": len(self.sentences), "decoding": "greedy",
+                "cosine_before": round(self.cosine_before, 4),
+                "cosine_after": round(decoding_check(engine.encode, self.decoder, self.sentences), 4)}
+
+
+def describe_borrowed(borrowed: dict) -> str:
+    """One line for users: whose decoder reads this model and what fine-tuning cost it."""
+    drop = borrowed["cosine_before"] - borrowed["cosine_after"]
+    return (f"Decoded with the decoder of {borrowed['decoder_of']} (this model has none of its own): "
+            f"on {borrowed['sentences']} test sentences its decodings mean their vectors with cosine "
+            f"{borrowed['cosine_after']:.2f} here against {borrowed['cosine_before']:.2f} before fine-tuning "
+            f"({drop:.2f} lost).")
+
+
 # ---- results ----------------------------------------------------------------------------------------
 
 @dataclass
@@ -207,7 +264,18 @@ class VectorReadout:
 
     def _auto_decoder(self, checkpoints: Path, precision: str) -> Vec2Sent | None:
         path = find_decoder_dir(self.fingerprint, checkpoints)
-        return load_decoder(path, self.fingerprint, precision) if path is not None else None
+        if path is not None:
+            return load_decoder(path, self.fingerprint, precision)
+        borrowed = self.borrowed_decoding
+        path = find_decoder_dir(borrowed["encoder_fingerprint"], checkpoints) if borrowed else None
+        return load_decoder(path, borrowed["encoder_fingerprint"], precision) if path is not None else None
+
+    @property
+    def borrowed_decoding(self) -> dict | None:
+        """For a fine-tuned model without a decoder of its own: the decoder of the model it was
+        fine-tuned from, which decodes it (the embedding space moves little), with the mean cosine
+        of decoded sentences to their vectors before and after fine-tuning (`decoding_check`)."""
+        return self.manifest.get("training", {}).get("borrowed_decoding")
 
     @property
     def decoder(self) -> Vec2Sent | None:

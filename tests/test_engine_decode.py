@@ -10,7 +10,8 @@ import pytest
 import torch
 
 from core import CheckpointError, Engine
-from core.readout import EmbeddedTexts, NoDecoderError, dictionary_reference, find_decoder_dir
+from core.readout import (DECODING_CHECK_SIZE, BorrowedDecoding, EmbeddedTexts, NoDecoderError, describe_borrowed,
+                          dictionary_reference, find_decoder_dir)
 from core.vec2sent import (EncoderMismatchError, ExpressionError, Vec2SentConfig, Vec2SentDecoder, beam_search,
                            greedy_decode, save_checkpoint)
 from core.vec2sent.checkpoint import closest_hypotheses
@@ -256,6 +257,26 @@ def test_without_a_decoder_nothing_is_decoded(encoder_dir, plain_engine, referen
     assert result.decoded is None and len(result.words) == 4 and len(result.nearest) == 4
     points = alone.interpolate("a dog", "a cat", steps=3, reference=reference)
     assert [p.decoded for p in points] == [None] * 3 and all(p.words and p.nearest for p in points)
+
+
+def test_a_fine_tuned_model_decodes_with_the_decoder_it_started_with(encoder_dir, plain_engine, tmp_path):
+    """Fine-tuning changes the fingerprint, so no decoder fits it; the fine-tune records the
+    decoder it started with and how well that decoder reads the space before and after, and the
+    saved model decodes with it."""
+    start = Engine.load(copy_encoder(encoder_dir, tmp_path))
+    write_decoder(tmp_path / "vec2sent-start", plain_engine)
+    check = BorrowedDecoding.measure(start)
+    assert 0 <= check.cosine_before <= 1 and len(check.sentences) == DECODING_CHECK_SIZE
+    with torch.no_grad():  # "fine-tuning": any change of the weights gives another fingerprint
+        next(start.encoder.parameters()).add_(0.01)
+    recorded = check.record(start)
+    tuned = Engine.load(start.save(tmp_path / "tuned", training={"borrowed_decoding": recorded}))
+    assert tuned.fingerprint != plain_engine.fingerprint
+    assert tuned.decoder.manifest["name"] == "vec2sent-start"
+    assert tuned.borrowed_decoding == recorded and recorded["encoder_fingerprint"] == plain_engine.fingerprint
+    assert len(tuned.decode(tuned.encode(["a dog"]))) == 1
+    assert "decoder of encoder" in describe_borrowed(recorded) and "before fine-tuning" in describe_borrowed(recorded)
+    assert Engine.load(copy_encoder(encoder_dir, tmp_path / "other")).borrowed_decoding is None
 
 
 # ---- the app ---------------------------------------------------------------------------------------
