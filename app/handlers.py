@@ -10,7 +10,8 @@ import hashlib
 import json
 import threading
 import time
-from dataclasses import dataclass
+import uuid
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
@@ -27,9 +28,11 @@ from .evaluation import senteval_markdown, sts_markdown, word_prediction_rows
 from .export import download_files
 from .finetune import (UPLOADS, FinetuneJob, FinetuneResult, FinetuneSettings, Upload, comparison_rows,
                        discard_staged, model_layers, remove_leftovers, save_finetuned, validate_upload)
-from .jobs import DONE, QUEUED, RUNNING, JobManager
-from .models import ActiveModel, Models, ModelSpec
+from .jobs import DONE, QUEUED, RUNNING, JobManager, JobQueueFull
+from .models import ActiveModel, Models, ModelSpec, checkpoint_specs
 from .projection import Projector
+from .public import YOURS, PublicLimits, folder_bytes, make_room, public_saves_dir, remove_all_sessions, \
+    remove_session, session_folder
 from .settings import cache_dir
 
 MAP_SOURCES = ("dictionary definitions", "vocabulary words", "my sentences", "uploaded file")
@@ -47,6 +50,13 @@ BASE_WARNING = ("**Warning:** this is the untrained base: its word head was neve
 OPEN_VOCABULARY_PENDING = ("Answers come from the 21.7k words the word head knows until the full vocabulary "
                            "(147k WordNet words and phrases) is ready: a few minutes after the model loads, "
                            "once per model (then cached).")
+# Public mode's messages (the limits they name are app.public.PublicLimits).
+SLOT_BUSY = ("The training slot is busy: another visitor's fine-tune is running, and this public server trains "
+             "{slots} at a time. Try again when it has finished (a few minutes).")
+QUOTA_USED = ("This session has started its {n} fine-tunes, the limit per visitor on this public server. "
+              "To train more, run DefSent Studio on your own machine (see the README).")
+PUBLIC_EVALUATE = ("On this public server the Evaluate tab reads only the bundled smoke set (below); STS and "
+                   "SentEval need their data on the server: run DefSent Studio on your own machine for them.")
 NO_DECODER = ("No Vec2Sent decoder is available for the active encoder (none in checkpoints/ was trained on "
               "its fingerprint {fp}), so no sentence is decoded; the top words and the nearest reference "
               "sentences below are read off the vector directly. Train one with `python -m core vec2sent-train`.")
@@ -63,12 +73,23 @@ class MapData:
 
 @dataclass
 class Session:
-    """Per-user state: an uploaded search corpus, the last map, the validated fine-tune upload."""
+    """Per-user state: an uploaded search corpus, the last map, the validated fine-tune upload; in
+    public mode also the model this user chose and saved (app.public)."""
     corpus: EmbeddedTexts | None = None
     corpus_key: str = ""
     map: MapData | None = None
     upload: Upload | None = None
     job: str = ""  # the id of the last fine-tuning job started here
+    model: str = ""  # public mode: the name of the model this session chose ("": the server's)
+    finetunes: int = 0  # public mode: fine-tuning jobs started in this session
+    saved: dict[str, str] = field(default_factory=dict)  # public mode: job id -> the session's saved checkpoint
+    key: str = ""  # public mode: names the session's folder of saved models; drawn on first use
+
+    def folder_key(self) -> str:
+        """The session's key, drawn now if it has none (gr.State copies one initial Session per user)."""
+        if not self.key:
+            self.key = uuid.uuid4().hex
+        return self.key
 
 
 class Studio:
@@ -77,43 +98,107 @@ class Studio:
     Starting one removes what killed processes left behind (see finetune.remove_leftovers).
     """
 
-    def __init__(self, models: Models, projector: Projector | None = None, jobs: JobManager | None = None):
+    def __init__(self, models: Models, projector: Projector | None = None, jobs: JobManager | None = None,
+                 public: PublicLimits | None = None):
         self.models = models
         self.projector = projector or Projector()
-        self.jobs = jobs or JobManager()
+        # Public mode (app.public): per-session models and saves, quotas, a disk budget; None: a private server.
+        self.public = public
+        # In public mode the training slots have no waiting line: a Start while they are taken is refused.
+        self.jobs = jobs or (JobManager(public.training_slots, 0) if public else JobManager())
         # Background preparation of a newly active model (open vocabulary...), set by start_studio.
         self.prepare: Callable[[ActiveModel], None] | None = None
         remove_leftovers(models.checkpoints)
+        if public is not None:
+            remove_all_sessions()
+
+    # ---- the model a request uses -----------------------------------------------------------------
+    def _session_model(self, session: Session | None) -> str:
+        """The model this session chose: "" on a private server (one model for all) or when it chose none."""
+        return session.model if self.public is not None and session is not None else ""
+
+    def _model(self, session: Session | None = None) -> ActiveModel:
+        """The model that answers this session: its own choice in public mode, else the active model."""
+        name = self._session_model(session)
+        if not name:
+            return self.models.active()
+        model, loaded = self.models.shared(self._spec_named(name, session), self.public.loaded_models)
+        if loaded:
+            self._prepare_in_background(model)
+        return model
+
+    def _specs(self, session: Session | None) -> list[ModelSpec]:
+        """The models one can choose: the server's, and in public mode this session's saved ones."""
+        specs = self.models.specs()
+        if self.public is not None and session is not None and session.key:
+            specs += checkpoint_specs(session_folder(session.key), YOURS)
+        return specs
+
+    def _spec_named(self, name: str, session: Session | None) -> ModelSpec:
+        for spec in self._specs(session):
+            if spec.name == name:
+                return spec
+        if name.startswith(YOURS):
+            raise ValueError(f"Your model {name!r} is no longer kept on this server (a session's saved models are "
+                             "deleted when it ends or expires); choose another.")
+        raise ValueError(f"No model called {name!r}; choose one from the list.")
+
+    def _prepare_in_background(self, model: ActiveModel) -> None:
+        if self.prepare is not None:  # as after the first load: the model answers from all words too
+            threading.Thread(target=self.prepare, args=(model,), daemon=True, name="prepare-model").start()
+
+    def end_session(self, session: Session) -> None:
+        """A session ended (its tab was closed, or its state expired): drop its upload and saved models."""
+        UPLOADS.discard(session.upload)
+        if self.public is not None:
+            remove_session(session.key)
 
     # ---- active model ---------------------------------------------------------------------------
-    def model_choices(self) -> tuple[list[tuple[str, str]], str | None]:
-        """((label, name) of each model one can switch to, the active one's name or None while loading);
-        the untrained base's label says what it is."""
+    def model_choices(self, session: Session | None = None) -> tuple[list[tuple[str, str]], str | None]:
+        """((label, name) of each model one can switch to, the chosen one's name or None while loading):
+        the active model's, or in public mode the session's choice. The untrained base's label says what it is."""
         active = self.models.active(timeout=0) if self.models.ready else None
         choices = [(f"{spec.name}: {BASE_WARNING_SHORT}" if spec.path is None else spec.name, spec.name)
-                   for spec in self.models.specs()]
-        return choices, active.spec.name if active else None
+                   for spec in self._specs(session)]
+        return choices, self._session_model(session) or (active.spec.name if active else None)
 
-    def model_status(self) -> str:
-        """The active model, with a warning when it is the untrained base."""
-        active = self.models.active(timeout=0) if self.models.ready else None
-        warning = f"\n\n{BASE_WARNING}" if active is not None and active.is_base else ""
-        return self.models.status() + warning
+    def model_status(self, session: Session | None = None) -> str:
+        """The model that answers this user, with a warning when it is the untrained base."""
+        name = self._session_model(session)
+        if name:
+            base = any(spec.name == name and spec.path is None for spec in self._specs(session))
+            status = f"Your model: **{name}** (for this session only: other visitors are not affected)"
+        else:
+            active = self.models.active(timeout=0) if self.models.ready else None
+            base = active is not None and active.is_base
+            status = self.models.status()
+        return status + (f"\n\n{BASE_WARNING}" if base else "")
 
     def switch_model(self, name: str, progress: sv.Progress = sv.no_progress) -> str:
         """Load the named model and make it active for every user."""
         progress(0.1, desc=f"loading {name}")
-        active = self.models.switch(self.models.spec_named(name))
-        if self.prepare is not None:  # as after the first load: the switched-to model answers from all words too
-            threading.Thread(target=self.prepare, args=(active,), daemon=True, name="prepare-model").start()
+        self._prepare_in_background(self.models.switch(self.models.spec_named(name)))
         return self.model_status()
+
+    def choose_model(self, name: str, session: Session, progress: sv.Progress = sv.no_progress
+                     ) -> tuple[str, Session]:
+        """The model chooser: in public mode the choice is this session's alone (the model is loaded,
+        or shared with the sessions that chose it); on a private server it switches the active model."""
+        if self.public is None:
+            return self.switch_model(name, progress), session
+        spec = self._spec_named(name, session)
+        progress(0.1, desc=f"loading {name}")
+        session.model = spec.name
+        self._model(session)  # loaded now, not by the next request
+        return self.model_status(session), session
 
     # ---- reverse dictionary ---------------------------------------------------------------------
     def reverse_dictionary(self, text: str, k: int = 10, pos: str = "any", min_length: int = 0,
                            max_length: int = 0, initial: str = "", pattern: str = "",
-                           exclude_query_words: bool = False, compare: bool = False) -> tuple[str, str]:
+                           exclude_query_words: bool = False, compare: bool = False,
+                           session: Session | None = None) -> tuple[str, str]:
         """(ranked words of the active model, the same for the untrained base if `compare`) as HTML."""
-        active = self.models.active()
+        active = self._model(session)
         query = sv.WordQuery(text, int(k), pos, int(min_length or 0), int(max_length or 0), initial or "",
                              pattern or "", bool(exclude_query_words))
         main = views.words_html(sv.reverse_dictionary(active.engine, query), active.spec.name)
@@ -127,18 +212,18 @@ class Studio:
         return main, views.words_html(before, "before DefSent training (same head)")
 
     # ---- similarity -----------------------------------------------------------------------------
-    def pair_similarity(self, a: str, b: str) -> str:
-        return f"**cosine similarity: {sv.pair_cosine(self.models.active().engine, a, b):.4f}**"
+    def pair_similarity(self, a: str, b: str, session: Session | None = None) -> str:
+        return f"**cosine similarity: {sv.pair_cosine(self._model(session).engine, a, b):.4f}**"
 
-    def heatmap(self, text: str):
-        sentences, matrix = sv.similarity_matrix(self.models.active().engine, text)
+    def heatmap(self, text: str, session: Session | None = None):
+        sentences, matrix = sv.similarity_matrix(self._model(session).engine, text)
         return views.heatmap_figure(sentences, matrix)
 
     def search(self, query: str, source: str, file: str | None, k: int, session: Session,
                progress: sv.Progress = sv.no_progress) -> tuple[list[list], Session]:
         """Top-k texts of the corpus (dictionary sample or the uploaded file) for the query."""
         sv.check_text(query, "a query")  # before the corpus is embedded, which can take a while
-        active = self.models.active()
+        active = self._model(session)
         if source == "uploaded file":
             corpus = self._uploaded_corpus(active, file, session, progress)
         else:
@@ -158,26 +243,26 @@ class Studio:
         return session.corpus
 
     # ---- analogy and interpolation --------------------------------------------------------------
-    def analogy(self, a: str, b: str, c: str, expression: str, refine: bool = False,
+    def analogy(self, a: str, b: str, c: str, expression: str, refine: bool = False, session: Session | None = None,
                 progress: sv.Progress = sv.no_progress) -> tuple[str, list[list], list[list]]:
         """(decoded sentence or why there is none, top-word rows, nearest-sentence rows); `refine`:
         edit the decoded sentence towards the vector (core/vec2sent/refine.py)."""
         sentences = {name: sv.check_text(text, f"sentence {name}") for name, text in zip("abc", (a, b, c))}
-        active = self.models.active()
+        active = self._model(session)
         result = active.engine.analogy(**sentences, reference=active.reference(progress), k=10,
                                        beam=DECODE_BEAM, expression=expression, refine=_refining(refine))
         decoded = (f"**Decoded:** {result.decoded}" if result.decoded is not None
                    else NO_DECODER.format(fp=active.engine.fingerprint))
         return (decoded, [[w, round(p, 4)] for w, p in result.words], views.scored_rows(result.nearest))
 
-    def interpolation(self, a: str, b: str, steps: int, refine: bool = False,
+    def interpolation(self, a: str, b: str, steps: int, refine: bool = False, session: Session | None = None,
                       progress: sv.Progress = sv.no_progress):
         """(table rows per step, a 2-D map of the path among the nearest reference sentences);
         `refine` as in `analogy`, for every step."""
         if not 2 <= int(steps) <= 50:
             raise ValueError("The number of steps must be between 2 and 50.")
         x, y = sv.check_text(a, "sentence A"), sv.check_text(b, "sentence B")
-        active = self.models.active()
+        active = self._model(session)
         reference = active.reference(progress)
         points = active.engine.interpolate(x, y, int(steps), reference=reference, k=3,
                                           beam=DECODE_BEAM, refine=_refining(refine))
@@ -203,7 +288,7 @@ class Studio:
     def draw_map(self, source: str, size: int, sentences: str, file: str | None, method: str, dims: str,
                  colour: str, session: Session, progress: sv.Progress = sv.no_progress):
         """(figure, a status line, the session with this map kept for searching)."""
-        active = self.models.active()
+        active = self._model(session)
         corpus = self._map_corpus(active, source, int(size), sentences, file, session, progress)
         progress(0.9, desc=f"projecting {len(corpus.texts):,} points")
         projection = self.projector.project(corpus.vectors, method, 3 if dims == "3-D" else 2)
@@ -233,7 +318,7 @@ class Studio:
         if session.map is None:
             raise ValueError("Draw a map first.")
         m, query = session.map, sv.check_text(query, "a search text")
-        vector = self.models.active().engine.encode([query], normalize=True)
+        vector = self._model(session).engine.encode([query], normalize=True)
         hits = m.corpus.nearest(vector, int(k))[0]
         matches = [i for i, t in enumerate(m.corpus.texts) if query.lower() in t.lower()]
         highlight = list(dict.fromkeys(matches + [i for i, _ in hits]))
@@ -241,10 +326,11 @@ class Studio:
         note = f"{len(matches)} point(s) contain {query!r}; nearest neighbours by cosine in the original space:"
         return fig, note, views.scored_rows([(m.corpus.texts[i], s) for i, s in hits])
 
-    def candidates_map(self, text: str, k: int, method: str, progress: sv.Progress = sv.no_progress):
+    def candidates_map(self, text: str, k: int, method: str, session: Session | None = None,
+                       progress: sv.Progress = sv.no_progress):
         """A query, its top-k candidate words and their definitions on one map, plus a table. The
         description's own words are left out, as in the Reverse dictionary tab by default."""
-        active = self.models.active()
+        active = self._model(session)
         rows = sv.reverse_dictionary(active.engine, sv.WordQuery(text, int(k), exclude_query_words=True))
         texts, groups = [text.strip()], ["your description"]
         for row in rows:
@@ -268,7 +354,7 @@ class Studio:
         if not file:
             return "Upload a dictionary file (TSV, CSV or JSONL with columns word, definition[, pos]).", session
         try:
-            session.upload = UPLOADS.keep(validate_upload(self.models.active().engine, file, seed))
+            session.upload = UPLOADS.keep(validate_upload(self._model(session).engine, file, seed))
         except ValueError as err:
             return f"Not usable:\n{err}", session
         except FileNotFoundError:  # e.g. removed from gradio's temp folder; its path means nothing to users
@@ -285,16 +371,24 @@ class Studio:
         if session.upload is None:
             raise ValueError("Upload and validate a dictionary first.")
         self._refuse_a_second_job(session)
+        if self.public is not None and session.finetunes >= self.public.finetunes_per_session:
+            raise ValueError(QUOTA_USED.format(n=self.public.finetunes_per_session))
         upload = UPLOADS.get(session.upload)
-        active = self.models.active()
+        active = self._model(session)
         layers = model_layers(active.engine)
         settings = FinetuneSettings.from_form(layers, epochs=epochs, lr=lr, batch_size=batch_size,
                                               trainable_layers=trainable_layers, max_steps=max_steps,
                                               evaluations=evaluations, seed=seed)
         settings.check(upload.train_size, layers)  # now, not in the background: the run's length too
-        job = self.jobs.submit(FinetuneJob(active.spec, upload, settings),
-                               f"fine-tune {active.spec.name} on {upload.name}", on_forget=discard_staged)
+        try:
+            job = self.jobs.submit(FinetuneJob(active.spec, upload, settings),
+                                   f"fine-tune {active.spec.name} on {upload.name}", on_forget=discard_staged)
+        except JobQueueFull:
+            if self.public is None:
+                raise
+            raise ValueError(SLOT_BUSY.format(slots=self.public.training_slots)) from None
         session.job = job.id
+        session.finetunes += 1
         return job.id
 
     def _refuse_a_second_job(self, session: Session) -> None:
@@ -347,61 +441,96 @@ class Studio:
             raise ValueError(f"The job is {job.status}; wait until it is done.")
         return job.result
 
-    def save_finetuned(self, job_id: str, name: str, progress: sv.Progress = sv.no_progress) -> str:
-        """Save the job's trained model as a named checkpoint (ValueError: name taken, disk full, ...)."""
+    def save_finetuned(self, job_id: str, name: str, session: Session | None = None,
+                       progress: sv.Progress = sv.no_progress) -> str:
+        """Save the job's trained model as a named checkpoint (ValueError: name taken, disk full, ...):
+        in checkpoints/, or in public mode in the session's own folder, within the disk budget."""
         result = self._finished(job_id)
         progress(0.2, desc="saving")
-        result.saved = save_finetuned(result, name, self.models.checkpoints)
-        return f"Saved as checkpoint `{result.saved.name}` in {result.saved.parent}."
+        if self.public is None:
+            result.saved = save_finetuned(result, name, self.models.checkpoints)
+            return f"Saved as checkpoint `{result.saved.name}` in {result.saved.parent}."
+        if session is None:
+            raise ValueError("Saving on this public server needs your session.")
+        make_room(folder_bytes(result.checkpoint), self.public, "this model")
+        path = save_finetuned(result, name, session_folder(session.folder_key()))
+        session.saved[job_id] = str(path)
+        return (f"Saved as `{YOURS}{path.name}`, for this session only: choose it in the model list, or press "
+                "'Use as the active model'. This server deletes it an hour after you close this page, or "
+                f"{self.public.session_lifetime / 3600:g} hours after your last save or model choice; Download "
+                "keeps a copy.")
 
-    def _saved_path(self, job_id: str) -> Path:
-        path = self._finished(job_id).saved
+    def _saved_path(self, job_id: str, session: Session | None = None) -> Path:
+        if self.public is not None:
+            self._finished(job_id)
+            saved = session.saved.get(job_id) if session is not None else None
+            path = Path(saved) if saved else None
+            if path is not None and not path.is_dir():
+                raise ValueError("Your saved model is no longer kept on this server (saved models expire); save it "
+                                 "again.")
+        else:
+            path = self._finished(job_id).saved
         if path is None:
             raise ValueError("Save the model under a name first.")
         return path
 
-    def activate_finetuned(self, job_id: str) -> str:
-        """Make the saved fine-tuned checkpoint the active model (for every user)."""
-        path = self._saved_path(job_id)
+    def activate_finetuned(self, job_id: str, session: Session | None = None) -> str:
+        """Make the saved fine-tuned checkpoint the active model: for every user, or in public mode
+        for this session only."""
+        path = self._saved_path(job_id, session)
+        if self.public is not None:
+            return self.choose_model(YOURS + path.name, session)[0]
         self.models.switch(ModelSpec(path.name, path))
         return self.models.status()
 
-    def download_finetuned(self, job_id: str, progress: sv.Progress = sv.no_progress) -> tuple[str, str]:
-        """(checkpoint zip, sentence-transformers zip) of the saved model."""
-        path = self._saved_path(job_id)
+    def download_finetuned(self, job_id: str, session: Session | None = None,
+                           progress: sv.Progress = sv.no_progress) -> tuple[str, str]:
+        """(checkpoint zip, sentence-transformers zip) of the saved model; in public mode the zips share
+        the disk budget with the saved models."""
+        path = self._saved_path(job_id, session)
         progress(0.2, desc="exporting")
-        return tuple(str(p) for p in download_files(Engine.load(path), path))  # where Gradio serves files
+        limit = {}
+        if self.public is not None:
+            from .export import MAX_DOWNLOAD_BYTES
+            limit["max_bytes"] = min(MAX_DOWNLOAD_BYTES, self.public.disk_bytes - folder_bytes(public_saves_dir()))
+        return tuple(str(p) for p in download_files(Engine.load(path), path, **limit))  # where Gradio serves files
 
     # ---- evaluate and about ---------------------------------------------------------------------
-    def evaluate_words(self, size: int, compare: bool, progress: sv.Progress = sv.no_progress) -> list[list]:
-        active = self.models.active()
+    def evaluate_words(self, size: int, compare: bool, session: Session | None = None,
+                       progress: sv.Progress = sv.no_progress) -> list[list]:
+        active = self._model(session)
         engines = {active.spec.name: active.engine}
         if compare and not active.is_base:
             engines["before DefSent training"] = active.untrained()
         return word_prediction_rows(engines, int(size), progress)
 
-    def recorded_metrics(self) -> str:
+    def recorded_metrics(self, session: Session | None = None) -> str:
         """The word-prediction metrics stored in the active checkpoint's manifest, as Markdown."""
-        active = self.models.active()
+        active = self._model(session)
         rows = {f"{active.spec.name} ({split})": m for split, m in active.engine.manifest.get("metrics", {}).items()
                 if isinstance(m, dict) and "mrr" in m}
         if not rows:
             return "The active model records no word-prediction metrics; evaluate it below."
         return "Recorded when the checkpoint was trained:\n\n" + format_table(rows)
 
-    def evaluate_sts(self, data_dir: str, datasets: list[str], progress: sv.Progress = sv.no_progress) -> str:
-        active = self.models.active()
+    def evaluate_sts(self, data_dir: str, datasets: list[str], session: Session | None = None,
+                     progress: sv.Progress = sv.no_progress) -> str:
+        if self.public is not None:
+            raise ValueError(PUBLIC_EVALUATE)
+        active = self._model(session)
         return sts_markdown(active.engine, active.spec.name, data_dir, list(datasets or []), progress)
 
-    def evaluate_senteval(self, data_dir: str, tasks: list[str], size: str,
+    def evaluate_senteval(self, data_dir: str, tasks: list[str], size: str, session: Session | None = None,
                           progress: sv.Progress = sv.no_progress) -> str:
         """SentEval transfer accuracies of the active model beside the papers' (see senteval_markdown)."""
-        active = self.models.active()
+        if self.public is not None:
+            raise ValueError(PUBLIC_EVALUATE)
+        active = self._model(session)
         return senteval_markdown(active.engine, active.spec.name, data_dir, list(tasks or []), size, progress)
 
-    def about(self) -> tuple[str, str]:
+    def about(self, session: Session | None = None) -> tuple[str, str]:
         """(the active checkpoint and decoder in Markdown, its manifest as JSON text)."""
-        active = self.models.active()
+        active = self._model(session)
         decoder = active.engine.decoder
         lines = [f"**Active model:** {active.spec.name}", f"**Encoder fingerprint:** `{active.engine.fingerprint}`",
                  "**Vec2Sent decoder:** " + ("loaded" if decoder is not None else "none trained for this encoder")]
@@ -411,13 +540,13 @@ class Studio:
 
 
 def start_studio(spec: ModelSpec, checkpoints: Path, warm_up_umap: bool = True, delay: float = 10.0,
-                 open_vocabulary: bool = True) -> Studio:
+                 open_vocabulary: bool = True, public: PublicLimits | None = None) -> Studio:
     """A Studio whose model loads in the background; `delay` seconds later (so that the first
     requests get the CPU) the open vocabulary is prepared (`Engine.enable_open_vocabulary`, cached
     per model), the reference sentences are embedded, the Vec2Sent decoder is loaded and UMAP is
     warmed up, in that order, in the same thread (first a reverse-dictionary query, which prepares
     the word scoring). Requests are served all along."""
-    studio = Studio(Models(checkpoints))
+    studio = Studio(Models(checkpoints), public=public)
     if warm_up_umap:
         studio.projector.expect_warm_up()
 

@@ -4,6 +4,7 @@ embedded reference sentences. Per-user data never lives here.
 """
 from __future__ import annotations
 
+import collections
 import logging
 import threading
 from dataclasses import dataclass, field
@@ -48,7 +49,14 @@ def default_spec(checkpoints: Path = CHECKPOINTS_DIR) -> ModelSpec:
 def available_specs(checkpoints: Path = CHECKPOINTS_DIR) -> list[ModelSpec]:
     """Every complete encoder checkpoint in `checkpoints` (Vec2Sent decoders are not models one can
     switch to: each is loaded with its encoder), then the untrained base."""
-    return [ModelSpec(p.name, p) for p in list_checkpoints(checkpoints) if _is_encoder(p)] + [ModelSpec(BASE_LABEL)]
+    return checkpoint_specs(checkpoints) + [ModelSpec(BASE_LABEL)]
+
+
+def checkpoint_specs(folder: Path, prefix: str = "") -> list[ModelSpec]:
+    """The complete encoder checkpoints in `folder` (none if it does not exist), named `prefix` + folder name."""
+    if not folder.is_dir():
+        return []
+    return [ModelSpec(prefix + p.name, p) for p in list_checkpoints(folder) if _is_encoder(p)]
 
 
 def _is_encoder(path: Path) -> bool:
@@ -101,6 +109,7 @@ class Models:
         self._error: str = ""
         self._switch_lock = threading.Lock()
         self._used: list[ModelSpec] = []  # every model made active, so one served from elsewhere stays listed
+        self._loaded: "collections.OrderedDict[ModelSpec, ActiveModel]" = collections.OrderedDict()  # shared()
 
     @classmethod
     def from_engine(cls, engine: Engine, spec: ModelSpec, checkpoints: Path = CHECKPOINTS_DIR) -> "Models":
@@ -143,6 +152,24 @@ class Models:
         """Load `spec` and make it active (one switch at a time)."""
         with self._switch_lock:
             return self.use(spec.load(), spec)
+
+    def shared(self, spec: ModelSpec, keep: int) -> tuple[ActiveModel, bool]:
+        """(the model `spec` loaded for the sessions that chose it, whether it was loaded now) without
+        changing the active model (public mode). The active model itself when `spec` is it; else at
+        most `keep` such models stay loaded, the least recently used are dropped (loaded again when
+        asked for). One load at a time."""
+        active = self.active()
+        if spec == active.spec:
+            return active, False
+        with self._switch_lock:
+            if spec in self._loaded:
+                self._loaded.move_to_end(spec)
+                return self._loaded[spec], False
+            model = ActiveModel(spec, spec.load(), self.checkpoints)
+            self._loaded[spec] = model
+            while len(self._loaded) > max(0, keep):
+                self._loaded.popitem(last=False)
+            return model, True
 
     def active(self, timeout: float = 300.0) -> ActiveModel:
         """The active model, waiting while it is still loading."""

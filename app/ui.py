@@ -80,8 +80,10 @@ sentences its beam search finds, the app shows the one whose own embedding lies 
 vector; with "Refine" it then tries one-word edits of that sentence (words the vector points to,
 words of the other candidates) and keeps any that bring its embedding closer to the vector.
 
-Models are shared by every user of this server; your inputs, maps and uploads stay in your session.
 """
+SHARED_MODELS = "Models are shared by every user of this server; your inputs, maps and uploads stay in your session."
+PUBLIC_MODELS = ("This is a public server: the model you choose and the models you fine-tune and save are yours "
+                 "alone (for this session); your inputs, maps and uploads stay in your session too.")
 
 
 def handler(fn: Callable) -> Callable:
@@ -103,6 +105,19 @@ def handler(fn: Callable) -> Callable:
               for p in signature.parameters.values()]
     wrapper.__signature__ = signature.replace(parameters=params)
     return wrapper
+
+
+def and_session(fn: Callable) -> Callable:
+    """`handler(fn)` for an event that also outputs the session it was given (its last output): gradio
+    keeps a state, with its time to live and end callback, only once an event has output it."""
+    wrapped = handler(fn)
+
+    @functools.wraps(wrapped)
+    def run(*args, **kwargs):
+        session = wrapped.__signature__.bind(*args, **kwargs).arguments["session"]
+        return wrapped(*args, **kwargs), session
+    run.__signature__ = wrapped.__signature__
+    return run
 
 
 def wire(triggers: list, fn: Callable, inputs, outputs: list, **kwargs):
@@ -128,48 +143,52 @@ def build_app(studio: Studio) -> gr.Blocks:
     # Gradio keeps uploads (and copies of downloads) in its temp folder: delete them after an hour. A
     # dictionary is read into memory when validated; a search file that is gone asks for a new upload.
     with gr.Blocks(title="DefSent Studio", analytics_enabled=False, delete_cache=UPLOAD_LIFETIME) as demo:
-        session = gr.State(Session())
+        # Public mode: a session's state (its model choice and saved models) ends after a lifetime unchanged.
+        lifetime = studio.public.session_lifetime if studio.public is not None else None
+        session = gr.State(Session(), time_to_live=lifetime, delete_callback=studio.end_session)
         stored_job = gr.BrowserState("", storage_key=JOB_STORAGE_KEY)  # outside the tabs: read at page load
         gr.Markdown("# DefSent Studio\nWhat sentence embeddings mean: describe a word, compare sentences, "
                     "walk between them, map them, fine-tune on your own dictionary.")
-        model_bar = _model_bar(demo, studio)
+        model_bar = _model_bar(demo, studio, session)
         with gr.Tabs():
             with gr.Tab("Reverse dictionary", id="reverse"):
-                _reverse_tab(studio)
+                _reverse_tab(studio, session)
             with gr.Tab("Similarity", id="similarity"):
                 _similarity_tab(studio, session)
             with gr.Tab("Analogy & interpolation", id="analogy"):
-                _analogy_tab(studio)
+                _analogy_tab(studio, session)
             with gr.Tab("Map", id="map"):
                 _map_tab(demo, studio, session)
             with gr.Tab("Fine-tune", id="finetune"):
                 _finetune_tab(demo, studio, session, stored_job, model_bar)
             with gr.Tab("Evaluate", id="evaluate") as evaluate_tab:
-                _evaluate_tab(evaluate_tab, studio)
+                _evaluate_tab(evaluate_tab, studio, session)
             with gr.Tab("About", id="about") as about_tab:
-                _about_tab(about_tab, studio)
+                _about_tab(about_tab, studio, session)
     return demo
 
 
-def _model_bar(demo: gr.Blocks, studio: Studio) -> tuple[Callable, list[gr.components.Component]]:
-    """The model chooser; returns (a function refreshing it, its components) for other events."""
+def _model_bar(demo: gr.Blocks, studio: Studio, session: gr.State
+               ) -> tuple[Callable, list[gr.components.Component]]:
+    """The model chooser; returns (a function of the session refreshing it, its components) for other events."""
     # Not equal_height: the button would stretch to the status's height (~380 px on a 420 px phone). The
     # minimum widths make the row wrap on a phone (the status goes below) instead of squeezing each part.
+    label = "Model (yours: this session only)" if studio.public is not None else "Model (shared by all users)"
     with gr.Row(elem_id="model-bar"):
-        choice = gr.Dropdown(label="Model (shared by all users)", choices=studio.model_choices()[0], scale=3,
+        choice = gr.Dropdown(label=label, choices=studio.model_choices()[0], scale=3,
                              min_width=220, interactive=True, elem_id="model-choice")
         load = gr.Button("Use this model", scale=1, min_width=140, elem_id="model-load")
         status = gr.Markdown(elem_id="model-status", min_height=0)
-    load.click(handler(studio.switch_model), choice, status, api_name="switch_model", **MODEL)
+    load.click(handler(studio.choose_model), [choice, session], [status, session], api_name="switch_model", **MODEL)
 
-    def refresh():
-        names, active = studio.model_choices()
-        return gr.Dropdown(choices=names, value=active), studio.model_status()
-    demo.load(refresh, None, [choice, status], api_visibility="private")
+    def refresh(state):
+        names, active = studio.model_choices(state)
+        return gr.Dropdown(choices=names, value=active), studio.model_status(state)
+    demo.load(refresh, session, [choice, status], api_visibility="private")
     return refresh, [choice, status]
 
 
-def _reverse_tab(studio: Studio) -> None:
+def _reverse_tab(studio: Studio, session: gr.State) -> None:
     with gr.Row():
         with gr.Column(scale=2):
             text = gr.Textbox(label="Describe a word", placeholder="e.g. a person who is in charge", lines=1,
@@ -193,7 +212,7 @@ def _reverse_tab(studio: Studio) -> None:
             words = gr.HTML(elem_id="rd-words")
         with gr.Column(scale=2):
             before = gr.HTML(elem_id="rd-before")
-    inputs = [text, k, pos, min_length, max_length, initial, pattern, exclude, compare]
+    inputs = [text, k, pos, min_length, max_length, initial, pattern, exclude, compare, session]
     wire([go_button.click, text.submit], handler(studio.reverse_dictionary), inputs, [words, before],
          api_name="reverse_dictionary", **QUICK)
     gr.Examples(EXAMPLES, [text], label="Examples (click one, then Find words)")
@@ -205,14 +224,14 @@ def _similarity_tab(studio: Studio, session: gr.State) -> None:
         a = gr.Textbox(label="Text A", value="A man is playing a guitar.")
         b = gr.Textbox(label="Text B", value="Someone plays an instrument.")
     pair_button, cosine = gr.Button("Compare"), gr.Markdown()
-    wire([pair_button.click, a.submit, b.submit], handler(studio.pair_similarity), [a, b], [cosine],
+    wire([pair_button.click, a.submit, b.submit], handler(studio.pair_similarity), [a, b, session], [cosine],
          api_name="similarity", **QUICK)
 
     gr.Markdown("### Similarity heatmap")
     sentences = gr.Textbox(label="Sentences, one per line", lines=5, value="A cat sits on the mat.\n"
                            "A dog lies on the rug.\nThe stock market fell sharply.\nShares dropped today.")
     heat_button, heat = gr.Button("Draw heatmap"), gr.Plot()
-    wire([heat_button.click], handler(studio.heatmap), sentences, [heat], api_name="heatmap", **HEAVY)
+    wire([heat_button.click], handler(studio.heatmap), [sentences, session], [heat], api_name="heatmap", **HEAVY)
 
     gr.Markdown("### Semantic search")
     with gr.Row():
@@ -228,7 +247,7 @@ def _similarity_tab(studio: Studio, session: gr.State) -> None:
          [hits, session], api_name="search", **HEAVY)
 
 
-def _analogy_tab(studio: Studio) -> None:
+def _analogy_tab(studio: Studio, session: gr.State) -> None:
     gr.Markdown("### Analogy")
     with gr.Row():
         a = gr.Textbox(label="a", value="The man is walking.")
@@ -243,7 +262,7 @@ def _analogy_tab(studio: Studio) -> None:
         # Widths in % of the table: without them the sentence column grows past the table's right edge.
         nearest = gr.Dataframe(headers=["rank", "cosine", "reference sentence"], label="Nearest reference sentences",
                                wrap=True, column_widths=["12%", "16%", "72%"], scale=2, elem_id="an-nearest")
-    wire([analogy_button.click], handler(studio.analogy), [a, b, c, expression, analogy_refine],
+    wire([analogy_button.click], handler(studio.analogy), [a, b, c, expression, analogy_refine, session],
          [decoded, words, nearest], api_name="analogy", **DECODE)
 
     gr.Markdown("### Interpolation")
@@ -255,7 +274,7 @@ def _analogy_tab(studio: Studio) -> None:
     path_button = gr.Button("Interpolate")
     table = gr.Dataframe(headers=["alpha", "decoded", "top words", "cos to From", "cos to To"], wrap=True)
     path = gr.Plot()
-    wire([path_button.click], handler(studio.interpolation), [start, end, steps, path_refine], [table, path],
+    wire([path_button.click], handler(studio.interpolation), [start, end, steps, path_refine, session], [table, path],
          api_name="interpolate", **DECODE)
 
 
@@ -292,7 +311,8 @@ def _map_tab(demo: gr.Blocks, studio: Studio, session: gr.State) -> None:
     candidates_plot = gr.Plot(elem_id="cand-plot")
     candidates = gr.Dataframe(headers=["word", "probability", "definitions"], wrap=True, elem_id="cand-table",
                               column_widths=["16%", "12%", "72%"])
-    wire([candidates_button.click, query.submit], handler(studio.candidates_map), [query, top, candidates_method],
+    wire([candidates_button.click, query.submit], handler(studio.candidates_map),
+         [query, top, candidates_method, session],
          [candidates_plot, candidates], api_name="candidates_map", **HEAVY)
 
     # Polls only while a warm-up is pending: an idle timer would keep a queue event going every 3 s.
@@ -366,20 +386,20 @@ def _finetune_tab(demo: gr.Blocks, studio: Studio, session: gr.State, stored: gr
     cancel.click(handler(studio.cancel_job), job_id, progress, api_name="cancel_finetune", **QUICK).success(
         lambda: gr.Timer(active=True), None, timer, api_visibility="private")
     refresh_models, model_components = model_bar
-    save_fn = handler(studio.save_finetuned)
-    save.click(save_fn, [job_id, name], message, api_name="save_finetuned", **MODEL).success(
-        refresh_models, None, model_components, api_visibility="private")
-    name.submit(save_fn, [job_id, name], message, api_visibility="private", **MODEL).success(
-        refresh_models, None, model_components, api_visibility="private")
-    activate.click(handler(studio.activate_finetuned), job_id, message, api_name="activate_finetuned",
-                   **MODEL).success(
-        refresh_models, None, model_components, api_visibility="private")
-    download.click(handler(studio.download_finetuned), job_id, [zip_file, st_file], api_name="download_finetuned",
-                   **HEAVY)
+    save_fn = and_session(studio.save_finetuned)
+    save.click(save_fn, [job_id, name, session], [message, session], api_name="save_finetuned", **MODEL).success(
+        refresh_models, session, model_components, api_visibility="private")
+    name.submit(save_fn, [job_id, name, session], [message, session], api_visibility="private", **MODEL).success(
+        refresh_models, session, model_components, api_visibility="private")
+    activate.click(and_session(studio.activate_finetuned), [job_id, session], [message, session],
+                   api_name="activate_finetuned", **MODEL).success(
+        refresh_models, session, model_components, api_visibility="private")
+    download.click(handler(studio.download_finetuned), [job_id, session], [zip_file, st_file],
+                   api_name="download_finetuned", **HEAVY)
     demo.load(lambda j: (j, gr.Timer(active=bool(j))), stored, [job_id, timer], api_visibility="private")
 
 
-def _evaluate_tab(tab: gr.Tab, studio: Studio) -> None:
+def _evaluate_tab(tab: gr.Tab, studio: Studio, session: gr.State) -> None:
     gr.Markdown("### Word prediction on WordNet words never seen in training (test split)")
     recorded = gr.Markdown()
     with gr.Row():
@@ -387,9 +407,9 @@ def _evaluate_tab(tab: gr.Tab, studio: Studio) -> None:
         compare = gr.Checkbox(True, label="Also the model before DefSent training")
         words_button = gr.Button("Evaluate word prediction")
     words = gr.Dataframe(headers=["model", "n", "MRR", "top-1", "top-3", "top-10"], elem_id="eval-words")
-    wire([words_button.click], handler(studio.evaluate_words), [size, compare], [words], api_name="evaluate_words",
-         **EVALUATE)
-    tab.select(handler(studio.recorded_metrics), None, recorded, api_visibility="private")
+    wire([words_button.click], handler(studio.evaluate_words), [size, compare, session], [words],
+         api_name="evaluate_words", **EVALUATE)
+    tab.select(handler(studio.recorded_metrics), session, recorded, api_visibility="private")
 
     gr.Markdown("### STS (Spearman x100), next to the papers' numbers")
     with gr.Row():
@@ -397,8 +417,8 @@ def _evaluate_tab(tab: gr.Tab, studio: Studio) -> None:
         datasets = gr.CheckboxGroup(list(STS_DATASETS), value=list(QUICK_STS), label="Datasets", scale=3)
         sts_button = gr.Button("Run STS", scale=1)
     sts = gr.Markdown(elem_id="eval-sts")
-    wire([sts_button.click], handler(studio.evaluate_sts), [data_dir, datasets], [sts], api_name="evaluate_sts",
-         **EVALUATE)
+    wire([sts_button.click], handler(studio.evaluate_sts), [data_dir, datasets, session], [sts],
+         api_name="evaluate_sts", **EVALUATE)
 
     gr.Markdown("### SentEval transfer tasks (accuracy %, logistic regression on the embeddings)")
     with gr.Row():
@@ -406,15 +426,15 @@ def _evaluate_tab(tab: gr.Tab, studio: Studio) -> None:
         run_size = gr.Radio(list(TRANSFER_SIZES), value=next(iter(TRANSFER_SIZES)), label="Run size", scale=3)
         senteval_button = gr.Button("Run SentEval", scale=1)
     senteval = gr.Markdown(elem_id="eval-senteval")
-    wire([senteval_button.click], handler(studio.evaluate_senteval), [data_dir, tasks, run_size], [senteval],
-         api_name="evaluate_senteval", **EVALUATE)
+    wire([senteval_button.click], handler(studio.evaluate_senteval), [data_dir, tasks, run_size, session],
+         [senteval], api_name="evaluate_senteval", **EVALUATE)
 
 
-def _about_tab(tab: gr.Tab, studio: Studio) -> None:
-    gr.Markdown(ABOUT)
+def _about_tab(tab: gr.Tab, studio: Studio, session: gr.State) -> None:
+    gr.Markdown(ABOUT + (PUBLIC_MODELS if studio.public is not None else SHARED_MODELS))
     active = gr.Markdown()
     manifest = gr.Code(language="json", label="Manifest of the active checkpoint")
-    tab.select(handler(studio.about), None, [active, manifest], api_visibility="private")
+    tab.select(handler(studio.about), session, [active, manifest], api_visibility="private")
 
 
 def theme() -> gr.themes.Base:

@@ -1,0 +1,106 @@
+"""Public mode, for a Hugging Face Space or any server open to strangers (on when $SPACE_ID is set,
+or with `python app.py --public`): what one visitor does must not change what another sees, and no
+visitor can hold the server's CPU or fill its disk.
+
+- The model a visitor chooses, and the models they fine-tune and save, belong to their session (a
+  gr.State): switching or saving changes nothing for anyone else. Loaded models are shared between
+  the sessions that chose them, at most `PublicLimits.loaded_models` besides the server's own.
+- Fine-tuning: at most `finetunes_per_session` jobs a session, and `training_slots` jobs on the
+  whole server at a time, with no waiting line (a Start while the slot is taken is refused).
+- Disk: a session's saved models live in its own folder of the cache (`public_saves_dir()/KEY/`),
+  never in checkpoints/. Saves of all sessions plus the download zips take at most `disk_bytes`;
+  expired sessions' saves and old downloads are deleted first to make room, else the save or download
+  is refused. A session's folder is deleted when the session ends (the tab is closed or its state
+  expires after `session_lifetime`) and at every start.
+- The Evaluate tab reads only the bundled smoke set (app/data), no SentEval folder.
+
+Plain Python (no gradio): the rules here are used by app.handlers; app.ui only wires them.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from .settings import cache_dir, download_dir
+
+PUBLIC_ENV = "SPACE_ID"  # set by Hugging Face Spaces
+YOURS = "yours/"  # the prefix of a session's own models in the model list: no checkpoint name has a "/"
+
+
+@dataclass(frozen=True)
+class PublicLimits:
+    """The bounds of public mode, in one place (each is named in the message that enforces it)."""
+    finetunes_per_session: int = 2
+    training_slots: int = 1  # fine-tunes on the whole server at a time; no waiting line
+    disk_bytes: int = 1_500_000_000  # every session's saved models plus download zips
+    session_lifetime: float = 2 * 3600.0  # seconds a session's state (and its saved models) is kept unused
+    loaded_models: int = 2  # models loaded for sessions besides the server's own (each ~100-300 MB)
+
+
+def public_mode(flag: bool = False) -> bool:
+    """True with --public, or on a Hugging Face Space ($SPACE_ID set)."""
+    return bool(flag or os.environ.get(PUBLIC_ENV, "").strip())
+
+
+def public_saves_dir() -> Path:
+    """The folder of every session's saved models (one folder per session), created."""
+    return cache_dir("public-saves")
+
+
+def session_folder(key: str) -> Path:
+    """The folder of one session's saved models (not created)."""
+    if not key or not key.isalnum():
+        raise ValueError("A session key is letters and digits.")
+    return public_saves_dir() / key
+
+
+def folder_bytes(folder: Path) -> int:
+    """The size of the files under `folder` (0 if it does not exist)."""
+    return sum(f.stat().st_size for f in folder.rglob("*") if f.is_file()) if folder.is_dir() else 0
+
+
+def disk_used() -> int:
+    """Bytes of public mode's disk use: every session's saved models plus the download folder."""
+    return folder_bytes(public_saves_dir()) + folder_bytes(download_dir())
+
+
+def remove_session(key: str) -> None:
+    """Delete a session's saved models (at session end)."""
+    if key:
+        shutil.rmtree(session_folder(key), ignore_errors=True)
+
+
+def remove_expired(lifetime: float, now: float | None = None) -> list[Path]:
+    """Delete the session folders unchanged for `lifetime` seconds (sessions that ended without
+    the server noticing); returns them."""
+    cutoff = (now or time.time()) - lifetime
+    removed = []
+    for folder in sorted(public_saves_dir().iterdir(), key=lambda p: p.stat().st_mtime):
+        if folder.is_dir() and folder.stat().st_mtime < cutoff:
+            shutil.rmtree(folder, ignore_errors=True)
+            removed.append(folder)
+    return removed
+
+
+def remove_all_sessions() -> None:
+    """At a start: no session outlives the server, so neither do their saved models."""
+    shutil.rmtree(public_saves_dir(), ignore_errors=True)
+    public_saves_dir()
+
+
+def make_room(needed: int, limits: PublicLimits, what: str) -> None:
+    """Make `needed` bytes fit in `limits.disk_bytes` (expired sessions' saves and downloads older than
+    their lifetime go first); ValueError saying so when they still do not fit."""
+    from .export import DOWNLOAD_LIFETIME, remove_old_downloads
+
+    remove_expired(limits.session_lifetime)
+    remove_old_downloads(download_dir(), DOWNLOAD_LIFETIME)
+    used = disk_used()
+    if used + needed > limits.disk_bytes:
+        raise ValueError(f"This public server's storage for visitors' models is full ({used / 1e6:,.0f} MB of "
+                         f"{limits.disk_bytes / 1e6:,.0f} MB used; {what} needs {needed / 1e6:,.0f} MB), so nothing "
+                         "was written. Try again later (saves and downloads expire), or run DefSent Studio on your "
+                         "own machine.")

@@ -1,0 +1,255 @@
+"""Public mode (issue 27, item 5: `python app.py --public`, or $SPACE_ID set): one visitor's model choice,
+saves and fine-tunes do not change what another sees; training has a per-session quota and one slot;
+saves and downloads share a disk budget and are deleted with their session; Evaluate reads only the
+bundled data. Also the optional login (--auth / $DEFSENT_AUTH). Tiny models, no training process."""
+from __future__ import annotations
+
+import importlib.util
+import os
+import threading
+from pathlib import Path
+
+import pytest
+
+from app.finetune import FinetuneResult
+from app.handlers import QUOTA_USED, Session, Studio
+from app.jobs import DONE, JobManager
+from app.models import Models, ModelSpec
+from app.projection import Projector
+from app.public import YOURS, PublicLimits, public_mode, public_saves_dir
+from core import Engine
+
+REPO = Path(__file__).resolve().parents[1]
+WORDS = {"dog": "an animal that barks", "cat": "a small animal that says meow", "king": "a man who rules",
+         "queen": "a woman who rules", "river": "water that runs to the sea", "bread": "food made of flour",
+         "car": "a thing to drive on a road", "teacher": "a person who helps a child learn",
+         "song": "music with words", "tree": "a large plant with wood", "house": "a place to live",
+         "fire": "it is hot and burns"}
+
+
+@pytest.fixture(autouse=True)
+def cache_in_tmp(tmp_path, monkeypatch):
+    monkeypatch.setenv("DEFSENT_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("TMPDIR", str(tmp_path / "tmp"))  # download zips: app.settings.download_dir()
+    (tmp_path / "tmp").mkdir()
+    import tempfile
+    monkeypatch.setattr(tempfile, "tempdir", None)
+
+
+@pytest.fixture(scope="module")
+def other_checkpoint(tiny_mlm_dir, tmp_path_factory) -> Path:
+    """A second model, different from the served one (another seed's weights)."""
+    from tests.conftest import build_tiny_bert
+    base = build_tiny_bert(tmp_path_factory.mktemp("other_base"), seed=1)
+    return Engine.from_base(str(base)).save(tmp_path_factory.mktemp("ckpts") / "other", name="other")
+
+
+def make_studio(tiny_mlm_dir, checkpoints: Path, public: PublicLimits | None = PublicLimits(),
+                jobs: JobManager | None = None) -> Studio:
+    models = Models.from_engine(Engine.from_base(str(tiny_mlm_dir)), ModelSpec("tiny", base=str(tiny_mlm_dir)),
+                                checkpoints)
+    return Studio(models, Projector(), jobs, public=public)
+
+
+@pytest.fixture
+def checkpoints(other_checkpoint, tmp_path) -> Path:
+    folder = tmp_path / "checkpoints"
+    folder.mkdir()
+    (folder / "other").symlink_to(other_checkpoint, target_is_directory=True)
+    return folder
+
+
+def finished_job(studio: Studio, staged: Path) -> str:
+    """A finished fine-tuning job whose trained model is `staged` (no training process)."""
+    job = studio.jobs.submit(lambda job: FinetuneResult(staged, {}, {}, [], {}), "fake fine-tune")
+    for _ in range(500):
+        if job.status == DONE:
+            return job.id
+        threading.Event().wait(0.01)
+    raise AssertionError(job.status)
+
+
+# ---- model choice -----------------------------------------------------------------------------------------
+
+def test_a_visitor_choosing_a_model_changes_nothing_for_another(tiny_mlm_dir, checkpoints):
+    studio = make_studio(tiny_mlm_dir, checkpoints)
+    alice, bob = Session(), Session()
+    before = studio.reverse_dictionary("an animal that barks", 5, session=bob)
+    status, alice = studio.choose_model("other", alice)
+    assert "Your model: **other**" in status and "other visitors are not affected" in status
+    assert studio.models.active().spec.name == "tiny"  # the server's model is unchanged
+    assert studio.model_choices(alice)[1] == "other" and studio.model_choices(bob)[1] == "tiny"
+    assert "other" not in studio.model_status(bob)
+    assert studio.reverse_dictionary("an animal that barks", 5, session=bob) == before
+    assert studio.reverse_dictionary("an animal that barks", 5, session=alice) != before  # alice's model answers
+    assert "**Active model:** other" in studio.about(alice)[0] and "**Active model:** tiny" in studio.about(bob)[0]
+
+
+def test_on_a_private_server_choosing_a_model_switches_it_for_everyone(tiny_mlm_dir, checkpoints):
+    studio = make_studio(tiny_mlm_dir, checkpoints, public=None)
+    studio.choose_model("other", Session())
+    assert studio.models.active().spec.name == "other"
+    assert studio.model_choices(Session())[1] == "other"
+
+
+def test_models_loaded_for_sessions_are_shared_and_bounded(tiny_mlm_dir, checkpoints, other_checkpoint):
+    models = Models.from_engine(Engine.from_base(str(tiny_mlm_dir)), ModelSpec("tiny", base=str(tiny_mlm_dir)),
+                                checkpoints)
+    spec = ModelSpec("other", checkpoints / "other")
+    first, loaded = models.shared(spec, keep=1)
+    assert loaded and models.shared(spec, keep=1) == (first, False)  # one load for every session choosing it
+    assert models.shared(models.active().spec, keep=1)[0] is models.active()
+    models.shared(ModelSpec("again", other_checkpoint), keep=1)  # a third model: the least recently used goes
+    assert models.shared(spec, keep=1)[1] is True
+
+
+# ---- saving ----------------------------------------------------------------------------------------------
+
+def test_a_visitors_save_is_theirs_alone_and_deleted_with_their_session(tiny_mlm_dir, checkpoints, other_checkpoint):
+    studio = make_studio(tiny_mlm_dir, checkpoints)
+    alice, bob = Session(), Session()
+    job = finished_job(studio, other_checkpoint)
+    message = studio.save_finetuned(job, "DEFSENT-MINILM", alice)
+    assert f"`{YOURS}DEFSENT-MINILM`" in message and "for this session only" in message
+    assert sorted(p.name for p in checkpoints.iterdir()) == ["other"]  # nothing in the shared checkpoints
+    assert f"{YOURS}DEFSENT-MINILM" in [name for _, name in studio.model_choices(alice)[0]]
+    assert not any(name.startswith(YOURS) for _, name in studio.model_choices(bob)[0])
+    with pytest.raises(ValueError, match="Save the model under a name first"):
+        studio.activate_finetuned(job, bob)  # bob knows the job id but saved nothing
+    assert "Your model: **yours/DEFSENT-MINILM**" in studio.activate_finetuned(job, alice)
+    assert alice.model == f"{YOURS}DEFSENT-MINILM" and studio.models.active().spec.name == "tiny"
+    assert studio.model_choices(bob)[1] == "tiny"
+    folder = public_saves_dir() / alice.key
+    assert (folder / "DEFSENT-MINILM").is_dir()
+    studio.end_session(alice)
+    assert not folder.exists()
+    with pytest.raises(ValueError, match="no longer kept on this server"):
+        studio.reverse_dictionary("a dog", 3, session=alice)
+
+
+def test_saves_and_downloads_share_a_disk_budget(tiny_mlm_dir, checkpoints, other_checkpoint):
+    from app.public import folder_bytes
+    size = folder_bytes(other_checkpoint)
+    studio = make_studio(tiny_mlm_dir, checkpoints, PublicLimits(disk_bytes=int(size * 1.5)))
+    job = finished_job(studio, other_checkpoint)
+    alice, bob = Session(), Session()
+    studio.save_finetuned(job, "mine", alice)
+    with pytest.raises(ValueError, match="storage for visitors' models is full .* nothing was written"):
+        studio.save_finetuned(job, "mine", bob)
+    assert not (public_saves_dir() / bob.folder_key()).exists()
+    with pytest.raises(ValueError, match="downloads"):  # the zips do not fit beside alice's save either
+        studio.download_finetuned(job, alice)
+    os.utime(public_saves_dir() / alice.key, (0, 0))  # alice's session expired long ago
+    assert "for this session only" in studio.save_finetuned(job, "mine", bob)
+    assert not (public_saves_dir() / alice.key).exists()
+
+
+def test_saved_models_of_an_earlier_run_are_removed_at_start(tiny_mlm_dir, checkpoints):
+    left = public_saves_dir() / "abc123" / "mine"
+    left.mkdir(parents=True)
+    make_studio(tiny_mlm_dir, checkpoints)
+    assert not left.parent.exists()
+
+
+# ---- fine-tuning --------------------------------------------------------------------------------------------
+
+@pytest.fixture
+def validated(tmp_path):
+    """A function giving a session with a validated dictionary upload, for a studio."""
+    path = tmp_path / "mine.tsv"
+    path.write_text("word\tdefinition\n" + "".join(f"{w}\t{d}\n" for w, d in WORDS.items()), encoding="utf-8")
+
+    def session_for(studio: Studio) -> Session:
+        report, session = studio.validate_upload(str(path), 0, Session())
+        assert "Ready" in report, report
+        return session
+    return session_for
+
+
+def test_fine_tunes_per_session_are_limited(tiny_mlm_dir, checkpoints, validated, monkeypatch):
+    studio = make_studio(tiny_mlm_dir, checkpoints, PublicLimits(finetunes_per_session=1))
+    monkeypatch.setattr("app.handlers.FinetuneJob.__call__", lambda self, job: None)  # no training process
+    session = validated(studio)
+    studio.start_finetune(session, 1, 5e-5, 4, 0, 1, 1, 0)
+    while studio.jobs.unfinished():
+        threading.Event().wait(0.01)
+    with pytest.raises(ValueError, match="started its 1 fine-tunes, the limit per visitor"):
+        studio.start_finetune(session, 1, 5e-5, 4, 0, 1, 1, 0)
+    assert QUOTA_USED.format(n=1).startswith("This session has started its 1")
+
+
+def test_the_training_slot_is_one_at_a_time_with_no_waiting_line(tiny_mlm_dir, checkpoints, validated):
+    studio = make_studio(tiny_mlm_dir, checkpoints)
+    assert (studio.jobs.max_running, studio.jobs.max_waiting) == (1, 0)
+    release = threading.Event()
+    studio.jobs.submit(lambda job: release.wait(60), "another visitor's fine-tune")
+    session = validated(studio)
+    try:
+        with pytest.raises(ValueError, match="The training slot is busy"):
+            studio.start_finetune(session, 1, 5e-5, 4, 0, 1, 1, 0)
+        assert session.finetunes == 0 and session.job == ""  # refused: it does not count
+    finally:
+        release.set()
+
+
+# ---- evaluate ---------------------------------------------------------------------------------------------
+
+def test_evaluate_reads_no_senteval_folder_in_public_mode(tiny_mlm_dir, checkpoints):
+    studio = make_studio(tiny_mlm_dir, checkpoints)
+    for run in (lambda: studio.evaluate_sts("data/senteval", ["STS-B"]),
+                lambda: studio.evaluate_senteval("data/senteval", ["MR"], "quick")):
+        with pytest.raises(ValueError, match="reads only the bundled smoke set"):
+            run()
+
+
+# ---- switching it on, and the UI ------------------------------------------------------------------------
+
+def test_public_mode_is_on_for_a_space_or_with_the_flag(monkeypatch):
+    monkeypatch.delenv("SPACE_ID", raising=False)
+    assert not public_mode() and public_mode(True)
+    monkeypatch.setenv("SPACE_ID", "someone/defsent-studio")
+    assert public_mode()
+    assert app_main().parse_args(["--public"]).public
+
+
+def test_the_ui_keeps_the_model_choice_and_saves_in_the_session(tiny_mlm_dir, checkpoints):
+    gr = pytest.importorskip("gradio")
+    from app.ui import build_app
+
+    studio = make_studio(tiny_mlm_dir, checkpoints, PublicLimits(session_lifetime=600))
+    demo = build_app(studio)
+    state = next(b for b in demo.blocks.values() if isinstance(b, gr.State))
+    assert state.time_to_live == 600 and state.delete_callback == studio.end_session
+    chooser = next(b for b in demo.blocks.values() if getattr(b, "elem_id", None) == "model-choice")
+    assert "this session only" in chooser.label
+    for name in ("switch_model", "save_finetuned", "activate_finetuned"):
+        event = next(f for f in demo.fns.values() if f.api_name == name)
+        assert state in event.inputs and state in event.outputs, name
+    for name in ("reverse_dictionary", "similarity", "analogy", "draw_map", "candidates_map", "evaluate_words"):
+        assert state in next(f for f in demo.fns.values() if f.api_name == name).inputs, name
+
+
+# ---- login -------------------------------------------------------------------------------------------------
+
+def app_main():
+    spec = importlib.util.spec_from_file_location("app_main", REPO / "app.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_auth_from_the_flag_or_the_environment(monkeypatch):
+    monkeypatch.delenv("DEFSENT_AUTH", raising=False)
+    main = app_main()
+    assert main.parse_args([]).auth is None
+    assert main.parse_args(["--auth", "alice:pass:with:colons"]).auth == ("alice", "pass:with:colons")
+    monkeypatch.setenv("DEFSENT_AUTH", "bob:secret")
+    assert main.parse_args([]).auth == ("bob", "secret")
+
+
+@pytest.mark.parametrize("value", ["alice", "alice:", ":secret", "  :  ", "alice:   "])
+def test_a_malformed_auth_is_refused_with_its_form(value, capsys, monkeypatch):
+    monkeypatch.delenv("DEFSENT_AUTH", raising=False)
+    with pytest.raises(SystemExit):
+        app_main().parse_args(["--auth", value])
+    assert "expected USER:PASSWORD, both non-empty" in capsys.readouterr().err
