@@ -55,6 +55,8 @@ SLOT_BUSY = ("The training slot is busy: another visitor's fine-tune is running,
              "{slots} at a time. Try again when it has finished (a few minutes).")
 QUOTA_USED = ("This session has started its {n} fine-tunes, the limit per visitor on this public server. "
               "To train more, run DefSent Studio on your own machine (see the README).")
+STEPS_OVER = ("These settings make {steps:,} training steps; this public server trains at most {limit:,} a job, so "
+              "that the one training slot is free again soon: lower Epochs or set Max steps.")
 PUBLIC_EVALUATE = ("On this public server the Evaluate tab reads only the bundled smoke set (below); STS and "
                    "SentEval need their data on the server: run DefSent Studio on your own machine for them.")
 NO_DECODER = ("No Vec2Sent decoder is available for the active encoder (none in checkpoints/ was trained on "
@@ -380,6 +382,9 @@ class Studio:
                                               trainable_layers=trainable_layers, max_steps=max_steps,
                                               evaluations=evaluations, seed=seed)
         settings.check(upload.train_size, layers)  # now, not in the background: the run's length too
+        if self.public is not None and settings.total_steps(upload.train_size) > self.public.max_training_steps:
+            raise ValueError(STEPS_OVER.format(steps=settings.total_steps(upload.train_size),
+                                               limit=self.public.max_training_steps))
         try:
             job = self.jobs.submit(FinetuneJob(active.spec, upload, settings),
                                    f"fine-tune {active.spec.name} on {upload.name}", on_forget=discard_staged)

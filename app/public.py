@@ -5,8 +5,9 @@ visitor can hold the server's CPU or fill its disk.
 - The model a visitor chooses, and the models they fine-tune and save, belong to their session (a
   gr.State): switching or saving changes nothing for anyone else. Loaded models are shared between
   the sessions that chose them, at most `PublicLimits.loaded_models` besides the server's own.
-- Fine-tuning: at most `finetunes_per_session` jobs a session, and `training_slots` jobs on the
-  whole server at a time, with no waiting line (a Start while the slot is taken is refused).
+- Fine-tuning: at most `finetunes_per_session` jobs a session, `max_training_steps` steps a job, and
+  `training_slots` jobs on the whole server at a time, with no waiting line (a Start while the slot is
+  taken is refused).
 - Disk: a session's saved models live in its own folder of the cache (`public_saves_dir()/KEY/`),
   never in checkpoints/. Saves of all sessions plus the download zips take at most `disk_bytes`;
   expired sessions' saves and old downloads are deleted first to make room, else the save or download
@@ -35,6 +36,9 @@ class PublicLimits:
     """The bounds of public mode, in one place (each is named in the message that enforces it)."""
     finetunes_per_session: int = 2
     training_slots: int = 1  # fine-tunes on the whole server at a time; no waiting line
+    # Steps of one public fine-tune: about a second each for the shipped model on the free 2-core tier,
+    # so the slot is free again within about 20 minutes.
+    max_training_steps: int = 1_000
     disk_bytes: int = 1_500_000_000  # every session's saved models plus download zips
     session_lifetime: float = 2 * 3600.0  # seconds a session's state (and its saved models) is kept unused
     loaded_models: int = 2  # models loaded for sessions besides the server's own (each ~100-300 MB)

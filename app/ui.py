@@ -175,7 +175,10 @@ def _model_bar(demo: gr.Blocks, studio: Studio, session: gr.State
     # minimum widths make the row wrap on a phone (the status goes below) instead of squeezing each part.
     label = "Model (yours: this session only)" if studio.public is not None else "Model (shared by all users)"
     with gr.Row(elem_id="model-bar"):
-        choice = gr.Dropdown(label=label, choices=studio.model_choices()[0], scale=3,
+        # The choices are listed again whenever the list is opened, so checkpoints saved after the page was
+        # loaded (by another user, or `python -m core train`) can be chosen; a name typed in (or sent by an API
+        # client) is checked by the handler, which reads the checkpoints folder at each choice.
+        choice = gr.Dropdown(label=label, choices=studio.model_choices()[0], scale=3, allow_custom_value=True,
                              min_width=220, interactive=True, elem_id="model-choice")
         load = gr.Button("Use this model", scale=1, min_width=140, elem_id="model-load")
         status = gr.Markdown(elem_id="model-status", min_height=0)
@@ -184,7 +187,11 @@ def _model_bar(demo: gr.Blocks, studio: Studio, session: gr.State
     def refresh(state):
         names, active = studio.model_choices(state)
         return gr.Dropdown(choices=names, value=active), studio.model_status(state)
+
+    def relist(state):
+        return gr.Dropdown(choices=studio.model_choices(state)[0])
     demo.load(refresh, session, [choice, status], api_visibility="private")
+    choice.focus(relist, session, choice, queue=False, show_progress="hidden", api_visibility="private")
     return refresh, [choice, status]
 
 

@@ -560,6 +560,21 @@ def test_ui_builds_and_errors_are_readable(studio):
         handler(lambda: 1 / 0)()
 
 
+def test_a_checkpoint_saved_after_the_page_loaded_can_be_chosen(studio, engine):
+    """The model list is listed again when it is opened, and a name it did not list yet is accepted."""
+    pytest.importorskip("gradio")
+    from app.ui import build_app
+
+    demo = build_app(studio)
+    chooser = next(b for b in demo.blocks.values() if getattr(b, "elem_id", None) == "model-choice")
+    engine.save(studio.models.checkpoints / "trained-later", name="trained-later")
+    assert chooser.preprocess("trained-later") == "trained-later"  # gradio refuses a value not among the choices
+    focus = next(f for f in demo.fns.values() if (chooser._id, "focus") in f.targets)
+    assert "trained-later" in [value for _, value in focus.fn(Session()).choices]
+    status, _ = studio.choose_model("trained-later", Session())
+    assert "trained-later" in status
+
+
 def _events(demo, event: str, **attrs) -> list[tuple]:
     """(function name, input ids, output ids) of each `event` listener of the blocks matching `attrs`."""
     ids = {i for i, b in demo.blocks.items() if all(getattr(b, k, None) == v for k, v in attrs.items())}

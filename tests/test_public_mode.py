@@ -178,6 +178,14 @@ def test_fine_tunes_per_session_are_limited(tiny_mlm_dir, checkpoints, validated
     assert QUOTA_USED.format(n=1).startswith("This session has started its 1")
 
 
+def test_a_public_fine_tune_has_a_step_limit(tiny_mlm_dir, checkpoints, validated):
+    studio = make_studio(tiny_mlm_dir, checkpoints, PublicLimits(max_training_steps=10))
+    session = validated(studio)
+    with pytest.raises(ValueError, match="make 11 training steps; this public server trains at most 10 a job"):
+        studio.start_finetune(session, 1, 5e-5, 4, 0, 11, 1, 0)
+    assert not studio.jobs.unfinished() and session.finetunes == 0
+
+
 def test_the_training_slot_is_one_at_a_time_with_no_waiting_line(tiny_mlm_dir, checkpoints, validated):
     studio = make_studio(tiny_mlm_dir, checkpoints)
     assert (studio.jobs.max_running, studio.jobs.max_waiting) == (1, 0)
