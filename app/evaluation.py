@@ -15,6 +15,8 @@ import time
 from functools import lru_cache
 from pathlib import Path
 
+import numpy as np
+
 from core.paths import REPO_ROOT, SENTEVAL_DIR
 from core.dictionary import Entry, load_wordnet, split_by_word
 from core.word_eval import evaluate_words
@@ -34,9 +36,22 @@ DEFAULT_DATA_DIR = SENTEVAL_DIR
 DATA_FOLDERS = {"data/senteval": REPO_ROOT / "data" / "senteval", "../shared/data/senteval": DEFAULT_DATA_DIR}
 DATA_FOLDERS_ENV = "DEFSENT_EVALUATION_DATA"
 SENTEVAL_URL = "https://github.com/facebookresearch/SentEval"
-GET_DATA = (f"To get SentEval's data, clone the SentEval repository ({SENTEVAL_URL}) and run its download script "
-            "in its data/downstream folder (`cd data/downstream && ./get_transfer_data.bash`), then copy or link "
-            "what that folder holds (STS/, SICK/, MR/, CR/, ...) into data/senteval in DefSent Studio's folder.")
+FETCH_SCRIPT = "scripts/fetch_senteval.sh"
+GET_DATA = (f"To get SentEval's data (online, once), run `bash {FETCH_SCRIPT}` in DefSent Studio's folder: it runs "
+            f"the download script of the SentEval repository ({SENTEVAL_URL}) and puts what it fetched (STS/, SICK/, "
+            "MR/, CR/, ...) into data/senteval, where this tab reads it. By hand: clone SentEval, run "
+            "`./get_transfer_data.bash` in its data/downstream folder, and copy or link that folder's contents into "
+            "data/senteval.")
+# The bundled smoke set (app/data/smoke_sts.tsv): hand-written groups of a sentence, a paraphrase and a
+# sentence with one detail changed, scored by construction. It lets the tab show something offline
+# and on a public server; it is no benchmark.
+SMOKE_SET = Path(__file__).parent / "data" / "smoke_sts.tsv"
+SMOKE_SCORES = {"paraphrase": 5.0, "one detail changed": 3.0, "unrelated": 0.0}
+SMOKE_NOTE = ("Smoke set bundled with the app: {pairs} pairs built from {groups} hand-written sentences, each with a "
+              "paraphrase (scored 5) and a version with one detail changed (scored 3), and paired with an unrelated "
+              "sentence (0; paired by position, so a few share a subject such as \"a man\"). The scores are given by "
+              "construction, not by raters: this shows the model and the tab "
+              "at work offline; it is not a benchmark, and its numbers are not comparable with STS or SICK.")
 
 
 def data_folders() -> dict[str, Path]:
@@ -48,6 +63,41 @@ def data_folders() -> dict[str, Path]:
 def default_data_dir() -> str:
     """The name of the first data folder that exists on this server, else ""."""
     return next((name for name, folder in data_folders().items() if folder.is_dir()), "")
+
+
+@lru_cache(maxsize=1)
+def smoke_pairs() -> tuple[tuple[str, str, float, str], ...]:
+    """(sentence, sentence, score, kind) of the bundled smoke set: per line, sentence-paraphrase (5),
+    sentence-changed and paraphrase-changed (3), and the sentence with the sentence of the line half the
+    file away (0)."""
+    lines = [line.split("\t") for line in SMOKE_SET.read_text(encoding="utf-8").splitlines()
+             if line.strip() and not line.startswith("#")][1:]  # the header row
+    paraphrase, changed, unrelated = SMOKE_SCORES.values()
+    pairs = []
+    for i, (sentence, para, other) in enumerate(lines):
+        stranger = lines[(i + len(lines) // 2) % len(lines)][0]
+        pairs += [(sentence, para, paraphrase, "paraphrase"), (sentence, other, changed, "one detail changed"),
+                  (para, other, changed, "one detail changed"), (sentence, stranger, unrelated, "unrelated")]
+    return tuple(pairs)
+
+
+def smoke_markdown(models: dict, progress: Progress = no_progress) -> str:
+    """Spearman x100 of each named engine's cosines against the smoke set's scores, and its mean cosine per
+    kind of pair, as Markdown with the set's honest description."""
+    from core.evaluation.metrics import paired_cosine, spearman_x100
+
+    pairs = smoke_pairs()
+    gold = np.array([score for _, _, score, _ in pairs])
+    kinds = list(SMOKE_SCORES)
+    rows = [f"| model | Spearman x100 | {' | '.join(f'mean cosine: {kind}' for kind in kinds)} |",
+            "|---|---:|" + "---:|" * len(kinds)]
+    for i, (name, engine) in enumerate(models.items()):
+        progress(i / len(models), desc=f"encoding for {name}")
+        cosine = paired_cosine(engine.encode([a for a, _, _, _ in pairs]), engine.encode([b for _, b, _, _ in pairs]))
+        means = [float(np.mean([c for c, p in zip(cosine, pairs) if p[3] == kind])) for kind in kinds]
+        rows.append(f"| {name} | {spearman_x100(cosine, gold):.2f} | {' | '.join(f'{m:.3f}' for m in means)} |")
+    groups = len(pairs) // 4
+    return "\n".join(rows) + "\n\n" + SMOKE_NOTE.format(pairs=len(pairs), groups=groups)
 
 
 @lru_cache(maxsize=1)

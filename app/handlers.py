@@ -24,7 +24,7 @@ from core.word_eval import format_table
 
 from . import services as sv
 from . import views
-from .evaluation import senteval_markdown, sts_markdown, word_prediction_rows
+from .evaluation import senteval_markdown, smoke_markdown, sts_markdown, word_prediction_rows
 from .export import download_files
 from .finetune import (UPLOADS, FinetuneJob, FinetuneResult, FinetuneSettings, Upload, comparison_rows,
                        discard_staged, model_layers, remove_leftovers, save_finetuned, validate_upload)
@@ -517,6 +517,15 @@ class Studio:
         if not rows:
             return "The active model records no word-prediction metrics; evaluate it below."
         return "Recorded when the checkpoint was trained:\n\n" + format_table(rows)
+
+    def evaluate_smoke(self, compare: bool, session: Session | None = None,
+                       progress: sv.Progress = sv.no_progress) -> str:
+        """The bundled smoke set (app.evaluation.smoke_markdown): works offline and in public mode."""
+        active = self._model(session)
+        engines = {active.spec.name: active.engine}
+        if compare and not active.is_base:
+            engines["before DefSent training"] = active.untrained()
+        return smoke_markdown(engines, progress)
 
     def evaluate_sts(self, data_dir: str, datasets: list[str], session: Session | None = None,
                      progress: sv.Progress = sv.no_progress) -> str:

@@ -12,8 +12,8 @@ import gradio as gr
 
 from core.checkpoint import CheckpointError
 
-from .evaluation import QUICK_STS, STS_DATASETS, TRANSFER_SIZES, TRANSFER_TASKS, default_data_dir
-from .handlers import COLOUR_BY, MAP_SOURCES, Session, Studio
+from .evaluation import GET_DATA, QUICK_STS, STS_DATASETS, TRANSFER_SIZES, TRANSFER_TASKS, default_data_dir
+from .handlers import COLOUR_BY, MAP_SOURCES, PUBLIC_EVALUATE, Session, Studio
 from .models import ModelUnavailable
 from .projection import METHODS
 from .services import POS_CODES
@@ -418,9 +418,21 @@ def _evaluate_tab(tab: gr.Tab, studio: Studio, session: gr.State) -> None:
          api_name="evaluate_words", **EVALUATE)
     tab.select(handler(studio.recorded_metrics), session, recorded, api_visibility="private")
 
-    gr.Markdown("### STS (Spearman x100), next to the papers' numbers")
+    gr.Markdown("### Smoke set (bundled: works offline)")
     with gr.Row():
-        data_dir = gr.Textbox(default_data_dir(), label="SentEval data folder (holds STS/, SICK/, MR/, ...)", scale=3)
+        smoke_compare = gr.Checkbox(True, label="Also the model before DefSent training", scale=3)
+        smoke_button = gr.Button("Run the smoke set", scale=1, elem_id="eval-smoke-go")
+    smoke = gr.Markdown(elem_id="eval-smoke")
+    wire([smoke_button.click], handler(studio.evaluate_smoke), [smoke_compare, session], [smoke],
+         api_name="evaluate_smoke", **EVALUATE)
+
+    gr.Markdown("### STS (Spearman x100), next to the papers' numbers")
+    gr.Markdown(PUBLIC_EVALUATE if studio.public is not None else
+                f"Needs SentEval's data on this server. {GET_DATA}" if not default_data_dir() else "",
+                elem_id="eval-get-data")
+    with gr.Row():
+        data_dir = gr.Textbox(default_data_dir() if studio.public is None else "", interactive=studio.public is None,
+                              label="SentEval data folder (holds STS/, SICK/, MR/, ...)", scale=3)
         datasets = gr.CheckboxGroup(list(STS_DATASETS), value=list(QUICK_STS), label="Datasets", scale=3)
         sts_button = gr.Button("Run STS", scale=1)
     sts = gr.Markdown(elem_id="eval-sts")

@@ -91,3 +91,64 @@ def test_sample_splits_keeps_pairs_aligned_and_is_fixed():
     assert sample_splits({"train": pairs}, 6, seed=1)["train"].first == train.first
     with pytest.raises(ValueError, match="sample size"):
         sample_splits({"train": pairs}, 0)
+
+
+# ---- offline: the bundled smoke set, and fetching SentEval's data ------------------------------------------
+
+def test_the_bundled_smoke_set_is_a_few_hundred_pairs_of_every_kind():
+    pairs = evaluation.smoke_pairs()
+    assert 250 <= len(pairs) <= 400
+    assert {kind: score for _, _, score, kind in pairs} == evaluation.SMOKE_SCORES
+    assert all(a.strip() and b.strip() and a != b for a, b, _, _ in pairs)
+
+
+def test_the_smoke_set_runs_offline_and_says_it_is_no_benchmark(studio):
+    markdown = studio.evaluate_smoke(True)
+    assert "| tiny |" in markdown and "mean cosine: paraphrase" in markdown
+    assert "hand-written" in markdown and "not a benchmark" in markdown
+    assert "nothing to compare" not in markdown  # the tiny model is a base: one row, no untrained twin
+    assert markdown.count("| tiny |") == 1
+
+
+def test_the_evaluate_tab_says_how_to_fetch_senteval_when_there_is_none(studio, monkeypatch):
+    pytest.importorskip("gradio")
+    from app.ui import build_app
+
+    monkeypatch.setattr(evaluation, "DATA_FOLDERS", {"data/senteval": Path("/nonexistent/senteval")})
+    monkeypatch.delenv(evaluation.DATA_FOLDERS_ENV)
+    demo = build_app(studio)
+    note = next(b for b in demo.blocks.values() if getattr(b, "elem_id", None) == "eval-get-data")
+    assert "bash scripts/fetch_senteval.sh" in note.value and "data/senteval" in note.value
+    assert any(f.api_name == "evaluate_smoke" for f in demo.fns.values())
+
+
+FAKE_GET_DATA = """data_path=.
+mkdir -p STS/STSBenchmark SICK MR
+echo x > STS/STSBenchmark/sts-test.csv; echo x > SICK/SICK_test_annotated.txt; echo x > MR/rt-polarity.pos
+### download SNLI
+touch "$MARKS/SNLI_RAN"
+### Get COCO captions
+touch "$MARKS/COCO_RAN"
+### download MRPC
+mkdir -p MRPC; echo x > MRPC/msr_paraphrase_test.txt
+"""
+
+
+def test_the_fetch_script_runs_sentevals_script_without_snli_and_coco(tmp_path):
+    """Offline: a fake SentEval archive (a file:// URL) whose script makes some task folders."""
+    import subprocess
+    import zipfile
+
+    script = Path(__file__).parents[1] / "scripts" / "fetch_senteval.sh"
+    archive = tmp_path / "senteval.zip"
+    with zipfile.ZipFile(archive, "w") as zf:
+        zf.writestr("SentEval-main/data/downstream/get_transfer_data.bash", FAKE_GET_DATA)
+    dry = subprocess.run(["bash", str(script), "--dry-run"], capture_output=True, text=True, timeout=30)
+    assert dry.returncode == 0 and "without its SNLI and COCO parts" in dry.stdout
+    dest = tmp_path / "senteval"
+    run = subprocess.run(["bash", str(script), str(dest)], capture_output=True, text=True, timeout=60,
+                         env={"PATH": "/usr/bin:/bin", "SENTEVAL_ARCHIVE": archive.as_uri(), "MARKS": str(tmp_path)})
+    assert run.returncode == 1 and "not fetched" in run.stderr and "CR SUBJ MPQA SST TREC" in run.stderr
+    assert sorted(p.name for p in dest.iterdir()) == ["MR", "MRPC", "SICK", "STS"]
+    assert (dest / "STS" / "STSBenchmark" / "sts-test.csv").is_file()
+    assert not (tmp_path / "SNLI_RAN").exists() and not (tmp_path / "COCO_RAN").exists()

@@ -204,6 +204,7 @@ def test_the_training_slot_is_one_at_a_time_with_no_waiting_line(tiny_mlm_dir, c
 
 def test_evaluate_reads_no_senteval_folder_in_public_mode(tiny_mlm_dir, checkpoints):
     studio = make_studio(tiny_mlm_dir, checkpoints)
+    assert "| tiny |" in studio.evaluate_smoke(False, Session())  # the bundled smoke set works
     for run in (lambda: studio.evaluate_sts("data/senteval", ["STS-B"]),
                 lambda: studio.evaluate_senteval("data/senteval", ["MR"], "quick")):
         with pytest.raises(ValueError, match="reads only the bundled smoke set"):
