@@ -7,18 +7,23 @@ answer, or a job problem. Phases, in order:
 1. **Reference**: the requests come from a fixed pool (`--distinct` per kind, drawn with `--seed`), so
    every concurrent request has a reference: each distinct request is sent once, sequentially, and
    its answer recorded.
-2. **Concurrent**: a fine-tuning job is started, then `--clients` clients send `--requests` requests
+2. **Memory** (`--memory-requests`, `--memory-uploads`; 0 and 0 skip it, as on --tiny by default): the
+   app's resident memory (VmRSS of its process; training jobs run in processes of their own) once
+   warm, then while and after `--clients` clients send `--memory-requests` mixed requests in all and
+   `--memory-uploads` dictionaries are uploaded and validated, each by a new client (a session of
+   its own, which keeps its validated upload). Target: at most +200 MB over the warm state.
+3. **Concurrent**: a fine-tuning job is started, then `--clients` clients send `--requests` requests
    each (kinds in equal shares, shuffled, drawn from the pool with fixed seeds). Each answer must
    equal its reference exactly (the returned data as JSON, floats included: the engine is
    deterministic). The one masked part: a map's status line says how long the projection took
    ("PCA in 0.0 s.") and whether it came from the projection cache; the coordinates are compared.
    Then the job's model is saved through the API and loaded with `Engine.load`.
-3. **Hostile** (`--hostile-seconds`, 0 skips it): one probe client times /reverse_dictionary and
+4. **Hostile** (`--hostile-seconds`, 0 skips it): one probe client times /reverse_dictionary and
    GET /gradio_api/info, first alone, then while `--hostile-clients` clients send the costliest
    requests the app accepts (the 64-character wildcard '*' * 63 + 'q', 1,000-character texts,
    k = 50, a 20,000-line map, refined analogies of long sentences...). Prints the delay they add; the
    probe's answers are compared with their references too. Target: at most 2 s added.
-4. **Model switching** (`--switches`, 0 skips it): a client switches the shared model to another
+5. **Model switching** (`--switches`, 0 skips it): a client switches the shared model to another
    (`--switch-to`: the untrained base; a second tiny model on --tiny) and back while the others send
    requests. (Not to the fine-tuned checkpoint: the API accepts only the models listed when the app
    started, as the dropdown's choices.) References are taken for both
@@ -67,6 +72,7 @@ OPEN_VOCAB_TIMEOUT = 1800.0  # waiting for the open vocabulary (about 4 minutes 
 CHECKPOINT_NAME = "load-test"
 P99_TARGET_S = 2.0  # reverse dictionary, phase 2
 HOSTILE_TARGET_S = 2.0  # delay a hostile request may add to another endpoint
+MEMORY_TARGET_MB = 200.0  # the app's growth over its warm state after the memory phase
 PENDING_NOTICE = "until the full vocabulary"  # app.handlers.OPEN_VOCABULARY_PENDING
 DESCRIPTIONS = ["a person who is in charge", "a place where books are kept", "a large grey animal with a trunk",
                 "to move quickly on foot", "feeling or showing pleasure", "a building where people live",
@@ -188,13 +194,19 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--switch-to", default=None,
                         help="the model the switching client switches to and back from (default: a second tiny "
                              "model on --tiny, else the untrained base)")
+    parser.add_argument("--memory-requests", type=int, default=None,
+                        help="mixed requests of the memory phase (default: 0 on --tiny, else 1000; 0 and "
+                             "--memory-uploads 0 skip it)")
+    parser.add_argument("--memory-uploads", type=int, default=None,
+                        help="dictionary uploads of the memory phase, one new session each (default: 0 on --tiny, "
+                             "else 20)")
     parser.add_argument("--json", type=Path, default=None, help="also write the results to this JSON file")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
     args.single_token_words = args.single_token_words or args.tiny
     args.switch_to = args.switch_to or ("tiny-b" if args.tiny else "untrained base (all-MiniLM-L6-v2)")
     for name, tiny, full in (("job_steps", 50, 150), ("hostile_seconds", 10.0, 60.0), ("switches", 2, 4),
-                             ("switch_requests", 10, 40)):
+                             ("switch_requests", 10, 40), ("memory_requests", 0, 1000), ("memory_uploads", 0, 20)):
         if getattr(args, name) is None:
             setattr(args, name, tiny if args.tiny else full)
     return args
@@ -402,6 +414,53 @@ def warm_up(client, pool: dict[str, list[Call]]) -> None:
 
 
 # ---- phases ------------------------------------------------------------------------------------------
+def rss_mb(pid: int) -> float:
+    """Resident memory of a process in MB (VmRSS of /proc/PID/status)."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    raise RuntimeError(f"no VmRSS for process {pid}")
+
+
+def memory_phase(url: str, pool: dict[str, list[Call]], dictionary: Path, pid: int, args: argparse.Namespace) -> dict:
+    """The app's resident memory warm, then at its peak (sampled every 0.5 s) and after the memory phase's
+    mixed requests and uploads (see the module's docstring)."""
+    from gradio_client import handle_file
+
+    time.sleep(2.0)  # let the warm-up's last allocations settle
+    warm = rss_mb(pid)
+    peak, stop = [warm], threading.Event()
+
+    def sample() -> None:
+        while not stop.wait(0.5):
+            peak.append(rss_mb(pid))
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    started = time.perf_counter()
+    clients = max(1, args.clients)
+    lists = [client_calls(pool, args.memory_requests // clients + (i < args.memory_requests % clients),
+                          args.seed * 7919 + i) for i in range(clients)]
+    outcomes = run_clients(url, lists) if args.memory_requests else []
+    uploads_failed = []
+    for i in range(args.memory_uploads):
+        try:
+            report = new_client(url).predict(handle_file(str(dictionary)), i, api_name="/validate")
+            if "Ready" not in report:
+                uploads_failed.append(report[:200])
+        except Exception as err:
+            uploads_failed.append(f"{type(err).__name__}: {err}"[:200])
+    seconds = time.perf_counter() - started
+    time.sleep(2.0)
+    stop.set()
+    sampler.join()
+    after = rss_mb(pid)
+    return {"requests": len(outcomes), "uploads": args.memory_uploads, "seconds": round(seconds, 1),
+            "failed": sum(bool(o.error) for o in outcomes), "uploads_failed": uploads_failed[:5],
+            "errors": sorted({o.error for o in outcomes if o.error})[:5], "warm_mb": round(warm, 1),
+            "peak_mb": round(max(peak + [after]), 1), "after_mb": round(after, 1),
+            "growth_mb": round(after - warm, 1), "kinds": latency_rows(outcomes) if outcomes else []}
+
+
 def concurrent_phase(client, url: str, pool: dict[str, list[Call]], dictionary: Path, checkpoints: Path,
                      args: argparse.Namespace) -> dict:
     """Phase 1 and 2: references, then the clients while the fine-tuning job runs; then the job's end."""
@@ -623,9 +682,14 @@ def measure(url: str, process: subprocess.Popen, dictionary: Path, checkpoints: 
     pool = request_pool(args.distinct, args.seed)
     warm_up(client, pool)
     marks.append(("open vocabulary and warm-up", time.perf_counter()))
+    memory = None
+    if args.memory_requests > 0 or args.memory_uploads > 0:
+        memory = memory_phase(url, pool, dictionary, process.pid, args)
+        marks.append(("memory", time.perf_counter()))
     result = concurrent_phase(client, url, pool, dictionary, checkpoints, args)
     marks.append(("references, load and job", time.perf_counter()))
     result["open_vocab_wait_s"] = round(waited, 1)
+    result["memory"] = memory
     refs = result.pop("_refs")
     result["hostile"] = hostile_phase(client, url, pool, refs, args) if args.hostile_seconds > 0 else None
     marks.append(("hostile", time.perf_counter()))
@@ -661,6 +725,7 @@ def report(result: dict) -> str:
                  f"finished: {_yes(job['finished'])} ({job['seconds']:.0f} s); checkpoint saved through the API "
                  f"loads with Engine.load: {_yes(job['checkpoint_loads'])}")
     lines += [f"  {job['error']}"] if job["error"] else []
+    lines += _memory_lines(result.get("memory"))
     lines += _hostile_lines(result.get("hostile"))
     lines += _switching_lines(result.get("switching"))
     lines.append("\nseconds per phase: " + ", ".join(f"{name} {seconds}" for name, seconds
@@ -673,6 +738,19 @@ def _comparison_lines(comparison: dict) -> list[str]:
              f"request answered alone" + (f" ({comparison['no_reference']} without a reference)"
                                           if comparison["no_reference"] else "")]
     return lines + [f"  {example}" for example in comparison["examples"]]
+
+
+def _memory_lines(memory: dict | None) -> list[str]:
+    if not memory:
+        return ["memory phase: skipped"]
+    met = "met" if memory["growth_mb"] <= MEMORY_TARGET_MB else "MISSED"
+    lines = [f"\nmemory phase: {memory['requests']} mixed requests and {memory['uploads']} uploads (one new session "
+             f"each) in {memory['seconds']:.0f} s; the app's resident memory warm {memory['warm_mb']:.0f} MB, peak "
+             f"{memory['peak_mb']:.0f} MB, after {memory['after_mb']:.0f} MB: {memory['growth_mb']:+.0f} MB "
+             f"(target <= +{MEMORY_TARGET_MB:.0f} MB: {met}); failed requests {memory['failed']}, failed uploads "
+             f"{len(memory['uploads_failed'])}"]
+    lines += [f"  {error}" for error in memory["errors"] + memory["uploads_failed"]]
+    return lines + [f"  {r['kind']}: p50 {r['p50_ms']:.0f} ms, p99 {r['p99_ms']:.0f} ms" for r in memory["kinds"]]
 
 
 def _hostile_lines(hostile: dict | None) -> list[str]:
@@ -727,7 +805,8 @@ def passed(result: dict) -> bool:
             and all("error" not in p and p["comparison"]["differing"] == 0 and not p["comparison"]["no_reference"]
                     for p in phases)
             and all(p.get("failed", 0) == 0 and not p.get("switch_failed") for p in phases[1:])
-            and (not result.get("hostile") or result["hostile"]["probe_failed"] == 0))
+            and (not result.get("hostile") or result["hostile"]["probe_failed"] == 0)
+            and (not result.get("memory") or (result["memory"]["failed"] == 0 and not result["memory"]["uploads_failed"])))
 
 
 def main(argv: list[str] | None = None) -> int:
