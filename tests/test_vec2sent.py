@@ -238,6 +238,20 @@ def test_embeddings_are_computed_once_and_cached(tokenizer, tmp_path):
     assert not list(tmp_path.glob("*.partial*"))
 
 
+def test_a_grown_corpus_embeds_only_its_new_sentences(tokenizer, tmp_path):
+    link = make_link(tokenizer)
+    first = cached_embeddings(FIVE[:3], link, tmp_path, chunk=1)
+    assert link.encode.calls == 3
+    grown = cached_embeddings(FIVE[::-1], link, tmp_path, chunk=1)
+    assert link.encode.calls == 5  # the two new sentences only
+    np.testing.assert_array_equal(grown[2:], first[::-1])
+    np.testing.assert_allclose(grown, StandInEncoder(tokenizer)(FIVE[::-1]), rtol=1e-6)  # same table (seed 0)
+    half = EncoderLink(name="b", fingerprint="fp-A", encode=StandInEncoder(tokenizer), tokenizer=tokenizer,
+                       precision="bfloat16")
+    cached_embeddings(FIVE[:3], half, tmp_path, chunk=1)
+    assert half.encode.calls == 3  # embeddings of another precision are not reused
+
+
 def test_train_for_encoder_writes_a_loadable_checkpoint(tokenizer, tmp_path):
     link = make_link(tokenizer)
     out = tmp_path / "vec2sent-tiny"

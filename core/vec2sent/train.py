@@ -146,17 +146,43 @@ def corpus_hash(sentences: list[str]) -> str:
 
 def cached_embeddings(sentences: list[str], link: EncoderLink, cache_dir: Path = EMBEDDING_CACHE,
                       chunk: int = 1024) -> np.ndarray:
-    """Embeddings (n, S) of `sentences`, computed once per (encoder fingerprint, corpus) and cached."""
+    """Embeddings (n, S) of `sentences`, computed once per (encoder fingerprint, corpus) and cached.
+
+    Each cache has its sentences beside it (.txt), so a grown corpus embeds only its new sentences:
+    the others are taken from earlier caches of the same encoder and precision."""
     path = cache_dir / f"{link.fingerprint[:16]}-{corpus_hash(sentences)[:16]}{link.precision_tag}.npy"
     if path.is_file():
         return np.load(path)
     cache_dir.mkdir(parents=True, exist_ok=True)
-    parts = []
-    for start in tqdm(range(0, len(sentences), chunk), desc="embedding corpus", unit="chunk"):
-        parts.append(np.asarray(link.encode(sentences[start:start + chunk]), dtype=np.float32))
-    embeddings = np.concatenate(parts)
+    known = _earlier_embeddings(cache_dir, link)
+    missing = [s for s in dict.fromkeys(sentences) if s not in known]
+    for start in tqdm(range(0, len(missing), chunk), desc="embedding corpus", unit="chunk"):
+        part = missing[start:start + chunk]
+        known.update(zip(part, np.asarray(link.encode(part), dtype=np.float32)))
+    embeddings = np.stack([known[s] for s in sentences]) if sentences else np.zeros((0, 0), np.float32)
+    sidecar = path.with_suffix(".txt")
+    partial = sidecar.with_name("." + sidecar.name + ".partial")
+    partial.write_text("\n".join(sentences) + "\n", encoding="utf-8")
+    partial.replace(sidecar)
     save_npy_atomically(path, embeddings)
     return embeddings
+
+
+def _earlier_embeddings(cache_dir: Path, link: EncoderLink) -> dict[str, np.ndarray]:
+    """sentence -> embedding from every complete cache of this encoder and precision in `cache_dir`."""
+    known: dict[str, np.ndarray] = {}
+    prefix = f"{link.fingerprint[:16]}-"
+    for path in sorted(cache_dir.glob(f"{prefix}*.npy")):
+        if path.stem[len(prefix):].split("-")[1:] != ([link.precision] if link.precision_tag else []):
+            continue  # another precision's
+        sidecar = path.with_suffix(".txt")
+        if not sidecar.is_file():
+            continue
+        texts = sidecar.read_text(encoding="utf-8").split("\n")[:-1]
+        vectors = np.load(path, mmap_mode="r")
+        if len(texts) == len(vectors):
+            known.update(zip(texts, vectors))
+    return known
 
 
 def bucketed_batches(lengths: np.ndarray, batch_size: int, rng: np.random.Generator) -> list[np.ndarray]:
