@@ -121,3 +121,15 @@ def test_resuming_a_finished_run_changes_nothing(tiny_base_dir, tokenizer, tmp_p
     stats = train_for_encoder(FIVE * 2, link, tmp_path / "out", overrides, settings, resume=True, **kwargs)
     assert stats.steps == 3
     assert (tmp_path / "out" / "model.safetensors").read_bytes() == before
+
+
+def test_a_session_limit_stops_a_run_that_resume_finishes(tiny_base_dir, tokenizer, tmp_path):
+    link = make_link(tokenizer)
+    settings = TrainSettings(minutes=60, max_steps=4, batch_size=2, log_every=1, save_every_minutes=60,
+                             session_minutes=0.0)
+    overrides = {**TRANSFORMER, "base": str(tiny_base_dir)}
+    kwargs = dict(val_size=2, cache_dir=tmp_path / "cache", progress=False, run_dir=tmp_path / "run")
+    assert train_for_encoder(FIVE * 2, link, tmp_path / "out", overrides, settings, **kwargs).steps == 1
+    assert (tmp_path / "out" / "model.safetensors").is_file()  # saved when the session ended
+    rest = TrainSettings(**{**settings.__dict__, "session_minutes": None})
+    assert train_for_encoder(FIVE * 2, link, tmp_path / "out", overrides, rest, resume=True, **kwargs).steps == 4

@@ -47,8 +47,9 @@ LONGEST_TRAINED_SENTENCE = 47  # pieces (the corpus' longest has 41, p99 22); lo
 
 @dataclass
 class TrainSettings:
-    minutes: float = 80.0
+    minutes: float = 80.0  # the whole run's budget, resumed parts included
     max_steps: int | None = None
+    session_minutes: float | None = None  # stop (saved) after this many minutes of this invocation; --resume goes on
     batch_size: int = 64
     lr: float = 2e-3
     clip: float = 1.0
@@ -276,7 +277,7 @@ def train_decoder(model: Decoder, data: TrainingData, settings: TrainSettings,
     sampled = (SampledSoftmax.for_data(data, model.config.vocab_size, settings.frequent_pieces,
                                        settings.sampled_negatives) if settings.sampled_negatives else None)
     recent = []
-    last_save = time.monotonic()
+    last_save = session_start = time.monotonic()
     started = last_save - stats.seconds
     budget = settings.minutes * 60
     if stats.seconds >= budget or stats.steps == settings.max_steps:
@@ -297,7 +298,9 @@ def train_decoder(model: Decoder, data: TrainingData, settings: TrainSettings,
             stats.steps += 1
             stats.sentences_seen += len(idx)
             stats.seconds = time.monotonic() - started
-            done = stats.seconds >= budget or stats.steps == settings.max_steps
+            done = (stats.seconds >= budget or stats.steps == settings.max_steps
+                    or (settings.session_minutes is not None
+                        and time.monotonic() - session_start >= settings.session_minutes * 60))
             if stats.steps % settings.log_every == 0 or done:
                 point = {"step": stats.steps, "seconds": round(stats.seconds, 1),
                          "loss": round(float(np.mean(recent)), 4), "lr": optimizer.param_groups[0]["lr"]}
