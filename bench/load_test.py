@@ -200,6 +200,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--memory-uploads", type=int, default=None,
                         help="dictionary uploads of the memory phase, one new session each (default: 0 on --tiny, "
                              "else 20)")
+    parser.add_argument("--memory-upload-words", type=int, default=20_000,
+                        help="words of the memory phase's upload: all their WordNet definitions (default 20000, "
+                             "about 2 MB)")
     parser.add_argument("--json", type=Path, default=None, help="also write the results to this JSON file")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
@@ -427,6 +430,7 @@ def memory_phase(url: str, pool: dict[str, list[Call]], dictionary: Path, pid: i
     mixed requests and uploads (see the module's docstring)."""
     from gradio_client import handle_file
 
+    upload = write_dictionary(dictionary.parent / "memory-upload.tsv", args.memory_upload_words, args.seed + 1)
     time.sleep(2.0)  # let the warm-up's last allocations settle
     warm = rss_mb(pid)
     peak, stop = [warm], threading.Event()
@@ -444,7 +448,7 @@ def memory_phase(url: str, pool: dict[str, list[Call]], dictionary: Path, pid: i
     uploads_failed = []
     for i in range(args.memory_uploads):
         try:
-            report = new_client(url).predict(handle_file(str(dictionary)), i, api_name="/validate")
+            report = new_client(url).predict(handle_file(str(upload)), i, api_name="/validate")
             if "Ready" not in report:
                 uploads_failed.append(report[:200])
         except Exception as err:
@@ -455,6 +459,7 @@ def memory_phase(url: str, pool: dict[str, list[Call]], dictionary: Path, pid: i
     sampler.join()
     after = rss_mb(pid)
     return {"requests": len(outcomes), "uploads": args.memory_uploads, "seconds": round(seconds, 1),
+            "upload_bytes": upload.stat().st_size,
             "failed": sum(bool(o.error) for o in outcomes), "uploads_failed": uploads_failed[:5],
             "errors": sorted({o.error for o in outcomes if o.error})[:5], "warm_mb": round(warm, 1),
             "peak_mb": round(max(peak + [after]), 1), "after_mb": round(after, 1),
@@ -744,8 +749,8 @@ def _memory_lines(memory: dict | None) -> list[str]:
     if not memory:
         return ["memory phase: skipped"]
     met = "met" if memory["growth_mb"] <= MEMORY_TARGET_MB else "MISSED"
-    lines = [f"\nmemory phase: {memory['requests']} mixed requests and {memory['uploads']} uploads (one new session "
-             f"each) in {memory['seconds']:.0f} s; the app's resident memory warm {memory['warm_mb']:.0f} MB, peak "
+    lines = [f"\nmemory phase: {memory['requests']} mixed requests and {memory['uploads']} uploads of "
+             f"{memory['upload_bytes'] / 1e6:.1f} MB (one new session each) in {memory['seconds']:.0f} s; the app's resident memory warm {memory['warm_mb']:.0f} MB, peak "
              f"{memory['peak_mb']:.0f} MB, after {memory['after_mb']:.0f} MB: {memory['growth_mb']:+.0f} MB "
              f"(target <= +{MEMORY_TARGET_MB:.0f} MB: {met}); failed requests {memory['failed']}, failed uploads "
              f"{len(memory['uploads_failed'])}"]
