@@ -1,0 +1,94 @@
+"""End to end, in Debian's headless Chromium: `python app.py --public` behind a login ($DEFSENT_AUTH) on a
+tiny model. The login page comes first and a wrong password is refused; then two visitors (two browser
+contexts, two sessions): one chooses another model, the other's model stays the server's."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import urllib.error
+import urllib.request
+
+import pytest
+
+from core import Engine
+from tests.e2e.test_browser import CHROMIUM, CHROMIUM_ARGS, REPO, free_port, wait_until_up
+
+pytestmark = pytest.mark.slow
+USER, PASSWORD = "alice", "pass:with:colon"
+
+
+@pytest.fixture(scope="module")
+def public_url(tiny_mlm_dir, tmp_path_factory):
+    work = tmp_path_factory.mktemp("public")
+    checkpoint = Engine.from_base(str(tiny_mlm_dir)).save(work / "checkpoints" / "tiny-served", name="tiny-served")
+    port = free_port()
+    env = {**os.environ, "DEFSENT_CACHE_DIR": str(work / "cache"), "DEFSENT_THREADS": "1", "PYTHONUNBUFFERED": "1",
+           "DEFSENT_AUTH": f"{USER}:{PASSWORD}"}
+    env.pop("SPACE_ID", None)
+    command = [sys.executable, "app.py", "--port", str(port), "--model", str(checkpoint), "--public",
+               "--checkpoints", str(work / "checkpoints"), "--no-umap-warmup", "--single-token-words"]
+    log = (work / "app.log").open("w")
+    process = subprocess.Popen(command, cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}/"
+    try:
+        wait_until_up(url, process, work / "app.log")  # the login page answers
+        yield url
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+        log.close()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    sync_api = pytest.importorskip("playwright.sync_api")
+    if not CHROMIUM.exists():
+        pytest.skip("Debian's chromium is not installed (apt-get install -y chromium)")
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        yield browser
+        browser.close()
+
+
+def test_the_api_needs_the_login(public_url):
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        urllib.request.urlopen(public_url + "gradio_api/info", timeout=60)
+    assert refused.value.code == 401
+
+
+def visitor(browser, url: str, password: str = PASSWORD):
+    """A new browser context (its own cookies: its own session), logged in; its page."""
+    context = browser.new_context(viewport={"width": 1400, "height": 900})
+    page = context.new_page()
+    page.set_default_timeout(int(os.environ.get("E2E_TIMEOUT_MS", 300_000)))
+    page.goto(url)
+    page.get_by_label("username").fill(USER)
+    page.get_by_label("password").fill(password)
+    page.get_by_role("button", name="Login").click()
+    return page
+
+
+def test_a_wrong_password_is_refused(browser, public_url):
+    page = visitor(browser, public_url, password="wrong")
+    page.get_by_text("Incorrect Credentials").wait_for()
+    page.context.close()
+
+
+def test_one_visitors_model_choice_leaves_another_visitors_model_alone(browser, public_url):
+    alice, bob = visitor(browser, public_url), visitor(browser, public_url)
+    try:
+        for page in (alice, bob):
+            page.locator("#model-status").get_by_text("Active model: tiny-served").wait_for()
+        assert "this session only" in alice.locator("#model-choice").inner_text()
+        chooser = alice.locator("#model-choice input")
+        chooser.click()
+        alice.get_by_role("option", name="untrained base").click()
+        alice.locator("#model-load").click()
+        alice.locator("#model-status").get_by_text("Your model: untrained base").wait_for()
+        bob.reload()
+        bob.locator("#model-status").get_by_text("Active model: tiny-served").wait_for()
+        assert "untrained" not in bob.locator("#model-status").inner_text()
+    finally:
+        alice.context.close()
+        bob.context.close()
