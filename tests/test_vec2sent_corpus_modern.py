@@ -27,6 +27,7 @@ def test_dedup_key_is_case_insensitive():
 def test_untokenize_lowercased_benchmark_sentences():
     assert untokenize_lowercased("it 's a film , i think .") == "It's a film, I think."
     assert untokenize_lowercased("-lrb- sic -rrb- it does n't work") == "(sic) it doesn't work"
+    assert untokenize_lowercased("peter\\/spider-man is fun .") == "Peter/spider-man is fun."
 
 
 def test_split_sentences_respects_abbreviations():

