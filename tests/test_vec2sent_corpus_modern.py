@@ -112,7 +112,9 @@ def test_sample_heldout_balances_genres():
              "captions": [(f"A dog runs in field {i} today.", "sick-test") for i in range(500)],
              "questions": [(f"What is question number {i} about?", "trec-test") for i in range(40)],
              "technical": [(f"The kernel handles case {i} well.", "linux-doc") for i in range(300)]}
+    pools["news"].append(("See http://example.org for the news.", "stsb-test"))
     sample = sample_heldout(pools, 400, seed=5)
+    assert not any("http" in h["text"] for h in sample)
     assert len(sample) == 400
     counts = Counter(h["genre"] for h in sample)
     assert counts["questions"] == 40  # a short genre gives all it has; the others share the rest

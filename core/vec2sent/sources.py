@@ -814,6 +814,9 @@ def load_source(name: str, genre: str, docs: Iterable[Doc], holdout: float, seed
     return _Loaded(genre, train, heldout, heldout_keys, counts, documents)
 
 
+_LINK = re.compile(r"https?:|www\.|@\w+\.")
+
+
 def sample_heldout(pools: dict[str, list[tuple[str, str]]], size: int, seed: int) -> list[dict]:
     """`size` sentences spread evenly over the genres of `pools` (genre -> [(sentence, source)]):
     each genre gets size // genres (a short genre gives its rest to the others), each pool is
@@ -824,7 +827,7 @@ def sample_heldout(pools: dict[str, list[tuple[str, str]]], size: int, seed: int
         unique, seen = [], set()
         for sentence, source in sorted(pools[genre]):
             key = dedup_key(sentence)
-            if key not in seen:
+            if key not in seen and not _LINK.search(sentence):  # a link is no sentence to decode
                 seen.add(key)
                 unique.append((sentence, source))
         rng.shuffle(unique)
