@@ -143,7 +143,8 @@ def words(argv: Sequence[str]) -> int:
 
 @command("train")
 def train(argv: Sequence[str]) -> int:
-    """DefSent training: the word head (for a base without one), then the encoder (core/train.py).
+    """DefSent training: the word head (for a base without one), then the encoder (core/train.py),
+    then the open vocabulary's word map and weights (core/open_vocab_fit.py; --no-open-vocab skips it).
 
     python -m core train --recipe recipes/defsent-minilm.json --out checkpoints/NAME   # the shipped recipe
     """
@@ -153,6 +154,11 @@ def train(argv: Sequence[str]) -> int:
     args = parse_with_recipe(p, argv)
     if args.init and args.head_from:
         p.error("--init and --head-from both choose the starting model: give one")
+    if not args.no_open_vocab:  # fail before hours of training, not after
+        from .open_vocab_fit import missing_gcide
+
+        if missing_gcide(args.open_vocab_gcide):
+            p.error(missing_gcide(args.open_vocab_gcide) + " (or --no-open-vocab to skip the fit)")
     set_threads(args.threads)
     from . import distributed
 
@@ -166,6 +172,7 @@ def train(argv: Sequence[str]) -> int:
 def train_parser() -> argparse.ArgumentParser:
     """The flags of `python -m core train` (TrainConfig's among them)."""
     from .checkpoint import DEFAULT_BASE
+    from .open_vocab_fit import GCIDE_DICTD, WeightGrid
     from .train import HEAD_STAGES, TrainConfig
     from .word_head import HEAD_KINDS
 
@@ -193,6 +200,21 @@ def train_parser() -> argparse.ArgumentParser:
     p.add_argument("--head-from", type=Path, help="start from the base of this checkpoint with its head "
                    "(the encoder's training is redone, the head stage skipped)")
     add_config_flags(p, TrainConfig)
+    grid = WeightGrid()
+    p.add_argument("--no-open-vocab", action="store_true",
+                   help="skip the open vocabulary's fit at the end (word map + weights, core/open_vocab_fit.py)")
+    p.add_argument("--open-vocab-gcide", type=Path, default=GCIDE_DICTD,
+                   help="unpacked dict-gcide (scripts/fetch_gcide.sh): GCIDE dev chooses the definition weight")
+    p.add_argument("--open-vocab-lemmas", type=Path,
+                   help="the candidates: a synsets file like core/data/wordnet-synsets.jsonl.gz (the default)")
+    p.add_argument("--open-vocab-word-scales", type=float, nargs="+", default=list(grid.word_scales),
+                   help="word scales tried on WordNet dev")
+    p.add_argument("--open-vocab-head-weights", type=float, nargs="+", default=list(grid.head_weights),
+                   help="head weights tried on WordNet dev")
+    p.add_argument("--open-vocab-biases", type=float, nargs="+", default=list(grid.biases),
+                   help="multi-token biases tried on WordNet dev")
+    p.add_argument("--open-vocab-definition-weights", type=float, nargs="+", default=list(grid.definition_weights),
+                   help="definition weights tried on GCIDE dev")
     return p
 
 
@@ -217,7 +239,7 @@ def _run_training(args: argparse.Namespace, config, main_process: bool) -> int:
         entries, source = load_wordnet(), "WordNet 3.0 (core/data/wordnet.jsonl.gz)"
     split = split_by_word(entries, seed=args.split_seed)
     say(split.report())
-    extra_counts = None
+    open_split, extra_counts = split, None  # the open vocabulary's split extends the dictionary's own
     if args.extra_train:
         split, extra_counts = add_training_entries(split, load_wordnet(args.extra_train))
         say(f"extra training pairs from {args.extra_train}:", extra_counts)
@@ -244,13 +266,39 @@ def _run_training(args: argparse.Namespace, config, main_process: bool) -> int:
         return 0
     test = evaluate_words(engine, split.test)
     print(format_table({"DefSent (best dev)": test}))
-    engine.save(args.out, name=args.out.name, metrics={"test": test, "dev": result.best_dev},
+    metrics, open_vocab = {"test": test, "dev": result.best_dev}, None
+    if not args.no_open_vocab:
+        metrics["open_vocab"], open_vocab = _fit_open_vocabulary(engine, open_split, args)
+    engine.save(args.out, name=args.out.name, metrics=metrics,
                 training={"data": source, "split_seed": args.split_seed, "split": split.stats(),
                           "extra_train": {"file": str(args.extra_train), **extra_counts} if extra_counts else None,
                           "init": str(args.init) if args.init else None,
-                          "head_stage": args.head_stage, "result": result.to_dict()})
+                          "head_stage": args.head_stage, "result": result.to_dict(), "open_vocab": open_vocab})
     print(f"saved {args.out} (best step {result.best_step} of {result.steps}, {result.seconds / 60:.1f} min)")
     return 0
+
+
+def _fit_open_vocabulary(engine, split, args: argparse.Namespace) -> tuple[dict, dict]:
+    """The open vocabulary's map and weights fitted on `split` (core/open_vocab_fit.py): the test
+    metrics of each query set and what the manifest records of the run."""
+    import time
+    from dataclasses import asdict
+
+    from .dictionary import load_wordnet_lemmas
+    from .open_vocab import WordMapConfig
+    from .open_vocab_fit import WeightGrid, fit_open_vocabulary, read_gcide_dictd
+
+    started = time.time()
+    print("open vocabulary: fitting the word map and choosing the weights (core/open_vocab_fit.py)", flush=True)
+    grid = WeightGrid(tuple(args.open_vocab_word_scales), tuple(args.open_vocab_head_weights),
+                      tuple(args.open_vocab_biases), tuple(args.open_vocab_definition_weights))
+    dictionary = load_wordnet_lemmas(args.open_vocab_lemmas) if args.open_vocab_lemmas else None
+    results = fit_open_vocabulary(engine, split, read_gcide_dictd(args.open_vocab_gcide), grid=grid,
+                                  dictionary=dictionary, say=lambda line: print(line, flush=True))
+    print(f"open vocabulary: {results['config']} ({(time.time() - started) / 60:.1f} min)", flush=True)
+    record = {"grid": asdict(grid), "word_map": asdict(WordMapConfig()),
+              "lemmas": str(args.open_vocab_lemmas or "core/data/wordnet-synsets.jsonl.gz")}
+    return {name: value["all"] for name, value in results.items() if isinstance(value, dict) and "all" in value}, record
 
 
 def _scoring_parser(name: str, function: Command) -> argparse.ArgumentParser:

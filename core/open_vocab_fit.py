@@ -1,0 +1,227 @@
+"""Fit the open vocabulary of a trained model (core/open_vocab.py): its word map and its weights.
+
+    fit_open_vocabulary(engine, split, read_gcide_dictd())   # what `python -m core train` runs at its end
+
+The queries come from a split over all candidates (default every WordNet lemma) that extends the
+model's own training split (`core.dictionary.extend_split`), so no evaluated text was trained on:
+- the word map is fitted on that split's training definitions (`fit_word_map`, all candidates);
+- word_scale, head_weight and multi_bias are chosen by WordNet dev MRR with the definition channel
+  off (in the leak-free index a held-out word has no definition of its own to match);
+- definition_weight by GCIDE dev MRR: another dictionary's definitions of the dev words, scored with
+  the product's index (every definition), the closest thing to a person's description.
+WordNet dev and test are scored with an index that leaves out every dev and test text.
+"""
+from __future__ import annotations
+
+import itertools
+import time
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+from typing import Callable, Sequence
+
+import numpy as np
+import torch
+
+from .dictionary import DictionarySplit, Entry, extend_split, load_wordnet_lemmas
+from .gcide import read_gcide
+from .open_vocab import OpenScorer, OpenVocabConfig, WordMapConfig, fit_word_map
+from .paths import CACHE_DIR
+from .word_eval import rank_of_gold
+
+GCIDE_DICTD = CACHE_DIR / "deb" / "gcide" / "usr" / "share" / "dictd"  # where scripts/fetch_gcide.sh unpacks it
+FETCH_GCIDE = "scripts/fetch_gcide.sh"
+QUERY_SETS = ("wordnet-dev", "wordnet-test", "gcide-dev", "gcide-test")
+
+Say = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class WeightGrid:
+    """The weights `choose_weights` tries (recipes/defsent-minilm.json records them): every
+    (word scale, head weight, bias), then every definition weight; each scored on a fixed sample of
+    `sample` dev definitions."""
+    word_scales: tuple[float, ...] = (45.0, 60.0, 80.0, 100.0)
+    head_weights: tuple[float, ...] = (0.5, 0.75)
+    biases: tuple[float, ...] = (4.0, 6.0, 8.0)
+    definition_weights: tuple[float, ...] = (0.0, 20.0, 40.0, 80.0, 160.0)
+    sample: int = 3000
+
+
+def missing_gcide(dictd_dir: Path = GCIDE_DICTD) -> str | None:
+    """None when `dictd_dir` holds the unpacked dict-gcide files, else a message saying how to get them."""
+    absent = [name for name in ("gcide.index", "gcide.dict.dz") if not (Path(dictd_dir) / name).is_file()]
+    if not absent:
+        return None
+    return (f"GCIDE (Debian dict-gcide) is needed to choose the open vocabulary's definition weight, but "
+            f"{dictd_dir} lacks {' and '.join(absent)}: run {FETCH_GCIDE} (online, a few MB)")
+
+
+def read_gcide_dictd(dictd_dir: Path = GCIDE_DICTD) -> list[Entry]:
+    """Every GCIDE sense of a one-word headword; FileNotFoundError naming the fetch script when absent."""
+    message = missing_gcide(dictd_dir)
+    if message:
+        raise FileNotFoundError(message)
+    return read_gcide(Path(dictd_dir), None)
+
+
+def query_sets(split: DictionarySplit, candidates: set[str], gcide: Sequence[Entry]) -> dict[str, list[Entry]]:
+    """WordNet dev and test of `split`, and the GCIDE senses of those words that are candidates."""
+    dev_words, test_words = ({e.word for e in part} for part in (split.dev, split.test))
+    return {"wordnet-dev": list(split.dev), "wordnet-test": list(split.test),
+            "gcide-dev": [e for e in gcide if e.word in dev_words and e.word in candidates],
+            "gcide-test": [e for e in gcide if e.word in test_words and e.word in candidates]}
+
+
+class Queries:
+    """Definitions with their embeddings (cached per model and set under `cache_dir` when given),
+    the engine's token scores and their words' candidate rows (`gold`)."""
+
+    def __init__(self, engine, name: str, entries: Sequence[Entry], words: Sequence[str],
+                 cache_dir: Path | None = None, say: Say = print):
+        encode = lambda: engine.encode([e.definition for e in entries], batch_size=128,  # noqa: E731
+                                       progress=progress(f"{name} definitions", say))
+        if cache_dir is None:
+            vectors = encode()
+        else:
+            path = Path(cache_dir) / f"{engine.fingerprint[:12]}-{name}-{len(entries)}.npy"
+            if not path.exists():
+                path.parent.mkdir(parents=True, exist_ok=True)
+                np.save(path, encode())
+            vectors = np.load(path)
+        self.vectors = torch.from_numpy(vectors)  # (n, d)
+        self.engine = engine
+        index = {w: i for i, w in enumerate(words)}
+        self.gold = torch.tensor([index[e.word] for e in entries], dtype=torch.long)  # (n,)
+
+    def __len__(self) -> int:
+        return len(self.gold)
+
+    def ranks(self, scorer: OpenScorer, rows: torch.Tensor | None = None) -> torch.Tensor:
+        """(n,) rank of each query's word among all candidates (1 = first)."""
+        rows = torch.arange(len(self.gold)) if rows is None else rows
+        out = []
+        for batch in rows.split(512):
+            u = self.vectors[batch]
+            out.append(rank_of_gold(scorer.scores(u, self.engine.word_logits(u)), self.gold[batch]))
+        return torch.cat(out)
+
+    def report(self, scorer: OpenScorer, rows: torch.Tensor | None = None) -> dict:
+        """`metrics` over all queries (or `rows`), and apart for single- and multi-token words."""
+        ranks = self.ranks(scorer, rows)
+        gold = self.gold if rows is None else self.gold[rows]
+        multi = torch.from_numpy(~scorer.candidates.single_token)[gold]
+        return {"all": metrics(ranks), "single_token": metrics(ranks[~multi]), "multi_token": metrics(ranks[multi])}
+
+
+def metrics(ranks: torch.Tensor) -> dict:
+    """MRR, acc@1/10/100 and the median rank of 1-based `ranks` ({"n": 0} when empty)."""
+    r = ranks.float()
+    if not len(r):
+        return {"n": 0}
+    return {"n": len(r), "mrr": round(float((1 / r).mean()), 4),
+            **{f"acc@{k}": round(float((r <= k).float().mean()), 4) for k in (1, 10, 100)},
+            "median_rank": float(r.median())}
+
+
+def rebuilt(scorer: OpenScorer, config: OpenVocabConfig, word_map: torch.nn.Module | None) -> OpenScorer:
+    """`scorer`'s vectors and definition index (float32) with other weights and word map."""
+    other = OpenScorer(scorer.candidates, scorer.word_vectors, torch.zeros(0, scorer.word_vectors.shape[1]),
+                       config, word_map)
+    other.definition_vectors, other._pairs = scorer.definition_vectors, scorer._pairs
+    other._products["definition"] = scorer._products["definition"]
+    return other
+
+
+def choose_weights(scorer: OpenScorer, queries: dict[str, Queries], word_map: torch.nn.Module | None,
+                   start: OpenVocabConfig, grid: WeightGrid = WeightGrid(), say: Say = print) -> OpenVocabConfig:
+    """word_scale, head_weight and multi_bias by "wordnet-dev" MRR (definition channel off: held-out
+    words have no definition in the leak-free index), then definition_weight by "gcide-dev" MRR,
+    each on a fixed sample of `grid.sample` queries (seed 0); the first best setting wins ties."""
+    for name in ("wordnet-dev", "gcide-dev"):
+        if not len(queries[name]):
+            raise ValueError(f"no {name} queries to choose the open vocabulary's weights on")
+    sample = {name: torch.randperm(len(q.gold), generator=torch.Generator().manual_seed(0))[:grid.sample]
+              for name, q in queries.items()}
+
+    def mrr(name: str, config: OpenVocabConfig) -> float:
+        return queries[name].report(rebuilt(scorer, config, word_map), sample[name])["all"]["mrr"]
+
+    best = None
+    for scale, head, bias in itertools.product(grid.word_scales, grid.head_weights, grid.biases):
+        config = replace(start, word_scale=scale, head_weight=head, multi_bias=bias, definition_weight=0.0)
+        score = mrr("wordnet-dev", config)
+        say(f"wordnet-dev word scale {scale} head weight {head} bias {bias}: MRR {score:.4f}")
+        if best is None or score > best[0]:
+            best = (score, config)
+    chosen, best = best[1], None
+    for weight in grid.definition_weights:
+        config = replace(chosen, definition_weight=weight)
+        score = mrr("gcide-dev", config)
+        say(f"gcide-dev definition weight {weight}: MRR {score:.4f}")
+        if best is None or score > best[0]:
+            best = (score, config)
+    say(f"chosen: {best[1]}")
+    return best[1]
+
+
+def fit_open_vocabulary(engine, split: DictionarySplit, gcide: Sequence[Entry], fit_map: bool = True,
+                        choose: bool = True, grid: WeightGrid = WeightGrid(),
+                        map_config: WordMapConfig = WordMapConfig(), dictionary: Sequence[Entry] | None = None,
+                        report: Sequence[str] = QUERY_SETS, cache_dir: Path | None = None,
+                        say: Say = print) -> dict:
+    """Fit `engine`'s open-vocabulary word map (`fit_map`) and choose its weights (`choose`) as the
+    module docstring says, setting `engine.open_vocab_map` and `engine.open_vocab_config` (what
+    `Engine.save` / `save_word_scoring` store); with neither, only evaluate the engine's own.
+
+    `split`: the split the model was trained on; `gcide`: GCIDE senses (`read_gcide_dictd`);
+    `dictionary`: the candidates' entries (default all WordNet lemmas; the engine's user dictionary
+    is added as `enable_open_vocabulary` does). Vectors are cached under `cache_dir` when given.
+    Returns {"config": the weights, "word_map": bool, set name: `Queries.report`} for the `report`
+    sets. Scores in float32 meanwhile; leaves the open vocabulary disabled (`engine.open_vocab`
+    None) when it changed the map or the weights."""
+    int8_scoring = engine.int8_scoring
+    engine.set_scoring_precision("float32")  # the float32 scorer can be re-weighted and re-indexed
+    try:
+        started = time.time()
+        engine.enable_open_vocabulary(dictionary=dictionary, cache_dir=cache_dir,
+                                      progress=progress("candidates and definitions", say))
+        scorer = engine.open_vocab
+        words = scorer.candidates.words
+        say(f"open vocabulary: {len(words)} candidates ({int(scorer.candidates.single_token.sum())} single-token), "
+            f"{len(scorer.candidates.definitions)} definitions ({time.time() - started:.0f} s)")
+        extended = extend_split(split, load_wordnet_lemmas() if dictionary is None else dictionary)
+        sets = query_sets(extended, set(words), gcide)
+        needed = set(report) | ({"wordnet-dev", "gcide-dev"} if choose else set())
+        queries = {name: Queries(engine, name, entries, words, cache_dir, say)
+                   for name, entries in sets.items() if name in needed}
+        if fit_map:
+            train = Queries(engine, "wordnet-train", extended.train, words, cache_dir, say)
+            engine.open_vocab_map = fit_word_map(
+                train.vectors, train.gold, scorer.word_vectors, map_config,
+                lambda epoch, loss: say(f"word map epoch {epoch}/{map_config.epochs}: loss {loss:.3f}"))
+        if choose:
+            engine.open_vocab_config = choose_weights(scorer, queries, engine.open_vocab_map,
+                                                      engine.open_vocab_config, grid, say)
+        config, word_map = engine.open_vocab_config, engine.open_vocab_map
+        leak_free = scorer.without_definitions(e.definition for e in extended.dev + extended.test)
+        results = {"config": asdict(config), "word_map": word_map is not None}
+        for name in report:
+            index = leak_free if name.startswith("wordnet") else scorer
+            results[name] = queries[name].report(rebuilt(index, config, word_map))
+            say(f"{name}: {results[name]['all']}")
+        if fit_map or choose:
+            engine.open_vocab = None  # scored with the old map or weights: enable_open_vocabulary again
+        return results
+    finally:
+        engine.int8_scoring = int8_scoring
+
+
+def progress(what: str, say: Say = print) -> Callable[[int, int], None]:
+    """An encoding progress callback that says `what` is done at most every 30 s, and at the end."""
+    last = [0.0]
+
+    def report(done: int, total: int) -> None:
+        if time.time() - last[0] > 30 or done == total:
+            last[0] = time.time()
+            say(f"  embedding {what}: {done}/{total}")
+    return report
