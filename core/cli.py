@@ -154,7 +154,7 @@ def train(argv: Sequence[str]) -> int:
     args = parse_with_recipe(p, argv)
     if args.init and args.head_from:
         p.error("--init and --head-from both choose the starting model: give one")
-    if not args.no_open_vocab:  # fail before hours of training, not after
+    if _fits_open_vocabulary(args):  # fail before hours of training, not after
         from .open_vocab_fit import missing_gcide
 
         if missing_gcide(args.open_vocab_gcide):
@@ -206,7 +206,8 @@ def train_parser() -> argparse.ArgumentParser:
     p.add_argument("--open-vocab-gcide", type=Path, default=GCIDE_DICTD,
                    help="unpacked dict-gcide (scripts/fetch_gcide.sh): GCIDE dev chooses the definition weight")
     p.add_argument("--open-vocab-lemmas", type=Path,
-                   help="the candidates: a synsets file like core/data/wordnet-synsets.jsonl.gz (the default)")
+                   help="the candidates: a synsets file like core/data/wordnet-synsets.jsonl.gz (the default "
+                        "when training on WordNet; a run on --dictionary fits the open vocabulary only with it)")
     p.add_argument("--open-vocab-word-scales", type=float, nargs="+", default=list(grid.word_scales),
                    help="word scales tried on WordNet dev")
     p.add_argument("--open-vocab-head-weights", type=float, nargs="+", default=list(grid.head_weights),
@@ -267,8 +268,10 @@ def _run_training(args: argparse.Namespace, config, main_process: bool) -> int:
     test = evaluate_words(engine, split.test)
     print(format_table({"DefSent (best dev)": test}))
     metrics, open_vocab = {"test": test, "dev": result.best_dev}, None
-    if not args.no_open_vocab:
+    if _fits_open_vocabulary(args):
         metrics["open_vocab"], open_vocab = _fit_open_vocabulary(engine, open_split, args)
+    elif not args.no_open_vocab:
+        print("open vocabulary: not fitted (a --dictionary run fits it only over --open-vocab-lemmas)")
     engine.save(args.out, name=args.out.name, metrics=metrics,
                 training={"data": source, "split_seed": args.split_seed, "split": split.stats(),
                           "extra_train": {"file": str(args.extra_train), **extra_counts} if extra_counts else None,
@@ -276,6 +279,12 @@ def _run_training(args: argparse.Namespace, config, main_process: bool) -> int:
                           "head_stage": args.head_stage, "result": result.to_dict(), "open_vocab": open_vocab})
     print(f"saved {args.out} (best step {result.best_step} of {result.steps}, {result.seconds / 60:.1f} min)")
     return 0
+
+
+def _fits_open_vocabulary(args: argparse.Namespace) -> bool:
+    """Whether the run ends with the open vocabulary's fit: by default on WordNet; on a user's
+    --dictionary only with --open-vocab-lemmas (its split extends to those candidates)."""
+    return not args.no_open_vocab and (args.dictionary is None or args.open_vocab_lemmas is not None)
 
 
 def _fit_open_vocabulary(engine, split, args: argparse.Namespace) -> tuple[dict, dict]:
