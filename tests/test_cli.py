@@ -65,3 +65,83 @@ def test_writing_commands_refuse_to_write_without_a_model_before_any_work(comman
     with pytest.raises(SystemExit):
         main([command, "--write"])
     assert "--write needs an explicit --model" in capsys.readouterr().err
+
+
+# ---- train: the open vocabulary's fit at the end ---------------------------------------------------
+
+OPEN_WORDS = {"dog": "a small animal that people keep", "cat": "a small animal that eats mice",
+              "king": "the man in charge of the city", "queen": "the woman in charge of the city",
+              "river": "water that runs to the sea", "bread": "food made of flour", "wine": "a red drink",
+              "car": "a thing to drive on a road", "teacher": "a person who helps a child learn",
+              "song": "music with words", "tree": "a large plant with wood", "house": "a place to live in",
+              "doctor": "a person who helps the sick", "book": "a thing to read", "city": "a large town",
+              "mountain": "a very high hill", "pizza": "food from italy", "boy": "a young man",
+              "girl": "a young woman", "road": "a way for cars", "fire": "the heat and light of burning"}
+OPEN_PHRASES = {"ice cream": "a cold sweet food", "red tape": "rules that delay things",
+                "give up": "to stop trying", "fire truck": "a car that carries water to a fire"}
+
+
+@pytest.fixture(scope="module")
+def open_vocab_data(tmp_path_factory) -> dict[str, Path]:
+    """A user dictionary, its candidates as a synsets file (words and phrases) and a tiny GCIDE."""
+    import gzip
+    import json
+
+    from tests.test_gcide import write_dictd
+
+    folder = tmp_path_factory.mktemp("open_vocab")
+    dictionary = folder / "dict.tsv"
+    dictionary.write_text("\n".join(["word\tdefinition"] + [f"{w}\t{d}" for w, d in OPEN_WORDS.items()]
+                                    + [f"{w}\t{d}, again" for w, d in OPEN_WORDS.items()]) + "\n", encoding="utf-8")
+    lemmas = folder / "synsets.jsonl.gz"
+    with gzip.open(lemmas, "wt", encoding="utf-8") as out:
+        for i, (word, definition) in enumerate({**OPEN_WORDS, **OPEN_PHRASES}.items()):
+            out.write(json.dumps({"synset": f"{i:08d}-n", "pos": "n", "lemmas": [word], "definition": definition}) + "\n")
+    gcide = folder / "dictd"
+    gcide.mkdir()
+    write_dictd(gcide, {w.capitalize(): f"{w.capitalize()} \\{w.capitalize()}\\, n.\n   Something like {d}.\n"
+                                          f"   [1913 Webster]\n" for w, d in OPEN_WORDS.items()})
+    return {"dictionary": dictionary, "lemmas": lemmas, "gcide": gcide}
+
+
+def _train_args(tiny_base_dir, data, out: Path, *extra: str) -> list[str]:
+    return ["train", "--out", str(out), "--base", str(tiny_base_dir), "--dictionary", str(data["dictionary"]),
+            "--max-steps", "2", "--batch-size", "4", "--eval-every", "2", "--head-epochs", "1",
+            "--senteval", str(out.parent / "absent"), "--open-vocab-lemmas", str(data["lemmas"]),
+            "--open-vocab-gcide", str(data["gcide"]), *extra]
+
+
+def test_train_ends_with_the_open_vocabulary_fit_and_stores_it(tiny_base_dir, open_vocab_data, tmp_path, capsys):
+    import json
+
+    out = tmp_path / "ckpt"
+    assert main(_train_args(tiny_base_dir, open_vocab_data, out, "--open-vocab-word-scales", "1", "30",
+                            "--open-vocab-head-weights", "0.5", "--open-vocab-biases", "0", "2",
+                            "--open-vocab-definition-weights", "0", "5")) == 0
+    printed = capsys.readouterr().out
+    assert "word map epoch 6/6" in printed and "gcide-dev definition weight 5.0" in printed  # progress
+    manifest = json.loads((out / "manifest.json").read_text())
+    chosen = manifest["open_vocab"]
+    assert chosen["word_map"] == "open_vocab_map.safetensors" and (out / chosen["word_map"]).is_file()
+    assert chosen["word_scale"] in (1, 30) and chosen["head_weight"] == 0.5
+    assert chosen["multi_bias"] in (0, 2) and chosen["definition_weight"] in (0, 5)
+    assert set(manifest["metrics"]["open_vocab"]) == {"wordnet-dev", "wordnet-test", "gcide-dev", "gcide-test"}
+    assert manifest["training"]["open_vocab"]["grid"]["word_scales"] == [1, 30]
+    engine = Engine.load(out, decoder=None)
+    assert engine.open_vocab_map is not None and engine.open_vocab_config.word_scale == chosen["word_scale"]
+
+
+def test_train_no_open_vocab_skips_the_fit_and_a_missing_gcide_fails_before_training(
+        tiny_base_dir, open_vocab_data, tmp_path, capsys):
+    import json
+
+    out = tmp_path / "ckpt"
+    assert main(_train_args(tiny_base_dir, open_vocab_data, out, "--no-open-vocab")) == 0
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert "word_map" not in manifest["open_vocab"] and not (out / "open_vocab_map.safetensors").exists()
+    assert "open_vocab" not in manifest["metrics"] and manifest["training"]["open_vocab"] is None
+    assert "word map epoch" not in capsys.readouterr().out
+    never = tmp_path / "never"
+    with pytest.raises(SystemExit):
+        main(_train_args(tiny_base_dir, open_vocab_data, never, "--open-vocab-gcide", str(tmp_path / "no-gcide")))
+    assert "scripts/fetch_gcide.sh" in capsys.readouterr().err and not never.exists()
