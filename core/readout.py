@@ -302,7 +302,7 @@ class VectorReadout:
                                   rerank_with=self.encode if rerank else None)
         hypotheses = decoder.hypotheses(vectors, beam_width=int(beam), max_length=max_length)
         words = [[w for w, _ in ranked] for ranked in self.words_for_vectors(np.atleast_2d(vectors), refine.pool)]
-        return refine_by_edits(hypotheses, vectors, self.encode, words, refine)
+        return [decoder.cased(text) for text in refine_by_edits(hypotheses, vectors, self.encode, words, refine)]
 
     def evaluate_expression(self, expression: str, sentences: Mapping[str, str]) -> np.ndarray:
         """The vector (d,) that `expression` ("b - a + c": names, numbers, + - * /, parentheses)

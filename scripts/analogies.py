@@ -1,6 +1,10 @@
-"""Decode the Vec2Sent paper's analogies and an interpolation with the shipped models (docs/vec2sent.md table).
+"""Decode the app's analogy examples, the Vec2Sent paper's analogies and an interpolation with the
+shipped models (docs/vec2sent.md tables).
 
     python scripts/analogies.py [--model checkpoints/defsent-minilm] [--beam 5] [--precision float32]
+
+For the app's examples (core/vec2sent/examples.py) it prints whether each decoding contains the
+expected content words and the cosine between the decoded sentence's embedding and the analogy vector.
 """
 from __future__ import annotations
 
@@ -15,7 +19,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from core import Engine  # noqa: E402
 from core.checkpoint import DEFAULT_CHECKPOINT  # noqa: E402
 from core.hardware import PRECISIONS  # noqa: E402
+from core.vec2sent.examples import ANALOGY_EXAMPLES  # noqa: E402
 from core.vec2sent.refine import RefineSettings  # noqa: E402
+from core.vec2sent.text import canonical_tokens  # noqa: E402
 
 # (a, b, c) for z = a - b + c, the paper's notation; engine.analogy(x, y, z) reads y - x + z
 PAPER_ANALOGIES = [("he visits italy", "he eats pizza", "she drinks wine"),
@@ -36,7 +42,8 @@ def main() -> int:
     if engine.decoder is None:
         print(f"no Vec2Sent decoder beside {args.model} was trained on it", file=sys.stderr)
         return 2
-    print(f"| a - b + c | decoded (greedy) | beam {args.beam} | beam {args.beam}, reranked | "
+    app_examples(engine, args.beam)
+    print(f"\n| a - b + c | decoded (greedy) | beam {args.beam} | beam {args.beam}, reranked | "
           f"beam {args.beam}, refined | top words |\n|---|---|---|---|---|---|")
     for a, b, c in PAPER_ANALOGIES:
         result = engine.analogy(b, a, c, beam=args.beam)
@@ -53,6 +60,25 @@ def main() -> int:
         words = ", ".join(w for w, _ in point.words[:3])
         print(f"| {point.alpha:.2f} | {point.decoded} | {edited} | {point.cos_x:.2f} | {point.cos_y:.2f} | {words} |")
     return 0
+
+
+def app_examples(engine: Engine, beam: int) -> None:
+    """The app's analogy examples: each decoding, whether it has the expected words, its cosine."""
+    print(f"| a : b :: c : ? | expected | beam {beam}, reranked (default) | cos | beam 20, refined (most exact) | cos |\n"
+          "|---|---|---|---:|---|---:|")
+    found = {"default": 0, "exact": 0}
+    for example in ANALOGY_EXAMPLES:
+        vector = engine.analogy(example.a, example.b, example.c, beam=beam).vector
+        cells = []
+        for name, text in (("default", engine.decode(vector, beam=beam)[0]),
+                           ("exact", engine.decode(vector, beam=20, refine=RefineSettings())[0])):
+            has = set(example.expected) <= set(canonical_tokens(text))
+            found[name] += has
+            cosine = float(engine.similarity([text], vector[None])[0][0]) if text.strip() else float("nan")
+            cells.append(f"{text} {'✓' if has else '✗'} | {cosine:.2f}")
+        print(f"| {example.a} : {example.b} :: {example.c} | {', '.join(example.expected)} | {' | '.join(cells)} |")
+    print(f"\nexpected words found: default {found['default']}/{len(ANALOGY_EXAMPLES)}, "
+          f"most exact {found['exact']}/{len(ANALOGY_EXAMPLES)}")
 
 
 if __name__ == "__main__":

@@ -108,3 +108,10 @@ def test_random_text_raises_only_expression_error(text):
     except ExpressionError:
         return
     assert result.shape == A.shape
+
+
+def test_zero_result_is_rejected():
+    with pytest.raises(ExpressionError, match="zero vector"):
+        evaluate_expression("a - a", VECTORS)
+    with pytest.raises(ExpressionError, match="zero vector"):
+        evaluate_expression("0 * a", VECTORS)

@@ -133,3 +133,17 @@ def test_a_session_limit_stops_a_run_that_resume_finishes(tiny_base_dir, tokeniz
     assert (tmp_path / "out" / "model.safetensors").is_file()  # saved when the session ended
     rest = TrainSettings(**{**settings.__dict__, "session_minutes": None})
     assert train_for_encoder(FIVE * 2, link, tmp_path / "out", overrides, rest, resume=True, **kwargs).steps == 4
+
+
+def test_zero_non_finite_and_wrong_size_vectors_get_clear_errors(tiny_base_dir, tokenizer, vocab):
+    from core.vec2sent.checkpoint import Vec2Sent
+
+    decoder = Vec2Sent(tiny_decoder(tiny_base_dir, tokenizer, vocab), vocab, manifest())
+    good = np.ones((1, SENT_DIM), dtype=np.float32)
+    assert len(decoder.decode(good)) == 1
+    with pytest.raises(ValueError, match="vector 1 is zero"):
+        decoder.decode(np.concatenate([good, np.zeros_like(good)]))
+    with pytest.raises(ValueError, match="vector 0 is not finite"):
+        decoder.decode(np.full_like(good, np.nan))
+    with pytest.raises(ValueError, match=r"expects \(n, 24\)"):
+        decoder.decode(np.ones((1, SENT_DIM + 1), dtype=np.float32))

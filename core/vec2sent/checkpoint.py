@@ -82,9 +82,13 @@ class Vec2Sent:
         """Per row of `vectors` (n, sent_dim), the texts of the final beam, likeliest first (one
         text, the greedy one, when beam_width == 1)."""
         vectors = np.atleast_2d(np.asarray(vectors, dtype=np.float32))
-        if vectors.shape[1] != self.model.config.sent_dim:
-            raise ValueError(f"vectors have {vectors.shape[1]} dimensions, the decoder expects "
-                             f"{self.model.config.sent_dim}")
+        if vectors.ndim != 2 or vectors.shape[1] != self.model.config.sent_dim:
+            raise ValueError(f"vectors have shape {vectors.shape}, the decoder expects (n, "
+                             f"{self.model.config.sent_dim})")
+        bad = np.flatnonzero(~np.isfinite(vectors).all(1) | ~vectors.any(1))
+        if len(bad):
+            raise ValueError(f"vector {bad[0]} is {'zero' if np.isfinite(vectors[bad[0]]).all() else 'not finite'}: "
+                             "only a finite vector with a direction can be decoded (a - a has none)")
         max_length = max_length or self.model.config.max_length
         if self.model.int8_output is not None:
             # int8 products quantise each call's inputs with one scale: sentences decoded together
@@ -101,7 +105,10 @@ class Vec2Sent:
         return texts
 
     def _text(self, ids: list[int]) -> str:
-        text = self.vocab.to_text(ids)
+        return self.cased(self.vocab.to_text(ids))
+
+    def cased(self, text: str) -> str:
+        """`text` with the capitals the truecaser restores (as it is without one)."""
         return self.truecaser.apply(text) if self.truecaser else text
 
 

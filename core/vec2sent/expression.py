@@ -53,6 +53,9 @@ def evaluate_expression(expression: str, vectors: Mapping[str, np.ndarray]) -> n
         raise ExpressionError("the expression has no sentence in it: it evaluates to a number", 1)
     if not np.all(np.isfinite(result)):
         raise ExpressionError("the result is not finite (a number is too large)", 1)
+    if not np.any(result.astype(np.float32)):
+        raise ExpressionError("the result is the zero vector (as a - a is): it has no direction, so no "
+                              "words or sentence can be read from it", 1)
     return result.astype(np.float32)
 
 
