@@ -44,6 +44,14 @@ def test_the_shipped_encoder_matches_its_recipe():
     assert manifest["training"]["head_stage"] == args.head_stage and manifest["training"]["split_seed"] == args.split_seed
     assert f"({args.head_epochs} epochs, weight decay {args.head_weight_decay}," in manifest["head"]["origin"]
     assert load(folder / "head_config.json")["unit_rows"] is args.unit_rows
+    # the open vocabulary, fitted at the end of the run: each shipped weight is one the recipe's grids try
+    shipped = manifest["open_vocab"]
+    assert shipped["word_map"] == "open_vocab_map.safetensors" and (folder / shipped["word_map"]).is_file()
+    assert not args.no_open_vocab
+    for weight, grid in (("word_scale", args.open_vocab_word_scales), ("head_weight", args.open_vocab_head_weights),
+                         ("multi_bias", args.open_vocab_biases),
+                         ("definition_weight", args.open_vocab_definition_weights)):
+        assert shipped[weight] in grid, (weight, shipped[weight], grid)
 
 
 def test_the_shipped_decoder_matches_its_recipe():
