@@ -238,6 +238,27 @@ def test_embeddings_are_computed_once_and_cached(tokenizer, tmp_path):
     assert not list(tmp_path.glob("*.partial*"))
 
 
+def test_an_interrupted_embedding_goes_on_from_its_partial_cache(tokenizer, tmp_path):
+    class Killed(Exception):
+        pass
+
+    def dies_after_two(texts: list[str]) -> np.ndarray:
+        if dies_after_two.calls == 2:
+            raise Killed
+        dies_after_two.calls += 1
+        return StandInEncoder(tokenizer)(texts)
+
+    dies_after_two.calls = 0
+    dying = EncoderLink(name="x", fingerprint="fp-A", encode=dies_after_two, tokenizer=tokenizer)
+    with pytest.raises(Killed):
+        cached_embeddings(FIVE, dying, tmp_path, chunk=1, save_every=1)
+    link = make_link(tokenizer)
+    np.testing.assert_allclose(cached_embeddings(FIVE, link, tmp_path, chunk=1), StandInEncoder(tokenizer)(FIVE),
+                               rtol=1e-6)
+    assert link.encode.calls == 3  # the two saved before the kill are not embedded again
+    assert not list(tmp_path.glob("*partial*"))
+
+
 def test_a_grown_corpus_embeds_only_its_new_sentences(tokenizer, tmp_path):
     link = make_link(tokenizer)
     first = cached_embeddings(FIVE[:3], link, tmp_path, chunk=1)

@@ -146,31 +146,44 @@ def corpus_hash(sentences: list[str]) -> str:
 
 
 def cached_embeddings(sentences: list[str], link: EncoderLink, cache_dir: Path = EMBEDDING_CACHE,
-                      chunk: int = 1024) -> np.ndarray:
+                      chunk: int = 1024, save_every: int = 50) -> np.ndarray:
     """Embeddings (n, S) of `sentences`, computed once per (encoder fingerprint, corpus) and cached.
 
     Each cache has its sentences beside it (.txt), so a grown corpus embeds only its new sentences:
-    the others are taken from earlier caches of the same encoder and precision."""
-    path = cache_dir / f"{link.fingerprint[:16]}-{corpus_hash(sentences)[:16]}{link.precision_tag}.npy"
+    the others are taken from earlier caches of the same encoder and precision. Every `save_every`
+    chunks the work so far is saved as a partial cache, so a killed run loses little."""
+    name = f"{link.fingerprint[:16]}-{corpus_hash(sentences)[:16]}"
+    path = cache_dir / f"{name}{link.precision_tag}.npy"
     if path.is_file():
         return np.load(path)
     cache_dir.mkdir(parents=True, exist_ok=True)
     known = _earlier_embeddings(cache_dir, link)
     missing = [s for s in dict.fromkeys(sentences) if s not in known]
-    for start in tqdm(range(0, len(missing), chunk), desc="embedding corpus", unit="chunk"):
+    partial, done = cache_dir / f"{name}~partial{link.precision_tag}.npy", []
+    for k, start in enumerate(tqdm(range(0, len(missing), chunk), desc="embedding corpus", unit="chunk"), 1):
         part = missing[start:start + chunk]
         known.update(zip(part, np.asarray(link.encode(part), dtype=np.float32)))
+        done.extend(part)
+        if k % save_every == 0:
+            _save_cache(partial, done, np.stack([known[s] for s in done]))
     embeddings = np.stack([known[s] for s in sentences]) if sentences else np.zeros((0, 0), np.float32)
-    sidecar = path.with_suffix(".txt")
-    partial = sidecar.with_name("." + sidecar.name + ".partial")
-    partial.write_text("\n".join(sentences) + "\n", encoding="utf-8")
-    partial.replace(sidecar)
-    save_npy_atomically(path, embeddings)
+    _save_cache(path, sentences, embeddings)
+    for leftover in (partial, partial.with_suffix(".txt")):
+        leftover.unlink(missing_ok=True)
     return embeddings
 
 
+def _save_cache(path: Path, sentences: list[str], embeddings: np.ndarray) -> None:
+    """The embeddings at `path` and their sentences beside it (.txt), each written atomically."""
+    sidecar = path.with_suffix(".txt")
+    staging = sidecar.with_name("." + sidecar.name + ".partial")
+    staging.write_text("\n".join(sentences) + "\n", encoding="utf-8")
+    save_npy_atomically(path, embeddings)  # a crash between the two: lengths differ, the pair is ignored
+    staging.replace(sidecar)
+
+
 def _earlier_embeddings(cache_dir: Path, link: EncoderLink) -> dict[str, np.ndarray]:
-    """sentence -> embedding from every complete cache of this encoder and precision in `cache_dir`."""
+    """sentence -> embedding from every cache (partial ones too) of this encoder and precision in `cache_dir`."""
     known: dict[str, np.ndarray] = {}
     prefix = f"{link.fingerprint[:16]}-"
     for path in sorted(cache_dir.glob(f"{prefix}*.npy")):
