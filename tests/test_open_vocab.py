@@ -181,3 +181,33 @@ def test_a_candidate_without_definitions_falls_back_on_its_mapped_word_vector(en
     ice_cream, dog = c.words.index("ice cream"), c.words.index("dog")
     torch.testing.assert_close(best[:, ice_cream], word[:, ice_cream])  # its only definition left out
     assert not torch.allclose(best[:, dog], word[:, dog])  # dog keeps its own definition
+
+
+def test_choose_weights_takes_the_best_dev_setting_of_each_stage_of_the_grid(engine):
+    import itertools
+
+    from core.open_vocab_fit import Queries, WeightGrid, choose_weights, rebuilt
+
+    c = Candidates(DICTIONARY, engine.vocab)
+    scorer = OpenScorer.compute(engine.encode, c)
+    queries = {name: Queries(engine, name, DICTIONARY, c.words, say=lambda _: None)
+               for name in ("wordnet-dev", "gcide-dev")}
+    grid = WeightGrid((1.0, 30.0), (0.5, 2.0), (-3.0, 3.0), (0.0, 10.0))
+    chosen = choose_weights(scorer, queries, None, OpenVocabConfig(), grid, say=lambda _: None)
+
+    def mrr(name: str, config: OpenVocabConfig) -> float:
+        return queries[name].report(rebuilt(scorer, config, None))["all"]["mrr"]
+
+    first = max((OpenVocabConfig(s, h, b, 0.0) for s, h, b in itertools.product(
+        grid.word_scales, grid.head_weights, grid.biases)), key=lambda config: mrr("wordnet-dev", config))
+    second = max((OpenVocabConfig(first.word_scale, first.head_weight, first.multi_bias, w)
+                  for w in grid.definition_weights), key=lambda config: mrr("gcide-dev", config))
+    assert chosen == second
+
+
+def test_a_missing_gcide_is_named_with_its_fetch_script(tmp_path):
+    from core.open_vocab_fit import missing_gcide, read_gcide_dictd
+
+    assert "scripts/fetch_gcide.sh" in missing_gcide(tmp_path)
+    with pytest.raises(FileNotFoundError, match="fetch_gcide"):
+        read_gcide_dictd(tmp_path)
