@@ -147,3 +147,46 @@ def test_zero_non_finite_and_wrong_size_vectors_get_clear_errors(tiny_base_dir, 
         decoder.decode(np.full_like(good, np.nan))
     with pytest.raises(ValueError, match=r"expects \(n, 24\)"):
         decoder.decode(np.ones((1, SENT_DIM + 1), dtype=np.float32))
+
+
+CHILD = """
+import sys, time
+from pathlib import Path
+sys.path.insert(0, sys.argv[1])
+from transformers import AutoTokenizer
+from core.vec2sent.train import TrainSettings, train_for_encoder
+from tests.test_vec2sent import FIVE, make_link
+base, out, run = (Path(a) for a in sys.argv[2:5])
+link = make_link(AutoTokenizer.from_pretrained(str(base)))
+settings = TrainSettings(minutes=60, max_steps=int(sys.argv[5]), batch_size=2, log_every=1,
+                         save_every_minutes=0.0)  # a save after every step: kills land in and between saves
+train_for_encoder(FIVE * 2, link, out, {"architecture": "transformer", "prefix_length": 3, "dropout": 0.0,
+                  "base": str(base)}, settings, val_size=2, cache_dir=out.parent / "cache", progress=False,
+                  run_dir=run, resume=True)
+"""
+
+
+@pytest.mark.parametrize("delay", [0.0, 0.3])
+def test_a_run_killed_at_any_moment_leaves_a_loadable_decoder_and_resumes(tiny_base_dir, tmp_path, delay):
+    import signal
+    import subprocess
+    import sys
+    import time
+    from pathlib import Path
+
+    repo = str(Path(__file__).resolve().parents[1])
+    out, run = tmp_path / "out", tmp_path / "run"
+    args = [sys.executable, "-c", CHILD, repo, str(tiny_base_dir), str(out), str(run)]
+    child = subprocess.Popen([*args, "1000"])
+    deadline = time.monotonic() + 120
+    while not (run / RUN_STATE).is_file() and child.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.02)
+    time.sleep(delay)
+    child.send_signal(signal.SIGKILL)
+    child.wait()
+    model, vocab, manifest = read_checkpoint(out)  # whole, whenever the kill came
+    steps = load_run(run).stats.steps
+    assert steps >= 1 and not list(tmp_path.glob(".*tmp*"))  # no half-written folder left visible
+    subprocess.run([*args, str(steps + 2)], check=True, timeout=120)
+    assert load_run(run).stats.steps == steps + 2
+    assert json.loads((out / "manifest.json").read_text())["training"]["steps"] == steps + 2

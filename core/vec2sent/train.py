@@ -383,9 +383,9 @@ def train_for_encoder(sentences: list[str], link: EncoderLink, out: Path, config
                                  "encoder_precision": link.precision,
                                  "sentences_per_second": round(stats.sentences_per_second, 1),
                                  **asdict(stats)}}
-        if run_dir is not None:
-            save_run(run_dir, model, vocab, optimizer, stats)
         save_checkpoint(out, model, vocab, manifest, truecaser)
+        if run_dir is not None:  # after the decoder: a run state always has a whole decoder beside it
+            save_run(run_dir, model, vocab, optimizer, stats)
 
     return train_decoder(model, train, settings, validation, on_checkpoint=save, progress=progress, resume=run)
 
