@@ -658,6 +658,16 @@ def test_uploads_are_deleted_once_read_but_only_inside_the_upload_folder(tmp_pat
     assert discard_upload(upload, uploads) is False  # already gone: nothing to do
 
 
+def test_validating_an_upload_returns_the_freed_heap_valid_or_not(studio, dictionary_file, tmp_path, monkeypatch):
+    calls = []
+    monkeypatch.setattr("app.handlers.return_freed_memory", lambda: calls.append(1))
+    studio.validate_upload(str(dictionary_file), 0, Session())
+    bad = tmp_path / "bad.tsv"
+    bad.write_text("no header here\n")
+    studio.validate_upload(str(bad), 0, Session())
+    assert len(calls) == 2
+
+
 def test_validating_an_upload_deletes_it(studio, dictionary_file, tmp_path, monkeypatch):
     import shutil
 
