@@ -491,3 +491,17 @@ def test_learning_rate_is_constant_then_decays_linearly_to_its_floor():
     by_steps = TrainSettings(minutes=100.0, max_steps=100, decay_from=0.5)
     assert by_steps.lr_factor(seconds=1, steps=75) == pytest.approx(0.5)  # whichever budget binds
     assert TrainSettings(minutes=1.0, decay_from=1.0).lr_factor(seconds=60, steps=0) == 1.0
+
+
+def test_the_commands_lstm_flags_build_a_decoder(tokenizer, tmp_path):
+    """The command passes every config flag, max_length included (which once collided with the
+    default for new decoders, so `vec2sent-train` without --init failed)."""
+    from core.cli import _decoder_overrides, vec2sent_train_parser
+
+    args = vec2sent_train_parser().parse_args(["--encoder", "x", "--out", "y", "--emb-dim", "8", "--hidden", "16",
+                                               "--layers", "1", "--max-length", "30"])
+    settings = TrainSettings(minutes=1, max_steps=1, batch_size=2)
+    train_for_encoder(FIVE, make_link(tokenizer), tmp_path / "out", _decoder_overrides(args), settings, val_size=1,
+                      cache_dir=tmp_path / "cache", progress=False)
+    model, _, _ = checkpoint_module.read_checkpoint(tmp_path / "out")
+    assert model.config.max_length == 30 and model.config.hidden == 16

@@ -440,8 +440,8 @@ def _initial_model(init: Path | None, vocab: PieceVocab, sent_dim: int, config_o
     if init is None and config_overrides.get("architecture") == "transformer":
         return warm_started(vocab, sent_dim, config_overrides, tokenizer)
     if init is None:
-        return Vec2SentDecoder(Vec2SentConfig(vocab_size=len(vocab), sent_dim=sent_dim,
-                                              max_length=LONGEST_TRAINED_SENTENCE + 1, **config_overrides))
+        config = {"max_length": LONGEST_TRAINED_SENTENCE + 1, **config_overrides}  # the command gives one
+        return Vec2SentDecoder(Vec2SentConfig(vocab_size=len(vocab), sent_dim=sent_dim, **config))
     model, init_vocab, _ = read_checkpoint(init)
     if model.config.sent_dim != sent_dim:
         raise ValueError(f"{init} decodes {model.config.sent_dim}-d embeddings, this encoder gives {sent_dim}-d; "
