@@ -750,7 +750,8 @@ def _memory_lines(memory: dict | None) -> list[str]:
         return ["memory phase: skipped"]
     met = "met" if memory["growth_mb"] <= MEMORY_TARGET_MB else "MISSED"
     lines = [f"\nmemory phase: {memory['requests']} mixed requests and {memory['uploads']} uploads of "
-             f"{memory['upload_bytes'] / 1e6:.1f} MB (one new session each) in {memory['seconds']:.0f} s; the app's resident memory warm {memory['warm_mb']:.0f} MB, peak "
+             f"{memory['upload_bytes'] / 1e6:.1f} MB (one new session each) in {memory['seconds']:.0f} s; "
+             f"the app's resident memory warm {memory['warm_mb']:.0f} MB, peak "
              f"{memory['peak_mb']:.0f} MB, after {memory['after_mb']:.0f} MB: {memory['growth_mb']:+.0f} MB "
              f"(target <= +{MEMORY_TARGET_MB:.0f} MB: {met}); failed requests {memory['failed']}, failed uploads "
              f"{len(memory['uploads_failed'])}"]
@@ -811,7 +812,8 @@ def passed(result: dict) -> bool:
                     for p in phases)
             and all(p.get("failed", 0) == 0 and not p.get("switch_failed") for p in phases[1:])
             and (not result.get("hostile") or result["hostile"]["probe_failed"] == 0)
-            and (not result.get("memory") or (result["memory"]["failed"] == 0 and not result["memory"]["uploads_failed"])))
+            and (not result.get("memory")
+                 or (result["memory"]["failed"] == 0 and not result["memory"]["uploads_failed"])))
 
 
 def main(argv: list[str] | None = None) -> int:
