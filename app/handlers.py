@@ -19,7 +19,7 @@ import numpy as np
 
 from core.engine import Engine
 from core.hardware import return_freed_memory
-from core.readout import EmbeddedTexts, InterpolationPoint
+from core.readout import EmbeddedTexts, InterpolationPoint, describe_borrowed
 from core.vec2sent.refine import RefineSettings
 from core.word_eval import format_table
 
@@ -256,6 +256,9 @@ class Studio:
                                        beam=DECODE_BEAM, expression=expression, refine=_refining(refine))
         decoded = (f"**Decoded:** {result.decoded}" if result.decoded is not None
                    else NO_DECODER.format(fp=active.engine.fingerprint))
+        borrowed = active.engine.borrowed_decoding
+        if result.decoded is not None and borrowed:
+            decoded += f"\n\n{describe_borrowed(borrowed)}"
         return (decoded, [[w, round(p, 4)] for w, p in result.words], views.scored_rows(result.nearest))
 
     def interpolation(self, a: str, b: str, steps: int, refine: bool = False, session: Session | None = None,

@@ -336,7 +336,10 @@ def _finetune_tab(demo: gr.Blocks, studio: Studio, session: gr.State, stored: gr
                   model_bar: tuple[Callable, list[gr.components.Component]]) -> None:
     gr.Markdown("Upload a dictionary (TSV, CSV or JSONL with columns `word`, `definition` and optionally `pos`). "
                 "It is split by word: 80 % train, 10 % dev (model selection), 10 % held out for the "
-                "before/after comparison. Training runs in the background: you may reload the page.")
+                "before/after comparison. Training runs in the background: you may reload the page. "
+                "Analogy and interpolation of the fine-tuned model decode with the decoder of the model you "
+                "start from (no new decoder is trained); the job measures how much that costs and the "
+                "Analogy tab shows it.")
     with gr.Row():
         file = gr.File(label="Dictionary file", file_types=[".tsv", ".csv", ".jsonl", ".txt"], elem_id="ft-file")
         report = gr.Textbox(label="Validation report", lines=8, elem_id="ft-report")

@@ -278,6 +278,13 @@ def test_a_fine_tuned_model_decodes_with_the_decoder_it_started_with(encoder_dir
     assert "decoder of encoder" in describe_borrowed(recorded) and "before fine-tuning" in describe_borrowed(recorded)
     assert Engine.load(copy_encoder(encoder_dir, tmp_path / "other")).borrowed_decoding is None
 
+    from app.handlers import Studio
+    from app.models import Models, ModelSpec
+
+    studio = Studio(Models.from_engine(tuned, ModelSpec("tuned", tmp_path / "tuned"), tmp_path))
+    decoded, _, _ = studio.analogy("a king", "a queen", "a boy", "b - a + c")
+    assert decoded.startswith("**Decoded:**") and describe_borrowed(recorded) in decoded  # the user sees the cost
+
 
 # ---- the app ---------------------------------------------------------------------------------------
 
