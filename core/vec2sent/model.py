@@ -23,8 +23,23 @@ from core.vec2sent.vocab import PAD
 State = tuple[torch.Tensor, torch.Tensor]  # LSTM (h, c), each (layers, B, hidden)
 
 
+class JsonConfig:
+    """save/load of a dataclass config as config.json (unknown keys refused)."""
+
+    def save(self, path: Path) -> None:
+        path.write_text(json.dumps(asdict(self), indent=2) + "\n", encoding="utf-8")
+
+    @classmethod
+    def load(cls, path: Path):
+        data = json.loads(path.read_text(encoding="utf-8"))
+        unknown = set(data) - {f.name for f in fields(cls)}
+        if unknown:
+            raise ValueError(f"{path}: unknown config keys {sorted(unknown)}")
+        return cls(**data)
+
+
 @dataclass
-class Vec2SentConfig:
+class Vec2SentConfig(JsonConfig):
     """Everything needed to rebuild the decoder; saved as config.json beside the weights."""
     vocab_size: int
     architecture: str = "lstm"  # core/vec2sent/transformer.py's config says "transformer"
@@ -39,17 +54,6 @@ class Vec2SentConfig:
     # normalising makes decoding of `2 * a` or `b - a + c` insensitive to their length.
     normalize_input: bool = True
     max_length: int = 48  # decoding stops after this many pieces (longest training sentence + [EOS])
-
-    def save(self, path: Path) -> None:
-        path.write_text(json.dumps(asdict(self), indent=2) + "\n", encoding="utf-8")
-
-    @classmethod
-    def load(cls, path: Path) -> "Vec2SentConfig":
-        data = json.loads(path.read_text(encoding="utf-8"))
-        unknown = set(data) - {f.name for f in fields(cls)}
-        if unknown:
-            raise ValueError(f"{path}: unknown config keys {sorted(unknown)}")
-        return cls(**data)
 
 
 class Vec2SentDecoder(nn.Module):

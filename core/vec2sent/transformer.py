@@ -14,9 +14,8 @@ as the decoding state, `step(tokens, x, state)` extends them.
 """
 from __future__ import annotations
 
-import json
 import math
-from dataclasses import asdict, dataclass, fields
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
@@ -25,14 +24,14 @@ from torch import nn
 from torch.nn import functional as F
 
 from core.bert import BertConfig, BertLayer, load_bert
-from core.vec2sent.model import _int8_linear
+from core.vec2sent.model import JsonConfig, _int8_linear
 from core.vec2sent.vocab import PAD
 
 State = tuple[torch.Tensor, torch.Tensor]  # keys, values, each (L, B, heads, T, H/heads)
 
 
 @dataclass
-class TransformerConfig:
+class TransformerConfig(JsonConfig):
     """Everything needed to rebuild the decoder; saved as config.json beside the weights."""
     vocab_size: int
     architecture: str = "transformer"
@@ -47,17 +46,6 @@ class TransformerConfig:
     layer_norm_eps: float = 1e-12
     normalize_input: bool = True  # only the direction of an embedding carries meaning (see model.py)
     max_length: int = 48  # decoding stops after this many pieces
-
-    def save(self, path: Path) -> None:
-        path.write_text(json.dumps(asdict(self), indent=2) + "\n", encoding="utf-8")
-
-    @classmethod
-    def load(cls, path: Path) -> "TransformerConfig":
-        data = json.loads(path.read_text(encoding="utf-8"))
-        unknown = set(data) - {f.name for f in fields(cls)}
-        if unknown:
-            raise ValueError(f"{path}: unknown config keys {sorted(unknown)}")
-        return cls(**data)
 
     def bert(self) -> BertConfig:
         return BertConfig(vocab_size=self.vocab_size, hidden_size=self.hidden, num_hidden_layers=self.layers,

@@ -95,17 +95,6 @@ def wait_until_up(url: str, process: subprocess.Popen, log: Path, timeout: float
     pytest.fail(f"the app did not answer within {timeout} s:\n{log.read_text()[-3000:]}")
 
 
-@pytest.fixture(scope="module")
-def browser():
-    sync_api = pytest.importorskip("playwright.sync_api")
-    if not CHROMIUM.exists():
-        pytest.skip("Debian's chromium is not installed (apt-get install -y chromium)")
-    with sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        yield browser
-        browser.close()
-
-
 @pytest.fixture
 def page(browser, app_url):
     """A fresh page per test (one test's broken page cannot fail the next); the browser's console

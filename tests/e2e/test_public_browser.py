@@ -12,7 +12,7 @@ import urllib.request
 import pytest
 
 from core import Engine
-from tests.e2e.test_browser import CHROMIUM, CHROMIUM_ARGS, REPO, free_port, wait_until_up
+from tests.e2e.test_browser import REPO, free_port, wait_until_up
 
 pytestmark = pytest.mark.slow
 USER, PASSWORD = "alice", "pass:with:colon"
@@ -38,17 +38,6 @@ def public_url(tiny_mlm_dir, tmp_path_factory):
         process.terminate()
         process.wait(timeout=30)
         log.close()
-
-
-@pytest.fixture(scope="module")
-def browser():
-    sync_api = pytest.importorskip("playwright.sync_api")
-    if not CHROMIUM.exists():
-        pytest.skip("Debian's chromium is not installed (apt-get install -y chromium)")
-    with sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        yield browser
-        browser.close()
 
 
 def test_the_api_needs_the_login(public_url):
