@@ -7,6 +7,7 @@ Everything here returns plain data (lists, dataclasses, numpy arrays); rendering
 from __future__ import annotations
 
 import random
+import time
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -171,11 +172,26 @@ def similarity_matrix(engine, text: str) -> tuple[list[str], np.ndarray]:
     return sentences, engine.similarity(sentences, sentences)
 
 
+ENCODE_TIME_BUDGET_S = 120.0  # a user's list of texts is embedded within this time, or refused
+
+
+class TooSlow(ValueError):
+    """A request's work ran past its time budget (shown to the user: ValueError)."""
+
+
 def embed_corpus(engine, texts: Sequence[str], labels: Sequence[str] | None = None, name: str = "",
-                 progress: Progress = no_progress) -> EmbeddedTexts:
-    """Embed texts (normalised), reporting encoding progress."""
+                 progress: Progress = no_progress, budget_s: float = ENCODE_TIME_BUDGET_S) -> EmbeddedTexts:
+    """Embed texts (normalised), reporting encoding progress; TooSlow once the encoding runs past
+    `budget_s` seconds (checked after each batch), so no list holds a worker for longer."""
     texts = list(texts)
-    vectors = engine.encode(texts, normalize=True, progress=_encoding_progress(progress))
+    started, report = time.monotonic(), _encoding_progress(progress)
+
+    def within_budget(done: int, total: int) -> None:
+        report(done, total)
+        if done < total and time.monotonic() - started > budget_s:
+            raise TooSlow(f"Embedding {total:,} texts took longer than {budget_s:.0f} s ({done:,} done; the "
+                          f"server may be busy): try again with fewer lines.")
+    vectors = engine.encode(texts, normalize=True, progress=within_budget)
     return EmbeddedTexts(texts, vectors, list(labels or []), name)
 
 

@@ -411,3 +411,21 @@ def test_long_or_many_lines_are_refused(studio):
 def test_emoji_inside_words_are_fine(studio):
     html, _ = handler(studio.reverse_dictionary)("a dog 🐶 that barks")
     assert "ds-word" in html
+
+
+def test_a_long_list_is_refused_once_its_encoding_runs_past_the_time_budget():
+    from app.services import TooSlow, embed_corpus
+
+    class SlowEngine:
+        batches = 0
+
+        def encode(self, texts, normalize=False, progress=None):
+            for done in range(1, 4):  # three batches; the budget runs out during the first
+                SlowEngine.batches += 1
+                progress(done, 3)
+            return np.zeros((len(texts), 2), dtype=np.float32)
+
+    with pytest.raises(TooSlow, match=r"longer than -1 s \(1 done"):
+        embed_corpus(SlowEngine(), ["a", "b", "c"], budget_s=-1.0)
+    assert SlowEngine.batches == 1  # stopped after the batch that ran past the budget
+    assert embed_corpus(SlowEngine(), ["a", "b", "c"]).vectors.shape == (3, 2)  # within the budget
