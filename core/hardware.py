@@ -104,15 +104,21 @@ def return_freed_memory() -> None:
 
     Building large int8 matrices goes through float32 copies (several hundred MB); glibc keeps their
     freed heap in its arenas, so without this the process stays ~430 MB larger (docs/results.md)."""
-    import ctypes
-    import ctypes.util
     import gc
 
     gc.collect()
-    name = ctypes.util.find_library("c")
+    trim = _malloc_trim()
+    if trim is not None:
+        trim(0)
+
+
+@functools.lru_cache(maxsize=1)
+def _malloc_trim():
+    """glibc's malloc_trim, or None: looked up among the symbols the process has loaded (not with
+    ctypes.util.find_library, which runs ldconfig in a subprocess at every call)."""
+    import ctypes
+
     try:
-        libc = ctypes.CDLL(name) if name else None
-        if libc is not None and hasattr(libc, "malloc_trim"):
-            libc.malloc_trim(0)
-    except OSError:
-        pass
+        return getattr(ctypes.CDLL(None), "malloc_trim", None)
+    except (OSError, TypeError):
+        return None

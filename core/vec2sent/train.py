@@ -29,7 +29,7 @@ import torch
 from torch.nn import functional as F
 from tqdm import tqdm
 
-from core.checkpoint import atomic_directory, resolve_base, save_npy_atomically
+from core.checkpoint import atomic_directory, remove_stale_temporaries, resolve_base, save_npy_atomically
 from core.hardware import check_training_precision, train_mode
 from core.paths import CACHE_DIR
 from safetensors.torch import load_file, save_file
@@ -358,6 +358,9 @@ def train_for_encoder(sentences: list[str], link: EncoderLink, out: Path, config
     if resume and run_dir is None:
         raise ValueError("resume needs the run_dir of the run to go on from")
     embeddings = cached_embeddings(sentences, link, cache_dir)
+    for folder in (Path(out).parent, Path(run_dir).parent if run_dir else None):
+        if folder is not None:
+            remove_stale_temporaries(folder)  # a killed run's hidden half-written folders (hundreds of MB)
     run = load_run(run_dir) if resume and (Path(run_dir) / RUN_STATE).is_file() else None
     if run:
         model, vocab = run.model, run.vocab
