@@ -28,7 +28,7 @@ from .dictionary import Entry, load_wordnet
 from .encoder import semantic_search
 from .vec2sent.checkpoint import FORMAT as DECODER_FORMAT
 from .vec2sent.checkpoint import MANIFEST as DECODER_MANIFEST
-from .vec2sent.checkpoint import Vec2Sent, load_checkpoint
+from .vec2sent.checkpoint import Vec2Sent, load_checkpoint, mean_cosine
 from .vec2sent.expression import evaluate_expression
 from .vec2sent.refine import RefineSettings
 from .vec2sent.refine import refine as refine_by_edits
@@ -160,13 +160,7 @@ def decoding_check(encode: Callable[[list[str]], np.ndarray], decoder: Vec2Sent,
     """Mean cosine between the vectors of `sentences` and the re-encoded greedy decodings of them:
     how well `decoder` reads this encoder's space (1 = every decoding means its vector)."""
     vectors = np.asarray(encode(sentences), dtype=np.float32)  # (n, d)
-    decoded = decoder.decode(vectors, beam_width=1)
-    kept = [i for i, text in enumerate(decoded) if text.strip()]
-    again = np.zeros_like(vectors)
-    if kept:
-        again[kept] = encode([decoded[i] for i in kept])
-    norms = np.linalg.norm(vectors, axis=1) * np.linalg.norm(again, axis=1)
-    return float(np.mean((vectors * again).sum(1) / np.where(norms > 0, norms, 1.0)))
+    return mean_cosine(vectors, decoder.decode(vectors, beam_width=1), encode)
 
 
 @dataclass

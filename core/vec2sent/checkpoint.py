@@ -134,6 +134,17 @@ def best_by_cosine(rows: Sequence[Sequence[str]], vectors: np.ndarray,
     return best
 
 
+def mean_cosine(vectors: np.ndarray, hypotheses: list[str], encode) -> float:
+    """Mean cosine between each vector (n, S) and the embedding of its decoded sentence (empty: 0)."""
+    texts = [h if h.strip() else "" for h in hypotheses]
+    filled = [i for i, t in enumerate(texts) if t]
+    cosines = np.zeros(len(texts))
+    if filled:
+        decoded = l2_normalize(np.asarray(encode([texts[i] for i in filled]), dtype=np.float32))
+        cosines[filled] = (decoded * l2_normalize(np.atleast_2d(vectors)[filled])).sum(1)
+    return float(cosines.mean())
+
+
 def save_checkpoint(target: Path, model: Decoder, vocab: PieceVocab, manifest: dict,
                     truecaser: TrueCaser | None = None) -> Path:
     """Write the checkpoint atomically: into a temporary folder beside `target`, fsynced, then renamed.

@@ -19,8 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from core.encoder import l2_normalize
-from core.vec2sent.checkpoint import closest_hypotheses
+from core.vec2sent.checkpoint import closest_hypotheses, mean_cosine  # noqa: F401 (re-exported)
 from core.vec2sent.refine import RefineSettings
 from core.vec2sent.refine import refine as refine_by_edits
 from core.vec2sent.text import canonical_tokens
@@ -74,17 +73,6 @@ def round_trip_agreement(references: list[str], hypotheses: list[str], top_word:
     decoded_words = top_word([hypotheses[i] for i in decoded])
     agree = sum(original_words[i] == word for i, word in zip(decoded, decoded_words))
     return 100 * agree / len(references)
-
-
-def mean_cosine(vectors: np.ndarray, hypotheses: list[str], encode) -> float:
-    """Mean cosine between each vector (n, S) and the embedding of its decoded sentence (empty: 0)."""
-    texts = [h if h.strip() else "" for h in hypotheses]
-    filled = [i for i, t in enumerate(texts) if t]
-    cosines = np.zeros(len(texts))
-    if filled:
-        decoded = l2_normalize(np.asarray(encode([texts[i] for i in filled]), dtype=np.float32))
-        cosines[filled] = (decoded * l2_normalize(np.atleast_2d(vectors)[filled])).sum(1)
-    return float(cosines.mean())
 
 
 def format_table(rows: dict[str, tuple]) -> str:
