@@ -6,14 +6,13 @@ Invalid input raises ValueError with a readable message (the UI shows it as an e
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
-import threading
 import time
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 
@@ -109,8 +108,6 @@ class Studio:
         self.public = public
         # In public mode the training slots have no waiting line: a Start while they are taken is refused.
         self.jobs = jobs or (JobManager(public.training_slots, 0) if public else JobManager())
-        # Background preparation of a newly active model (open vocabulary...), set by start_studio.
-        self.prepare: Callable[[ActiveModel], None] | None = None
         remove_leftovers(models.checkpoints)
         if public is not None:
             remove_all_sessions()
@@ -120,15 +117,12 @@ class Studio:
         """The model this session chose: "" on a private server (one model for all) or when it chose none."""
         return session.model if self.public is not None and session is not None else ""
 
-    def _model(self, session: Session | None = None) -> ActiveModel:
+    def _model(self, session: Session | None = None, progress: sv.Progress = sv.no_progress) -> ActiveModel:
         """The model that answers this session: its own choice in public mode, else the active model."""
         name = self._session_model(session)
         if not name:
             return self.models.active()
-        model, loaded = self.models.shared(self._spec_named(name, session), self.public.loaded_models)
-        if loaded:
-            self._prepare_in_background(model)
-        return model
+        return self.models.shared(self._spec_named(name, session), self.public.loaded_models, progress)
 
     def _specs(self, session: Session | None) -> list[ModelSpec]:
         """The models one can choose: the server's, and in public mode this session's saved ones."""
@@ -145,10 +139,6 @@ class Studio:
             raise ValueError(f"Your model {name!r} is no longer kept on this server (a session's saved models are "
                              "deleted when it ends or expires); choose another.")
         raise ValueError(f"No model called {name!r}; choose one from the list.")
-
-    def _prepare_in_background(self, model: ActiveModel) -> None:
-        if self.prepare is not None:  # as after the first load: the model answers from all words too
-            threading.Thread(target=self.prepare, args=(model,), daemon=True, name="prepare-model").start()
 
     def end_session(self, session: Session) -> None:
         """A session ended (its tab was closed, or its state expired): drop its upload and saved models."""
@@ -178,9 +168,8 @@ class Studio:
         return status + (f"\n\n{BASE_WARNING}" if base else "")
 
     def switch_model(self, name: str, progress: sv.Progress = sv.no_progress) -> str:
-        """Load the named model and make it active for every user."""
-        progress(0.1, desc=f"loading {name}")
-        self._prepare_in_background(self.models.switch(self.models.spec_named(name)))
+        """Load and prepare the named model, then make it active for every user."""
+        self.models.switch(self.models.spec_named(name), progress)
         return self.model_status()
 
     def choose_model(self, name: str, session: Session, progress: sv.Progress = sv.no_progress
@@ -189,10 +178,8 @@ class Studio:
         or shared with the sessions that chose it); on a private server it switches the active model."""
         if self.public is None:
             return self.switch_model(name, progress), session
-        spec = self._spec_named(name, session)
-        progress(0.1, desc=f"loading {name}")
-        session.model = spec.name
-        self._model(session)  # loaded now, not by the next request
+        session.model = self._spec_named(name, session).name
+        self._model(session, progress)  # loaded and prepared now, not by the next request
         return self.model_status(session), session
 
     # ---- reverse dictionary ---------------------------------------------------------------------
@@ -486,13 +473,14 @@ class Studio:
             raise ValueError("Save the model under a name first.")
         return path
 
-    def activate_finetuned(self, job_id: str, session: Session | None = None) -> str:
-        """Make the saved fine-tuned checkpoint the active model: for every user, or in public mode
-        for this session only."""
+    def activate_finetuned(self, job_id: str, session: Session | None = None,
+                           progress: sv.Progress = sv.no_progress) -> str:
+        """Make the saved fine-tuned checkpoint the active model (once prepared): for every user, or
+        in public mode for this session only."""
         path = self._saved_path(job_id, session)
         if self.public is not None:
-            return self.choose_model(YOURS + path.name, session)[0]
-        self.models.switch(ModelSpec(path.name, path))
+            return self.choose_model(YOURS + path.name, session, progress)[0]
+        self.models.switch(ModelSpec(path.name, path), progress)
         return self.models.status()
 
     def download_finetuned(self, job_id: str, session: Session | None = None,
@@ -562,31 +550,38 @@ class Studio:
 
 def start_studio(spec: ModelSpec, checkpoints: Path, warm_up_umap: bool = True, delay: float = 10.0,
                  open_vocabulary: bool = True, public: PublicLimits | None = None) -> Studio:
-    """A Studio whose model loads in the background; `delay` seconds later (so that the first
-    requests get the CPU) the open vocabulary is prepared (`Engine.enable_open_vocabulary`, cached
-    per model), the reference sentences are embedded, the Vec2Sent decoder is loaded and UMAP is
-    warmed up, in that order, in the same thread (first a reverse-dictionary query, which prepares
-    the word scoring). Requests are served all along."""
-    studio = Studio(Models(checkpoints), public=public)
+    """A Studio whose model loads in the background and is served at once; `delay` seconds later
+    (so that the first requests get the CPU) it is prepared (`prepare_model`) and UMAP is warmed up,
+    in the same thread. Models switched to later are prepared before they answer (`Models`)."""
+    studio = Studio(Models(checkpoints, prepare=functools.partial(prepare_model, open_vocabulary=open_vocabulary)),
+                    public=public)
     if warm_up_umap:
         studio.projector.expect_warm_up()
 
-    def prepare(active: ActiveModel) -> None:
-        active.engine.predict_words("a word")  # builds the int8 scoring matrices (0.4 s) before a user waits on them
-        if open_vocabulary and active.engine.open_vocab is None:
-            active.engine.enable_open_vocabulary(cache_dir=cache_dir("open-vocab"))  # minutes once per model
-        active.reference()
-        _ = active.engine.decoder  # found and loaded now rather than by the first analogy
-        _ = active.untrained()  # ~20 s: loaded here rather than by the first "compare" request
-
     def after_load(active: ActiveModel) -> None:
         time.sleep(delay)
-        prepare(active)
+        studio.models.prepare(active, sv.no_progress)
         if warm_up_umap:
             studio.projector.warm_up()
-    studio.prepare = prepare
     studio.models.load_in_background(spec, then=after_load)
     return studio
+
+
+def prepare_model(active: ActiveModel, progress: sv.Progress = sv.no_progress, open_vocabulary: bool = True) -> None:
+    """Build, in this order, what a model's answers need: the word scoring (a reverse-dictionary
+    query builds its int8 matrices), the open vocabulary (`Engine.enable_open_vocabulary`, cached per
+    model: minutes the first time), the reference sentences, the Vec2Sent decoder and the untrained
+    twin that "compare" uses (~20 s)."""
+    active.engine.predict_words("a word")
+    if open_vocabulary and active.engine.open_vocab is None:
+        def embedded(done: int, total: int) -> None:
+            progress(0.1 + 0.6 * done / total, desc=f"open vocabulary: embedding {done}/{total} words (once per model)")
+        active.engine.enable_open_vocabulary(cache_dir=cache_dir("open-vocab"), progress=embedded)
+    progress(0.7, desc="embedding the reference sentences")
+    active.reference()
+    progress(0.85, desc="loading the decoder and the untrained twin")
+    _ = active.engine.decoder  # found and loaded now rather than by the first analogy
+    _ = active.untrained()
 
 
 def _colour_groups(corpus: EmbeddedTexts, colour: str) -> list[str]:

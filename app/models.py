@@ -99,11 +99,20 @@ class ActiveModel:
         return self._once(f"reference-{size}", lambda: reference_corpus(self.engine, size, progress))
 
 
-class Models:
-    """The active model, swapped atomically; requests take `active()` once and use that object."""
+Prepare = Callable[[ActiveModel, Progress], None]
 
-    def __init__(self, checkpoints: Path = CHECKPOINTS_DIR):
+
+class Models:
+    """The active model, swapped atomically; requests take `active()` once and use that object.
+
+    `prepare(model, progress)` builds what changes or slows a model's answers (its open vocabulary,
+    reference sentences...). A switched-to or shared model is prepared before any request sees it, so
+    answers never come from a half-built model; only the first load is served while it is prepared
+    (`load_in_background`'s `then`), since there is no other model to answer meanwhile."""
+
+    def __init__(self, checkpoints: Path = CHECKPOINTS_DIR, prepare: Prepare | None = None):
         self.checkpoints = checkpoints
+        self.prepare = prepare
         self._active: ActiveModel | None = None
         self._ready = threading.Event()
         self._error: str = ""
@@ -141,35 +150,47 @@ class Models:
 
     def use(self, engine: Engine, spec: ModelSpec) -> ActiveModel:
         """Make `engine` the active model for every user."""
-        self._active = ActiveModel(spec, engine, self.checkpoints)
-        if spec not in self._used:
-            self._used.append(spec)
+        return self._activate(ActiveModel(spec, engine, self.checkpoints))
+
+    def _activate(self, model: ActiveModel) -> ActiveModel:
+        self._active = model
+        if model.spec not in self._used:
+            self._used.append(model.spec)
         self._error = ""
         self._ready.set()
-        return self._active
+        return model
 
-    def switch(self, spec: ModelSpec) -> ActiveModel:
-        """Load `spec` and make it active (one switch at a time)."""
+    def _prepared(self, spec: ModelSpec, progress: Progress) -> ActiveModel:
+        """`spec` loaded and prepared, not yet seen by any request."""
+        progress(0.05, desc=f"loading {spec.name}")
+        model = ActiveModel(spec, spec.load(), self.checkpoints)
+        if self.prepare is not None:
+            self.prepare(model, progress)
+        return model
+
+    def switch(self, spec: ModelSpec, progress: Progress = no_progress) -> ActiveModel:
+        """Load and prepare `spec`, then make it active (one switch at a time); the previous model
+        answers every request until then."""
         with self._switch_lock:
-            return self.use(spec.load(), spec)
+            return self._activate(self._prepared(spec, progress))
 
-    def shared(self, spec: ModelSpec, keep: int) -> tuple[ActiveModel, bool]:
-        """(the model `spec` loaded for the sessions that chose it, whether it was loaded now) without
-        changing the active model (public mode). The active model itself when `spec` is it; else at
-        most `keep` such models stay loaded, the least recently used are dropped (loaded again when
-        asked for). One load at a time."""
+    def shared(self, spec: ModelSpec, keep: int, progress: Progress = no_progress) -> ActiveModel:
+        """The model `spec` loaded and prepared for the sessions that chose it, without changing the
+        active model (public mode). The active model itself when `spec` is it; else at most `keep`
+        such models stay loaded, the least recently used are dropped (loaded again when asked for).
+        One load at a time."""
         active = self.active()
         if spec == active.spec:
-            return active, False
+            return active
         with self._switch_lock:
             if spec in self._loaded:
                 self._loaded.move_to_end(spec)
-                return self._loaded[spec], False
-            model = ActiveModel(spec, spec.load(), self.checkpoints)
+                return self._loaded[spec]
+            model = self._prepared(spec, progress)
             self._loaded[spec] = model
             while len(self._loaded) > max(0, keep):
                 self._loaded.popitem(last=False)
-            return model, True
+            return model
 
     def active(self, timeout: float = 300.0) -> ActiveModel:
         """The active model, waiting while it is still loading."""

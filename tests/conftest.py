@@ -67,8 +67,8 @@ def shared_dir() -> Path:
     return path
 
 
-# The app's finite background threads: model loads and their warm-ups (app/models.py, app/handlers.py).
-BACKGROUND_THREADS = ("load-model", "prepare-model")
+# The app's finite background threads: model loads and their warm-ups (app/models.py).
+BACKGROUND_THREADS = ("load-model",)
 
 
 def pytest_sessionfinish(session, exitstatus):

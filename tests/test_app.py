@@ -523,11 +523,13 @@ def test_model_loads_in_the_background(tiny_mlm_dir, tmp_path):
     assert "failed" in broken.status()
 
 
-def test_a_switched_to_model_is_prepared_in_the_background(studio):
-    prepared = threading.Event()
-    studio.prepare = lambda active: prepared.set() if active.spec.name == "tiny" else None
+def test_a_switched_to_model_answers_only_once_prepared(studio):
+    before, answering_while_prepared = studio.models.active(), []
+    studio.models.prepare = lambda model, progress: answering_while_prepared.append(studio.models.active() is model)
     studio.switch_model("tiny")
-    assert prepared.wait(30)  # before, only the first load prepared the open vocabulary
+    # before, the new model answered everyone while its open vocabulary was still being built
+    assert answering_while_prepared == [False]
+    assert studio.models.active() is not before and studio.models.active().spec.name == "tiny"
 
 
 def test_switch_model_and_unknown_name(studio):

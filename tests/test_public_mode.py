@@ -95,12 +95,15 @@ def test_on_a_private_server_choosing_a_model_switches_it_for_everyone(tiny_mlm_
 def test_models_loaded_for_sessions_are_shared_and_bounded(tiny_mlm_dir, checkpoints, other_checkpoint):
     models = Models.from_engine(Engine.from_base(str(tiny_mlm_dir)), ModelSpec("tiny", base=str(tiny_mlm_dir)),
                                 checkpoints)
+    prepared = []
+    models.prepare = lambda model, progress: prepared.append(model)
     spec = ModelSpec("other", checkpoints / "other")
-    first, loaded = models.shared(spec, keep=1)
-    assert loaded and models.shared(spec, keep=1) == (first, False)  # one load for every session choosing it
-    assert models.shared(models.active().spec, keep=1)[0] is models.active()
+    first = models.shared(spec, keep=1)
+    assert prepared == [first]  # prepared before any session is answered by it
+    assert models.shared(spec, keep=1) is first and len(prepared) == 1  # one load for every session choosing it
+    assert models.shared(models.active().spec, keep=1) is models.active()
     models.shared(ModelSpec("again", other_checkpoint), keep=1)  # a third model: the least recently used goes
-    assert models.shared(spec, keep=1)[1] is True
+    assert models.shared(spec, keep=1) is not first and len(prepared) == 3
 
 
 # ---- saving ----------------------------------------------------------------------------------------------
