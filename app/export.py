@@ -14,7 +14,7 @@ from pathlib import Path
 
 from core.engine import Engine
 
-from .settings import download_dir
+from .settings import download_dir, folder_bytes
 
 DOWNLOAD_PREFIX = "defsent-download-"
 # Gradio copies a returned file into its own cache before answering (and deletes that copy after an
@@ -135,11 +135,6 @@ def remove_old_downloads(root: Path, keep_seconds: float) -> None:
     for folder in _downloads(root):
         if folder.stat().st_mtime < cutoff:
             shutil.rmtree(folder, ignore_errors=True)
-
-
-def folder_bytes(folder: Path) -> int:
-    """The size of the files under `folder`."""
-    return sum(f.stat().st_size for f in folder.rglob("*") if f.is_file())
 
 
 def expected_download_bytes(engine: Engine, checkpoint: Path) -> int:

@@ -37,7 +37,7 @@ from core.word_eval import definition_pairs
 
 from .jobs import Job, env_int, run_in_process, short_reason
 from .models import ModelSpec
-from .settings import cache_dir
+from .settings import folder_bytes, staging_root
 
 log = logging.getLogger(__name__)
 TRAINING_THREADS_ENV = "DEFSENT_TRAINING_THREADS"
@@ -354,6 +354,14 @@ def staged_folder(job: Job) -> Path:
     return staging_dir() / job.id
 
 
+def expected_staged_bytes(checkpoint: Path | None, engine: Engine) -> int:
+    """About what a fine-tune of this model stages on disk: its checkpoint folder's size, or for a
+    base model (no folder) its encoder's float32 weights."""
+    if checkpoint is not None:
+        return folder_bytes(checkpoint)
+    return 4 * sum(p.numel() for p in engine.encoder.backbone.parameters())
+
+
 def discard_staged(job: Job) -> None:
     """Delete a job's staged model (when the job fails or is forgotten)."""
     shutil.rmtree(staged_folder(job), ignore_errors=True)
@@ -361,7 +369,9 @@ def discard_staged(job: Job) -> None:
 
 def staging_dir() -> Path:
     """This server's folder for trained models not yet saved under a name."""
-    return cache_dir("staging", f"server-{os.getpid()}")
+    path = staging_root() / f"server-{os.getpid()}"
+    path.mkdir(exist_ok=True)
+    return path
 
 
 def remove_leftovers(checkpoints: Path) -> list[Path]:
@@ -369,7 +379,7 @@ def remove_leftovers(checkpoints: Path) -> list[Path]:
     `checkpoints` (see core.checkpoint.remove_stale_temporaries) and the staging folders of
     servers that no longer run. Returns the paths removed or restored."""
     removed = remove_stale_temporaries(checkpoints)
-    for folder in cache_dir("staging").glob("server-*"):
+    for folder in staging_root().glob("server-*"):
         pid = folder.name.removeprefix("server-")
         if pid.isdigit() and not process_alive(int(pid)):
             shutil.rmtree(folder, ignore_errors=True)

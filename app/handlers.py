@@ -27,13 +27,12 @@ from . import views
 from .evaluation import senteval_markdown, smoke_markdown, sts_markdown, word_prediction_rows
 from .export import download_files
 from .finetune import (UPLOADS, FinetuneJob, FinetuneResult, FinetuneSettings, Upload, comparison_rows,
-                       discard_staged, model_layers, remove_leftovers, save_finetuned, validate_upload)
+                       discard_staged, expected_staged_bytes, model_layers, remove_leftovers, save_finetuned, validate_upload)
 from .jobs import DONE, QUEUED, RUNNING, JobManager, JobQueueFull
 from .models import ActiveModel, Models, ModelSpec, checkpoint_specs
 from .projection import Projector
-from .public import YOURS, PublicLimits, folder_bytes, make_room, public_saves_dir, remove_all_sessions, \
-    remove_session, session_folder
-from .settings import cache_dir
+from .public import YOURS, PublicLimits, make_room, models_bytes, remove_all_sessions, remove_session, session_folder
+from .settings import cache_dir, folder_bytes
 
 MAP_SOURCES = ("dictionary definitions", "vocabulary words", "my sentences", "uploaded file")
 COLOUR_BY = ("part of speech", "cluster")
@@ -141,10 +140,23 @@ class Studio:
         raise ValueError(f"No model called {name!r}; choose one from the list.")
 
     def end_session(self, session: Session) -> None:
-        """A session ended (its tab was closed, or its state expired): drop its upload and saved models."""
+        """A session ended (its tab was closed, or its state expired): drop its upload; in public mode
+        also its saved models and its fine-tune (nobody can save that any more)."""
         UPLOADS.discard(session.upload)
         if self.public is not None:
             remove_session(session.key)
+            self._drop_job(session.job)
+
+    def _drop_job(self, job_id: str) -> None:
+        """Cancel the job (its run deletes what it staged), or delete its staged model if it has ended."""
+        try:
+            job = self.jobs.get(job_id) if job_id else None
+        except ValueError:  # forgotten already, or the server restarted
+            return
+        if job is not None and job.status in (QUEUED, RUNNING):
+            self.jobs.cancel(job.id)
+        elif job is not None:
+            discard_staged(job)
 
     # ---- active model ---------------------------------------------------------------------------
     def model_choices(self, session: Session | None = None) -> tuple[list[tuple[str, str]], str | None]:
@@ -379,6 +391,8 @@ class Studio:
         if self.public is not None and settings.total_steps(upload.train_size) > self.public.max_training_steps:
             raise ValueError(STEPS_OVER.format(steps=settings.total_steps(upload.train_size),
                                                limit=self.public.max_training_steps))
+        if self.public is not None:
+            make_room(expected_staged_bytes(active.spec.path, active.engine), self.public, "the fine-tuned model")
         try:
             job = self.jobs.submit(FinetuneJob(active.spec, upload, settings),
                                    f"fine-tune {active.spec.name} on {upload.name}", on_forget=discard_staged)
@@ -492,7 +506,7 @@ class Studio:
         limit = {}
         if self.public is not None:
             from .export import MAX_DOWNLOAD_BYTES
-            limit["max_bytes"] = min(MAX_DOWNLOAD_BYTES, self.public.disk_bytes - folder_bytes(public_saves_dir()))
+            limit["max_bytes"] = min(MAX_DOWNLOAD_BYTES, self.public.disk_bytes - models_bytes())
         return tuple(str(p) for p in download_files(Engine.load(path), path, **limit))  # where Gradio serves files
 
     # ---- evaluate and about ---------------------------------------------------------------------

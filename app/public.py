@@ -9,10 +9,11 @@ visitor can hold the server's CPU or fill its disk.
   `training_slots` jobs on the whole server at a time, with no waiting line (a Start while the slot is
   taken is refused).
 - Disk: a session's saved models live in its own folder of the cache (`public_saves_dir()/KEY/`),
-  never in checkpoints/. Saves of all sessions plus the download zips take at most `disk_bytes`;
-  expired sessions' saves and old downloads are deleted first to make room, else the save or download
-  is refused. A session's folder is deleted when the session ends (the tab is closed or its state
-  expires after `session_lifetime`) and at every start.
+  never in checkpoints/. Saves of all sessions, fine-tuned models waiting to be saved and the download
+  zips take at most `disk_bytes`; expired sessions' saves and old downloads are deleted first to make
+  room, else the save, fine-tune or download is refused. A session's folder, and its fine-tune (running
+  or waiting to be saved), are deleted when the session ends (the tab is closed or its state expires
+  after `session_lifetime`); the folders also at every start.
 - The Evaluate tab reads only the bundled smoke set (app/data), no SentEval folder.
 
 Plain Python (no gradio): the rules here are used by app.handlers; app.ui only wires them.
@@ -25,7 +26,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from .settings import cache_dir, download_dir
+from .settings import cache_dir, download_dir, folder_bytes, staging_root
 
 PUBLIC_ENV = "SPACE_ID"  # set by Hugging Face Spaces
 YOURS = "yours/"  # the prefix of a session's own models in the model list: no checkpoint name has a "/"
@@ -61,14 +62,15 @@ def session_folder(key: str) -> Path:
     return public_saves_dir() / key
 
 
-def folder_bytes(folder: Path) -> int:
-    """The size of the files under `folder` (0 if it does not exist)."""
-    return sum(f.stat().st_size for f in folder.rglob("*") if f.is_file()) if folder.is_dir() else 0
+def models_bytes() -> int:
+    """Bytes of visitors' models on disk: every session's saved models and the fine-tuned models
+    waiting to be saved."""
+    return folder_bytes(public_saves_dir()) + folder_bytes(staging_root())
 
 
 def disk_used() -> int:
-    """Bytes of public mode's disk use: every session's saved models plus the download folder."""
-    return folder_bytes(public_saves_dir()) + folder_bytes(download_dir())
+    """Bytes of public mode's disk use: visitors' models and the download folder."""
+    return models_bytes() + folder_bytes(download_dir())
 
 
 def remove_session(key: str) -> None:

@@ -41,6 +41,16 @@ def cache_dir(*parts: str) -> Path:
     return path
 
 
+def folder_bytes(folder: Path) -> int:
+    """The size of the files under `folder` (0 if it does not exist)."""
+    return sum(f.stat().st_size for f in folder.rglob("*") if f.is_file()) if folder.is_dir() else 0
+
+
+def staging_root() -> Path:
+    """Where fine-tuned models wait until they are saved under a name (a folder per server process), created."""
+    return cache_dir("staging")
+
+
 def limit_threads(n: int) -> None:
     """Run numerical code on `n` threads: BLAS, OpenMP and numba through the environment (this must
     happen before numpy or numba is imported), and torch. Oversubscribed BLAS threads on a busy

@@ -131,7 +131,7 @@ def test_a_visitors_save_is_theirs_alone_and_deleted_with_their_session(tiny_mlm
 
 
 def test_saves_and_downloads_share_a_disk_budget(tiny_mlm_dir, checkpoints, other_checkpoint):
-    from app.public import folder_bytes
+    from app.settings import folder_bytes
     size = folder_bytes(other_checkpoint)
     studio = make_studio(tiny_mlm_dir, checkpoints, PublicLimits(disk_bytes=int(size * 1.5)))
     job = finished_job(studio, other_checkpoint)
@@ -201,6 +201,43 @@ def test_the_training_slot_is_one_at_a_time_with_no_waiting_line(tiny_mlm_dir, c
         assert session.finetunes == 0 and session.job == ""  # refused: it does not count
     finally:
         release.set()
+
+
+def test_fine_tunes_waiting_to_be_saved_count_in_the_disk_budget(tiny_mlm_dir, checkpoints, validated):
+    from app.finetune import expected_staged_bytes, staging_dir
+    need = expected_staged_bytes(None, Engine.from_base(str(tiny_mlm_dir)))
+    studio = make_studio(tiny_mlm_dir, checkpoints, PublicLimits(disk_bytes=int(need * 1.5)))
+    (staging_dir() / "another-visitors-job").mkdir()
+    (staging_dir() / "another-visitors-job" / "model.safetensors").write_bytes(b"0" * need)
+    session = validated(studio)
+    with pytest.raises(ValueError, match="storage for visitors' models is full .* the fine-tuned model needs"):
+        studio.start_finetune(session, 1, 5e-5, 4, 0, 1, 1, 0)
+    assert not studio.jobs.unfinished() and session.finetunes == 0  # refused: nothing queued, nothing counted
+
+
+def test_a_sessions_fine_tune_goes_with_the_session(tiny_mlm_dir, checkpoints, validated, monkeypatch):
+    from app.finetune import staged_folder
+    finish = threading.Event()
+
+    def stage(self, job):
+        staged_folder(job).mkdir(parents=True)
+        (staged_folder(job) / "model.safetensors").write_bytes(b"0" * 100)
+        while not (finish.is_set() or job.cancel_requested.is_set()):  # a long run
+            threading.Event().wait(0.01)
+    monkeypatch.setattr("app.handlers.FinetuneJob.__call__", stage)
+    studio = make_studio(tiny_mlm_dir, checkpoints)
+    finished, running = validated(studio), validated(studio)
+    job = studio.jobs.get(studio.start_finetune(finished, 1, 5e-5, 4, 0, 1, 1, 0))
+    finish.set()
+    while studio.jobs.unfinished():
+        threading.Event().wait(0.01)
+    finish.clear()
+    assert staged_folder(job).is_dir()
+    studio.end_session(finished)
+    assert not staged_folder(job).exists()  # nobody can save it any more
+    job = studio.jobs.get(studio.start_finetune(running, 1, 5e-5, 4, 0, 1, 1, 0))
+    studio.end_session(running)
+    assert job.cancel_requested.is_set()
 
 
 # ---- evaluate ---------------------------------------------------------------------------------------------
