@@ -203,14 +203,15 @@ class OpenScorer:
 
 def open_scorer(encode: Callable[[list[str]], np.ndarray], candidates: Candidates, config: OpenVocabConfig,
                 word_map: torch.nn.Module | None, cache: Path | None) -> OpenScorer:
-    """`OpenScorer.load` from `cache` if it is there, else `compute` (and save to `cache`)."""
-    if cache is not None and cache.exists():
-        return OpenScorer.load(cache, candidates, config, word_map)
-    scorer = OpenScorer.compute(encode, candidates, config, word_map)
-    if cache is not None:
+    """`OpenScorer.load` from `cache` if it is there, else `compute`; with a `cache`, what was
+    computed is saved there and read back, so a model answers alike whether its cache existed or not
+    (the cache holds int8 rows: float32 vectors score up to 0.1 points differently)."""
+    if cache is None:
+        return OpenScorer.compute(encode, candidates, config, word_map)
+    if not cache.exists():
         cache.parent.mkdir(parents=True, exist_ok=True)
-        scorer.save(cache)
-    return scorer
+        OpenScorer.compute(encode, candidates, config, word_map).save(cache)
+    return OpenScorer.load(cache, candidates, config, word_map)
 
 
 def fit_word_map(definitions: torch.Tensor, gold: torch.Tensor, word_vectors: torch.Tensor,

@@ -93,7 +93,9 @@ def test_vectors_are_cached_per_model_and_candidates(engine, tmp_path, monkeypat
 
     monkeypatch.setattr(engine, "encode", no_encoding)
     engine.enable_open_vocabulary(dictionary=DICTIONARY, cache_dir=tmp_path)
-    assert [w for w, _ in engine.words_for_vectors(u, k=6)[0]] == [w for w, _ in first[0]]
+    # the same words and scores: a model answers alike whether its cache existed or was just written
+    # (the load test's switched-to models differed by 0.01-0.1 points from the first instance)
+    assert engine.words_for_vectors(u, k=6) == first
     with pytest.raises(AssertionError, match="cached"):  # another candidate list is another file
         engine.enable_open_vocabulary(dictionary=DICTIONARY[:3], cache_dir=tmp_path)
 
