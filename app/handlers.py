@@ -105,6 +105,8 @@ class Studio:
         self.projector = projector or Projector()
         # Public mode (app.public): per-session models and saves, quotas, a disk budget; None: a private server.
         self.public = public
+        if public is not None:  # models chosen by sessions stay loaded, a few at a time
+            models.keep_loaded = public.loaded_models
         # In public mode the training slots have no waiting line: a Start while they are taken is refused.
         self.jobs = jobs or (JobManager(public.training_slots, 0) if public else JobManager())
         remove_leftovers(models.checkpoints)
@@ -121,7 +123,7 @@ class Studio:
         name = self._session_model(session)
         if not name:
             return self.models.active()
-        return self.models.shared(self._spec_named(name, session), self.public.loaded_models, progress)
+        return self.models.shared(self._spec_named(name, session), progress)
 
     def _specs(self, session: Session | None) -> list[ModelSpec]:
         """The models one can choose: the server's, and in public mode this session's saved ones."""
@@ -567,7 +569,7 @@ def start_studio(spec: ModelSpec, checkpoints: Path, warm_up_umap: bool = True, 
     """A Studio whose model loads in the background and is served at once; `delay` seconds later
     (so that the first requests get the CPU) it is prepared (`prepare_model`) and UMAP is warmed up,
     in the same thread. Models switched to later are prepared before they answer (`Models`)."""
-    studio = Studio(Models(checkpoints, prepare=functools.partial(prepare_model, open_vocabulary=open_vocabulary)),
+    studio = Studio(Models(checkpoints, functools.partial(prepare_model, open_vocabulary=open_vocabulary)),
                     public=public)
     if warm_up_umap:
         studio.projector.expect_warm_up()

@@ -108,11 +108,14 @@ class Models:
     `prepare(model, progress)` builds what changes or slows a model's answers (its open vocabulary,
     reference sentences...). A switched-to or shared model is prepared before any request sees it, so
     answers never come from a half-built model; only the first load is served while it is prepared
-    (`load_in_background`'s `then`), since there is no other model to answer meanwhile."""
+    (`load_in_background`'s `then`), since there is no other model to answer meanwhile. Besides the
+    active model, the `keep_loaded` most recently used ones stay loaded (switched from, or shared),
+    so that going back to one is instant."""
 
-    def __init__(self, checkpoints: Path = CHECKPOINTS_DIR, prepare: Prepare | None = None):
+    def __init__(self, checkpoints: Path = CHECKPOINTS_DIR, prepare: Prepare | None = None, keep_loaded: int = 1):
         self.checkpoints = checkpoints
         self.prepare = prepare
+        self.keep_loaded = keep_loaded
         self._active: ActiveModel | None = None
         self._ready = threading.Event()
         self._error: str = ""
@@ -169,16 +172,20 @@ class Models:
         return model
 
     def switch(self, spec: ModelSpec, progress: Progress = no_progress) -> ActiveModel:
-        """Load and prepare `spec`, then make it active (one switch at a time); the previous model
-        answers every request until then."""
+        """Make `spec` active for every user, once loaded and prepared (the previous model answers
+        every request until then; it stays loaded). One switch at a time."""
         with self._switch_lock:
-            return self._activate(self._prepared(spec, progress))
+            previous = self._active
+            model = self._loaded.pop(spec, None) or self._prepared(spec, progress)
+            self._activate(model)
+            if previous is not None and previous.spec != spec:
+                self._keep(previous)
+            return model
 
-    def shared(self, spec: ModelSpec, keep: int, progress: Progress = no_progress) -> ActiveModel:
+    def shared(self, spec: ModelSpec, progress: Progress = no_progress) -> ActiveModel:
         """The model `spec` loaded and prepared for the sessions that chose it, without changing the
-        active model (public mode). The active model itself when `spec` is it; else at most `keep`
-        such models stay loaded, the least recently used are dropped (loaded again when asked for).
-        One load at a time."""
+        active model (public mode): the active model itself when `spec` is it, else one kept loaded
+        (loaded again once dropped). One load at a time."""
         active = self.active()
         if spec == active.spec:
             return active
@@ -186,11 +193,14 @@ class Models:
             if spec in self._loaded:
                 self._loaded.move_to_end(spec)
                 return self._loaded[spec]
-            model = self._prepared(spec, progress)
-            self._loaded[spec] = model
-            while len(self._loaded) > max(0, keep):
-                self._loaded.popitem(last=False)
-            return model
+            return self._keep(self._prepared(spec, progress))
+
+    def _keep(self, model: ActiveModel) -> ActiveModel:
+        """Keep `model` loaded; past `keep_loaded` models the least recently used is dropped."""
+        self._loaded[model.spec] = model
+        while len(self._loaded) > max(0, self.keep_loaded):
+            self._loaded.popitem(last=False)
+        return model
 
     def active(self, timeout: float = 300.0) -> ActiveModel:
         """The active model, waiting while it is still loading."""

@@ -92,18 +92,31 @@ def test_on_a_private_server_choosing_a_model_switches_it_for_everyone(tiny_mlm_
     assert studio.model_choices(Session())[1] == "other"
 
 
+def test_switching_back_is_instant_the_model_switched_from_stays_loaded(tiny_mlm_dir, checkpoints):
+    studio = make_studio(tiny_mlm_dir, checkpoints, public=None)
+    prepared = []
+    studio.models.prepare = lambda model, progress: prepared.append(model.spec.name)
+    first = studio.models.active()
+    studio.switch_model("other")
+    other = studio.models.active()
+    studio.switch_model("tiny")
+    assert studio.models.active() is first
+    studio.switch_model("other")
+    assert studio.models.active() is other and prepared == ["other"]  # loaded and prepared once
+
+
 def test_models_loaded_for_sessions_are_shared_and_bounded(tiny_mlm_dir, checkpoints, other_checkpoint):
     models = Models.from_engine(Engine.from_base(str(tiny_mlm_dir)), ModelSpec("tiny", base=str(tiny_mlm_dir)),
                                 checkpoints)
     prepared = []
-    models.prepare = lambda model, progress: prepared.append(model)
+    models.prepare, models.keep_loaded = (lambda model, progress: prepared.append(model)), 1
     spec = ModelSpec("other", checkpoints / "other")
-    first = models.shared(spec, keep=1)
+    first = models.shared(spec)
     assert prepared == [first]  # prepared before any session is answered by it
-    assert models.shared(spec, keep=1) is first and len(prepared) == 1  # one load for every session choosing it
-    assert models.shared(models.active().spec, keep=1) is models.active()
-    models.shared(ModelSpec("again", other_checkpoint), keep=1)  # a third model: the least recently used goes
-    assert models.shared(spec, keep=1) is not first and len(prepared) == 3
+    assert models.shared(spec) is first and len(prepared) == 1  # one load for every session choosing it
+    assert models.shared(models.active().spec) is models.active()
+    models.shared(ModelSpec("again", other_checkpoint))  # a third model: the least recently used goes
+    assert models.shared(spec) is not first and len(prepared) == 3
 
 
 # ---- saving ----------------------------------------------------------------------------------------------
