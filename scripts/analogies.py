@@ -1,7 +1,7 @@
 """Decode the app's analogy examples, the Vec2Sent paper's analogies and an interpolation with the
 shipped models (docs/vec2sent.md tables).
 
-    python scripts/analogies.py [--model checkpoints/defsent-minilm] [--beam 5] [--precision float32]
+    python scripts/analogies.py [--model checkpoints/defsent-minilm] [--decoder PATH] [--beam 5] [--precision float32]
 
 For the app's examples (core/vec2sent/examples.py) it prints whether each decoding contains the
 expected content words and the cosine between the decoded sentence's embedding and the analogy vector.
@@ -32,13 +32,15 @@ INTERPOLATION = ("he visits italy", "she drinks wine")
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--model", type=Path, default=DEFAULT_CHECKPOINT)
+    parser.add_argument("--decoder", default="auto",
+                        help="a Vec2Sent checkpoint (default: the one beside the model that was trained on it)")
     parser.add_argument("--beam", type=int, default=5)
     parser.add_argument("--precision", default="float32", choices=PRECISIONS)
     parser.add_argument("--steps", type=int, default=5, help="interpolation points")
     args = parser.parse_args()
     torch.set_num_threads(1)
     engine = Engine.load(args.model, decoder=None)
-    engine.set_decoder("auto", args.model.parent, args.precision)
+    engine.set_decoder(args.decoder, args.model.parent, args.precision)
     if engine.decoder is None:
         print(f"no Vec2Sent decoder beside {args.model} was trained on it", file=sys.stderr)
         return 2
