@@ -643,13 +643,13 @@ def vec2sent_train(argv: Sequence[str]) -> int:
     args = parse_with_recipe(vec2sent_train_parser(), argv)
     set_threads(args.threads)
     from .vec2sent.encoder_link import link_engine
-    from .vec2sent.train import RUNS_DIR, describe_corpus, train_for_encoder
+    from .vec2sent.train import RUNS_DIR, read_corpus, train_for_encoder
 
     settings = config_from_flags(TrainSettings, args, precision=resolve_precision(args.precision))
-    sentences = (args.corpus / "train.txt").read_text(encoding="utf-8").splitlines()
+    sentences, corpus = read_corpus(args.corpus, args.corpus_sentences)
     link = link_engine(args.encoder, batch_size=128, precision=args.encoder_precision)
     stats = train_for_encoder(sentences, link, args.out, _decoder_overrides(args), settings,
-                              init=args.init, corpus=describe_corpus(args.corpus),
+                              init=args.init, corpus=corpus,
                               run_dir=args.run_dir or RUNS_DIR / args.out.name, resume=args.resume)
     print(f"{stats.steps} steps, {stats.epochs:.2f} epochs, {stats.sentences_per_second:.0f} sentences/s, "
           f"final loss {stats.curve[-1]['loss']}; saved {args.out}")
@@ -676,6 +676,9 @@ def vec2sent_train_parser() -> argparse.ArgumentParser:
     parser = parser_for("vec2sent-train", vec2sent_train)
     parser.add_argument("--encoder", type=Path, required=True, help="encoder checkpoint (core.engine)")
     parser.add_argument("--corpus", type=Path, default=CORPUS_DIR)
+    parser.add_argument("--corpus-sentences", type=int, default=0,
+                        help="train on the first N sentences of the corpus (its train.txt is shuffled), to embed "
+                             "and train within a budget (0: all)")
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--init", type=Path, help="start from this decoder, e.g. the decoder of the encoder "
                         "this one was fine-tuned or blended from (another corpus' pieces are mapped)")

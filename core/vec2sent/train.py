@@ -438,6 +438,18 @@ def describe_corpus(folder: Path) -> dict:
     return {"path": str(folder), "packages": stats.get("packages"), "sources": list(stats.get("sources", {}))}
 
 
+def read_corpus(folder: Path, first: int = 0) -> tuple[list[str], dict]:
+    """(the training sentences of a corpus folder, its description for the manifest): the first
+    `first` sentences of its train.txt (shuffled when the corpus was built), or all of them if 0."""
+    if first < 0:
+        raise ValueError(f"Train on the first N sentences (N >= 1) or on all (0), not {first}.")
+    sentences = (Path(folder) / "train.txt").read_text(encoding="utf-8").splitlines()
+    corpus = describe_corpus(folder)
+    if first:
+        sentences, corpus["first_sentences"] = sentences[:first], first
+    return sentences, corpus
+
+
 def _initial_model(init: Path | None, vocab: PieceVocab, sent_dim: int, config_overrides: dict,
                    tokenizer) -> Decoder:
     if init is None and config_overrides.get("architecture") == "transformer":
