@@ -60,13 +60,25 @@ def test_the_shipped_decoder_matches_its_recipe():
                              ["--recipe", str(RECIPES / "vec2sent-defsent-minilm.json"), "--out", "x"])
     folder = REPO / recipe["checkpoint"]
     manifest = load(folder / "manifest.json")
-    settings, recorded = dataclasses.asdict(config_from_flags(TrainSettings, args)), manifest["training"]["settings"]
+    training = manifest["training"]
+    settings, recorded = dataclasses.asdict(config_from_flags(TrainSettings, args)), training["settings"]
     defaults = {f.name: f.default for f in dataclasses.fields(TrainSettings)}
-    assert {name: recorded.get(name, defaults[name]) for name in settings} == settings  # fields added since: defaults
-    shipped = dataclasses.asdict(read_config(folder / "config.json"))  # fields added since: defaults
-    assert {f.name: getattr(args, f.name) for f in dataclasses.fields(Vec2SentConfig)
-            if f.name not in ("vocab_size", "sent_dim", "architecture")} == {k: v for k, v in shipped.items()
-                                                              if k not in ("vocab_size", "sent_dim", "architecture")}
+    per_invocation = {"session_minutes"}  # how long one resumed part ran, not part of the recipe
+    assert ({name: recorded.get(name, defaults[name]) for name in settings if name not in per_invocation}
+            == {name: value for name, value in settings.items() if name not in per_invocation})
+    shipped = read_config(folder / "config.json")
+    assert shipped.architecture == args.architecture
+    if args.architecture == "transformer":  # its size comes from the base it was warm-started from
+        assert (shipped.prefix_length, shipped.dropout) == (args.prefix_length, args.dropout)
+        assert training["warm_start"] == args.base
+    else:
+        assert {f.name: getattr(args, f.name) for f in dataclasses.fields(Vec2SentConfig)
+                if f.name not in ("vocab_size", "sent_dim", "architecture")} == {
+                    k: v for k, v in dataclasses.asdict(shipped).items()
+                    if k not in ("vocab_size", "sent_dim", "architecture")}  # fields added since: defaults
+    if "corpus" in training:  # recorded since the modern corpus (issue 26); the LSTM's manifest predates it
+        assert training["corpus"]["path"] == str(args.corpus)
+        assert training["corpus"].get("first_sentences", 0) == args.corpus_sentences
     assert str(args.encoder) == "checkpoints/" + manifest["encoder"]["name"]
 
 
