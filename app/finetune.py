@@ -356,10 +356,11 @@ def staged_folder(job: Job) -> Path:
 
 def expected_staged_bytes(checkpoint: Path | None, engine: Engine) -> int:
     """About what a fine-tune of this model stages on disk: its checkpoint folder's size, or for a
-    base model (no folder) its encoder's float32 weights."""
+    base model (no folder) its encoder's weights in float16, the most a checkpoint's delta of the
+    changed weights takes."""
     if checkpoint is not None:
         return folder_bytes(checkpoint)
-    return 4 * sum(p.numel() for p in engine.encoder.backbone.parameters())
+    return 2 * sum(p.numel() for p in engine.encoder.backbone.parameters())
 
 
 def discard_staged(job: Job) -> None:

@@ -28,11 +28,12 @@ from .evaluation import senteval_markdown, smoke_markdown, sts_markdown, word_pr
 from .export import download_files
 from .finetune import (UPLOADS, FinetuneJob, FinetuneResult, FinetuneSettings, Upload, comparison_rows,
                        discard_staged, expected_staged_bytes, model_layers, remove_leftovers, save_finetuned, validate_upload)
-from .jobs import DONE, QUEUED, RUNNING, JobManager, JobQueueFull
+from .jobs import DONE, QUEUED, RUNNING, Job, JobManager, JobQueueFull
 from .models import ActiveModel, Models, ModelSpec, checkpoint_specs
 from .projection import Projector
-from .public import YOURS, PublicLimits, make_room, models_bytes, remove_all_sessions, remove_session, session_folder
-from .settings import cache_dir, folder_bytes
+from .public import (YOURS, PublicLimits, make_room, model_cache_dir, models_bytes, remove_all_sessions,
+                     remove_session, session_folder)
+from .settings import folder_bytes
 
 MAP_SOURCES = ("dictionary definitions", "vocabulary words", "my sentences", "uploaded file")
 COLOUR_BY = ("part of speech", "cluster")
@@ -81,8 +82,8 @@ class Session:
     map: MapData | None = None
     upload: Upload | None = None
     job: str = ""  # the id of the last fine-tuning job started here
+    jobs: list[str] = field(default_factory=list)  # every fine-tuning job started here (public mode's quota)
     model: str = ""  # public mode: the name of the model this session chose ("": the server's)
-    finetunes: int = 0  # public mode: fine-tuning jobs started in this session
     saved: dict[str, str] = field(default_factory=dict)  # public mode: job id -> the session's saved checkpoint
     key: str = ""  # public mode: names the session's folder of saved models; drawn on first use
 
@@ -143,22 +144,26 @@ class Studio:
 
     def end_session(self, session: Session) -> None:
         """A session ended (its tab was closed, or its state expired): drop its upload; in public mode
-        also its saved models and its fine-tune (nobody can save that any more)."""
+        also its saved models (unloaded too) and its fine-tunes (nobody can save them any more): a
+        running one is cancelled (its run deletes what it staged), a finished one's model deleted."""
         UPLOADS.discard(session.upload)
-        if self.public is not None:
-            remove_session(session.key)
-            self._drop_job(session.job)
-
-    def _drop_job(self, job_id: str) -> None:
-        """Cancel the job (its run deletes what it staged), or delete its staged model if it has ended."""
-        try:
-            job = self.jobs.get(job_id) if job_id else None
-        except ValueError:  # forgotten already, or the server restarted
+        if self.public is None:
             return
-        if job is not None and job.status in (QUEUED, RUNNING):
-            self.jobs.cancel(job.id)
-        elif job is not None:
-            discard_staged(job)
+        if session.key:
+            self.models.forget(checkpoint_specs(session_folder(session.key), YOURS))
+        remove_session(session.key)
+        for job in filter(None, map(self._known_job, session.jobs)):
+            if job.status in (QUEUED, RUNNING):
+                self.jobs.cancel(job.id)
+            else:
+                discard_staged(job)
+
+    def _known_job(self, job_id: str) -> Job | None:
+        """The job with this id, or None if there is none (forgotten, or the server restarted)."""
+        try:
+            return self.jobs.get(job_id) if job_id else None
+        except ValueError:
+            return None
 
     # ---- active model ---------------------------------------------------------------------------
     def model_choices(self, session: Session | None = None) -> tuple[list[tuple[str, str]], str | None]:
@@ -192,8 +197,9 @@ class Studio:
         or shared with the sessions that chose it); on a private server it switches the active model."""
         if self.public is None:
             return self.switch_model(name, progress), session
-        session.model = self._spec_named(name, session).name
-        self._model(session, progress)  # loaded and prepared now, not by the next request
+        spec = self._spec_named(name, session)
+        self.models.shared(spec, progress)  # loaded and prepared before the session's requests use it
+        session.model = spec.name
         return self.model_status(session), session
 
     # ---- reverse dictionary ---------------------------------------------------------------------
@@ -381,7 +387,7 @@ class Studio:
         if session.upload is None:
             raise ValueError("Upload and validate a dictionary first.")
         self._refuse_a_second_job(session)
-        if self.public is not None and session.finetunes >= self.public.finetunes_per_session:
+        if self.public is not None and len(session.jobs) >= self.public.finetunes_per_session:
             raise ValueError(QUOTA_USED.format(n=self.public.finetunes_per_session))
         upload = UPLOADS.get(session.upload)
         active = self._model(session)
@@ -403,15 +409,12 @@ class Studio:
                 raise
             raise ValueError(SLOT_BUSY.format(slots=self.public.training_slots)) from None
         session.job = job.id
-        session.finetunes += 1
+        session.jobs.append(job.id)
         return job.id
 
     def _refuse_a_second_job(self, session: Session) -> None:
         """A second Start click would queue a duplicate run: one job per session at a time."""
-        try:
-            job = self.jobs.get(session.job) if session.job else None
-        except ValueError:  # forgotten, or the server restarted
-            return
+        job = self._known_job(session.job)
         if job is not None and job.status in (QUEUED, RUNNING):
             raise ValueError(f"Your fine-tuning job {job.id} is still {job.status}: wait for it to end, "
                              "or cancel it, before starting another.")
@@ -576,7 +579,7 @@ def start_studio(spec: ModelSpec, checkpoints: Path, warm_up_umap: bool = True, 
 
     def after_load(active: ActiveModel) -> None:
         time.sleep(delay)
-        studio.models.prepare(active, sv.no_progress)
+        studio.models.prepare_first(active)
         if warm_up_umap:
             studio.projector.warm_up()
     studio.models.load_in_background(spec, then=after_load)
@@ -592,7 +595,8 @@ def prepare_model(active: ActiveModel, progress: sv.Progress = sv.no_progress, o
     if open_vocabulary and active.engine.open_vocab is None:
         def embedded(done: int, total: int) -> None:
             progress(0.1 + 0.6 * done / total, desc=f"open vocabulary: embedding {done}/{total} words (once per model)")
-        active.engine.enable_open_vocabulary(cache_dir=cache_dir("open-vocab"), progress=embedded)
+        active.engine.enable_open_vocabulary(cache_dir=model_cache_dir(active.spec.path, "open-vocab"),
+                                             progress=embedded)
     progress(0.7, desc="embedding the reference sentences")
     active.reference()
     progress(0.85, desc="loading the decoder and the untrained twin")

@@ -108,9 +108,9 @@ class Models:
     `prepare(model, progress)` builds what changes or slows a model's answers (its open vocabulary,
     reference sentences...). A switched-to or shared model is prepared before any request sees it, so
     answers never come from a half-built model; only the first load is served while it is prepared
-    (`load_in_background`'s `then`), since there is no other model to answer meanwhile. Besides the
-    active model, the `keep_loaded` most recently used ones stay loaded (switched from, or shared),
-    so that going back to one is instant."""
+    (`prepare_first`), since there is no other model to answer meanwhile. Besides the active model,
+    the `keep_loaded` most recently used ones stay loaded (switched from, or shared), so that going
+    back to one is instant."""
 
     def __init__(self, checkpoints: Path = CHECKPOINTS_DIR, prepare: Prepare | None = None, keep_loaded: int = 1):
         self.checkpoints = checkpoints
@@ -119,9 +119,11 @@ class Models:
         self._active: ActiveModel | None = None
         self._ready = threading.Event()
         self._error: str = ""
-        self._switch_lock = threading.Lock()
+        self._switch_lock = threading.Lock()  # one switch at a time, and none while the first model is prepared
         self._used: list[ModelSpec] = []  # every model made active, so one served from elsewhere stays listed
-        self._loaded: "collections.OrderedDict[ModelSpec, ActiveModel]" = collections.OrderedDict()  # shared()
+        self._kept_lock = threading.Lock()  # guards the two below; held only briefly
+        self._loaded: "collections.OrderedDict[ModelSpec, ActiveModel]" = collections.OrderedDict()  # kept
+        self._loading: dict[ModelSpec, threading.Lock] = {}  # shared(): only requests for that model wait on it
 
     @classmethod
     def from_engine(cls, engine: Engine, spec: ModelSpec, checkpoints: Path = CHECKPOINTS_DIR) -> "Models":
@@ -155,6 +157,12 @@ class Models:
         """Make `engine` the active model for every user."""
         return self._activate(ActiveModel(spec, engine, self.checkpoints))
 
+    def prepare_first(self, model: ActiveModel, progress: Progress = no_progress) -> None:
+        """Prepare the first model while it answers (no other model could); a switch waits for it."""
+        with self._switch_lock:
+            if self.prepare is not None:
+                self.prepare(model, progress)
+
     def _activate(self, model: ActiveModel) -> ActiveModel:
         self._active = model
         if model.spec not in self._used:
@@ -176,31 +184,50 @@ class Models:
         every request until then; it stays loaded). One switch at a time."""
         with self._switch_lock:
             previous = self._active
-            model = self._loaded.pop(spec, None) or self._prepared(spec, progress)
-            self._activate(model)
-            if previous is not None and previous.spec != spec:
+            if previous is not None and previous.spec == spec:
+                return previous
+            with self._kept_lock:
+                kept = self._loaded.pop(spec, None)
+            model = self._activate(kept or self._prepared(spec, progress))
+            if previous is not None:
                 self._keep(previous)
             return model
 
     def shared(self, spec: ModelSpec, progress: Progress = no_progress) -> ActiveModel:
         """The model `spec` loaded and prepared for the sessions that chose it, without changing the
         active model (public mode): the active model itself when `spec` is it, else one kept loaded
-        (loaded again once dropped). One load at a time."""
+        (loaded again once dropped). While it loads, only the requests for it wait."""
         active = self.active()
         if spec == active.spec:
             return active
-        with self._switch_lock:
-            if spec in self._loaded:
-                self._loaded.move_to_end(spec)
-                return self._loaded[spec]
+        with self._kept_lock:
+            loading = self._loading.setdefault(spec, threading.Lock())
+        with loading:
+            with self._kept_lock:
+                if spec in self._loaded:
+                    self._loaded.move_to_end(spec)
+                    return self._loaded[spec]
             return self._keep(self._prepared(spec, progress))
 
     def _keep(self, model: ActiveModel) -> ActiveModel:
         """Keep `model` loaded; past `keep_loaded` models the least recently used is dropped."""
-        self._loaded[model.spec] = model
-        while len(self._loaded) > max(0, self.keep_loaded):
-            self._loaded.popitem(last=False)
+        with self._kept_lock:
+            self._loaded[model.spec] = model
+            while len(self._loaded) > max(0, self.keep_loaded):
+                self._loaded.popitem(last=False)
         return model
+
+    def kept(self) -> list[ModelSpec]:
+        """The models kept loaded besides the active one, least recently used first."""
+        with self._kept_lock:
+            return list(self._loaded)
+
+    def forget(self, specs: list[ModelSpec]) -> None:
+        """Drop these models if they are kept loaded (a session's saved models, deleted with it)."""
+        with self._kept_lock:
+            for spec in specs:
+                self._loaded.pop(spec, None)
+                self._loading.pop(spec, None)
 
     def active(self, timeout: float = 300.0) -> ActiveModel:
         """The active model, waiting while it is still loading."""

@@ -40,7 +40,7 @@ class PublicLimits:
     # Steps of one public fine-tune: about a second each for the shipped model on the free 2-core tier,
     # so the slot is free again within about 20 minutes.
     max_training_steps: int = 1_000
-    disk_bytes: int = 1_500_000_000  # every session's saved models plus download zips
+    disk_bytes: int = 1_500_000_000  # saved models (with their caches), staged fine-tunes and download zips
     session_lifetime: float = 2 * 3600.0  # seconds a session's state (and its saved models) is kept unused
     loaded_models: int = 2  # models loaded for sessions besides the server's own (each ~100-300 MB)
 
@@ -71,6 +71,17 @@ def models_bytes() -> int:
 def disk_used() -> int:
     """Bytes of public mode's disk use: visitors' models and the download folder."""
     return models_bytes() + folder_bytes(download_dir())
+
+
+def model_cache_dir(checkpoint: Path | None, kind: str) -> Path:
+    """Where a model's `kind` cache (e.g. "open-vocab") goes: for a visitor's saved model, a hidden
+    folder of its session's folder, so the cache counts in the disk budget and goes with the session;
+    for any other model, the app's cache."""
+    if checkpoint is not None and checkpoint.resolve().parent.parent == public_saves_dir().resolve():
+        path = checkpoint.parent / ".caches" / kind
+        path.mkdir(parents=True, exist_ok=True)
+        return path
+    return cache_dir(kind)
 
 
 def remove_session(key: str) -> None:

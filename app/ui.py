@@ -11,6 +11,7 @@ from typing import Callable
 import gradio as gr
 
 from core.checkpoint import CheckpointError
+from core.vec2sent.examples import ANALOGY_EXAMPLES
 
 from .evaluation import GET_DATA, QUICK_STS, STS_DATASETS, TRANSFER_SIZES, TRANSFER_TASKS, default_data_dir
 from .handlers import COLOUR_BY, MAP_SOURCES, PUBLIC_EVALUATE, Session, Studio
@@ -256,10 +257,11 @@ def _similarity_tab(studio: Studio, session: gr.State) -> None:
 
 def _analogy_tab(studio: Studio, session: gr.State) -> None:
     gr.Markdown("### Analogy")
+    first = ANALOGY_EXAMPLES[0]
     with gr.Row():
-        a = gr.Textbox(label="a", value="The man is walking.")
-        b = gr.Textbox(label="b", value="The woman is walking.")
-        c = gr.Textbox(label="c", value="The man is running.")
+        a = gr.Textbox(label="a", value=first.a, elem_id="an-a")
+        b = gr.Textbox(label="b", value=first.b, elem_id="an-b")
+        c = gr.Textbox(label="c", value=first.c, elem_id="an-c")
         expression = gr.Textbox(label="Expression", value="b - a + c")
     analogy_refine = gr.Checkbox(value=False, label=REFINE_LABEL)
     analogy_button = gr.Button("Compute", variant="primary")
@@ -271,6 +273,7 @@ def _analogy_tab(studio: Studio, session: gr.State) -> None:
                                wrap=True, column_widths=["12%", "16%", "72%"], scale=2, elem_id="an-nearest")
     wire([analogy_button.click], handler(studio.analogy), [a, b, c, expression, analogy_refine, session],
          [decoded, words, nearest], api_name="analogy", **DECODE)
+    gr.Examples([[e.a, e.b, e.c] for e in ANALOGY_EXAMPLES], [a, b, c], label="Examples (click one, then Compute)")
 
     gr.Markdown("### Interpolation")
     with gr.Row():

@@ -523,15 +523,6 @@ def test_model_loads_in_the_background(tiny_mlm_dir, tmp_path):
     assert "failed" in broken.status()
 
 
-def test_a_switched_to_model_answers_only_once_prepared(studio):
-    before, answering_while_prepared = studio.models.active(), []
-    studio.models.prepare = lambda model, progress: answering_while_prepared.append(studio.models.active() is model)
-    studio.switch_model("tiny")
-    # before, the new model answered everyone while its open vocabulary was still being built
-    assert answering_while_prepared == [False]
-    assert studio.models.active() is not before and studio.models.active().spec.name == "tiny"
-
-
 def test_switch_model_and_unknown_name(studio):
     # "tiny" is served from outside checkpoints/; like the base, it is a model before DefSent training
     labels = [(f"{BASE_LABEL}: {BASE_WARNING_SHORT}", BASE_LABEL), (f"tiny: {BASE_WARNING_SHORT}", "tiny")]

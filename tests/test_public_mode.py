@@ -92,6 +92,18 @@ def test_on_a_private_server_choosing_a_model_switches_it_for_everyone(tiny_mlm_
     assert studio.model_choices(Session())[1] == "other"
 
 
+def test_a_switched_to_model_answers_only_once_prepared(tiny_mlm_dir, checkpoints):
+    studio = make_studio(tiny_mlm_dir, checkpoints, public=None)
+    before, answering_while_prepared = studio.models.active(), []
+    studio.models.prepare = lambda model, progress: answering_while_prepared.append(studio.models.active() is model)
+    studio.switch_model("other")
+    # before, the new model answered everyone while its open vocabulary was still being built
+    assert answering_while_prepared == [False] and studio.models.active().spec.name == "other"
+    studio.switch_model("other")  # already active: nothing to load
+    assert len(answering_while_prepared) == 1 and studio.models.active().spec.name == "other"
+    assert before.spec.name == "tiny"
+
+
 def test_switching_back_is_instant_the_model_switched_from_stays_loaded(tiny_mlm_dir, checkpoints):
     studio = make_studio(tiny_mlm_dir, checkpoints, public=None)
     prepared = []
@@ -103,6 +115,33 @@ def test_switching_back_is_instant_the_model_switched_from_stays_loaded(tiny_mlm
     assert studio.models.active() is first
     studio.switch_model("other")
     assert studio.models.active() is other and prepared == ["other"]  # loaded and prepared once
+
+
+def test_while_a_visitors_model_loads_only_its_own_requests_wait(tiny_mlm_dir, checkpoints, other_checkpoint):
+    (checkpoints / "again").symlink_to(other_checkpoint, target_is_directory=True)
+    studio = make_studio(tiny_mlm_dir, checkpoints)
+    loading, release = threading.Event(), threading.Event()
+
+    def prepare(model, progress):
+        if model.spec.name == "other":
+            loading.set()
+            release.wait(30)  # a first open vocabulary takes minutes
+    studio.models.prepare = prepare
+    alice, bob = Session(), Session()
+    studio.choose_model("again", bob)  # bob's model is loaded and kept
+    chooser = threading.Thread(target=studio.choose_model, args=("other", alice))
+    chooser.start()
+    try:
+        assert loading.wait(30)
+        assert alice.model == ""  # alice's requests are answered by her previous model meanwhile
+        answered = threading.Event()
+        threading.Thread(target=lambda: (studio.reverse_dictionary("a dog", 3, session=bob), answered.set()),
+                         daemon=True).start()
+        assert answered.wait(30)  # bob is not held up by alice's load (before: one lock for all loads)
+    finally:
+        release.set()
+        chooser.join(30)
+    assert alice.model == "other"
 
 
 def test_models_loaded_for_sessions_are_shared_and_bounded(tiny_mlm_dir, checkpoints, other_checkpoint):
@@ -199,7 +238,7 @@ def test_a_public_fine_tune_has_a_step_limit(tiny_mlm_dir, checkpoints, validate
     session = validated(studio)
     with pytest.raises(ValueError, match="make 11 training steps; this public server trains at most 10 a job"):
         studio.start_finetune(session, 1, 5e-5, 4, 0, 11, 1, 0)
-    assert not studio.jobs.unfinished() and session.finetunes == 0
+    assert not studio.jobs.unfinished() and session.jobs == []
 
 
 def test_the_training_slot_is_one_at_a_time_with_no_waiting_line(tiny_mlm_dir, checkpoints, validated):
@@ -211,7 +250,7 @@ def test_the_training_slot_is_one_at_a_time_with_no_waiting_line(tiny_mlm_dir, c
     try:
         with pytest.raises(ValueError, match="The training slot is busy"):
             studio.start_finetune(session, 1, 5e-5, 4, 0, 1, 1, 0)
-        assert session.finetunes == 0 and session.job == ""  # refused: it does not count
+        assert session.jobs == [] and session.job == ""  # refused: it does not count
     finally:
         release.set()
 
@@ -225,7 +264,24 @@ def test_fine_tunes_waiting_to_be_saved_count_in_the_disk_budget(tiny_mlm_dir, c
     session = validated(studio)
     with pytest.raises(ValueError, match="storage for visitors' models is full .* the fine-tuned model needs"):
         studio.start_finetune(session, 1, 5e-5, 4, 0, 1, 1, 0)
-    assert not studio.jobs.unfinished() and session.finetunes == 0  # refused: nothing queued, nothing counted
+    assert not studio.jobs.unfinished() and session.jobs == []  # refused: nothing queued, nothing counted
+
+
+def test_a_visitors_saved_model_keeps_its_caches_in_its_session_folder_and_goes_with_it(tiny_mlm_dir, checkpoints,
+                                                                                        other_checkpoint):
+    from app.public import model_cache_dir
+    studio = make_studio(tiny_mlm_dir, checkpoints)
+    alice = Session()
+    studio.save_finetuned(finished_job(studio, other_checkpoint), "mine", alice)
+    mine = public_saves_dir() / alice.key / "mine"
+    cache = model_cache_dir(mine, "open-vocab")  # its open vocabulary: ~100 MB for all of WordNet
+    assert cache == public_saves_dir() / alice.key / ".caches" / "open-vocab"  # in the disk budget
+    assert public_saves_dir() not in model_cache_dir(checkpoints / "other", "open-vocab").parents
+    assert f"{YOURS}mine" in [name for _, name in studio.model_choices(alice)[0]]  # the cache is no model
+    studio.choose_model(f"{YOURS}mine", alice)
+    assert [spec.name for spec in studio.models.kept()] == [f"{YOURS}mine"]
+    studio.end_session(alice)
+    assert not cache.exists() and studio.models.kept() == []  # before, it stayed loaded, holding a slot
 
 
 def test_a_sessions_fine_tune_goes_with_the_session(tiny_mlm_dir, checkpoints, validated, monkeypatch):
@@ -239,18 +295,17 @@ def test_a_sessions_fine_tune_goes_with_the_session(tiny_mlm_dir, checkpoints, v
             threading.Event().wait(0.01)
     monkeypatch.setattr("app.handlers.FinetuneJob.__call__", stage)
     studio = make_studio(tiny_mlm_dir, checkpoints)
-    finished, running = validated(studio), validated(studio)
-    job = studio.jobs.get(studio.start_finetune(finished, 1, 5e-5, 4, 0, 1, 1, 0))
+    session = validated(studio)
+    first = studio.jobs.get(studio.start_finetune(session, 1, 5e-5, 4, 0, 1, 1, 0))
     finish.set()
     while studio.jobs.unfinished():
         threading.Event().wait(0.01)
     finish.clear()
-    assert staged_folder(job).is_dir()
-    studio.end_session(finished)
-    assert not staged_folder(job).exists()  # nobody can save it any more
-    job = studio.jobs.get(studio.start_finetune(running, 1, 5e-5, 4, 0, 1, 1, 0))
-    studio.end_session(running)
-    assert job.cancel_requested.is_set()
+    assert staged_folder(first).is_dir()
+    second = studio.jobs.get(studio.start_finetune(session, 1, 5e-5, 4, 0, 1, 1, 0))  # the session's quota: 2
+    studio.end_session(session)
+    assert not staged_folder(first).exists()  # nobody can save it any more
+    assert second.cancel_requested.is_set()  # a cancelled FinetuneJob deletes what it staged (test_faults.py)
 
 
 # ---- evaluate ---------------------------------------------------------------------------------------------

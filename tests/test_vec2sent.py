@@ -302,6 +302,8 @@ def test_a_run_can_train_on_the_first_sentences_of_a_corpus(tmp_path):
     assert len(read_corpus(tmp_path)[0]) == 10 and "first_sentences" not in read_corpus(tmp_path)[1]
     with pytest.raises(ValueError, match="not -1"):
         read_corpus(tmp_path, -1)
+    with pytest.raises(ValueError, match="has 10 training sentences, fewer than the 11 asked for"):
+        read_corpus(tmp_path, 11)
 
 
 def test_training_can_start_from_another_encoders_decoder(tokenizer, tmp_path):
