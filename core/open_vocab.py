@@ -79,7 +79,6 @@ class Candidates:
                     self.definitions.append(entry.definition)
                 pairs.append((g, i))
         self.pair_definition, self.pair_word = (np.array(col, dtype=np.int64) for col in zip(*pairs))
-        self.definitions_of = {w: [e.definition for e in by_word[w]] for w in self.words}
 
     def __len__(self) -> int:
         return len(self.words)
