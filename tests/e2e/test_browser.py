@@ -19,9 +19,9 @@ from pathlib import Path
 import pytest
 
 from core import Engine
-from core.vec2sent.examples import ANALOGY_EXAMPLES
 from core.dictionary import Entry
 from core.train import fit_head
+from core.vec2sent.examples import ANALOGY_EXAMPLES
 from core.word_eval import definition_pairs
 
 pytestmark = pytest.mark.slow
@@ -180,10 +180,12 @@ def test_similarity_and_analogy_tabs(page, served_model):
     page.get_by_role("button", name="Search", exact=True).click()
     wait_for_text(page, "#sim-hits", ": ")  # a "word: definition" row (cosines of a tiny model may show as 1)
     shoot(page, shots, "2-similarity")
+    from playwright.sync_api import expect  # as conftest.py: the e2e tests skip where playwright is missing
     open_tab(page, "Analogy & interpolation")
     example = ANALOGY_EXAMPLES[1]
     page.get_by_text(example.b, exact=True).click()  # an example row fills a, b and c
-    assert [page.locator(f"#an-{name} textarea").input_value() for name in "abc"] == [example.a, example.b, example.c]
+    for name, value in zip("abc", (example.a, example.b, example.c)):
+        expect(page.locator(f"#an-{name} textarea")).to_have_value(value)  # waits: the page fills them a moment later
     page.get_by_role("button", name="Compute").click()
     has_decoder = DOCS_MODE and Engine.load(served_model[0]).decoder is not None  # the tiny model has none
     page.get_by_text("Decoded:" if has_decoder else "No Vec2Sent decoder is available").wait_for()
