@@ -299,7 +299,7 @@ def test_a_run_can_train_on_the_first_sentences_of_a_corpus(tmp_path):
     (tmp_path / "train.txt").write_text("".join(f"sentence {i}\n" for i in range(10)), encoding="utf-8")
     sentences, corpus = read_corpus(tmp_path, 4)
     assert sentences == [f"sentence {i}" for i in range(4)] and corpus["first_sentences"] == 4
-    assert len(read_corpus(tmp_path)[0]) == 10 and "first_sentences" not in read_corpus(tmp_path)[1]
+    assert len(read_corpus(str(tmp_path))[0]) == 10 and "first_sentences" not in read_corpus(tmp_path)[1]
     with pytest.raises(ValueError, match="not -1"):
         read_corpus(tmp_path, -1)
     with pytest.raises(ValueError, match="has 10 training sentences, fewer than the 11 asked for"):

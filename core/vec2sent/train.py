@@ -443,7 +443,8 @@ def read_corpus(folder: Path, first: int = 0) -> tuple[list[str], dict]:
     `first` sentences of its train.txt (shuffled when the corpus was built), or all of them if 0."""
     if first < 0:
         raise ValueError(f"Train on the first N sentences (N >= 1) or on all (0), not {first}.")
-    sentences = (Path(folder) / "train.txt").read_text(encoding="utf-8").splitlines()
+    folder = Path(folder)
+    sentences = (folder / "train.txt").read_text(encoding="utf-8").splitlines()
     corpus = describe_corpus(folder)
     if first > len(sentences):
         raise ValueError(f"{folder} has {len(sentences):,} training sentences, fewer than the {first:,} asked for.")
