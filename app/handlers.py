@@ -27,7 +27,8 @@ from . import views
 from .evaluation import senteval_markdown, smoke_markdown, sts_markdown, word_prediction_rows
 from .export import download_files
 from .finetune import (UPLOADS, FinetuneJob, FinetuneResult, FinetuneSettings, Upload, comparison_rows,
-                       discard_staged, expected_staged_bytes, model_layers, remove_leftovers, save_finetuned, validate_upload)
+                       discard_staged, expected_staged_bytes, model_layers, remove_leftovers, save_finetuned,
+                       validate_upload)
 from .jobs import DONE, QUEUED, RUNNING, Job, JobManager, JobQueueFull
 from .models import ActiveModel, Models, ModelSpec, checkpoint_specs
 from .projection import Projector
@@ -81,11 +82,15 @@ class Session:
     corpus_key: str = ""
     map: MapData | None = None
     upload: Upload | None = None
-    job: str = ""  # the id of the last fine-tuning job started here
-    jobs: list[str] = field(default_factory=list)  # every fine-tuning job started here (public mode's quota)
+    jobs: list[str] = field(default_factory=list)  # ids of the fine-tuning jobs started here, oldest first
     model: str = ""  # public mode: the name of the model this session chose ("": the server's)
     saved: dict[str, str] = field(default_factory=dict)  # public mode: job id -> the session's saved checkpoint
     key: str = ""  # public mode: names the session's folder of saved models; drawn on first use
+
+    @property
+    def job(self) -> str:
+        """The id of the last fine-tuning job started here ("" if none)."""
+        return self.jobs[-1] if self.jobs else ""
 
     def folder_key(self) -> str:
         """The session's key, drawn now if it has none (gr.State copies one initial Session per user)."""
@@ -408,7 +413,6 @@ class Studio:
             if self.public is None:
                 raise
             raise ValueError(SLOT_BUSY.format(slots=self.public.training_slots)) from None
-        session.job = job.id
         session.jobs.append(job.id)
         return job.id
 
@@ -594,7 +598,7 @@ def prepare_model(active: ActiveModel, progress: sv.Progress = sv.no_progress, o
     active.engine.predict_words("a word")
     if open_vocabulary and active.engine.open_vocab is None:
         def embedded(done: int, total: int) -> None:
-            progress(0.1 + 0.6 * done / total, desc=f"open vocabulary: embedding {done}/{total} words (once per model)")
+            progress(0.1 + 0.6 * done / total, desc=f"open vocabulary: embedding {done}/{total} (once per model)")
         active.engine.enable_open_vocabulary(cache_dir=model_cache_dir(active.spec.path, "open-vocab"),
                                              progress=embedded)
     progress(0.7, desc="embedding the reference sentences")

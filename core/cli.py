@@ -728,9 +728,9 @@ def vec2sent_diagnostics(argv: Sequence[str]) -> int:
                         help="the encoder's, for the test vectors, reranking and refining (the app: bfloat16)")
     args = parser.parse_args(argv)
     set_threads(args.threads)
-    from .vec2sent.checkpoint import load_checkpoint
-    from .vec2sent.diagnostics import (decodings, format_table, mean_cosine, read_test_sentences,
-                                       round_trip_agreement, score_reconstructions)
+    from .vec2sent.checkpoint import load_checkpoint, mean_cosine
+    from .vec2sent.diagnostics import (decodings, format_table, read_test_sentences, round_trip_agreement,
+                                       score_reconstructions)
     from .vec2sent.encoder_link import link_engine
 
     link = link_engine(args.encoder, precision=args.encoder_precision)

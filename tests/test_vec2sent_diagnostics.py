@@ -6,8 +6,9 @@ import math
 import numpy as np
 import pytest
 
-from core.vec2sent.diagnostics import (canonical_tokens, format_table, mean_cosine, read_test_sentences,
-                                       round_trip_agreement, score_reconstructions)
+from core.vec2sent.checkpoint import mean_cosine
+from core.vec2sent.diagnostics import (canonical_tokens, format_table, read_test_sentences, round_trip_agreement,
+                                       score_reconstructions)
 
 
 def test_canonical_tokens_ignore_spacing_and_case():

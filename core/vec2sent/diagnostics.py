@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from core.vec2sent.checkpoint import closest_hypotheses, mean_cosine  # noqa: F401 (re-exported)
+from core.vec2sent.checkpoint import closest_hypotheses
 from core.vec2sent.refine import RefineSettings
 from core.vec2sent.refine import refine as refine_by_edits
 from core.vec2sent.text import canonical_tokens
