@@ -237,7 +237,8 @@ def test_finetune_survives_a_reload(page, served_model, tmp_path):
     page.get_by_role("button", name="Save", exact=True).click()
     page.get_by_text("Saved as checkpoint").wait_for()
     page.get_by_role("button", name="Use as the active model").click()
-    page.locator("#ft-message").get_by_text("my-words-v1").wait_for()
+    # the answer's name, not the progress bar's "loading my-words-v1" shown while the model is prepared
+    page.locator("#ft-message").get_by_text("my-words-v1", exact=True).wait_for()
     wait_for_text(page, "#model-status", "Active model: my-words-v1")  # the model bar follows
     page.get_by_role("button", name="Download", exact=True).click()
     page.locator("#ft-zip").get_by_text("my-words-v1").wait_for()
