@@ -144,7 +144,7 @@ def words(argv: Sequence[str]) -> int:
 @command("train")
 def train(argv: Sequence[str]) -> int:
     """DefSent training: the word head (for a base without one), then the encoder (core/train.py),
-    then the open vocabulary's word map and weights (core/open_vocab_fit.py; --no-open-vocab skips it).
+    then the open vocabulary's word tower and weights (core/open_vocab_fit.py; --no-open-vocab skips it).
 
     python -m core train --recipe recipes/defsent-minilm.json --out checkpoints/NAME   # the shipped recipe
     """
@@ -202,7 +202,7 @@ def train_parser() -> argparse.ArgumentParser:
     add_config_flags(p, TrainConfig)
     grid = WeightGrid()
     p.add_argument("--no-open-vocab", action="store_true",
-                   help="skip the open vocabulary's fit at the end (word map + weights, core/open_vocab_fit.py)")
+                   help="skip the open vocabulary's fit at the end (word tower + weights, core/open_vocab_fit.py)")
     p.add_argument("--open-vocab-gcide", type=Path, default=GCIDE_DICTD,
                    help="unpacked dict-gcide (scripts/fetch_gcide.sh): GCIDE dev chooses the definition weight")
     p.add_argument("--open-vocab-lemmas", type=Path,
@@ -288,24 +288,24 @@ def _fits_open_vocabulary(args: argparse.Namespace) -> bool:
 
 
 def _fit_open_vocabulary(engine, split, args: argparse.Namespace) -> tuple[dict, dict]:
-    """The open vocabulary's map and weights fitted on `split` (core/open_vocab_fit.py): the test
+    """The open vocabulary's word tower and weights fitted on `split` (core/open_vocab_fit.py): the test
     metrics of each query set and what the manifest records of the run."""
     import time
     from dataclasses import asdict
 
     from .dictionary import load_wordnet_lemmas
-    from .open_vocab import WordMapConfig
     from .open_vocab_fit import WeightGrid, fit_open_vocabulary, read_gcide_dictd
+    from .word_tower import WordTowerConfig
 
     started = time.time()
-    print("open vocabulary: fitting the word map and choosing the weights (core/open_vocab_fit.py)", flush=True)
+    print("open vocabulary: training the word tower and choosing the weights (core/open_vocab_fit.py)", flush=True)
     grid = WeightGrid(tuple(args.open_vocab_word_scales), tuple(args.open_vocab_head_weights),
                       tuple(args.open_vocab_biases), tuple(args.open_vocab_definition_weights))
     dictionary = load_wordnet_lemmas(args.open_vocab_lemmas) if args.open_vocab_lemmas else None
     results = fit_open_vocabulary(engine, split, read_gcide_dictd(args.open_vocab_gcide), grid=grid,
                                   dictionary=dictionary, say=lambda line: print(line, flush=True))
     print(f"open vocabulary: {results['config']} ({(time.time() - started) / 60:.1f} min)", flush=True)
-    record = {"grid": asdict(grid), "word_map": asdict(WordMapConfig()),
+    record = {"grid": asdict(grid), "word_tower": asdict(WordTowerConfig()),
               "lemmas": str(args.open_vocab_lemmas or "core/data/wordnet-synsets.jsonl.gz")}
     return {name: value["all"] for name, value in results.items() if isinstance(value, dict) and "all" in value}, record
 

@@ -34,6 +34,7 @@ from .open_vocab import (DEFAULT_OPEN_VOCAB, OPEN_VOCAB_MAP, Candidates, OpenSco
 from .readout import VectorReadout
 from .vocabulary import WordFilter, WordVocabulary
 from .word_head import WordHead, WordHeadConfig
+from .word_tower import WORD_TOWER, Factors, load_word_tower, save_word_tower, tower_fingerprint, word_tower
 from .word_vectors import DEFAULT_SCALE, WORD_VECTORS, WordVectors
 
 ENCODER_DELTA = "encoder_delta.safetensors"
@@ -57,7 +58,8 @@ class Engine(VectorReadout):
         self.word_vectors: WordVectors | None = None  # the second reverse-dictionary score, if any
         self.hub_penalty: HubPenalty | None = None  # subtracted from the word scores, if any
         self.open_vocab: OpenScorer | None = None  # every WordNet lemma as an answer, once enabled
-        self.open_vocab_map: torch.nn.Linear | None = None  # `fit_word_map`'s map of phrase vectors, if any
+        self.open_vocab_tower: Factors | None = None  # the word tower's low-rank factors (core/word_tower.py)
+        self.open_vocab_map: torch.nn.Linear | None = None  # an older checkpoint's linear map of word vectors
         self.open_vocab_config = DEFAULT_OPEN_VOCAB  # its weights; a checkpoint's own when it has them
         self.user_dictionary: list[Entry] = []  # a fine-tune's dictionary: its words are answers too
         # {encoder weight name: (B, A)} of a low-rank training run (core/lora.py): saved as factors
@@ -140,6 +142,8 @@ class Engine(VectorReadout):
             open_vocab = manifest.get("open_vocab", {})
             engine.open_vocab_config = replace(DEFAULT_OPEN_VOCAB, **{k: v for k, v in open_vocab.items()
                                                                       if k in OPEN_VOCAB_WEIGHTS})
+            if "word_tower" in open_vocab:
+                engine.open_vocab_tower = load_word_tower(path / WORD_TOWER)
             if "word_map" in open_vocab:
                 engine.open_vocab_map = load_word_map(path / OPEN_VOCAB_MAP)
             if "user_dictionary" in manifest:
@@ -230,6 +234,9 @@ class Engine(VectorReadout):
         if self.user_dictionary:
             write_entries(self.user_dictionary, directory / USER_DICTIONARY)
             manifest["user_dictionary"] = {"file": USER_DICTIONARY, "entries": len(self.user_dictionary)}
+        if self.open_vocab_tower:
+            save_word_tower(self.open_vocab_tower, directory / WORD_TOWER)
+            manifest["open_vocab"]["word_tower"] = WORD_TOWER
         if self.open_vocab_map is not None:
             save_word_map(self.open_vocab_map, directory / OPEN_VOCAB_MAP)
             manifest["open_vocab"]["word_map"] = OPEN_VOCAB_MAP
@@ -358,7 +365,8 @@ class Engine(VectorReadout):
             u = torch.as_tensor(np.asarray(vectors, dtype=np.float32)).reshape(len(logits), -1)  # (n, d)
             logits = open_vocab.scores(u, logits)  # (n, C)
             vocab = open_vocab.candidates.filters
-        probs = logits.masked_fill(~torch.from_numpy(vocab.candidate_mask), float("-inf")).softmax(-1)
+        logits = logits.masked_fill(~torch.from_numpy(vocab.candidate_mask), float("-inf"))  # (n, C)
+        probs = logits.softmax(-1)
         allowed = torch.from_numpy(vocab.mask(word_filter))
         results = []
         for i in range(probs.shape[0]):
@@ -366,9 +374,9 @@ class Engine(VectorReadout):
             for word in _words_in(exclude_words_of[i]) if exclude_words_of else ():
                 if (index := vocab.token_id(word)) is not None:
                     keep[index] = False
-            scores = probs[i].masked_fill(~keep, -1.0)
-            top = scores.topk(min(INFLECTION_SLACK * k, int(keep.sum())))
-            ranked = [(vocab.words[j], float(p)) for p, j in zip(top.values, top.indices.tolist())]
+            # ranked by score, not probability: far below the first, probabilities underflow to 0 and tie
+            top = logits[i].masked_fill(~keep, float("-inf")).topk(min(INFLECTION_SLACK * k, int(keep.sum())))
+            ranked = [(vocab.words[j], float(probs[i, j])) for j in top.indices.tolist()]
             results.append(without_inflections(ranked)[:k])
         return results
 
@@ -381,14 +389,26 @@ class Engine(VectorReadout):
         says. The first call for a model embeds them all (about 4 minutes on 2 cores for WordNet;
         `progress(done, total)` per batch); with `cache_dir` the vectors are kept there per model
         and candidate list."""
-        entries = load_wordnet_lemmas() if dictionary is None else dictionary
-        candidates = Candidates([*entries, *(self.user_dictionary if extra is None else extra)], self.vocab)
-        cache = (Path(cache_dir) / f"{self.fingerprint[:16]}-{candidates.fingerprint()}.safetensors"
-                 if cache_dir is not None else None)
-        scorer = open_scorer(lambda texts: self.encode(texts, batch_size=128, progress=progress),
+        candidates = self.open_vocab_candidates(extra, dictionary)
+        key = f"{self.fingerprint[:16]}-{tower_fingerprint(self.open_vocab_tower)[:8]}-{candidates.fingerprint()}"
+        cache = Path(cache_dir) / f"{key}.safetensors" if cache_dir is not None else None
+        # the tower (a copy of the encoder) is built only when the candidates are embedded, and dropped after
+        scorer = open_scorer(lambda texts: self.word_encoder().encode(texts, batch_size=128, progress=progress),
+                             lambda texts: self.encode(texts, batch_size=128, progress=progress),
                              candidates, self.open_vocab_config, self.open_vocab_map, cache)
         self.open_vocab = scorer.quantize() if self.int8_scoring else scorer
         return_freed_memory()
+
+    def open_vocab_candidates(self, extra: Iterable[Entry] | None = None,
+                              dictionary: Iterable[Entry] | None = None) -> Candidates:
+        """The words and phrases `enable_open_vocabulary` answers with (same arguments)."""
+        entries = load_wordnet_lemmas() if dictionary is None else dictionary
+        return Candidates([*entries, *(self.user_dictionary if extra is None else extra)], self.vocab)
+
+    def word_encoder(self) -> SentenceEncoder:
+        """What embeds the open vocabulary's candidates: the word tower when the model has one
+        (a copy of the encoder with the tower's delta), else the encoder itself."""
+        return word_tower(self.encoder, self.open_vocab_tower) if self.open_vocab_tower else self.encoder
 
 
 def without_inflections(ranked: list[tuple[str, float]]) -> list[tuple[str, float]]:

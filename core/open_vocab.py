@@ -3,7 +3,9 @@
 The frozen word head scores only words that are one vocabulary token (21.7k for MiniLM). Each
 candidate c gets a score from two channels, computed for a sentence vector u:
 
-    word(c)       = cos(u, map(encode(c)))                       its own embedding, mapped (`fit_word_map`)
+    word(c)       = cos(u, tower(c))                              its own embedding by the word tower
+                                                                  (core/word_tower.py); older checkpoints:
+                                                                  cos(u, map(encode(c))), a linear map
     head(c)       = Engine.word_logits(u)[token of c]            if c is one token (head + word vector)
                   = multi_bias / head_weight                      otherwise (stands in for the logit)
     definition(c) = max over c's definitions d of cos(u, encode(d))   (nearest glosses vote)
@@ -16,7 +18,6 @@ index must never hold the text being evaluated: `OpenScorer.without_definitions`
 from __future__ import annotations
 
 import hashlib
-import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable, Sequence
@@ -30,6 +31,8 @@ from .hardware import RowwiseInt8Product
 from .vocabulary import WordVocabulary
 from .word_eval import metrics_from_ranks, rank_of_gold
 
+Encode = Callable[[list[str]], np.ndarray]  # texts -> (n, d) float32
+
 
 @dataclass(frozen=True)
 class OpenVocabConfig:
@@ -39,18 +42,8 @@ class OpenVocabConfig:
     definition_weight: float = 0.0  # weight of the definition channel
 
 
-@dataclass(frozen=True)
-class WordMapConfig:
-    """How `fit_word_map` trains: sampled softmax over the batch's words and `negatives` random ones."""
-    epochs: int = 6
-    batch_size: int = 512
-    negatives: int = 8192
-    lr: float = 1e-3
-    seed: int = 0
-
-
 DEFAULT_OPEN_VOCAB = OpenVocabConfig(multi_bias=0.0, definition_weight=0.0)  # chosen on dev: docs/results.md
-OPEN_VOCAB_MAP = "open_vocab_map.safetensors"
+OPEN_VOCAB_MAP = "open_vocab_map.safetensors"  # older checkpoints: the linear map
 
 
 class Candidates:
@@ -116,7 +109,7 @@ class OpenScorer:
         self._pairs = (torch.from_numpy(candidates.pair_definition), torch.from_numpy(candidates.pair_word))
         # (d, C) and (d, G): what a query multiplies; int8 after `quantize`
         mapped = self.word_vectors  # (C, d)
-        if word_map is not None:  # `fit_word_map`: towards the definitions of such words
+        if word_map is not None:  # an older checkpoint's map towards the definitions of such words
             with torch.no_grad():
                 mapped = _unit(word_map(mapped))
         self._products = {"word": mapped.T.contiguous(),
@@ -177,11 +170,12 @@ class OpenScorer:
         return unit @ product if isinstance(product, torch.Tensor) else product(unit)
 
     @classmethod
-    def compute(cls, encode: Callable[[list[str]], np.ndarray], candidates: Candidates,
+    def compute(cls, encode_words: Encode, encode_definitions: Encode, candidates: Candidates,
                 config: OpenVocabConfig = OpenVocabConfig(), word_map: torch.nn.Module | None = None) -> "OpenScorer":
-        """Embed every candidate and every definition with `encode` (minutes for all of WordNet)."""
-        words = torch.from_numpy(encode(candidates.words))
-        definitions = torch.from_numpy(encode(candidates.definitions))
+        """Embed every candidate with `encode_words` (the word tower) and every definition with
+        `encode_definitions` (the encoder): minutes for all of WordNet."""
+        words = torch.from_numpy(encode_words(candidates.words))
+        definitions = torch.from_numpy(encode_definitions(candidates.definitions))
         return cls(candidates, words, definitions, config, word_map)
 
     def save(self, path: Path) -> None:
@@ -200,53 +194,17 @@ class OpenScorer:
         return cls(candidates, tensors["word_vectors"], tensors["definition_vectors"], config, word_map)
 
 
-def open_scorer(encode: Callable[[list[str]], np.ndarray], candidates: Candidates, config: OpenVocabConfig,
+def open_scorer(encode_words: Encode, encode_definitions: Encode, candidates: Candidates, config: OpenVocabConfig,
                 word_map: torch.nn.Module | None, cache: Path | None) -> OpenScorer:
     """`OpenScorer.load` from `cache` if it is there, else `compute`; with a `cache`, what was
     computed is saved there and read back, so a model answers alike whether its cache existed or not
     (the cache holds int8 rows: float32 vectors score up to 0.1 points differently)."""
     if cache is None:
-        return OpenScorer.compute(encode, candidates, config, word_map)
+        return OpenScorer.compute(encode_words, encode_definitions, candidates, config, word_map)
     if not cache.exists():
         cache.parent.mkdir(parents=True, exist_ok=True)
-        OpenScorer.compute(encode, candidates, config, word_map).save(cache)
+        OpenScorer.compute(encode_words, encode_definitions, candidates, config, word_map).save(cache)
     return OpenScorer.load(cache, candidates, config, word_map)
-
-
-def fit_word_map(definitions: torch.Tensor, gold: torch.Tensor, word_vectors: torch.Tensor,
-                 config: WordMapConfig = WordMapConfig(),
-                 progress: Callable[[int, float], None] | None = None) -> torch.nn.Linear:
-    """A linear map (d -> d, starting as the identity) of candidate word vectors such that
-    softmax_c(tau * cos(u, map(w_c))) predicts each definition's word: the DefSent objective over
-    the open vocabulary, with the encoder frozen. It generalises to words never trained on (the
-    map is shared), which a free output vector per word would not.
-
-    definitions (N, d): definition vectors; gold (N,): their words' rows of word_vectors (C, d).
-    `progress(epoch, mean loss)` after each epoch."""
-    generator = torch.Generator().manual_seed(config.seed)
-    d = word_vectors.shape[1]
-    word_map = torch.nn.Linear(d, d)
-    with torch.no_grad():
-        word_map.weight.copy_(torch.eye(d))
-        word_map.bias.zero_()
-    log_tau = torch.nn.Parameter(torch.tensor(math.log(20.0)))
-    optimizer = torch.optim.Adam([*word_map.parameters(), log_tau], lr=config.lr)
-    u_all, w_all = _unit(definitions), _unit(word_vectors)
-    for epoch in range(config.epochs):
-        total = 0.0
-        for idx in torch.randperm(len(gold), generator=generator).split(config.batch_size):
-            sampled = torch.randint(len(w_all), (config.negatives,), generator=generator)
-            rows, target = torch.unique(torch.cat([gold[idx], sampled]), return_inverse=True)  # (R,)
-            mapped = _unit(word_map(w_all[rows]))  # (R, d)
-            logits = log_tau.exp() * (u_all[idx] @ mapped.T)  # (b, R)
-            loss = torch.nn.functional.cross_entropy(logits, target[: len(idx)])
-            optimizer.zero_grad()
-            loss.backward()
-            optimizer.step()
-            total += loss.item() * len(idx)
-        if progress is not None:
-            progress(epoch + 1, total / len(gold))
-    return word_map.requires_grad_(False)
 
 
 def save_word_map(word_map: torch.nn.Linear, path: Path) -> None:
@@ -276,7 +234,9 @@ def evaluate_among(engine, test: Sequence[Entry], dictionary: Sequence[Entry], k
     texts. Returns (MRR / top-1/3/10 as `core.word_eval.metrics_from_ranks`, the top `k` words of each
     test definition). Small dictionaries: everything is embedded now."""
     candidates = Candidates(dictionary, engine.vocab)
-    scorer = OpenScorer.compute(lambda texts: engine.encode(texts, batch_size=batch_size), candidates,
+    words = engine.word_encoder()
+    scorer = OpenScorer.compute(lambda texts: words.encode(texts, batch_size=batch_size),
+                                lambda texts: engine.encode(texts, batch_size=batch_size), candidates,
                                 engine.open_vocab_config, engine.open_vocab_map)
     scorer = scorer.without_definitions(e.definition for e in test)
     index = {w: i for i, w in enumerate(candidates.words)}

@@ -1,10 +1,11 @@
-"""Fit the open vocabulary of a trained model (core/open_vocab.py): its word map and its weights.
+"""Fit the open vocabulary of a trained model (core/open_vocab.py): its word tower and its weights.
 
     fit_open_vocabulary(engine, split, read_gcide_dictd())   # what `python -m core train` runs at its end
 
 The queries come from a split over all candidates (default every WordNet lemma) that extends the
 model's own training split (`core.dictionary.extend_split`), so no evaluated text was trained on:
-- the word map is fitted on that split's training definitions (`fit_word_map`, all candidates);
+- the word tower is trained on that split's training definitions (`core.word_tower.fit_word_tower`,
+  all candidates);
 - word_scale, head_weight and multi_bias are chosen by WordNet dev MRR with the definition channel
   off (in the leak-free index a held-out word has no definition of its own to match);
 - definition_weight by GCIDE dev MRR: another dictionary's definitions of the dev words, scored with
@@ -24,9 +25,10 @@ import torch
 
 from .dictionary import DictionarySplit, Entry, extend_split, load_wordnet_lemmas
 from .gcide import read_gcide
-from .open_vocab import OpenScorer, OpenVocabConfig, WordMapConfig, fit_word_map
+from .open_vocab import OpenScorer, OpenVocabConfig
 from .paths import CACHE_DIR
 from .word_eval import rank_of_gold
+from .word_tower import WordTowerConfig, fit_word_tower
 
 GCIDE_DICTD = CACHE_DIR / "deb" / "gcide" / "usr" / "share" / "dictd"  # where scripts/fetch_gcide.sh unpacks it
 FETCH_GCIDE = "scripts/fetch_gcide.sh"
@@ -43,7 +45,7 @@ class WeightGrid:
     word_scales: tuple[float, ...] = (45.0, 60.0, 80.0, 100.0)
     head_weights: tuple[float, ...] = (0.5, 0.75)
     biases: tuple[float, ...] = (4.0, 6.0, 8.0)
-    definition_weights: tuple[float, ...] = (0.0, 20.0, 40.0, 80.0, 160.0)
+    definition_weights: tuple[float, ...] = (0.0, 20.0, 40.0, 80.0, 160.0, 320.0, 640.0)
     sample: int = 3000
 
 
@@ -123,17 +125,8 @@ def metrics(ranks: torch.Tensor) -> dict:
             "median_rank": float(r.median())}
 
 
-def rebuilt(scorer: OpenScorer, config: OpenVocabConfig, word_map: torch.nn.Module | None) -> OpenScorer:
-    """`scorer`'s vectors and definition index (float32) with other weights and word map."""
-    other = OpenScorer(scorer.candidates, scorer.word_vectors, torch.zeros(0, scorer.word_vectors.shape[1]),
-                       config, word_map)
-    other.definition_vectors, other._pairs = scorer.definition_vectors, scorer._pairs
-    other._products["definition"] = scorer._products["definition"]
-    return other
-
-
-def choose_weights(scorer: OpenScorer, queries: dict[str, Queries], word_map: torch.nn.Module | None,
-                   start: OpenVocabConfig, grid: WeightGrid = WeightGrid(), say: Say = print) -> OpenVocabConfig:
+def choose_weights(scorer: OpenScorer, queries: dict[str, Queries], start: OpenVocabConfig,
+                   grid: WeightGrid = WeightGrid(), say: Say = print) -> OpenVocabConfig:
     """word_scale, head_weight and multi_bias by "wordnet-dev" MRR (definition channel off: held-out
     words have no definition in the leak-free index), then definition_weight by "gcide-dev" MRR,
     each on a fixed sample of `grid.sample` queries (seed 0); the first best setting wins ties."""
@@ -144,7 +137,7 @@ def choose_weights(scorer: OpenScorer, queries: dict[str, Queries], word_map: to
               for name, q in queries.items()}
 
     def mrr(name: str, config: OpenVocabConfig) -> float:
-        return queries[name].report(rebuilt(scorer, config, word_map), sample[name])["all"]["mrr"]
+        return queries[name].report(scorer.with_config(config), sample[name])["all"]["mrr"]
 
     best = None
     for scale, head, bias in itertools.product(grid.word_scales, grid.head_weights, grid.biases):
@@ -164,24 +157,33 @@ def choose_weights(scorer: OpenScorer, queries: dict[str, Queries], word_map: to
     return best[1]
 
 
-def fit_open_vocabulary(engine, split: DictionarySplit, gcide: Sequence[Entry], fit_map: bool = True,
+def fit_open_vocabulary(engine, split: DictionarySplit, gcide: Sequence[Entry], fit_tower: bool = True,
                         choose: bool = True, grid: WeightGrid = WeightGrid(),
-                        map_config: WordMapConfig = WordMapConfig(), dictionary: Sequence[Entry] | None = None,
+                        tower_config: WordTowerConfig = WordTowerConfig(), dictionary: Sequence[Entry] | None = None,
                         report: Sequence[str] = QUERY_SETS, cache_dir: Path | None = None,
                         say: Say = print) -> dict:
-    """Fit `engine`'s open-vocabulary word map (`fit_map`) and choose its weights (`choose`) as the
-    module docstring says, setting `engine.open_vocab_map` and `engine.open_vocab_config` (what
-    `Engine.save` / `save_word_scoring` store); with neither, only evaluate the engine's own.
+    """Train `engine`'s open-vocabulary word tower (`fit_tower`) and choose its weights (`choose`)
+    as the module docstring says, setting `engine.open_vocab_tower` and `engine.open_vocab_config`
+    (what `Engine.save` / `save_word_scoring` store); with neither, only evaluate the engine's own.
 
     `split`: the split the model was trained on; `gcide`: GCIDE senses (`read_gcide_dictd`);
     `dictionary`: the candidates' entries (default all WordNet lemmas; the engine's user dictionary
     is added as `enable_open_vocabulary` does). Vectors are cached under `cache_dir` when given.
-    Returns {"config": the weights, "word_map": bool, set name: `Queries.report`} for the `report`
+    Returns {"config": the weights, "word_tower": bool, set name: `Queries.report`} for the `report`
     sets. Scores in float32 meanwhile; leaves the open vocabulary disabled (`engine.open_vocab`
-    None) when it changed the map or the weights."""
+    None) when it changed the tower or the weights."""
     int8_scoring = engine.int8_scoring
     engine.set_scoring_precision("float32")  # the float32 scorer can be re-weighted and re-indexed
     try:
+        extended = extend_split(split, load_wordnet_lemmas() if dictionary is None else dictionary)
+        if fit_tower:
+            words = engine.open_vocab_candidates(dictionary=dictionary).words
+            train = Queries(engine, "wordnet-train", extended.train, words, cache_dir, say)
+            say(f"word tower: {tower_config}")
+            engine.open_vocab_tower = fit_word_tower(
+                engine.encoder, train.vectors, train.gold, words, tower_config,
+                lambda step, steps, loss: say(f"word tower step {step}/{steps}: loss {loss:.3f}"))
+            engine.open_vocab_map = None  # an older checkpoint's map of the encoder's word vectors
         started = time.time()
         engine.enable_open_vocabulary(dictionary=dictionary, cache_dir=cache_dir,
                                       progress=progress("candidates and definitions", say))
@@ -189,28 +191,21 @@ def fit_open_vocabulary(engine, split: DictionarySplit, gcide: Sequence[Entry], 
         words = scorer.candidates.words
         say(f"open vocabulary: {len(words)} candidates ({int(scorer.candidates.single_token.sum())} single-token), "
             f"{len(scorer.candidates.definitions)} definitions ({time.time() - started:.0f} s)")
-        extended = extend_split(split, load_wordnet_lemmas() if dictionary is None else dictionary)
         sets = query_sets(extended, set(words), gcide)
         needed = set(report) | ({"wordnet-dev", "gcide-dev"} if choose else set())
         queries = {name: Queries(engine, name, entries, words, cache_dir, say)
                    for name, entries in sets.items() if name in needed}
-        if fit_map:
-            train = Queries(engine, "wordnet-train", extended.train, words, cache_dir, say)
-            engine.open_vocab_map = fit_word_map(
-                train.vectors, train.gold, scorer.word_vectors, map_config,
-                lambda epoch, loss: say(f"word map epoch {epoch}/{map_config.epochs}: loss {loss:.3f}"))
         if choose:
-            engine.open_vocab_config = choose_weights(scorer, queries, engine.open_vocab_map,
-                                                      engine.open_vocab_config, grid, say)
-        config, word_map = engine.open_vocab_config, engine.open_vocab_map
+            engine.open_vocab_config = choose_weights(scorer, queries, engine.open_vocab_config, grid, say)
+        config = engine.open_vocab_config
         leak_free = scorer.without_definitions(e.definition for e in extended.dev + extended.test)
-        results = {"config": asdict(config), "word_map": word_map is not None}
+        results = {"config": asdict(config), "word_tower": bool(engine.open_vocab_tower)}
         for name in report:
             index = leak_free if name.startswith("wordnet") else scorer
-            results[name] = queries[name].report(rebuilt(index, config, word_map))
+            results[name] = queries[name].report(index.with_config(config))
             say(f"{name}: {results[name]['all']}")
-        if fit_map or choose:
-            engine.open_vocab = None  # scored with the old map or weights: enable_open_vocabulary again
+        if choose:
+            engine.open_vocab = None  # scored with the old weights: enable_open_vocabulary again
         return results
     finally:
         engine.int8_scoring = int8_scoring

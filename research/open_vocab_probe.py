@@ -169,7 +169,6 @@ def probe_definitions() -> None:
 
 
 def probe_map() -> None:
-    from core.open_vocab import WordMapConfig, fit_word_map
     engine = Engine.load("checkpoints/defsent-minilm", decoder=None)
     cands = Candidates(load_wordnet_lemmas(), engine.vocab)
     index = {w: i for i, w in enumerate(cands.words)}
@@ -178,9 +177,10 @@ def probe_map() -> None:
     Utr = load(f"*-wordnet-train-{len(split.train)}.npy")
     gtr = torch.tensor([index[e.word] for e in split.train])
     epochs = int(sys.argv[2]) if len(sys.argv) > 2 else 3
-    word_map = fit_word_map(Utr, gtr, W, WordMapConfig(epochs=epochs), lambda e, l: print("epoch", e, "loss", round(l, 3), flush=True))
+    word_map = fit_word_map(torch.nn.functional.normalize(Utr, dim=1), gtr, torch.nn.functional.normalize(W, dim=1),
+                            epochs=epochs, negatives=8192)
     with torch.no_grad():
-        M = torch.nn.functional.normalize(word_map(W), dim=1)
+        M = torch.nn.functional.normalize(word_map.mapping(W), dim=1)
     Wn = torch.nn.functional.normalize(W, dim=1)
     U, gold, single, multi, logits = dev_sample(engine, cands, index, split)
     for name, V in (("raw", Wn), ("mapped", M)):

@@ -1,11 +1,11 @@
 """Fit, tune and evaluate the open-vocabulary reverse dictionary (core/open_vocab.py).
 
     python scripts/eval_open_vocab.py                      # evaluate the shipped model as it is
-    python scripts/eval_open_vocab.py --fit --write        # fit the word map on the training split and
+    python scripts/eval_open_vocab.py --fit --write        # train the word tower on the training split and
                                                            # choose the weights on dev again, store both
                                                            # in the checkpoint, evaluate (`python -m core
                                                            # train` does this at its end)
-    python scripts/eval_open_vocab.py --tune --write       # choose the weights again, keep the map
+    python scripts/eval_open_vocab.py --tune --write       # choose the weights again, keep the tower
 
 The fit, the weight choice and the evaluation are `core.open_vocab_fit.fit_open_vocabulary` (its
 docstring says which split and index each set is scored with); this script picks the sets, writes
@@ -34,13 +34,13 @@ def main() -> None:
     split = split_by_word(load_wordnet(), seed=engine.manifest.get("training", {}).get("split_seed", 0))
     grid = WeightGrid(tuple(args.word_scales), tuple(args.head_weights), tuple(args.biases),
                       tuple(args.definition_weights))
-    results = fit_open_vocabulary(engine, split, gcide, fit_map=args.fit, choose=args.fit or args.tune, grid=grid,
+    results = fit_open_vocabulary(engine, split, gcide, fit_tower=args.fit, choose=args.fit or args.tune, grid=grid,
                                   report=args.sets, cache_dir=CACHE, say=lambda line: print(line, flush=True))
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(results, indent=1) + "\n")
     if args.write:
         engine.save_word_scoring(args.model, metrics={"open_vocab": {k: results[k]["all"] for k in args.sets}})
-        print(f"wrote the word map and weights into {args.model}")
+        print(f"wrote the word tower and weights into {args.model}")
 
 
 def parse_args() -> argparse.Namespace:
@@ -48,9 +48,9 @@ def parse_args() -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--model", type=Path, default=Path("checkpoints/defsent-minilm"))
     p.add_argument("--gcide", type=Path, default=GCIDE_DICTD, help="unpacked dict-gcide (scripts/fetch_gcide.sh)")
-    p.add_argument("--fit", action="store_true", help="fit the word map and choose the weights on dev")
-    p.add_argument("--tune", action="store_true", help="choose the weights on dev (the checkpoint's map)")
-    p.add_argument("--write", action="store_true", help="store the map and weights in --model's checkpoint")
+    p.add_argument("--fit", action="store_true", help="train the word tower and choose the weights on dev")
+    p.add_argument("--tune", action="store_true", help="choose the weights on dev (the checkpoint's tower)")
+    p.add_argument("--write", action="store_true", help="store the tower and weights in --model's checkpoint")
     p.add_argument("--word-scales", type=float, nargs="+", default=list(grid.word_scales))
     p.add_argument("--head-weights", type=float, nargs="+", default=list(grid.head_weights))
     p.add_argument("--biases", type=float, nargs="+", default=list(grid.biases))

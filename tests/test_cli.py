@@ -119,16 +119,17 @@ def test_train_ends_with_the_open_vocabulary_fit_and_stores_it(tiny_base_dir, op
                             "--open-vocab-head-weights", "0.5", "--open-vocab-biases", "0", "2",
                             "--open-vocab-definition-weights", "0", "5")) == 0
     printed = capsys.readouterr().out
-    assert "word map epoch 6/6" in printed and "gcide-dev definition weight 5.0" in printed  # progress
+    assert "word tower step 1/1" in printed and "gcide-dev definition weight 5.0" in printed  # progress
     manifest = json.loads((out / "manifest.json").read_text())
     chosen = manifest["open_vocab"]
-    assert chosen["word_map"] == "open_vocab_map.safetensors" and (out / chosen["word_map"]).is_file()
+    assert chosen["word_tower"] == "open_vocab_tower.safetensors" and (out / chosen["word_tower"]).is_file()
+    assert "word_map" not in chosen
     assert chosen["word_scale"] in (1, 30) and chosen["head_weight"] == 0.5
     assert chosen["multi_bias"] in (0, 2) and chosen["definition_weight"] in (0, 5)
     assert set(manifest["metrics"]["open_vocab"]) == {"wordnet-dev", "wordnet-test", "gcide-dev", "gcide-test"}
     assert manifest["training"]["open_vocab"]["grid"]["word_scales"] == [1, 30]
     engine = Engine.load(out, decoder=None)
-    assert engine.open_vocab_map is not None and engine.open_vocab_config.word_scale == chosen["word_scale"]
+    assert engine.open_vocab_tower and engine.open_vocab_config.word_scale == chosen["word_scale"]
 
 
 def test_train_no_open_vocab_skips_the_fit_and_a_missing_gcide_fails_before_training(
@@ -138,9 +139,9 @@ def test_train_no_open_vocab_skips_the_fit_and_a_missing_gcide_fails_before_trai
     out = tmp_path / "ckpt"
     assert main(_train_args(tiny_base_dir, open_vocab_data, out, "--no-open-vocab")) == 0
     manifest = json.loads((out / "manifest.json").read_text())
-    assert "word_map" not in manifest["open_vocab"] and not (out / "open_vocab_map.safetensors").exists()
+    assert "word_tower" not in manifest["open_vocab"] and not (out / "open_vocab_tower.safetensors").exists()
     assert "open_vocab" not in manifest["metrics"] and manifest["training"]["open_vocab"] is None
-    assert "word map epoch" not in capsys.readouterr().out
+    assert "word tower step" not in capsys.readouterr().out
     never = tmp_path / "never"
     with pytest.raises(SystemExit):
         main(_train_args(tiny_base_dir, open_vocab_data, never, "--open-vocab-gcide", str(tmp_path / "no-gcide")))

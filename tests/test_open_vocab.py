@@ -7,7 +7,8 @@ import torch
 from core import Engine
 from core.engine import without_inflections
 from core.dictionary import Entry, definition_key, extend_split, load_wordnet, load_wordnet_lemmas, split_by_word
-from core.open_vocab import Candidates, OpenScorer, OpenVocabConfig, WordMapConfig, fit_word_map
+from core.open_vocab import Candidates, OpenScorer, OpenVocabConfig
+from core.word_tower import WordTowerConfig, fit_word_tower, tower_fingerprint
 
 DICTIONARY = [
     Entry("dog", "a domestic animal that barks", "n", (), "1-n"),
@@ -126,32 +127,46 @@ def test_wordnet_lemmas_hold_phrases_and_the_open_split_has_no_trained_text():
     assert {e.word for e in old.test} <= {e.word for e in new.test}
 
 
-def test_word_map_learns_a_shared_map_that_carries_over_to_words_never_trained_on():
-    torch.manual_seed(0)
-    d, words = 16, 400
-    W = torch.randn(words, d)
-    rotation = torch.linalg.qr(torch.randn(d, d))[0]
-    gold = torch.arange(words).repeat(3)
-    definitions = W[gold] @ rotation.T + 0.3 * torch.randn(len(gold), d)  # definitions: rotated words
-    trained, unseen = gold < 300, gold >= 300
-    word_map = fit_word_map(definitions[trained], gold[trained], W, WordMapConfig(epochs=20, batch_size=64, negatives=64, lr=1e-2))
+def test_word_tower_learns_to_put_each_word_next_to_its_definitions_and_leaves_the_encoder_alone(engine):
+    c = Candidates(DICTIONARY, engine.vocab)
+    gold = torch.tensor([c.words.index(e.word) for e in DICTIONARY])
+    definitions = torch.randn(len(DICTIONARY), 32)  # any fixed targets: the tower must move towards them
+    before = {k: v.clone() for k, v in engine.encoder.state_dict().items()}
 
-    def accuracy(vectors):
-        cos = torch.nn.functional.normalize(definitions[unseen], dim=1) @ torch.nn.functional.normalize(vectors, dim=1).T
-        return float((cos.argmax(1) == gold[unseen]).float().mean())
-    oracle = accuracy(W @ rotation.T)
-    assert accuracy(W) < 0.2 and accuracy(word_map(W)) > 0.9 * oracle > 0.5
+    def accuracy(tower_factors) -> float:
+        engine.open_vocab_tower = tower_factors
+        words = torch.from_numpy(engine.word_encoder().encode(c.words))
+        cos = torch.nn.functional.normalize(definitions, dim=1) @ torch.nn.functional.normalize(words, dim=1).T
+        return float((cos.argmax(1) == gold).float().mean())
+
+    factors = fit_word_tower(engine.encoder, definitions, gold, c.words,
+                             WordTowerConfig(epochs=60, rank=4, batch_size=6, negatives=4, lr=1e-2, warmup_steps=1))
+    assert accuracy(None) < 0.5 and accuracy(factors) > 0.8
+    assert all(torch.equal(v, before[k]) for k, v in engine.encoder.state_dict().items())
+    assert tower_fingerprint(factors) != tower_fingerprint(None)
 
 
-def test_open_vocabulary_weights_and_map_travel_with_the_checkpoint(engine, tmp_path):
+def test_open_vocabulary_weights_tower_and_older_map_travel_with_the_checkpoint(engine, tmp_path):
     engine.open_vocab_config = OpenVocabConfig(word_scale=40.0, head_weight=0.5, multi_bias=6.0, definition_weight=30.0)
     engine.open_vocab_map = torch.nn.Linear(32, 32).requires_grad_(False)
+    c = Candidates(DICTIONARY, engine.vocab)
+    engine.open_vocab_tower = fit_word_tower(engine.encoder, torch.randn(6, 32), torch.arange(6) % len(c), c.words,
+                                             WordTowerConfig(rank=2, batch_size=6, negatives=2, warmup_steps=1))
     engine.save(tmp_path / "model")
     loaded = Engine.load(tmp_path / "model", decoder=None)
     assert loaded.open_vocab_config == engine.open_vocab_config
     torch.testing.assert_close(loaded.open_vocab_map.weight, engine.open_vocab_map.weight)
+    assert tower_fingerprint(loaded.open_vocab_tower) == tower_fingerprint(engine.open_vocab_tower)
+    engine.enable_open_vocabulary(dictionary=DICTIONARY)
     loaded.enable_open_vocabulary(dictionary=DICTIONARY)
     assert loaded.open_vocab.config == engine.open_vocab_config and loaded.open_vocab.word_map is loaded.open_vocab_map
+    u = torch.randn(3, 32)
+    torch.testing.assert_close(loaded.open_vocab.scores(u, loaded.word_logits(u)),
+                               engine.open_vocab.scores(u, engine.word_logits(u)))
+    for tower in (engine.open_vocab_tower, None):  # another tower, another cache file
+        engine.open_vocab_tower = tower
+        engine.enable_open_vocabulary(dictionary=DICTIONARY, cache_dir=tmp_path / "cache")
+    assert len(list((tmp_path / "cache").iterdir())) == 2
 
 
 def test_a_fine_tuned_dictionary_travels_with_the_checkpoint_and_its_words_are_answers(engine, tmp_path):
@@ -188,17 +203,17 @@ def test_a_candidate_without_definitions_falls_back_on_its_mapped_word_vector(en
 def test_choose_weights_takes_the_best_dev_setting_of_each_stage_of_the_grid(engine):
     import itertools
 
-    from core.open_vocab_fit import Queries, WeightGrid, choose_weights, rebuilt
+    from core.open_vocab_fit import Queries, WeightGrid, choose_weights
 
     c = Candidates(DICTIONARY, engine.vocab)
-    scorer = OpenScorer.compute(engine.encode, c)
+    scorer = OpenScorer.compute(engine.encode, engine.encode, c)
     queries = {name: Queries(engine, name, DICTIONARY, c.words, say=lambda _: None)
                for name in ("wordnet-dev", "gcide-dev")}
     grid = WeightGrid((1.0, 30.0), (0.5, 2.0), (-3.0, 3.0), (0.0, 10.0))
-    chosen = choose_weights(scorer, queries, None, OpenVocabConfig(), grid, say=lambda _: None)
+    chosen = choose_weights(scorer, queries, OpenVocabConfig(), grid, say=lambda _: None)
 
     def mrr(name: str, config: OpenVocabConfig) -> float:
-        return queries[name].report(rebuilt(scorer, config, None))["all"]["mrr"]
+        return queries[name].report(scorer.with_config(config))["all"]["mrr"]
 
     first = max((OpenVocabConfig(s, h, b, 0.0) for s, h, b in itertools.product(
         grid.word_scales, grid.head_weights, grid.biases)), key=lambda config: mrr("wordnet-dev", config))
@@ -213,3 +228,13 @@ def test_a_missing_gcide_is_named_with_its_fetch_script(tmp_path):
     assert "scripts/fetch_gcide.sh" in missing_gcide(tmp_path)
     with pytest.raises(FileNotFoundError, match="fetch_gcide"):
         read_gcide_dictd(tmp_path)
+
+
+def test_answers_are_ranked_by_score_even_where_probabilities_underflow_to_zero(engine):
+    engine.enable_open_vocabulary(dictionary=DICTIONARY)
+    engine.open_vocab = engine.open_vocab.with_config(OpenVocabConfig(word_scale=5000.0))  # softmax: 1, 0, 0, ...
+    u = torch.from_numpy(engine.encode(["a frozen sweet food made of cream"]))
+    scores = engine.open_vocab.scores(u, engine.word_logits(u))[0]  # (C,)
+    expected = [engine.open_vocab.candidates.words[j] for j in scores.argsort(descending=True).tolist()]
+    ranked = engine.words_for_vectors(u.numpy(), k=6)[0]
+    assert [w for w, _ in ranked] == expected and ranked[-1][1] == 0.0

@@ -46,7 +46,7 @@ def test_the_shipped_encoder_matches_its_recipe():
     assert load(folder / "head_config.json")["unit_rows"] is args.unit_rows
     # the open vocabulary, fitted at the end of the run: each shipped weight is one the recipe's grids try
     shipped = manifest["open_vocab"]
-    assert shipped["word_map"] == "open_vocab_map.safetensors" and (folder / shipped["word_map"]).is_file()
+    assert shipped["word_tower"] == "open_vocab_tower.safetensors" and (folder / shipped["word_tower"]).is_file()
     assert not args.no_open_vocab
     for weight, grid in (("word_scale", args.open_vocab_word_scales), ("head_weight", args.open_vocab_head_weights),
                          ("multi_bias", args.open_vocab_biases),
