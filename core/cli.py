@@ -270,8 +270,10 @@ def _run_training(args: argparse.Namespace, config, main_process: bool) -> int:
     metrics, open_vocab = {"test": test, "dev": result.best_dev}, None
     if _fits_open_vocabulary(args):
         metrics["open_vocab"], open_vocab = _fit_open_vocabulary(engine, open_split, args)
-    elif not args.no_open_vocab:
-        print("open vocabulary: not fitted (a --dictionary run fits it only over --open-vocab-lemmas)")
+    else:  # an --init checkpoint's tower and weights were fitted to the encoder before this training
+        engine.reset_open_vocabulary()
+        if not args.no_open_vocab:
+            print("open vocabulary: not fitted (a --dictionary run fits it only over --open-vocab-lemmas)")
     engine.save(args.out, name=args.out.name, metrics=metrics,
                 training={"data": source, "split_seed": args.split_seed, "split": split.stats(),
                           "extra_train": {"file": str(args.extra_train), **extra_counts} if extra_counts else None,

@@ -399,6 +399,12 @@ class Engine(VectorReadout):
         self.open_vocab = scorer.quantize() if self.int8_scoring else scorer
         return_freed_memory()
 
+    def reset_open_vocabulary(self) -> None:
+        """Forget the open vocabulary's word tower, older map and weights (back to the defaults):
+        they were fitted to an encoder this one no longer is."""
+        self.open_vocab, self.open_vocab_tower, self.open_vocab_map = None, None, None
+        self.open_vocab_config = DEFAULT_OPEN_VOCAB
+
     def open_vocab_candidates(self, extra: Iterable[Entry] | None = None,
                               dictionary: Iterable[Entry] | None = None) -> Candidates:
         """The words and phrases `enable_open_vocabulary` answers with (same arguments)."""

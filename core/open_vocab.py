@@ -36,7 +36,7 @@ Encode = Callable[[list[str]], np.ndarray]  # texts -> (n, d) float32
 
 @dataclass(frozen=True)
 class OpenVocabConfig:
-    word_scale: float = 15.0        # weight of cos(u, map(encode(c))), every candidate
+    word_scale: float = 15.0        # weight of cos(u, tower(c)), every candidate
     head_weight: float = 1.0        # weight of the engine's word score, single-token candidates
     multi_bias: float = 0.0         # added instead for the others (they have no head logit)
     definition_weight: float = 0.0  # weight of the definition channel

@@ -50,6 +50,8 @@ def fit_word_tower(encoder: SentenceEncoder, definitions: torch.Tensor, gold: to
     """Low-rank factors for `encoder` such that tower(words[gold[i]]) is the nearest candidate to
     definitions[i] (N, d). `encoder` is not changed. `progress(step, steps, mean loss)` every 20
     steps and at the end. About 4 s a step on 2 cores with the defaults (MiniLM)."""
+    if encoder.precision == "int8":
+        raise ValueError("the word tower trains the float weights: use a float32 or bfloat16 engine, not int8")
     generator = torch.Generator().manual_seed(config.seed)
     tower = copy.deepcopy(encoder)
     tower.precision = "float32"

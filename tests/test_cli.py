@@ -132,6 +132,19 @@ def test_train_ends_with_the_open_vocabulary_fit_and_stores_it(tiny_base_dir, op
     assert engine.open_vocab_tower and engine.open_vocab_config.word_scale == chosen["word_scale"]
 
 
+def test_training_from_a_checkpoint_without_the_fit_drops_its_word_tower_and_weights(
+        tiny_base_dir, open_vocab_data, tmp_path):
+    import json
+
+    first = tmp_path / "first"
+    assert main(_train_args(tiny_base_dir, open_vocab_data, first)) == 0
+    assert "word_tower" in json.loads((first / "manifest.json").read_text())["open_vocab"]
+    again = tmp_path / "again"  # the encoder trains on: the tower fitted to the old one must not follow
+    assert main(_train_args(tiny_base_dir, open_vocab_data, again, "--init", str(first), "--no-open-vocab")) == 0
+    assert "word_tower" not in json.loads((again / "manifest.json").read_text())["open_vocab"]
+    assert not Engine.load(again, decoder=None).open_vocab_tower
+
+
 def test_train_no_open_vocab_skips_the_fit_and_a_missing_gcide_fails_before_training(
         tiny_base_dir, open_vocab_data, tmp_path, capsys):
     import json
