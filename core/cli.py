@@ -216,6 +216,8 @@ def train_parser() -> argparse.ArgumentParser:
                    help="multi-token biases tried on WordNet dev")
     p.add_argument("--open-vocab-definition-weights", type=float, nargs="+", default=list(grid.definition_weights),
                    help="definition weights tried on GCIDE dev")
+    p.add_argument("--open-vocab-temperatures", type=float, nargs="+", default=list(grid.temperatures),
+                   help="temperatures of the shown probabilities tried on GCIDE dev (likelihood)")
     return p
 
 
@@ -302,7 +304,8 @@ def _fit_open_vocabulary(engine, split, args: argparse.Namespace) -> tuple[dict,
     started = time.time()
     print("open vocabulary: training the word tower and choosing the weights (core/open_vocab_fit.py)", flush=True)
     grid = WeightGrid(tuple(args.open_vocab_word_scales), tuple(args.open_vocab_head_weights),
-                      tuple(args.open_vocab_biases), tuple(args.open_vocab_definition_weights))
+                      tuple(args.open_vocab_biases), tuple(args.open_vocab_definition_weights),
+                      tuple(args.open_vocab_temperatures))
     dictionary = load_wordnet_lemmas(args.open_vocab_lemmas) if args.open_vocab_lemmas else None
     results = fit_open_vocabulary(engine, split, read_gcide_dictd(args.open_vocab_gcide), grid=grid,
                                   dictionary=dictionary, say=lambda line: print(line, flush=True))

@@ -360,13 +360,13 @@ class Engine(VectorReadout):
         """Ranked words for sentence vectors (any vector: an analogy, an interpolation point...):
         phrases too once `enable_open_vocabulary` was called, else single-token words."""
         logits = self.word_logits(vectors)  # (n, V)
-        vocab, open_vocab = self.vocab, self.open_vocab  # read once: the warm-up may set it meanwhile
+        vocab, open_vocab, temperature = self.vocab, self.open_vocab, 1.0  # read once: the warm-up may set it
         if open_vocab is not None:
             u = torch.as_tensor(np.asarray(vectors, dtype=np.float32)).reshape(len(logits), -1)  # (n, d)
             logits = open_vocab.scores(u, logits)  # (n, C)
-            vocab = open_vocab.candidates.filters
+            vocab, temperature = open_vocab.candidates.filters, open_vocab.config.temperature
         logits = logits.masked_fill(~torch.from_numpy(vocab.candidate_mask), float("-inf"))  # (n, C)
-        probs = logits.softmax(-1)
+        probs = (logits / temperature).softmax(-1)
         allowed = torch.from_numpy(vocab.mask(word_filter))
         results = []
         for i in range(probs.shape[0]):

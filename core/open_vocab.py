@@ -40,6 +40,8 @@ class OpenVocabConfig:
     head_weight: float = 1.0        # weight of the engine's word score, single-token candidates
     multi_bias: float = 0.0         # added instead for the others (they have no head logit)
     definition_weight: float = 0.0  # weight of the definition channel
+    temperature: float = 1.0        # the shown probabilities are softmax(score / temperature): chosen
+                                    # on dev for calibration (the ranking does not depend on it)
 
 
 DEFAULT_OPEN_VOCAB = OpenVocabConfig(multi_bias=0.0, definition_weight=0.0)  # chosen on dev: docs/results.md

@@ -40,12 +40,13 @@ Say = Callable[[str], None]
 @dataclass(frozen=True)
 class WeightGrid:
     """The weights `choose_weights` tries (recipes/defsent-minilm.json records them): every
-    (word scale, head weight, bias), then every definition weight; each scored on a fixed sample of
-    `sample` dev definitions."""
+    (word scale, head weight, bias), then every definition weight, then every temperature; each
+    scored on a fixed sample of `sample` dev definitions."""
     word_scales: tuple[float, ...] = (45.0, 60.0, 80.0, 100.0)
     head_weights: tuple[float, ...] = (0.5, 0.75)
     biases: tuple[float, ...] = (4.0, 6.0, 8.0)
     definition_weights: tuple[float, ...] = (0.0, 20.0, 40.0, 80.0, 160.0, 320.0, 640.0)
+    temperatures: tuple[float, ...] = (1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0)
     sample: int = 3000
 
 
@@ -107,6 +108,16 @@ class Queries:
             out.append(rank_of_gold(scorer.scores(u, self.engine.word_logits(u)), self.gold[batch]))
         return torch.cat(out)
 
+    def log_likelihoods(self, scorer: OpenScorer, temperatures: Sequence[float], rows: torch.Tensor) -> list[float]:
+        """Per temperature T, the mean log-probability of each query's word under softmax(scores / T)."""
+        total = torch.zeros(len(temperatures))
+        for batch in rows.split(512):
+            u = self.vectors[batch]
+            scores = scorer.scores(u, self.engine.word_logits(u))  # (b, C)
+            for i, t in enumerate(temperatures):
+                total[i] += (scores / t).log_softmax(-1).gather(1, self.gold[batch, None]).sum()
+        return (total / len(rows)).tolist()
+
     def report(self, scorer: OpenScorer, rows: torch.Tensor | None = None) -> dict:
         """`metrics` over all queries (or `rows`), and apart for single- and multi-token words."""
         ranks = self.ranks(scorer, rows)
@@ -129,7 +140,8 @@ def choose_weights(scorer: OpenScorer, queries: dict[str, Queries], start: OpenV
                    grid: WeightGrid = WeightGrid(), say: Say = print) -> OpenVocabConfig:
     """word_scale, head_weight and multi_bias by "wordnet-dev" MRR (definition channel off: held-out
     words have no definition in the leak-free index), then definition_weight by "gcide-dev" MRR,
-    each on a fixed sample of `grid.sample` queries (seed 0); the first best setting wins ties."""
+    then the temperature by "gcide-dev" likelihood (calibrated probabilities), each on a fixed sample
+    of `grid.sample` queries (seed 0); the first best setting wins ties."""
     for name in ("wordnet-dev", "gcide-dev"):
         if not len(queries[name]):
             raise ValueError(f"no {name} queries to choose the open vocabulary's weights on")
@@ -153,8 +165,14 @@ def choose_weights(scorer: OpenScorer, queries: dict[str, Queries], start: OpenV
         say(f"gcide-dev definition weight {weight}: MRR {score:.4f}")
         if best is None or score > best[0]:
             best = (score, config)
-    say(f"chosen: {best[1]}")
-    return best[1]
+    chosen = best[1]
+    likelihoods = queries["gcide-dev"].log_likelihoods(scorer.with_config(chosen), grid.temperatures,
+                                                       sample["gcide-dev"])
+    for t, likelihood in zip(grid.temperatures, likelihoods):
+        say(f"gcide-dev temperature {t}: mean log-likelihood {likelihood:.3f}")
+    chosen = replace(chosen, temperature=grid.temperatures[likelihoods.index(max(likelihoods))])
+    say(f"chosen: {chosen}")
+    return chosen
 
 
 def fit_open_vocabulary(engine, split: DictionarySplit, gcide: Sequence[Entry], fit_tower: bool = True,

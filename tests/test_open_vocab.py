@@ -203,6 +203,7 @@ def test_a_candidate_without_definitions_falls_back_on_its_mapped_word_vector(en
 
 def test_choose_weights_takes_the_best_dev_setting_of_each_stage_of_the_grid(engine):
     import itertools
+    from dataclasses import replace
 
     from core.open_vocab_fit import Queries, WeightGrid, choose_weights
 
@@ -210,7 +211,7 @@ def test_choose_weights_takes_the_best_dev_setting_of_each_stage_of_the_grid(eng
     scorer = OpenScorer.compute(engine.encode, engine.encode, c)
     queries = {name: Queries(engine, name, DICTIONARY, c.words, say=lambda _: None)
                for name in ("wordnet-dev", "gcide-dev")}
-    grid = WeightGrid((1.0, 30.0), (0.5, 2.0), (-3.0, 3.0), (0.0, 10.0))
+    grid = WeightGrid((1.0, 30.0), (0.5, 2.0), (-3.0, 3.0), (0.0, 10.0), (0.1, 1.0, 10.0))
     chosen = choose_weights(scorer, queries, OpenVocabConfig(), grid, say=lambda _: None)
 
     def mrr(name: str, config: OpenVocabConfig) -> float:
@@ -220,7 +221,12 @@ def test_choose_weights_takes_the_best_dev_setting_of_each_stage_of_the_grid(eng
         grid.word_scales, grid.head_weights, grid.biases)), key=lambda config: mrr("wordnet-dev", config))
     second = max((OpenVocabConfig(first.word_scale, first.head_weight, first.multi_bias, w)
                   for w in grid.definition_weights), key=lambda config: mrr("gcide-dev", config))
-    assert chosen == second
+    assert chosen == replace(second, temperature=chosen.temperature) and chosen.temperature in grid.temperatures
+    u = queries["gcide-dev"].vectors  # the chosen temperature gives the words the highest likelihood
+    scores = scorer.with_config(chosen).scores(u, engine.word_logits(u))
+    gold = queries["gcide-dev"].gold[:, None]
+    likelihood = {t: float((scores / t).log_softmax(-1).gather(1, gold).mean()) for t in grid.temperatures}
+    assert likelihood[chosen.temperature] == pytest.approx(max(likelihood.values()), abs=1e-5)
 
 
 def test_a_missing_gcide_is_named_with_its_fetch_script(tmp_path):
@@ -239,3 +245,12 @@ def test_answers_are_ranked_by_score_even_where_probabilities_underflow_to_zero(
     expected = [engine.open_vocab.candidates.words[j] for j in scores.argsort(descending=True).tolist()]
     ranked = engine.words_for_vectors(u.numpy(), k=6)[0]
     assert [w for w, _ in ranked] == expected and ranked[-1][1] == 0.0
+
+
+def test_shown_probabilities_are_the_softmax_of_scores_over_the_temperature(engine):
+    engine.enable_open_vocabulary(dictionary=DICTIONARY)
+    engine.open_vocab = engine.open_vocab.with_config(OpenVocabConfig(word_scale=50.0, temperature=10.0))
+    u = torch.from_numpy(engine.encode(["a frozen sweet food made of cream"]))
+    probs = (engine.open_vocab.scores(u, engine.word_logits(u))[0] / 10.0).softmax(-1)  # (C,)
+    for word, p in engine.words_for_vectors(u.numpy(), k=6)[0]:
+        assert p == pytest.approx(float(probs[engine.open_vocab.candidates.words.index(word)]), abs=1e-6)

@@ -50,7 +50,8 @@ def test_the_shipped_encoder_matches_its_recipe():
     assert not args.no_open_vocab
     for weight, grid in (("word_scale", args.open_vocab_word_scales), ("head_weight", args.open_vocab_head_weights),
                          ("multi_bias", args.open_vocab_biases),
-                         ("definition_weight", args.open_vocab_definition_weights)):
+                         ("definition_weight", args.open_vocab_definition_weights),
+                         ("temperature", args.open_vocab_temperatures)):
         assert shipped[weight] in grid, (weight, shipped[weight], grid)
 
 
