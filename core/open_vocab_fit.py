@@ -18,7 +18,7 @@ import itertools
 import time
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Callable, Iterator, Sequence
 
 import numpy as np
 import torch
@@ -99,23 +99,23 @@ class Queries:
     def __len__(self) -> int:
         return len(self.gold)
 
+    def _scores(self, scorer: OpenScorer, rows: torch.Tensor) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
+        """(gold (b,), candidate scores (b, C)) for `rows`, 512 queries at a time."""
+        for batch in rows.split(512):
+            u = self.vectors[batch]
+            yield self.gold[batch], scorer.scores(u, self.engine.word_logits(u))
+
     def ranks(self, scorer: OpenScorer, rows: torch.Tensor | None = None) -> torch.Tensor:
         """(n,) rank of each query's word among all candidates (1 = first)."""
         rows = torch.arange(len(self.gold)) if rows is None else rows
-        out = []
-        for batch in rows.split(512):
-            u = self.vectors[batch]
-            out.append(rank_of_gold(scorer.scores(u, self.engine.word_logits(u)), self.gold[batch]))
-        return torch.cat(out)
+        return torch.cat([rank_of_gold(scores, gold) for gold, scores in self._scores(scorer, rows)])
 
     def log_likelihoods(self, scorer: OpenScorer, temperatures: Sequence[float], rows: torch.Tensor) -> list[float]:
         """Per temperature T, the mean log-probability of each query's word under softmax(scores / T)."""
         total = torch.zeros(len(temperatures))
-        for batch in rows.split(512):
-            u = self.vectors[batch]
-            scores = scorer.scores(u, self.engine.word_logits(u))  # (b, C)
+        for gold, scores in self._scores(scorer, rows):
             for i, t in enumerate(temperatures):
-                total[i] += (scores / t).log_softmax(-1).gather(1, self.gold[batch, None]).sum()
+                total[i] += (scores / t).log_softmax(-1).gather(1, gold[:, None]).sum()
         return (total / len(rows)).tolist()
 
     def report(self, scorer: OpenScorer, rows: torch.Tensor | None = None) -> dict:

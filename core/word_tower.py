@@ -107,10 +107,7 @@ def word_tower(encoder: SentenceEncoder, factors: Factors) -> SentenceEncoder:
 
 def save_word_tower(factors: Factors, path: Path) -> None:
     """The factors as NAME.lora_B / NAME.lora_A, float16 (about 1.3 MB for MiniLM at rank 16)."""
-    tensors = {}
-    for name, (B, A) in factors.items():
-        tensors[name + SUFFIX_B], tensors[name + SUFFIX_A] = B.half().contiguous(), A.half().contiguous()
-    save_file(tensors, str(path))
+    save_file(_stored(factors), str(path))
 
 
 def load_word_tower(path: Path) -> Factors:
@@ -119,7 +116,10 @@ def load_word_tower(path: Path) -> Factors:
 
 def tower_fingerprint(factors: Factors | None) -> str:
     """Identifies the factors ("none" without a tower): part of the open vocabulary's cache key."""
-    if not factors:
-        return "none"
-    return fingerprint({f"{name}{suffix}": t for name, pair in factors.items()
-                        for suffix, t in zip((SUFFIX_B, SUFFIX_A), pair)})
+    return fingerprint(_stored(factors)) if factors else "none"
+
+
+def _stored(factors: Factors) -> dict[str, torch.Tensor]:
+    """{NAME.lora_B: B, NAME.lora_A: A} in float16, as the checkpoint file holds them."""
+    return {name + suffix: t.half().contiguous() for name, pair in factors.items()
+            for suffix, t in zip((SUFFIX_B, SUFFIX_A), pair)}
