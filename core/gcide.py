@@ -7,9 +7,10 @@ GCIDE (Webster's 1913 plus later additions; GPL-3, see the package's copyright f
 its dictd files: `gcide.index` (headword, base64 offset, base64 length) and `gcide.dict.dz`. Each
 numbered or single sense of a one-word headword becomes an Entry; cross-references ("See ...",
 "Same as ..."), inflections ("imp. of ..."), notes, phrases, quotations and senses that use the
-headword itself are left out. The file is used only to add training pairs (`python -m core train
---extra-train`), never for dev or test: `add_training_entries` drops every dev/test word and every
-dev/test definition text.
+headword itself are left out, and so are the senses GCIDE took from WordNet 1.5 (tagged so). It adds
+training pairs (`python -m core train --extra-train`; `add_training_entries` drops every dev/test word
+and every dev/test definition text) and is the open vocabulary's cross-dictionary dev and test set
+(core/open_vocab_fit.py).
 """
 from __future__ import annotations
 
@@ -52,25 +53,34 @@ def entries_of_article(word: str, article: str) -> list[Entry]:
 
     An article may hold other headwords that merely mention `word` ("called also {dog}") or
     inflections pointing to their lemma: only senses under a header for `word` itself count.
+    Senses tagged "[WordNet 1.5]" are left out: they are WordNet's wording, and GCIDE serves as
+    another dictionary's wording of WordNet's words (the cross-dictionary test).
     """
     entries, pos, paragraph, open_brackets = [], None, None, 0
+    sense: list[Entry] = []  # the entries of the current sense, kept unless its source tag is WordNet
+    from_wordnet = False
     for line in article.splitlines() + [""]:
         stripped, indent = line.strip(), len(line) - len(line.lstrip())
+        from_wordnet |= "WordNet" in line
         if paragraph is not None and stripped and 3 <= indent < 12 and not _NUMBERED.match(line) \
                 and not stripped.startswith(("[", '"')):
             paragraph.append(stripped)  # the current sense runs on
             continue
         if paragraph and pos is not None:
-            entries.extend(_entry(word, " ".join(paragraph), pos))
+            sense.extend(_entry(word, " ".join(paragraph), pos))
         paragraph = None
+        starts_sense = _SENSE.match(line) and not stripped.startswith(("Note", "Syn", "Usage"))
+        if (indent == 0 and stripped) or starts_sense:  # the last sense and its source tag are over
+            entries.extend([] if from_wordnet else sense)
+            sense, from_wordnet = [], "WordNet" in line
         if stripped and (indent == 0 or open_brackets > 0):  # a header, or its etymology running on
             if indent == 0:
                 headword = re.sub(r"[\"*`'\s]", "", line.split(" \\")[0]).lower()
                 pos, open_brackets = (_part_of_speech(line) if headword == word else None), 0
             open_brackets += line.count("[") - line.count("]")
-        elif _SENSE.match(line) and not stripped.startswith(("Note", "Syn", "Usage")):
+        elif starts_sense:
             paragraph = [line[_SENSE.match(line).end():].strip()]
-    return entries
+    return entries + ([] if from_wordnet else sense)
 
 
 def _part_of_speech(header: str) -> str:

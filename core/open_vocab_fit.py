@@ -8,14 +8,17 @@ model's own training split (`core.dictionary.extend_split`), so no evaluated tex
   all candidates);
 - word_scale, head_weight and multi_bias are chosen by WordNet dev MRR with the definition channel
   off (in the leak-free index a held-out word has no definition of its own to match);
-- definition_weight by GCIDE dev MRR: another dictionary's definitions of the dev words, scored with
-  the product's index (every definition), the closest thing to a person's description.
+- definition_weight by GCIDE dev MRR: another dictionary's definitions of the dev words, the closest
+  thing to a person's description, scored with the product's index (every WordNet definition) less the
+  near-copies of the GCIDE texts scored (`near_copies`: Webster and WordNet sometimes word a sense alike).
 WordNet dev and test are scored with an index that leaves out every dev and test text.
 """
 from __future__ import annotations
 
 import itertools
+import re
 import time
+from collections import defaultdict
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Callable, Iterator, Sequence
@@ -23,9 +26,9 @@ from typing import Callable, Iterator, Sequence
 import numpy as np
 import torch
 
-from .dictionary import DictionarySplit, Entry, extend_split, load_wordnet_lemmas
+from .dictionary import DictionarySplit, Entry, definition_key, extend_split, load_wordnet_lemmas
 from .gcide import read_gcide
-from .open_vocab import OpenScorer, OpenVocabConfig
+from .open_vocab import Candidates, OpenScorer, OpenVocabConfig
 from .paths import CACHE_DIR
 from .word_eval import rank_of_gold
 from .word_tower import WordTowerConfig, fit_word_tower
@@ -35,6 +38,8 @@ FETCH_GCIDE = "scripts/fetch_gcide.sh"
 QUERY_SETS = ("wordnet-dev", "wordnet-test", "gcide-dev", "gcide-test")
 
 Say = Callable[[str], None]
+NEAR_COPY_SHARE = 0.6  # a text nearly copies another when this share of the shorter one's content words is in both
+_FUNCTION_WORDS = frozenset("a an the of or and to in on for by with as at from that which is be it its this".split())
 
 
 @dataclass(frozen=True)
@@ -73,6 +78,23 @@ def query_sets(split: DictionarySplit, candidates: set[str], gcide: Sequence[Ent
     return {"wordnet-dev": list(split.dev), "wordnet-test": list(split.test),
             "gcide-dev": [e for e in gcide if e.word in dev_words and e.word in candidates],
             "gcide-test": [e for e in gcide if e.word in test_words and e.word in candidates]}
+
+
+def near_copies(evaluated: Sequence[Entry], candidates: Candidates, share: float = NEAR_COPY_SHARE) -> set[str]:
+    """The definition texts of `candidates` that nearly copy an `evaluated` definition of the same word
+    (the same text, or `share` of the shorter one's content words in the other): an index must leave
+    them out while those definitions are scored."""
+    texts_of = defaultdict(list)
+    for g, i in zip(candidates.pair_definition.tolist(), candidates.pair_word.tolist()):
+        texts_of[candidates.words[i]].append(candidates.definitions[g])
+    return {text for entry in evaluated for text in texts_of[entry.word] if _nearly_same(entry.definition, text, share)}
+
+
+def _nearly_same(a: str, b: str, share: float) -> bool:
+    words_a, words_b = (set(re.findall(r"[a-z]+", text.lower())) - _FUNCTION_WORDS for text in (a, b))
+    if not words_a or not words_b:
+        return definition_key(a) == definition_key(b)
+    return len(words_a & words_b) >= share * min(len(words_a), len(words_b))
 
 
 class Queries:
@@ -213,13 +235,14 @@ def fit_open_vocabulary(engine, split: DictionarySplit, gcide: Sequence[Entry], 
         needed = set(report) | ({"wordnet-dev", "gcide-dev"} if choose else set())
         queries = {name: Queries(engine, name, entries, words, cache_dir, say)
                    for name, entries in sets.items() if name in needed}
-        if choose:
-            engine.open_vocab_config = choose_weights(scorer, queries, engine.open_vocab_config, grid, say)
+        wordnet_index = scorer.without_definitions(e.definition for e in extended.dev + extended.test)
+        gcide_index = scorer.without_definitions(near_copies(sets["gcide-dev"] + sets["gcide-test"], scorer.candidates))
+        if choose:  # wordnet-dev is scored with the definition channel off: any index serves it
+            engine.open_vocab_config = choose_weights(gcide_index, queries, engine.open_vocab_config, grid, say)
         config = engine.open_vocab_config
-        leak_free = scorer.without_definitions(e.definition for e in extended.dev + extended.test)
         results = {"config": asdict(config), "word_tower": bool(engine.open_vocab_tower)}
         for name in report:
-            index = leak_free if name.startswith("wordnet") else scorer
+            index = wordnet_index if name.startswith("wordnet") else gcide_index
             results[name] = queries[name].report(index.with_config(config))
             say(f"{name}: {results[name]['all']}")
         if choose:

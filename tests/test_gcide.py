@@ -65,6 +65,28 @@ def test_senses_under_another_headword_are_not_the_words():
         Entry("sundog", "A luminous spot occasionally seen a few degrees from the sun", "n")]
 
 
+ABDUCENS = """\
+abducens \\abducens\\ n.
+   1. a small motor nerve supplying the lateral rectus muscle of
+      the eye.
+
+   Syn: abducent, abducent nerve, sixth cranial nerve
+        [WordNet 1.5]
+
+   2. A nerve that draws a part away from the axis of the body.
+      [1913 Webster]
+"""
+
+
+def test_senses_taken_from_wordnet_are_left_out():
+    # GCIDE is the cross-dictionary test of a WordNet-trained model: WordNet's own wording would leak.
+    # The source tag may follow a Syn: block, after a blank line.
+    assert entries_of_article("abducens", ABDUCENS) == [
+        Entry("abducens", "A nerve that draws a part away from the axis of the body.", "")]  # no ", n." in this header
+    inline = ABDUCENS.replace("      the eye.\n", "      the eye. [WordNet 1.5]\n").replace("        [WordNet 1.5]\n", "")
+    assert [e.definition for e in entries_of_article("abducens", inline)] == [
+        "A nerve that draws a part away from the axis of the body."]
+
 def _base64(number: int) -> str:
     digits = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
     text = ""

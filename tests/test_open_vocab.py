@@ -229,6 +229,36 @@ def test_choose_weights_takes_the_best_dev_setting_of_each_stage_of_the_grid(eng
     assert likelihood[chosen.temperature] == pytest.approx(max(likelihood.values()), abs=1e-5)
 
 
+def test_near_copies_are_the_same_words_texts_that_share_most_content_words(engine):
+    from core.open_vocab_fit import near_copies
+
+    c = Candidates(DICTIONARY + [Entry("dog", "the friend of man", "n")], engine.vocab)
+    evaluated = [Entry("dog", "A domestic animal that barks.", "n"),  # two dictionaries alike: a copy
+                 Entry("monarch", "the sovereign of a state", "n"),  # other words: no copy
+                 Entry("give up", "to stop trying", "v")]  # the same text
+    assert near_copies(evaluated, c) == {"a domestic animal that barks", "to stop trying"}
+    assert near_copies([Entry("king", "a domestic animal that barks", "n")], c) == set()  # another word's text
+
+
+def test_gcide_queries_are_scored_without_the_wordnet_texts_that_copy_them(engine):
+    """The cross-dictionary test must not index the text it scores, even where WordNet words it alike."""
+    from core.dictionary import DictionarySplit
+    from core.open_vocab_fit import Queries, fit_open_vocabulary
+
+    split = DictionarySplit(train=DICTIONARY[1:3] + DICTIONARY[4:], dev=[DICTIONARY[3]], test=[DICTIONARY[0]],
+                            seed=0, dropped_from_train=0, dropped_from_dev=0, leak_rate_before=0.0)
+    gcide = [Entry("give up", "to stop trying", "v"), Entry("dog", "a domestic animal that barks", "n")]
+    engine.open_vocab_config = OpenVocabConfig(word_scale=1.0, head_weight=0.0, definition_weight=1e4)
+    results = fit_open_vocabulary(engine, split, gcide, fit_tower=False, choose=False, dictionary=DICTIONARY,
+                                  report=("gcide-dev", "gcide-test"), say=lambda _: None)
+    c = Candidates(DICTIONARY, engine.vocab)
+    scorer = OpenScorer.compute(engine.encode, engine.encode, c, engine.open_vocab_config)
+    for name, query in zip(("gcide-dev", "gcide-test"), gcide):
+        queries = Queries(engine, name, [query], c.words, say=lambda _: None)
+        assert queries.report(scorer)["all"]["acc@1"] == 1.0  # its copy in the index would answer it
+        assert results[name]["all"] == queries.report(scorer.without_definitions([query.definition]))["all"]
+
+
 def test_a_missing_gcide_is_named_with_its_fetch_script(tmp_path):
     from core.open_vocab_fit import missing_gcide, read_gcide_dictd
 
