@@ -298,7 +298,7 @@ def _fit_open_vocabulary(engine, split, args: argparse.Namespace) -> tuple[dict,
     from dataclasses import asdict
 
     from .dictionary import load_wordnet_lemmas
-    from .open_vocab_fit import WeightGrid, fit_open_vocabulary, read_gcide_dictd
+    from .open_vocab_fit import WeightGrid, fit_open_vocabulary, overall, read_gcide_dictd
     from .word_tower import WordTowerConfig
 
     started = time.time()
@@ -312,7 +312,7 @@ def _fit_open_vocabulary(engine, split, args: argparse.Namespace) -> tuple[dict,
     print(f"open vocabulary: {results['config']} ({(time.time() - started) / 60:.1f} min)", flush=True)
     record = {"grid": asdict(grid), "word_tower": asdict(WordTowerConfig()),
               "lemmas": str(args.open_vocab_lemmas or "core/data/wordnet-synsets.jsonl.gz")}
-    return {name: value["all"] for name, value in results.items() if isinstance(value, dict) and "all" in value}, record
+    return overall(results), record
 
 
 def _scoring_parser(name: str, function: Command) -> argparse.ArgumentParser:

@@ -22,7 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from core import Engine  # noqa: E402
 from core.dictionary import load_wordnet, split_by_word  # noqa: E402
 from core.open_vocab_fit import (GCIDE_DICTD, QUERY_SETS, WeightGrid, fit_open_vocabulary,  # noqa: E402
-                                 read_gcide_dictd)
+                                 overall, read_gcide_dictd)
 
 CACHE = Path("data/cache/open-vocab")
 
@@ -39,7 +39,7 @@ def main() -> None:
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(results, indent=1) + "\n")
     if args.write:
-        engine.save_word_scoring(args.model, metrics={"open_vocab": {k: results[k]["all"] for k in args.sets}})
+        engine.save_word_scoring(args.model, metrics={"open_vocab": overall(results)})
         print(f"wrote the word tower and weights into {args.model}")
 
 

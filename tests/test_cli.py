@@ -126,7 +126,9 @@ def test_train_ends_with_the_open_vocabulary_fit_and_stores_it(tiny_base_dir, op
     assert "word_map" not in chosen
     assert chosen["word_scale"] in (1, 30) and chosen["head_weight"] == 0.5
     assert chosen["multi_bias"] in (0, 2) and chosen["definition_weight"] in (0, 5)
-    assert set(manifest["metrics"]["open_vocab"]) == {"wordnet-dev", "wordnet-test", "gcide-dev", "gcide-test"}
+    assert set(manifest["metrics"]["open_vocab"]) == {"wordnet-dev", "wordnet-test", "gcide-dev", "gcide-test",
+                                                      "wordnet-dev, definition channel off",
+                                                      "wordnet-test, definition channel off"}
     assert manifest["training"]["open_vocab"]["grid"]["word_scales"] == [1, 30]
     engine = Engine.load(out, decoder=None)
     assert engine.open_vocab_tower and engine.open_vocab_config.word_scale == chosen["word_scale"]
