@@ -82,10 +82,11 @@ def query_sets(split: DictionarySplit, candidates: set[str], gcide: Sequence[Ent
 
 
 def near_copies(evaluated: Sequence[Entry], candidates: Candidates, share: float = NEAR_COPY_SHARE) -> set[str]:
-    """The definition texts of `candidates` that nearly copy an `evaluated` definition of the same word
-    (the same text, or `share` of the content words of both in each: "capable of being specified" does
-    not copy "admitting specification; capable of being specified", as a person's description may
-    not): an index must leave them out while those definitions are scored."""
+    """The definition texts of `candidates` that nearly copy an `evaluated` definition of the same word:
+    the same text, or content words in common for `share` of both texts' content words (Jaccard), so
+    "a female lion" copies "A female lion." while "capable of being specified" does not copy "admitting
+    specification; capable of being specified" (a person's description may match it alike). An index
+    must leave them out while those definitions are scored."""
     texts_of = defaultdict(list)
     for g, i in zip(candidates.pair_definition.tolist(), candidates.pair_word.tolist()):
         texts_of[candidates.words[i]].append(candidates.definitions[g])
