@@ -46,13 +46,13 @@ def corrected_ranks(scorer, queries: Queries, rows: torch.Tensor, r_def: torch.T
     definitions, words = scorer._pairs
     ranks = []
     for batch in rows.split(512):
-        u = torch.nn.functional.normalize(queries.vectors[batch].float(), dim=1)  # (b, d)
-        word = u @ scorer._products["word"] - b * r_word  # (b, C)
-        out = scorer.with_config(replace(config, definition_weight=0.0)).scores(
-            queries.vectors[batch], queries.engine.word_logits(queries.vectors[batch]))
-        out -= config.word_scale * b * r_word
+        u = queries.vectors[batch]  # (b, d)
+        out = scorer.with_config(replace(config, definition_weight=0.0)).scores(u, queries.engine.word_logits(u))
+        out -= config.word_scale * b * r_word  # (b, C)
         if config.definition_weight:
-            cos = u @ scorer._products["definition"] - a * r_def  # (b, G)
+            unit = torch.nn.functional.normalize(u.float(), dim=1)
+            word = unit @ scorer._products["word"] - b * r_word  # (b, C): the fallback
+            cos = unit @ scorer._products["definition"] - a * r_def  # (b, G)
             best = word.clone().scatter_reduce(1, words.expand(len(batch), -1), cos[:, definitions], "amax",
                                                include_self=False)
             out += config.definition_weight * best
@@ -71,7 +71,8 @@ def main() -> None:
     engine.set_scoring_precision("float32")
     engine.enable_open_vocabulary(cache_dir=CACHE)
     scorer = engine.open_vocab
-    split = extend_split(split_by_word(load_wordnet(), seed=0), load_wordnet_lemmas())
+    seed = engine.manifest.get("training", {}).get("split_seed", 0)
+    split = extend_split(split_by_word(load_wordnet(), seed=seed), load_wordnet_lemmas())
     sets = query_sets(split, set(scorer.candidates.words), read_gcide_dictd())
     words = scorer.candidates.words
     train = Queries(engine, "wordnet-train", split.train, words, CACHE)
@@ -105,6 +106,7 @@ def main() -> None:
         for b_ in (0.0, b):
             print(f"wordnet-test, definition channel off, b {b_}:",
                   metrics(corrected_ranks(off, wn, rows, r_def_gcide, r_word, 0, b_)))
+
 
 if __name__ == "__main__":
     main()
