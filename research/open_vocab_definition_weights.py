@@ -14,11 +14,8 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from core import Engine  # noqa: E402
-from core.dictionary import extend_split, load_wordnet, load_wordnet_lemmas, split_by_word  # noqa: E402
-from core.open_vocab_fit import Queries, WeightGrid, near_copies, query_sets, read_gcide_dictd  # noqa: E402
-
-CACHE = Path("data/cache/open-vocab")
+from core.open_vocab_fit import Queries, WeightGrid, near_copies  # noqa: E402
+from research.open_vocab_hubs import CACHE, open_vocabulary_and_queries  # noqa: E402
 
 
 def main() -> None:
@@ -26,13 +23,8 @@ def main() -> None:
     p.add_argument("--model", type=Path, default=Path("checkpoints/defsent-minilm"))
     p.add_argument("--weights", type=float, nargs="+", default=[640, 960, 1280, 1920, 2560, 5120])
     args = p.parse_args()
-    engine = Engine.load(args.model, decoder=None, precision="auto")
-    engine.set_scoring_precision("float32")
-    engine.enable_open_vocabulary(cache_dir=CACHE)
+    engine, _, sets = open_vocabulary_and_queries(args.model)
     scorer = engine.open_vocab
-    seed = engine.manifest.get("training", {}).get("split_seed", 0)
-    split = extend_split(split_by_word(load_wordnet(), seed=seed), load_wordnet_lemmas())
-    sets = query_sets(split, set(scorer.candidates.words), read_gcide_dictd())
     index = scorer.without_definitions(near_copies(sets["gcide-dev"] + sets["gcide-test"], scorer.candidates))
     dev = Queries(engine, "gcide-dev", sets["gcide-dev"], scorer.candidates.words, CACHE)
     sample = torch.randperm(len(dev), generator=torch.Generator().manual_seed(0))[:WeightGrid().sample]  # as the fit

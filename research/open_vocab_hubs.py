@@ -18,11 +18,22 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from core import Engine  # noqa: E402
-from core.dictionary import definition_key, extend_split, load_wordnet, load_wordnet_lemmas, split_by_word  # noqa: E402
+from core.dictionary import DictionarySplit, definition_key, extend_split, load_wordnet, load_wordnet_lemmas, split_by_word  # noqa: E402
 from core.open_vocab_fit import Queries, metrics, near_copies, query_sets, read_gcide_dictd  # noqa: E402
 from core.word_eval import rank_of_gold  # noqa: E402
 
 CACHE = Path("data/cache/open-vocab")
+
+
+def open_vocabulary_and_queries(model: Path) -> tuple[Engine, DictionarySplit, dict[str, list]]:
+    """`model` with its float32 open vocabulary (vectors from CACHE), its split over all lemmas and
+    the query sets of `core.open_vocab_fit.query_sets`."""
+    engine = Engine.load(model, decoder=None, precision="auto")
+    engine.set_scoring_precision("float32")
+    engine.enable_open_vocabulary(cache_dir=CACHE)
+    seed = engine.manifest.get("training", {}).get("split_seed", 0)
+    split = extend_split(split_by_word(load_wordnet(), seed=seed), load_wordnet_lemmas())
+    return engine, split, query_sets(split, set(engine.open_vocab.candidates.words), read_gcide_dictd())
 
 
 def neighbourhood(targets: torch.Tensor, references: torch.Tensor, k: int) -> torch.Tensor:
@@ -67,13 +78,8 @@ def main() -> None:
     p.add_argument("--k", type=int, default=10)
     args = p.parse_args()
     torch.manual_seed(0)
-    engine = Engine.load(args.model, decoder=None, precision="auto")
-    engine.set_scoring_precision("float32")
-    engine.enable_open_vocabulary(cache_dir=CACHE)
+    engine, split, sets = open_vocabulary_and_queries(args.model)
     scorer = engine.open_vocab
-    seed = engine.manifest.get("training", {}).get("split_seed", 0)
-    split = extend_split(split_by_word(load_wordnet(), seed=seed), load_wordnet_lemmas())
-    sets = query_sets(split, set(scorer.candidates.words), read_gcide_dictd())
     words = scorer.candidates.words
     train = Queries(engine, "wordnet-train", split.train, words, CACHE)
     refs = torch.nn.functional.normalize(train.vectors[torch.randperm(len(train))[:args.references]].float(), dim=1)
