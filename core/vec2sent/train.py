@@ -421,11 +421,13 @@ def save_run(folder: Path, model: Decoder, vocab: PieceVocab, optimizer: torch.o
         (staging / RUN_STATE).write_text(json.dumps(state) + "\n", encoding="utf-8")
 
 
-def load_run(folder: Path) -> RunState:
-    """The state `save_run` wrote (tensors only are unpickled: `weights_only=True`)."""
+def load_run(folder: Path, build: Callable[[Path], Decoder] = lambda config: build_decoder(read_config(config))
+             ) -> RunState:
+    """The state `save_run` wrote (tensors only are unpickled: `weights_only=True`); `build` makes
+    the untrained model from the run's config.json."""
     folder = Path(folder)
     state = json.loads((folder / RUN_STATE).read_text(encoding="utf-8"))
-    model = build_decoder(read_config(folder / "config.json"))
+    model = build(folder / "config.json")
     model.load_state_dict(load_file(str(folder / RUN_WEIGHTS)), strict=True)
     optimizer = torch.load(folder / RUN_OPTIMIZER, weights_only=True)
     return RunState(model, PieceVocab.from_json(state["vocab"]), optimizer, TrainStats(**state["stats"]))

@@ -1,0 +1,284 @@
+"""A learned corrector for Vec2Sent (issue 26, item 3), after vec2text (Morris et al., 2023).
+
+The corrector is the transformer decoder (core/vec2sent/transformer.py) reading more than the
+target vector v: its prefix comes from [v, u, v - u], where u is the embedding of a hypothesis (the
+decoder's output for v), and the hypothesis' pieces follow the prefix, so it can copy what the
+hypothesis got right and change what moved u away from v. It starts as a copy of the shipped
+decoder (the weights of u and v - u at zero) and is trained on hypotheses of corpus sentences the
+decoder never trained on. At decoding time its n-best compete with the hypothesis on cosine to v,
+for one or more rounds.
+
+    python research/vec2sent_corrector.py build --sentences 100000 [--session-minutes M]
+    python research/vec2sent_corrector.py train --minutes 60 [--session-minutes M] [--resume]
+    python research/vec2sent_corrector.py evaluate --limit 300 --rounds 2 --beams 1 5
+
+`build` decodes sentences 400,001.. of the modern corpus (the decoder trained on the first 400,000)
+in chunks of 10,000 saved as they finish, so it resumes; `train` reuses the decoder's training loop
+and run state; `evaluate` compares with the API's default decode on the held-out set.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from core.paths import CACHE_DIR  # noqa: E402
+from core.vec2sent.checkpoint import best_by_cosine, load_checkpoint, mean_cosine, read_checkpoint  # noqa: E402
+from core.vec2sent.decode import beam_search_nbest  # noqa: E402
+from core.vec2sent.diagnostics import read_test_sentences, score_reconstructions  # noqa: E402
+from core.vec2sent.encoder_link import link_engine  # noqa: E402
+from core.vec2sent.train import (RUN_STATE, RunState, TrainingData, TrainSettings, encoder_token_ids,  # noqa: E402
+                                 load_run, prepare_data, save_run, train_decoder, validation_loss)
+from core.vec2sent.transformer import TransformerConfig, TransformerDecoder, prefix_mask  # noqa: E402
+from core.vec2sent.vocab import PAD, PieceVocab  # noqa: E402
+
+WORK = CACHE_DIR / "vec2sent-corrector"
+CHUNK = 10_000  # sentences per saved chunk of `build`
+FIRST_UNSEEN = 400_000  # the shipped decoder trained on the corpus' first 400,000 sentences
+
+
+@dataclass
+class CorrectorConfig(TransformerConfig):
+    architecture: str = "corrector"
+    hypothesis_length: int = 32  # hypothesis pieces read at most
+
+
+class Corrector(TransformerDecoder):
+    """The decoder with a hypothesis to correct. Its conditioning rows (B, 2S + L) pack the target
+    vector v (S), the hypothesis' embedding u (S) and the hypothesis' compact piece ids (L, padded
+    with [PAD]); `forward(rows, inputs)`, `start(rows)` and `step` are the decoder's, so greedy and
+    beam search decode it unchanged."""
+
+    def __init__(self, config: CorrectorConfig):
+        super().__init__(config)
+        c = config
+        if c.prefix_length + c.hypothesis_length + c.max_length + 1 > c.max_positions:
+            raise ValueError("prefix, hypothesis and output exceed the positions")
+        self.prefix = nn.Sequential(nn.Linear(3 * c.sent_dim, 4 * c.hidden), nn.GELU(),
+                                    nn.Linear(4 * c.hidden, c.prefix_length * c.hidden))
+
+    def _context(self, rows: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Rows (B, 2S + L) -> v (B, S), the context's input vectors (B, K + L, H) and which
+        context positions are real (B, K + L)."""
+        c, rows = self.config, rows.float()
+        v, u = (F.normalize(rows[:, i * c.sent_dim:(i + 1) * c.sent_dim], dim=-1) * math.sqrt(c.sent_dim)
+                for i in (0, 1))  # (B, S) each
+        hypothesis = rows[:, 2 * c.sent_dim:].round().long()  # (B, L)
+        dtype = self.embed.weight.dtype
+        prefix = self.prefix(torch.cat([v, u, v - u], -1).to(dtype)).view(len(rows), c.prefix_length, c.hidden)
+        real = torch.cat([torch.ones(len(rows), c.prefix_length, dtype=torch.bool), hypothesis != PAD], 1)
+        return v.to(dtype), torch.cat([prefix, self.embed(hypothesis)], 1), real
+
+    def hidden_states(self, rows: torch.Tensor, inputs: torch.Tensor) -> torch.Tensor:
+        _, context, real = self._context(rows)
+        C, T = context.shape[1], inputs.shape[1]
+        h = self._inputs(torch.cat([context, self.embed(inputs)], 1), 0)  # (B, C+T, H)
+        seen = torch.cat([real, torch.ones(len(real), T, dtype=torch.bool)], 1)  # (B, C+T)
+        mask = prefix_mask(C, T)[None] & seen[:, None, :]  # (B, C+T, C+T)
+        h, _ = self._run(h, None, mask[:, None])
+        return self.drop(h[:, C:])
+
+    def start(self, rows: torch.Tensor):
+        """The context's keys and values, and which of its positions are real (1, B, C): the
+        decoding functions reorder every part of the state along dimension 1."""
+        x, context, real = self._context(rows)
+        _, (keys, values) = self._run(self._inputs(context, 0), None, real[:, None, None, :])
+        return x, (keys, values, real[None])
+
+    def step(self, tokens: torch.Tensor, x: torch.Tensor, state):
+        keys, values, real = state
+        done, T = keys.shape[3], tokens.shape[1]
+        causal = torch.arange(done + T)[None, :] <= done + torch.arange(T)[:, None]  # (T, done+T)
+        seen = torch.cat([real[0], torch.ones(len(tokens), done + T - real.shape[2], dtype=torch.bool)], 1)
+        mask = (causal[None] & seen[:, None, :])[:, None]  # (B, 1, T, done+T)
+        h, (keys, values) = self._run(self._inputs(self.embed(tokens), done), (keys, values), mask)
+        return self.output_logits(h), (keys, values, real)
+
+
+def from_decoder(decoder: TransformerDecoder, hypothesis_length: int = 32) -> Corrector:
+    """A corrector that starts as `decoder`: the weights reading u and v - u are zero."""
+    config = CorrectorConfig(**{**asdict(decoder.config), "architecture": "corrector",
+                                "hypothesis_length": hypothesis_length})
+    state = {k: v.float() for k, v in decoder.state_dict().items()}
+    first = state["prefix.0.weight"]  # (4H, S)
+    state["prefix.0.weight"] = torch.cat([first, torch.zeros_like(first), torch.zeros_like(first)], 1)
+    model = Corrector(config)
+    model.load_state_dict(state, strict=True)
+    return model.eval()
+
+
+def hypothesis_ids(texts: list[str], tokenizer, vocab: PieceVocab, length: int) -> np.ndarray:
+    """Compact piece ids (n, length) of each text, cut at `length` and padded with [PAD]."""
+    ids = np.full((len(texts), length), PAD, dtype=np.float32)
+    for row, pieces in enumerate(encoder_token_ids(texts, tokenizer)):
+        compact = vocab.to_compact(pieces)[:length]
+        ids[row, :len(compact)] = compact
+    return ids
+
+
+def conditioning_rows(vectors: np.ndarray, hypotheses: list[str], encode, tokenizer, vocab: PieceVocab,
+                      length: int) -> np.ndarray:
+    """The corrector's input (n, 2S + length): v, the hypotheses' embeddings u, their pieces."""
+    u = np.asarray(encode(hypotheses), dtype=np.float32) if hypotheses else np.zeros_like(vectors)
+    return np.concatenate([np.asarray(vectors, np.float32), u, hypothesis_ids(hypotheses, tokenizer, vocab, length)], 1)
+
+
+def correct(corrector: Corrector, vocab: PieceVocab, vectors: np.ndarray, texts: list[str], encode, tokenizer,
+            rounds: int, width: int, batch_size: int) -> list[str]:
+    """Per row, the text closest to vectors[i] (cosine) among texts[i] and the corrector's n-best
+    over `rounds` rounds, each correcting the best text so far."""
+    best = [(t, s) for t, (_, s) in zip(texts, best_by_cosine([[t] for t in texts], vectors, encode))]
+    for _ in range(rounds):
+        rows = conditioning_rows(vectors, [t for t, _ in best], encode, tokenizer, vocab,
+                                 corrector.config.hypothesis_length)
+        proposals = []
+        for start in range(0, len(rows), batch_size):
+            batch = torch.from_numpy(rows[start:start + batch_size])
+            proposals.extend([vocab.to_text(ids) for ids in hs]
+                             for hs in beam_search_nbest(corrector, batch, width, max_length=corrector.config.max_length))
+        chosen = best_by_cosine(proposals, vectors, encode)
+        best = [(p[i], s) if s > old else (t, old) for p, (i, s), (t, old) in zip(proposals, chosen, best)]
+    return [t for t, _ in best]
+
+
+def load_corrector_run(folder: Path) -> RunState:
+    return load_run(folder, build=lambda config: Corrector(CorrectorConfig.load(config)))
+
+
+# ----------------------------------------------------------------------------- the command line
+
+def corpus_sentences(corpus: Path, count: int) -> list[str]:
+    """`count` training sentences of the corpus that the shipped decoder never saw."""
+    lines = (corpus / "train.txt").read_text(encoding="utf-8").splitlines()[FIRST_UNSEEN:FIRST_UNSEEN + count]
+    if len(lines) < count:
+        raise ValueError(f"{corpus} has only {len(lines):,} sentences after the first {FIRST_UNSEEN:,}")
+    return lines
+
+
+def build(args: argparse.Namespace) -> None:
+    """Decode the unseen corpus sentences greedily, chunk by chunk (finished chunks are kept)."""
+    link = link_engine(args.encoder, precision="bfloat16")
+    decoder = load_checkpoint(args.decoder, link.fingerprint, precision="bfloat16")  # batched
+    sentences, began = corpus_sentences(args.corpus, args.sentences), time.monotonic()
+    WORK.mkdir(parents=True, exist_ok=True)
+    for start in range(0, len(sentences), CHUNK):
+        path = WORK / f"chunk-{start // CHUNK:03d}.npz"
+        if path.exists():
+            continue
+        if args.session_minutes and time.monotonic() - began > 60 * args.session_minutes:
+            print("session time is up; run build again to go on")
+            return
+        part = sentences[start:start + CHUNK]
+        vectors = link.encode(part)
+        hypotheses = [h[0] for h in decoder.hypotheses(vectors, batch_size=128)]
+        staging = path.with_name(path.stem + ".partial.npz")
+        np.savez(staging, sentences=np.array(part), hypotheses=np.array(hypotheses),
+                 vectors=vectors.astype(np.float32), hypothesis_vectors=link.encode(hypotheses).astype(np.float32))
+        staging.replace(path)
+        print(f"{path.name}: {start + len(part):,} of {len(sentences):,} sentences, "
+              f"{(time.monotonic() - began) / 60:.1f} min", flush=True)
+
+
+def training_data(tokenizer, vocab: PieceVocab, length: int) -> TrainingData:
+    """Targets: the corpus sentences; conditioning rows: v, u and the greedy hypothesis."""
+    chunks = [np.load(p) for p in sorted(WORK.glob("chunk-[0-9][0-9][0-9].npz"))]
+    if not chunks:
+        raise SystemExit(f"no chunks in {WORK}: run build first")
+    sentences = [str(s) for c in chunks for s in c["sentences"]]
+    hypotheses = [str(h) for c in chunks for h in c["hypotheses"]]
+    rows = np.concatenate([np.concatenate([c["vectors"], c["hypothesis_vectors"]], 1) for c in chunks])
+    rows = np.concatenate([rows, hypothesis_ids(hypotheses, tokenizer, vocab, length)], 1)  # (n, 2S + L)
+    _, data = prepare_data(sentences, rows, tokenizer, vocab=vocab)
+    return data
+
+
+def train(args: argparse.Namespace) -> None:
+    link = link_engine(args.encoder, precision="bfloat16")
+    run_dir = WORK / "run"
+    run = load_corrector_run(run_dir) if args.resume and (run_dir / RUN_STATE).is_file() else None
+    if run:
+        model, vocab = run.model, run.vocab
+    else:
+        decoder, vocab, _ = read_checkpoint(args.decoder)
+        model = from_decoder(decoder, args.hypothesis_length)
+    data = training_data(link.tokenizer, vocab, model.config.hypothesis_length)
+    order = np.random.default_rng(13).permutation(len(data.sequences))
+    train_set, validation = data.subset(order[500:]), data.subset(order[:500])
+    if not run:
+        print(f"{len(train_set.sequences):,} training pairs; validation loss before training "
+              f"{validation_loss(model, validation):.4f}", flush=True)
+    settings = TrainSettings(minutes=args.minutes, session_minutes=args.session_minutes, lr=args.lr,
+                             batch_size=64, decay_from=0.5, precision="bfloat16", sampled_negatives=2048)
+    stats = train_decoder(model, train_set, settings, validation, resume=run,
+                          on_checkpoint=lambda stats, optimizer: save_run(run_dir, model, vocab, optimizer, stats))
+    print(json.dumps(stats.curve[-1]))
+
+
+def show(name: str, references: list[str], outputs: list[str], vectors: np.ndarray, encode, seconds: float) -> None:
+    s = score_reconstructions(references, outputs)
+    print(f"| {name} | {s.bleu:.1f} | {s.identity:.1f} | {mean_cosine(vectors, outputs, encode):.3f} | "
+          f"{1000 * seconds / len(references):.0f} |", flush=True)
+
+
+def evaluate(args: argparse.Namespace) -> None:
+    """The API's default decode, then rounds of correction of it, on the held-out set."""
+    link = link_engine(args.encoder, precision="bfloat16")
+    decoder = load_checkpoint(args.decoder, link.fingerprint)  # as the app: int8 where torch can
+    corrector = load_corrector_run(args.run).model.to(torch.bfloat16).eval()
+    references, _ = read_test_sentences(args.test, args.limit)
+    vectors = link.encode(references)
+    print(f"{len(references)} held-out sentences\n\n| decoding | BLEU | Id % | cos | ms a sentence |\n|---|---:|---:|---:|---:|")
+    began = time.perf_counter()
+    default = decoder.decode(vectors, beam_width=5, rerank_with=link.encode)
+    base_seconds = time.perf_counter() - began
+    show("beam 5 reranked (the API's default)", references, default, vectors, link.encode, base_seconds)
+    for width in args.beams:
+        texts, seconds = default, base_seconds
+        for round_ in range(1, args.rounds + 1):
+            began = time.perf_counter()
+            texts = [decoder.cased(t) for t in correct(corrector, decoder.vocab, vectors, texts, link.encode,
+                                                       link.tokenizer, 1, width, args.batch_size)]
+            seconds += time.perf_counter() - began
+            show(f"+ corrector beam {width}, round {round_}", references, texts, vectors, link.encode, seconds)
+    for ref, out in list(zip(references, texts))[:args.examples]:
+        print(f"  in:  {ref}\n  out: {out}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("command", choices=["build", "train", "evaluate"])
+    p.add_argument("--encoder", type=Path, default=Path("checkpoints/defsent-minilm"))
+    p.add_argument("--decoder", type=Path, default=Path("checkpoints/vec2sent-defsent-minilm"))
+    p.add_argument("--corpus", type=Path, default=CACHE_DIR / "corpus-modern")
+    p.add_argument("--sentences", type=int, default=100_000, help="build: corpus sentences to decode")
+    p.add_argument("--session-minutes", type=float, default=None)
+    p.add_argument("--minutes", type=float, default=60.0, help="train: the run's budget")
+    p.add_argument("--lr", type=float, default=1e-4)
+    p.add_argument("--hypothesis-length", type=int, default=32)
+    p.add_argument("--resume", action="store_true")
+    p.add_argument("--run", type=Path, default=WORK / "run", help="evaluate: the corrector's run state")
+    p.add_argument("--test", type=Path, default=CACHE_DIR / "corpus-modern" / "heldout.jsonl")
+    p.add_argument("--limit", type=int, default=300)
+    p.add_argument("--beams", type=int, nargs="+", default=[1, 5])
+    p.add_argument("--rounds", type=int, default=2)
+    p.add_argument("--batch-size", type=int, default=1, help="evaluate: 1 times a sentence as the app decodes it")
+    p.add_argument("--examples", type=int, default=10)
+    p.add_argument("--threads", type=int, default=2)
+    args = p.parse_args(argv)
+    torch.set_num_threads(args.threads)
+    {"build": build, "train": train, "evaluate": evaluate}[args.command](args)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
