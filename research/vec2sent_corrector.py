@@ -170,9 +170,9 @@ def build(args: argparse.Namespace) -> None:
     link = link_engine(args.encoder, precision="bfloat16")
     decoder = load_checkpoint(args.decoder, link.fingerprint, precision="bfloat16")  # batched
     sentences, began = corpus_sentences(args.corpus, args.sentences), time.monotonic()
-    WORK.mkdir(parents=True, exist_ok=True)
+    args.work.mkdir(parents=True, exist_ok=True)
     for start in range(0, len(sentences), CHUNK):
-        path = WORK / f"chunk-{start // CHUNK:03d}.npz"
+        path = args.work / f"chunk-{start // CHUNK:03d}.npz"
         if path.exists():
             continue
         if args.session_minutes and time.monotonic() - began > 60 * args.session_minutes:
@@ -189,11 +189,11 @@ def build(args: argparse.Namespace) -> None:
               f"{(time.monotonic() - began) / 60:.1f} min", flush=True)
 
 
-def training_data(tokenizer, vocab: PieceVocab, length: int) -> TrainingData:
+def training_data(work: Path, tokenizer, vocab: PieceVocab, length: int) -> TrainingData:
     """Targets: the corpus sentences; conditioning rows: v, u and the greedy hypothesis."""
-    chunks = [np.load(p) for p in sorted(WORK.glob("chunk-[0-9][0-9][0-9].npz"))]
+    chunks = [np.load(p) for p in sorted(work.glob("chunk-[0-9][0-9][0-9].npz"))]
     if not chunks:
-        raise SystemExit(f"no chunks in {WORK}: run build first")
+        raise SystemExit(f"no chunks in {work}: run build first")
     sentences = [str(s) for c in chunks for s in c["sentences"]]
     hypotheses = [str(h) for c in chunks for h in c["hypotheses"]]
     rows = np.concatenate([np.concatenate([c["vectors"], c["hypothesis_vectors"]], 1) for c in chunks])
@@ -204,20 +204,23 @@ def training_data(tokenizer, vocab: PieceVocab, length: int) -> TrainingData:
 
 def train(args: argparse.Namespace) -> None:
     link = link_engine(args.encoder, precision="bfloat16")
-    run_dir = WORK / "run"
+    run_dir = args.work / "run"
     run = load_corrector_run(run_dir) if args.resume and (run_dir / RUN_STATE).is_file() else None
     if run:
         model, vocab = run.model, run.vocab
     else:
         decoder, vocab, _ = read_checkpoint(args.decoder)
         model = from_decoder(decoder, args.hypothesis_length)
-    data = training_data(link.tokenizer, vocab, model.config.hypothesis_length)
+    data = training_data(args.work, link.tokenizer, vocab, model.config.hypothesis_length)
     order = np.random.default_rng(13).permutation(len(data.sequences))
-    train_set, validation = data.subset(order[500:]), data.subset(order[:500])
-    if not run:
-        print(f"{len(train_set.sequences):,} training pairs; validation loss before training "
+    held = min(500, len(order) // 10)  # validation pairs
+    train_set, validation = data.subset(order[held:]), data.subset(order[:held])
+    if not run:  # the baseline: the decoder's loss on the same sentences, from v alone
+        decoder_view = TrainingData(validation.sequences, validation.embeddings[:, :decoder.config.sent_dim])
+        print(f"{len(train_set.sequences):,} training pairs; validation loss of the decoder "
+              f"{validation_loss(decoder, decoder_view):.4f}, of the fresh corrector "
               f"{validation_loss(model, validation):.4f}", flush=True)
-    settings = TrainSettings(minutes=args.minutes, session_minutes=args.session_minutes, lr=args.lr,
+    settings = TrainSettings(minutes=args.minutes, max_steps=args.max_steps, session_minutes=args.session_minutes, lr=args.lr,
                              batch_size=64, decay_from=0.5, precision="bfloat16", sampled_negatives=2048)
     stats = train_decoder(model, train_set, settings, validation, resume=run,
                           on_checkpoint=lambda stats, optimizer: save_run(run_dir, model, vocab, optimizer, stats))
@@ -234,7 +237,7 @@ def evaluate(args: argparse.Namespace) -> None:
     """The API's default decode, then rounds of correction of it, on the held-out set."""
     link = link_engine(args.encoder, precision="bfloat16")
     decoder = load_checkpoint(args.decoder, link.fingerprint)  # as the app: int8 where torch can
-    corrector = load_corrector_run(args.run).model.to(torch.bfloat16).eval()
+    corrector = load_corrector_run(args.work / "run").model.to(torch.bfloat16).eval()
     references, _ = read_test_sentences(args.test, args.limit)
     vectors = link.encode(references)
     print(f"{len(references)} held-out sentences\n\n| decoding | BLEU | Id % | cos | ms a sentence |\n|---|---:|---:|---:|---:|")
@@ -259,14 +262,15 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("command", choices=["build", "train", "evaluate"])
     p.add_argument("--encoder", type=Path, default=Path("checkpoints/defsent-minilm"))
     p.add_argument("--decoder", type=Path, default=Path("checkpoints/vec2sent-defsent-minilm"))
+    p.add_argument("--work", type=Path, default=WORK, help="the chunks and the run state")
     p.add_argument("--corpus", type=Path, default=CACHE_DIR / "corpus-modern")
     p.add_argument("--sentences", type=int, default=100_000, help="build: corpus sentences to decode")
     p.add_argument("--session-minutes", type=float, default=None)
     p.add_argument("--minutes", type=float, default=60.0, help="train: the run's budget")
+    p.add_argument("--max-steps", type=int, default=None)
     p.add_argument("--lr", type=float, default=1e-4)
     p.add_argument("--hypothesis-length", type=int, default=32)
     p.add_argument("--resume", action="store_true")
-    p.add_argument("--run", type=Path, default=WORK / "run", help="evaluate: the corrector's run state")
     p.add_argument("--test", type=Path, default=CACHE_DIR / "corpus-modern" / "heldout.jsonl")
     p.add_argument("--limit", type=int, default=300)
     p.add_argument("--beams", type=int, nargs="+", default=[1, 5])
