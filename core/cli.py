@@ -713,6 +713,8 @@ def vec2sent_diagnostics(argv: Sequence[str]) -> int:
 
     python -m core vec2sent-diagnostics --decoder CKPT --encoder CKPT --test data/cache/corpus/test.txt
     """
+    from .vec2sent.refine import CorrectSettings
+
     parser = parser_for("vec2sent-diagnostics", vec2sent_diagnostics)
     parser.add_argument("--decoder", type=Path, required=True)
     parser.add_argument("--encoder", type=Path, required=True)
@@ -725,6 +727,11 @@ def vec2sent_diagnostics(argv: Sequence[str]) -> int:
                         help="also each beam width > 1 with its hypotheses reranked by cosine to the vector")
     parser.add_argument("--refine", action="store_true",
                         help="also each beam width > 1 refined by one-word edits (core/vec2sent/refine.py)")
+    parser.add_argument("--correct", type=int, default=None, metavar="ROUNDS",
+                        help="also each beam width with ROUNDS of correction in the embedding space "
+                             "(core/vec2sent/refine.py: correct), and refined too with --refine")
+    parser.add_argument("--correct-step", type=float, default=CorrectSettings.step,
+                        help="how far a correction round moves the target")
     parser.add_argument("--examples", type=int, default=10, help="decoded examples to print")
     _threads_flag(parser, default=1)
     parser.add_argument("--precision", default="auto", choices=PRECISIONS,
@@ -744,8 +751,9 @@ def vec2sent_diagnostics(argv: Sequence[str]) -> int:
     vectors = link.encode(references)
     rows, by_genre = {}, {}
     for width in args.beams:
+        correct = None if args.correct is None else CorrectSettings(args.correct, args.correct_step)
         for name, (hypotheses, seconds) in decodings(decoder, link, vectors, width, args.alpha,
-                                                     args.rerank, args.refine).items():
+                                                     args.rerank, args.refine, correct).items():
             rows[f"{name} ({1000 * seconds / len(references):.0f} ms)"] = (
                 score_reconstructions(references, hypotheses),
                 round_trip_agreement(references, hypotheses, link.top_word),

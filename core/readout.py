@@ -28,9 +28,10 @@ from .dictionary import Entry, load_wordnet
 from .encoder import semantic_search
 from .vec2sent.checkpoint import FORMAT as DECODER_FORMAT
 from .vec2sent.checkpoint import MANIFEST as DECODER_MANIFEST
-from .vec2sent.checkpoint import Vec2Sent, load_checkpoint, mean_cosine
+from .vec2sent.checkpoint import Vec2Sent, closest_hypotheses, load_checkpoint, mean_cosine
 from .vec2sent.expression import evaluate_expression
-from .vec2sent.refine import RefineSettings
+from .vec2sent.refine import CorrectSettings, RefineSettings
+from .vec2sent.refine import correct as correct_by_vectors
 from .vec2sent.refine import refine as refine_by_edits
 from .vocabulary import PART_OF_SPEECH
 
@@ -277,26 +278,37 @@ class VectorReadout:
         return self._decoder.get()
 
     def decode(self, vectors: np.ndarray, beam: int = 5, max_length: int | None = None,
-               rerank: bool = True, refine: RefineSettings | None = None) -> list[str]:
+               rerank: bool = True, refine: RefineSettings | None = None,
+               correct: CorrectSettings | None = None) -> list[str]:
         """One sentence per row of `vectors` (n, d) or for one vector (d,), decoded in batches:
         beam search of width `beam`, greedy when beam == 1; at most `max_length` pieces (default:
         the decoder's). With `rerank` the beam's hypotheses are encoded again and the one closest
-        to the vector is returned; with `refine` (slower, more exact) that one is then edited a word
-        at a time towards the vector (core/vec2sent/refine.py). NoDecoderError when the engine has
-        no decoder."""
+        to the vector is returned; with `correct`, rounds of decoding from targets moved along what
+        the last output missed add their hypotheses to the choice (always by cosine); with `refine`
+        (slower, more exact) the closest one is then edited a word at a time towards the vector
+        (core/vec2sent/refine.py). NoDecoderError when the engine has no decoder."""
         _check_count("beam", beam, 1)
+        decoder = self._require_decoder()
+
+        def search(targets: np.ndarray) -> list[list[str]]:
+            return decoder.hypotheses(targets, beam_width=int(beam), max_length=max_length)
+
+        hypotheses = search(vectors) if correct is None else correct_by_vectors(search, vectors, self.encode, correct)
+        if refine is not None:
+            words = [[w for w, _ in ranked] for ranked in self.words_for_vectors(np.atleast_2d(vectors), refine.pool)]
+            return [decoder.cased(text) for text in refine_by_edits(hypotheses, vectors, self.encode, words, refine)]
+        if correct is not None or (rerank and beam > 1):
+            return closest_hypotheses(hypotheses, np.atleast_2d(vectors), self.encode)
+        return [texts[0] for texts in hypotheses]
+
+    def _require_decoder(self) -> Vec2Sent:
         decoder = self.decoder
         if decoder is None:
             reason = (f"no checkpoint in {self._decoder_search} was trained on this encoder (fingerprint "
                       f"{self.fingerprint})" if self._decoder_search else "none was chosen (decoder=None, or built with from_base)")
             raise NoDecoderError(f"this engine has no Vec2Sent decoder: {reason}. Load one with "
                                  f"Engine.load(decoder=PATH) or train one with python -m core vec2sent-train")
-        if refine is None:
-            return decoder.decode(vectors, beam_width=int(beam), max_length=max_length,
-                                  rerank_with=self.encode if rerank else None)
-        hypotheses = decoder.hypotheses(vectors, beam_width=int(beam), max_length=max_length)
-        words = [[w for w, _ in ranked] for ranked in self.words_for_vectors(np.atleast_2d(vectors), refine.pool)]
-        return [decoder.cased(text) for text in refine_by_edits(hypotheses, vectors, self.encode, words, refine)]
+        return decoder
 
     def evaluate_expression(self, expression: str, sentences: Mapping[str, str]) -> np.ndarray:
         """The vector (d,) that `expression` ("b - a + c": names, numbers, + - * /, parentheses)

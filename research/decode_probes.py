@@ -4,13 +4,17 @@ hypotheses could take BLEU. Ideas measured, not shipped (docs/vec2sent.md).
     python research/decode_probes.py --oracle --beams 5 20 50 --limit 500
     python research/decode_probes.py --mbr 0.005 0.01 0.02 0.05 --beams 20 --limit 500
     python research/decode_probes.py --refine-rounds 2 4 8 --refine-pool 5 10 --beams 20 --limit 200
+    python research/decode_probes.py --vector-correction 0.5 1 2 --beams 1 --limit 300
 
 - --oracle: per sentence, the hypothesis with the best sentence BLEU against the reference: what a
   perfect reranker of the n-best would reach (an upper bound, it reads the reference);
 - --mbr TAU...: minimum-Bayes-risk choice, the hypothesis with the highest expected sentence BLEU
   against the others, weighted by softmax(cosine to the vector / TAU) (a large TAU: uniform);
 - --refine-rounds / --refine-pool: the refined decoding (core/vec2sent/refine.py) with more edit
-  rounds or a larger word pool than the app's 2 rounds and pool 5.
+  rounds or a larger word pool than the app's 2 rounds and pool 5;
+- --vector-correction LAMBDA...: correction in the embedding space, without training: decode the
+  vector v, embed the output (u), decode v + LAMBDA (v - u) (normalised), and so on for
+  --correction-rounds; per sentence the output closest to v by cosine wins.
 Every run also prints the reranked n-best (the API's decoding) as the row to compare with.
 """
 from __future__ import annotations
@@ -27,7 +31,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from core.encoder import l2_normalize  # noqa: E402
 from core.vec2sent.checkpoint import closest_hypotheses, load_checkpoint  # noqa: E402
-from core.vec2sent.diagnostics import score_reconstructions  # noqa: E402
+from core.vec2sent.diagnostics import read_test_sentences, score_reconstructions  # noqa: E402
 from core.vec2sent.encoder_link import link_engine  # noqa: E402
 from core.vec2sent.refine import RefineSettings, refine  # noqa: E402
 from core.vec2sent.text import canonical_tokens  # noqa: E402
@@ -61,6 +65,24 @@ def minimum_bayes_risk(beams: list[list[str]], vectors: np.ndarray, encode, tau:
     return chosen
 
 
+def vector_corrected(decoder, vectors: np.ndarray, encode, step: float, rounds: int, width: int
+                     ) -> list[str]:
+    """Per row, the most faithful (cosine) of the outputs decoded from targets t_0 = v,
+    t_k+1 = normalise(t_k + step (v - embed(output_k))), k < rounds (v normalised)."""
+    v = l2_normalize(np.atleast_2d(vectors))  # (n, S)
+    target, best, best_cos = v, [""] * len(v), np.full(len(v), -np.inf)
+    for _ in range(rounds + 1):
+        outputs = closest_hypotheses(decoder.hypotheses(target, beam_width=width), v, encode) if width > 1 \
+            else [h[0] for h in decoder.hypotheses(target)]
+        embedded = l2_normalize(encode(outputs))  # (n, S)
+        cosines = (embedded * v).sum(1)  # (n,)
+        better = cosines > best_cos
+        best = [o if b else old for o, old, b in zip(outputs, best, better)]
+        best_cos = np.where(better, cosines, best_cos)
+        target = l2_normalize(target + step * (v - embedded))
+    return best
+
+
 def show(name: str, references: list[str], outputs: list[str], seconds: float | None = None) -> None:
     s = score_reconstructions(references, outputs)
     took = "" if seconds is None else f"{1000 * seconds / len(references):.0f}"
@@ -71,22 +93,29 @@ def main() -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--encoder", type=Path, default=Path("checkpoints/defsent-minilm"))
     p.add_argument("--decoder", type=Path, default=Path("checkpoints/vec2sent-defsent-minilm"))
-    p.add_argument("--test", type=Path, default=Path("data/cache/corpus/test.txt"))
+    p.add_argument("--test", type=Path, default=Path("data/cache/corpus-modern/heldout.jsonl"))
     p.add_argument("--limit", type=int, default=200, help="first N held-out sentences")
     p.add_argument("--beams", type=int, nargs="+", default=[20])
     p.add_argument("--oracle", action="store_true")
     p.add_argument("--mbr", type=float, nargs="*", default=[], metavar="TAU")
     p.add_argument("--refine-rounds", type=int, nargs="*", default=[])
     p.add_argument("--refine-pool", type=int, nargs="+", default=[5])
+    p.add_argument("--vector-correction", type=float, nargs="*", default=[], metavar="LAMBDA")
+    p.add_argument("--correction-rounds", type=int, default=2)
     p.add_argument("--threads", type=int, default=1)
     args = p.parse_args()
     torch.set_num_threads(args.threads)
     link = link_engine(args.encoder, precision="bfloat16")
     decoder = load_checkpoint(args.decoder, encoder_fingerprint=link.fingerprint)
-    references = [s for s in args.test.read_text(encoding="utf-8").splitlines() if s.strip()][:args.limit]
+    references, _ = read_test_sentences(args.test, args.limit)
     vectors = link.encode(references)
     print(f"{len(references)} held-out sentences\n\n| decoding | Id % | BLEU | ms a sentence |\n|---|---:|---:|---:|")
     for width in args.beams:
+        for step in args.vector_correction:
+            start = time.perf_counter()
+            corrected = vector_corrected(decoder, vectors, link.encode, step, args.correction_rounds, width)
+            show(f"beam {width}, vector correction {step:g} x {args.correction_rounds}", references, corrected,
+                 time.perf_counter() - start)
         beams = decoder.hypotheses(vectors, beam_width=width)
         show(f"beam {width}, reranked", references, closest_hypotheses(beams, vectors, link.encode))
         if args.oracle:

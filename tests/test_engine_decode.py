@@ -18,7 +18,7 @@ from core.vec2sent.checkpoint import closest_hypotheses
 from core.vec2sent.decode import beam_search_nbest
 from core.vec2sent.diagnostics import decodings
 from core.vec2sent.encoder_link import link_engine
-from core.vec2sent.refine import RefineSettings
+from core.vec2sent.refine import CorrectSettings, RefineSettings
 from core.vec2sent.vocab import EOS, PieceVocab
 from tests.conftest import TINY_WORDS
 
@@ -126,6 +126,24 @@ def test_refining_starts_from_the_reranked_sentence_and_only_gets_closer(engine,
     assert list(rows) == ["beam 5", "beam 5, reranked", "beam 5, refined"]
     assert rows["beam 5, reranked"][0] == reranked
     assert np.diag(engine.similarity(vectors, rows["beam 5, refined"][0])) == pytest.approx(after, abs=1e-5)
+
+
+def test_correcting_adds_rounds_from_moved_targets_and_only_gets_closer(engine, encoder_dir):
+    vectors = engine.encode(SENTENCES)
+    reranked = engine.decode(vectors, beam=3)
+    corrected = engine.decode(vectors, beam=3, correct=CorrectSettings(rounds=2, step=0.5))
+    before = np.diag(engine.similarity(vectors, reranked))
+    after = np.diag(engine.similarity(vectors, corrected))
+    assert (after >= before - 1e-5).all()
+    assert (after > before + 1e-3).any()  # a random tiny decoder is far off: other targets must help somewhere
+    assert engine.decode(vectors, beam=3, correct=CorrectSettings(rounds=0)) == reranked
+    # the diagnostics' rows decode as the engine does
+    rows = decodings(engine.decoder, link_engine(encoder_dir), vectors, 3, 0.6, rerank=False, refine=True,
+                     correct=CorrectSettings(rounds=2, step=0.5))
+    assert list(rows) == ["beam 3", "beam 3, refined", "beam 3, corrected", "beam 3, corrected, refined"]
+    assert rows["beam 3, corrected"][0] == corrected
+    assert rows["beam 3, corrected, refined"][0] == engine.decode(vectors, beam=3, refine=RefineSettings(),
+                                                                   correct=CorrectSettings(rounds=2, step=0.5))
 
 
 def test_closest_hypotheses_by_hand():

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from core.vec2sent.refine import RefineSettings, edit_pool, one_word_edits, refine
+from core.vec2sent.refine import CorrectSettings, RefineSettings, correct, edit_pool, one_word_edits, refine
 
 WORDS = ["the", "a", "cat", "dog", "sat", "on", "mat", "rug", "augusta", "walk", "we", "shall", ",", "?", "."]
 
@@ -97,3 +97,44 @@ def test_refine_never_lowers_the_cosine_of_the_reranked_choice():
 def test_refine_checks_its_inputs():
     with pytest.raises(ValueError, match="2 vectors"):
         refine([["a"]], np.ones((2, 3), dtype=np.float32), BagOfBigrams(), [[], []])
+
+
+class RecordingSearch:
+    """A stand-in decoder: row i of a target gets the texts answers[call][i]; records the targets."""
+
+    def __init__(self, answers: list[list[list[str]]]):
+        self.answers, self.targets = answers, []
+
+    def __call__(self, targets: np.ndarray) -> list[list[str]]:
+        self.targets.append(np.array(targets))
+        return self.answers[len(self.targets) - 1]
+
+
+def unit(x) -> np.ndarray:
+    x = np.asarray(x, dtype=np.float32)
+    return x / np.linalg.norm(x, axis=-1, keepdims=True)
+
+
+def test_correct_moves_the_target_along_what_the_closest_output_missed():
+    encode = BagOfBigrams()
+    v = encode(["the cat sat", "a dog"])
+    search = RecordingSearch([[["the dog sat", "the cat"], ["a dog"]],
+                              [["the cat sat on"], ["a dog", "dog"]],
+                              [["the cat sat"], [""]]])
+    found = correct(search, v, encode, CorrectSettings(rounds=2, step=0.5))
+    assert found == [["the dog sat", "the cat", "the cat sat on", "the cat sat"], ["a dog", "a dog", "dog", ""]]
+    assert len(search.targets) == 3
+    np.testing.assert_allclose(search.targets[0], unit(v), atol=1e-6)
+    # round 0's closest to "the cat sat" is "the cat" (2 words and 1 pair in common)
+    u0 = unit(encode(["the cat", "a dog"]))
+    t1 = unit(unit(v) + 0.5 * (unit(v) - u0))
+    np.testing.assert_allclose(search.targets[1], t1, atol=1e-6)
+    np.testing.assert_allclose(search.targets[2], unit(t1 + 0.5 * (unit(v) - unit(encode(["the cat sat on", "a dog"])))),
+                               atol=1e-6)
+    assert correct(RecordingSearch([[["x"]]]), v[:1], encode, CorrectSettings(rounds=0)) == [["x"]]
+
+
+@pytest.mark.parametrize("rounds, step", [(-1, 0.25), (9, 0.25), (2, 0.0), (2, 5.0)])
+def test_correct_settings_are_bounded(rounds, step):
+    with pytest.raises(ValueError, match="correction rounds"):
+        CorrectSettings(rounds=rounds, step=step)

@@ -20,7 +20,8 @@ from pathlib import Path
 import numpy as np
 
 from core.vec2sent.checkpoint import closest_hypotheses
-from core.vec2sent.refine import RefineSettings
+from core.vec2sent.refine import CorrectSettings, RefineSettings
+from core.vec2sent.refine import correct as correct_by_vectors
 from core.vec2sent.refine import refine as refine_by_edits
 from core.vec2sent.text import canonical_tokens
 from core.vec2sent.encoder_link import TopWord
@@ -91,11 +92,12 @@ def format_table(rows: dict[str, tuple]) -> str:
     return "\n".join(lines)
 
 
-def decodings(decoder, link, vectors: np.ndarray, width: int, alpha: float, rerank: bool, refine: bool
-              ) -> dict[str, tuple[list[str], float]]:
+def decodings(decoder, link, vectors: np.ndarray, width: int, alpha: float, rerank: bool, refine: bool,
+              correct: CorrectSettings | None = None) -> dict[str, tuple[list[str], float]]:
     """name -> (decoded sentences, seconds taken) for one beam width: the likeliest hypotheses, and
-    with `rerank` / `refine` (width > 1) the same n-best reranked by cosine / refined by edits; the
-    seconds of a derived row include the beam search."""
+    with `rerank` / `refine` (width > 1) the same n-best reranked by cosine / refined by edits; with
+    `correct`, the hypotheses of corrected targets too, chosen by cosine (and refined with `refine`).
+    The seconds of a derived row include its searches."""
     start = time.perf_counter()
     beams = decoder.hypotheses(vectors, beam_width=width, alpha=alpha)
     searched = time.perf_counter() - start
@@ -107,7 +109,19 @@ def decodings(decoder, link, vectors: np.ndarray, width: int, alpha: float, rera
                                     searched + time.perf_counter() - start)
     if width > 1 and refine:
         start = time.perf_counter()
-        settings = RefineSettings()
-        refined = refine_by_edits(beams, vectors, link.encode, link.vector_words(vectors, settings.pool), settings)
-        out[f"{name}, refined"] = (refined, searched + time.perf_counter() - start)
+        out[f"{name}, refined"] = (_refined(beams, vectors, link), searched + time.perf_counter() - start)
+    if correct is not None:
+        start = time.perf_counter()
+        found = correct_by_vectors(lambda targets: decoder.hypotheses(targets, beam_width=width, alpha=alpha),
+                                   vectors, link.encode, correct)
+        searched = time.perf_counter() - start
+        out[f"{name}, corrected"] = (closest_hypotheses(found, vectors, link.encode), time.perf_counter() - start)
+        if refine:
+            start = time.perf_counter()
+            out[f"{name}, corrected, refined"] = (_refined(found, vectors, link), searched + time.perf_counter() - start)
     return out
+
+
+def _refined(hypotheses: list[list[str]], vectors: np.ndarray, link) -> list[str]:
+    settings = RefineSettings()
+    return refine_by_edits(hypotheses, vectors, link.encode, link.vector_words(vectors, settings.pool), settings)

@@ -11,6 +11,11 @@ where the pool holds the words that the vector itself points to (the word head's
 in as `vector_words`) and the words of the decoder's other hypotheses. Each round embeds every edit
 of every sentence in one batch and keeps the best edit if it raises the cosine; a sentence stops when
 no edit helps or when it already matches the vector (cosine >= `done_at`).
+
+`correct` works in the embedding space instead, before any edit: it decodes the vector v, embeds
+the closest output (u), and decodes again from v moved further along what the output missed,
+t_k+1 = normalise(t_k + step (v - u_k)), for a few rounds; every round's hypotheses then compete on
+cosine to v (vec2text's correction, without its trained corrector).
 """
 from __future__ import annotations
 
@@ -20,11 +25,13 @@ from typing import Callable, Sequence
 
 import numpy as np
 
+from core.encoder import l2_normalize
 from core.vec2sent.checkpoint import best_by_cosine
 from core.vec2sent.text import canonical_tokens
 from core.vec2sent.vocab import words_to_text
 
 Encode = Callable[[list[str]], np.ndarray]  # texts -> (n, d)
+Search = Callable[[np.ndarray], list[list[str]]]  # target vectors (n, d) -> each one's hypotheses
 
 
 @dataclass(frozen=True)
@@ -34,6 +41,48 @@ class RefineSettings:
     rounds: int = 2
     pool: int = 5
     done_at: float = 0.999
+
+
+@dataclass(frozen=True)
+class CorrectSettings:
+    """rounds: decodings of a corrected target after the first; step: how far each round moves the
+    target along what the last output missed (measured on held-out sentences: docs/vec2sent.md)."""
+    rounds: int = 2
+    step: float = 0.25
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.rounds <= 8 or not 0 < self.step <= 4:
+            raise ValueError(f"correction rounds must be 0-8 and its step in (0, 4], not {self.rounds} and {self.step}")
+
+
+def correct(search: Search, vectors: np.ndarray, encode: Encode,
+            settings: CorrectSettings = CorrectSettings()) -> list[list[str]]:
+    """Per row i: the hypotheses that `search` gives for vectors[i], then those of each corrected
+    target t_k+1 = normalise(t_k + step (v - u_k)), where v = vectors[i] normalised and u_k the
+    normalised embedding of the hypothesis of round k closest to v."""
+    v = l2_normalize(np.atleast_2d(np.asarray(vectors, dtype=np.float32)))  # (n, d)
+    target, found = v, [[] for _ in v]
+    for round_ in range(settings.rounds + 1):
+        hypotheses = search(target)
+        for row, texts in zip(found, hypotheses, strict=True):
+            row.extend(texts)
+        if round_ < settings.rounds:
+            target = _corrected_target(target, v, hypotheses, encode, settings.step)
+    return found
+
+
+def _corrected_target(target: np.ndarray, v: np.ndarray, hypotheses: list[list[str]], encode: Encode,
+                      step: float) -> np.ndarray:
+    """normalise(target + step (v - u)) (n, d), u the embedding of each row's hypothesis closest to
+    v; a row without a non-blank hypothesis keeps its target."""
+    closest = [(texts[i], score) for texts, (i, score) in zip(hypotheses, best_by_cosine(hypotheses, v, encode))]
+    filled = [i for i, (_, score) in enumerate(closest) if np.isfinite(score)]
+    if not filled:
+        return target
+    u = l2_normalize(np.asarray(encode([closest[i][0] for i in filled]), dtype=np.float32))  # (m, d)
+    moved = target.copy()
+    moved[filled] = l2_normalize(target[filled] + step * (v[filled] - u))
+    return moved
 
 
 def one_word_edits(words: Sequence[str], pool: Sequence[str]) -> list[tuple[str, ...]]:
