@@ -1,13 +1,13 @@
 """Vec2Sent decoding latency: one sentence embedding at a time, beam search and greedy.
 
     python bench/bench_decode.py [--model checkpoints/defsent-minilm] [--decoder auto] [--threads 1]
-                                 [--sentences 50] [--beam 5]
+                                 [--sentences 50] [--beam 5] [--refine] [--correct 2]
 
-Embeds held-out sentences (the first --sentences lines of data/cache/corpus/test.txt, or a few
-built-in ones when the corpus has not been built), then times `engine.decode(vector, beam=...)` for
-each embedding alone (encoding the held-out sentence is not timed; re-encoding the beam's hypotheses
-for reranking, and the edits of --refine, is) and prints the median and 90th percentile in ms, with
-a few decoded examples.
+Embeds held-out sentences (the first --sentences of data/cache/corpus-modern/heldout.jsonl, or a
+few built-in ones when the corpus has not been built), then times `engine.decode(vector, beam=...)`
+for each embedding alone (encoding the held-out sentence is not timed; re-encoding the beam's
+hypotheses for reranking, the rounds of --correct and the edits of --refine are) and prints the
+median and 90th percentile in ms, with a few decoded examples.
 """
 from __future__ import annotations
 
@@ -26,9 +26,11 @@ from bench.machine import machine_line  # noqa: E402
 from core import Engine  # noqa: E402
 from core.checkpoint import DEFAULT_CHECKPOINT  # noqa: E402
 from core.hardware import PRECISIONS  # noqa: E402
-from core.vec2sent.refine import RefineSettings  # noqa: E402
+from core.paths import CACHE_DIR  # noqa: E402
+from core.vec2sent.diagnostics import read_test_sentences  # noqa: E402
+from core.vec2sent.refine import CorrectSettings, RefineSettings  # noqa: E402
 
-HELD_OUT = ROOT / "data" / "cache" / "corpus" / "test.txt"
+HELD_OUT = CACHE_DIR / "corpus-modern" / "heldout.jsonl"
 BUILT_IN = ["he visits italy.", "she drinks wine.", "his name is robert.", "he is a doctor.",
             "the dog is sleeping on the sofa.", "a man is playing a guitar.", "it was a cold night.",
             "the children went to school by bus.", "she did not answer the letter.",
@@ -38,19 +40,19 @@ BUILT_IN = ["he visits italy.", "she drinks wine.", "his name is robert.", "he i
 def held_out_sentences(limit: int) -> tuple[list[str], str]:
     """Up to `limit` held-out corpus sentences, or the built-in ones when the corpus is absent."""
     if HELD_OUT.is_file():
-        lines = [line.strip() for line in HELD_OUT.read_text(encoding="utf-8").splitlines() if line.strip()]
-        return lines[:limit], f"{HELD_OUT.relative_to(ROOT)} (first {min(limit, len(lines))})"
+        lines, _ = read_test_sentences(HELD_OUT, limit)
+        return lines, f"{HELD_OUT.relative_to(ROOT)} (first {len(lines)})"
     return BUILT_IN[:limit], f"{min(limit, len(BUILT_IN))} built-in sentences ({HELD_OUT.name} not built)"
 
 
 def latencies_ms(engine: Engine, vectors: np.ndarray, beam: int, rerank: bool,
-                 refine: RefineSettings | None = None) -> list[float]:
+                 refine: RefineSettings | None = None, correct: CorrectSettings | None = None) -> list[float]:
     """Time decoding each vector alone, after one untimed warm-up."""
-    engine.decode(vectors[0], beam=beam, rerank=rerank, refine=refine)
+    engine.decode(vectors[0], beam=beam, rerank=rerank, refine=refine, correct=correct)
     times = []
     for vector in vectors:
         start = time.perf_counter()
-        engine.decode(vector, beam=beam, rerank=rerank, refine=refine)
+        engine.decode(vector, beam=beam, rerank=rerank, refine=refine, correct=correct)
         times.append((time.perf_counter() - start) * 1000)
     return times
 
@@ -72,6 +74,8 @@ def main() -> int:
     parser.add_argument("--sentences", type=int, default=50)
     parser.add_argument("--beam", type=int, default=5)
     parser.add_argument("--refine", action="store_true", help="also time the beam refined by one-word edits")
+    parser.add_argument("--correct", type=int, default=None, metavar="ROUNDS",
+                        help="also time the beam with ROUNDS of correction (and refined, with --refine)")
     parser.add_argument("--examples", type=int, default=3, help="decoded examples to print")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
@@ -91,11 +95,15 @@ def main() -> int:
     print("| decoding one sentence | precision | median ms | p90 ms |\n|---|---|---:|---:|")
     for precision in args.precision:
         engine.set_decoder(args.decoder, checkpoints, precision)
-        settings = [(args.beam, True, None), (args.beam, False, None)] if args.beam > 1 else []
-        settings += [(args.beam, True, RefineSettings())] if args.refine else []
-        for beam, rerank, refine in settings + [(1, False, None)]:
-            times = latencies_ms(engine, vectors, beam, rerank, refine)
-            label = "greedy" if beam == 1 else f"beam {beam}" + (" + refine" if refine else " + rerank" if rerank else "")
+        correct = None if args.correct is None else CorrectSettings(rounds=args.correct)
+        settings = [(args.beam, True, None, None), (args.beam, False, None, None)] if args.beam > 1 else []
+        settings += [(args.beam, True, RefineSettings(), None)] if args.refine else []
+        settings += [(args.beam, True, None, correct)] if correct else []
+        settings += [(args.beam, True, RefineSettings(), correct)] if correct and args.refine else []
+        for beam, rerank, refine, corrected in settings + [(1, False, None, None)]:
+            times = latencies_ms(engine, vectors, beam, rerank, refine, corrected)
+            label = "greedy" if beam == 1 else f"beam {beam}" + (" + rerank" if rerank and not refine else "")
+            label += (f" + correct x {corrected.rounds}" if corrected else "") + (" + refine" if refine else "")
             print(f"| {label} | {precision} | {statistics.median(times):.1f} | {p90(times):.1f} |")
     print()
     decoded = engine.decode(vectors[:args.examples], beam=args.beam)
