@@ -15,6 +15,7 @@ from core.vec2sent.transformer import TransformerConfig, warm_start
 from core.vec2sent.vocab import BOS, PAD
 from research.vec2sent_corrector import Corrector, conditioning_rows, from_decoder, hypothesis_ids
 from tests.conftest import build_tiny_bert
+from tests.test_vec2sent_transformer import assert_cached_steps_match_the_full_pass
 
 SENT_DIM, LENGTH = 24, 6
 
@@ -68,15 +69,7 @@ def test_hypothesis_ids_are_cut_and_padded(tokenizer, vocab):
 
 def test_cached_steps_give_the_teacher_forced_logits_with_padded_hypotheses(corrector, tokenizer, vocab):
     rows = rows_for(tokenizer, vocab, ["the dog", "a red car in the road"])  # 2 and 6 pieces
-    inputs = torch.tensor([[BOS, 10, 11, 12], [BOS, 20, 21, 22]])
-    with torch.no_grad():
-        full = corrector(rows, inputs)  # (B, T, V)
-        x, state = corrector.start(rows)
-        stepped = []
-        for t in range(inputs.shape[1]):
-            logits, state = corrector.step(inputs[:, t:t + 1], x, state)
-            stepped.append(logits)
-    torch.testing.assert_close(torch.cat(stepped, 1), full, atol=1e-4, rtol=1e-4)
+    assert_cached_steps_match_the_full_pass(corrector, rows, torch.tensor([[BOS, 10, 11, 12], [BOS, 20, 21, 22]]))
 
 
 def test_padding_is_never_read(corrector, tokenizer, vocab):

@@ -61,21 +61,28 @@ def test_warm_start_copies_the_base_layers_and_embeddings(tiny_base_dir, tokeniz
     assert not model.training
 
 
+@torch.no_grad()
+def assert_cached_steps_match_the_full_pass(model, conditioning: torch.Tensor, inputs: torch.Tensor) -> torch.Tensor:
+    """Decoding `inputs` (B, T) one piece at a time from the keys and values of `start` computes
+    the logits of the full, masked forward pass (returned, (B, T, V)): the cache and the mask agree."""
+    full = model(conditioning, inputs)  # (B, T, V)
+    x, state = model.start(conditioning)
+    stepped = []
+    for t in range(inputs.shape[1]):
+        logits, state = model.step(inputs[:, t:t + 1], x, state)
+        stepped.append(logits)
+    torch.testing.assert_close(torch.cat(stepped, 1), full, atol=1e-4, rtol=1e-4)
+    return full
+
+
 def test_cached_steps_give_the_teacher_forced_logits(tiny_base_dir, tokenizer, vocab):
-    """Decoding one piece at a time from the keys and values of `start` computes what the full,
-    masked forward pass computes: the cache and the mask agree."""
     model = tiny_decoder(tiny_base_dir, tokenizer, vocab, seed=1)
     vectors = torch.randn(2, SENT_DIM)
     inputs = torch.tensor([[BOS, 10, 11, 12], [BOS, 20, 21, 22]])
+    full = assert_cached_steps_match_the_full_pass(model, vectors, inputs)
     with torch.no_grad():
-        full = model(vectors, inputs)  # (B, T, V)
         x, state = model.start(vectors)
-        stepped = []
-        for t in range(inputs.shape[1]):
-            logits, state = model.step(inputs[:, t:t + 1], x, state)
-            stepped.append(logits)
-        two_at_once, _ = model.step(inputs[:, 2:], x, model.step(inputs[:, :2], x, model.start(vectors)[1])[1])
-    torch.testing.assert_close(torch.cat(stepped, 1), full, atol=1e-4, rtol=1e-4)
+        two_at_once, _ = model.step(inputs[:, 2:], x, model.step(inputs[:, :2], x, state)[1])
     torch.testing.assert_close(two_at_once, full[:, 2:], atol=1e-4, rtol=1e-4)
 
 
