@@ -7,7 +7,7 @@ Embeds held-out sentences (the first --sentences of data/cache/corpus-modern/hel
 few built-in ones when the corpus has not been built), then times `engine.decode(vector, beam=...)`
 for each embedding alone (encoding the held-out sentence is not timed; re-encoding the beam's
 hypotheses for reranking, the rounds of --correct and the edits of --refine are) and prints the
-median and 90th percentile in ms, with a few decoded examples.
+mean, median and 90th percentile in ms, with a few decoded examples.
 """
 from __future__ import annotations
 
@@ -92,7 +92,7 @@ def main() -> int:
     print(f"encoder {engine.manifest.get('name', args.model)}; decoder {args.decoder}: "
           f"{decoder.model.num_parameters() / 1e6:.1f}M parameters, {decoder.manifest.get('training', {}).get('steps', '?')} "
           f"training steps; threads={args.threads}; encoder {args.encoder_precision}; {source}\n{machine_line()}\n")
-    print("| decoding one sentence | precision | median ms | p90 ms |\n|---|---|---:|---:|")
+    print("| decoding one sentence | precision | mean ms | median ms | p90 ms |\n|---|---|---:|---:|---:|")
     for precision in args.precision:
         engine.set_decoder(args.decoder, checkpoints, precision)
         correct = None if args.correct is None else CorrectSettings(rounds=args.correct)
@@ -104,7 +104,7 @@ def main() -> int:
             times = latencies_ms(engine, vectors, beam, rerank, refine, corrected)
             label = "greedy" if beam == 1 else f"beam {beam}" + (" + rerank" if rerank and not refine else "")
             label += (f" + correct x {corrected.rounds}" if corrected else "") + (" + refine" if refine else "")
-            print(f"| {label} | {precision} | {statistics.median(times):.1f} | {p90(times):.1f} |")
+            print(f"| {label} | {precision} | {statistics.mean(times):.1f} | {statistics.median(times):.1f} | {p90(times):.1f} |")
     print()
     decoded = engine.decode(vectors[:args.examples], beam=args.beam)
     for sentence, output in zip(sentences, decoded):

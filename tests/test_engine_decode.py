@@ -96,7 +96,7 @@ def test_beam_one_is_greedy(engine):
     model, vocab = engine.decoder.model, engine.decoder.vocab
     rows = [torch.from_numpy(v[None]) for v in vectors]  # one at a time, as an int8 decoder decodes
     greedy = [vocab.to_text(greedy_decode(model, row, MAX_LENGTH)[0]) for row in rows]
-    assert engine.decode(vectors, beam=1) == greedy
+    assert engine.decode(vectors, beam=1, correct=None) == greedy
     assert [vocab.to_text(beam_search(model, row, 1, 0.6, MAX_LENGTH)[0]) for row in rows] == greedy
 
 
@@ -105,8 +105,8 @@ def test_reranking_returns_the_beam_hypothesis_closest_to_the_vector(engine):
     model, vocab = engine.decoder.model, engine.decoder.vocab
     beams = [[vocab.to_text(h) for h in beam_search_nbest(model, torch.from_numpy(v[None]), 5, 0.6, MAX_LENGTH)[0]]
              for v in vectors]  # one at a time, as an int8 decoder decodes
-    assert engine.decode(vectors, beam=5, rerank=False) == [hyps[0] for hyps in beams]
-    reranked = engine.decode(vectors, beam=5)
+    assert engine.decode(vectors, beam=5, rerank=False, correct=None) == [hyps[0] for hyps in beams]
+    reranked = engine.decode(vectors, beam=5, correct=None)
     for hyps, vector, picked in zip(beams, vectors, reranked):
         cos = engine.similarity(np.stack([vector]), [h for h in hyps if h.strip()])[0]
         assert picked in hyps
@@ -115,8 +115,8 @@ def test_reranking_returns_the_beam_hypothesis_closest_to_the_vector(engine):
 
 def test_refining_starts_from_the_reranked_sentence_and_only_gets_closer(engine, encoder_dir):
     vectors = engine.encode(SENTENCES)
-    reranked = engine.decode(vectors, beam=5)
-    refined = engine.decode(vectors, beam=5, refine=RefineSettings())
+    reranked = engine.decode(vectors, beam=5, correct=None)
+    refined = engine.decode(vectors, beam=5, refine=RefineSettings(), correct=None)
     before = np.diag(engine.similarity(vectors, reranked))
     after = np.diag(engine.similarity(vectors, refined))
     assert (after >= before - 1e-5).all()
@@ -130,13 +130,16 @@ def test_refining_starts_from_the_reranked_sentence_and_only_gets_closer(engine,
 
 def test_correcting_adds_rounds_from_moved_targets_and_only_gets_closer(engine, encoder_dir):
     vectors = engine.encode(SENTENCES)
-    reranked = engine.decode(vectors, beam=3)
+    reranked = engine.decode(vectors, beam=3, correct=None)
     corrected = engine.decode(vectors, beam=3, correct=CorrectSettings(rounds=2, step=0.5))
     before = np.diag(engine.similarity(vectors, reranked))
     after = np.diag(engine.similarity(vectors, corrected))
     assert (after >= before - 1e-5).all()
     assert (after > before + 1e-3).any()  # a random tiny decoder is far off: other targets must help somewhere
     assert engine.decode(vectors, beam=3, correct=CorrectSettings(rounds=0)) == reranked
+    # the default decoding corrects once
+    once = engine.decode(vectors, beam=3, correct=CorrectSettings(rounds=1, step=0.25))
+    assert engine.decode(vectors, beam=3) == once != reranked
     # the diagnostics' rows decode as the engine does
     rows = decodings(engine.decoder, link_engine(encoder_dir), vectors, 3, 0.6, rerank=False, refine=True,
                      correct=CorrectSettings(rounds=2, step=0.5))

@@ -46,8 +46,9 @@ class RefineSettings:
 @dataclass(frozen=True)
 class CorrectSettings:
     """rounds: decodings of a corrected target after the first; step: how far each round moves the
-    target along what the last output missed (measured on held-out sentences: docs/vec2sent.md)."""
-    rounds: int = 2
+    target along what the last output missed. The defaults are `engine.decode`'s: one round of 0.25
+    lifts BLEU on held-out sentences from 27.3 to 30.2 for about twice the time (docs/vec2sent.md)."""
+    rounds: int = 1
     step: float = 0.25
 
     def __post_init__(self) -> None:
