@@ -66,7 +66,7 @@ def main() -> int:
 
 def app_examples(engine: Engine, beam: int) -> None:
     """The app's analogy examples: each decoding, whether it has the expected words, its cosine."""
-    print(f"| a : b :: c : ? | expected | beam {beam}, reranked (default) | cos | beam 20, refined (most exact) | cos |\n"
+    print(f"| a : b :: c : ? | expected | beam {beam}, corrected once (default) | cos | beam 20, corrected once, refined (the app's most exact) | cos |\n"
           "|---|---|---|---:|---|---:|")
     found = {"default": 0, "exact": 0}
     for example in ANALOGY_EXAMPLES:
