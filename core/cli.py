@@ -750,8 +750,8 @@ def vec2sent_diagnostics(argv: Sequence[str]) -> int:
     references, genres = read_test_sentences(args.test, args.limit)
     vectors = link.encode(references)
     rows, by_genre = {}, {}
+    correct = None if args.correct is None else CorrectSettings(args.correct, args.correct_step)
     for width in args.beams:
-        correct = None if args.correct is None else CorrectSettings(args.correct, args.correct_step)
         for name, (hypotheses, seconds) in decodings(decoder, link, vectors, width, args.alpha,
                                                      args.rerank, args.refine, correct).items():
             rows[f"{name} ({1000 * seconds / len(references):.0f} ms)"] = (

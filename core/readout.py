@@ -33,12 +33,12 @@ from .vec2sent.expression import evaluate_expression
 from .vec2sent.refine import CorrectSettings, RefineSettings
 from .vec2sent.refine import correct as correct_by_vectors
 from .vec2sent.refine import refine as refine_by_edits
+from .vocabulary import PART_OF_SPEECH
 
 # Every decoding corrects once by default: on 1,000 held-out sentences beam 5 reranked gives BLEU
-# 27.3, Id 15.1 %, cosine .910 in 93 ms; with one correction round 30.2, 18.8 %, .928 in 207 ms
-# (docs/vec2sent.md). correct=None turns it off.
+# 27.3, Id 15.1 %, cosine .910 in 93 ms a sentence; with one correction round 30.2, 18.8 %, .928 in
+# 196 ms (docs/vec2sent.md). correct=None turns it off.
 DEFAULT_CORRECTION = CorrectSettings()
-from .vocabulary import PART_OF_SPEECH
 
 REFERENCE_SIZE = 2000  # dictionary definitions in the default reference set
 Scored = list[tuple[str, float]]  # (word or text, probability or cosine), best first
@@ -290,9 +290,9 @@ class VectorReadout:
         the decoder's). With `rerank` the beam's hypotheses are encoded again and the one closest
         to the vector is returned; with `correct` (default: one round; None: off), rounds of decoding
         from targets moved along what the last output missed add their hypotheses to the choice
-        (always by cosine); with `refine`
-        (slower, more exact) the closest one is then edited a word at a time towards the vector
-        (core/vec2sent/refine.py). NoDecoderError when the engine has no decoder."""
+        (always by cosine); with `refine` (slower, more exact) the closest one is then edited a word
+        at a time towards the vector (core/vec2sent/refine.py). NoDecoderError when the engine has
+        no decoder."""
         _check_count("beam", beam, 1)
         decoder = self._require_decoder()
 

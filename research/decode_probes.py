@@ -12,10 +12,11 @@ hypotheses could take BLEU. Ideas measured, not shipped (docs/vec2sent.md).
   against the others, weighted by softmax(cosine to the vector / TAU) (a large TAU: uniform);
 - --refine-rounds / --refine-pool: the refined decoding (core/vec2sent/refine.py) with more edit
   rounds or a larger word pool than the app's 2 rounds and pool 5;
-- --vector-correction LAMBDA...: correction in the embedding space, without training: decode the
-  vector v, embed the output (u), decode v + LAMBDA (v - u) (normalised), and so on for
-  --correction-rounds; per sentence the output closest to v by cosine wins.
-Every run also prints the reranked n-best (the API's decoding) as the row to compare with.
+- --vector-correction LAMBDA...: correction in the embedding space with step LAMBDA (adopted with
+  0.25 and one round as engine.decode's default): decode the vector v, embed the closest output (u),
+  decode normalise(v + LAMBDA (v - u)), and so on for --correction-rounds; per sentence the output
+  closest to v by cosine wins.
+Every run also prints the reranked n-best (the API's decoding without its correction round) to compare with.
 """
 from __future__ import annotations
 
@@ -33,7 +34,7 @@ from core.encoder import l2_normalize  # noqa: E402
 from core.vec2sent.checkpoint import closest_hypotheses, load_checkpoint  # noqa: E402
 from core.vec2sent.diagnostics import read_test_sentences, score_reconstructions  # noqa: E402
 from core.vec2sent.encoder_link import link_engine  # noqa: E402
-from core.vec2sent.refine import RefineSettings, refine  # noqa: E402
+from core.vec2sent.refine import CorrectSettings, RefineSettings, correct, refine  # noqa: E402
 from core.vec2sent.text import canonical_tokens  # noqa: E402
 
 
@@ -65,22 +66,12 @@ def minimum_bayes_risk(beams: list[list[str]], vectors: np.ndarray, encode, tau:
     return chosen
 
 
-def vector_corrected(decoder, vectors: np.ndarray, encode, step: float, rounds: int, width: int
-                     ) -> list[str]:
-    """Per row, the most faithful (cosine) of the outputs decoded from targets t_0 = v,
-    t_k+1 = normalise(t_k + step (v - embed(output_k))), k < rounds (v normalised)."""
-    v = l2_normalize(np.atleast_2d(vectors))  # (n, S)
-    target, best, best_cos = v, [""] * len(v), np.full(len(v), -np.inf)
-    for _ in range(rounds + 1):
-        outputs = closest_hypotheses(decoder.hypotheses(target, beam_width=width), v, encode) if width > 1 \
-            else [h[0] for h in decoder.hypotheses(target)]
-        embedded = l2_normalize(encode(outputs))  # (n, S)
-        cosines = (embedded * v).sum(1)  # (n,)
-        better = cosines > best_cos
-        best = [o if b else old for o, old, b in zip(outputs, best, better)]
-        best_cos = np.where(better, cosines, best_cos)
-        target = l2_normalize(target + step * (v - embedded))
-    return best
+def vector_corrected(decoder, vectors: np.ndarray, encode, step: float, rounds: int, width: int) -> list[str]:
+    """Per row, the most faithful (cosine) output over `rounds` of core's correction after the first
+    decoding (core/vec2sent/refine.py: correct, which engine.decode runs once by default)."""
+    found = correct(lambda targets: decoder.hypotheses(targets, beam_width=width), vectors, encode,
+                    CorrectSettings(rounds=rounds, step=step))
+    return closest_hypotheses(found, vectors, encode)
 
 
 def show(name: str, references: list[str], outputs: list[str], seconds: float | None = None) -> None:
