@@ -35,8 +35,8 @@ EVALUATE = {"concurrency_id": "evaluate", "concurrency_limit": 1}  # minutes: no
 MODEL = {"concurrency_id": "model", "concurrency_limit": 1}  # loading or saving a model
 USER_ERRORS = (ValueError, CheckpointError, ModelUnavailable, FileNotFoundError)
 JOB_STORAGE_KEY = "defsent-studio-job"
-REFINE_LABEL = ("Refine: edit the decoded sentence towards the vector (reconstructs more sentences exactly; "
-                "about a second per sentence; may read less fluently)")
+REFINE_LABEL = ("Refine: decode three more times from corrected vectors, then edit words towards the vector "
+                "(reconstructs more sentences exactly; about 2 seconds per sentence; may read less fluently)")
 UPLOAD_LIFETIME = (600, 3600)  # gradio delete_cache: (every N seconds, files older than M seconds)
 EXAMPLES = ["a person who is in charge", "a large grey animal with a trunk", "a building where people live",
             "to move quickly on foot", "feeling or showing pleasure", "a place where books are kept"]

@@ -16,6 +16,7 @@ import numpy as np
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from app.handlers import DECODE_BEAM, MOST_EXACT  # noqa: E402
 from core import Engine  # noqa: E402
 from core.checkpoint import DEFAULT_CHECKPOINT  # noqa: E402
 from core.hardware import PRECISIONS  # noqa: E402
@@ -66,14 +67,14 @@ def main() -> int:
 
 def app_examples(engine: Engine, beam: int) -> None:
     """The app's analogy examples: each decoding, whether it has the expected words, its cosine."""
-    print(f"| a : b :: c : ? | expected | beam {beam}, corrected once (default) | cos | beam 20, corrected once, refined (the app's most exact) | cos |\n"
+    print(f"| a : b :: c : ? | expected | beam {beam}, corrected once (default) | cos | beam {DECODE_BEAM}, corrected three times, refined (the app's most exact) | cos |\n"
           "|---|---|---|---:|---|---:|")
     found = {"default": 0, "exact": 0}
     for example in ANALOGY_EXAMPLES:
         vector = engine.analogy(example.a, example.b, example.c, beam=beam).vector
         cells = []
         for name, text in (("default", engine.decode(vector, beam=beam)[0]),
-                           ("exact", engine.decode(vector, beam=20, refine=RefineSettings())[0])):
+                           ("exact", engine.decode(vector, beam=DECODE_BEAM, **MOST_EXACT)[0])):
             has = set(example.expected) <= set(canonical_tokens(text))
             found[name] += has
             cosine = float(engine.similarity([text], vector[None])[0][0]) if text.strip() else float("nan")

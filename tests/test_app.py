@@ -179,21 +179,21 @@ def test_interpolation_table_and_path(studio):
 
 def test_the_app_decodes_with_its_wider_beam(studio, monkeypatch):
     from app.handlers import DECODE_BEAM
-    from core.vec2sent.refine import RefineSettings
-    from core.readout import Lazy
+    from core.readout import DEFAULT_CORRECTION, Lazy
+    from core.vec2sent.refine import CorrectSettings, RefineSettings
 
     engine, beams = studio.models.active().engine, []
     monkeypatch.setattr(engine, "_decoder", Lazy(object))  # a decoder is present: analogy and interpolation decode
-    monkeypatch.setattr(engine, "decode", lambda vectors, beam=5, refine=None, **kw:
-                        beams.append((beam, refine)) or ["x"] * len(vectors))
+    monkeypatch.setattr(engine, "decode", lambda vectors, beam=5, refine=None, correct=DEFAULT_CORRECTION, **kw:
+                        beams.append((beam, refine, correct)) or ["x"] * len(vectors))
     decoded, _, _ = studio.analogy("a king", "a queen", "a boy", "b - a + c")
     rows, _ = studio.interpolation("a dog", "a king", 3)
     assert decoded == "**Decoded:** x" and [r[1] for r in rows] == ["x"] * 3
-    # refined only when asked
+    # corrected once as the API does; refined and corrected three times only when asked
     studio.analogy("a king", "a queen", "a boy", "b - a + c", refine=True)
     studio.interpolation("a dog", "a king", 3, refine=True)
-    assert beams == [(DECODE_BEAM, None), (DECODE_BEAM, None), (DECODE_BEAM, RefineSettings()),
-                     (DECODE_BEAM, RefineSettings())] and DECODE_BEAM > 5
+    exact = (DECODE_BEAM, RefineSettings(), CorrectSettings(rounds=3))
+    assert beams == [(DECODE_BEAM, None, DEFAULT_CORRECTION)] * 2 + [exact] * 2 and DECODE_BEAM > 5
 
 
 # ---- map ---------------------------------------------------------------------------------------------
