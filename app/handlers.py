@@ -59,6 +59,8 @@ QUOTA_USED = ("This session has started its {n} fine-tunes, the limit per visito
               "To train more, run DefSent Studio on your own machine (see the README).")
 STEPS_OVER = ("These settings make {steps:,} training steps; this public server trains at most {limit:,} a job, so "
               "that the one training slot is free again soon: lower Epochs or set Max steps.")
+REFINED_STEPS = ("Refine takes about 2 seconds a step; this public server refines at most {limit} steps of an "
+                 "interpolation, not {steps}: use fewer steps or turn Refine off.")
 PUBLIC_EVALUATE = ("On this public server the Evaluate tab reads only the bundled smoke set (below); STS and "
                    "SentEval need their data on the server: run DefSent Studio on your own machine for them.")
 NO_DECODER = ("No Vec2Sent decoder is available for the active encoder (none in checkpoints/ was trained on "
@@ -280,6 +282,8 @@ class Studio:
         `refine` as in `analogy`, for every step."""
         if not 2 <= int(steps) <= 50:
             raise ValueError("The number of steps must be between 2 and 50.")
+        if refine and self.public is not None and int(steps) > self.public.refined_interpolation_steps:
+            raise ValueError(REFINED_STEPS.format(steps=int(steps), limit=self.public.refined_interpolation_steps))
         x, y = sv.check_text(a, "sentence A"), sv.check_text(b, "sentence B")
         active = self._model(session)
         reference = active.reference(progress)

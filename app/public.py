@@ -15,6 +15,8 @@ visitor can hold the server's CPU or fill its disk.
   or waiting to be saved), are deleted when the session ends (the tab is closed or its state expires
   after `session_lifetime`); the folders also at every start.
 - The Evaluate tab reads only the bundled smoke set (app/data), no SentEval folder.
+- A refined interpolation (the most exact decoding, about 2 s a step) has at most
+  `refined_interpolation_steps` steps.
 
 Plain Python (no gradio): the rules here are used by app.handlers; app.ui only wires them.
 """
@@ -43,6 +45,7 @@ class PublicLimits:
     disk_bytes: int = 1_500_000_000  # saved models (with their caches), staged fine-tunes and download zips
     session_lifetime: float = 2 * 3600.0  # seconds a session's state (and its saved models) is kept unused
     loaded_models: int = 2  # models loaded for sessions besides the server's own (each ~100-300 MB)
+    refined_interpolation_steps: int = 10  # the most exact decoding takes about 2 s a step
 
 
 def public_mode(flag: bool = False) -> bool:

@@ -310,6 +310,19 @@ def test_a_sessions_fine_tune_goes_with_the_session(tiny_mlm_dir, checkpoints, v
 
 # ---- evaluate ---------------------------------------------------------------------------------------------
 
+def test_a_refined_interpolation_has_a_step_limit(tiny_mlm_dir, checkpoints, monkeypatch):
+    studio = make_studio(tiny_mlm_dir, checkpoints, PublicLimits(refined_interpolation_steps=4))
+    decoded = []
+    monkeypatch.setattr(Studio, "_path_map", lambda self, points, reference: None)
+    engine = studio.models.active().engine
+    monkeypatch.setattr(engine, "interpolate", lambda x, y, steps, **kw: decoded.append(steps) or [])
+    with pytest.raises(ValueError, match="refines at most 4 steps of an interpolation, not 5"):
+        studio.interpolation("a dog", "a king", 5, refine=True, session=Session())
+    studio.interpolation("a dog", "a king", 4, refine=True, session=Session())
+    studio.interpolation("a dog", "a king", 20, session=Session())  # unrefined: the usual bound
+    assert decoded == [4, 20]
+
+
 def test_evaluate_reads_no_senteval_folder_in_public_mode(tiny_mlm_dir, checkpoints):
     studio = make_studio(tiny_mlm_dir, checkpoints)
     assert "| tiny |" in studio.evaluate_smoke(False, Session())  # the bundled smoke set works
