@@ -299,11 +299,14 @@ class VectorReadout:
         def search(targets: np.ndarray) -> list[list[str]]:
             return decoder.hypotheses(targets, beam_width=int(beam), max_length=max_length)
 
-        hypotheses = search(vectors) if correct is None else correct_by_vectors(search, vectors, self.encode, correct)
+        corrected = None if correct is None else correct_by_vectors(search, vectors, self.encode, correct)
+        hypotheses = search(vectors) if corrected is None else corrected.hypotheses
         if refine is not None:
             words = [[w for w, _ in ranked] for ranked in self.words_for_vectors(np.atleast_2d(vectors), refine.pool)]
             return [decoder.cased(text) for text in refine_by_edits(hypotheses, vectors, self.encode, words, refine)]
-        if correct is not None or (rerank and beam > 1):
+        if corrected is not None:
+            return corrected.closest
+        if rerank and beam > 1:
             return closest_hypotheses(hypotheses, np.atleast_2d(vectors), self.encode)
         return [texts[0] for texts in hypotheses]
 

@@ -69,9 +69,8 @@ def minimum_bayes_risk(beams: list[list[str]], vectors: np.ndarray, encode, tau:
 def vector_corrected(decoder, vectors: np.ndarray, encode, step: float, rounds: int, width: int) -> list[str]:
     """Per row, the most faithful (cosine) output over `rounds` of core's correction after the first
     decoding (core/vec2sent/refine.py: correct, which engine.decode runs once by default)."""
-    found = correct(lambda targets: decoder.hypotheses(targets, beam_width=width), vectors, encode,
-                    CorrectSettings(rounds=rounds, step=step))
-    return closest_hypotheses(found, vectors, encode)
+    return correct(lambda targets: decoder.hypotheses(targets, beam_width=width), vectors, encode,
+                   CorrectSettings(rounds=rounds, step=step)).closest
 
 
 def show(name: str, references: list[str], outputs: list[str], seconds: float | None = None) -> None:

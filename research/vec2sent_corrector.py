@@ -133,22 +133,18 @@ def conditioning_rows(vectors: np.ndarray, hypotheses: list[str], encode, tokeni
     return np.concatenate([np.asarray(vectors, np.float32), u, hypothesis_ids(hypotheses, tokenizer, vocab, length)], 1)
 
 
-def correct(corrector: Corrector, vocab: PieceVocab, vectors: np.ndarray, texts: list[str], encode, tokenizer,
-            rounds: int, width: int, batch_size: int) -> list[str]:
-    """Per row, the text closest to vectors[i] (cosine) among texts[i] and the corrector's n-best
-    over `rounds` rounds, each correcting the best text so far."""
-    best = [(t, s) for t, (_, s) in zip(texts, best_by_cosine([[t] for t in texts], vectors, encode))]
-    for _ in range(rounds):
-        rows = conditioning_rows(vectors, [t for t, _ in best], encode, tokenizer, vocab,
-                                 corrector.config.hypothesis_length)
-        proposals = []
-        for start in range(0, len(rows), batch_size):
-            batch = torch.from_numpy(rows[start:start + batch_size])
-            proposals.extend([vocab.to_text(ids) for ids in hs]
-                             for hs in beam_search_nbest(corrector, batch, width, max_length=corrector.config.max_length))
-        chosen = best_by_cosine(proposals, vectors, encode)
-        best = [(p[i], s) if s > old else (t, old) for p, (i, s), (t, old) in zip(proposals, chosen, best)]
-    return [t for t, _ in best]
+def correct_with_model(corrector: Corrector, vocab: PieceVocab, vectors: np.ndarray, texts: list[str], encode,
+                       tokenizer, width: int, batch_size: int) -> list[str]:
+    """One round: per row, the text closest to vectors[i] (cosine) among texts[i] and the
+    corrector's n-best for it."""
+    rows = conditioning_rows(vectors, texts, encode, tokenizer, vocab, corrector.config.hypothesis_length)
+    proposals = []
+    for start in range(0, len(rows), batch_size):
+        batch = torch.from_numpy(rows[start:start + batch_size])
+        proposals.extend([text, *(vocab.to_text(ids) for ids in hs)]
+                         for text, hs in zip(texts[start:start + batch_size],
+                                             beam_search_nbest(corrector, batch, width, max_length=corrector.config.max_length)))
+    return [p[i] for p, (i, _) in zip(proposals, best_by_cosine(proposals, vectors, encode))]
 
 
 def load_corrector_run(folder: Path) -> RunState:
@@ -249,8 +245,8 @@ def evaluate(args: argparse.Namespace) -> None:
         texts, seconds = default, base_seconds
         for round_ in range(1, args.rounds + 1):
             began = time.perf_counter()
-            texts = [decoder.cased(t) for t in correct(corrector, decoder.vocab, vectors, texts, link.encode,
-                                                       link.tokenizer, 1, width, args.batch_size)]
+            texts = [decoder.cased(t) for t in correct_with_model(corrector, decoder.vocab, vectors, texts, link.encode,
+                                                                  link.tokenizer, width, args.batch_size)]
             seconds += time.perf_counter() - began
             show(f"+ corrector beam {width}, round {round_}", references, texts, vectors, link.encode, seconds)
     for ref, out in list(zip(references, texts))[:args.examples]:

@@ -121,8 +121,12 @@ def test_correct_moves_the_target_along_what_the_closest_output_missed():
     search = RecordingSearch([[["the dog sat", "the cat"], ["a dog"]],
                               [["the cat sat on"], ["a dog", "dog"]],
                               [["the cat sat"], [""]]])
+    encode.batches.clear()
     found = correct(search, v, encode, CorrectSettings(rounds=2, step=0.5))
-    assert found == [["the dog sat", "the cat", "the cat sat on", "the cat sat"], ["a dog", "a dog", "dog", ""]]
+    assert found.hypotheses == [["the dog sat", "the cat", "the cat sat on", "the cat sat"], ["a dog", "a dog", "dog", ""]]
+    assert found.closest == ["the cat sat", "a dog"]  # "a dog" of round 0 before its tie in round 1
+    embedded = [t for batch in encode.batches for t in batch]
+    assert len(embedded) == len(set(embedded))  # every text embedded once
     assert len(search.targets) == 3
     np.testing.assert_allclose(search.targets[0], unit(v), atol=1e-6)
     # round 0's closest to "the cat sat" is "the cat" (2 words and 1 pair in common)
@@ -131,7 +135,7 @@ def test_correct_moves_the_target_along_what_the_closest_output_missed():
     np.testing.assert_allclose(search.targets[1], t1, atol=1e-6)
     np.testing.assert_allclose(search.targets[2], unit(t1 + 0.5 * (unit(v) - unit(encode(["the cat sat on", "a dog"])))),
                                atol=1e-6)
-    assert correct(RecordingSearch([[["x"]]]), v[:1], encode, CorrectSettings(rounds=0)) == [["x"]]
+    assert correct(RecordingSearch([[["the dog"]]]), v[:1], encode, CorrectSettings(rounds=0)).hypotheses == [["the dog"]]
 
 
 @pytest.mark.parametrize("rounds, step", [(-1, 0.25), (9, 0.25), (2, 0.0), (2, 5.0)])

@@ -115,10 +115,11 @@ def decodings(decoder, link, vectors: np.ndarray, width: int, alpha: float, rera
         found = correct_by_vectors(lambda targets: decoder.hypotheses(targets, beam_width=width, alpha=alpha),
                                    vectors, link.encode, correct)
         searched = time.perf_counter() - start
-        out[f"{name}, corrected"] = (closest_hypotheses(found, vectors, link.encode), time.perf_counter() - start)
+        out[f"{name}, corrected"] = (found.closest, searched)
         if refine:
             start = time.perf_counter()
-            out[f"{name}, corrected, refined"] = (_refined(found, vectors, link), searched + time.perf_counter() - start)
+            out[f"{name}, corrected, refined"] = (_refined(found.hypotheses, vectors, link),
+                                                  searched + time.perf_counter() - start)
     return out
 
 

@@ -56,34 +56,57 @@ class CorrectSettings:
             raise ValueError(f"correction rounds must be 0-8 and its step in (0, 4], not {self.rounds} and {self.step}")
 
 
+@dataclass(frozen=True)
+class Corrected:
+    """What `correct` found per row: every round's hypotheses (the first round's first) and the one
+    closest to the row's vector by cosine (ties: the earlier)."""
+    hypotheses: list[list[str]]
+    closest: list[str]
+
+
 def correct(search: Search, vectors: np.ndarray, encode: Encode,
-            settings: CorrectSettings = CorrectSettings()) -> list[list[str]]:
+            settings: CorrectSettings = CorrectSettings()) -> Corrected:
     """Per row i: the hypotheses that `search` gives for vectors[i], then those of each corrected
     target t_k+1 = normalise(t_k + step (v - u_k)), where v = vectors[i] normalised and u_k the
-    normalised embedding of the hypothesis of round k closest to v."""
+    normalised embedding of the hypothesis of round k closest to v. Each text is embedded once."""
+    encode = _embedding_once(encode)
     v = l2_normalize(np.atleast_2d(np.asarray(vectors, dtype=np.float32)))  # (n, d)
-    target, found = v, [[] for _ in v]
+    target, found, best = v, [[] for _ in v], []
     for round_ in range(settings.rounds + 1):
         hypotheses = search(target)
+        chosen = [(texts[i], score) for texts, (i, score) in zip(hypotheses, best_by_cosine(hypotheses, v, encode))]
         for row, texts in zip(found, hypotheses, strict=True):
             row.extend(texts)
+        best = chosen if not best else [c if c[1] > b[1] else b for c, b in zip(chosen, best)]
         if round_ < settings.rounds:
-            target = _corrected_target(target, v, hypotheses, encode, settings.step)
-    return found
+            target = _corrected_target(target, v, chosen, encode, settings.step)
+    return Corrected(found, [text for text, _ in best])
 
 
-def _corrected_target(target: np.ndarray, v: np.ndarray, hypotheses: list[list[str]], encode: Encode,
+def _corrected_target(target: np.ndarray, v: np.ndarray, chosen: list[tuple[str, float]], encode: Encode,
                       step: float) -> np.ndarray:
-    """normalise(target + step (v - u)) (n, d), u the embedding of each row's hypothesis closest to
-    v; a row without a non-blank hypothesis keeps its target."""
-    closest = [(texts[i], score) for texts, (i, score) in zip(hypotheses, best_by_cosine(hypotheses, v, encode))]
-    filled = [i for i, (_, score) in enumerate(closest) if np.isfinite(score)]
+    """normalise(target + step (v - u)) (n, d), u the embedding of each row's chosen text; a row
+    whose choice has no cosine (no non-blank hypothesis) keeps its target."""
+    filled = [i for i, (_, score) in enumerate(chosen) if np.isfinite(score)]
     if not filled:
         return target
-    u = l2_normalize(np.asarray(encode([closest[i][0] for i in filled]), dtype=np.float32))  # (m, d)
+    u = l2_normalize(np.asarray(encode([chosen[i][0] for i in filled]), dtype=np.float32))  # (m, d)
     moved = target.copy()
     moved[filled] = l2_normalize(target[filled] + step * (v[filled] - u))
     return moved
+
+
+def _embedding_once(encode: Encode) -> Encode:
+    """`encode` that embeds each distinct text once, however often it is asked for again."""
+    seen: dict[str, np.ndarray] = {}
+
+    def embed(texts: list[str]) -> np.ndarray:
+        new = [t for t in dict.fromkeys(texts) if t not in seen]
+        if new:
+            seen.update(zip(new, np.asarray(encode(new), dtype=np.float32)))
+        return np.stack([seen[t] for t in texts])
+
+    return embed
 
 
 def one_word_edits(words: Sequence[str], pool: Sequence[str]) -> list[tuple[str, ...]]:
