@@ -26,11 +26,10 @@ from bench.machine import machine_line  # noqa: E402
 from core import Engine  # noqa: E402
 from core.checkpoint import DEFAULT_CHECKPOINT  # noqa: E402
 from core.hardware import PRECISIONS  # noqa: E402
-from core.paths import CACHE_DIR  # noqa: E402
+from core.paths import HELDOUT_SENTENCES  # noqa: E402
 from core.vec2sent.diagnostics import read_test_sentences  # noqa: E402
 from core.vec2sent.refine import CorrectSettings, RefineSettings  # noqa: E402
 
-HELD_OUT = CACHE_DIR / "corpus-modern" / "heldout.jsonl"
 BUILT_IN = ["he visits italy.", "she drinks wine.", "his name is robert.", "he is a doctor.",
             "the dog is sleeping on the sofa.", "a man is playing a guitar.", "it was a cold night.",
             "the children went to school by bus.", "she did not answer the letter.",
@@ -39,10 +38,10 @@ BUILT_IN = ["he visits italy.", "she drinks wine.", "his name is robert.", "he i
 
 def held_out_sentences(limit: int) -> tuple[list[str], str]:
     """Up to `limit` held-out corpus sentences, or the built-in ones when the corpus is absent."""
-    if HELD_OUT.is_file():
-        lines, _ = read_test_sentences(HELD_OUT, limit)
-        return lines, f"{HELD_OUT.relative_to(ROOT)} (first {len(lines)})"
-    return BUILT_IN[:limit], f"{min(limit, len(BUILT_IN))} built-in sentences ({HELD_OUT.name} not built)"
+    if HELDOUT_SENTENCES.is_file():
+        lines, _ = read_test_sentences(HELDOUT_SENTENCES, limit)
+        return lines, f"{HELDOUT_SENTENCES.relative_to(ROOT)} (first {len(lines)})"
+    return BUILT_IN[:limit], f"{min(limit, len(BUILT_IN))} built-in sentences ({HELDOUT_SENTENCES.name} not built)"
 
 
 def latencies_ms(engine: Engine, vectors: np.ndarray, beam: int, rerank: bool,

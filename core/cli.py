@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from .hardware import PRECISIONS, TRAINING_PRECISIONS
-from .paths import CACHE_DIR, CORPUS_DIR, SENTEVAL_DIR
+from .paths import CACHE_DIR, CORPUS_DIR, MODERN_CORPUS_DIR, SENTEVAL_DIR
 
 Command = Callable[[Sequence[str]], int]
 COMMANDS: dict[str, Command] = {}
@@ -471,7 +471,7 @@ def evaluate(argv: Sequence[str]) -> int:
     parser.add_argument("--pooling", default="mean", choices=["mean", "cls", "max"],
                         help="pooling of a plain Hugging Face model folder given as --model (default: mean)")
     parser.add_argument("--decoder-test", type=Path, default=None,
-                        help=f"sentences for the vec2sent task, one a line (default: {DEFAULT_TEST})")
+                        help=f"sentences for the vec2sent task: one a line, or JSON lines with \"text\" (default: {DEFAULT_TEST})")
     parser.add_argument("--decoder-sentences", type=int, default=500, help="first N of them (default: 500)")
     args = parser.parse_args(argv)
     tasks = [task.strip() for task in args.tasks.split(",") if task.strip()]
@@ -599,7 +599,7 @@ def vec2sent_corpus(argv: Sequence[str]) -> int:
     from .vec2sent.corpus import TRAIN_ONLY_SOURCES, make_corpus
 
     parser = parser_for("vec2sent-corpus", vec2sent_corpus)
-    parser.add_argument("--out", type=Path, default=None, help=f"default {CORPUS_DIR}, or corpus-modern beside it")
+    parser.add_argument("--out", type=Path, default=None, help=f"default {CORPUS_DIR}, with --modern {MODERN_CORPUS_DIR}")
     parser.add_argument("--modern", action="store_true",
                         help="build the cased modern corpus (core/vec2sent/sources.py): 4-30 words, Debian "
                         "documentation, e-mail, dialogue, fortunes, SentEval training splits and the old sources, "
@@ -619,7 +619,7 @@ def vec2sent_corpus(argv: Sequence[str]) -> int:
     if args.modern:
         from .vec2sent.sources import make_modern_corpus
 
-        out = args.out or CORPUS_DIR.with_name("corpus-modern")
+        out = args.out or MODERN_CORPUS_DIR
         modern = make_modern_corpus(out, args.cache, args.senteval, args.heldout_size, args.seed, args.only,
                                     not args.no_old, log=lambda line: print(line, file=sys.stderr))
         summary = {k: modern.stats[k] for k in ("train", "train_by_genre", "heldout", "seconds")}
@@ -711,7 +711,7 @@ def vec2sent_train_parser() -> argparse.ArgumentParser:
 def vec2sent_diagnostics(argv: Sequence[str]) -> int:
     """Vec2Sent diagnostics: Id, PERM, BLEU and the word-head round trip (core/vec2sent/diagnostics.py).
 
-    python -m core vec2sent-diagnostics --decoder CKPT --encoder CKPT --test data/cache/corpus/test.txt
+    python -m core vec2sent-diagnostics --decoder CKPT --encoder CKPT --test data/cache/corpus-modern/heldout.jsonl
     """
     from .vec2sent.refine import CorrectSettings
 

@@ -31,6 +31,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from core.encoder import l2_normalize  # noqa: E402
+from core.paths import HELDOUT_SENTENCES  # noqa: E402
 from core.vec2sent.checkpoint import closest_hypotheses, load_checkpoint  # noqa: E402
 from core.vec2sent.diagnostics import read_test_sentences, score_reconstructions  # noqa: E402
 from core.vec2sent.encoder_link import link_engine  # noqa: E402
@@ -83,7 +84,7 @@ def main() -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--encoder", type=Path, default=Path("checkpoints/defsent-minilm"))
     p.add_argument("--decoder", type=Path, default=Path("checkpoints/vec2sent-defsent-minilm"))
-    p.add_argument("--test", type=Path, default=Path("data/cache/corpus-modern/heldout.jsonl"))
+    p.add_argument("--test", type=Path, default=HELDOUT_SENTENCES)
     p.add_argument("--limit", type=int, default=200, help="first N held-out sentences")
     p.add_argument("--beams", type=int, nargs="+", default=[20])
     p.add_argument("--oracle", action="store_true")

@@ -32,7 +32,7 @@ from torch import nn
 from torch.nn import functional as F
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from core.paths import CACHE_DIR  # noqa: E402
+from core.paths import CACHE_DIR, HELDOUT_SENTENCES, MODERN_CORPUS_DIR  # noqa: E402
 from core.vec2sent.checkpoint import best_by_cosine, load_checkpoint, mean_cosine, read_checkpoint  # noqa: E402
 from core.vec2sent.decode import beam_search_nbest  # noqa: E402
 from core.vec2sent.diagnostics import read_test_sentences, score_reconstructions  # noqa: E402
@@ -259,7 +259,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--encoder", type=Path, default=Path("checkpoints/defsent-minilm"))
     p.add_argument("--decoder", type=Path, default=Path("checkpoints/vec2sent-defsent-minilm"))
     p.add_argument("--work", type=Path, default=WORK, help="the chunks and the run state")
-    p.add_argument("--corpus", type=Path, default=CACHE_DIR / "corpus-modern")
+    p.add_argument("--corpus", type=Path, default=MODERN_CORPUS_DIR)
     p.add_argument("--sentences", type=int, default=100_000, help="build: corpus sentences to decode")
     p.add_argument("--session-minutes", type=float, default=None)
     p.add_argument("--minutes", type=float, default=60.0, help="train: the run's budget")
@@ -267,7 +267,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--lr", type=float, default=1e-4)
     p.add_argument("--hypothesis-length", type=int, default=32)
     p.add_argument("--resume", action="store_true")
-    p.add_argument("--test", type=Path, default=CACHE_DIR / "corpus-modern" / "heldout.jsonl")
+    p.add_argument("--test", type=Path, default=HELDOUT_SENTENCES)
     p.add_argument("--limit", type=int, default=300)
     p.add_argument("--beams", type=int, nargs="+", default=[1, 5])
     p.add_argument("--rounds", type=int, default=2)

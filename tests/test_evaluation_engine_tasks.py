@@ -11,14 +11,18 @@ from core import Engine
 from core.dictionary import load_wordnet, split_by_word
 from core.evaluation import ENCODERS, EvaluationConfig, evaluate
 from core.cli import main as cli
+from core.evaluation.decoding import DEFAULT_TEST
+from core.paths import MODERN_CORPUS_DIR
+from core.vec2sent.diagnostics import round_trip_agreement, score_reconstructions
+from core.vec2sent.sources import build_modern_corpus, load_source, write_modern_corpus
+from core.word_eval import evaluate_words
+from tests.test_engine_decode import SENTENCES, write_decoder
+from tests.test_evaluation_run import FIXTURES, HashedBagOfWords
+from tests.test_vec2sent_corpus_modern import _docs
 
 
 def main(argv: list[str]) -> int:
     return cli(["eval", *argv])
-from core.vec2sent.diagnostics import round_trip_agreement, score_reconstructions
-from core.word_eval import evaluate_words
-from tests.test_engine_decode import SENTENCES, write_decoder
-from tests.test_evaluation_run import FIXTURES, HashedBagOfWords
 
 WORD_COLUMNS = ["MRR", "top-1", "top-3", "top-10"]
 
@@ -64,6 +68,20 @@ def test_vec2sent_task_scores_the_decoder_found_beside_the_checkpoint(encoder_di
     top_word = lambda texts: [r[0][0] for r in engine.predict_words_batch(texts, k=1)]
     assert result.rows["greedy"]["top word"] == pytest.approx(round_trip_agreement(references, greedy, top_word))
     assert result.details["Vec2Sent"]["sentences"] == 4
+
+
+def test_vec2sent_task_defaults_to_the_heldout_set_the_modern_corpus_writes(encoder_dir, tmp_path):
+    docs = {"beta": load_source("beta", "technical", _docs("Beta", 100), 0.1, 13, prose=False, leave_out=None)}
+    write_modern_corpus(build_modern_corpus(docs, {}, heldout_size=20, seed=13), tmp_path)
+    default = tmp_path / DEFAULT_TEST.relative_to(MODERN_CORPUS_DIR)
+    assert default.is_file()
+    held_out = [json.loads(line)["text"] for line in default.read_text().splitlines()][:4]
+    plain = tmp_path / "plain.txt"
+    plain.write_text("\n".join(held_out) + "\n", encoding="utf-8")
+    engine = Engine.load(encoder_dir)
+    from_jsonl, from_plain = (evaluate(engine, config(decoder_test=path, decoder_sentences=4), ["vec2sent"])["vec2sent"]
+                              for path in (default, plain))
+    assert from_jsonl.rows == from_plain.rows and from_jsonl.details["Vec2Sent"]["sentences"] == 4
 
 
 def test_engine_tasks_are_skipped_with_a_reason(encoder_dir, decoder_test, tmp_path):

@@ -32,7 +32,7 @@ class EvaluationConfig:
     kfold: int = 10
     seed: int = SENTEVAL_SEED
     show_progress: bool = True
-    decoder_test: Path | None = None  # sentences for the Vec2Sent diagnostics; default: the decoder corpus' test.txt
+    decoder_test: Path | None = None  # sentences for the Vec2Sent diagnostics; default: the modern corpus' held-out set
     decoder_sentences: int = 500  # first N of them
     words_split: str = "test"  # the WordNet split of the words task: "dev" or "test"
 

@@ -2,27 +2,28 @@
 decoder trained on the model's embeddings, greedy and with beam search.
 
 Needs an Engine whose `decoder` is set (Engine.load finds the checkpoint trained on its encoder
-fingerprint); without one the task is skipped with a note. Sentences: the Vec2Sent corpus' held-out
-test.txt (data/cache/corpus, built by `python -m core vec2sent-corpus`) or config.decoder_test.
+fingerprint); without one the task is skipped with a note. Sentences: the modern corpus' held-out set
+(data/cache/corpus-modern/heldout.jsonl, from sources the decoder never trained on; built by
+`python -m core vec2sent-corpus --modern`) or config.decoder_test (.jsonl or one sentence a line).
 """
 from __future__ import annotations
 
 import math
 from functools import partial
 
-from core.paths import CORPUS_DIR
+from core.paths import HELDOUT_SENTENCES
 
 from .base import EvaluationConfig, TaskResult, TextEncoder
-from .files import MissingDataError, read_sentences
+from .files import MissingDataError
 
-DEFAULT_TEST = CORPUS_DIR / "test.txt"
+DEFAULT_TEST = HELDOUT_SENTENCES
 BEAMS = {"greedy": (1, False), "beam 5": (5, False), "beam 5, reranked": (5, True)}  # (width, rerank)
 DATASET = "Vec2Sent"
 
 
 def run_vec2sent(encoder: TextEncoder, config: EvaluationConfig) -> TaskResult:
     """Rows "greedy", "beam 5" and "beam 5, reranked" (by cosine to the vector): Id, PERM, Id/PERM, BLEU and top word (all %, BLEU 0-100)."""
-    from core.vec2sent.diagnostics import round_trip_agreement, score_reconstructions
+    from core.vec2sent.diagnostics import read_test_sentences, round_trip_agreement, score_reconstructions
     from core.vec2sent.encoder_link import top_words
 
     decoder, reason = _decoder(encoder)
@@ -30,8 +31,8 @@ def run_vec2sent(encoder: TextEncoder, config: EvaluationConfig) -> TaskResult:
     if decoder is None:
         return _skipped(reason)
     if not test.is_file():
-        return _skipped(str(MissingDataError(DATASET, [test])) + " (build it: python -m core vec2sent-corpus)")
-    references = read_sentences(test)[:config.decoder_sentences]
+        return _skipped(str(MissingDataError(DATASET, [test])) + " (build it: python -m core vec2sent-corpus --modern)")
+    references, _ = read_test_sentences(test, config.decoder_sentences)
     vectors = encoder.encode(references)
     rows = {}
     for name, (width, rerank) in BEAMS.items():

@@ -1,6 +1,6 @@
 """Vec2Sent diagnostics (Kerscher & Eger, 2020) and a word-head round trip.
 
-    python -m core vec2sent-diagnostics --decoder CKPT --encoder CKPT --test data/cache/corpus/test.txt
+    python -m core vec2sent-diagnostics --decoder CKPT --encoder CKPT --test data/cache/corpus-modern/heldout.jsonl
 
 Id: % of decoded sentences equal to their input. PERM: % that are a permutation of the input's
 tokens. Id/PERM: % of the permutations that are in the right order. BLEU: corpus BLEU (sacrebleu).
