@@ -35,8 +35,8 @@ EVALUATE = {"concurrency_id": "evaluate", "concurrency_limit": 1}  # minutes: no
 MODEL = {"concurrency_id": "model", "concurrency_limit": 1}  # loading or saving a model
 USER_ERRORS = (ValueError, CheckpointError, ModelUnavailable, FileNotFoundError)
 JOB_STORAGE_KEY = "defsent-studio-job"
-REFINE_LABEL = ("Refine: decode three more times from corrected vectors, then edit words towards the vector "
-                "(reconstructs more sentences exactly; about 2 seconds per sentence; may read less fluently)")
+REFINE_LABEL = ("Refine: decode seven more times from corrected vectors (reconstructs more sentences exactly; "
+                "about 2 seconds per sentence)")
 UPLOAD_LIFETIME = (600, 3600)  # gradio delete_cache: (every N seconds, files older than M seconds)
 EXAMPLES = ["a person who is in charge", "a large grey animal with a trunk", "a building where people live",
             "to move quickly on foot", "feeling or showing pleasure", "a place where books are kept"]
@@ -77,9 +77,9 @@ so general words stop crowding the top of every list.
 
 **Vec2Sent** (Kerscher & Eger, 2020) is a decoder trained to turn sentence vectors back into
 sentences; with it, analogies and interpolations between sentences can be read as text. Of the
-sentences its beam search finds, the app shows the one whose own embedding lies closest to the
-vector; with "Refine" it then tries one-word edits of that sentence (words the vector points to,
-words of the other candidates) and keeps any that bring its embedding closer to the vector.
+sentences its beam search finds, from the vector and once more from the vector moved along what the
+first sentence missed, the app shows the one whose own embedding lies closest to the vector. With
+"Refine" it corrects seven times instead of once: more sentences come back exactly, in about 2 s each.
 
 """
 SHARED_MODELS = "Models are shared by every user of this server; your inputs, maps and uploads stay in your session."

@@ -1,7 +1,7 @@
 """Vec2Sent decoding latency: one sentence embedding at a time, beam search and greedy.
 
     python bench/bench_decode.py [--model checkpoints/defsent-minilm] [--decoder auto] [--threads 1]
-                                 [--sentences 50] [--beam 5] [--refine] [--correct 2]
+                                 [--sentences 50] [--beam 5] [--refine] [--correct 2 [--correct-step 0.5]]
 
 Embeds held-out sentences (the first --sentences of data/cache/corpus-modern/heldout.jsonl, or a
 few built-in ones when the corpus has not been built), then times `engine.decode(vector, beam=...)`
@@ -75,6 +75,8 @@ def main() -> int:
     parser.add_argument("--refine", action="store_true", help="also time the beam refined by one-word edits")
     parser.add_argument("--correct", type=int, default=None, metavar="ROUNDS",
                         help="also time the beam with ROUNDS of correction (and refined, with --refine)")
+    parser.add_argument("--correct-step", type=float, default=CorrectSettings.step,
+                        help="how far a correction round moves the target")
     parser.add_argument("--examples", type=int, default=3, help="decoded examples to print")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
@@ -94,7 +96,7 @@ def main() -> int:
     print("| decoding one sentence | precision | mean ms | median ms | p90 ms |\n|---|---|---:|---:|---:|")
     for precision in args.precision:
         engine.set_decoder(args.decoder, checkpoints, precision)
-        correct = None if args.correct is None else CorrectSettings(rounds=args.correct)
+        correct = None if args.correct is None else CorrectSettings(args.correct, args.correct_step)
         settings = [(args.beam, True, None, None), (args.beam, False, None, None)] if args.beam > 1 else []
         settings += [(args.beam, True, RefineSettings(), None)] if args.refine else []
         settings += [(args.beam, True, None, correct)] if correct else []
@@ -102,7 +104,7 @@ def main() -> int:
         for beam, rerank, refine, corrected in settings + [(1, False, None, None)]:
             times = latencies_ms(engine, vectors, beam, rerank, refine, corrected)
             label = "greedy" if beam == 1 else f"beam {beam}" + (" + rerank" if rerank and not refine else "")
-            label += (f" + correct x {corrected.rounds}" if corrected else "") + (" + refine" if refine else "")
+            label += (f" + correct x {corrected.rounds} (step {corrected.step})" if corrected else "") + (" + refine" if refine else "")
             print(f"| {label} | {precision} | {statistics.mean(times):.1f} | {statistics.median(times):.1f} | {p90(times):.1f} |")
     print()
     decoded = engine.decode(vectors[:args.examples], beam=args.beam)

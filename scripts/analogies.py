@@ -67,7 +67,9 @@ def main() -> int:
 
 def app_examples(engine: Engine, beam: int) -> None:
     """The app's analogy examples: each decoding, whether it has the expected words, its cosine."""
-    print(f"| a : b :: c : ? | expected | beam {beam}, corrected once (default) | cos | beam {DECODE_BEAM}, corrected three times, refined (the app's most exact) | cos |\n"
+    exact = MOST_EXACT["correct"]
+    print(f"| a : b :: c : ? | expected | beam {beam}, corrected once (default) | cos | beam {DECODE_BEAM}, corrected "
+          f"{exact.rounds} times by {exact.step} (the app's most exact) | cos |\n"
           "|---|---|---|---:|---|---:|")
     found = {"default": 0, "exact": 0}
     for example in ANALOGY_EXAMPLES:
