@@ -265,7 +265,7 @@ class Studio:
     def analogy(self, a: str, b: str, c: str, expression: str, refine: bool = False, session: Session | None = None,
                 progress: sv.Progress = sv.no_progress) -> tuple[str, list[list], list[list]]:
         """(decoded sentence or why there is none, top-word rows, nearest-sentence rows); `refine`:
-        decode with the most exact setting (MOST_EXACT: seven correction rounds, core/vec2sent/refine.py)."""
+        decode with the most exact setting (MOST_EXACT: more correction rounds, core/vec2sent/refine.py)."""
         sentences = {name: sv.check_text(text, f"sentence {name}") for name, text in zip("abc", (a, b, c))}
         active = self._model(session)
         result = active.engine.analogy(**sentences, reference=active.reference(progress), k=10,

@@ -104,7 +104,8 @@ def main() -> int:
         for beam, rerank, refine, corrected in settings + [(1, False, None, None)]:
             times = latencies_ms(engine, vectors, beam, rerank, refine, corrected)
             label = "greedy" if beam == 1 else f"beam {beam}" + (" + rerank" if rerank and not refine else "")
-            label += (f" + correct x {corrected.rounds} (step {corrected.step})" if corrected else "") + (" + refine" if refine else "")
+            label += f" + correct x {corrected.rounds} (step {corrected.step})" if corrected else ""
+            label += " + refine" if refine else ""
             print(f"| {label} | {precision} | {statistics.mean(times):.1f} | {statistics.median(times):.1f} | {p90(times):.1f} |")
     print()
     decoded = engine.decode(vectors[:args.examples], beam=args.beam)

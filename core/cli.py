@@ -471,7 +471,8 @@ def evaluate(argv: Sequence[str]) -> int:
     parser.add_argument("--pooling", default="mean", choices=["mean", "cls", "max"],
                         help="pooling of a plain Hugging Face model folder given as --model (default: mean)")
     parser.add_argument("--decoder-test", type=Path, default=None,
-                        help=f"sentences for the vec2sent task: one a line, or JSON lines with \"text\" (default: {DEFAULT_TEST})")
+                        help="sentences for the vec2sent task: one a line, or JSON lines with \"text\" "
+                             f"(default: {DEFAULT_TEST})")
     parser.add_argument("--decoder-sentences", type=int, default=500, help="first N of them (default: 500)")
     args = parser.parse_args(argv)
     tasks = [task.strip() for task in args.tasks.split(",") if task.strip()]
@@ -599,7 +600,8 @@ def vec2sent_corpus(argv: Sequence[str]) -> int:
     from .vec2sent.corpus import TRAIN_ONLY_SOURCES, make_corpus
 
     parser = parser_for("vec2sent-corpus", vec2sent_corpus)
-    parser.add_argument("--out", type=Path, default=None, help=f"default {CORPUS_DIR}, with --modern {MODERN_CORPUS_DIR}")
+    parser.add_argument("--out", type=Path, default=None,
+                        help=f"default {CORPUS_DIR}, with --modern {MODERN_CORPUS_DIR}")
     parser.add_argument("--modern", action="store_true",
                         help="build the cased modern corpus (core/vec2sent/sources.py): 4-30 words, Debian "
                         "documentation, e-mail, dialogue, fortunes, SentEval training splits and the old sources, "

@@ -20,11 +20,11 @@ from tests.test_engine_decode import SENTENCES, write_decoder
 from tests.test_evaluation_run import FIXTURES, HashedBagOfWords
 from tests.test_vec2sent_corpus_modern import _docs
 
+WORD_COLUMNS = ["MRR", "top-1", "top-3", "top-10"]
+
 
 def main(argv: list[str]) -> int:
     return cli(["eval", *argv])
-
-WORD_COLUMNS = ["MRR", "top-1", "top-3", "top-10"]
 
 
 @pytest.fixture(scope="module")
