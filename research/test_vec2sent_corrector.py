@@ -88,13 +88,18 @@ def test_padding_is_never_read(corrector, tokenizer, vocab):
         assert not torch.allclose(corrector.hidden_states(other_piece, inputs), hidden)
 
 
-def test_a_fresh_corrector_conditions_on_v_as_its_decoder_does(decoder, tokenizer, vocab):
-    model = from_decoder(decoder, hypothesis_length=LENGTH)
-    rows = rows_for(tokenizer, vocab, ["the dog", "a red car"])
+@pytest.mark.parametrize("adapter_rank", [0, 2])
+def test_a_fresh_corrector_without_a_hypothesis_is_its_decoder(decoder, adapter_rank):
+    """The text keeps the decoder's positions and u's weights start at zero, so with only [PAD] for
+    a hypothesis the corrector's logits are the decoder's, low-rank deltas or not."""
+    model = from_decoder(decoder, hypothesis_length=LENGTH, adapter_rank=adapter_rank)
+    v, u = torch.randn(2, SENT_DIM), torch.randn(2, SENT_DIM)
+    rows = torch.cat([v, u, torch.full((2, LENGTH), float(PAD))], 1)
+    inputs = torch.tensor([[BOS, 10, 11, 12], [BOS, 20, 21, 22]])
     with torch.no_grad():
-        _, context, _ = model._context(rows)
-        _, prefix = decoder._prefix_vectors(rows[:, :SENT_DIM])
-    torch.testing.assert_close(context[:, :3], prefix)
+        torch.testing.assert_close(model(rows, inputs), decoder(v, inputs))
+        rows[:, 2 * SENT_DIM] = 17  # a hypothesis of one piece is read
+        assert not torch.allclose(model(rows, inputs), decoder(v, inputs))
 
 
 def test_beam_search_reorders_the_padding_mask_with_the_beams(corrector, tokenizer, vocab):
