@@ -39,8 +39,8 @@ from .settings import folder_bytes
 MAP_SOURCES = ("dictionary definitions", "vocabulary words", "my sentences", "uploaded file")
 COLOUR_BY = ("part of speech", "cluster")
 # The beam of the app's decodings, which also correct once as the API does: on the first 200 held-out
-# sentences a beam of 20 reranked reconstructs 22.0 % exactly (BLEU 32.7) against 15.1 % (27.3, all 1,000)
-# with the API's beam of 5, in 199 ms against 93 (int8 weights; docs/vec2sent.md).
+# sentences a beam of 20 corrected once reconstructs 23.5 % exactly (BLEU 34.0, 534 ms) against 18.8 %
+# (30.2, 196 ms, all 1,000) with the API's beam of 5 (int8 weights; docs/vec2sent.md).
 # The most exact setting ("Refine" in the UI, off by default; MOST_EXACT below) corrects seven times by
 # steps of 0.5: on all 1,000 held-out sentences 32.5 % exactly, BLEU 41.0, 1.7 s a sentence on average.
 # It no longer edits words: three rounds and edits reached only 36.6, and on vectors that are no

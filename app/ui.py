@@ -14,7 +14,7 @@ from core.checkpoint import CheckpointError
 from core.vec2sent.examples import ANALOGY_EXAMPLES
 
 from .evaluation import GET_DATA, QUICK_STS, STS_DATASETS, TRANSFER_SIZES, TRANSFER_TASKS, default_data_dir
-from .handlers import COLOUR_BY, MAP_SOURCES, PUBLIC_EVALUATE, Session, Studio
+from .handlers import COLOUR_BY, MAP_SOURCES, MOST_EXACT, PUBLIC_EVALUATE, Session, Studio
 from .models import ModelUnavailable
 from .projection import METHODS
 from .services import POS_CODES
@@ -35,8 +35,10 @@ EVALUATE = {"concurrency_id": "evaluate", "concurrency_limit": 1}  # minutes: no
 MODEL = {"concurrency_id": "model", "concurrency_limit": 1}  # loading or saving a model
 USER_ERRORS = (ValueError, CheckpointError, ModelUnavailable, FileNotFoundError)
 JOB_STORAGE_KEY = "defsent-studio-job"
-REFINE_LABEL = ("Refine: decode seven more times from corrected vectors (reconstructs more sentences exactly; "
-                "about 2 seconds per sentence)")
+EXACT_ROUNDS = MOST_EXACT["correct"].rounds
+REFINE_LABEL = (f"Refine: correct {EXACT_ROUNDS} times instead of once, each time decoding again from the vector "
+                "moved along what the last sentence missed (reconstructs more sentences exactly; about 2 seconds "
+                "per sentence)")
 UPLOAD_LIFETIME = (600, 3600)  # gradio delete_cache: (every N seconds, files older than M seconds)
 EXAMPLES = ["a person who is in charge", "a large grey animal with a trunk", "a building where people live",
             "to move quickly on foot", "feeling or showing pleasure", "a place where books are kept"]
@@ -57,7 +59,7 @@ CSS = """
 .ds-progress-pulse {width: 30%; animation: ds-pulse 1.4s ease-in-out infinite alternate}
 @keyframes ds-pulse {from {margin-left: 0} to {margin-left: 70%}}
 """
-ABOUT = """
+ABOUT = f"""
 ### What is this?
 
 **DefSent** (Tsukagoshi, Sasano & Takeda, 2021) trains a sentence encoder on dictionary
@@ -79,7 +81,7 @@ so general words stop crowding the top of every list.
 sentences; with it, analogies and interpolations between sentences can be read as text. Of the
 sentences its beam search finds, from the vector and once more from the vector moved along what the
 first sentence missed, the app shows the one whose own embedding lies closest to the vector. With
-"Refine" it corrects seven times instead of once: more sentences come back exactly, in about 2 s each.
+"Refine" it corrects {EXACT_ROUNDS} times instead of once: more sentences come back exactly, in about 2 s each.
 
 """
 SHARED_MODELS = "Models are shared by every user of this server; your inputs, maps and uploads stay in your session."

@@ -682,7 +682,7 @@ def vec2sent_train_parser() -> argparse.ArgumentParser:
 
     parser = parser_for("vec2sent-train", vec2sent_train)
     parser.add_argument("--encoder", type=Path, required=True, help="encoder checkpoint (core.engine)")
-    parser.add_argument("--corpus", type=Path, default=CORPUS_DIR)
+    parser.add_argument("--corpus", type=Path, default=MODERN_CORPUS_DIR)
     parser.add_argument("--corpus-sentences", type=int, default=0,
                         help="train on the first N sentences of the corpus (its train.txt is shuffled), to embed "
                              "and train within a budget (0: all)")

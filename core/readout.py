@@ -3,6 +3,7 @@ nearest reference sentences, analogies and interpolations. `Engine` inherits the
 
     engine = Engine.load()                 # + the decoder in checkpoints/ trained on this encoder
     engine.decode(engine.encode(["a dog barks"]), beam=5)        # one sentence per row
+    engine.decode(vectors, beam=20, correct=CorrectSettings(rounds=7, step=0.5))  # seven correction rounds
     engine.decode(vectors, beam=20, refine=RefineSettings())      # + one-word edits towards each vector
     engine.analogy("he eats pizza", "he visits italy", "she drinks wine")   # AnalogyResult of b - a + c
     engine.interpolate("a dog barks", "the king rules", steps=5)           # [InterpolationPoint, ...]

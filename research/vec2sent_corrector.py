@@ -2,8 +2,8 @@
 
 The corrector is the transformer decoder (core/vec2sent/transformer.py) reading more than the
 target vector v: its prefix comes from [v, u, v - u], where u is the embedding of a hypothesis (the
-decoder's output for v), and the hypothesis' pieces follow the prefix, so it can copy what the
-hypothesis got right and change what moved u away from v. It starts as a copy of the shipped
+decoder's output for v), and it reads the hypothesis' pieces too (at positions after the longest
+text), so it can copy what the hypothesis got right and change what moved u away from v. It starts as a copy of the shipped
 decoder (the weights of u and v - u at zero) and is trained on hypotheses of corpus sentences the
 decoder never trained on. At decoding time its n-best compete with the hypothesis on cosine to v,
 for one or more rounds.
@@ -15,7 +15,7 @@ for one or more rounds.
 `build` decodes sentences 400,001.. of the modern corpus (the decoder trained on the first 400,000)
 in chunks of 10,000 saved as they finish, so it resumes; `train` reuses the decoder's training loop
 and run state (`--adapter-rank r`: the decoder's weights stay, rank-r deltas and the prefix's first
-layer train, so the corrector would ship as a few MB beside the decoder); `evaluate` corrects the
+layer train, so the corrector would ship as ~10 MB beside the decoder at rank 64); `evaluate` corrects the
 API's default decode on the held-out set.
 
 Results (2026-11-27, 2 cores): `build --sentences 80000` took 17.7 min (79,500 training pairs; 2.9 %
@@ -126,7 +126,7 @@ class Corrector(TransformerDecoder):
         causal = torch.arange(done + T)[None, :] <= done + torch.arange(T)[:, None]  # (T, done+T)
         seen = torch.cat([real[0], torch.ones(len(tokens), done + T - real.shape[2], dtype=torch.bool)], 1)
         mask = (causal[None] & seen[:, None, :])[:, None]  # (B, 1, T, done+T)
-        text_offset = done - self.config.hypothesis_length  # the text's positions follow the prefix's
+        text_offset = self.config.prefix_length + done - real.shape[2]  # after the prefix, as in training
         h, (keys, values) = self._run(self._inputs(self.embed(tokens), text_offset), (keys, values), mask)
         return self.output_logits(h), (keys, values, real)
 

@@ -70,18 +70,21 @@ def test_vec2sent_task_scores_the_decoder_found_beside_the_checkpoint(encoder_di
     assert result.details["Vec2Sent"]["sentences"] == 4
 
 
-def test_vec2sent_task_defaults_to_the_heldout_set_the_modern_corpus_writes(encoder_dir, tmp_path):
+def test_vec2sent_task_defaults_to_the_heldout_set_the_modern_corpus_writes(encoder_dir, tmp_path, monkeypatch):
+    import core.evaluation.decoding as decoding
+
     docs = {"beta": load_source("beta", "technical", _docs("Beta", 100), 0.1, 13, prose=False, leave_out=None)}
     write_modern_corpus(build_modern_corpus(docs, {}, heldout_size=20, seed=13), tmp_path)
-    default = tmp_path / DEFAULT_TEST.relative_to(MODERN_CORPUS_DIR)
-    assert default.is_file()
-    held_out = [json.loads(line)["text"] for line in default.read_text().splitlines()][:4]
+    written = tmp_path / DEFAULT_TEST.relative_to(MODERN_CORPUS_DIR)  # the default names a file the corpus writes
+    held_out = [json.loads(line)["text"] for line in written.read_text().splitlines()][:4]
     plain = tmp_path / "plain.txt"
-    plain.write_text("\n".join(held_out) + "\n", encoding="utf-8")
+    plain.write_text("\n".join(f"  {text} " for text in held_out) + "\n", encoding="utf-8")
+    monkeypatch.setattr(decoding, "DEFAULT_TEST", written)
     engine = Engine.load(encoder_dir)
-    from_jsonl, from_plain = (evaluate(engine, config(decoder_test=path, decoder_sentences=4), ["vec2sent"])["vec2sent"]
-                              for path in (default, plain))
-    assert from_jsonl.rows == from_plain.rows and from_jsonl.details["Vec2Sent"]["sentences"] == 4
+    by_default, from_plain = (evaluate(engine, config(decoder_test=path, decoder_sentences=4), ["vec2sent"])["vec2sent"]
+                              for path in (None, plain))
+    assert by_default.details["Vec2Sent"] == {"sentences": 4, "file": str(written)}
+    assert by_default.rows == from_plain.rows  # JSON lines read by their text; plain lines stripped
 
 
 def test_engine_tasks_are_skipped_with_a_reason(encoder_dir, decoder_test, tmp_path):

@@ -60,7 +60,7 @@ def score_reconstructions(references: list[str], hypotheses: list[str]) -> Score
 def read_test_sentences(path: Path, limit: int | None = None) -> tuple[list[str], list[str | None]]:
     """The first `limit` sentences of a test file and their genres: one sentence a line, or JSON
     lines {"text": ..., "genre": ...} (.jsonl); genres are None for a plain file."""
-    lines = [line for line in Path(path).read_text(encoding="utf-8").splitlines() if line.strip()][:limit]
+    lines = [line.strip() for line in Path(path).read_text(encoding="utf-8").splitlines() if line.strip()][:limit]
     if Path(path).suffix != ".jsonl":
         return lines, [None] * len(lines)
     rows = [json.loads(line) for line in lines]
