@@ -47,8 +47,9 @@ def low_rank_targets(backbone: nn.Module) -> dict[str, nn.Linear]:
             for name, module in layer.named_modules() if isinstance(module, nn.Linear)}
 
 
-def add_low_rank(backbone: nn.Module, rank: int) -> list[nn.Parameter]:
-    """Freeze every weight of `backbone` and give each target Linear a trainable rank-`rank` delta.
+def add_low_rank(backbone: nn.Module, rank: int, targets: list[nn.Linear] | None = None) -> list[nn.Parameter]:
+    """Freeze every weight of `backbone` and give each target Linear (default: `low_rank_targets`)
+    a trainable rank-`rank` delta.
 
     Returns the new parameters (A and B of every target), to hand to the optimiser.
     """
@@ -57,7 +58,7 @@ def add_low_rank(backbone: nn.Module, rank: int) -> list[nn.Parameter]:
     for p in backbone.parameters():
         p.requires_grad_(False)
     factors = []
-    for module in low_rank_targets(backbone).values():
+    for module in targets if targets is not None else low_rank_targets(backbone).values():
         delta = LowRankDelta(module.out_features, module.in_features, rank).to(module.weight.device)
         parametrize.register_parametrization(module, "weight", delta)
         factors += [delta.A, delta.B]

@@ -45,10 +45,9 @@ import numpy as np
 import torch
 from torch import nn
 from torch.nn import functional as F
-from torch.nn.utils import parametrize
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from core.lora import LowRankDelta  # noqa: E402
+from core.lora import add_low_rank  # noqa: E402
 from core.paths import CACHE_DIR, HELDOUT_SENTENCES, MODERN_CORPUS_DIR  # noqa: E402
 from core.vec2sent.checkpoint import best_by_cosine, load_checkpoint, mean_cosine, read_checkpoint  # noqa: E402
 from core.vec2sent.decode import beam_search_nbest  # noqa: E402
@@ -138,12 +137,8 @@ def add_adapters(model: Corrector) -> Corrector:
     rank = model.config.adapter_rank
     if not rank:
         return model
-    for p in model.parameters():
-        p.requires_grad_(False)
-    for module in (*model.layers.modules(), model.prefix[2], model.head_dense):
-        if isinstance(module, nn.Linear):
-            parametrize.register_parametrization(module, "weight",
-                                                 LowRankDelta(module.out_features, module.in_features, rank))
+    linears = [m for m in (*model.layers.modules(), model.prefix[2], model.head_dense) if isinstance(m, nn.Linear)]
+    add_low_rank(model, rank, linears)
     model.prefix[0].requires_grad_(True)
     return model
 
