@@ -14,6 +14,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from core.cancel import check_cancelled
+
 from .settings import configure_numba_cache
 
 log = logging.getLogger(__name__)
@@ -43,6 +45,22 @@ def pca(vectors: np.ndarray, dims: int = 2) -> np.ndarray:
     return coords.astype(np.float32)
 
 
+class _CancelAtEachEpoch:
+    """A stand-in for the terminal that UMAP's epoch progress bar writes to: it writes nothing and
+    raises core.cancel.Cancelled once the request was cancelled. UMAP's layout loop has no other
+    hook, and its epochs are most of a map's seconds."""
+
+    def write(self, _text: str) -> None:
+        check_cancelled()
+
+    def flush(self) -> None:
+        check_cancelled()
+
+
+# tqdm keywords: a bar drawn after every epoch (no minimum interval) into the checking stand-in.
+EPOCH_CHECKS = {"disable": False, "file": _CancelAtEachEpoch(), "mininterval": 0, "miniters": 1, "delay": 0}
+
+
 def umap_fit(vectors: np.ndarray, dims: int = 2, seed: int = 0) -> np.ndarray:
     """UMAP (cosine metric) of the rows; imports umap-learn on first call."""
     configure_numba_cache()
@@ -50,7 +68,7 @@ def umap_fit(vectors: np.ndarray, dims: int = 2, seed: int = 0) -> np.ndarray:
 
     n_neighbors = max(2, min(15, len(vectors) - 1))
     reducer = umap.UMAP(n_components=dims, n_neighbors=n_neighbors, metric="cosine", min_dist=0.1,
-                        random_state=seed, n_jobs=1)
+                        random_state=seed, n_jobs=1, tqdm_kwds=EPOCH_CHECKS)
     return reducer.fit_transform(np.asarray(vectors, dtype=np.float32)).astype(np.float32)
 
 

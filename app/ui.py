@@ -9,7 +9,9 @@ import logging
 from typing import Callable
 
 import gradio as gr
+from gradio.context import LocalContext
 
+from core.cancel import Cancelled
 from core.checkpoint import CheckpointError
 from core.vec2sent.examples import ANALOGY_EXAMPLES
 
@@ -19,6 +21,7 @@ from .models import ModelUnavailable
 from .projection import METHODS
 from .services import POS_CODES
 from .settings import QUEUE_SIZE
+from .work import RUNNING, run_owned
 
 log = logging.getLogger(__name__)
 EVENT_CONCURRENCY = 2  # requests of one event that run at a time (2 cores, torch on 1 thread each)
@@ -35,6 +38,7 @@ EVALUATE = {"concurrency_id": "evaluate", "concurrency_limit": 1}  # minutes: no
 MODEL = {"concurrency_id": "model", "concurrency_limit": 1}  # loading or saving a model
 USER_ERRORS = (ValueError, CheckpointError, ModelUnavailable, FileNotFoundError)
 JOB_STORAGE_KEY = "defsent-studio-job"
+CANCELLED = "Cancelled: the request was stopped before it finished."
 EXACT_ROUNDS = MOST_EXACT["correct"].rounds
 REFINE_LABEL = (f"Refine: correct {EXACT_ROUNDS} times instead of once, each time decoding again from the vector "
                 "moved along what the last sentence missed (reconstructs more sentences exactly; about 2 seconds "
@@ -90,13 +94,16 @@ PUBLIC_MODELS = ("This is a public server: the model you choose and the models y
 
 
 def handler(fn: Callable) -> Callable:
-    """Wrap a Studio method for Gradio: readable errors, and gr.Progress for a `progress` parameter."""
+    """Wrap a Studio method for Gradio: readable errors, gr.Progress for a `progress` parameter, and
+    work owned by its request (app.work): it runs in a worker thread that stops at its next step when
+    the request is cancelled or its client leaves, and the request ends only once the work has."""
     signature = inspect.signature(fn)
 
-    @functools.wraps(fn)
-    def wrapper(*args, **kwargs):
+    def call(*args, **kwargs):
         try:
             return fn(*args, **kwargs)
+        except Cancelled:
+            raise
         except USER_ERRORS as err:
             raise gr.Error(str(err), print_exception=False) from None
         except Exception as err:
@@ -104,10 +111,31 @@ def handler(fn: Callable) -> Callable:
             raise gr.Error(f"Something went wrong ({type(err).__name__}); the server log has details.",
                            print_exception=False) from None
 
+    @functools.wraps(fn)
+    async def wrapper(*args, **kwargs):
+        try:
+            return await run_owned(functools.partial(call, *args, **kwargs), fn.__name__, _client_gone())
+        except Cancelled:
+            raise gr.Error(CANCELLED, print_exception=False) from None
+
     params = [p.replace(default=gr.Progress()) if p.name == "progress" else p
               for p in signature.parameters.values()]
     wrapper.__signature__ = signature.replace(parameters=params)
     return wrapper
+
+
+def _client_gone() -> Callable[[], bool]:
+    """For the event being handled now: a function telling whether its client has gone (Gradio marks
+    the events of a session whose page closed its connection as no longer alive)."""
+    blocks, event_id = LocalContext.blocks.get(None), LocalContext.event_id.get(None)
+    events = getattr(getattr(blocks, "_queue", None), "event_ids_to_events", None)
+    if events is None or event_id is None:  # called outside Gradio's queue
+        return lambda: False
+
+    def gone() -> bool:
+        event = events.get(event_id)
+        return event is not None and not event.alive
+    return gone
 
 
 def and_session(fn: Callable) -> Callable:
@@ -116,9 +144,9 @@ def and_session(fn: Callable) -> Callable:
     wrapped = handler(fn)
 
     @functools.wraps(wrapped)
-    def run(*args, **kwargs):
+    async def run(*args, **kwargs):
         session = wrapped.__signature__.bind(*args, **kwargs).arguments["session"]
-        return wrapped(*args, **kwargs), session
+        return await wrapped(*args, **kwargs), session
     run.__signature__ = wrapped.__signature__
     return run
 
@@ -168,7 +196,15 @@ def build_app(studio: Studio) -> gr.Blocks:
                 _evaluate_tab(evaluate_tab, studio, session)
             with gr.Tab("About", id="about") as about_tab:
                 _about_tab(about_tab, studio, session)
+        # Outside the queue: it answers even while every pool is busy, and it only reads two counters.
+        gr.api(running_work, api_name="running_work", queue=False)
     return demo
+
+
+def running_work() -> dict:
+    """{"total": handlers' works running now, "by_handler": {name: count}}: after a request is
+    cancelled and the cancel answered, its work is no longer counted (app.work)."""
+    return {"total": RUNNING.total(), "by_handler": RUNNING.counts()}
 
 
 def _model_bar(demo: gr.Blocks, studio: Studio, session: gr.State
@@ -383,8 +419,8 @@ def _finetune_tab(demo: gr.Blocks, studio: Studio, session: gr.State, stored: gr
                 **HEAVY)
     start_job = handler(studio.start_finetune)
 
-    def start_and_remember(state, *settings):
-        job = start_job(state, *settings)  # records the job in the session: a second Start is refused
+    async def start_and_remember(state, *settings):
+        job = await start_job(state, *settings)  # records the job in the session: a second Start is refused
         return job, job, state, gr.Timer(active=True)
     start.click(start_and_remember, [session, epochs, lr, batch, layers, max_steps, evaluations, seed],
                 [job_id, stored, session, timer], api_name="start_finetune", **QUICK)
@@ -393,8 +429,8 @@ def _finetune_tab(demo: gr.Blocks, studio: Studio, session: gr.State, stored: gr
 
     view = handler(studio.job_view)
 
-    def poll(job):
-        return (*view(job), gr.Timer(active=studio.job_active(job)))
+    async def poll(job):
+        return (*await view(job), gr.Timer(active=studio.job_active(job)))
     timer.tick(poll, job_id, [progress, curve, comparison, examples, timer], show_progress="hidden",
                api_visibility="private")
     # Into the job's progress, which the polling then replaces ("Cancelling...", then the outcome).

@@ -16,6 +16,7 @@ import torch
 from torch import nn
 
 from .bert import Unsupported, load_bert
+from .cancel import check_cancelled
 from .hardware import PRECISIONS, quantize_int8, resolve_precision
 
 log = logging.getLogger(__name__)
@@ -124,6 +125,7 @@ class SentenceEncoder(nn.Module):
 
         Batches are formed from texts sorted by length (less padding), and the original order is
         restored. `normalize=True` returns unit vectors. `progress(done, total)` is called per batch.
+        Cancelled (core.cancel) before a batch once the work was cancelled.
         Computed in `self.precision` (see `set_precision`). Raises RuntimeError in train mode:
         dropout would make the vectors random, and switching modes here would race other threads.
         """
@@ -133,6 +135,7 @@ class SentenceEncoder(nn.Module):
         order = np.argsort([-len(t) for t in texts], kind="stable")
         out = np.empty((len(texts), self.hidden_size), dtype=np.float32)
         for start in range(0, len(texts), batch_size):
+            check_cancelled()
             idx = order[start:start + batch_size]
             batch = self.tokenize([texts[i] for i in idx])
             with torch.autocast("cpu", dtype=torch.bfloat16, enabled=self.precision == "bfloat16"):

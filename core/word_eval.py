@@ -12,6 +12,8 @@ from typing import Sequence
 import numpy as np
 import torch
 
+from .cancel import check_cancelled
+
 TOPS = (1, 3, 10)
 
 
@@ -54,6 +56,7 @@ def evaluate_vectors(engine, vectors: np.ndarray, gold: np.ndarray, batch_size: 
     """Rank metrics for precomputed sentence vectors (n, d) against gold ids (n,)."""
     ranks = []
     for start in range(0, len(gold), batch_size):
+        check_cancelled()
         logits = engine.word_logits(vectors[start:start + batch_size])
         ranks.append(rank_of_gold(logits, torch.from_numpy(gold[start:start + batch_size])))
     return metrics_from_ranks(torch.cat(ranks) if ranks else torch.zeros(0))

@@ -1,6 +1,8 @@
 """The app's handlers and helpers against a tiny random engine (no browser, no UMAP)."""
 from __future__ import annotations
 
+import asyncio
+
 import json
 import threading
 import time
@@ -548,9 +550,9 @@ def test_ui_builds_and_errors_are_readable(studio):
     demo = build_app(studio)
     assert {"reverse_dictionary", "draw_map", "start_finetune"} <= {d.api_name for d in demo.fns.values()}
     with pytest.raises(gr.Error, match="enter a description"):
-        handler(studio.reverse_dictionary)("")
+        asyncio.run(handler(studio.reverse_dictionary)(""))
     with pytest.raises(gr.Error, match="Something went wrong \\(ZeroDivisionError\\)"):
-        handler(lambda: 1 / 0)()
+        asyncio.run(handler(lambda: 1 / 0)())
 
 
 def test_a_checkpoint_saved_after_the_page_loaded_can_be_chosen(studio, engine):

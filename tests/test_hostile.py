@@ -6,6 +6,8 @@ case that raised anything but a user error would show up as "Something went wron
 """
 from __future__ import annotations
 
+import asyncio
+
 import builtins
 import contextlib
 import csv
@@ -64,7 +66,7 @@ def write(folder: Path, name: str, content: str | bytes) -> Path:
 def user_error(call, *args) -> str:
     """The readable message a Studio method gives through the UI wrapper (fails on any other outcome)."""
     with pytest.raises(gr.Error) as info:
-        handler(call)(*args)
+        asyncio.run(handler(call)(*args))
     message = info.value.message
     assert "Something went wrong" not in message and "Traceback" not in message
     return message
@@ -409,7 +411,7 @@ def test_long_or_many_lines_are_refused(studio):
 
 
 def test_emoji_inside_words_are_fine(studio):
-    html, _ = handler(studio.reverse_dictionary)("a dog 🐶 that barks")
+    html, _ = asyncio.run(handler(studio.reverse_dictionary)("a dog 🐶 that barks"))
     assert "ds-word" in html
 
 

@@ -29,6 +29,8 @@ from sklearn.preprocessing import StandardScaler
 from threadpoolctl import threadpool_limits
 from tqdm.auto import tqdm
 
+from core.cancel import check_cancelled
+
 from .base import SENTEVAL_SEED, EvaluationConfig, SentenceEmbeddings, TaskResult, TextEncoder, run_datasets
 from .files import LabeledTexts, SentencePairs, load_files, read_sentences, read_tsv
 from .metrics import accuracy_percent
@@ -91,6 +93,7 @@ def validation_accuracies(train: Features, validation: Features) -> list[float]:
     model = _classifier(C_GRID[0])
     scores = []
     for c in C_GRID:  # ascending C: each fit warm-starts from the previous, more regularised one
+        check_cancelled()  # a fit takes up to seconds: the one place a cancelled evaluation can stop
         model.set_params(logisticregression__C=c).fit(*train)
         scores.append(accuracy_percent(validation[1], model.predict(validation[0])))
     return scores

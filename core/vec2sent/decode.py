@@ -1,13 +1,15 @@
 """Turn sentence vectors into compact token ids: greedy decoding and beam search, batched.
 
 Both stop a sentence at [EOS] and every sentence after `max_length` pieces. Beam search with
-width 1 gives exactly the greedy result.
+width 1 gives exactly the greedy result. Both stop with core.cancel.Cancelled at their next step once
+their work was cancelled.
 """
 from __future__ import annotations
 
 import torch
 from torch.nn import functional as F
 
+from core.cancel import check_cancelled
 from core.vec2sent.model import State, Vec2SentDecoder
 from core.vec2sent.vocab import BOS, EOS, PAD
 
@@ -45,6 +47,7 @@ def greedy_decode(model: Vec2SentDecoder, sentences: torch.Tensor, max_length: i
     done = torch.zeros(x.shape[0], dtype=torch.bool)  # (B,)
     generated = []
     for _ in range(max_length):
+        check_cancelled()
         log_probs, state = _next_log_probs(model, tokens, x, state)
         tokens = log_probs.argmax(-1, keepdim=True)  # (B, 1)
         generated.append(tokens)
@@ -86,6 +89,7 @@ def beam_search_nbest(model: Vec2SentDecoder, sentences: torch.Tensor, width: in
     offsets = torch.arange(batch).unsqueeze(1) * width  # (B, 1) flat index of each sentence's beam 0
 
     for _ in range(max_length):
+        check_cancelled()
         log_probs, state = _next_log_probs(model, tokens, x, state)
         log_probs = log_probs.view(batch, width, vocab)  # (B, K, V)
         log_probs = torch.where(finished.unsqueeze(-1), stay_finished, log_probs)

@@ -1,0 +1,206 @@
+"""A cancelled request stops (issue 43): its work checks a cancel token at each step (core.cancel), and
+the app's handlers (app.work.run_owned) end a request only once its work has stopped, so a loop of
+submit-and-cancel cannot pile up threads behind the pools' limits.
+
+Everything talks to 127.0.0.1 only; nothing is downloaded.
+"""
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+import time
+
+import httpx
+import numpy as np
+import pytest
+import torch
+
+from app.handlers import Studio
+from app.models import Models, ModelSpec
+from app.work import RunningWork, run_owned
+from bench.bench_app import free_port
+from core import Engine
+from core.cancel import Cancelled, CancelToken, cancellable, check_cancelled
+from core.vec2sent import Vec2SentConfig, Vec2SentDecoder, greedy_decode
+from core.vec2sent.decode import beam_search_nbest
+
+LONG_S = 30.0  # a stand-in for long work: it ends by itself after this, if nothing stops it
+
+
+@pytest.fixture(autouse=True)
+def offline(tmp_path, monkeypatch):
+    monkeypatch.setenv("GRADIO_ANALYTICS_ENABLED", "False")
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("DEFSENT_CACHE_DIR", str(tmp_path / "cache"))
+
+
+class LongWork:
+    """Work in small steps that checks for cancellation at each, as the engine's loops do."""
+
+    def __init__(self) -> None:
+        self.started, self.stopped = threading.Event(), threading.Event()
+        self.outcome = ""
+
+    def __call__(self, *_args, **_kwargs):
+        self.started.set()
+        deadline = time.monotonic() + LONG_S
+        try:
+            while time.monotonic() < deadline:
+                check_cancelled()
+                time.sleep(0.01)
+            self.outcome = "ran to its end"
+        except Cancelled:
+            self.outcome = "cancelled"
+            raise
+        finally:
+            self.stopped.set()
+
+
+# ---- the engine's steps ----------------------------------------------------------------------------
+
+def test_check_cancelled_raises_only_inside_a_cancelled_scope():
+    check_cancelled()  # no scope: nothing happens
+    token = CancelToken()
+    with cancellable(token):
+        check_cancelled()
+        token.cancel()
+        with pytest.raises(Cancelled):
+            check_cancelled()
+    check_cancelled()  # the scope ended with the block
+
+
+def test_a_cancelled_token_stops_encoding_and_decoding(tiny_mlm_dir):
+    engine = Engine.from_base(str(tiny_mlm_dir))
+    model = Vec2SentDecoder(Vec2SentConfig(vocab_size=50, sent_dim=8, emb_dim=8, hidden=16, layers=1)).eval()
+    sentences = torch.randn(2, 8)
+    token = CancelToken()
+    token.cancel()
+    with cancellable(token):
+        with pytest.raises(Cancelled):
+            engine.encode(["a dog", "a cat"])
+        with pytest.raises(Cancelled):
+            greedy_decode(model, sentences, 5)
+        with pytest.raises(Cancelled):
+            beam_search_nbest(model, sentences, width=3, max_length=5)
+    assert engine.encode(["a dog"]).shape == (1, engine.encoder.hidden_size)  # outside the scope: as before
+
+
+def test_a_cancelled_map_stops_between_umap_epochs():
+    """UMAP's layout loop checks at each epoch (through its progress bar's output)."""
+    pytest.importorskip("umap")
+    from app.projection import EPOCH_CHECKS, umap_fit
+
+    assert EPOCH_CHECKS["disable"] is False and EPOCH_CHECKS["miniters"] == 1
+    token = CancelToken()
+    token.cancel()
+    with cancellable(token), pytest.raises(Cancelled):
+        umap_fit(np.random.default_rng(0).normal(size=(40, 8)).astype(np.float32))
+
+
+# ---- a request owns its work ----------------------------------------------------------------------
+
+def test_a_cancelled_request_ends_only_once_its_work_has_stopped():
+    work, running = LongWork(), RunningWork()
+
+    async def cancel_while_running() -> float:
+        request = asyncio.ensure_future(run_owned(work, "long", running=running))
+        while not work.started.is_set():
+            await asyncio.sleep(0.01)
+        assert running.counts() == {"long": 1}
+        started = time.monotonic()
+        request.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await request
+        assert work.stopped.is_set(), "the request ended while its work went on"
+        return time.monotonic() - started
+
+    seconds = asyncio.run(cancel_while_running())
+    assert work.outcome == "cancelled" and seconds < 5
+    assert running.total() == 0 and running.counts() == {}
+
+
+def test_a_request_whose_client_left_stops_its_work():
+    work, gone = LongWork(), threading.Event()
+
+    async def leave() -> None:
+        request = asyncio.ensure_future(run_owned(work, "long", client_gone=gone.is_set))
+        while not work.started.is_set():
+            await asyncio.sleep(0.01)
+        gone.set()
+        with pytest.raises(Cancelled):
+            await request
+
+    asyncio.run(leave())
+    assert work.outcome == "cancelled"
+
+
+def test_a_finished_request_returns_its_answer_and_its_errors():
+    async def answers():
+        assert await run_owned(lambda: 42, "quick") == 42
+        with pytest.raises(ValueError, match="bad input"):
+            await run_owned(lambda: (_ for _ in ()).throw(ValueError("bad input")), "quick")
+
+    asyncio.run(answers())
+
+
+# ---- through the running app ----------------------------------------------------------------------
+
+@pytest.fixture
+def live_app(tiny_mlm_dir, tmp_path):
+    """The app on a free local port, its analogy replaced by long work in steps; (url, the work)."""
+    pytest.importorskip("gradio")
+    from app.ui import build_app, enable_queue
+
+    engine = Engine.from_base(str(tiny_mlm_dir))
+    studio = Studio(Models.from_engine(engine, ModelSpec("tiny", base=str(tiny_mlm_dir)), tmp_path))
+    studio.models.active().reference()  # embedded before the analogies
+    work = LongWork()
+    engine.analogy = work
+    demo = enable_queue(build_app(studio))
+    demo.launch(server_name="127.0.0.1", server_port=free_port(), prevent_thread_lock=True, quiet=True)
+    try:
+        yield demo.local_url, work
+    finally:
+        demo.close()
+
+
+ANALOGY = ["a dog", "a cat", "a king", "b - a + c", True]
+
+
+def running_total(client) -> int:
+    return client.predict(api_name="/running_work")["total"]
+
+
+def test_a_cancelled_analogy_stops_before_the_cancel_is_answered(live_app):
+    from gradio_client import Client
+
+    url, work = live_app
+    client = Client(url, verbose=False, download_files=False, httpx_kwargs={"timeout": 60})
+    job = client.submit(*ANALOGY, api_name="/analogy")
+    assert work.started.wait(60), "the analogy never started"
+    assert running_total(client) == 1
+    job.cancel()  # returns once the app has answered the cancel
+    assert work.stopped.is_set() and work.outcome == "cancelled"
+    assert running_total(client) == 0
+
+
+def test_an_analogy_whose_page_went_away_stops(live_app):
+    """A browser tab closed mid-request: its event stream ends, and the work stops at its next step."""
+    url, work = live_app
+    api = url.rstrip("/") + "/gradio_api"
+    config = httpx.get(url.rstrip("/") + "/config", timeout=30).json()
+    fn_index = next(i for i, d in enumerate(config["dependencies"]) if d.get("api_name") == "analogy")
+    session = "page-that-leaves"
+    joined = httpx.post(f"{api}/queue/join", timeout=30, json={
+        "data": ANALOGY + [None], "fn_index": fn_index, "session_hash": session, "event_data": None,
+        "trigger_id": None})
+    assert joined.status_code == 200, joined.text
+    with httpx.stream("GET", f"{api}/queue/data", params={"session_hash": session}, timeout=60) as stream:
+        for line in stream.iter_lines():
+            if line.startswith("data:") and json.loads(line[5:]).get("msg") == "process_starts":
+                break
+        assert work.started.wait(60), "the analogy never started"
+    # The stream is closed: the work must stop within a few client checks.
+    assert work.stopped.wait(10), "the work went on after its page left"
+    assert work.outcome == "cancelled"
