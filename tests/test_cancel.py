@@ -204,3 +204,17 @@ def test_an_analogy_whose_page_went_away_stops(live_app):
     # The stream is closed: the work must stop within a few client checks.
     assert work.stopped.wait(10), "the work went on after its page left"
     assert work.outcome == "cancelled"
+
+
+@pytest.mark.slow
+def test_the_submit_and_cancel_load_test_leaves_no_work_running():
+    """The CI form of bench/cancel_test.py: 4 clients x 3 rounds on a tiny model (latency and memory
+    targets are the benchmark's, on the shipped model: docs/results.md)."""
+    from bench import cancel_test
+
+    result = cancel_test.run(cancel_test.parse_args(["--tiny", "--rounds", "12", "--probes", "5"]))
+    print(cancel_test.report(result))
+    assert result["attack"]["rounds"] == 12
+    assert result["running_after_cancels"]["total"] == 0, result["running_after_cancels"]
+    assert result["comparison"]["compared"] == 2 * 5 + 3 and result["comparison"]["differing"] == 0
+    assert result["after"]["failed"] == 0

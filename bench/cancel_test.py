@@ -1,0 +1,219 @@
+"""Submit-and-cancel load test (issue 43): `python app.py` on a free local port, then clients that
+submit slow requests and cancel them in a loop, as an attacker of a public Space would. Work that
+outlived its cancelled request used to pile up in threads and slow every visitor. Phases:
+
+1. **Alone**: the answer of each light request (reverse dictionary, similarity) and of each slow kind
+   (refined analogy, a map of 5,000 vocabulary words, word-prediction evaluation on 1,000
+   definitions), one at a time; the light requests' latency over `--probes` rounds; the app's
+   resident memory (VmRSS) and thread count.
+2. **Attack**: `--clients` clients send `--rounds` rounds in all: submit a slow request (the kinds in
+   turn), wait until the app has queued it, then a random 0 to `--max-wait` seconds, cancel.
+   Cancelling returns once the app has answered the cancel.
+3. **After**: once every cancel is answered, the app's count of running handler work
+   (/running_work) must be 0. Then the light requests' latency again (p99 within `--p99-ratio` x of
+   alone), resident memory (within `--memory-mb` of alone), and one uncancelled request of every
+   kind, light and slow: each answer must equal its answer alone.
+
+    python bench/cancel_test.py                    # the shipped model, 4 clients, 100 rounds
+    python bench/cancel_test.py --tiny --rounds 12  # the CI form: a tiny random model
+
+The app runs with --single-token-words (no open vocabulary to wait for) and --no-umap-warmup (maps
+use PCA: their seconds go to embedding, which a cancel stops between batches; UMAP's epochs are
+checked too, tests/test_cancel.py), and talks only to 127.0.0.1.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+from bench.bench_app import first_answer, free_port
+from bench.load_test import Call, launch_app, linked_checkpoint, new_client, rss_mb, send, tiny_checkpoints
+
+LIGHT = [Call("reverse dictionary", "/reverse_dictionary", ("a person who is in charge", 10, "any", 0, 0, "", "",
+                                                            True, False)),
+         Call("similarity", "/similarity", ("A man is playing a guitar.", "Someone plays an instrument."))]
+SLOW = [Call("refined analogy", "/analogy", ("The man is walking.", "The woman is walking.",
+                                             "The king rules the city.", "b - a + c", True)),
+        Call("map of 5,000 words", "/draw_map", ("vocabulary words", 5000, "", None, "PCA", "2-D",
+                                                 "part of speech")),
+        Call("evaluation", "/evaluate_words", (1000, True))]
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--clients", type=int, default=4, help="attacking clients (default 4)")
+    parser.add_argument("--rounds", type=int, default=100, help="submit-and-cancel rounds in all (default 100)")
+    parser.add_argument("--max-wait", type=float, default=1.0,
+                        help="longest wait between a submit and its cancel, seconds (default 1.0)")
+    parser.add_argument("--probes", type=int, default=40, help="light-request rounds timed alone and after")
+    parser.add_argument("--tiny", action="store_true", help="serve a tiny random model built here (CI form)")
+    parser.add_argument("--model", type=Path, default=None, help="checkpoint to serve (default: the shipped one)")
+    parser.add_argument("--threads", type=int, default=1, help="the app's torch threads (default 1)")
+    parser.add_argument("--p99-ratio", type=float, default=1.5, help="target: light p99 after / alone")
+    parser.add_argument("--memory-mb", type=float, default=200.0, help="target: resident memory after - alone")
+    parser.add_argument("--json", type=Path, default=None, help="also write the results to this JSON file")
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args(argv)
+    args.single_token_words = True
+    if args.clients < 1 or args.rounds < 1 or args.probes < 1 or args.max_wait < 0:
+        parser.error("--clients, --rounds and --probes must be at least 1, --max-wait at least 0")
+    return args
+
+
+def threads_of(pid: int) -> int:
+    """The process's thread count (Threads: of /proc/PID/status)."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("Threads:"):
+            return int(line.split()[1])
+    raise RuntimeError(f"no thread count for process {pid}")
+
+
+def latencies(client, probes: int) -> tuple[dict, list]:
+    """The light requests sent `probes` times in turn: {p50_ms, p99_ms, n} and the outcomes."""
+    outcomes = [send(client, call) for _ in range(probes) for call in LIGHT]
+    ms = [o.seconds * 1000 for o in outcomes if not o.error]
+    summary = {"n": len(ms), "failed": len(outcomes) - len(ms)}
+    if ms:
+        summary.update(p50_ms=round(float(np.percentile(ms, 50)), 1), p99_ms=round(float(np.percentile(ms, 99)), 1))
+    return summary, outcomes
+
+
+def attack(url: str, clients: int, rounds: int, max_wait: float, seed: int) -> dict:
+    """`rounds` submit-and-cancel rounds over `clients` clients; counts of what the rounds met."""
+    lock, seen = threading.Lock(), {"rounds": 0, "finished_before_cancel": 0, "cancel_s": []}
+
+    def one(index: int) -> None:
+        client, rng = new_client(url), random.Random(seed + index)
+        for n in range(index, rounds, clients):
+            job = client.submit(*SLOW[n % len(SLOW)].args, api_name=SLOW[n % len(SLOW)].api)
+            joined(job)
+            time.sleep(rng.uniform(0, max_wait))
+            started = time.perf_counter()
+            job.cancel()
+            with lock:
+                seen["rounds"] += 1
+                seen["finished_before_cancel"] += job.done() and not job.cancelled()
+                seen["cancel_s"].append(time.perf_counter() - started)
+
+    with ThreadPoolExecutor(clients) as pool:
+        list(pool.map(one, range(clients)))
+    cancel_s = seen.pop("cancel_s")
+    return {**seen, "cancel_answer_s_max": round(max(cancel_s), 2),
+            "cancel_answer_s_median": round(float(np.median(cancel_s)), 3)}
+
+
+def joined(job, timeout: float = 60.0) -> None:
+    """Wait until the app has queued the request (it has an event id to cancel): a cancel sent before
+    that reaches no event, so the request would run as if never cancelled (the browser, too, can
+    cancel only a request it has been told the id of)."""
+    from gradio_client.utils import Status
+
+    deadline = time.perf_counter() + timeout
+    while job.status().code in (Status.STARTING, Status.JOINING_QUEUE) and time.perf_counter() < deadline:
+        time.sleep(0.01)
+
+
+def compare(references: dict[str, str], outcomes: list) -> dict:
+    """Each answer against the same request's answer alone."""
+    differing = [o.call.kind for o in outcomes if o.error or o.answer != references.get(o.call.key)]
+    return {"compared": len(outcomes), "differing": len(differing), "kinds_differing": sorted(set(differing))}
+
+
+def measure(url: str, process: subprocess.Popen, args: argparse.Namespace) -> dict:
+    """Once the app answers: the three phases."""
+    client, pid = first_answer(url, process), process.pid
+    for call in LIGHT + SLOW:  # warm: the reference sentences, the evaluation's data
+        send(client, call)
+    alone = {o.call.key: o.answer for o in (send(client, call) for call in LIGHT + SLOW)}
+    before, _ = latencies(client, args.probes)
+    rss_before, threads_before = rss_mb(pid), threads_of(pid)
+    started = time.perf_counter()
+    rounds = attack(url, args.clients, args.rounds, args.max_wait, args.seed)
+    attack_s = time.perf_counter() - started
+    running = client.predict(api_name="/running_work")
+    threads_cancelled = threads_of(pid)
+    after, probes = latencies(client, args.probes)
+    again = [send(client, call) for call in SLOW]
+    return {"alone": before, "after": after, "attack": {**rounds, "seconds": round(attack_s, 1)},
+            "running_after_cancels": running, "threads": {"alone": threads_before, "after_cancels": threads_cancelled},
+            "rss_mb": {"alone": round(rss_before), "after": round(rss_mb(pid))},
+            "comparison": compare(alone, probes + again)}
+
+
+def run(args: argparse.Namespace) -> dict:
+    """The whole test; a dict of results (see `report`)."""
+    from core.checkpoint import DEFAULT_CHECKPOINT
+
+    with tempfile.TemporaryDirectory(prefix="cancel_test_") as tmp:
+        work = Path(tmp)
+        (work / "checkpoints").mkdir()
+        model = (tiny_checkpoints(work, work / "checkpoints")[0] if args.tiny
+                 else linked_checkpoint(args.model or DEFAULT_CHECKPOINT, work / "checkpoints"))
+        port, log = free_port(), work / "app.log"
+        process = launch_app(model, port, work, args, log)
+        try:
+            result = measure(f"http://127.0.0.1:{port}/", process, args)
+        except BaseException:
+            print(log.read_text(errors="replace")[-3000:], file=sys.stderr)
+            raise
+        finally:
+            process.terminate()
+            process.wait(timeout=60)
+    result.update(model="tiny" if args.tiny else str(model.resolve()), clients=args.clients, rounds=args.rounds,
+                  targets={"p99_ratio": args.p99_ratio, "memory_mb": args.memory_mb})
+    return result
+
+
+def verdicts(result: dict) -> dict[str, bool]:
+    """Each target: met or not."""
+    alone, after = result["alone"], result["after"]
+    return {"no work running once the cancels are answered": result["running_after_cancels"]["total"] == 0,
+            "light p99 within the ratio of alone": (not after["failed"] and "p99_ms" in after and
+                                                     after["p99_ms"] <= result["targets"]["p99_ratio"] * alone["p99_ms"]),
+            "memory within the bound of alone": (result["rss_mb"]["after"] - result["rss_mb"]["alone"]
+                                                 <= result["targets"]["memory_mb"]),
+            "every uncancelled answer as alone": result["comparison"]["differing"] == 0}
+
+
+def report(result: dict) -> str:
+    """The results as Markdown."""
+    alone, after, rounds = result["alone"], result["after"], result["attack"]
+    lines = [f"Model: {result['model']}; {result['clients']} clients, {rounds['rounds']} submit-and-cancel rounds "
+             f"in {rounds['seconds']} s ({rounds['finished_before_cancel']} finished before their cancel); "
+             f"a cancel answered in {rounds['cancel_answer_s_median']} s (median), {rounds['cancel_answer_s_max']} s "
+             "at most.", "",
+             "| moment | light p50 / p99 (ms) | running work | threads | resident MB |", "|---|---|---|---|---|",
+             f"| alone | {alone['p50_ms']} / {alone['p99_ms']} | 0 | {result['threads']['alone']} | "
+             f"{result['rss_mb']['alone']} |",
+             f"| after the cancels | {after.get('p50_ms')} / {after.get('p99_ms')} | "
+             f"{result['running_after_cancels']['total']} | {result['threads']['after_cancels']} | "
+             f"{result['rss_mb']['after']} |", "",
+             f"Answers compared with alone: {result['comparison']['compared']}, differing "
+             f"{result['comparison']['differing']} {result['comparison']['kinds_differing'] or ''}", ""]
+    lines += [f"- {name}: {'met' if ok else 'MISSED'}" for name, ok in verdicts(result).items()]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    result = run(args)
+    print(report(result))
+    if args.json:
+        args.json.write_text(json.dumps(result, indent=2))
+    return 0 if all(verdicts(result).values()) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
