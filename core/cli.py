@@ -503,6 +503,53 @@ def evaluate(argv: Sequence[str]) -> int:
     return 0
 
 
+@command("eval-reverse")
+def evaluate_reverse(argv: Sequence[str]) -> int:
+    """The reverse dictionary as the app answers: human descriptions, DefSent's Table 6, WordNet, GCIDE.
+
+    python -m core eval-reverse                       # every set, no filter / initial / initial+length
+    python -m core eval-reverse --sets human-dev --out results/reverse.json
+
+    acc@1/3/10/100, MRR and median rank of the described word among all candidates (core/evaluation/
+    reverse.py says how each set is scored). The open vocabulary's vectors are cached in
+    data/cache/open-vocab (minutes the first time); --single-token-words ranks the head's words only.
+    """
+    import json
+
+    from .checkpoint import DEFAULT_CHECKPOINT
+    from .engine import Engine
+    from .evaluation.reverse import FILTERS, evaluate_reverse as run, reverse_query_sets
+    from .open_vocab_fit import GCIDE_DICTD, missing_gcide, progress, read_gcide_dictd
+
+    parser = parser_for("eval-reverse", evaluate_reverse)
+    parser.add_argument("--model", type=Path, default=DEFAULT_CHECKPOINT)
+    parser.add_argument("--sets", nargs="+", default=None,
+                        help="human-dev, defsent-table6, wordnet-test, gcide-test (default: those with data)")
+    parser.add_argument("--filters", nargs="+", default=list(FILTERS), choices=FILTERS)
+    parser.add_argument("--single-token-words", action="store_true", help="the word head's words only")
+    parser.add_argument("--gcide", type=Path, default=GCIDE_DICTD, help="unpacked dict-gcide (scripts/fetch_gcide.sh)")
+    parser.add_argument("--out", type=Path, default=None, help="also write the results here as JSON")
+    _threads_flag(parser)
+    args = parser.parse_args(argv)
+    set_threads(args.threads)
+    engine = Engine.load(args.model, decoder=None)
+    if not args.single_token_words:
+        engine.set_scoring_precision("float32")  # the leak-free indexes drop definitions from float32 vectors
+        engine.enable_open_vocabulary(cache_dir=CACHE_DIR / "open-vocab", progress=progress("candidates", print))
+    gcide = None if args.single_token_words or missing_gcide(args.gcide) else read_gcide_dictd(args.gcide)
+    sets = reverse_query_sets(engine, gcide)
+    unknown = sorted(set(args.sets or ()) - set(sets))
+    if unknown:
+        parser.error(f"no data for set(s) {', '.join(unknown)} (available: {', '.join(sets)})")
+    chosen = {name: sets[name] for name in (args.sets or sets)}
+    results = run(engine, chosen, args.filters, say=lambda line: print(line, flush=True))
+    if args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(json.dumps({"model": str(args.model), "config": dataclasses.asdict(engine.open_vocab_config),
+                                        "results": results}, indent=1) + "\n")
+    return 0
+
+
 class _log_to_stderr:
     """Log `name`'s records to stderr while in the block. Only that logger, not the root:
     sentence-transformers turns on its own progress bars when its effective level is INFO."""

@@ -13,7 +13,7 @@ import json
 import re
 import shutil
 import time
-from dataclasses import asdict, fields, replace
+from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
 from typing import Callable, Iterable, Sequence
 
@@ -359,6 +359,20 @@ class Engine(VectorReadout):
                           exclude_words_of: Sequence[str] | None = None) -> list[list[tuple[str, float]]]:
         """Ranked words for sentence vectors (any vector: an analogy, an interpolation point...):
         phrases too once `enable_open_vocabulary` was called, else single-token words."""
+        scored = self.word_scores(vectors, word_filter, exclude_words_of)
+        results = []
+        for i in range(len(scored.scores)):
+            # ranked by score, not probability: far below the first, probabilities underflow to 0 and tie
+            allowed = scored.scores[i].masked_fill(~scored.allowed[i], float("-inf"))
+            top = allowed.topk(min(INFLECTION_SLACK * k, int(scored.allowed[i].sum())))
+            ranked = [(scored.vocab.words[j], float(scored.probabilities[i, j])) for j in top.indices.tolist()]
+            results.append(without_inflections(ranked)[:k])
+        return results
+
+    def word_scores(self, vectors: np.ndarray, word_filter: WordFilter = WordFilter(),
+                    exclude_words_of: Sequence[str] | None = None) -> "WordScores":
+        """Every candidate's score for each vector, what `words_for_vectors` ranks (the open
+        vocabulary's candidates once enabled, else the head's words)."""
         logits = self.word_logits(vectors)  # (n, V)
         vocab, open_vocab, temperature = self.vocab, self.open_vocab, 1.0  # read once: the warm-up may set it
         if open_vocab is not None:
@@ -366,19 +380,12 @@ class Engine(VectorReadout):
             logits = open_vocab.scores(u, logits)  # (n, C)
             vocab, temperature = open_vocab.candidates.filters, open_vocab.config.temperature
         logits = logits.masked_fill(~torch.from_numpy(vocab.candidate_mask), float("-inf"))  # (n, C)
-        probs = (logits / temperature).softmax(-1)
-        allowed = torch.from_numpy(vocab.mask(word_filter))
-        results = []
-        for i in range(probs.shape[0]):
-            keep = allowed.clone()
-            for word in _words_in(exclude_words_of[i]) if exclude_words_of else ():
+        allowed = torch.from_numpy(vocab.mask(word_filter)).repeat(len(logits), 1)  # (n, C)
+        for i, text in enumerate(exclude_words_of or ()):
+            for word in _words_in(text):
                 if (index := vocab.token_id(word)) is not None:
-                    keep[index] = False
-            # ranked by score, not probability: far below the first, probabilities underflow to 0 and tie
-            top = logits[i].masked_fill(~keep, float("-inf")).topk(min(INFLECTION_SLACK * k, int(keep.sum())))
-            ranked = [(vocab.words[j], float(probs[i, j])) for j in top.indices.tolist()]
-            results.append(without_inflections(ranked)[:k])
-        return results
+                    allowed[i, index] = False
+        return WordScores(vocab, logits, (logits / temperature).softmax(-1), allowed)
 
     def enable_open_vocabulary(self, extra: Iterable[Entry] | None = None, cache_dir: str | Path | None = None,
                                progress: Callable[[int, int], None] | None = None,
@@ -409,7 +416,8 @@ class Engine(VectorReadout):
                               dictionary: Iterable[Entry] | None = None) -> Candidates:
         """The words and phrases `enable_open_vocabulary` answers with (same arguments)."""
         entries = load_wordnet_lemmas() if dictionary is None else dictionary
-        return Candidates([*entries, *(self.user_dictionary if extra is None else extra)], self.vocab)
+        extra = list(self.user_dictionary if extra is None else extra)
+        return Candidates([*entries, *extra], self.vocab, user_words=(e.word for e in extra))
 
     def word_encoder(self) -> SentenceEncoder:
         """What embeds the open vocabulary's candidates: the word tower when the model has one
@@ -417,19 +425,30 @@ class Engine(VectorReadout):
         return word_tower(self.encoder, self.open_vocab_tower) if self.open_vocab_tower else self.encoder
 
 
+@dataclass(frozen=True)
+class WordScores:
+    """Scores (n, C) of every candidate of `vocab` (-inf for what can never be an answer), their
+    probabilities (softmax over the candidates) and which candidates the filters allow (n, C)."""
+    vocab: WordVocabulary
+    scores: torch.Tensor
+    probabilities: torch.Tensor
+    allowed: torch.Tensor
+
+
 def without_inflections(ranked: list[tuple[str, float]]) -> list[tuple[str, float]]:
     """`ranked` without the words whose plural-stripped form an earlier word already has
     (trunk, trunks -> trunk): inflections of one word should not crowd the list."""
     seen, kept = set(), []
     for word, score in ranked:
-        stem = _singular(word)
+        stem = singular(word)
         if stem not in seen:
             seen.add(stem)
             kept.append((word, score))
     return kept
 
 
-def _singular(word: str) -> str:
+def singular(word: str) -> str:
+    """A crude English singular (plural endings stripped): what counts as one word's inflections."""
     if word.endswith("ies") and len(word) > 4:
         return word[:-3] + "y"
     if word.endswith(("ches", "shes", "sses", "xes")):

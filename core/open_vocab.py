@@ -10,7 +10,10 @@ candidate c gets a score from two channels, computed for a sentence vector u:
                   = multi_bias / head_weight                      otherwise (stands in for the logit)
     definition(c) = max over c's definitions d of cos(u, encode(d))   (nearest glosses vote)
                   = word(c)                                       if c has none (held out in evaluation)
+    zipf(c)       = how common c is in everyday English           (core/word_prior.py: people mean
+                                                                  "bird" far more often than "ovenbird")
     score(c)      = word_scale * word(c) + head_weight * head(c) + definition_weight * definition(c)
+                    + frequency_weight * zipf(c)
 
 The weights are chosen on dev (docs/results.md, "Open vocabulary"). For evaluation the definition
 index must never hold the text being evaluated: `OpenScorer.without_definitions` drops those.
@@ -30,6 +33,7 @@ from .dictionary import Entry, definition_key
 from .hardware import RowwiseInt8Product
 from .vocabulary import WordVocabulary
 from .word_eval import metrics_from_ranks, rank_of_gold
+from .word_prior import zipf_frequencies
 
 Encode = Callable[[list[str]], np.ndarray]  # texts -> (n, d) float32
 
@@ -40,6 +44,7 @@ class OpenVocabConfig:
     head_weight: float = 1.0        # weight of the engine's word score, single-token candidates
     multi_bias: float = 0.0         # added instead for the others (they have no head logit)
     definition_weight: float = 0.0  # weight of the definition channel
+    frequency_weight: float = 0.0   # weight of the word prior, zipf(c); 0 in checkpoints before issue 38
     temperature: float = 1.0        # the shown probabilities are softmax(score / temperature): chosen
                                     # on dev for calibration (the ranking does not depend on it)
 
@@ -53,10 +58,11 @@ class Candidates:
 
     words[i] is lowercase ("ice cream"); token_ids[i] is its vocabulary token id when it is one
     whole-word token of the head, else -1. definitions[g] are the distinct definition texts, and
-    (pair_definition[p], pair_word[p]) says that definition g defines word i.
+    (pair_definition[p], pair_word[p]) says that definition g defines word i. zipf[i] is the word's
+    prior (core/word_prior.py), at least USER_WORD_ZIPF for the `user_words`.
     """
 
-    def __init__(self, entries: Iterable[Entry], vocab: WordVocabulary):
+    def __init__(self, entries: Iterable[Entry], vocab: WordVocabulary, user_words: Iterable[str] = ()):
         by_word: dict[str, list[Entry]] = {}
         for entry in entries:
             by_word.setdefault(entry.word, []).append(entry)
@@ -74,6 +80,7 @@ class Candidates:
                     self.definitions.append(entry.definition)
                 pairs.append((g, i))
         self.pair_definition, self.pair_word = (np.array(col, dtype=np.int64) for col in zip(*pairs))
+        self.zipf = zipf_frequencies(self.words, user_words)  # (C,)
 
     def __len__(self) -> int:
         return len(self.words)
@@ -108,6 +115,7 @@ class OpenScorer:
         self.definition_vectors = _unit(definition_vectors)  # (G, d)
         self.config = config
         self.word_map = word_map
+        self.prior = torch.from_numpy(candidates.zipf)  # (C,)
         self._pairs = (torch.from_numpy(candidates.pair_definition), torch.from_numpy(candidates.pair_word))
         # (d, C) and (d, G): what a query multiplies; int8 after `quantize`
         mapped = self.word_vectors  # (C, d)
@@ -155,6 +163,8 @@ class OpenScorer:
         out[:, self.multi] += self.config.multi_bias
         if self.config.definition_weight:
             out += self.config.definition_weight * self.definition_scores(unit, fallback=word)
+        if self.config.frequency_weight:
+            out += self.config.frequency_weight * self.prior
         return out
 
     def definition_scores(self, unit: torch.Tensor, fallback: torch.Tensor | None = None) -> torch.Tensor:

@@ -16,3 +16,5 @@ CORPUS_DIR = CACHE_DIR / "corpus"  # the first Vec2Sent corpus (core.vec2sent.co
 MODERN_CORPUS_DIR = CACHE_DIR / "corpus-modern"  # the shipped decoder's corpus (core.vec2sent.sources)
 HELDOUT_SENTENCES = MODERN_CORPUS_DIR / "heldout.jsonl"  # sources the decoder never trained on (issue 26)
 SENTEVAL_DIR = REPO_ROOT.parent / "shared" / "data" / "senteval"
+# People's descriptions of words (dev only: the reverse dictionary's judge, never trained on; issue 38)
+HUMAN_DESCRIPTIONS = REPO_ROOT.parent / "shared" / "data" / "human-descriptions" / "thorat2016.tsv"

@@ -20,8 +20,21 @@ def checkpoint(tiny_mlm_dir, tmp_path_factory) -> Path:
 
 
 def test_every_documented_command_is_registered():
-    assert set(COMMANDS) == {"words", "train", "eval", "word-vectors", "hubness", "dictionary", "wordnet", "gcide",
-                             "vec2sent-corpus", "vec2sent-train", "vec2sent-diagnostics"}
+    assert set(COMMANDS) == {"words", "train", "eval", "eval-reverse", "word-vectors", "hubness", "dictionary",
+                             "wordnet", "gcide", "vec2sent-corpus", "vec2sent-train", "vec2sent-diagnostics"}
+
+
+def test_eval_reverse_scores_the_paper_definitions_with_each_filter(checkpoint, tmp_path, capsys):
+    import json
+
+    out = tmp_path / "reverse.json"
+    assert main(["eval-reverse", "--model", str(checkpoint), "--single-token-words", "--sets", "defsent-table6",
+                 "--out", str(out)]) == 0
+    results = json.loads(out.read_text())["results"]["defsent-table6"]
+    assert set(results) == {"none", "initial", "initial+length"}
+    assert all(r["n"] == 12 for r in results.values())
+    assert results["initial+length"]["mrr"] >= results["none"]["mrr"]  # a filter can only lift the word
+    assert "defsent-table6" in capsys.readouterr().out
 
 
 def test_a_description_is_the_reverse_dictionary_and_a_command_name_runs_the_command(checkpoint, capsys):

@@ -1,0 +1,161 @@
+"""The reverse dictionary as users meet it: where the described word ranks among every candidate the
+engine answers with, scored as the app scores (the description's own words left out, as its default).
+
+Query sets (`reverse_query_sets`):
+- "human-dev": 179 descriptions written by people (../shared/data/human-descriptions, dev only: it
+  chooses weights and compares changes; never trained on). A plural the candidates lack counts through
+  its singular ("facts" -> fact).
+- "defsent-table6": the 12 definitions of the DefSent paper's Table 6.
+- "wordnet-test": WordNet test definitions of words never trained on, scored with an index that holds
+  no dev or test definition (leak-free), as core/open_vocab_fit.py does; also apart for multi-token words.
+- "gcide-test": GCIDE's definitions of those test words, with an index without their near copies.
+Each with no filter, with the word's initial letter given, and with its length given as well (the app's
+filters). A rank past `MAX_RANK` counts as `MAX_RANK` (the dev set's README asks for 1000).
+
+    python -m core eval-reverse          # every set, every filter; the table and a JSON report
+"""
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator, Sequence
+
+import numpy as np
+import torch
+
+from core.cancel import check_cancelled
+from core.engine import singular
+from core.paths import HUMAN_DESCRIPTIONS
+from core.vocabulary import WordFilter, letters
+
+MAX_RANK = 1000
+FILTERS = ("none", "initial", "initial+length")
+# DefSent (Tsukagoshi et al. 2021), Table 6: (word, definition).
+DEFSENT_TABLE6 = (
+    ("cost", "be expensive for ( someone )"), ("preserve", "prevent ( food ) from rotting"),
+    ("good", "that which is pleasing or valuable or useful"), ("linux", "an open-source operating system modelled on unix."),
+    ("pile", "place or lay as if in a pile"), ("weird", "very strange; bizarre"),
+    ("sale", "the general activity of selling"), ("satellite", "a celestial body orbiting the earth or another planet."),
+    ("logic", "the quality of being justifiable by reason"), ("custom", "a thing that one does habitually"),
+    ("chief", "a person who is in charge"), ("nirvana", "an ideal or idyllic state or place"))
+
+
+@dataclass(frozen=True)
+class Query:
+    """A description and the word it describes."""
+    text: str
+    word: str
+
+
+def read_human_descriptions(path: Path = HUMAN_DESCRIPTIONS) -> list[Query]:
+    """The human dev set (`description<TAB>word` lines); FileNotFoundError when it is not there."""
+    if not Path(path).is_file():
+        raise FileNotFoundError(f"{path} is missing: the human descriptions are in ../shared/data beside the "
+                                "repository on development machines and in CI")
+    rows = [line.split("\t") for line in Path(path).read_text(encoding="utf-8").splitlines() if line.strip()]
+    return [Query(text.strip(), word.strip().lower()) for text, word in rows]
+
+
+def table6() -> list[Query]:
+    return [Query(definition, word) for word, definition in DEFSENT_TABLE6]
+
+
+def ranks(engine, queries: Sequence[Query], mode: str = "none", batch_size: int = 64) -> np.ndarray:
+    """(n,) rank of each query's word among the engine's candidates (1 = first; ties count against it),
+    at most MAX_RANK; MAX_RANK when the word is not a candidate. `mode`: one of FILTERS."""
+    if mode not in FILTERS:
+        raise ValueError(f"unknown filter mode {mode!r}; one of {', '.join(FILTERS)}")
+    out = []
+    for start in range(0, len(queries), batch_size):
+        check_cancelled()
+        batch = queries[start:start + batch_size]
+        vectors = engine.encode([q.text for q in batch])
+        for query, row in zip(batch, _rows(engine, vectors, batch, mode)):
+            out.append(row)
+    return np.array(out, dtype=np.int64)
+
+
+def _rows(engine, vectors: np.ndarray, batch: Sequence[Query], mode: str) -> Iterator[int]:
+    scored = engine.word_scores(vectors, exclude_words_of=[q.text for q in batch])
+    index = scored.vocab.id_of
+    for i, query in enumerate(batch):
+        forms = [w for w in dict.fromkeys([query.word, singular(query.word)]) if w in index]
+        yield min((_rank(scored, i, index[w], _filter(w, mode)) for w in forms), default=MAX_RANK)
+
+
+def _rank(scored, row: int, gold: int, word_filter: WordFilter) -> int:
+    """1 + the allowed candidates scored above `gold` (MAX_RANK at most, or when `gold` is not allowed)."""
+    allowed = scored.allowed[row] & torch.from_numpy(scored.vocab.mask(word_filter))
+    if not allowed[gold]:
+        return MAX_RANK
+    scores = scored.scores[row].masked_fill(~allowed, float("-inf"))
+    return min(int((scores > scores[gold]).sum()) + 1, MAX_RANK)
+
+
+def _filter(word: str, mode: str) -> WordFilter:
+    if mode == "none":
+        return WordFilter()
+    if mode == "initial":
+        return WordFilter(initial=word[0])
+    return WordFilter(initial=word[0], min_length=letters(word), max_length=letters(word))
+
+
+def summary(r: np.ndarray) -> dict:
+    """acc@1/3/10/100, MRR and median rank of 1-based ranks ({"n": 0} when empty)."""
+    if not len(r):
+        return {"n": 0}
+    r = np.asarray(r, dtype=np.float64)
+    return {"n": len(r), **{f"acc@{k}": round(float((r <= k).mean()), 4) for k in (1, 3, 10, 100)},
+            "mrr": round(float((1 / r).mean()), 4), "median": float(np.median(r))}
+
+
+@contextlib.contextmanager
+def scored_with(engine, scorer) -> Iterator[None]:
+    """`engine` answers with the open-vocabulary `scorer` (a leak-free index) inside the block."""
+    kept = engine.open_vocab
+    engine.open_vocab = scorer
+    try:
+        yield
+    finally:
+        engine.open_vocab = kept
+
+
+def reverse_query_sets(engine, gcide: Sequence | None = None, human: Path = HUMAN_DESCRIPTIONS
+                       ) -> dict[str, tuple[list[Query], object | None]]:
+    """{set name: (queries, the open-vocabulary index to score them with, None for the engine's own)}
+    for the sets the module docstring lists; a set whose data is missing is left out. Needs
+    `engine.open_vocab` in float32 (the leak-free indexes drop definitions)."""
+    from core.dictionary import extend_split, load_wordnet, load_wordnet_lemmas, split_by_word
+    from core.open_vocab_fit import near_copies, query_sets
+
+    scorer = engine.open_vocab
+    sets: dict[str, tuple[list[Query], object | None]] = {"defsent-table6": (table6(), None)}
+    if Path(human).is_file():
+        sets["human-dev"] = (read_human_descriptions(human), None)
+    if scorer is None:  # single-token words only: the dictionary sets' words are mostly not candidates
+        return sets
+    seed = int(engine.manifest.get("training", {}).get("split_seed", 0))
+    split = extend_split(split_by_word(load_wordnet(), seed=seed), load_wordnet_lemmas())
+    entries = query_sets(split, set(scorer.candidates.words), gcide or [])
+    sets["wordnet-test"] = ([Query(e.definition, e.word) for e in entries["wordnet-test"]],
+                            scorer.without_definitions(e.definition for e in split.dev + split.test))
+    if gcide:
+        copies = near_copies(entries["gcide-dev"] + entries["gcide-test"], scorer.candidates)
+        sets["gcide-test"] = ([Query(e.definition, e.word) for e in entries["gcide-test"]],
+                              scorer.without_definitions(copies))
+    return sets
+
+
+def evaluate_reverse(engine, sets: dict[str, tuple[list[Query], object | None]],
+                     modes: Sequence[str] = FILTERS, say=print) -> dict:
+    """{set: {filter mode: summary}} plus, for wordnet-test, its multi-token words apart."""
+    results = {}
+    for name, (queries, index) in sets.items():
+        with scored_with(engine, index) if index is not None else contextlib.nullcontext():
+            results[name] = {mode: summary(ranks(engine, queries, mode)) for mode in modes}
+            if name == "wordnet-test" and engine.open_vocab is not None:
+                multi = [q for q in queries if " " in q.word or engine.vocab.token_id(q.word) is None]
+                results[name]["multi-token"] = summary(ranks(engine, multi, "none"))
+        say(f"{name}: {results[name]}")
+    return results
