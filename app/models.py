@@ -30,7 +30,8 @@ class ModelSpec:
     base: str = DEFAULT_BASE
 
     def load(self) -> Engine:
-        engine = Engine.load(self.path) if self.path else Engine.from_base(self.base)
+        # open_vocabulary=False: the app builds it in the background (handlers.prepare_model), not in a request
+        engine = Engine.load(self.path, open_vocabulary=False) if self.path else Engine.from_base(self.base)
         engine.set_precision("auto")  # bfloat16 encoding where the CPU has it: 2.8x, same STS-B
         return engine
 

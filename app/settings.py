@@ -6,6 +6,8 @@ import stat
 import tempfile
 from pathlib import Path
 
+from core.paths import user_cache_dir
+
 APP_NAME = "defsent-studio"
 QUEUE_SIZE = 64  # requests that may wait beyond those running; past it a request is refused at once
 # Gradio refuses bigger uploads before writing them to disk; the dictionary loader's own cap is the same.
@@ -34,11 +36,7 @@ def download_dir() -> Path:
 
 def cache_dir(*parts: str) -> Path:
     """A folder under the user cache dir ($DEFSENT_CACHE_DIR, else $XDG_CACHE_HOME or ~/.cache), created."""
-    xdg = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    root = os.environ.get("DEFSENT_CACHE_DIR") or xdg / APP_NAME
-    path = Path(root, *parts)
-    path.mkdir(parents=True, exist_ok=True)
-    return path
+    return user_cache_dir(*parts)
 
 
 def folder_bytes(folder: Path) -> int:

@@ -122,11 +122,14 @@ def words(argv: Sequence[str]) -> int:
     parser.add_argument("--pos", default="", help="part of speech: n, v, a or r")
     parser.add_argument("--pattern", default="", help="wildcard for the word, e.g. 'l?ad*'")
     parser.add_argument("--exclude-query-words", action="store_true")
+    parser.add_argument("--single-token-words", action="store_true",
+                        help="answer with the word head's single-token words only (skips embedding the open "
+                             "vocabulary, minutes the first time for a model)")
     args = parser.parse_args(argv)
     from .checkpoint import CheckpointError
     from .engine import Engine
     try:
-        engine = Engine.load(args.model)
+        engine = Engine.load(args.model, open_vocabulary=not args.single_token_words)
         results = engine.predict_words_batch(args.text, k=args.k, pos=args.pos, pattern=args.pattern,
                                              exclude_query_words=args.exclude_query_words)
     except (CheckpointError, ValueError) as err:
@@ -528,11 +531,17 @@ def evaluate_reverse(argv: Sequence[str]) -> int:
     parser.add_argument("--filters", nargs="+", default=list(FILTERS), choices=FILTERS)
     parser.add_argument("--single-token-words", action="store_true", help="the word head's words only")
     parser.add_argument("--gcide", type=Path, default=GCIDE_DICTD, help="unpacked dict-gcide (scripts/fetch_gcide.sh)")
+    parser.add_argument("--weights", nargs="+", default=[], metavar="NAME=VALUE",
+                        help="open-vocabulary weights instead of the checkpoint's, e.g. frequency_weight=16")
     parser.add_argument("--out", type=Path, default=None, help="also write the results here as JSON")
     _threads_flag(parser)
     args = parser.parse_args(argv)
     set_threads(args.threads)
     engine = Engine.load(args.model, decoder=None)
+    try:
+        engine.open_vocab_config = dataclasses.replace(engine.open_vocab_config, **_weights(args.weights))
+    except (TypeError, ValueError) as err:
+        parser.error(f"--weights: {err}")
     if not args.single_token_words:
         engine.set_scoring_precision("float32")  # the leak-free indexes drop definitions from float32 vectors
         engine.enable_open_vocabulary(cache_dir=CACHE_DIR / "open-vocab", progress=progress("candidates", print))
@@ -548,6 +557,17 @@ def evaluate_reverse(argv: Sequence[str]) -> int:
         args.out.write_text(json.dumps({"model": str(args.model), "config": dataclasses.asdict(engine.open_vocab_config),
                                         "results": results}, indent=1) + "\n")
     return 0
+
+
+def _weights(pairs: Sequence[str]) -> dict[str, float]:
+    """{"frequency_weight": 16.0} from ["frequency_weight=16"]; ValueError for a malformed pair."""
+    weights = {}
+    for pair in pairs:
+        name, _, value = pair.partition("=")
+        if not value:
+            raise ValueError(f"{pair!r} is not NAME=VALUE")
+        weights[name.strip()] = float(value)
+    return weights
 
 
 class _log_to_stderr:

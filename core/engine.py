@@ -12,6 +12,8 @@ from __future__ import annotations
 import json
 import re
 import shutil
+import sys
+import threading
 import time
 from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
@@ -21,6 +23,7 @@ import numpy as np
 import torch
 from safetensors.torch import load_file, save_file
 
+from .paths import user_cache_dir
 from .checkpoint import (DEFAULT_BASE, DEFAULT_CHECKPOINT, FORMAT, FORMAT_VERSION, MANIFEST,
                          CheckpointError, atomic_directory, fingerprint, library_versions,
                          read_manifest, resolve_base, write_json)
@@ -61,6 +64,8 @@ class Engine(VectorReadout):
         self.open_vocab_tower: Factors | None = None  # the word tower's low-rank factors (core/word_tower.py)
         self.open_vocab_map: torch.nn.Linear | None = None  # an older checkpoint's linear map of word vectors
         self.open_vocab_config = DEFAULT_OPEN_VOCAB  # its weights; a checkpoint's own when it has them
+        self.open_vocabulary_on_first_use = False  # Engine.load: enable it at the first word query
+        self._open_vocabulary_lock = threading.Lock()
         self.user_dictionary: list[Entry] = []  # a fine-tune's dictionary: its words are answers too
         # {encoder weight name: (B, A)} of a low-rank training run (core/lora.py): saved as factors
         self.low_rank: dict[str, tuple[torch.Tensor, torch.Tensor]] = {}
@@ -98,8 +103,15 @@ class Engine(VectorReadout):
 
     @classmethod
     def load(cls, path: str | Path | None = None, untrained: bool = False,
-             decoder: str | Path | None = "auto", precision: str = "float32") -> "Engine":
+             decoder: str | Path | None = "auto", precision: str = "float32",
+             open_vocabulary: bool = True) -> "Engine":
         """Load a checkpoint directory (default: the shipped one) and its Vec2Sent decoder.
+
+        `open_vocabulary`: a checkpoint fitted for the open vocabulary (its manifest names a word
+        tower, as the shipped one does) answers word queries with every WordNet word and phrase, and
+        its user dictionary's words, as the app does: embedded at the first word query (minutes once
+        per model, progress on stderr), then cached under `core.paths.user_cache_dir("open-vocab")`.
+        False (or `untrained`): the head's single-token words until `enable_open_vocabulary`.
 
         `untrained=True` keeps the base encoder weights but the checkpoint's head (and word vectors
         computed from the base, if the checkpoint has any): the "before DefSent training" model. A path without a manifest is treated as a
@@ -112,6 +124,8 @@ class Engine(VectorReadout):
         engine = cls._load_encoder(path, untrained)
         engine.set_precision(precision)
         engine.set_decoder(decoder, path.parent)
+        fitted = {"word_tower", "word_map"} & set(engine.manifest.get("open_vocab", {}))
+        engine.open_vocabulary_on_first_use = bool(open_vocabulary and fitted and not untrained)
         return engine
 
     @classmethod
@@ -373,12 +387,14 @@ class Engine(VectorReadout):
                     exclude_words_of: Sequence[str] | None = None) -> "WordScores":
         """Every candidate's score for each vector, what `words_for_vectors` ranks (the open
         vocabulary's candidates once enabled, else the head's words)."""
+        if self.open_vocab is None and self.open_vocabulary_on_first_use:
+            self._open_vocabulary_now()
         logits = self.word_logits(vectors)  # (n, V)
         vocab, open_vocab, temperature = self.vocab, self.open_vocab, 1.0  # read once: the warm-up may set it
         if open_vocab is not None:
             u = torch.as_tensor(np.asarray(vectors, dtype=np.float32)).reshape(len(logits), -1)  # (n, d)
             logits = open_vocab.scores(u, logits)  # (n, C)
-            vocab, temperature = open_vocab.candidates.filters, open_vocab.config.temperature
+            vocab, temperature = open_vocab.candidates.filters, open_vocab.temperature
         logits = logits.masked_fill(~torch.from_numpy(vocab.candidate_mask), float("-inf"))  # (n, C)
         allowed = torch.from_numpy(vocab.mask(word_filter)).repeat(len(logits), 1)  # (n, C)
         for i, text in enumerate(exclude_words_of or ()):
@@ -405,6 +421,23 @@ class Engine(VectorReadout):
                              candidates, self.open_vocab_config, self.open_vocab_map, cache)
         self.open_vocab = scorer.quantize() if self.int8_scoring else scorer
         return_freed_memory()
+
+    def _open_vocabulary_now(self) -> None:
+        """`enable_open_vocabulary` once, for `Engine.load`'s first word query, with a progress bar."""
+        from tqdm.auto import tqdm
+
+        with self._open_vocabulary_lock:
+            if self.open_vocab is not None or not self.open_vocabulary_on_first_use:
+                return
+            with tqdm(desc="open vocabulary (embedded once per model, then read from the cache)",
+                      unit="text", file=sys.stderr) as bar:
+                def advance(done: int, total: int) -> None:
+                    bar.total = total
+                    bar.update(done - bar.n)
+                    if done == total:
+                        bar.reset()  # the words, then the definitions: two passes
+                self.enable_open_vocabulary(cache_dir=user_cache_dir("open-vocab"), progress=advance)
+            self.open_vocabulary_on_first_use = False
 
     def reset_open_vocabulary(self) -> None:
         """Forget the open vocabulary's word tower, older map and weights (back to the defaults):

@@ -163,7 +163,8 @@ def metrics(ranks: torch.Tensor) -> dict:
 
 def choose_weights(scorer: OpenScorer, queries: dict[str, Queries], start: OpenVocabConfig,
                    grid: WeightGrid = WeightGrid(), say: Say = print) -> OpenVocabConfig:
-    """word_scale, head_weight and multi_bias by "wordnet-dev" MRR (definition channel off: held-out
+    """The dictionary expert's weights (the everyday expert's, core/open_vocab.py, are kept as `start` has
+    them): word_scale, head_weight and multi_bias by "wordnet-dev" MRR (definition channel off: held-out
     words have no definition in the leak-free index), then definition_weight by "gcide-dev" MRR,
     then the temperature by "gcide-dev" likelihood (calibrated probabilities), each on a fixed sample
     of `grid.sample` queries (seed 0); the first best setting wins ties."""
@@ -176,6 +177,7 @@ def choose_weights(scorer: OpenScorer, queries: dict[str, Queries], start: OpenV
     def mrr(name: str, config: OpenVocabConfig) -> float:
         return queries[name].report(scorer.with_config(config), sample[name])["all"]["mrr"]
 
+    share, start = start.everyday_share, replace(start, everyday_share=0.0)  # the dictionary expert's own weights
     best = None
     for scale, head, bias in itertools.product(grid.word_scales, grid.head_weights, grid.biases):
         config = replace(start, word_scale=scale, head_weight=head, multi_bias=bias, definition_weight=0.0)
@@ -195,7 +197,7 @@ def choose_weights(scorer: OpenScorer, queries: dict[str, Queries], start: OpenV
                                                        sample["gcide-dev"])
     for t, likelihood in zip(grid.temperatures, likelihoods):
         say(f"gcide-dev temperature {t}: mean log-likelihood {likelihood:.3f}")
-    chosen = replace(chosen, temperature=grid.temperatures[likelihoods.index(max(likelihoods))])
+    chosen = replace(chosen, temperature=grid.temperatures[likelihoods.index(max(likelihoods))], everyday_share=share)
     say(f"chosen: {chosen}")
     return chosen
 

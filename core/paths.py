@@ -6,6 +6,7 @@ repository when it is there (development machines and CI).
 """
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -18,3 +19,12 @@ HELDOUT_SENTENCES = MODERN_CORPUS_DIR / "heldout.jsonl"  # sources the decoder n
 SENTEVAL_DIR = REPO_ROOT.parent / "shared" / "data" / "senteval"
 # People's descriptions of words (dev only: the reverse dictionary's judge, never trained on; issue 38)
 HUMAN_DESCRIPTIONS = REPO_ROOT.parent / "shared" / "data" / "human-descriptions" / "thorat2016.tsv"
+
+
+def user_cache_dir(*parts: str) -> Path:
+    """A folder of the user's cache, created: $DEFSENT_CACHE_DIR, else $XDG_CACHE_HOME/defsent-studio,
+    else ~/.cache/defsent-studio (the app's caches, and the open vocabulary of `Engine.load`)."""
+    xdg = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    path = Path(os.environ.get("DEFSENT_CACHE_DIR") or xdg / "defsent-studio", *parts)
+    path.mkdir(parents=True, exist_ok=True)
+    return path

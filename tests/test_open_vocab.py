@@ -284,3 +284,27 @@ def test_shown_probabilities_are_the_softmax_of_scores_over_the_temperature(engi
     probs = (engine.open_vocab.scores(u, engine.word_logits(u))[0] / 10.0).softmax(-1)  # (C,)
     for word, p in engine.words_for_vectors(u.numpy(), k=6)[0]:
         assert p == pytest.approx(float(probs[engine.open_vocab.candidates.words.index(word)]), abs=1e-6)
+
+
+def test_a_loaded_checkpoint_fitted_for_the_open_vocabulary_answers_with_it_from_the_first_query(
+        engine, tmp_path, monkeypatch):
+    """Engine.load answers as the app does (issue 38): the open vocabulary is embedded at the first word
+    query and cached in the user cache; not for the untrained twin, nor when asked not to."""
+    import core.engine
+
+    monkeypatch.setenv("DEFSENT_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(core.engine, "load_wordnet_lemmas", lambda: DICTIONARY)
+    c = Candidates(DICTIONARY, engine.vocab)
+    engine.open_vocab_tower = fit_word_tower(engine.encoder, torch.randn(6, 32), torch.arange(6) % len(c), c.words,
+                                             WordTowerConfig(rank=2, batch_size=6, negatives=2, warmup_steps=1))
+    engine.save(tmp_path / "fitted")
+    loaded = Engine.load(tmp_path / "fitted", decoder=None)
+    assert loaded.open_vocab is None and loaded.open_vocabulary_on_first_use
+    words = [w for w, _ in loaded.predict_words("a frozen sweet food", k=6)]
+    assert loaded.open_vocab is not None and "ice cream" in words  # a phrase: the open vocabulary answered
+    assert len(list((tmp_path / "cache" / "open-vocab").iterdir())) == 1
+    assert not Engine.load(tmp_path / "fitted", decoder=None, open_vocabulary=False).open_vocabulary_on_first_use
+    assert not Engine.load(tmp_path / "fitted", decoder=None, untrained=True).open_vocabulary_on_first_use
+    engine.open_vocab_tower = None
+    engine.save(tmp_path / "plain")  # no tower: not fitted, the head's words as before
+    assert not Engine.load(tmp_path / "plain", decoder=None).open_vocabulary_on_first_use

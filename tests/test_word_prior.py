@@ -2,6 +2,8 @@
 on a tiny model and a small dictionary (issue 38)."""
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 import torch
@@ -39,14 +41,27 @@ def test_a_users_own_word_is_as_likely_as_a_common_one():
                                [USER_WORD_ZIPF, max(USER_WORD_ZIPF, load_frequencies()["bird"])], rtol=1e-6)
 
 
-def test_the_prior_adds_frequency_weight_times_zipf(engine):
+def test_the_everyday_expert_is_mixed_in_as_documented(engine):
+    """p = (1 - share) softmax(dictionary / T) + share softmax(everyday / T), everyday with the prior."""
     c = Candidates(DICTIONARY, engine.vocab)
     W, D = torch.randn(len(c), 32), torch.randn(len(c.definitions), 32)
     u = torch.randn(2, 32)
     logits = engine.word_logits(u)
-    without = OpenScorer(c, W, D, OpenVocabConfig(word_scale=10.0)).scores(u, logits)
-    with_prior = OpenScorer(c, W, D, OpenVocabConfig(word_scale=10.0, frequency_weight=2.0)).scores(u, logits)
-    torch.testing.assert_close(with_prior - without, 2.0 * torch.from_numpy(c.zipf).expand(2, -1))
+    dictionary = OpenVocabConfig(word_scale=10.0, head_weight=0.5, definition_weight=5.0, temperature=4.0)
+    everyday = OpenVocabConfig(word_scale=3.0, head_weight=2.0, multi_bias=-1.0, definition_weight=1.0,
+                               temperature=4.0)
+    mixed = replace(dictionary, everyday_share=0.25, mixture_temperature=4.0, everyday_word_scale=3.0,
+                    everyday_head_weight=2.0,
+                    everyday_multi_bias=-1.0, everyday_definition_weight=1.0, frequency_weight=0.5, phrase_bias=2.0)
+    expert = OpenScorer(c, W, D, dictionary).scores(u, logits)
+    assert OpenScorer(c, W, D, dictionary).temperature == 4.0  # the dictionary expert alone: as before
+    plain = OpenScorer(c, W, D, everyday).scores(u, logits)
+    phrase = torch.tensor([" " in w for w in c.words], dtype=torch.float32)
+    everyday_scores = plain + 0.5 * torch.from_numpy(c.zipf) + 2.0 * phrase
+    expected = 0.75 * (expert / 4).softmax(-1) + 0.25 * (everyday_scores / 4).softmax(-1)
+    scorer = OpenScorer(c, W, D, mixed)
+    torch.testing.assert_close(scorer.scores(u, logits).exp(), expected)
+    assert scorer.temperature == 1.0  # the scores are log-probabilities already
     assert c.zipf[c.words.index("bird")] > c.zipf[c.words.index("ovenbird")] == 0
 
 

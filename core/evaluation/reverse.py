@@ -66,27 +66,33 @@ def ranks(engine, queries: Sequence[Query], mode: str = "none", batch_size: int 
     at most MAX_RANK; MAX_RANK when the word is not a candidate. `mode`: one of FILTERS."""
     if mode not in FILTERS:
         raise ValueError(f"unknown filter mode {mode!r}; one of {', '.join(FILTERS)}")
-    out = []
+    out, masks = [], {}  # masks: one per filter (a few hundred at most: initials and lengths)
     for start in range(0, len(queries), batch_size):
         check_cancelled()
         batch = queries[start:start + batch_size]
         vectors = engine.encode([q.text for q in batch])
-        for query, row in zip(batch, _rows(engine, vectors, batch, mode)):
-            out.append(row)
+        out.extend(_rows(engine, vectors, batch, mode, masks))
     return np.array(out, dtype=np.int64)
 
 
-def _rows(engine, vectors: np.ndarray, batch: Sequence[Query], mode: str) -> Iterator[int]:
+def _rows(engine, vectors: np.ndarray, batch: Sequence[Query], mode: str, masks: dict) -> Iterator[int]:
     scored = engine.word_scores(vectors, exclude_words_of=[q.text for q in batch])
     index = scored.vocab.id_of
     for i, query in enumerate(batch):
         forms = [w for w in dict.fromkeys([query.word, singular(query.word)]) if w in index]
-        yield min((_rank(scored, i, index[w], _filter(w, mode)) for w in forms), default=MAX_RANK)
+        yield min((_rank(scored, i, index[w], _mask(scored.vocab, _filter(w, mode), masks)) for w in forms),
+                  default=MAX_RANK)
 
 
-def _rank(scored, row: int, gold: int, word_filter: WordFilter) -> int:
+def _mask(vocab, word_filter: WordFilter, masks: dict) -> torch.Tensor:
+    if word_filter not in masks:
+        masks[word_filter] = torch.from_numpy(vocab.mask(word_filter))
+    return masks[word_filter]
+
+
+def _rank(scored, row: int, gold: int, mask: torch.Tensor) -> int:
     """1 + the allowed candidates scored above `gold` (MAX_RANK at most, or when `gold` is not allowed)."""
-    allowed = scored.allowed[row] & torch.from_numpy(scored.vocab.mask(word_filter))
+    allowed = scored.allowed[row] & mask
     if not allowed[gold]:
         return MAX_RANK
     scores = scored.scores[row].masked_fill(~allowed, float("-inf"))
