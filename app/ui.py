@@ -79,7 +79,9 @@ shipped model adds **word vectors**: each word's own embedding, so a description
 word by how close it lies to that word in the same space; the two scores together rank the right
 word higher than either alone. Last, a **hubness correction** lowers words that score high for
 almost any text (each word loses half its mean score on the ten training definitions nearest to it),
-so general words stop crowding the top of every list.
+so general words stop crowding the top of every list. All 147k WordNet words and phrases are
+scored twice, reading the description as a dictionary gloss and as a person's words, who mostly mean
+a common word ("bird" rather than "ovenbird"); the answer mixes the two readings.
 
 **Vec2Sent** (Kerscher & Eger, 2020) is a decoder trained to turn sentence vectors back into
 sentences; with it, analogies and interpolations between sentences can be read as text. Of the
