@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
+from core.cancel import uncancellable
 from core.checkpoint import (CHECKPOINTS_DIR, DEFAULT_BASE, DEFAULT_CHECKPOINT, CheckpointError, list_checkpoints,
                              read_manifest)
 from core.engine import Engine
@@ -82,7 +83,8 @@ class ActiveModel:
     _cache: dict = field(default_factory=dict, repr=False)
 
     def _once(self, key: str, build: Callable[[], object]):
-        with self._lock:
+        """`build()` the first time, shared by every request after: a cancelled request does not stop it."""
+        with self._lock, uncancellable():
             if key not in self._cache:
                 self._cache[key] = build()
             return self._cache[key]
@@ -208,7 +210,8 @@ class Models:
                 if spec in self._loaded:
                     self._loaded.move_to_end(spec)
                     return self._loaded[spec]
-            return self._keep(self._prepared(spec, progress))
+            with uncancellable():  # the sessions that chose this model wait for the same preparation
+                return self._keep(self._prepared(spec, progress))
 
     def _keep(self, model: ActiveModel) -> ActiveModel:
         """Keep `model` loaded; past `keep_loaded` models the least recently used is dropped."""

@@ -68,7 +68,7 @@ def umap_fit(vectors: np.ndarray, dims: int = 2, seed: int = 0) -> np.ndarray:
 
     n_neighbors = max(2, min(15, len(vectors) - 1))
     reducer = umap.UMAP(n_components=dims, n_neighbors=n_neighbors, metric="cosine", min_dist=0.1,
-                        random_state=seed, n_jobs=1, tqdm_kwds=EPOCH_CHECKS)
+                        random_state=seed, n_jobs=1, tqdm_kwds=dict(EPOCH_CHECKS))  # UMAP adds keys
     return reducer.fit_transform(np.asarray(vectors, dtype=np.float32)).astype(np.float32)
 
 

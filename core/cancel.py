@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 
-__all__ = ["Cancelled", "CancelToken", "cancellable", "check_cancelled"]
+__all__ = ["Cancelled", "CancelToken", "cancellable", "check_cancelled", "uncancellable"]
 
 
 class Cancelled(Exception):
@@ -47,6 +47,17 @@ def cancellable(token: CancelToken) -> Iterator[CancelToken]:
     reset = _current.set(token)
     try:
         yield token
+    finally:
+        _current.reset(reset)
+
+
+@contextmanager
+def uncancellable() -> Iterator[None]:
+    """Run the block as no request's work: shared work that others wait for (a model's one-time
+    preparation) must not stop because the request that happened to start it was cancelled."""
+    reset = _current.set(None)
+    try:
+        yield
     finally:
         _current.reset(reset)
 

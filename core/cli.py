@@ -514,8 +514,8 @@ def evaluate_reverse(argv: Sequence[str]) -> int:
     python -m core eval-reverse --sets human-dev --out results/reverse.json
 
     acc@1/3/10/100, MRR and median rank of the described word among all candidates (core/evaluation/
-    reverse.py says how each set is scored). The open vocabulary's vectors are cached in
-    data/cache/open-vocab (minutes the first time); --single-token-words ranks the head's words only.
+    reverse.py says how each set is scored). The open vocabulary's vectors are cached in the user cache,
+    as Engine.load caches them (minutes the first time); --single-token-words ranks the head's words only.
     """
     import json
 
@@ -523,6 +523,7 @@ def evaluate_reverse(argv: Sequence[str]) -> int:
     from .engine import Engine
     from .evaluation.reverse import FILTERS, evaluate_reverse as run, reverse_query_sets
     from .open_vocab_fit import GCIDE_DICTD, missing_gcide, progress, read_gcide_dictd
+    from .paths import user_cache_dir
 
     parser = parser_for("eval-reverse", evaluate_reverse)
     parser.add_argument("--model", type=Path, default=DEFAULT_CHECKPOINT)
@@ -537,14 +538,14 @@ def evaluate_reverse(argv: Sequence[str]) -> int:
     _threads_flag(parser)
     args = parser.parse_args(argv)
     set_threads(args.threads)
-    engine = Engine.load(args.model, decoder=None)
+    engine = Engine.load(args.model, decoder=None, open_vocabulary=False)  # enabled below, in float32
     try:
         engine.open_vocab_config = dataclasses.replace(engine.open_vocab_config, **_weights(args.weights))
     except (TypeError, ValueError) as err:
         parser.error(f"--weights: {err}")
     if not args.single_token_words:
         engine.set_scoring_precision("float32")  # the leak-free indexes drop definitions from float32 vectors
-        engine.enable_open_vocabulary(cache_dir=CACHE_DIR / "open-vocab", progress=progress("candidates", print))
+        engine.enable_open_vocabulary(cache_dir=user_cache_dir("open-vocab"), progress=progress("candidates", print))
     gcide = None if args.single_token_words or missing_gcide(args.gcide) else read_gcide_dictd(args.gcide)
     sets = reverse_query_sets(engine, gcide)
     unknown = sorted(set(args.sets or ()) - set(sets))

@@ -3,7 +3,7 @@
     from core import Engine
     engine = Engine.load()                                   # the shipped default checkpoint
     engine.encode(["a sentence", "another"])                 # np.ndarray (2, d), float32
-    engine.predict_words("a person who is in charge", k=10)  # [("leader", 0.21), ...]
+    engine.predict_words("a person who is in charge", k=10)  # [("chief", 0.002), ...]: all WordNet lemmas
     engine.decode(vectors, beam=5)                           # Vec2Sent: ["a sentence.", ...]
     engine.analogy(a, b, c); engine.interpolate(x, y)        # see core/readout.py
 """
@@ -108,10 +108,12 @@ class Engine(VectorReadout):
         """Load a checkpoint directory (default: the shipped one) and its Vec2Sent decoder.
 
         `open_vocabulary`: a checkpoint fitted for the open vocabulary (its manifest names a word
-        tower, as the shipped one does) answers word queries with every WordNet word and phrase, and
-        its user dictionary's words, as the app does: embedded at the first word query (minutes once
-        per model, progress on stderr), then cached under `core.paths.user_cache_dir("open-vocab")`.
-        False (or `untrained`): the head's single-token words until `enable_open_vocabulary`.
+        tower, as the shipped one does) answers `predict_words` with every WordNet word and phrase,
+        and its user dictionary's words, as the app does: embedded at the first `predict_words` call
+        (minutes once per model, progress on stderr), then cached under
+        `core.paths.user_cache_dir("open-vocab")`. Other readings of vectors (analogy, interpolation)
+        use it once it is enabled. False (or `untrained`): the head's single-token words until
+        `enable_open_vocabulary`.
 
         `untrained=True` keeps the base encoder weights but the checkpoint's head (and word vectors
         computed from the base, if the checkpoint has any): the "before DefSent training" model. A path without a manifest is treated as a
@@ -365,6 +367,8 @@ class Engine(VectorReadout):
                             **filters) -> list[list[tuple[str, float]]]:
         """`predict_words` for many texts at once: one ranked list per text."""
         texts = check_texts(texts)
+        if self.open_vocab is None and self.open_vocabulary_on_first_use:
+            self._open_vocabulary_now()
         return self.words_for_vectors(self.encode(texts), k, WordFilter(**filters),
                                       texts if exclude_query_words else None)
 
@@ -387,8 +391,6 @@ class Engine(VectorReadout):
                     exclude_words_of: Sequence[str] | None = None) -> "WordScores":
         """Every candidate's score for each vector, what `words_for_vectors` ranks (the open
         vocabulary's candidates once enabled, else the head's words)."""
-        if self.open_vocab is None and self.open_vocabulary_on_first_use:
-            self._open_vocabulary_now()
         logits = self.word_logits(vectors)  # (n, V)
         vocab, open_vocab, temperature = self.vocab, self.open_vocab, 1.0  # read once: the warm-up may set it
         if open_vocab is not None:
@@ -444,6 +446,7 @@ class Engine(VectorReadout):
         they were fitted to an encoder this one no longer is."""
         self.open_vocab, self.open_vocab_tower, self.open_vocab_map = None, None, None
         self.open_vocab_config = DEFAULT_OPEN_VOCAB
+        self.open_vocabulary_on_first_use = False
 
     def open_vocab_candidates(self, extra: Iterable[Entry] | None = None,
                               dictionary: Iterable[Entry] | None = None) -> Candidates:

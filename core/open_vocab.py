@@ -58,9 +58,9 @@ class OpenVocabConfig:
     head_weight: float = 1.0        # weight of the engine's word score, single-token candidates
     multi_bias: float = 0.0         # added instead for the others (they have no head logit)
     definition_weight: float = 0.0  # weight of the definition channel
-    temperature: float = 1.0        # the shown probabilities are softmax(score / temperature): chosen
-                                    # on dev for calibration (the ranking does not depend on it, unless
-                                    # the everyday expert is mixed in)
+    temperature: float = 1.0        # the shown probabilities are softmax(score / temperature) when the
+                                    # dictionary expert answers alone: chosen on dev for calibration
+                                    # (the ranking does not depend on it; the mixture uses its own)
     # The everyday expert (module docstring), chosen on people's descriptions (docs/results.md, issue 38):
     everyday_share: float = 0.0     # its share of the answer; 0: the dictionary expert alone
     mixture_temperature: float = 1.0  # T of both experts inside the mixture
@@ -70,6 +70,12 @@ class OpenVocabConfig:
     everyday_definition_weight: float = 0.0
     frequency_weight: float = 0.0   # weight of the word prior, zipf(c)
     phrase_bias: float = 0.0        # added for phrases and hyphenated words ("ice cream", "well-known")
+
+    def __post_init__(self) -> None:
+        if not 0.0 <= self.everyday_share < 1.0:
+            raise ValueError(f"everyday_share must be in [0, 1), not {self.everyday_share}")
+        if self.everyday_share and self.mixture_temperature <= 0:
+            raise ValueError(f"mixture_temperature must be above 0, not {self.mixture_temperature}")
 
 
 # The everyday expert as chosen on the human dev set (docs/results.md, "The reverse dictionary for what people type")

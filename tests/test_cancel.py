@@ -89,9 +89,8 @@ def test_a_cancelled_token_stops_encoding_and_decoding(tiny_mlm_dir):
 def test_a_cancelled_map_stops_between_umap_epochs():
     """UMAP's layout loop checks at each epoch (through its progress bar's output)."""
     pytest.importorskip("umap")
-    from app.projection import EPOCH_CHECKS, umap_fit
+    from app.projection import umap_fit
 
-    assert EPOCH_CHECKS["disable"] is False and EPOCH_CHECKS["miniters"] == 1
     token = CancelToken()
     token.cancel()
     with cancellable(token), pytest.raises(Cancelled):
@@ -218,3 +217,17 @@ def test_the_submit_and_cancel_load_test_leaves_no_work_running():
     assert result["running_after_cancels"]["total"] == 0, result["running_after_cancels"]
     assert result["comparison"]["compared"] == 2 * 5 + 3 and result["comparison"]["differing"] == 0
     assert result["after"]["failed"] == 0
+
+
+def test_shared_preparation_runs_to_its_end_even_when_its_request_is_cancelled():
+    """A model's one-time preparation (app.models: reference sentences, the untrained twin, a session's
+    model) serves every request after: the request that started it being cancelled must not stop it."""
+    from core.cancel import uncancellable
+
+    token = CancelToken()
+    token.cancel()
+    with cancellable(token):
+        with uncancellable():
+            check_cancelled()  # no Cancelled: shared work
+        with pytest.raises(Cancelled):
+            check_cancelled()  # the request's own work again

@@ -93,7 +93,7 @@ def validation_accuracies(train: Features, validation: Features) -> list[float]:
     model = _classifier(C_GRID[0])
     scores = []
     for c in C_GRID:  # ascending C: each fit warm-starts from the previous, more regularised one
-        check_cancelled()  # a fit takes up to seconds: the one place a cancelled evaluation can stop
+        check_cancelled()  # a fit takes up to seconds: a cancelled evaluation stops between fits
         model.set_params(logisticregression__C=c).fit(*train)
         scores.append(accuracy_percent(validation[1], model.predict(validation[0])))
     return scores
