@@ -3,8 +3,8 @@ submit slow requests and cancel them in a loop, as an attacker of a public Space
 outlived its cancelled request used to pile up in threads and slow every visitor. Phases:
 
 1. **Alone**: the answer of each light request (reverse dictionary, similarity) and of each slow kind
-   (refined analogy, a map of 5,000 vocabulary words, word-prediction evaluation on 1,000
-   definitions), one at a time; the light requests' latency over `--probes` rounds; the app's
+   (refined analogy and interpolation, a map of 5,000 vocabulary words, a heatmap of 50 sentences,
+   word-prediction evaluation on 1,000 definitions, the smoke evaluation), one at a time; the light requests' latency over `--probes` rounds; the app's
    resident memory (VmRSS) and thread count.
 2. **Attack**: `--clients` clients send `--rounds` rounds in all: submit a slow request (the kinds in
    turn), wait until the app has queued it, then a random 0 to `--max-wait` seconds, cancel.
@@ -44,11 +44,18 @@ from bench.load_test import Call, launch_app, linked_checkpoint, new_client, rss
 LIGHT = [Call("reverse dictionary", "/reverse_dictionary", ("a person who is in charge", 10, "any", 0, 0, "", "",
                                                             True, False)),
          Call("similarity", "/similarity", ("A man is playing a guitar.", "Someone plays an instrument."))]
+HEATMAP_LINES = "\n".join(f"Sentence number {i} is about {topic}." for i, topic in
+                          enumerate(["cats", "stocks", "rain", "music", "bread"] * 10))  # 50 lines, the bound
+# Every slow endpoint's costly form, one pool after another (decode, heavy, evaluate).
 SLOW = [Call("refined analogy", "/analogy", ("The man is walking.", "The woman is walking.",
                                              "The king rules the city.", "b - a + c", True)),
         Call("map of 5,000 words", "/draw_map", ("vocabulary words", 5000, "", None, "PCA", "2-D",
                                                  "part of speech")),
-        Call("evaluation", "/evaluate_words", (1000, True))]
+        Call("evaluation", "/evaluate_words", (1000, True)),
+        Call("refined interpolation", "/interpolate", ("The weather is cold and wet.", "I love sunny summer days.",
+                                                       6, True)),
+        Call("heatmap of 50 sentences", "/heatmap", (HEATMAP_LINES,)),
+        Call("smoke evaluation", "/evaluate_smoke", (True,))]
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
