@@ -64,19 +64,26 @@ def table6() -> list[Query]:
 def ranks(engine, queries: Sequence[Query], mode: str = "none", batch_size: int = 64) -> np.ndarray:
     """(n,) rank of each query's word among the engine's candidates (1 = first; ties count against it),
     at most MAX_RANK; MAX_RANK when the word is not a candidate. `mode`: one of FILTERS."""
-    if mode not in FILTERS:
-        raise ValueError(f"unknown filter mode {mode!r}; one of {', '.join(FILTERS)}")
-    out, masks = [], {}  # masks: one per filter (a few hundred at most: initials and lengths)
+    return ranks_by_mode(engine, queries, [mode], batch_size)[mode]
+
+
+def ranks_by_mode(engine, queries: Sequence[Query], modes: Sequence[str] = FILTERS,
+                  batch_size: int = 64) -> dict[str, np.ndarray]:
+    """`ranks` for each filter mode, each query scored once."""
+    unknown = [mode for mode in modes if mode not in FILTERS]
+    if unknown:
+        raise ValueError(f"unknown filter mode {unknown[0]!r}; one of {', '.join(FILTERS)}")
+    out, masks = {mode: [] for mode in modes}, {}  # masks: one per filter (initials and lengths: a few hundred)
     for start in range(0, len(queries), batch_size):
         check_cancelled()
         batch = queries[start:start + batch_size]
-        vectors = engine.encode([q.text for q in batch])
-        out.extend(_rows(engine, vectors, batch, mode, masks))
-    return np.array(out, dtype=np.int64)
+        scored = engine.word_scores(engine.encode([q.text for q in batch]), exclude_words_of=[q.text for q in batch])
+        for mode in modes:
+            out[mode].extend(_rows(scored, batch, mode, masks))
+    return {mode: np.array(rows, dtype=np.int64) for mode, rows in out.items()}
 
 
-def _rows(engine, vectors: np.ndarray, batch: Sequence[Query], mode: str, masks: dict) -> Iterator[int]:
-    scored = engine.word_scores(vectors, exclude_words_of=[q.text for q in batch])
+def _rows(scored, batch: Sequence[Query], mode: str, masks: dict) -> Iterator[int]:
     index = scored.vocab.id_of
     for i, query in enumerate(batch):
         forms = [w for w in dict.fromkeys([query.word, singular(query.word)]) if w in index]
@@ -159,7 +166,7 @@ def evaluate_reverse(engine, sets: dict[str, tuple[list[Query], object | None]],
     results = {}
     for name, (queries, index) in sets.items():
         with scored_with(engine, index) if index is not None else contextlib.nullcontext():
-            results[name] = {mode: summary(ranks(engine, queries, mode)) for mode in modes}
+            results[name] = {mode: summary(r) for mode, r in ranks_by_mode(engine, queries, modes).items()}
             if name == "wordnet-test" and engine.open_vocab is not None:
                 multi = [q for q in queries if " " in q.word or engine.vocab.token_id(q.word) is None]
                 results[name]["multi-token"] = summary(ranks(engine, multi, "none"))
