@@ -38,8 +38,8 @@ import numpy as np
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
-from bench.bench_app import first_answer, free_port
-from bench.load_test import Call, launch_app, linked_checkpoint, new_client, rss_mb, send, tiny_checkpoints
+from bench.bench_app import first_answer
+from bench.load_test import Call, linked_checkpoint, new_client, rss_mb, running_app, send, tiny_checkpoints
 
 LIGHT = [Call("reverse dictionary", "/reverse_dictionary", ("a person who is in charge", 10, "any", 0, 0, "", "",
                                                             True, False)),
@@ -168,16 +168,8 @@ def run(args: argparse.Namespace) -> dict:
         (work / "checkpoints").mkdir()
         model = (tiny_checkpoints(work, work / "checkpoints")[0] if args.tiny
                  else linked_checkpoint(args.model or DEFAULT_CHECKPOINT, work / "checkpoints"))
-        port, log = free_port(), work / "app.log"
-        process = launch_app(model, port, work, args, log)
-        try:
-            result = measure(f"http://127.0.0.1:{port}/", process, args)
-        except BaseException:
-            print(log.read_text(errors="replace")[-3000:], file=sys.stderr)
-            raise
-        finally:
-            process.terminate()
-            process.wait(timeout=60)
+        with running_app(model, work, args) as (url, process):
+            result = measure(url, process, args)
     result.update(model="tiny" if args.tiny else str(model.resolve()), clients=args.clients, rounds=args.rounds,
                   targets={"p99_ratio": args.p99_ratio, "memory_mb": args.memory_mb})
     return result

@@ -46,6 +46,7 @@ since answers change when it becomes ready. The tiny model serves single-token w
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import random
@@ -55,7 +56,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -363,6 +364,22 @@ def launch_app(model: Path, port: int, work: Path, args: argparse.Namespace, log
     return subprocess.Popen(command, cwd=REPO, env=env, stdout=log.open("w"), stderr=subprocess.STDOUT)
 
 
+@contextlib.contextmanager
+def running_app(model: Path, work: Path, args: argparse.Namespace) -> Iterator[tuple[str, subprocess.Popen]]:
+    """The app serving `model` on a free local port for the block: (its URL, its process). The end of its
+    log is printed when the block fails; the app is stopped at the end."""
+    port, log = free_port(), work / "app.log"
+    process = launch_app(model, port, work, args, log)
+    try:
+        yield f"http://127.0.0.1:{port}/", process
+    except BaseException:
+        print(log.read_text(errors="replace")[-3000:], file=sys.stderr)
+        raise
+    finally:
+        process.terminate()
+        process.wait(timeout=60)
+
+
 def start_job(client, dictionary: Path, steps: int, seed: int) -> str:
     """Upload and validate the dictionary, start fine-tuning; the job id."""
     from gradio_client import handle_file
@@ -661,16 +678,8 @@ def run(args: argparse.Namespace) -> dict:
         model, words = (tiny_checkpoints(work, checkpoints) if args.tiny
                         else (linked_checkpoint(args.model or DEFAULT_CHECKPOINT, checkpoints), None))
         dictionary = write_dictionary(work / "dictionary.tsv", args.job_words, args.seed, words)
-        port, log = free_port(), work / "app.log"
-        process = launch_app(model, port, work, args, log)
-        try:
-            result = measure(f"http://127.0.0.1:{port}/", process, dictionary, checkpoints, model.name, args)
-        except BaseException:
-            print(log.read_text(errors="replace")[-3000:], file=sys.stderr)
-            raise
-        finally:
-            process.terminate()
-            process.wait(timeout=60)
+        with running_app(model, work, args) as (url, process):
+            result = measure(url, process, dictionary, checkpoints, model.name, args)
     result.update({"clients": args.clients, "requests_per_client": args.requests, "app_threads": args.threads,
                    "model": "tiny" if args.tiny else str(model.resolve()), "distinct_per_kind": args.distinct,
                    "job_steps": args.job_steps})
