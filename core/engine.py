@@ -381,8 +381,8 @@ class Engine(VectorReadout):
         results = []
         for i in range(len(scored.scores)):
             # ranked by score, not probability: far below the first, probabilities underflow to 0 and tie
-            allowed = scored.scores[i].masked_fill(~scored.allowed[i], float("-inf"))
-            top = allowed.topk(min(INFLECTION_SLACK * k, int(scored.allowed[i].sum())))
+            scores = scored.scores[i].masked_fill(~scored.allowed[i], float("-inf"))
+            top = scores.topk(min(INFLECTION_SLACK * k, int(scored.allowed[i].sum())))
             ranked = [(scored.vocab.words[j], float(scored.probabilities[i, j])) for j in top.indices.tolist()]
             results.append(without_inflections(ranked)[:k])
         return results

@@ -23,12 +23,11 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from core import Engine  # noqa: E402
 from core.engine import _words_in, singular  # noqa: E402
-from core.evaluation.reverse import Query, reverse_query_sets  # noqa: E402
+from core.evaluation.reverse import MAX_RANK, Query, reverse_query_sets, summary  # noqa: E402
 from core.open_vocab_fit import read_gcide_dictd  # noqa: E402
+from core.paths import user_cache_dir  # noqa: E402
 from core.word_prior import zipf_frequencies  # noqa: E402
 
-CACHE = Path("data/cache/open-vocab")
-MISSING_RANK = 1000
 
 
 @dataclass
@@ -78,13 +77,7 @@ def ranks(ch: Channels, w: dict) -> torch.Tensor:
             + w["multi_bias"] * (~ch.single).float()) + ch.blocked)  # (B, C)
     gold = s.gather(1, ch.gold_rows).masked_fill(ch.gold_rows_missing, float("-inf")).amax(1)  # (B,)
     r = (s > gold[:, None]).sum(1).float() + 1
-    return r.masked_fill(gold == float("-inf"), MISSING_RANK).clamp(max=MISSING_RANK)
-
-
-def summary(r: torch.Tensor) -> dict:
-    return {"acc@1": round(float((r <= 1).float().mean()), 3), "acc@3": round(float((r <= 3).float().mean()), 3),
-            "acc@10": round(float((r <= 10).float().mean()), 3), "acc@100": round(float((r <= 100).float().mean()), 3),
-            "mrr": round(float((1 / r).mean()), 4), "median": float(r.median())}
+    return r.masked_fill(gold == float("-inf"), MAX_RANK).clamp(max=MAX_RANK)
 
 
 GUARD_SAMPLE = 600  # queries of each dictionary set (fixed seed): enough to see a guard move
@@ -97,7 +90,7 @@ def main() -> None:
     args = p.parse_args()
     engine = Engine.load(args.model, decoder=None)
     engine.set_scoring_precision("float32")
-    engine.enable_open_vocabulary(cache_dir=CACHE)
+    engine.enable_open_vocabulary(cache_dir=user_cache_dir("open-vocab"))  # Engine.load's cache
     config = engine.open_vocab_config
     print("shipped config", config)
     sets = reverse_query_sets(engine, read_gcide_dictd())
