@@ -12,7 +12,7 @@ import sys
 import time
 from pathlib import Path
 
-from app.settings import QUEUE_SIZE
+from app.settings import DEVICE_ENV, QUEUE_SIZE
 
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")  # no telemetry calls from an offline server
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -58,11 +58,19 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                              "WordNet words and phrases in the background, minutes once per model)")
     parser.add_argument("--warm-up-delay", type=float, default=10.0,
                         help="seconds after the model loads before background warm-up starts (default 10)")
+    parser.add_argument("--device", default=os.environ.get(DEVICE_ENV, "auto"),
+                        help="where models compute and fine-tunes train: auto (a CUDA GPU, else Apple's MPS, else "
+                             f"the CPU), cpu, cuda, cuda:N or mps (or ${DEVICE_ENV})")
     args = parser.parse_args(argv)
     try:
         args.auth = parse_auth(args.auth)
     except ValueError as err:
         parser.error(f"--auth (or ${AUTH_ENV}): {err}")
+    from core.device import DeviceError, resolve_device
+    try:
+        args.device = str(resolve_device(args.device))
+    except DeviceError as err:
+        parser.error(f"--device (or ${DEVICE_ENV}): {err}")
     return args
 
 
@@ -84,6 +92,7 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     from app.settings import MAX_UPLOAD_BYTES, configure_numba_cache, limit_threads
     limit_threads(max(1, args.threads))
+    os.environ[DEVICE_ENV] = args.device  # read where models load, training processes included (app/settings.py)
     configure_numba_cache()
     from app.handlers import start_studio
     from app.models import ModelSpec, default_spec
@@ -106,7 +115,7 @@ def main(argv: list[str] | None = None) -> int:
                 css=CSS, prevent_thread_lock=True, footer_links=["api"], max_file_size=MAX_UPLOAD_BYTES,
                 app_kwargs={"middleware": [Middleware(RequestBodyLimit)]})  # any body over ~21 MB: 413
     print(f"DefSent Studio listening on http://{args.host}:{args.port} "
-          f"({time.perf_counter() - started:.1f} s after start; serving {spec.name}"
+          f"({time.perf_counter() - started:.1f} s after start; serving {spec.name} on {args.device}"
           f"{'; public mode' if public else ''}{'; login required' if args.auth else ''})", flush=True)
     demo.block_thread()
     return 0

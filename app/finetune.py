@@ -29,7 +29,7 @@ from core.checkpoint import (CHECKPOINTS_DIR, MANIFEST, atomic_directory, claime
                              read_manifest, remove_stale_temporaries, safe_checkpoint_name, write_json)
 from core.dictionary import DictionarySplit, Entry, read_user_dictionary, split_by_word
 from core.engine import Engine
-from core.hardware import resolve_precision
+from core.device import resolve_precision
 from core.train import TrainConfig, TrainProgress, train
 from core.open_vocab import evaluate_among
 from core.readout import BorrowedDecoding
@@ -144,13 +144,14 @@ class FinetuneSettings:
         """Training steps of the run: max_steps, else epochs x batches of `train_pairs` definitions."""
         return self.max_steps or max(1, int(self.epochs * math.ceil(train_pairs / self.batch_size)))
 
-    def train_config(self, train_pairs: int, layers: int | None = None) -> TrainConfig:
-        """The core TrainConfig, with dev evaluations spread evenly over the run (settings checked first)."""
+    def train_config(self, train_pairs: int, layers: int | None = None, device="cpu") -> TrainConfig:
+        """The core TrainConfig, with dev evaluations spread evenly over the run (settings checked first);
+        precision "auto" is bfloat16 where `device` (the model's) multiplies it natively."""
         self.check(train_pairs, layers)
         return TrainConfig(lr=self.lr, epochs=self.epochs, batch_size=int(self.batch_size),
                            trainable_layers=int(self.trainable_layers), max_steps=int(self.max_steps),
                            eval_every=max(1, self.total_steps(train_pairs) // int(self.evaluations)),
-                           seed=int(self.seed), precision=resolve_precision(self.precision))
+                           seed=int(self.seed), precision=resolve_precision(self.precision, device))
 
 
 @dataclass(frozen=True)
@@ -299,7 +300,8 @@ def run_finetune(job: Reporter, load_engine: Callable[[], Engine], upload: Uploa
     job.report(stage="loading a copy of the model", step=0, total=0)
     engine = load_engine()
     split = upload.split
-    config = settings.train_config(len(definition_pairs(split.train, engine.vocab)[0]), model_layers(engine))
+    config = settings.train_config(len(definition_pairs(split.train, engine.vocab)[0]), model_layers(engine),
+                                   engine.device)
     if engine.word_vectors is None and config.word_vector_scale:  # score before and after alike
         job.report(stage="embedding every word of the vocabulary (word vectors)")
         engine.add_word_vectors(config.word_vector_scale)

@@ -12,6 +12,14 @@ APP_NAME = "defsent-studio"
 QUEUE_SIZE = 64  # requests that may wait beyond those running; past it a request is refused at once
 # Gradio refuses bigger uploads before writing them to disk; the dictionary loader's own cap is the same.
 MAX_UPLOAD_BYTES = 20_000_000
+# Where models load and fine-tunes train: `python app.py --device` sets it, and the spawned training
+# processes inherit it. A name core.device.resolve_device takes.
+DEVICE_ENV = "DEFSENT_DEVICE"
+
+
+def model_device() -> str:
+    """The device models load on: $DEFSENT_DEVICE, else "auto" (a GPU when there is one)."""
+    return os.environ.get(DEVICE_ENV, "auto")
 
 
 def upload_dir() -> Path:

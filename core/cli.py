@@ -110,6 +110,22 @@ def _threads_flag(parser: argparse.ArgumentParser, default: int = 0, note: str =
                         help="torch threads (0: torch's default; 1 is fastest on a busy 2-core machine)" + note)
 
 
+def _device_flag(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--device", default="auto",
+                        help="where to compute: auto (a CUDA GPU, else Apple's MPS, else the CPU), cpu, cuda, "
+                             "cuda:N or mps (core/device.py)")
+
+
+def device_from_flag(parser: argparse.ArgumentParser, name: str):
+    """The torch.device `--device` names; a parser error (exit 2) naming what this machine has when absent."""
+    from .device import DeviceError, resolve_device
+
+    try:
+        return resolve_device(name)
+    except DeviceError as err:
+        parser.error(str(err))
+
+
 # ---- the reverse dictionary ---------------------------------------------------------------------
 
 @command("words")
@@ -125,11 +141,13 @@ def words(argv: Sequence[str]) -> int:
     parser.add_argument("--single-token-words", action="store_true",
                         help="answer with the word head's single-token words only (skips embedding the open "
                              "vocabulary, minutes the first time for a model)")
+    _device_flag(parser)
     args = parser.parse_args(argv)
+    device = device_from_flag(parser, args.device)
     from .checkpoint import CheckpointError
     from .engine import Engine
     try:
-        engine = Engine.load(args.model, open_vocabulary=not args.single_token_words)
+        engine = Engine.load(args.model, open_vocabulary=not args.single_token_words, device=device)
         results = engine.predict_words_batch(args.text, k=args.k, pos=args.pos, pattern=args.pattern,
                                              exclude_query_words=args.exclude_query_words)
     except (CheckpointError, ValueError) as err:
@@ -163,11 +181,12 @@ def train(argv: Sequence[str]) -> int:
         if missing_gcide(args.open_vocab_gcide):
             p.error(missing_gcide(args.open_vocab_gcide) + " (or --no-open-vocab to skip the fit)")
     set_threads(args.threads)
+    device = device_from_flag(p, args.device)
     from . import distributed
 
-    distributed.start()  # under torchrun: join the other processes (docs/training.md, "More than one process")
+    distributed.start(device)  # under torchrun: join the other processes (docs/training.md, "More than one process")
     try:
-        return _run_training(args, config_from_flags(TrainConfig, args), distributed.is_main())
+        return _run_training(args, config_from_flags(TrainConfig, args), distributed.is_main(), device)
     finally:
         distributed.stop()
 
@@ -200,6 +219,7 @@ def train_parser() -> argparse.ArgumentParser:
                         "python -m core gcide); its dev/test words and texts are dropped")
     p.add_argument("--split-seed", type=int, default=0, help="seed of the 80/10/10 split by word")
     _threads_flag(p)
+    _device_flag(p)
     p.add_argument("--head-from", type=Path, help="start from the base of this checkpoint with its head "
                    "(the encoder's training is redone, the head stage skipped)")
     add_config_flags(p, TrainConfig)
@@ -224,10 +244,11 @@ def train_parser() -> argparse.ArgumentParser:
     return p
 
 
-def _run_training(args: argparse.Namespace, config, main_process: bool) -> int:
+def _run_training(args: argparse.Namespace, config, main_process: bool, device) -> int:
     """Train; only the main process prints, tests and saves (the others train their shards)."""
     from tqdm import tqdm
 
+    from . import distributed
     from .dictionary import add_training_entries, load_wordnet, read_user_dictionary, split_by_word
     from .engine import Engine
     from .train import TrainProgress, head_stage, sts_dev_scorer
@@ -235,6 +256,8 @@ def _run_training(args: argparse.Namespace, config, main_process: bool) -> int:
     from .word_eval import evaluate_words, format_table
 
     say = print if main_process else lambda *_: None
+    if distributed.backend():
+        say(f"distributed: {distributed.backend()} backend, {distributed.world_size()} process(es), on {device}")
     if args.dictionary:
         entries, report = read_user_dictionary(args.dictionary)
         say(report.summary())
@@ -252,6 +275,7 @@ def _run_training(args: argparse.Namespace, config, main_process: bool) -> int:
     engine = (Engine.load(args.init) if args.init
               else Engine.load(args.head_from, untrained=True) if args.head_from
               else Engine.from_base(args.base, args.pooling, args.head_kind, unit_rows=args.unit_rows))
+    engine.to(device)
     engine.manifest["head"]["origin"] = head_stage(engine, split, args.head_stage, args.head_epochs,
                                                    args.split_seed, args.head_weight_decay)
     say("word head:", engine.manifest["head"]["origin"])
@@ -477,7 +501,9 @@ def evaluate(argv: Sequence[str]) -> int:
                         help="sentences for the vec2sent task: one a line, or JSON lines with \"text\" "
                              f"(default: {DEFAULT_TEST})")
     parser.add_argument("--decoder-sentences", type=int, default=500, help="first N of them (default: 500)")
+    _device_flag(parser)
     args = parser.parse_args(argv)
+    device = device_from_flag(parser, args.device)
     tasks = [task.strip() for task in args.tasks.split(",") if task.strip()]
     unknown = [task for task in tasks if task not in TASKS]
     if unknown or not tasks:
@@ -489,7 +515,7 @@ def evaluate(argv: Sequence[str]) -> int:
 
     start = time.perf_counter()
     try:
-        encoder = load_encoder(args.model, args.precision, args.pooling, untrained=args.untrained)
+        encoder = load_encoder(args.model, args.precision, args.pooling, untrained=args.untrained, device=device)
     except (ValueError, ImportError) as error:
         parser.error(f"cannot load model {args.model!r}: {error}")
     config = EvaluationConfig(args.data, args.sts_dir, args.kfold, args.seed, decoder_test=args.decoder_test,
@@ -536,9 +562,11 @@ def evaluate_reverse(argv: Sequence[str]) -> int:
                         help="open-vocabulary weights instead of the checkpoint's, e.g. frequency_weight=16")
     parser.add_argument("--out", type=Path, default=None, help="also write the results here as JSON")
     _threads_flag(parser)
+    _device_flag(parser)
     args = parser.parse_args(argv)
     set_threads(args.threads)
-    engine = Engine.load(args.model, decoder=None, open_vocabulary=False)  # enabled below, in float32
+    engine = Engine.load(args.model, decoder=None, open_vocabulary=False,  # enabled below, in float32
+                         device=device_from_flag(parser, args.device))
     try:
         engine.open_vocab_config = dataclasses.replace(engine.open_vocab_config, **_weights(args.weights))
     except (TypeError, ValueError) as err:
@@ -712,17 +740,20 @@ def vec2sent_train(argv: Sequence[str]) -> int:
     python -m core vec2sent-train --encoder CKPT --corpus data/cache/corpus --out checkpoints/vec2sent-NAME --minutes 80
     python -m core vec2sent-train --recipe recipes/vec2sent-defsent-minilm.json --out checkpoints/NAME   # the shipped one
     """
-    from .hardware import resolve_precision
+    from .device import resolve_precision
     from .vec2sent.train import TrainSettings
 
-    args = parse_with_recipe(vec2sent_train_parser(), argv)
+    parser = vec2sent_train_parser()
+    args = parse_with_recipe(parser, argv)
     set_threads(args.threads)
     from .vec2sent.encoder_link import link_engine
     from .vec2sent.train import RUNS_DIR, read_corpus, train_for_encoder
 
-    settings = config_from_flags(TrainSettings, args, precision=resolve_precision(args.precision))
+    device = device_from_flag(parser, args.device)
+    settings = config_from_flags(TrainSettings, args, precision=resolve_precision(args.precision, device),
+                                 device=str(device))
     sentences, corpus = read_corpus(args.corpus, args.corpus_sentences)
-    link = link_engine(args.encoder, batch_size=128, precision=args.encoder_precision)
+    link = link_engine(args.encoder, batch_size=128, precision=args.encoder_precision, device=device)
     stats = train_for_encoder(sentences, link, args.out, _decoder_overrides(args), settings,
                               init=args.init, corpus=corpus,
                               run_dir=args.run_dir or RUNS_DIR / args.out.name, resume=args.resume)
@@ -757,7 +788,8 @@ def vec2sent_train_parser() -> argparse.ArgumentParser:
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--init", type=Path, help="start from this decoder, e.g. the decoder of the encoder "
                         "this one was fine-tuned or blended from (another corpus' pieces are mapped)")
-    add_config_flags(parser, TrainSettings, skip=("precision",))
+    add_config_flags(parser, TrainSettings, skip=("precision", "device"))
+    _device_flag(parser)
     add_config_flags(parser, Vec2SentConfig, skip=("sent_dim", "architecture"))
     parser.add_argument("--architecture", choices=("lstm", "transformer"), default="lstm",
                         help="transformer: warm-started from --base (core/vec2sent/transformer.py); "
@@ -772,7 +804,7 @@ def vec2sent_train_parser() -> argparse.ArgumentParser:
                         "(default data/cache/vec2sent-runs/OUT_NAME)")
     parser.add_argument("--precision", choices=("auto", *TRAINING_PRECISIONS), default="auto",
                         help="bfloat16 autocasts the forward pass (weights stay float32); auto: bfloat16 "
-                             "on CPUs with native bfloat16 matrix instructions, else float32")
+                             "on a GPU or CPU with native bfloat16 matrix instructions, else float32")
     _threads_flag(parser, default=1, note="; decoder training: 2 threads measured 2.5x slower beside another job")
     return parser
 
@@ -808,15 +840,18 @@ def vec2sent_diagnostics(argv: Sequence[str]) -> int:
                         help="decoder weights (auto: int8 where torch can; see load_checkpoint)")
     parser.add_argument("--encoder-precision", default="float32", choices=TRAINING_PRECISIONS,
                         help="the encoder's, for the test vectors, reranking and refining (the app: bfloat16)")
+    _device_flag(parser)
     args = parser.parse_args(argv)
     set_threads(args.threads)
+    device = device_from_flag(parser, args.device)
     from .vec2sent.checkpoint import load_checkpoint, mean_cosine
     from .vec2sent.diagnostics import (decodings, format_table, read_test_sentences, round_trip_agreement,
                                        score_reconstructions)
     from .vec2sent.encoder_link import link_engine
 
-    link = link_engine(args.encoder, precision=args.encoder_precision)
-    decoder = load_checkpoint(args.decoder, encoder_fingerprint=link.fingerprint, precision=args.precision)
+    link = link_engine(args.encoder, precision=args.encoder_precision, device=device)
+    decoder = load_checkpoint(args.decoder, encoder_fingerprint=link.fingerprint, precision=args.precision,
+                              device=device)
     references, genres = read_test_sentences(args.test, args.limit)
     vectors = link.encode(references)
     rows, by_genre = {}, {}

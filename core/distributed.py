@@ -2,8 +2,9 @@
 
     torchrun --nproc_per_node 2 -m core train --out checkpoints/NAME ...   # the flags of one process
 
-torchrun sets RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT; `start` joins that process group on the
-gloo backend (the engine computes on the CPU; docs/training.md says what GPUs would need). Training wraps the encoder in DistributedDataParallel: each process takes
+torchrun sets RANK, LOCAL_RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT; `start` joins that process
+group: NCCL when the run computes on CUDA (each process on GPU LOCAL_RANK, `core.device.resolve_device`),
+gloo on the CPU. Training wraps the encoder in DistributedDataParallel: each process takes
 its shard of every batch, the gradients are averaged, and only rank 0 evaluates and saves
 (`is_main`). Run as one process, everything here is a no-op and nothing is imported from
 torch.distributed's backends.
@@ -20,14 +21,23 @@ import torch.distributed as dist
 T = TypeVar("T")
 
 
-def start() -> bool:
-    """Join the process group described by torchrun's environment; False (and nothing done) when
-    this is a single process (WORLD_SIZE unset or 1)."""
-    if int(os.environ.get("WORLD_SIZE", "1")) <= 1:
+def start(device: torch.device = torch.device("cpu")) -> bool:
+    """Join the process group described by torchrun's environment, for a run computing on `device`
+    (NCCL on CUDA, whose current GPU becomes `device`; gloo elsewhere); False (and nothing done) for
+    a process torchrun did not start (RANK unset). A torchrun run of one process joins a group of one:
+    the DDP path, on one GPU."""
+    if "RANK" not in os.environ:
         return False
     if not dist.is_initialized():
-        dist.init_process_group("gloo")  # CPU tensors; nccl wants the model on the GPUs first
+        if device.type == "cuda":
+            torch.cuda.set_device(device)  # NCCL's collectives run on the current GPU
+        dist.init_process_group("nccl" if device.type == "cuda" else "gloo")
     return True
+
+
+def backend() -> str | None:
+    """The process group's backend ("nccl", "gloo"), or None outside one."""
+    return dist.get_backend() if dist.is_initialized() else None
 
 
 def stop() -> None:
@@ -59,7 +69,7 @@ def average(value: torch.Tensor) -> torch.Tensor:
     if world_size() == 1:
         return value
     value = value.detach().clone()
-    dist.all_reduce(value)
+    dist.all_reduce(value)  # on the value's device: the loss is on the GPU under NCCL
     return value / world_size()
 
 

@@ -17,7 +17,8 @@ from torch import nn
 
 from .bert import Unsupported, load_bert
 from .cancel import check_cancelled
-from .hardware import PRECISIONS, quantize_int8, resolve_precision
+from .device import autocast, module_device, resolve_precision
+from .hardware import PRECISIONS, quantize_int8
 
 log = logging.getLogger(__name__)
 
@@ -80,6 +81,11 @@ class SentenceEncoder(nn.Module):
         return self.backbone.config.hidden_size
 
     @property
+    def device(self) -> torch.device:
+        """Where the encoder computes (`.to(device)` moves it; see core/device.py)."""
+        return module_device(self)
+
+    @property
     def word_embeddings(self) -> torch.Tensor:
         """The input token embedding matrix E (V, H); the word head's decoder is tied to it."""
         return self.backbone.get_input_embeddings().weight
@@ -94,20 +100,23 @@ class SentenceEncoder(nn.Module):
         "bfloat16": matrix products autocast to bfloat16, weights kept in float32 (fast on CPUs with
         AVX512-BF16 or AMX, slower than float32 on others). "int8": dynamic int8 quantisation
         (per output channel) of the backbone's Linear layers; it replaces them, so it cannot be
-        undone. "auto": bfloat16 on CPUs with native bfloat16 (`core.hardware`), else float32.
-        A bad value raises ValueError and changes nothing.
+        undone, and runs on the CPU only. "auto": bfloat16 on a GPU or CPU that multiplies it natively
+        (`core.device.bfloat16_native`), else float32. A bad value raises ValueError and changes nothing.
         """
         if precision not in PRECISIONS:
             raise ValueError(f"unknown precision {precision!r}; choose one of {PRECISIONS}")
-        precision = resolve_precision(precision)
+        precision = resolve_precision(precision, self.device)
+        if precision == "int8" and self.device.type != "cpu":
+            raise ValueError(f"int8 encoding runs on the CPU only, not on {self.device}: use bfloat16 there")
         if self.precision == "int8" and precision != "int8":
             raise ValueError("int8 quantisation cannot be undone: load the model again for another precision")
         if precision == "int8" and self.precision != "int8":
             quantize_int8(self.backbone)
         self.precision = precision
 
-    def tokenize(self, texts: list[str]) -> dict[str, torch.Tensor]:
-        """Tokenise with padding and truncation; warn when a text is cut at the model's maximum."""
+    def tokenize(self, texts: list[str], device: torch.device | None = None) -> dict[str, torch.Tensor]:
+        """Tokenise with padding and truncation, on `device` (default: the CPU); warn when a text is
+        cut at the model's maximum."""
         batch = self.tokenizer(texts, padding=True, truncation=True, max_length=self.max_length,
                                return_tensors="pt")
         if batch["input_ids"].shape[1] == self.max_length:
@@ -116,6 +125,8 @@ class SentenceEncoder(nn.Module):
             if cut:
                 warnings.warn(f"{cut} text(s) longer than {self.max_length} tokens were truncated",
                               stacklevel=3)
+        if device is not None and device.type != "cpu":
+            return {k: batch[k].pin_memory().to(device, non_blocking=True) for k in ("input_ids", "attention_mask")}
         return {"input_ids": batch["input_ids"], "attention_mask": batch["attention_mask"]}
 
     @torch.inference_mode()
@@ -126,7 +137,7 @@ class SentenceEncoder(nn.Module):
         Batches are formed from texts sorted by length (less padding), and the original order is
         restored. `normalize=True` returns unit vectors. `progress(done, total)` is called per batch.
         Cancelled (core.cancel) before a batch once the work was cancelled.
-        Computed in `self.precision` (see `set_precision`). Raises RuntimeError in train mode:
+        Computed in `self.precision` (see `set_precision`) on `self.device`. Raises RuntimeError in train mode:
         dropout would make the vectors random, and switching modes here would race other threads.
         """
         texts = check_texts(texts)
@@ -134,15 +145,16 @@ class SentenceEncoder(nn.Module):
             raise RuntimeError("encode needs eval mode (dropout off): call .eval() first")
         order = np.argsort([-len(t) for t in texts], kind="stable")
         out = np.empty((len(texts), self.hidden_size), dtype=np.float32)
+        device = self.device
         for start in range(0, len(texts), batch_size):
             check_cancelled()
             idx = order[start:start + batch_size]
-            batch = self.tokenize([texts[i] for i in idx])
-            with torch.autocast("cpu", dtype=torch.bfloat16, enabled=self.precision == "bfloat16"):
+            batch = self.tokenize([texts[i] for i in idx], device)
+            with autocast(device, self.precision == "bfloat16"):
                 vectors = self(**batch).float()  # (b, H)
             if normalize:
                 vectors = nn.functional.normalize(vectors, dim=-1)
-            out[idx] = vectors.numpy()
+            out[idx] = vectors.cpu().numpy()
             if progress:
                 progress(min(start + batch_size, len(texts)), len(texts))
         return out

@@ -27,6 +27,7 @@ from .paths import user_cache_dir
 from .checkpoint import (DEFAULT_BASE, DEFAULT_CHECKPOINT, FORMAT, FORMAT_VERSION, MANIFEST,
                          CheckpointError, atomic_directory, fingerprint, library_versions,
                          read_manifest, resolve_base, write_json)
+from .device import resolve_device
 from .encoder import SentenceEncoder, check_texts, l2_normalize, semantic_search
 from .hardware import quantised_engine, return_freed_memory
 from .hubness import DEFAULT_K, DEFAULT_WEIGHT, HUB_PENALTY, HubPenalty, group_definitions
@@ -104,7 +105,7 @@ class Engine(VectorReadout):
     @classmethod
     def load(cls, path: str | Path | None = None, untrained: bool = False,
              decoder: str | Path | None = "auto", precision: str = "float32",
-             open_vocabulary: bool = True) -> "Engine":
+             open_vocabulary: bool = True, device: str = "cpu") -> "Engine":
         """Load a checkpoint directory (default: the shipped one) and its Vec2Sent decoder.
 
         `open_vocabulary`: a checkpoint fitted for the open vocabulary (its manifest names a word
@@ -121,9 +122,11 @@ class Engine(VectorReadout):
         beside `path` trained on this encoder, if any, loaded on first use; a path is loaded now
         and refused (EncoderMismatchError) if trained on another encoder; None loads none.
         `precision`: "float32", or "bfloat16" / "int8" / "auto" for faster encoding (see `set_precision`).
+        `device`: where the encoder, head and decoder compute ("cpu", "cuda", "auto": see `to`).
         """
         path = Path(path) if path is not None else DEFAULT_CHECKPOINT
         engine = cls._load_encoder(path, untrained)
+        engine.to(device)
         engine.set_precision(precision)
         engine.set_decoder(decoder, path.parent)
         fitted = {"word_tower", "word_map"} & set(engine.manifest.get("open_vocab", {}))
@@ -185,7 +188,7 @@ class Engine(VectorReadout):
             raise CheckpointError(f"checkpoint changes tensors the base does not have: {unknown[:5]}")
         with torch.no_grad():
             for name, d in delta.items():
-                state[name].add_(d.to(state[name].dtype))
+                state[name].add_(d.to(state[name]))  # its dtype and device
         self._fingerprint = None
 
     def save(self, path: str | Path, name: str | None = None, training: dict | None = None,
@@ -218,7 +221,7 @@ class Engine(VectorReadout):
         }
         with atomic_directory(path) as tmp:
             save_file({k: v.half().contiguous() for k, v in delta.items()}, str(tmp / ENCODER_DELTA))
-            save_file({k: v.contiguous() for k, v in self.head.own_state_dict().items()},
+            save_file({k: v.cpu().contiguous() for k, v in self.head.own_state_dict().items()},
                       str(tmp / HEAD_WEIGHTS))
             write_json(tmp / HEAD_CONFIG, self.head.config.to_dict())
             self._write_word_scoring(tmp, manifest)
@@ -285,6 +288,25 @@ class Engine(VectorReadout):
         vectors = self.encode(unique, batch_size=batch_size, progress=progress)
         self.hub_penalty = HubPenalty.compute(self.word_logits, vectors, defined, k, weight)
 
+    @property
+    def device(self) -> torch.device:
+        """Where the encoder, the head and the decoder compute; word scoring past the head runs on the CPU."""
+        return self.encoder.device
+
+    def to(self, device: str | torch.device) -> "Engine":
+        """Compute on `device` from now on ("cpu", "cuda", "cuda:N", "mps", or "auto": CUDA, else MPS,
+        else the CPU; core/device.py): the encoder and the head move there (a decoder is loaded there
+        on first use). Word scores leave the head for the CPU, where the rest of the scoring runs;
+        int8 scoring is a CPU path, so scoring elsewhere is float32. DeviceError (nothing moved) for a
+        device this machine lacks; ValueError for an int8 encoder anywhere but the CPU."""
+        device = resolve_device(device)
+        if device.type != "cpu" and self.encoder.precision == "int8":
+            raise ValueError("an int8 engine runs on the CPU only: load it again in float32 or bfloat16")
+        self.encoder.to(device)
+        self.head.to(device)
+        self.set_scoring_precision("auto" if device.type == "cpu" else "float32")
+        return self
+
     def set_precision(self, precision: str) -> None:
         """Encode in "float32", "bfloat16" or "int8" from now on (`SentenceEncoder.set_precision`).
         `fingerprint` stays that of the float32 weights, which int8 replaces by packed ones."""
@@ -347,7 +369,7 @@ class Engine(VectorReadout):
         hubness correction when it has one."""
         u = torch.as_tensor(np.asarray(vectors, dtype=np.float32))
         u = u.reshape(-1, u.shape[-1])  # (n, d)
-        logits = self.head(u, int8=self.int8_scoring)  # (n, V)
+        logits = self.head(u.to(self.device), int8=self.int8_scoring).cpu()  # (n, V)
         if self.word_vectors is not None:
             logits = logits + self.word_vectors.scores(u, logits.shape[1], int8=self.int8_scoring)
         if self.hub_penalty is not None:
@@ -501,6 +523,7 @@ def _freeze_embeddings(encoder: SentenceEncoder) -> None:
 
 def _encoder_delta(trained: dict, base: dict) -> dict[str, torch.Tensor]:
     """(trained - base) for every tensor that differs: what a checkpoint has to store."""
+    trained = {k: v.cpu() for k, v in trained.items()}
     return {k: (v.float() - base[k].float()) for k, v in trained.items()
             if v.is_floating_point() and not torch.equal(v, base[k])}
 

@@ -45,13 +45,6 @@ def quantize_int8(module):
     return wrapper[0]
 
 
-def resolve_precision(precision: str) -> str:
-    """`precision` with "auto" replaced: "bfloat16" where the CPU multiplies it natively, else "float32"."""
-    if precision != "auto":
-        return precision
-    return "bfloat16" if native_bfloat16() else "float32"
-
-
 PRECISIONS = ("float32", "bfloat16", "int8", "auto")  # of encoding and decoding weights
 TRAINING_PRECISIONS = ("float32", "bfloat16")
 

@@ -145,13 +145,13 @@ def find_decoder_dir(fingerprint: str, directory: Path = CHECKPOINTS_DIR) -> Pat
     return None
 
 
-def load_decoder(path: str | Path, fingerprint: str, precision: str = "auto") -> Vec2Sent:
-    """The Vec2Sent checkpoint at `path`; EncoderMismatchError if it decodes another encoder.
-    `precision`: see `core.vec2sent.checkpoint.load_checkpoint`."""
+def load_decoder(path: str | Path, fingerprint: str, precision: str = "auto", device=None) -> Vec2Sent:
+    """The Vec2Sent checkpoint at `path` on `device` (a torch.device; None: the CPU);
+    EncoderMismatchError if it decodes another encoder. `precision`: see `core.vec2sent.checkpoint.load_checkpoint`."""
     path = Path(path)
     if not (path / DECODER_MANIFEST).is_file():
         raise CheckpointError(f"no Vec2Sent decoder at {path}: {DECODER_MANIFEST} is missing")
-    return load_checkpoint(path, fingerprint, precision)
+    return load_checkpoint(path, fingerprint, precision, device)
 
 
 DECODING_CHECK_SIZE = 100  # WordNet usage examples decoded to measure a borrowed decoder's loss
@@ -260,16 +260,16 @@ class VectorReadout:
             self._decoder = Lazy(lambda: self._auto_decoder(checkpoints, precision))
             self._decoder_search = checkpoints
         else:
-            loaded = load_decoder(decoder, self.fingerprint, precision)
+            loaded = load_decoder(decoder, self.fingerprint, precision, self.device)
             self._decoder, self._decoder_search = Lazy(lambda: loaded), None
 
     def _auto_decoder(self, checkpoints: Path, precision: str) -> Vec2Sent | None:
         path = find_decoder_dir(self.fingerprint, checkpoints)
         if path is not None:
-            return load_decoder(path, self.fingerprint, precision)
+            return load_decoder(path, self.fingerprint, precision, self.device)
         borrowed = self.borrowed_decoding
         path = find_decoder_dir(borrowed["encoder_fingerprint"], checkpoints) if borrowed else None
-        return load_decoder(path, borrowed["encoder_fingerprint"], precision) if path is not None else None
+        return load_decoder(path, borrowed["encoder_fingerprint"], precision, self.device) if path is not None else None
 
     @property
     def borrowed_decoding(self) -> dict | None:

@@ -23,6 +23,7 @@ import torch
 from torch import nn
 
 from . import distributed
+from .device import OutOfDeviceMemory, autocast, out_of_memory_message, release_cached_memory
 from .hardware import check_training_precision, train_mode
 from .hubness import DEFAULT_K, DEFAULT_WEIGHT
 from .lora import add_low_rank, merge_low_rank
@@ -99,10 +100,10 @@ def fit_head(engine, texts: Sequence[str], gold: np.ndarray, vectors: np.ndarray
     head = engine.head.train()
     params = [p for n, p in head.named_parameters() if n != "embeddings" and (train_bias or n != "bias")]
     optimizer = torch.optim.AdamW(params, lr=lr, weight_decay=weight_decay)
-    u_all, y_all = torch.from_numpy(vectors), torch.from_numpy(gold)
+    u_all, y_all = torch.from_numpy(vectors).to(engine.device), torch.from_numpy(gold).to(engine.device)
     generator = torch.Generator().manual_seed(seed)
     for _ in range(epochs):
-        for idx in torch.randperm(len(y_all), generator=generator).split(batch_size):
+        for idx in torch.randperm(len(y_all), generator=generator).to(engine.device).split(batch_size):
             loss = nn.functional.cross_entropy(head(u_all[idx]), y_all[idx])
             optimizer.zero_grad()
             loss.backward()
@@ -134,6 +135,8 @@ def train(engine, train_entries, dev_entries, config: TrainConfig = TrainConfig(
     in every process.
     `config.lora_rank` > 0 trains low-rank deltas only (core/lora.py), merged into the weights at the
     end and recorded in `engine.low_rank`, so that `engine.save` stores them as factors.
+    Steps run on `engine.device` (core/device.py); a step that does not fit in its memory restores
+    the starting weights and raises OutOfDeviceMemory.
     """
     with _encoding_precision(engine, config.precision), _low_rank_merged(engine):
         return _train(engine, train_entries, dev_entries, config, progress, should_stop, sts_dev)
@@ -208,12 +211,16 @@ def _train(engine, train_entries, dev_entries, config: TrainConfig, progress, sh
             engine.swap_word_scoring(*start_scoring)
             raise TrainingCancelled(f"cancelled at step {step - 1} of {total}")
         idx = distributed.shard(_next_batch(order, config.batch_size))  # every process draws the same batch
-        with train_mode(engine.encoder):  # dropout for the step's forward passes only
-            loss = _defsent_loss(engine, [texts[i] for i in idx], torch.from_numpy(gold[idx]), config.precision,
-                                 encoder)
-        optimizer.zero_grad()
-        loss.backward()
-        optimizer.step()
+        try:
+            loss = _step(engine, encoder, optimizer, [texts[i] for i in idx], torch.from_numpy(gold[idx]),
+                         config.precision)
+        except torch.OutOfMemoryError:
+            optimizer.zero_grad(set_to_none=True)
+            release_cached_memory(engine.device)
+            _restore(engine, start_state)
+            engine.swap_word_scoring(*start_scoring)
+            raise OutOfDeviceMemory(out_of_memory_message("DefSent training", config.batch_size,
+                                                          engine.device)) from None
         scheduler.step()
         batch_loss = distributed.average(loss.detach()).item()  # the whole batch's, in every process
         loss_avg = 0.98 * loss_avg + 0.02 * batch_loss if step > 1 else batch_loss
@@ -237,27 +244,41 @@ def _train(engine, train_entries, dev_entries, config: TrainConfig, progress, sh
     return TrainResult(config, total, time.time() - t0, best["step"], best["dev"], history)
 
 
+def _step(engine, encoder: nn.Module, optimizer: torch.optim.Optimizer, texts: list[str], gold: torch.Tensor,
+          precision: str) -> torch.Tensor:
+    """One optimiser step on a batch; returns its loss."""
+    with train_mode(engine.encoder):  # dropout for the step's forward passes only
+        loss = _defsent_loss(engine, texts, gold, precision, encoder)
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
+    return loss
+
+
 def _defsent_loss(engine, texts: list[str], gold: torch.Tensor, precision: str = "float32",
                   encoder: nn.Module | None = None) -> torch.Tensor:
     """Cross-entropy of the word scores of `texts` against `gold`: the head's logits, plus the word
     vectors' cosines (fixed vectors, gradient through u) with `word_vector_objective`. `encoder`:
-    the module to call (the engine's, or it wrapped in DistributedDataParallel)."""
-    with torch.autocast("cpu", dtype=torch.bfloat16, enabled=precision == "bfloat16"):
-        u = (encoder or engine.encoder)(**engine.encoder.tokenize(texts))  # (B, H)
+    the module to call (the engine's, or it wrapped in DistributedDataParallel). Computed on the
+    engine's device, the loss in float32."""
+    device = engine.device
+    with autocast(device, precision == "bfloat16"):
+        u = (encoder or engine.encoder)(**engine.encoder.tokenize(texts, device))  # (B, H)
         logits = engine.head(u)  # (B, V)
     u, logits = u.float(), logits.float()  # the loss in float32
-    if engine.word_vectors is not None:  # only with `word_vector_objective`
-        logits = logits + engine.word_vectors.scores(u, logits.shape[1])
-    return nn.functional.cross_entropy(logits, gold)
+    if engine.word_vectors is not None:  # only with `word_vector_objective`; word vectors live on the CPU
+        logits = logits + engine.word_vectors.scores(u.cpu(), logits.shape[1]).to(device)
+    return nn.functional.cross_entropy(logits, gold.to(device))
 
 
 def _data_parallel(encoder: nn.Module) -> nn.Module:
-    """`encoder` in DistributedDataParallel in a distributed run (it averages the gradients of the
+    """`encoder` in DistributedDataParallel in a process group (it averages the gradients of the
     processes' shards, so a step equals one on the whole batch), else `encoder` itself."""
-    if distributed.world_size() == 1:
+    if distributed.backend() is None:
         return encoder
     from torch.nn.parallel import DistributedDataParallel
-    return DistributedDataParallel(encoder)
+    device = next(encoder.parameters()).device
+    return DistributedDataParallel(encoder, device_ids=[device.index] if device.type == "cuda" else None)
 
 
 def _refresh_word_vectors(engine, scale: float) -> None:

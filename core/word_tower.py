@@ -24,6 +24,7 @@ import torch
 from safetensors.torch import load_file, save_file
 
 from .checkpoint import fingerprint
+from .device import autocast
 from .encoder import SentenceEncoder
 from .lora import SUFFIX_A, SUFFIX_B, add_low_rank, merge_low_rank, stored_factors
 
@@ -56,9 +57,10 @@ def fit_word_tower(encoder: SentenceEncoder, definitions: torch.Tensor, gold: to
     tower = copy.deepcopy(encoder)
     tower.precision = "float32"
     params = add_low_rank(tower.backbone, config.rank)
-    log_tau = torch.nn.Parameter(torch.tensor(math.log(20.0)))
+    device = tower.device
+    log_tau = torch.nn.Parameter(torch.tensor(math.log(20.0), device=device))
     optimizer = torch.optim.AdamW([{"params": params, "weight_decay": 0.0}, {"params": [log_tau]}], lr=config.lr)
-    queries = torch.nn.functional.normalize(definitions.float(), dim=1)  # (N, d)
+    queries = torch.nn.functional.normalize(definitions.float(), dim=1).to(device)  # (N, d)
     per_epoch = max(1, len(gold) // config.batch_size)
     steps, losses = config.epochs * per_epoch, []
     for step in range(steps):
@@ -69,10 +71,10 @@ def fit_word_tower(encoder: SentenceEncoder, definitions: torch.Tensor, gold: to
         rows, target = torch.unique(torch.cat([gold[idx], sampled]), return_inverse=True)  # (R,)
         for group in optimizer.param_groups:
             group["lr"] = _learning_rate(config, step, steps)
-        with torch.autocast("cpu", dtype=torch.bfloat16):
-            vectors = tower(**tower.tokenize([words[i] for i in rows.tolist()])).float()  # (R, d)
-        logits = log_tau.exp() * (queries[idx] @ torch.nn.functional.normalize(vectors, dim=1).T)  # (b, R)
-        loss = torch.nn.functional.cross_entropy(logits, target[:len(idx)])
+        with autocast(device, True):
+            vectors = tower(**tower.tokenize([words[i] for i in rows.tolist()], device)).float()  # (R, d)
+        logits = log_tau.exp() * (queries[idx.to(device)] @ torch.nn.functional.normalize(vectors, dim=1).T)  # (b, R)
+        loss = torch.nn.functional.cross_entropy(logits, target[:len(idx)].to(device))
         optimizer.zero_grad()
         loss.backward()
         optimizer.step()
@@ -80,7 +82,8 @@ def fit_word_tower(encoder: SentenceEncoder, definitions: torch.Tensor, gold: to
         if progress is not None and ((step + 1) % 20 == 0 or step + 1 == steps):
             progress(step + 1, steps, sum(losses[-20:]) / len(losses[-20:]))
     # stored as float16: round now, so the fitted engine answers as its saved checkpoint will
-    return {name: (B.half().float(), A.half().float()) for name, (B, A) in merge_low_rank(tower.backbone).items()}
+    return {name: (B.half().float().cpu(), A.half().float().cpu())
+            for name, (B, A) in merge_low_rank(tower.backbone).items()}
 
 
 def _learning_rate(config: WordTowerConfig, step: int, steps: int) -> float:
@@ -101,7 +104,7 @@ def word_tower(encoder: SentenceEncoder, factors: Factors) -> SentenceEncoder:
         raise ValueError(f"word tower factors for weights the encoder does not have: {unknown[:3]}")
     with torch.no_grad():
         for name, (B, A) in factors.items():
-            state[name].add_((B.float() @ A.float()).to(state[name].dtype))  # (out, in)
+            state[name].add_((B.float() @ A.float()).to(state[name]))  # (out, in), its dtype and device
     return tower
 
 

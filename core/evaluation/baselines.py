@@ -99,12 +99,13 @@ ENCODERS: dict[str, Callable[[], TextEncoder]] = {
 
 
 def load_encoder(name_or_path: str, precision: str = "float32", pooling: str = "mean",
-                 untrained: bool = False) -> TextEncoder:
+                 untrained: bool = False, device="cpu") -> TextEncoder:
     """An encoder from ENCODERS by name, else the folder at that path: a plain Hugging Face model
     (config.json, no manifest.json) pooled with `pooling`, or an Engine checkpoint (`untrained`:
     its base encoder with its word head, see `Engine.load`).
 
-    `precision` other than float32 ("bfloat16", "int8") applies to this project's encoders only.
+    `precision` other than float32 ("bfloat16", "int8") and `device` other than the CPU apply to
+    this project's encoders only.
     """
     if untrained:
         if name_or_path in ENCODERS or is_hf_model_dir(Path(name_or_path)) or not Path(name_or_path).is_dir():
@@ -118,6 +119,10 @@ def load_encoder(name_or_path: str, precision: str = "float32", pooling: str = "
         encoder = load_engine(name_or_path)
     else:
         raise ValueError(f"unknown model {name_or_path!r}: use one of {', '.join(ENCODERS)} or a checkpoint folder")
+    if str(device) != "cpu":
+        if not hasattr(encoder, "set_precision"):
+            raise ValueError(f"device {str(device)!r} applies to this project's encoders, not to {name_or_path!r}")
+        encoder.to(device)
     if precision != "float32":
         if not hasattr(encoder, "set_precision"):
             raise ValueError(f"precision {precision!r} applies to this project's encoders, not to {name_or_path!r}")

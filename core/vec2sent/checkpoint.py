@@ -22,7 +22,8 @@ from safetensors.torch import load_file, save_file
 
 from core.checkpoint import atomic_directory
 from core.encoder import l2_normalize
-from core.hardware import PRECISIONS, quantised_engine, resolve_precision
+from core.device import module_device, resolve_precision
+from core.hardware import PRECISIONS, quantised_engine
 from core.vec2sent.decode import beam_search_nbest, greedy_decode
 from core.vec2sent.model import Vec2SentConfig, Vec2SentDecoder
 from core.vec2sent.transformer import TransformerConfig, TransformerDecoder
@@ -96,7 +97,7 @@ class Vec2Sent:
             batch_size = 1
         texts = []
         for start in range(0, len(vectors), batch_size):
-            batch = torch.from_numpy(vectors[start:start + batch_size])
+            batch = torch.from_numpy(vectors[start:start + batch_size]).to(module_device(self.model))
             if beam_width == 1:
                 texts.extend([self._text(row)] for row in greedy_decode(self.model, batch, max_length))
             else:
@@ -156,7 +157,7 @@ def save_checkpoint(target: Path, model: Decoder, vocab: PieceVocab, manifest: d
     _encoder_fingerprint(manifest, target)  # refuse to write a checkpoint that could never be loaded
     with atomic_directory(target) as staging:
         model.config.save(staging / CONFIG)
-        weights = {k: v.detach().to(torch.float16).contiguous() for k, v in model.state_dict().items()}
+        weights = {k: v.detach().to("cpu", torch.float16).contiguous() for k, v in model.state_dict().items()}
         save_file(weights, str(staging / WEIGHTS))
         (staging / VOCAB).write_text(json.dumps(vocab.to_json()) + "\n", encoding="utf-8")
         (staging / MANIFEST).write_text(json.dumps({"format": FORMAT, **manifest}, indent=2) + "\n",
@@ -182,7 +183,8 @@ def read_checkpoint(path: Path) -> tuple[Decoder, PieceVocab, dict]:
     return model, vocab, manifest
 
 
-def load_checkpoint(path: Path, encoder_fingerprint: str, precision: str = "auto") -> Vec2Sent:
+def load_checkpoint(path: Path, encoder_fingerprint: str, precision: str = "auto",
+                    device: torch.device | None = None) -> Vec2Sent:
     """Load a checkpoint for the encoder with `encoder_fingerprint`; raise EncoderMismatchError if it
     was trained on another encoder.
 
@@ -190,10 +192,12 @@ def load_checkpoint(path: Path, encoder_fingerprint: str, precision: str = "auto
     with native bfloat16 instructions), "int8" (the output layer and the LSTM's matrices in int8, the
     rest in bfloat16 where native, else float32: another ~1.8x, the same BLEU and Id on 1,000 held-out
     sentences) or "auto" (int8 where torch has a quantised engine, else as bfloat16 where native,
-    else float32; see bench/bench_decode.py and docs/vec2sent.md).
+    else float32; see bench/bench_decode.py and docs/vec2sent.md). On another `device` than the CPU
+    (core/device.py), where int8 is refused, "auto" is bfloat16 where the device multiplies it natively.
     """
     if precision not in PRECISIONS:
         raise ValueError(f"unknown decoder precision {precision!r}; choose one of {PRECISIONS}")
+    device = device or torch.device("cpu")
     model, vocab, manifest = read_checkpoint(path)
     trained_on = _encoder_fingerprint(manifest, path)
     if trained_on != encoder_fingerprint:
@@ -201,12 +205,15 @@ def load_checkpoint(path: Path, encoder_fingerprint: str, precision: str = "auto
             f"Vec2Sent decoder {path} decodes embeddings of encoder {manifest['encoder'].get('name')!r} "
             f"(fingerprint {trained_on}), but the encoder in use has fingerprint {encoder_fingerprint}; "
             f"train a decoder for this encoder (python -m core vec2sent-train)")
-    if precision == "auto" and quantised_engine():
+    if precision == "int8" and device.type != "cpu":
+        raise ValueError(f"int8 decoding runs on the CPU only, not on {device}: use bfloat16 there")
+    if precision == "auto" and quantised_engine() and device.type == "cpu":
         precision = "int8"
-    if resolve_precision("auto" if precision == "int8" else precision) == "bfloat16":
+    if resolve_precision("auto" if precision == "int8" else precision, device) == "bfloat16":
         model = model.to(torch.bfloat16)
     if precision == "int8":
         model.quantize()
+    model.to(device)
     truecaser = TrueCaser.load(path / TRUECASE) if (Path(path) / TRUECASE).is_file() else None
     return Vec2Sent(model.eval(), vocab, manifest, truecaser)
 

@@ -43,8 +43,8 @@ def greedy_decode(model: Vec2SentDecoder, sentences: torch.Tensor, max_length: i
     """Most likely piece at every step, for sentence vectors (B, S); [EOS] excluded from the output."""
     _check_eval_mode(model)
     x, state = model.start(sentences)
-    tokens = torch.full((x.shape[0], 1), BOS, dtype=torch.long)  # (B, 1)
-    done = torch.zeros(x.shape[0], dtype=torch.bool)  # (B,)
+    tokens = torch.full((x.shape[0], 1), BOS, dtype=torch.long, device=x.device)  # (B, 1)
+    done = torch.zeros(x.shape[0], dtype=torch.bool, device=x.device)  # (B,)
     generated = []
     for _ in range(max_length):
         check_cancelled()
@@ -54,7 +54,7 @@ def greedy_decode(model: Vec2SentDecoder, sentences: torch.Tensor, max_length: i
         done |= tokens[:, 0] == EOS
         if done.all():
             break
-    return [_until_eos(row) for row in torch.cat(generated, dim=1)]
+    return [_until_eos(row) for row in torch.cat(generated, dim=1).cpu()]
 
 
 def beam_search(model: Vec2SentDecoder, sentences: torch.Tensor, width: int = 4, alpha: float = 0.6,
@@ -78,15 +78,16 @@ def beam_search_nbest(model: Vec2SentDecoder, sentences: torch.Tensor, width: in
     x = x.repeat_interleave(width, dim=0)  # (B*K, S)
     if state is not None:
         state = tuple(s.repeat_interleave(width, dim=1) for s in state)  # (L, B*K, H)
-    tokens = torch.full((batch * width, 1), BOS, dtype=torch.long)  # (B*K, 1)
-    history = torch.empty((batch, width, 0), dtype=torch.long)  # (B, K, t)
-    scores = torch.full((batch, width), float("-inf"))  # (B, K); only beam 0 is live at first
+    on = {"device": x.device}  # every tensor of the search where the model computes
+    tokens = torch.full((batch * width, 1), BOS, dtype=torch.long, **on)  # (B*K, 1)
+    history = torch.empty((batch, width, 0), dtype=torch.long, **on)  # (B, K, t)
+    scores = torch.full((batch, width), float("-inf"), **on)  # (B, K); only beam 0 is live at first
     scores[:, 0] = 0.0
-    lengths = torch.zeros((batch, width))  # (B, K) pieces generated, [EOS] included
-    finished = torch.zeros((batch, width), dtype=torch.bool)  # (B, K)
-    stay_finished = torch.full((vocab,), float("-inf"))  # (V,) a finished hypothesis only adds [PAD]
+    lengths = torch.zeros((batch, width), **on)  # (B, K) pieces generated, [EOS] included
+    finished = torch.zeros((batch, width), dtype=torch.bool, **on)  # (B, K)
+    stay_finished = torch.full((vocab,), float("-inf"), **on)  # (V,) a finished hypothesis only adds [PAD]
     stay_finished[PAD] = 0.0
-    offsets = torch.arange(batch).unsqueeze(1) * width  # (B, 1) flat index of each sentence's beam 0
+    offsets = torch.arange(batch, **on).unsqueeze(1) * width  # (B, 1) flat index of each sentence's beam 0
 
     for _ in range(max_length):
         check_cancelled()
@@ -110,5 +111,6 @@ def beam_search_nbest(model: Vec2SentDecoder, sentences: torch.Tensor, width: in
             break
 
     order = (scores / lengths.clamp(min=1) ** alpha).argsort(dim=1, descending=True)  # (B, K)
+    history, scores = history.cpu(), scores.cpu()
     return [[_until_eos(history[b, k]) for k in order[b].tolist() if scores[b, k] > float("-inf")]
             for b in range(batch)]

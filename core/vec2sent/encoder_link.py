@@ -31,12 +31,12 @@ class EncoderLink:
         return "" if self.precision == "float32" else f"-{self.precision}"
 
 
-def link_engine(path: Path, batch_size: int = 64, precision: str = "float32") -> EncoderLink:
-    """Load the encoder checkpoint at `path` with core.engine.Engine, encoding at `precision`."""
+def link_engine(path: Path, batch_size: int = 64, precision: str = "float32", device="cpu") -> EncoderLink:
+    """Load the encoder checkpoint at `path` with core.engine.Engine, encoding at `precision` on `device`."""
     from core.engine import Engine
 
     path = Path(path)
-    engine = Engine.load(path, precision=precision)
+    engine = Engine.load(path, precision=precision, device=device)
     return EncoderLink(
         name=engine.manifest.get("name", path.name),
         fingerprint=engine.fingerprint,

@@ -30,6 +30,8 @@ from torch.nn import functional as F
 from tqdm import tqdm
 
 from core.checkpoint import atomic_directory, remove_stale_temporaries, resolve_base, save_npy_atomically
+from core.device import (OutOfDeviceMemory, autocast, module_device, out_of_memory_message, release_cached_memory,
+                         resolve_device)
 from core.hardware import check_training_precision, train_mode
 from core.paths import CACHE_DIR
 from safetensors.torch import load_file, save_file
@@ -62,6 +64,7 @@ class TrainSettings:
     precision: str = "float32"  # "bfloat16": autocast the forward pass (weights stay float32)
     sampled_negatives: int = 0  # > 0: train with a SampledSoftmax drawing this many pieces a step
     frequent_pieces: int = 2048  # ... which always scores this many of the most frequent pieces
+    device: str = "cpu"  # where the decoder trains (core/device.py: "auto", "cuda", ...)
 
     def __post_init__(self) -> None:
         check_training_precision(self.precision)
@@ -102,6 +105,13 @@ class TrainingData:
             inputs[row, :len(ids) + 1] = torch.cat([torch.tensor([BOS]), ids])
             targets[row, :len(ids) + 1] = torch.cat([ids, torch.tensor([EOS])])
         return torch.from_numpy(np.ascontiguousarray(self.embeddings[idx])), inputs, targets
+
+    def batch_on(self, idx: np.ndarray, device: torch.device) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """`batch(idx)` on `device`: built on the CPU, copied from pinned memory without blocking, so
+        that the GPU's work on the last step overlaps the building of the next."""
+        if device.type == "cpu":
+            return self.batch(idx)
+        return tuple(t.pin_memory().to(device, non_blocking=True) for t in self.batch(idx))
 
 
 @dataclass
@@ -246,18 +256,19 @@ def sequence_loss(model: Vec2SentDecoder, data: TrainingData, idx: np.ndarray,
                   precision: str = "float32", sampled: SampledSoftmax | None = None) -> torch.Tensor:
     """Mean cross-entropy per target piece ([EOS] included, padding excluded), computed in float32;
     with `precision="bfloat16"` the model's matrix products run in bfloat16 (autocast); with
-    `sampled`, over a sample of the pieces (training only)."""
-    sentences, inputs, targets = data.batch(idx)
+    `sampled`, over a sample of the pieces (training only). Computed on the model's device."""
+    device = module_device(model)
+    sentences, inputs, targets = data.batch_on(idx, device)
     real = targets != PAD  # (B, T): padding gets no logits at all
     targets = targets[real]  # (N,)
-    with torch.autocast("cpu", dtype=torch.bfloat16, enabled=precision == "bfloat16"):
+    with autocast(device, precision == "bfloat16"):
         hidden = model.hidden_states(sentences, inputs)[real]  # (N, H)
         if sampled is None:
             return F.cross_entropy(model.output_logits(hidden).float(), targets)  # (N, V) logits
-        rows, log_weights = sampled.candidates(targets)
+        rows, log_weights = (t.to(device) for t in sampled.candidates(targets.cpu()))
         logits = model.output_logits(hidden, rows).float() + log_weights  # (N, R)
-    position = torch.empty(model.config.vocab_size, dtype=torch.long)
-    position[rows] = torch.arange(len(rows))
+    position = torch.empty(model.config.vocab_size, dtype=torch.long, device=device)
+    position[rows] = torch.arange(len(rows), device=device)
     return F.cross_entropy(logits, position[targets])
 
 
@@ -280,7 +291,11 @@ def train_decoder(model: Decoder, data: TrainingData, settings: TrainSettings,
 
     `resume` (a run's saved optimizer state and statistics, `model` holding its weights) goes on
     where that run stopped: its seconds and steps count against the budget. Batches are drawn anew
-    (seeded by the step), so a resumed run is equivalent to, not identical with, an unbroken one."""
+    (seeded by the step), so a resumed run is equivalent to, not identical with, an unbroken one.
+    The model moves to `settings.device`; a step that does not fit in its memory raises
+    OutOfDeviceMemory (nothing more is saved: the last checkpoint written stays whole)."""
+    device = resolve_device(settings.device)
+    model.to(device)
     stats = resume.stats if resume else TrainStats()
     torch.manual_seed(settings.seed + stats.steps)
     rng = np.random.default_rng(settings.seed + stats.steps)
@@ -301,12 +316,14 @@ def train_decoder(model: Decoder, data: TrainingData, settings: TrainSettings,
         for idx in bucketed_batches(data.lengths, settings.batch_size, rng):
             for group in optimizer.param_groups:
                 group["lr"] = settings.lr * settings.lr_factor(time.monotonic() - started, stats.steps)
-            with train_mode(model):  # dropout for this step's forward pass only
-                loss = sequence_loss(model, data, idx, settings.precision, sampled)
-            optimizer.zero_grad()
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(model.parameters(), settings.clip)
-            optimizer.step()
+            try:
+                loss = _step(model, optimizer, data, idx, settings, sampled)
+            except torch.OutOfMemoryError:
+                optimizer.zero_grad(set_to_none=True)
+                release_cached_memory(device)
+                bar.close()
+                raise OutOfDeviceMemory(out_of_memory_message("Decoder training", settings.batch_size,
+                                                              device)) from None
             recent.append(loss.item())
             stats.steps += 1
             stats.sentences_seen += len(idx)
@@ -332,6 +349,18 @@ def train_decoder(model: Decoder, data: TrainingData, settings: TrainSettings,
             if on_checkpoint and time.monotonic() - last_save >= settings.save_every_minutes * 60:
                 on_checkpoint(stats, optimizer)
                 last_save = time.monotonic()
+
+
+def _step(model: Decoder, optimizer: torch.optim.Optimizer, data: TrainingData, idx: np.ndarray,
+          settings: TrainSettings, sampled: SampledSoftmax | None) -> torch.Tensor:
+    """One clipped optimiser step on the batch `idx`; returns its loss."""
+    with train_mode(model):  # dropout for this step's forward pass only
+        loss = sequence_loss(model, data, idx, settings.precision, sampled)
+    optimizer.zero_grad()
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), settings.clip)
+    optimizer.step()
+    return loss
 
 
 def train_for_encoder(sentences: list[str], link: EncoderLink, out: Path, config_overrides: dict,
@@ -414,7 +443,7 @@ def save_run(folder: Path, model: Decoder, vocab: PieceVocab, optimizer: torch.o
     """Write the run's state atomically (the previous one stays whole until the new one is)."""
     with atomic_directory(Path(folder)) as staging:
         model.config.save(staging / "config.json")
-        save_file({k: v.detach().float().contiguous() for k, v in model.state_dict().items()},
+        save_file({k: v.detach().float().cpu().contiguous() for k, v in model.state_dict().items()},
                   str(staging / RUN_WEIGHTS))
         torch.save(optimizer.state_dict(), staging / RUN_OPTIMIZER)
         state = {"vocab": vocab.to_json(), "stats": asdict(stats)}
@@ -429,7 +458,7 @@ def load_run(folder: Path, build: Callable[[Path], Decoder] = lambda config: bui
     state = json.loads((folder / RUN_STATE).read_text(encoding="utf-8"))
     model = build(folder / "config.json")
     model.load_state_dict(load_file(str(folder / RUN_WEIGHTS)), strict=True)
-    optimizer = torch.load(folder / RUN_OPTIMIZER, weights_only=True)
+    optimizer = torch.load(folder / RUN_OPTIMIZER, weights_only=True, map_location="cpu")
     return RunState(model, PieceVocab.from_json(state["vocab"]), optimizer, TrainStats(**state["stats"]))
 
 

@@ -151,7 +151,8 @@ class TransformerDecoder(nn.Module):
         """Run tokens (B, T) after the positions in `state`; return logits (B, T, V) and the state.
         (`x` is unused: the prefix in `state` carries the sentence vector.)"""
         done, T = state[0].shape[3], tokens.shape[1]
-        mask = None if T == 1 else (torch.arange(done + T)[None, :] <= done + torch.arange(T)[:, None])
+        positions = torch.arange(done + T, device=tokens.device)  # (P+T,)
+        mask = None if T == 1 else positions[None, :] <= done + positions[:T, None]
         h, state = self._run(self._inputs(self.embed(tokens), done), state, mask)
         return self.output_logits(h), state
 
