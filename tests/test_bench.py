@@ -67,3 +67,13 @@ def test_machine_line_reports_memory_speed(monkeypatch):
     assert machine.matrix_vector_ms(rows=64, cols=8, repeats=3) > 0
     monkeypatch.setattr(machine, "matrix_vector_ms", lambda: 3.25)
     assert machine.machine_line() == "machine: a 64 MB float32 matrix-vector product took 3.2 ms"
+
+
+def test_device_check_without_a_gpu_says_so_and_exits_0(monkeypatch, capsys):
+    device_check = bench_module("device_check")
+    monkeypatch.setattr("torch.cuda.is_available", lambda: False)
+    monkeypatch.setattr("core.device._mps_available", lambda: False)
+    assert device_check.main([]) == 0
+    assert "no GPU on this machine" in capsys.readouterr().out
+    assert device_check.main(["--device", "cuda"]) == 2  # a GPU asked for by name: an error
+    assert "not available on this machine; it has: cpu" in capsys.readouterr().out
