@@ -105,7 +105,7 @@ class Engine(VectorReadout):
     @classmethod
     def load(cls, path: str | Path | None = None, untrained: bool = False,
              decoder: str | Path | None = "auto", precision: str = "float32",
-             open_vocabulary: bool = True, device: str = "cpu") -> "Engine":
+             open_vocabulary: bool = True, device: str = "auto") -> "Engine":
         """Load a checkpoint directory (default: the shipped one) and its Vec2Sent decoder.
 
         `open_vocabulary`: a checkpoint fitted for the open vocabulary (its manifest names a word
@@ -122,7 +122,8 @@ class Engine(VectorReadout):
         beside `path` trained on this encoder, if any, loaded on first use; a path is loaded now
         and refused (EncoderMismatchError) if trained on another encoder; None loads none.
         `precision`: "float32", or "bfloat16" / "int8" / "auto" for faster encoding (see `set_precision`).
-        `device`: where the encoder, head and decoder compute ("cpu", "cuda", "auto": see `to`).
+        `device`: where the encoder, head and decoder compute ("auto", the default: a GPU when there is
+        one, else the CPU; "cpu", "cuda"...: see `to`).
         """
         path = Path(path) if path is not None else DEFAULT_CHECKPOINT
         engine = cls._load_encoder(path, untrained)

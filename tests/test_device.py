@@ -113,3 +113,12 @@ def test_out_of_memory_in_decoder_training_suggests_a_smaller_batch(monkeypatch)
     settings = decoder_training.TrainSettings(minutes=1.0, max_steps=5, batch_size=2)
     with pytest.raises(OutOfDeviceMemory, match="Decoder training ran out of memory on cpu at batch size 2"):
         decoder_training.train_decoder(model, data, settings, progress=False)
+
+
+def test_a_fine_tune_out_of_gpu_memory_tells_the_user_to_lower_the_batch():
+    from app.jobs import short_reason
+    from core.device import out_of_memory_message
+
+    reason = short_reason(OutOfDeviceMemory(out_of_memory_message("DefSent training", 64, torch.device("cuda", 0))))
+    assert reason == ("OutOfDeviceMemory: DefSent training ran out of memory on cuda:0 at batch size 64: "
+                      "try a smaller batch (e.g. 32); nothing was saved")

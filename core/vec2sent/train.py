@@ -64,7 +64,7 @@ class TrainSettings:
     precision: str = "float32"  # "bfloat16": autocast the forward pass (weights stay float32)
     sampled_negatives: int = 0  # > 0: train with a SampledSoftmax drawing this many pieces a step
     frequent_pieces: int = 2048  # ... which always scores this many of the most frequent pieces
-    device: str = "cpu"  # where the decoder trains (core/device.py: "auto", "cuda", ...)
+    device: str = "auto"  # where the decoder trains (core/device.py: a GPU when there is one, else the CPU)
 
     def __post_init__(self) -> None:
         check_training_precision(self.precision)
