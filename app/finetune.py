@@ -120,13 +120,17 @@ class FinetuneSettings:
     # bfloat16 training steps (2.5-3x faster) on CPUs that multiply bfloat16 natively, else float32;
     # measured on WordNet to learn as float32 does (README, "Training the shipped checkpoint")
     precision: str = "auto"
+    # decode 100 sentences before and after training, to say how well the borrowed decoder reads the
+    # fine-tuned model: off by default, it took most of a short fine-tune's time
+    measure_decoder: bool = False
 
     @classmethod
-    def from_form(cls, layers: int | None, **values: object) -> "FinetuneSettings":
+    def from_form(cls, layers: int | None, measure_decoder: bool = False, **values: object) -> "FinetuneSettings":
         """Settings from the form's raw values (numbers, text or None), each parsed against its bound;
         ValueError naming the first bad one and its allowed range."""
         bounds = setting_bounds(layers)
-        return cls(**{name: bounds[name].parse(value) for name, value in values.items()})
+        return cls(**{name: bounds[name].parse(value) for name, value in values.items()},
+                   measure_decoder=bool(measure_decoder))
 
     def check(self, train_pairs: int, layers: int | None = None) -> None:
         """ValueError naming the first setting out of its range, or when the run would take more than
@@ -296,7 +300,9 @@ class FinetuneResult:
 def run_finetune(job: Reporter, load_engine: Callable[[], Engine], upload: UploadData, settings: FinetuneSettings,
                  started_from: str, out: Path) -> FinetuneResult:
     """The job body (it runs in the training process): train a fresh copy of the model, reporting
-    progress to `job`, and write it atomically to the checkpoint folder `out`."""
+    progress to `job` (and how long each stage took, in the result's `training["stage_seconds"]`), and
+    write it atomically to the checkpoint folder `out`."""
+    job = StageClock(job)
     job.report(stage="loading a copy of the model", step=0, total=0)
     engine = load_engine()
     split = upload.split
@@ -308,8 +314,9 @@ def run_finetune(job: Reporter, load_engine: Callable[[], Engine], upload: Uploa
     job.report(stage="scoring the held-out words before training")
     examples = _examples(split.test)
     before, before_words = _ranked_among_own_words(engine, split.test, upload.entries, examples)
-    job.report(stage="measuring how well the decoder reads the model before training")
-    decoding = BorrowedDecoding.measure(engine)  # the fine-tuned model decodes with this decoder
+    if settings.measure_decoder:
+        job.report(stage="measuring how well the decoder reads the model before training")
+    decoding = BorrowedDecoding.measure(engine, settings.measure_decoder)  # the fine-tuned model decodes with it
 
     def progress(p: TrainProgress) -> None:
         # After the last step, train() embeds every word and the training definitions again with the
@@ -327,11 +334,50 @@ def run_finetune(job: Reporter, load_engine: Callable[[], Engine], upload: Uploa
     training = {"data": upload.name, "finetuned_from": started_from, "split": split.stats(),
                 "settings": asdict(settings), "result": result.to_dict()}
     if decoding is not None:
-        job.report(stage="measuring how well the decoder reads the model after training")
+        if settings.measure_decoder:
+            job.report(stage="measuring how well the decoder reads the model after training")
         training["borrowed_decoding"] = decoding.record(engine)
     job.report(stage="writing the trained model")
+    training["stage_seconds"] = job.seconds()
     engine.save(out, training=training, metrics={"user_test": {"before": before, "after": after}})
     return FinetuneResult(out, before, after, rows, training)
+
+
+class StageClock:
+    """A Reporter that passes everything on and times each stage (from its first report to the next
+    stage's): where a fine-tune's time goes."""
+
+    def __init__(self, reporter: Reporter):
+        self._reporter, self._stage, self._started = reporter, None, time.monotonic()
+        self._seconds: dict[str, float] = {}
+
+    def report(self, **progress) -> None:
+        if "stage" in progress and progress["stage"] != self._stage:
+            self._close()
+            self._stage = progress["stage"]
+        self._reporter.report(**progress)
+
+    def record(self, **point) -> None:
+        self._reporter.record(**point)
+
+    def seconds(self) -> dict[str, float]:
+        """{stage: seconds} of the stages so far, the current one up to now, in order."""
+        self._close()
+        return dict(self._seconds)
+
+    def _close(self) -> None:
+        now = time.monotonic()
+        if self._stage is not None:
+            self._seconds[self._stage] = round(self._seconds.get(self._stage, 0.0) + now - self._started, 1)
+        self._started = now
+
+
+def stage_summary(stage_seconds: dict[str, float], most: int = 3) -> str:
+    """"54 s: training 20 s, scoring the held-out words before training 8 s, ...": the whole and the
+    `most` longest stages."""
+    longest = sorted(stage_seconds.items(), key=lambda item: -item[1])[:most]
+    return (f"{sum(stage_seconds.values()):.0f} s: "
+            + ", ".join(f"{stage} {seconds:.0f} s" for stage, seconds in longest))
 
 
 @dataclass(frozen=True)

@@ -28,7 +28,7 @@ from .evaluation import senteval_markdown, smoke_markdown, sts_markdown, word_pr
 from .export import download_files
 from .finetune import (UPLOADS, FinetuneJob, FinetuneResult, FinetuneSettings, Upload, comparison_rows,
                        discard_staged, expected_staged_bytes, model_layers, remove_leftovers, save_finetuned,
-                       validate_upload)
+                       stage_summary, validate_upload)
 from .jobs import DONE, QUEUED, RUNNING, Job, JobManager, JobQueueFull
 from .models import ActiveModel, Models, ModelSpec, checkpoint_specs
 from .projection import Projector
@@ -391,7 +391,8 @@ class Studio:
         return session.upload.report + "\n\nReady: press Start.", session
 
     def start_finetune(self, session: Session, epochs: float, lr: float, batch_size: int,
-                       trainable_layers: int, max_steps: int, evaluations: int, seed: int) -> str:
+                       trainable_layers: int, max_steps: int, evaluations: int, seed: int,
+                       measure_decoder: bool = False) -> str:
         """Queue a fine-tuning job on the validated upload; returns the job id. ValueError when the
         upload has expired, a setting is out of its range (finetune.setting_bounds) or the job queue
         is full: then nothing is queued."""
@@ -403,7 +404,7 @@ class Studio:
         upload = UPLOADS.get(session.upload)
         active = self._model(session)
         layers = model_layers(active.engine)
-        settings = FinetuneSettings.from_form(layers, epochs=epochs, lr=lr, batch_size=batch_size,
+        settings = FinetuneSettings.from_form(layers, measure_decoder, epochs=epochs, lr=lr, batch_size=batch_size,
                                               trainable_layers=trainable_layers, max_steps=max_steps,
                                               evaluations=evaluations, seed=seed)
         settings.check(upload.train_size, layers)  # now, not in the background: the run's length too
@@ -448,7 +449,8 @@ class Studio:
             return views.progress_html(0, f"Job {job.status}: {job.error}"), figure, [], []
         result: FinetuneResult = job.result
         examples = [[e["word"], e["definition"], e["before"], e["after"]] for e in result.examples]
-        done = views.progress_html(1, "Done. Held-out words before and after:")
+        took = stage_summary(result.training["stage_seconds"])
+        done = views.progress_html(1, f"Done in {took}. Held-out words before and after:")
         return done, figure, comparison_rows(result), examples
 
     def job_active(self, job_id: str) -> bool:

@@ -381,8 +381,8 @@ def _finetune_tab(demo: gr.Blocks, studio: Studio, session: gr.State, stored: gr
                 "It is split by word: 80 % train, 10 % dev (model selection), 10 % held out for the "
                 "before/after comparison. Training runs in the background: you may reload the page. "
                 "Analogy and interpolation of the fine-tuned model decode with the decoder of the model you "
-                "start from (no new decoder is trained); the job measures how much that costs and the "
-                "Analogy tab shows it.")
+                "start from (no new decoder is trained); with *Measure the decoder* the job also measures how "
+                "much that costs, and the Analogy tab shows it.")
     with gr.Row():
         file = gr.File(label="Dictionary file", file_types=[".tsv", ".csv", ".jsonl", ".txt"], elem_id="ft-file")
         report = gr.Textbox(label="Validation report", lines=8, elem_id="ft-report")
@@ -394,6 +394,8 @@ def _finetune_tab(demo: gr.Blocks, studio: Studio, session: gr.State, stored: gr
         max_steps = gr.Number(0, label="Max steps (0: by epochs)", precision=0, minimum=0)
         evaluations = gr.Number(10, label="Dev evaluations", precision=0, minimum=1)
         seed = gr.Number(0, label="Seed", precision=0)
+        measure_decoder = gr.Checkbox(False, label="Measure the decoder (how well it reads the fine-tuned model; "
+                                                   "slower)")
     with gr.Row():
         start = gr.Button("Start fine-tuning", variant="primary", elem_id="ft-start")
         cancel = gr.Button("Cancel", variant="stop")
@@ -424,7 +426,7 @@ def _finetune_tab(demo: gr.Blocks, studio: Studio, session: gr.State, stored: gr
     async def start_and_remember(state, *settings):
         job = await start_job(state, *settings)  # records the job in the session: a second Start is refused
         return job, job, state, gr.Timer(active=True)
-    start.click(start_and_remember, [session, epochs, lr, batch, layers, max_steps, evaluations, seed],
+    start.click(start_and_remember, [session, epochs, lr, batch, layers, max_steps, evaluations, seed, measure_decoder],
                 [job_id, stored, session, timer], api_name="start_finetune", **QUICK)
     job_id.submit(lambda j: gr.Timer(active=True), job_id, timer, api_visibility="private")
     gr.api(handler(studio.job_active), api_name="job_active", **QUICK)  # for API clients waiting on a job

@@ -172,35 +172,43 @@ def decoding_check(encode: Callable[[list[str]], np.ndarray], decoder: Vec2Sent,
 
 @dataclass
 class BorrowedDecoding:
-    """A fine-tune keeps its model's decoder: measured before training (`measure`) and after
-    (`record`), the drop says how much worse it reads the fine-tuned space."""
+    """A fine-tune keeps its model's decoder (`record` links the fine-tuned model to it); when
+    measured before training (`measure`) and after (`record`), the drop says how much worse it reads
+    the fine-tuned space."""
     decoder: Vec2Sent
     sentences: list[str]
-    cosine_before: float
+    cosine_before: float | None  # None: not measured
 
     @classmethod
-    def measure(cls, engine) -> "BorrowedDecoding | None":
-        """Before training: the engine's decoder and how well it reads the engine (None without one)."""
+    def measure(cls, engine, measure: bool = True) -> "BorrowedDecoding | None":
+        """Before training: the engine's decoder and, if `measure`, how well it reads the engine
+        (None without a decoder)."""
         decoder = engine.decoder
         if decoder is None:
             return None
+        if not measure:
+            return cls(decoder, [], None)
         sentences = decoding_check_sentences()
         return cls(decoder, sentences, decoding_check(engine.encode, decoder, sentences))
 
     def record(self, engine) -> dict:
         """After training: the manifest entry `borrowed_decoding` of the fine-tuned engine."""
-        return {"encoder_fingerprint": self.decoder.manifest["encoder"]["fingerprint"],
-                "decoder_of": self.decoder.manifest["encoder"].get("name"),
-                "sentences": len(self.sentences), "decoding": "greedy",
+        link = {"encoder_fingerprint": self.decoder.manifest["encoder"]["fingerprint"],
+                "decoder_of": self.decoder.manifest["encoder"].get("name")}
+        if self.cosine_before is None:
+            return link
+        return {**link, "sentences": len(self.sentences), "decoding": "greedy",
                 "cosine_before": round(self.cosine_before, 4),
                 "cosine_after": round(decoding_check(engine.encode, self.decoder, self.sentences), 4)}
 
 
 def describe_borrowed(borrowed: dict) -> str:
-    """One line for users: whose decoder reads this model and what fine-tuning cost it."""
+    """One line for users: whose decoder reads this model and, when measured, what fine-tuning cost it."""
+    whose = f"Decoded with the decoder of {borrowed['decoder_of']} (this model has none of its own)"
+    if "cosine_after" not in borrowed:
+        return whose + ": how well it reads the fine-tuned model was not measured (Fine-tune: measure the decoder)."
     drop = borrowed["cosine_before"] - borrowed["cosine_after"]
-    return (f"Decoded with the decoder of {borrowed['decoder_of']} (this model has none of its own): "
-            f"on {borrowed['sentences']} test sentences its decodings mean their vectors with cosine "
+    return (f"{whose}: on {borrowed['sentences']} test sentences its decodings mean their vectors with cosine "
             f"{borrowed['cosine_after']:.2f} here against {borrowed['cosine_before']:.2f} before fine-tuning "
             f"({drop:.2f} lost).")
 

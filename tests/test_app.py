@@ -416,7 +416,10 @@ def test_finetune_through_the_studio(studio, dictionary_file):
     job_id = studio.start_finetune(session, 1, 1e-3, 4, 0, 4, 2, 0)
     assert wait_for(studio.jobs, job_id).status == DONE, studio.jobs.get(job_id).error
     progress, figure, comparison, examples = studio.job_view(job_id)
-    assert "Done" in progress and comparison and examples and figure is not None
+    assert "Done in" in progress and comparison and examples and figure is not None
+    stages = studio.jobs.get(job_id).result.training["stage_seconds"]  # where the time went, shown above
+    assert "training" in stages and all(seconds >= 0 for seconds in stages.values())
+    assert not any("decoder" in stage for stage in stages)  # measuring the decoder is asked for, not default
     with pytest.raises(ValueError, match="Save the model"):
         studio.activate_finetuned(job_id)
     assert "Saved" in studio.save_finetuned(job_id, "from-studio")

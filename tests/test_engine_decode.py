@@ -280,6 +280,20 @@ def test_without_a_decoder_nothing_is_decoded(encoder_dir, plain_engine, referen
     assert [p.decoded for p in points] == [None] * 3 and all(p.words and p.nearest for p in points)
 
 
+def test_an_unmeasured_fine_tune_still_decodes_with_the_decoder_it_started_with(encoder_dir, plain_engine, tmp_path):
+    start = Engine.load(copy_encoder(encoder_dir, tmp_path))
+    write_decoder(tmp_path / "vec2sent-start", plain_engine)
+    link = BorrowedDecoding.measure(start, measure=False)
+    assert link.cosine_before is None and link.sentences == []
+    with torch.no_grad():
+        next(start.encoder.parameters()).add_(0.01)
+    recorded = link.record(start)
+    assert recorded == {"encoder_fingerprint": plain_engine.fingerprint, "decoder_of": plain_engine.manifest.get("name")}
+    tuned = Engine.load(start.save(tmp_path / "tuned", training={"borrowed_decoding": recorded}))
+    assert tuned.decoder.manifest["name"] == "vec2sent-start" and len(tuned.decode(tuned.encode(["a dog"]))) == 1
+    assert "was not measured" in describe_borrowed(recorded)
+
+
 def test_a_fine_tuned_model_decodes_with_the_decoder_it_started_with(encoder_dir, plain_engine, tmp_path):
     """Fine-tuning changes the fingerprint, so no decoder fits it; the fine-tune records the
     decoder it started with and how well that decoder reads the space before and after, and the
