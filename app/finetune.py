@@ -123,6 +123,8 @@ class FinetuneSettings:
     # decode 100 sentences before and after training, to say how well the borrowed decoder reads the
     # fine-tuned model: off by default, it took most of a short fine-tune's time
     measure_decoder: bool = False
+    # every word of the dictionary trains (core.train.OwnWords), not only those the word head scores
+    own_words: bool = True
 
     @classmethod
     def from_form(cls, layers: int | None, measure_decoder: bool = False, **values: object) -> "FinetuneSettings":
@@ -155,7 +157,8 @@ class FinetuneSettings:
         return TrainConfig(lr=self.lr, epochs=self.epochs, batch_size=int(self.batch_size),
                            trainable_layers=int(self.trainable_layers), max_steps=int(self.max_steps),
                            eval_every=max(1, self.total_steps(train_pairs) // int(self.evaluations)),
-                           seed=int(self.seed), precision=resolve_precision(self.precision, device))
+                           seed=int(self.seed), precision=resolve_precision(self.precision, device),
+                           own_words=self.own_words)
 
 
 @dataclass(frozen=True)
@@ -193,11 +196,6 @@ def validate_upload(engine: Engine, path: str | Path, seed: int | float | None =
     if not report.ok:
         raise ValueError(report.summary())
     split = split_by_word(entries, seed=seed)
-    trainable = {e.word for e in split.train if engine.vocab.token_id(e.word) is not None}
-    if not trainable:
-        raise ValueError(f"{report.summary()}\nNone of the training words is a single token of the model's "
-                         "vocabulary, and training teaches the encoder through those (the word head scores only "
-                         "them). Add common single words (dog, river, teacher...) beside your phrases.")
     empty = [name for name, part in (("training", split.train), ("dev", split.dev), ("test", split.test))
              if not part]
     if empty:
@@ -212,9 +210,9 @@ def validate_upload(engine: Engine, path: str | Path, seed: int | float | None =
 def _open_vocabulary_note(entries: list[Entry], engine: Engine) -> str:
     words = {e.word for e in entries}
     single = sum(engine.vocab.token_id(w) is not None for w in words)
-    return (f"{len(words)} words, all of them answers and evaluated.\n"
-            f"{single} are single tokens of the model's vocabulary: their definitions train the encoder.\n"
-            f"{len(words) - single} have several pieces (phrases, rare words): ranked by their own embedding.")
+    return (f"{len(words)} words, all of them answers and evaluated; the definitions of the training words train "
+            f"the encoder, every word of them ({single} single tokens of the model's vocabulary, "
+            f"{len(words) - single} of several pieces: phrases, rare or invented words).")
 
 
 UPLOAD_LIFETIME = 3600.0  # seconds a validated upload is kept for its session; then it must be uploaded again
@@ -306,8 +304,8 @@ def run_finetune(job: Reporter, load_engine: Callable[[], Engine], upload: Uploa
     job.report(stage="loading a copy of the model", step=0, total=0)
     engine = load_engine()
     split = upload.split
-    config = settings.train_config(len(definition_pairs(split.train, engine.vocab)[0]), model_layers(engine),
-                                   engine.device)
+    pairs = len(split.train) if settings.own_words else len(definition_pairs(split.train, engine.vocab)[0])
+    config = settings.train_config(pairs, model_layers(engine), engine.device)
     if engine.word_vectors is None and config.word_vector_scale:  # score before and after alike
         job.report(stage="embedding every word of the vocabulary (word vectors)")
         engine.add_word_vectors(config.word_vector_scale)

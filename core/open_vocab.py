@@ -212,10 +212,28 @@ class OpenScorer:
         return torch.logaddexp(math.log1p(-c.everyday_share) + (dictionary / t).log_softmax(-1),
                                math.log(c.everyday_share) + (everyday / t).log_softmax(-1))
 
+    def dictionary_scores(self, u: torch.Tensor, token_logits: torch.Tensor, own: torch.Tensor) -> torch.Tensor:
+        """The dictionary expert's score(c) (B, C) for training (core/train.py, own words): gradient
+        flows through u (B, d) and the token scores (B, V); the vectors stay fixed (float32: not after
+        `quantize`). own[b] is the index of query b's own text among the definitions, left out of the
+        definition channel (-1: it is none of them)."""
+        c = self.config
+        unit = torch.nn.functional.normalize(u.float(), dim=1)  # (B, d)
+        word = unit @ self._products["word"]  # (B, C)
+        cos = unit @ self._products["definition"]  # (B, G)
+        mine = own >= 0
+        cos = cos.index_put((mine.nonzero()[:, 0], own[mine]), torch.tensor(float("-inf")))  # (B, G)
+        definitions, words = self._pairs
+        best = torch.full_like(word, float("-inf")).scatter_reduce(
+            1, words.expand(len(unit), -1), cos[:, definitions], "amax")  # (B, C)
+        definition = torch.where(torch.isinf(best), word, best)  # a word left with no definition: its own vector
+        return self._expert(word, token_logits[:, self.single_tokens], definition, c.word_scale, c.head_weight,
+                            c.multi_bias, c.definition_weight)
+
     def _expert(self, word: torch.Tensor, head: torch.Tensor, definition: torch.Tensor | None, word_scale: float,
                 head_weight: float, multi_bias: float, definition_weight: float) -> torch.Tensor:
         out = word_scale * word  # (B, C)
-        out[:, self.single] += head_weight * head
+        out = out.index_add(1, self.single, head_weight * head)  # not in place: training differentiates it
         out[:, self.multi] += multi_bias
         if definition_weight:
             out += definition_weight * definition
@@ -298,8 +316,9 @@ def evaluate_among(engine, test: Sequence[Entry], dictionary: Sequence[Entry], k
     """Rank each test definition's word among all the words of `dictionary` (which holds the test
     entries too), with `engine`'s open-vocabulary scoring and a definition index without the test
     texts. Returns (MRR / top-1/3/10 as `core.word_eval.metrics_from_ranks`, the top `k` words of each
-    test definition). Small dictionaries: everything is embedded now."""
-    candidates = Candidates(dictionary, engine.vocab)
+    test definition). Every word of `dictionary` is the user's, with the prior the app gives such words
+    (`Candidates` user_words). Small dictionaries: everything is embedded now."""
+    candidates = Candidates(dictionary, engine.vocab, user_words=(e.word for e in dictionary))
     words = engine.word_encoder()
     scorer = OpenScorer.compute(lambda texts: words.encode(texts, batch_size=batch_size),
                                 lambda texts: engine.encode(texts, batch_size=batch_size), candidates,

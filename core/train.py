@@ -14,7 +14,8 @@ import copy
 import math
 import time
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
+from functools import partial
 from pathlib import Path
 from typing import Callable, Sequence
 
@@ -26,12 +27,15 @@ from . import distributed
 from .device import OutOfDeviceMemory, autocast, out_of_memory_message, release_cached_memory
 from .hardware import check_training_precision, train_mode
 from .hubness import DEFAULT_K, DEFAULT_WEIGHT
+from .dictionary import definition_key
 from .lora import add_low_rank, merge_low_rank
-from .word_eval import definition_pairs, evaluate_vectors
+from .open_vocab import Candidates, OpenScorer
+from .word_eval import definition_pairs, evaluate_vectors, metrics_from_ranks, rank_of_gold
 from .word_vectors import DEFAULT_SCALE, WordVectors
 
 
 HEAD_STAGES = ("definitions", "definitions+words", "none")  # how a base without a masked-LM head gets one
+NO_TOKEN = -100  # the gold token of a definition whose word is not one token: no head loss (own words)
 
 
 class TrainingCancelled(Exception):
@@ -56,6 +60,8 @@ class TrainConfig:
     seed: int = 0
     precision: str = "float32"    # "bfloat16": autocast training steps and dev encodings (2.5x faster
                                   # steps on CPUs with native bfloat16; weights stay float32)
+    own_words: bool = False       # every word of the training dictionary trains, phrases and words of
+                                  # several pieces too (`OwnWords`), and dev ranks among its own words
 
     def __post_init__(self) -> None:
         check_training_precision(self.precision)
@@ -173,9 +179,12 @@ def _encoding_precision(engine, precision: str):
 
 def _train(engine, train_entries, dev_entries, config: TrainConfig, progress, should_stop, sts_dev) -> TrainResult:
     torch.manual_seed(config.seed)
-    texts, gold = definition_pairs(train_entries, engine.vocab)
+    own = OwnWords.embed(engine, train_entries, dev_entries) if config.own_words else None
+    texts, gold = (own.texts, own.token_gold) if own else definition_pairs(train_entries, engine.vocab)
     dev_texts, dev_gold = definition_pairs(dev_entries, engine.vocab)
-    if not texts or not dev_texts:
+    if own is not None and not (texts and dev_entries):
+        raise ValueError("training and dev splits need definitions")
+    if own is None and not (texts and dev_texts):
         raise ValueError("training and dev splits need definitions of words the head can predict")
     if config.batch_size < distributed.world_size():
         raise ValueError(f"a batch of {config.batch_size} cannot be shared by {distributed.world_size()} processes")
@@ -194,9 +203,11 @@ def _train(engine, train_entries, dev_entries, config: TrainConfig, progress, sh
         process first recomputes the word vectors it trains on (the encoder moved)."""
         if config.word_vector_objective:
             _refresh_word_vectors(engine, config.word_vector_scale)
+        if own is not None:
+            own.refresh(engine)
         if not distributed.is_main():
             return {}
-        metrics = evaluate_vectors(engine, engine.encode(dev_texts), dev_gold)
+        metrics = own.evaluate(engine) if own is not None else evaluate_vectors(engine, engine.encode(dev_texts), dev_gold)
         if sts_dev is not None:
             metrics["sts_dev"] = float(sts_dev(engine))
         return metrics
@@ -213,7 +224,7 @@ def _train(engine, train_entries, dev_entries, config: TrainConfig, progress, sh
         idx = distributed.shard(_next_batch(order, config.batch_size))  # every process draws the same batch
         try:
             loss = _step(engine, encoder, optimizer, [texts[i] for i in idx], torch.from_numpy(gold[idx]),
-                         config.precision)
+                         config.precision, partial(own.loss, rows=idx) if own else None)
         except torch.OutOfMemoryError:
             optimizer.zero_grad(set_to_none=True)
             release_cached_memory(engine.device)
@@ -245,10 +256,10 @@ def _train(engine, train_entries, dev_entries, config: TrainConfig, progress, sh
 
 
 def _step(engine, encoder: nn.Module, optimizer: torch.optim.Optimizer, texts: list[str], gold: torch.Tensor,
-          precision: str) -> torch.Tensor:
+          precision: str, own_loss: Callable | None = None) -> torch.Tensor:
     """One optimiser step on a batch; returns its loss."""
     with train_mode(engine.encoder):  # dropout for the step's forward passes only
-        loss = _defsent_loss(engine, texts, gold, precision, encoder)
+        loss = _defsent_loss(engine, texts, gold, precision, encoder, own_loss)
     optimizer.zero_grad()
     loss.backward()
     optimizer.step()
@@ -256,11 +267,12 @@ def _step(engine, encoder: nn.Module, optimizer: torch.optim.Optimizer, texts: l
 
 
 def _defsent_loss(engine, texts: list[str], gold: torch.Tensor, precision: str = "float32",
-                  encoder: nn.Module | None = None) -> torch.Tensor:
-    """Cross-entropy of the word scores of `texts` against `gold`: the head's logits, plus the word
-    vectors' cosines (fixed vectors, gradient through u) with `word_vector_objective`. `encoder`:
-    the module to call (the engine's, or it wrapped in DistributedDataParallel). Computed on the
-    engine's device, the loss in float32."""
+                  encoder: nn.Module | None = None, own_loss: Callable | None = None) -> torch.Tensor:
+    """Cross-entropy of the word scores of `texts` against `gold` (NO_TOKEN: none): the head's logits,
+    plus the word vectors' cosines (fixed vectors, gradient through u) with `word_vector_objective`;
+    plus `own_loss(u, logits)` (`OwnWords.loss`) when given. `encoder`: the module to call (the
+    engine's, or it wrapped in DistributedDataParallel). Computed on the engine's device, the loss in
+    float32."""
     device = engine.device
     with autocast(device, precision == "bfloat16"):
         u = (encoder or engine.encoder)(**engine.encoder.tokenize(texts, device))  # (B, H)
@@ -268,7 +280,65 @@ def _defsent_loss(engine, texts: list[str], gold: torch.Tensor, precision: str =
     u, logits = u.float(), logits.float()  # the loss in float32
     if engine.word_vectors is not None:  # only with `word_vector_objective`; word vectors live on the CPU
         logits = logits + engine.word_vectors.scores(u.cpu(), logits.shape[1]).to(device)
-    return nn.functional.cross_entropy(logits, gold.to(device))
+    gold = gold.to(device)
+    loss = (nn.functional.cross_entropy(logits, gold, ignore_index=NO_TOKEN) if bool((gold != NO_TOKEN).any())
+            else logits.sum() * 0)
+    return loss if own_loss is None else loss + own_loss(u.cpu(), logits.cpu())
+
+
+@dataclass
+class OwnWords:
+    """Every word of a training dictionary as a class of the loss (`TrainConfig.own_words`), scored as
+    the open vocabulary's dictionary expert scores it (`OpenScorer.dictionary_scores`: its word tower
+    vector, its head score when it is one token, its other definitions): phrases, invented words and
+    words of several pieces train the encoder too, where the head alone scores only single tokens.
+    The candidates are the training and dev words, embedded by the model being trained at the start
+    and at each dev evaluation (`refresh`), fixed in between; the dev definitions are never in the
+    index, and each training definition's own text is left out of it for its own loss. Dev ranks its
+    words among them as the app answers (`evaluate`)."""
+    candidates: Candidates
+    dev: list  # the dev entries
+    texts: list[str]  # every training definition
+    token_gold: np.ndarray  # (N,) its word's token id, NO_TOKEN for a word of several pieces
+    gold: torch.Tensor  # (N,) its word's index among the candidates
+    own: torch.Tensor  # (N,) its own text's index in the scorer's definitions
+    scorer: OpenScorer | None = None  # `refresh` embeds it
+
+    @classmethod
+    def embed(cls, engine, train_entries, dev_entries) -> "OwnWords":
+        entries = [*train_entries, *dev_entries]
+        candidates = Candidates(entries, engine.vocab, user_words=(e.word for e in entries))
+        dev_texts = {definition_key(e.definition) for e in dev_entries}
+        kept = [definition_key(d) for d in candidates.definitions if definition_key(d) not in dev_texts]
+        text_index = {key: g for g, key in enumerate(kept)}  # the index `without_definitions` leaves
+        word_index = {w: i for i, w in enumerate(candidates.words)}
+        token = [engine.vocab.token_id(e.word) for e in train_entries]
+        own = cls(candidates, list(dev_entries), [e.definition for e in train_entries],
+                  np.array([NO_TOKEN if t is None else t for t in token], dtype=np.int64),
+                  torch.tensor([word_index[e.word] for e in train_entries]),
+                  torch.tensor([text_index.get(definition_key(e.definition), -1) for e in train_entries]))
+        return own  # embedded by the dev evaluation at step 0 (`refresh`)
+
+    def refresh(self, engine) -> None:
+        """Embed the candidates (words by the word tower) with the encoder as it is now."""
+        scorer = OpenScorer.compute(engine.word_encoder().encode, engine.encode, self.candidates,
+                                    engine.open_vocab_config, engine.open_vocab_map)
+        self.scorer = scorer.without_definitions(e.definition for e in self.dev)
+
+    def loss(self, u: torch.Tensor, token_logits: torch.Tensor, rows: np.ndarray) -> torch.Tensor:
+        """Cross-entropy of the texts `rows`, with vectors u (B, d) and token scores (B, V), against their
+        words, scored by the dictionary expert (a gloss in, its word out) over its temperature."""
+        rows = torch.from_numpy(np.asarray(rows))
+        dictionary = self.scorer.with_config(replace(self.scorer.config, everyday_share=0.0))
+        scores = dictionary.dictionary_scores(u, token_logits, self.own[rows])  # (B, C)
+        return nn.functional.cross_entropy(scores / dictionary.config.temperature, self.gold[rows])
+
+    def evaluate(self, engine) -> dict:
+        """MRR / top-k of the dev words among the candidates, as the app scores them (`refresh` first)."""
+        u = torch.from_numpy(engine.encode([e.definition for e in self.dev]))  # (n, d)
+        index = {w: i for i, w in enumerate(self.candidates.words)}
+        gold = torch.tensor([index[e.word] for e in self.dev])
+        return metrics_from_ranks(rank_of_gold(self.scorer.scores(u, engine.word_logits(u)), gold))
 
 
 def _data_parallel(encoder: nn.Module) -> nn.Module:

@@ -357,7 +357,8 @@ def test_a_stage_without_a_step_count_pulses_instead_of_showing_a_full_bar():
 def test_validate_upload_reports_and_splits(engine, dictionary_file, tmp_path):
     upload = validate_upload(engine, dictionary_file)
     assert len(upload.entries) == len(DEFINITIONS) + 1  # zzzz too: every word is an answer
-    assert f"{len(DEFINITIONS) + 1} words, all of them answers" in upload.report and "1 have several pieces" in upload.report
+    assert f"{len(DEFINITIONS) + 1} words, all of them answers" in upload.report
+    assert "train the encoder, every word of them" in upload.report and "1 of several pieces" in upload.report
     assert upload.split.train and upload.split.dev and upload.split.test
     small = tmp_path / "small.csv"
     small.write_text("word,definition\ndog,an animal\ncat,another animal\n", encoding="utf-8")
@@ -365,6 +366,8 @@ def test_validate_upload_reports_and_splits(engine, dictionary_file, tmp_path):
         validate_upload(engine, small)
     with pytest.raises(ValueError, match="missing column"):
         validate_upload(engine, _write(tmp_path, "x.tsv", "a\tb\n1\t2\n"))
+    invented = "".join(f"zq{chr(97 + i)}x{chr(97 + j)},a thing number {i} {j}\n" for i in range(4) for j in range(4))
+    assert validate_upload(engine, _write(tmp_path, "glossary.csv", "word,definition\n" + invented)).split.train
 
 
 def _write(folder: Path, name: str, text: str) -> Path:

@@ -308,3 +308,19 @@ def test_a_loaded_checkpoint_fitted_for_the_open_vocabulary_answers_with_it_from
     engine.open_vocab_tower = None
     engine.save(tmp_path / "plain")  # no tower: not fitted, the head's words as before
     assert not Engine.load(tmp_path / "plain", decoder=None).open_vocabulary_on_first_use
+
+
+def test_training_scores_are_the_dictionary_experts_less_each_querys_own_text(engine):
+    c = Candidates(DICTIONARY, engine.vocab)
+    config = OpenVocabConfig(word_scale=20.0, head_weight=0.5, multi_bias=3.0, definition_weight=7.0)
+    scorer = OpenScorer(c, torch.randn(len(c), 32), torch.randn(len(c.definitions), 32), config)
+    u = torch.randn(2, 32, requires_grad=True)
+    logits = engine.word_logits(u.detach())
+    trained = scorer.dictionary_scores(u, logits, torch.tensor([-1, -1]))
+    torch.testing.assert_close(trained.detach(), scorer.scores(u.detach(), logits))
+    trained.sum().backward()
+    assert u.grad is not None and u.grad.abs().sum() > 0  # what the encoder learns from
+    own = c.definitions.index("to stop trying")  # give up's only text: its definition falls back on its word
+    left_out = scorer.dictionary_scores(u, logits, torch.tensor([own, -1])).detach()
+    blind = scorer.without_definitions(["to stop trying"]).scores(u.detach()[:1], logits[:1])
+    torch.testing.assert_close(left_out[0], blind[0])

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+from functools import partial
 
 import numpy as np
 import pytest
@@ -11,7 +12,8 @@ from core import Engine
 from core.checkpoint import MANIFEST
 from core.dictionary import Entry
 from core.cli import main as cli
-from core.train import TrainConfig, TrainingCancelled, fit_head, train, vocabulary_self_examples
+from core.train import (OwnWords, TrainConfig, TrainingCancelled, _defsent_loss, fit_head, train,
+                        vocabulary_self_examples)
 from core.word_eval import definition_pairs, evaluate_words, rank_metrics
 
 PAIRS = [("dog", "a small animal that people keep"), ("king", "the man in charge of the city"),
@@ -165,3 +167,30 @@ def test_cli_unit_rows_head_with_vocabulary_words(tiny_base_dir, tmp_path):
     loaded = Engine.load(out)
     assert loaded.head.config.unit_rows
     assert "vocabulary words" in loaded.manifest["head"]["origin"]
+
+
+GLOSSARY = [Entry("glorptix", "a small animal that people keep"), Entry("zib zab", "the man in charge of the city"),
+            Entry("rivière", "water that runs to the sea"), Entry("brötchen", "food made of flour"),
+            Entry("vroomobile", "a thing to drive on a road"), Entry("learnwright", "a person who helps a child learn"),
+            Entry("tunefulness", "music with words"), Entry("woodgiant", "a large plant with wood")]
+
+
+def test_a_glossary_of_words_the_head_cannot_score_trains_through_its_own_words(tiny_mlm_dir):
+    engine = Engine.from_base(str(tiny_mlm_dir))
+    assert not definition_pairs(GLOSSARY, engine.vocab)[0]  # not one word is a single token
+    with pytest.raises(ValueError, match="words the head can predict"):
+        train(engine, GLOSSARY, GLOSSARY, TrainConfig(max_steps=1, word_vector_scale=0, hub_weight=0.0))
+    own = OwnWords.embed(engine, GLOSSARY[:6], GLOSSARY[6:])
+    own.refresh(engine)
+    assert sorted(own.candidates.words) == sorted(e.word for e in GLOSSARY) and len(own.texts) == 6
+    batch = np.arange(6)
+    loss = _defsent_loss(engine, own.texts, torch.from_numpy(own.token_gold), own_loss=partial(own.loss, rows=batch))
+    loss.backward()  # every definition's word is a class: the encoder learns from all of them
+    assert any(p.grad is not None and p.grad.abs().sum() > 0 for p in engine.encoder.parameters())
+    losses = []
+    config = TrainConfig(lr=3e-3, max_steps=30, batch_size=6, eval_every=10, seed=1, word_vector_scale=0,
+                         hub_weight=0.0, own_words=True)
+    result = train(Engine.from_base(str(tiny_mlm_dir)), GLOSSARY[:6], GLOSSARY[6:], config,
+                   progress=lambda p: losses.append(p.loss))
+    assert losses[-1] < losses[0]
+    assert [h["n"] for h in result.history] == [2] * 4  # the dev words ranked at steps 0, 10, 20, 30

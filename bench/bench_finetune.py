@@ -1,0 +1,140 @@
+"""A fine-tune on a glossary like the ones users bring, as the app runs it (issue 42).
+
+    python bench/bench_finetune.py                      # the shipped model, default Fine-tune settings
+    python bench/bench_finetune.py --objectives head own --threads 2
+
+The glossary (written to data/cache/finetune-bench.tsv) is drawn from GCIDE (scripts/fetch_gcide.sh),
+a dictionary the model never trained on, with a fixed seed: 156 words in 203 rows, of them 40 invented
+(a GCIDE word's definitions under a made-up name, 16 of the names with non-ASCII letters: their
+spelling says nothing, as with jargon), 25 phrases (from the held-out test split of WordNet's
+lemmas, which neither the encoder nor its word tower trained on: GCIDE has none), 76 words of several pieces and 15 single tokens.
+It runs the Fine-tune tab's job body (app/finetune.py `run_finetune`) with the default settings and
+prints, per objective ("head": the DefSent head alone; "own": every word of the dictionary,
+`TrainConfig.own_words`): how many training words are classes of the objective, the held-out words'
+MRR and top-10 among the dictionary's own words before and after (all, and those of several pieces),
+and the seconds each stage took.
+"""
+from __future__ import annotations
+
+import argparse
+import random
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+COUNTS = {"invented": 40, "phrases": 25, "pieces": 76, "single": 15}  # 156 words
+NON_ASCII = 16  # of the invented names
+SECOND_DEFINITION = 47  # words given a second definition: 203 rows
+SYLLABLES = ["bra", "clo", "dre", "fli", "gor", "hux", "jan", "kel", "lum", "mip", "nob", "pra", "quo", "rud",
+             "sil", "tov", "ulk", "vex", "wim", "yar", "zed", "och", "arn", "isk"]
+ACCENTED = str.maketrans({"a": "á", "o": "ö", "u": "ü", "e": "é", "n": "ñ"})
+
+
+def glossary(gcide, phrases, vocab, seed: int = 42):
+    """The benchmark's entries (core.dictionary.Entry) and each word's kind: words from GCIDE entries
+    (`gcide`), phrases from `phrases` (GCIDE has none); SECOND_DEFINITION of the words that have two definitions keep both."""
+    from core.dictionary import Entry
+
+    rng = random.Random(seed)
+    by_word: dict[str, list] = {}
+    for entry in [*gcide, *phrases]:
+        if 15 <= len(entry.definition) <= 200:
+            by_word.setdefault(entry.word, []).append(entry)
+    words = sorted(by_word)
+    rng.shuffle(words)
+    single = [w for w in words if w.isalpha() and vocab.token_id(w) is not None]
+    pieces = [w for w in words if w.isalpha() and vocab.token_id(w) is None and len(w) >= 6]
+    multi_word = [w for w in words if " " in w and all(p.isalpha() for p in w.split())]
+    chosen = {"single": single[:COUNTS["single"]], "phrases": multi_word[:COUNTS["phrases"]],
+              "pieces": pieces[:COUNTS["pieces"]], "invented": pieces[COUNTS["pieces"]:][:COUNTS["invented"]]}
+    names = {w: invented_name(rng, i < NON_ASCII) for i, w in enumerate(chosen["invented"])}
+    order = [w for kept in chosen.values() for w in kept]
+    rng.shuffle(order)
+    two = set([w for w in order if len(by_word[w]) >= 2][:SECOND_DEFINITION])
+    entries = [Entry(names.get(w, w), e.definition, e.pos) for w in order for e in by_word[w][:2 if w in two else 1]]
+    return entries, {names.get(w, w): kind for kind, kept in chosen.items() for w in kept}
+
+
+def invented_name(rng: random.Random, accented: bool) -> str:
+    name = "".join(rng.choice(SYLLABLES) for _ in range(rng.choice((2, 3))))
+    return name.translate(ACCENTED) if accented else name
+
+
+def run(engine_path: Path, entries, kinds, objective: str, out: Path) -> dict:
+    from app.finetune import FinetuneSettings, UploadData, run_finetune
+    from core import Engine
+    from core.dictionary import split_by_word
+    from core.open_vocab import evaluate_among
+
+    class Printer:
+        def report(self, **progress):
+            if "stage" in progress and progress["stage"] != getattr(self, "stage", None):
+                self.stage = progress["stage"]
+                print(f"  [{time.strftime('%H:%M:%S')}] {self.stage}", flush=True)
+
+        def record(self, **point):
+            pass
+
+    split = split_by_word(entries, seed=0)
+    upload = UploadData.pack("bench.tsv", "", 0, entries, len(split.train))
+    settings = FinetuneSettings(own_words=objective == "own")  # the Fine-tune tab's defaults otherwise
+    load = lambda: Engine.load(engine_path, open_vocabulary=False)  # noqa: E731
+    started = time.perf_counter()
+    result = run_finetune(Printer(), load, upload, settings, engine_path.name, out)
+    seconds = time.perf_counter() - started
+    tuned, base = Engine.load(out, open_vocabulary=False), load()
+    several = [e for e in split.test if kinds[e.word] != "single"]
+    return {"objective": objective, "seconds": round(seconds), "stages": result.training["stage_seconds"],
+            "train_words": len({e.word for e in split.train}),
+            "test_words": len({e.word for e in split.test}), "test_definitions": len(split.test),
+            "before": result.before, "after": result.after,
+            "several_pieces_before": evaluate_among(base, several, entries)[0],
+            "several_pieces_after": evaluate_among(tuned, several, entries)[0]}
+
+
+def main(argv: list[str] | None = None) -> int:
+    from core.checkpoint import DEFAULT_CHECKPOINT
+    from core.open_vocab_fit import GCIDE_DICTD, missing_gcide, read_gcide_dictd
+    from core.paths import CACHE_DIR
+
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--model", type=Path, default=DEFAULT_CHECKPOINT)
+    parser.add_argument("--gcide", type=Path, default=GCIDE_DICTD)
+    parser.add_argument("--objectives", nargs="+", default=["own"], choices=["head", "own"])
+    parser.add_argument("--threads", type=int, default=1, help="torch threads (the app's training default: 1)")
+    args = parser.parse_args(argv)
+    if missing_gcide(args.gcide):
+        parser.error(missing_gcide(args.gcide))
+    import torch
+
+    from core import Engine
+    from core.dictionary import extend_split, load_wordnet, load_wordnet_lemmas, split_by_word, write_entries
+
+    torch.set_num_threads(args.threads)
+    vocab = Engine.load(args.model, open_vocabulary=False, decoder=None).vocab
+    held_out = extend_split(split_by_word(load_wordnet(), seed=0), load_wordnet_lemmas()).test  # as the tower's
+    test_phrases = [e for e in held_out if " " in e.word]
+    entries, kinds = glossary(read_gcide_dictd(args.gcide), test_phrases, vocab)
+    write_entries(entries, CACHE_DIR / "finetune-bench.jsonl.gz")
+    print(f"glossary: {len(entries)} rows, {len(kinds)} words: "
+          + ", ".join(f"{sum(k == kind for k in kinds.values())} {kind}" for kind in COUNTS))
+    with tempfile.TemporaryDirectory() as tmp:
+        for objective in args.objectives:
+            print(f"objective {objective}:", flush=True)
+            result = run(args.model, entries, kinds, objective, Path(tmp) / objective)
+            print(f"  split: {result['train_words']} training words (all classes of the objective with 'own'), "
+                  f"{result['test_words']} held-out words ({result['test_definitions']} definitions)")
+            for key in ("before", "after", "several_pieces_before", "several_pieces_after"):
+                m = result[key]
+                print(f"  {key:22} MRR {m['mrr']:.3f}  top-1 {m['top1']:.3f}  top-10 {m['top10']:.3f}  (n {m['n']})")
+            print(f"  {result['seconds']} s in all; stages: "
+                  + ", ".join(f"{stage} {s:.0f} s" for stage, s in result["stages"].items()), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
