@@ -605,8 +605,13 @@ def prepare_model(active: ActiveModel, progress: sv.Progress = sv.no_progress, o
     twin that "compare" uses (~20 s)."""
     active.engine.predict_words("a word")
     if open_vocabulary and active.engine.open_vocab is None:
+        started = time.monotonic()
+
         def embedded(done: int, total: int) -> None:
-            progress(0.1 + 0.6 * done / total, desc=f"open vocabulary: embedding {done}/{total} (once per model)")
+            left = (time.monotonic() - started) * (total - done) / max(done, 1)
+            progress(0.1 + 0.6 * done / total, desc=f"open vocabulary: embedding {done:,}/{total:,} (once per model; "
+                                                    f"about {left / 60:.0f} min left)" if left >= 90 else
+                     f"open vocabulary: embedding {done:,}/{total:,} (once per model; about {left:.0f} s left)")
         active.engine.enable_open_vocabulary(cache_dir=model_cache_dir(active.spec.path, "open-vocab"),
                                              progress=embedded)
     progress(0.7, desc="embedding the reference sentences")

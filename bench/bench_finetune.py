@@ -64,7 +64,7 @@ def invented_name(rng: random.Random, accented: bool) -> str:
     return name.translate(ACCENTED) if accented else name
 
 
-def run(engine_path: Path, entries, kinds, objective: str, out: Path) -> dict:
+def run(engine_path: Path, entries, kinds, objective: str, out: Path, seed: int = 0) -> dict:
     from app.finetune import FinetuneSettings, UploadData, run_finetune
     from core import Engine
     from core.dictionary import split_by_word
@@ -79,8 +79,8 @@ def run(engine_path: Path, entries, kinds, objective: str, out: Path) -> dict:
         def record(self, **point):
             pass
 
-    split = split_by_word(entries, seed=0)
-    upload = UploadData.pack("bench.tsv", "", 0, entries, len(split.train))
+    split = split_by_word(entries, seed=seed)
+    upload = UploadData.pack("bench.tsv", "", seed, entries, len(split.train))
     settings = FinetuneSettings(own_words=objective == "own")  # the Fine-tune tab's defaults otherwise
     load = lambda: Engine.load(engine_path, open_vocabulary=False)  # noqa: E731
     started = time.perf_counter()
@@ -90,6 +90,7 @@ def run(engine_path: Path, entries, kinds, objective: str, out: Path) -> dict:
     several = [e for e in split.test if kinds[e.word] != "single"]
     return {"objective": objective, "seconds": round(seconds), "stages": result.training["stage_seconds"],
             "train_words": len({e.word for e in split.train}),
+            "single_token_train_words": len({e.word for e in split.train if kinds[e.word] == "single"}),
             "test_words": len({e.word for e in split.test}), "test_definitions": len(split.test),
             "before": result.before, "after": result.after,
             "several_pieces_before": evaluate_among(base, several, entries)[0],
@@ -106,6 +107,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--gcide", type=Path, default=GCIDE_DICTD)
     parser.add_argument("--objectives", nargs="+", default=["own"], choices=["head", "own"])
     parser.add_argument("--threads", type=int, default=1, help="torch threads (the app's training default: 1)")
+    parser.add_argument("--seeds", type=int, default=1, help="split seeds 0..N-1, each a run; the held-out "
+                        "metrics are pooled over them (each split holds out a tenth of the words)")
     args = parser.parse_args(argv)
     if missing_gcide(args.gcide):
         parser.error(missing_gcide(args.gcide))
@@ -125,14 +128,19 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         for objective in args.objectives:
             print(f"objective {objective}:", flush=True)
-            result = run(args.model, entries, kinds, objective, Path(tmp) / objective)
-            print(f"  split: {result['train_words']} training words (all classes of the objective with 'own'), "
-                  f"{result['test_words']} held-out words ({result['test_definitions']} definitions)")
+            runs = [run(args.model, entries, kinds, objective, Path(tmp) / f"{objective}-{seed}", seed)
+                    for seed in range(args.seeds)]
+            for result in runs:
+                print(f"  seed {runs.index(result)}: {result['train_words']} training words "
+                      f"({result['single_token_train_words']} single tokens, all a class of the head objective; "
+                      f"with 'own' every one is), {result['test_words']} held-out words "
+                      f"({result['test_definitions']} definitions); {result['seconds']} s: "
+                      + ", ".join(f"{stage} {s:.0f} s" for stage, s in result["stages"].items()), flush=True)
             for key in ("before", "after", "several_pieces_before", "several_pieces_after"):
-                m = result[key]
-                print(f"  {key:22} MRR {m['mrr']:.3f}  top-1 {m['top1']:.3f}  top-10 {m['top10']:.3f}  (n {m['n']})")
-            print(f"  {result['seconds']} s in all; stages: "
-                  + ", ".join(f"{stage} {s:.0f} s" for stage, s in result["stages"].items()), flush=True)
+                n = sum(r[key]["n"] for r in runs)
+                pooled = {m: sum(r[key][m] * r[key]["n"] for r in runs) / n for m in ("mrr", "top1", "top10")}
+                print(f"  {key:22} MRR {pooled['mrr']:.3f}  top-1 {pooled['top1']:.3f}  top-10 {pooled['top10']:.3f}"
+                      f"  (n {n}, pooled over {len(runs)} split(s))")
     return 0
 
 

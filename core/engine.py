@@ -109,8 +109,9 @@ class Engine(VectorReadout):
         """Load a checkpoint directory (default: the shipped one) and its Vec2Sent decoder.
 
         `open_vocabulary`: a checkpoint fitted for the open vocabulary (its manifest names a word
-        tower, as the shipped one does) answers `predict_words` with every WordNet word and phrase,
-        and its user dictionary's words, as the app does: embedded at the first `predict_words` call
+        tower, as the shipped one does) or fine-tuned on a dictionary (a model the app's Fine-tune tab
+        saved or downloaded) answers `predict_words` with every WordNet word and phrase, and its user
+        dictionary's words, as the app does: embedded at the first `predict_words` call
         (minutes once per model, progress on stderr), then cached under
         `core.paths.user_cache_dir("open-vocab")`. Other readings of vectors (analogy, interpolation)
         use it once it is enabled. False (or `untrained`): the head's single-token words until
@@ -131,7 +132,8 @@ class Engine(VectorReadout):
         engine.set_precision(precision)
         engine.set_decoder(decoder, path.parent)
         fitted = {"word_tower", "word_map"} & set(engine.manifest.get("open_vocab", {}))
-        engine.open_vocabulary_on_first_use = bool(open_vocabulary and fitted and not untrained)
+        own_words = "user_dictionary" in engine.manifest  # a fine-tune's words are answers, towered or not
+        engine.open_vocabulary_on_first_use = bool(open_vocabulary and (fitted or own_words) and not untrained)
         return engine
 
     @classmethod
@@ -435,14 +437,17 @@ class Engine(VectorReadout):
         "ice cream", "give up") and of `extra` (default: the dictionary this model was fine-tuned
         on, `user_dictionary`), scored as core/open_vocab.py
         says. The first call for a model embeds them all (about 4 minutes on 2 cores for WordNet;
-        `progress(done, total)` per batch); with `cache_dir` the vectors are kept there per model
-        and candidate list."""
+        `progress(done, total)` per batch, `done` only growing: the words, then the definitions, of
+        one total); with `cache_dir` the vectors are kept there per model and candidate list."""
         candidates = self.open_vocab_candidates(extra, dictionary)
         key = f"{self.fingerprint[:16]}-{tower_fingerprint(self.open_vocab_tower)[:8]}-{candidates.fingerprint()}"
         cache = Path(cache_dir) / f"{key}.safetensors" if cache_dir is not None else None
+        words, total = len(candidates.words), len(candidates.words) + len(candidates.definitions)
+        on_words = progress and (lambda done, _: progress(done, total))
+        on_definitions = progress and (lambda done, _: progress(words + done, total))
         # the tower (a copy of the encoder) is built only when the candidates are embedded, and dropped after
-        scorer = open_scorer(lambda texts: self.word_encoder().encode(texts, batch_size=128, progress=progress),
-                             lambda texts: self.encode(texts, batch_size=128, progress=progress),
+        scorer = open_scorer(lambda texts: self.word_encoder().encode(texts, batch_size=128, progress=on_words),
+                             lambda texts: self.encode(texts, batch_size=128, progress=on_definitions),
                              candidates, self.open_vocab_config, self.open_vocab_map, cache)
         self.open_vocab = scorer.quantize() if self.int8_scoring else scorer
         return_freed_memory()
@@ -459,8 +464,6 @@ class Engine(VectorReadout):
                 def advance(done: int, total: int) -> None:
                     bar.total = total
                     bar.update(done - bar.n)
-                    if done == total:
-                        bar.reset()  # the words, then the definitions: two passes
                 self.enable_open_vocabulary(cache_dir=user_cache_dir("open-vocab"), progress=advance)
             self.open_vocabulary_on_first_use = False
 

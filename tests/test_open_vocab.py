@@ -170,15 +170,26 @@ def test_open_vocabulary_weights_tower_and_older_map_travel_with_the_checkpoint(
     assert len(list((tmp_path / "cache").iterdir())) == 2
 
 
-def test_a_fine_tuned_dictionary_travels_with_the_checkpoint_and_its_words_are_answers(engine, tmp_path):
+def test_a_fine_tuned_dictionary_travels_with_the_checkpoint_and_its_words_are_answers(engine, tmp_path, monkeypatch):
+    import core.engine
+
+    monkeypatch.setenv("DEFSENT_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(core.engine, "load_wordnet_lemmas", lambda: DICTIONARY)
     mine = [Entry("hot dog", "a sausage in a bun", "n"), Entry("café", "a small restaurant", "")]
     engine.user_dictionary = mine
-    engine.save(tmp_path / "model")
-    loaded = Engine.load(tmp_path / "model", decoder=None)
+    engine.save(tmp_path / "model")  # no word tower: the base fine-tuned in the app
+    loaded = Engine.load(tmp_path / "model", decoder=None)  # as a downloaded model is loaded (docs/app.md)
     assert loaded.user_dictionary == mine
-    loaded.enable_open_vocabulary(dictionary=DICTIONARY)
+    assert [w for w, _ in loaded.predict_words("food", k=3, pattern="caf?")] == ["café"]  # no extra call
     assert {"hot dog", "café", "ice cream"} <= set(loaded.open_vocab.candidates.words)
-    assert [w for w, _ in loaded.predict_words("food", k=3, pattern="caf?")] == ["café"]
+
+
+def test_the_open_vocabulary_progress_only_goes_forward_to_one_total(engine):
+    seen = []
+    engine.enable_open_vocabulary(dictionary=DICTIONARY, progress=lambda done, total: seen.append((done, total)))
+    c = engine.open_vocab.candidates
+    assert {total for _, total in seen} == {len(c.words) + len(c.definitions)}
+    assert [done for done, _ in seen] == sorted(done for done, _ in seen) and seen[-1][0] == seen[-1][1]
 
 
 def test_inflections_of_one_word_do_not_crowd_the_list():
