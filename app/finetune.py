@@ -309,6 +309,8 @@ def run_finetune(job: Reporter, load_engine: Callable[[], Engine], upload: Uploa
     if engine.word_vectors is None and config.word_vector_scale:  # score before and after alike
         job.report(stage="embedding every word of the vocabulary (word vectors)")
         engine.add_word_vectors(config.word_vector_scale)
+    # what the fine-tuned model's open vocabulary can reuse: the vectors this model cached (Engine.open_vocab_parent_scorer)
+    parent = {"fingerprint": engine.fingerprint, "user_entries": len(engine.user_dictionary)}
     job.report(stage="scoring the held-out words before training")
     examples = _examples(split.test)
     before, before_words = _ranked_among_own_words(engine, split.test, upload.entries, examples)
@@ -330,7 +332,7 @@ def run_finetune(job: Reporter, load_engine: Callable[[], Engine], upload: Uploa
     rows = [{"word": e.word, "definition": e.definition, "before": b, "after": a}
             for e, b, a in zip(examples, before_words, after_words, strict=True)]
     training = {"data": upload.name, "finetuned_from": started_from, "split": split.stats(),
-                "settings": asdict(settings), "result": result.to_dict()}
+                "settings": asdict(settings), "result": result.to_dict(), "open_vocab_parent": parent}
     if decoding is not None:
         if settings.measure_decoder:
             job.report(stage="measuring how well the decoder reads the model after training")

@@ -183,7 +183,7 @@ def build_app(studio: Studio) -> gr.Blocks:
         gr.Markdown("# DefSent Studio\nWhat sentence embeddings mean: describe a word, compare sentences, "
                     "walk between them, map them, fine-tune on your own dictionary.")
         model_bar = _model_bar(demo, studio, session)
-        with gr.Tabs():
+        with gr.Tabs(overflow_behavior="wrap"):  # on a phone every tab stays in sight (not behind "···")
             with gr.Tab("Reverse dictionary", id="reverse"):
                 _reverse_tab(studio, session)
             with gr.Tab("Similarity", id="similarity"):
@@ -322,7 +322,8 @@ def _analogy_tab(studio: Studio, session: gr.State) -> None:
         steps = gr.Slider(2, 21, value=6, step=1, label="Steps")
     path_refine = gr.Checkbox(value=False, label=REFINE_LABEL)
     path_button = gr.Button("Interpolate")
-    table = gr.Dataframe(headers=["alpha", "decoded", "top words", "cos to From", "cos to To"], wrap=True)
+    table = gr.Dataframe(headers=["alpha", "decoded", "top words", "cos to From", "cos to To"], wrap=True,
+                         column_widths=["10%", "38%", "28%", "12%", "12%"], elem_id="an-path")
     path = gr.Plot()
     wire([path_button.click], handler(studio.interpolation), [start, end, steps, path_refine, session], [table, path],
          api_name="interpolate", **DECODE)
@@ -346,7 +347,9 @@ def _map_tab(demo: gr.Blocks, studio: Studio, session: gr.State) -> None:
         search = gr.Textbox(label="Search the map", scale=3)
         k = gr.Slider(1, 30, value=10, step=1, label="Neighbours", scale=1)
         search_button = gr.Button("Highlight", scale=1)
-    note, neighbours = gr.Markdown(), gr.Dataframe(headers=["rank", "cosine", "text"], wrap=True)
+    note = gr.Markdown()
+    neighbours = gr.Dataframe(headers=["rank", "cosine", "text"], wrap=True, column_widths=["12%", "16%", "72%"],
+                              elem_id="map-neighbours")
     wire([draw.click], handler(studio.draw_map), [source, size, sentences, file, method, dims, colour, session],
          [plot, status, session], api_name="draw_map", **HEAVY)
     wire([search_button.click, search.submit], handler(studio.search_map), [search, k, session],

@@ -97,6 +97,33 @@ def run(engine_path: Path, entries, kinds, objective: str, out: Path, seed: int 
             "several_pieces_after": evaluate_among(tuned, several, entries)[0]}
 
 
+def activation(out: Path, test) -> dict:
+    """Seconds to activate the fine-tuned model at `out` reusing its parent's cached open-vocabulary
+    vectors, against embedding all of them again; with each, the held-out `test` words ranked among
+    the whole vocabulary (their own texts left out of the index) and the human dev descriptions."""
+    from core import Engine
+    from core.evaluation.reverse import Query, ranks, read_human_descriptions, scored_with, summary
+    from core.paths import user_cache_dir
+
+    result = {}
+    for name, folder in (("reusing the parent's vectors", user_cache_dir("open-vocab")), ("embedding all again", None)):
+        engine = Engine.load(out, open_vocabulary=False, decoder=None)
+        engine.set_precision("auto")  # as the app encodes
+        engine.set_scoring_precision("float32")  # to leave texts out of the index below
+        with tempfile.TemporaryDirectory() as cache:
+            started = time.perf_counter()
+            if folder is None:
+                engine.enable_open_vocabulary()
+            else:
+                engine.enable_open_vocabulary(cache_dir=cache)  # the parent's vectors: found in the user cache
+            seconds = time.perf_counter() - started
+        with scored_with(engine, engine.open_vocab.without_definitions(e.definition for e in test)):
+            held_out = summary(ranks(engine, [Query(e.definition, e.word) for e in test]))
+        result[name] = {"seconds": round(seconds, 1), "held_out_in_whole_vocabulary": held_out,
+                        "human_dev": summary(ranks(engine, read_human_descriptions()))}
+    return result
+
+
 def main(argv: list[str] | None = None) -> int:
     from core.checkpoint import DEFAULT_CHECKPOINT
     from core.open_vocab_fit import GCIDE_DICTD, missing_gcide, read_gcide_dictd
@@ -107,6 +134,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--gcide", type=Path, default=GCIDE_DICTD)
     parser.add_argument("--objectives", nargs="+", default=["own"], choices=["head", "own"])
     parser.add_argument("--threads", type=int, default=1, help="torch threads (the app's training default: 1)")
+    parser.add_argument("--activation", action="store_true",
+                        help="then activate the last 'own' model as the app does, reusing the cached vectors of the "
+                             "model it started from, and once more embedding everything, and compare the two")
     parser.add_argument("--seeds", type=int, default=1, help="split seeds 0..N-1, each a run; the held-out "
                         "metrics are pooled over them (each split holds out a tenth of the words)")
     args = parser.parse_args(argv)
@@ -136,6 +166,11 @@ def main(argv: list[str] | None = None) -> int:
                       f"with 'own' every one is), {result['test_words']} held-out words "
                       f"({result['test_definitions']} definitions); {result['seconds']} s: "
                       + ", ".join(f"{stage} {s:.0f} s" for stage, s in result["stages"].items()), flush=True)
+            if args.activation and objective == "own":
+                from core.dictionary import split_by_word
+                test = split_by_word(entries, seed=args.seeds - 1).test
+                for name, measured in activation(Path(tmp) / f"own-{args.seeds - 1}", test).items():
+                    print(f"  activation, {name}: {measured}", flush=True)
             for key in ("before", "after", "several_pieces_before", "several_pieces_after"):
                 n = sum(r[key]["n"] for r in runs)
                 pooled = {m: sum(r[key][m] * r[key]["n"] for r in runs) / n for m in ("mrr", "top1", "top10")}

@@ -438,19 +438,43 @@ class Engine(VectorReadout):
         on, `user_dictionary`), scored as core/open_vocab.py
         says. The first call for a model embeds them all (about 4 minutes on 2 cores for WordNet;
         `progress(done, total)` per batch, `done` only growing: the words, then the definitions, of
-        one total); with `cache_dir` the vectors are kept there per model and candidate list."""
+        one total); with `cache_dir` the vectors are kept there per model and candidate list. A model
+        fine-tuned in the app (`training.open_vocab_parent` in its manifest) whose parent's vectors are
+        cached (in `cache_dir` or the user cache) reuses them and embeds only its new words and
+        definitions: seconds (`open_vocab_parent_scorer`)."""
         candidates = self.open_vocab_candidates(extra, dictionary)
-        key = f"{self.fingerprint[:16]}-{tower_fingerprint(self.open_vocab_tower)[:8]}-{candidates.fingerprint()}"
-        cache = Path(cache_dir) / f"{key}.safetensors" if cache_dir is not None else None
+        cache = Path(cache_dir) / self._open_vocab_cache_name(candidates) if cache_dir is not None else None
         words, total = len(candidates.words), len(candidates.words) + len(candidates.definitions)
         on_words = progress and (lambda done, _: progress(done, total))
         on_definitions = progress and (lambda done, _: progress(words + done, total))
         # the tower (a copy of the encoder) is built only when the candidates are embedded, and dropped after
+        reuse = (self.open_vocab_parent_scorer([Path(cache_dir), user_cache_dir("open-vocab")], dictionary)
+                 if cache is not None and not cache.exists() and extra is None else None)
         scorer = open_scorer(lambda texts: self.word_encoder().encode(texts, batch_size=128, progress=on_words),
                              lambda texts: self.encode(texts, batch_size=128, progress=on_definitions),
-                             candidates, self.open_vocab_config, self.open_vocab_map, cache)
+                             candidates, self.open_vocab_config, self.open_vocab_map, cache, reuse)
         self.open_vocab = scorer.quantize() if self.int8_scoring else scorer
         return_freed_memory()
+
+    def _open_vocab_cache_name(self, candidates: Candidates, fingerprint: str | None = None) -> str:
+        """The cache file of `candidates`' vectors embedded by the model of `fingerprint` (default:
+        this one) with this model's word tower."""
+        return (f"{(fingerprint or self.fingerprint)[:16]}-{tower_fingerprint(self.open_vocab_tower)[:8]}-"
+                f"{candidates.fingerprint()}.safetensors")
+
+    def open_vocab_parent_scorer(self, folders: Sequence[Path], dictionary: Iterable[Entry] | None = None
+                                 ) -> OpenScorer | None:
+        """The cached open-vocabulary vectors of the model this one was fine-tuned from in the app (its
+        manifest's `training.open_vocab_parent`: that model's fingerprint and how many of this model's
+        user entries it had), from the first of `folders` holding them; None when there are none."""
+        parent = self.manifest.get("training", {}).get("open_vocab_parent")
+        if not parent:
+            return None
+        candidates = self.open_vocab_candidates(self.user_dictionary[:parent["user_entries"]], dictionary)
+        name = self._open_vocab_cache_name(candidates, parent["fingerprint"])
+        found = next((Path(folder) / name for folder in folders if (Path(folder) / name).is_file()), None)
+        return None if found is None else OpenScorer.load(found, candidates, self.open_vocab_config,
+                                                           self.open_vocab_map)
 
     def _open_vocabulary_now(self) -> None:
         """`enable_open_vocabulary` once, for `Engine.load`'s first word query, with a progress bar."""

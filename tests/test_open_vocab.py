@@ -335,3 +335,29 @@ def test_training_scores_are_the_dictionary_experts_less_each_querys_own_text(en
     left_out = scorer.dictionary_scores(u, logits, torch.tensor([own, -1])).detach()
     blind = scorer.without_definitions(["to stop trying"]).scores(u.detach()[:1], logits[:1])
     torch.testing.assert_close(left_out[0], blind[0])
+
+
+def test_a_fine_tuned_model_reuses_its_parents_cached_vectors_and_embeds_only_its_new_words(engine, tmp_path):
+    cache = tmp_path / "cache"
+    engine.set_scoring_precision("float32")  # keeps the float vectors, to compare them
+    engine.enable_open_vocabulary(dictionary=DICTIONARY, cache_dir=cache)  # the parent, as the app caches it
+    parent, parent_fingerprint = engine.open_vocab, engine.fingerprint
+    mine = [Entry("zib zab", "a thing nobody has named before", "n"), Entry("dog", "a loyal friend", "n")]
+    with torch.no_grad():  # "fine-tuning": another fingerprint
+        next(engine.encoder.parameters()).add_(0.01)
+    engine.user_dictionary = mine
+    saved = engine.save(tmp_path / "tuned", training={"open_vocab_parent": {"fingerprint": parent_fingerprint,
+                                                                             "user_entries": 0}})
+    tuned = Engine.load(saved, decoder=None, open_vocabulary=False)
+    tuned.set_scoring_precision("float32")
+    embedded = []
+    real_encode = tuned.encoder.encode
+    tuned.encoder.encode = lambda texts, **kw: embedded.extend(texts) or real_encode(texts, **kw)
+    tuned.enable_open_vocabulary(dictionary=DICTIONARY, cache_dir=cache)
+    assert sorted(embedded) == ["a loyal friend", "a thing nobody has named before", "zib zab"]
+    c = tuned.open_vocab.candidates
+    ice_cream = c.words.index("ice cream")
+    torch.testing.assert_close(tuned.open_vocab.word_vectors[ice_cream],
+                               parent.word_vectors[parent.candidates.words.index("ice cream")], atol=0.01, rtol=0)
+    assert len(list(cache.iterdir())) == 2  # the tuned model's vectors are cached in turn
+

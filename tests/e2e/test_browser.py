@@ -210,7 +210,44 @@ def test_map_draws_and_highlights(page, served_model):
     page.locator("#cand-plot .js-plotly-plot").wait_for()
     wait_for_text(page, "#cand-table", ": " if DOCS_MODE else "0.")
     assert_column_fits(page, "#cand-table", "definitions")
+    assert_column_fits(page, "#map-neighbours", "text")  # the neighbours' text ran past the table's edge
     shoot(page, shots, "4-map")
+
+
+TABS = ["Reverse dictionary", "Similarity", "Analogy & interpolation", "Map", "Fine-tune", "Evaluate", "About"]
+
+
+def test_every_tab_and_table_fits_a_phone(browser, app_url, served_model):
+    """At 420 px every tab is in sight (5 of 7 hid behind a "···" menu) and the analogy,
+    interpolation and map tables keep their text inside."""
+    page = browser.new_page(viewport={"width": 420, "height": 900})
+    try:
+        page.goto(app_url)
+        wait_for_text(page, "#model-status", "Active model")
+        for name in TABS:
+            tab = page.get_by_role("tab", name=name)
+            box = tab.bounding_box()
+            assert tab.is_visible() and box and 0 <= box["x"] and box["x"] + box["width"] <= 421, (name, box)
+        open_tab(page, "Analogy & interpolation")
+        page.get_by_text(ANALOGY_EXAMPLES[1].b, exact=True).click()
+        page.get_by_role("button", name="Compute").click()
+        wait_for_text(page, "#an-nearest", "1")
+        assert_column_fits(page, "#an-nearest", "reference sentence")
+        page.get_by_role("button", name="Interpolate").click()
+        page.get_by_text("Interpolation path").wait_for()
+        wait_for_text(page, "#an-path", "0.")
+        assert_column_fits(page, "#an-path", "cos to To")
+        shoot(page, served_model[3], "5-phone-analogy")
+        open_tab(page, "Map")
+        page.locator("#map-draw").click()
+        page.locator("#map-status").get_by_text("points, ").wait_for()
+        page.get_by_label("Search the map").fill("water")
+        page.get_by_role("button", name="Highlight").click()
+        page.get_by_text("nearest neighbours by cosine").wait_for()
+        assert_column_fits(page, "#map-neighbours", "text")
+        shoot(page, served_model[3], "5-phone-map")
+    finally:
+        page.close()
 
 
 def test_finetune_survives_a_reload(page, served_model, tmp_path):
