@@ -222,7 +222,10 @@ class Studio:
                              pattern or "", bool(exclude_query_words))
         main = views.words_html(sv.reverse_dictionary(active.engine, query), active.spec.name)
         if active.engine.open_vocab is None:
-            main = views.notice_html(OPEN_VOCABULARY_PENDING) + main
+            building = active.open_vocab_progress
+            main = (views.notice_html(OPEN_VOCABULARY_PENDING)
+                    + (views.progress_html(building[0] / building[1], views.embedding_progress(*building))
+                       if building else "") + main)
         if not compare:
             return main, ""
         if active.is_base:
@@ -609,9 +612,8 @@ def prepare_model(active: ActiveModel, progress: sv.Progress = sv.no_progress, o
 
         def embedded(done: int, total: int) -> None:
             left = (time.monotonic() - started) * (total - done) / max(done, 1)
-            progress(0.1 + 0.6 * done / total, desc=f"open vocabulary: embedding {done:,}/{total:,} (once per model; "
-                                                    f"about {left / 60:.0f} min left)" if left >= 90 else
-                     f"open vocabulary: embedding {done:,}/{total:,} (once per model; about {left:.0f} s left)")
+            active.open_vocab_progress = (done, total, left)
+            progress(0.1 + 0.6 * done / total, desc=f"open vocabulary: {views.embedding_progress(done, total, left)}")
         active.engine.enable_open_vocabulary(cache_dir=model_cache_dir(active.spec.path, "open-vocab"),
                                              progress=embedded)
     progress(0.7, desc="embedding the reference sentences")

@@ -82,6 +82,8 @@ class ActiveModel:
     spec: ModelSpec
     engine: Engine
     checkpoints: Path = CHECKPOINTS_DIR
+    # (texts embedded, texts in all, seconds left) while the open vocabulary is built: shown on the page
+    open_vocab_progress: tuple[int, int, float] | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     _cache: dict = field(default_factory=dict, repr=False)
 

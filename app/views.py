@@ -48,6 +48,12 @@ def progress_html(fraction: float, text: str) -> str:
             f"<div class='ds-progress-text'>{escape(text)}</div>")
 
 
+def embedding_progress(done: int, total: int, seconds_left: float) -> str:
+    """"embedding 52,000/264,003 (once per model; about 3 min left)"."""
+    left = f"about {seconds_left / 60:.0f} min left" if seconds_left >= 90 else f"about {seconds_left:.0f} s left"
+    return f"embedding {done:,}/{total:,} (once per model; {left})"
+
+
 TRAINING_STAGE = "training"  # app.finetune's name of the stage that reports step counts
 
 

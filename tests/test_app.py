@@ -22,6 +22,7 @@ from app.jobs import CANCELLED, DONE, FAILED, Job, JobCancelled, JobManager
 from app.models import BASE_LABEL, Models, ModelSpec, ModelUnavailable, available_specs
 from app.projection import Projector, pca
 from core import Engine
+from core.dictionary import Entry
 from core.readout import find_decoder_dir
 from tests.conftest import TINY_WORDS
 
@@ -679,3 +680,24 @@ def test_validating_an_upload_deletes_it(studio, dictionary_file, tmp_path, monk
     report, session = studio.validate_upload(str(upload), 0, Session())
     assert "Ready" in report and session.upload is not None
     assert not upload.exists() and dictionary_file.is_file()
+
+
+def test_the_page_shows_the_open_vocabulary_building_with_its_progress(studio, monkeypatch):
+    from app.handlers import prepare_model
+    import core.engine
+
+    monkeypatch.setattr(core.engine, "load_wordnet_lemmas", lambda: [Entry(w, d) for w, d in DEFINITIONS.items()])
+    active = studio.models.active()
+    seen = []
+    real_encode = active.engine.encoder.encode
+
+    def encode_and_look(texts, **kwargs):  # what a user sees while the vocabulary is embedded
+        if kwargs.get("progress") is not None:  # a batch of the vocabulary's, not the query's own
+            seen.append(studio.reverse_dictionary("a small animal")[0])
+        return real_encode(texts, **kwargs)
+
+    monkeypatch.setattr(active.engine.encoder, "encode", encode_and_look)
+    prepare_model(active)
+    shown = [page for page in seen if "ds-progress-fill" in page]
+    assert shown and all("once per model; about" in page for page in shown)
+    assert "ds-progress" not in studio.reverse_dictionary("a small animal")[0]  # ready: no notice, no bar
