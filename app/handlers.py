@@ -9,6 +9,8 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+import logging
+import threading
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -35,6 +37,8 @@ from .projection import Projector
 from .public import (YOURS, PublicLimits, make_room, model_cache_dir, models_bytes, remove_all_sessions,
                      remove_session, session_folder)
 from .settings import folder_bytes
+
+log = logging.getLogger(__name__)
 
 MAP_SOURCES = ("dictionary definitions", "vocabulary words", "my sentences", "uploaded file")
 COLOUR_BY = ("part of speech", "cluster")
@@ -621,6 +625,22 @@ def prepare_model(active: ActiveModel, progress: sv.Progress = sv.no_progress, o
     progress(0.85, desc="loading the decoder and the untrained twin")
     _ = active.engine.decoder  # found and loaded now rather than by the first analogy
     _ = active.untrained()
+    if active.engine.open_vocab_reused:  # answers now with its parent's vectors; its own follow
+        threading.Thread(target=embed_own_vectors, args=(active,), name="own-vectors", daemon=True).start()
+
+
+_OWN_VECTORS = threading.Lock()  # one background re-embedding at a time: each takes the CPU for minutes
+
+
+def embed_own_vectors(active: ActiveModel) -> None:
+    """In the background: embed a fine-tuned model's whole open vocabulary with the model itself and
+    answer with it once done (its activation reused its parent's vectors: docs/results.md)."""
+    with _OWN_VECTORS:
+        try:
+            active.engine.enable_open_vocabulary(cache_dir=model_cache_dir(active.spec.path, "open-vocab"),
+                                                 reuse=False)
+        except Exception:  # the reused vectors keep answering
+            log.exception("embedding the open vocabulary of %s again failed", active.spec.name)
 
 
 def _colour_groups(corpus: EmbeddedTexts, colour: str) -> list[str]:

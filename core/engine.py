@@ -46,6 +46,7 @@ HEAD_WEIGHTS = "head.safetensors"
 HEAD_CONFIG = "head_config.json"
 USER_DICTIONARY = "user_dictionary.jsonl.gz"
 OPEN_VOCAB_WEIGHTS = {f.name for f in fields(OpenVocabConfig)}
+REUSED = "-reused"  # the cache of vectors a fine-tuned model took over from its parent (`enable_open_vocabulary`)
 INFLECTION_SLACK = 2  # ranked candidates read per requested word, so dropped inflections are replaced
 _WORD_RE = re.compile(r"[a-z]+(?:'[a-z]+)?")
 
@@ -66,6 +67,7 @@ class Engine(VectorReadout):
         self.open_vocab_map: torch.nn.Linear | None = None  # an older checkpoint's linear map of word vectors
         self.open_vocab_config = DEFAULT_OPEN_VOCAB  # its weights; a checkpoint's own when it has them
         self.open_vocabulary_on_first_use = False  # Engine.load: enable it at the first word query
+        self.open_vocab_reused = False  # its vectors are partly its parent's (`enable_open_vocabulary`)
         self._open_vocabulary_lock = threading.Lock()
         self.user_dictionary: list[Entry] = []  # a fine-tune's dictionary: its words are answers too
         # {encoder weight name: (B, A)} of a low-rank training run (core/lora.py): saved as factors
@@ -432,7 +434,7 @@ class Engine(VectorReadout):
 
     def enable_open_vocabulary(self, extra: Iterable[Entry] | None = None, cache_dir: str | Path | None = None,
                                progress: Callable[[int, int], None] | None = None,
-                               dictionary: Iterable[Entry] | None = None) -> None:
+                               dictionary: Iterable[Entry] | None = None, reuse: bool = True) -> None:
         """Answer with every word and phrase of `dictionary` (default: all 147k WordNet lemmas,
         "ice cream", "give up") and of `extra` (default: the dictionary this model was fine-tuned
         on, `user_dictionary`), scored as core/open_vocab.py
@@ -441,19 +443,26 @@ class Engine(VectorReadout):
         one total); with `cache_dir` the vectors are kept there per model and candidate list. A model
         fine-tuned in the app (`training.open_vocab_parent` in its manifest) whose parent's vectors are
         cached (in `cache_dir` or the user cache) reuses them and embeds only its new words and
-        definitions: seconds (`open_vocab_parent_scorer`)."""
+        definitions: seconds (`open_vocab_parent_scorer`), cached apart ("-reused") and flagged
+        (`open_vocab_reused`) until a call with `reuse=False` embeds everything with this model."""
         candidates = self.open_vocab_candidates(extra, dictionary)
         cache = Path(cache_dir) / self._open_vocab_cache_name(candidates) if cache_dir is not None else None
+        parent = None
+        if reuse and cache is not None and not cache.exists() and extra is None:
+            reused = cache.with_name(cache.stem + REUSED + cache.suffix)
+            parent = None if reused.exists() else self.open_vocab_parent_scorer(
+                [Path(cache_dir), user_cache_dir("open-vocab")], dictionary)
+            if reused.exists() or parent is not None:
+                cache = reused
         words, total = len(candidates.words), len(candidates.words) + len(candidates.definitions)
         on_words = progress and (lambda done, _: progress(done, total))
         on_definitions = progress and (lambda done, _: progress(words + done, total))
         # the tower (a copy of the encoder) is built only when the candidates are embedded, and dropped after
-        reuse = (self.open_vocab_parent_scorer([Path(cache_dir), user_cache_dir("open-vocab")], dictionary)
-                 if cache is not None and not cache.exists() and extra is None else None)
         scorer = open_scorer(lambda texts: self.word_encoder().encode(texts, batch_size=128, progress=on_words),
                              lambda texts: self.encode(texts, batch_size=128, progress=on_definitions),
-                             candidates, self.open_vocab_config, self.open_vocab_map, cache, reuse)
+                             candidates, self.open_vocab_config, self.open_vocab_map, cache, parent)
         self.open_vocab = scorer.quantize() if self.int8_scoring else scorer
+        self.open_vocab_reused = cache is not None and cache.stem.endswith(REUSED)
         return_freed_memory()
 
     def _open_vocab_cache_name(self, candidates: Candidates, fingerprint: str | None = None) -> str:

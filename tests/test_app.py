@@ -701,3 +701,34 @@ def test_the_page_shows_the_open_vocabulary_building_with_its_progress(studio, m
     shown = [page for page in seen if "ds-progress-fill" in page]
     assert shown and all("once per model; about" in page for page in shown)
     assert "ds-progress" not in studio.reverse_dictionary("a small animal")[0]  # ready: no notice, no bar
+
+
+def test_an_activated_fine_tune_answers_with_its_parents_vectors_then_its_own(tiny_mlm_dir, tmp_path, monkeypatch):
+    import threading
+
+    import torch
+
+    import core.engine
+    from app.handlers import prepare_model
+    from app.models import ActiveModel
+    from app.settings import cache_dir
+
+    monkeypatch.setenv("DEFSENT_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(core.engine, "load_wordnet_lemmas", lambda: [Entry(w, d) for w, d in DEFINITIONS.items()])
+    parent = Engine.from_base(str(tiny_mlm_dir))
+    parent.enable_open_vocabulary(cache_dir=cache_dir("open-vocab"))  # as the app cached the active model's
+    fingerprint = parent.fingerprint
+    with torch.no_grad():  # "fine-tuning"
+        next(parent.encoder.parameters()).add_(0.01)
+    parent.user_dictionary = [Entry("zib zab", "a thing nobody has named before")]
+    path = parent.save(tmp_path / "checkpoints" / "tuned",
+                       training={"open_vocab_parent": {"fingerprint": fingerprint, "user_entries": 0}})
+    active = ActiveModel(ModelSpec("tuned", path), Engine.load(path, open_vocabulary=False, decoder=None))
+    prepare_model(active)
+    assert active.engine.open_vocab is not None  # answering: the parent's vectors and its new word
+    assert any(f.stem.endswith("-reused") for f in cache_dir("open-vocab").iterdir())
+    for thread in threading.enumerate():
+        if thread.name == "own-vectors":
+            thread.join(timeout=60)
+    assert not active.engine.open_vocab_reused  # then its own, embedded in the background
+    assert "zib zab" in active.engine.open_vocab.candidates.words

@@ -359,5 +359,11 @@ def test_a_fine_tuned_model_reuses_its_parents_cached_vectors_and_embeds_only_it
     ice_cream = c.words.index("ice cream")
     torch.testing.assert_close(tuned.open_vocab.word_vectors[ice_cream],
                                parent.word_vectors[parent.candidates.words.index("ice cream")], atol=0.01, rtol=0)
-    assert len(list(cache.iterdir())) == 2  # the tuned model's vectors are cached in turn
+    assert tuned.open_vocab_reused and len(list(cache.iterdir())) == 2  # cached in turn, marked "-reused"
+    again = Engine.load(saved, decoder=None, open_vocabulary=False)
+    again.encoder.encode = lambda texts, **kw: pytest.fail("the reused vectors are read back, not embedded")
+    again.enable_open_vocabulary(dictionary=DICTIONARY, cache_dir=cache)
+    assert again.open_vocab_reused
+    tuned.enable_open_vocabulary(dictionary=DICTIONARY, cache_dir=cache, reuse=False)  # its own, all embedded
+    assert not tuned.open_vocab_reused and len(list(cache.iterdir())) == 3
 
