@@ -309,8 +309,7 @@ def run_finetune(job: Reporter, load_engine: Callable[[], Engine], upload: Uploa
     if engine.word_vectors is None and config.word_vector_scale:  # score before and after alike
         job.report(stage="embedding every word of the vocabulary (word vectors)")
         engine.add_word_vectors(config.word_vector_scale)
-    # what the fine-tuned model's open vocabulary can reuse: the vectors this model cached (Engine.open_vocab_parent_scorer)
-    parent = {"fingerprint": engine.fingerprint, "user_entries": len(engine.user_dictionary)}
+    parent = engine.open_vocab_parent_record()  # the fine-tuned model's open vocabulary can reuse this one's vectors
     job.report(stage="scoring the held-out words before training")
     examples = _examples(split.test)
     before, before_words = _ranked_among_own_words(engine, split.test, upload.entries, examples)

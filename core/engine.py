@@ -47,6 +47,9 @@ HEAD_CONFIG = "head_config.json"
 USER_DICTIONARY = "user_dictionary.jsonl.gz"
 OPEN_VOCAB_WEIGHTS = {f.name for f in fields(OpenVocabConfig)}
 REUSED = "-reused"  # the cache of vectors a fine-tuned model took over from its parent (`enable_open_vocabulary`)
+# A checkpoint's folder of precomputed open-vocabulary vectors, read before embedding anything: too large
+# for the repository (git-ignored), uploaded with a Space (scripts/deploy_space.py --vectors).
+SHIPPED_VECTORS = "open-vocab"
 INFLECTION_SLACK = 2  # ranked candidates read per requested word, so dropped inflections are replaced
 _WORD_RE = re.compile(r"[a-z]+(?:'[a-z]+)?")
 
@@ -68,6 +71,7 @@ class Engine(VectorReadout):
         self.open_vocab_config = DEFAULT_OPEN_VOCAB  # its weights; a checkpoint's own when it has them
         self.open_vocabulary_on_first_use = False  # Engine.load: enable it at the first word query
         self.open_vocab_reused = False  # its vectors are partly its parent's (`enable_open_vocabulary`)
+        self.checkpoint_dir: Path | None = None  # the folder it was loaded from (Engine.load)
         self._open_vocabulary_lock = threading.Lock()
         self.user_dictionary: list[Entry] = []  # a fine-tune's dictionary: its words are answers too
         # {encoder weight name: (B, A)} of a low-rank training run (core/lora.py): saved as factors
@@ -175,6 +179,7 @@ class Engine(VectorReadout):
         elif "word_vectors" in manifest:  # the base's own word vectors: a like-for-like "before" model
             engine.add_word_vectors(manifest["word_vectors"]["scale"])
         engine.manifest = manifest
+        engine.checkpoint_dir = path
         return engine
 
     def _load_head(self, path: Path) -> None:
@@ -440,13 +445,18 @@ class Engine(VectorReadout):
         on, `user_dictionary`), scored as core/open_vocab.py
         says. The first call for a model embeds them all (about 4 minutes on 2 cores for WordNet;
         `progress(done, total)` per batch, `done` only growing: the words, then the definitions, of
-        one total); with `cache_dir` the vectors are kept there per model and candidate list. A model
+        one total); with `cache_dir` the vectors are kept there per model and candidate list. Vectors
+        precomputed in the checkpoint's SHIPPED_VECTORS folder are read instead (a Space's). A model
         fine-tuned in the app (`training.open_vocab_parent` in its manifest) whose parent's vectors are
         cached (in `cache_dir` or the user cache) reuses them and embeds only its new words and
         definitions: seconds (`open_vocab_parent_scorer`), cached apart ("-reused") and flagged
         (`open_vocab_reused`) until a call with `reuse=False` embeds everything with this model."""
         candidates = self.open_vocab_candidates(extra, dictionary)
-        cache = Path(cache_dir) / self._open_vocab_cache_name(candidates) if cache_dir is not None else None
+        name = self._open_vocab_cache_name(candidates)
+        cache = Path(cache_dir) / name if cache_dir is not None else None
+        shipped = self.checkpoint_dir / SHIPPED_VECTORS / name if self.checkpoint_dir is not None else None
+        if shipped is not None and shipped.is_file() and not (cache is not None and cache.exists()):
+            cache = shipped
         parent = None
         if reuse and cache is not None and not cache.exists() and extra is None:
             reused = cache.with_name(cache.stem + REUSED + cache.suffix)
@@ -481,9 +491,19 @@ class Engine(VectorReadout):
             return None
         candidates = self.open_vocab_candidates(self.user_dictionary[:parent["user_entries"]], dictionary)
         name = self._open_vocab_cache_name(candidates, parent["fingerprint"])
+        folders = [*folders, *([Path(parent["shipped"])] if parent.get("shipped") else [])]
         found = next((Path(folder) / name for folder in folders if (Path(folder) / name).is_file()), None)
         return None if found is None else OpenScorer.load(found, candidates, self.open_vocab_config,
                                                            self.open_vocab_map)
+
+    def open_vocab_parent_record(self) -> dict:
+        """What a model fine-tuned from this one records (`training.open_vocab_parent`) so that its
+        open vocabulary can reuse this one's vectors: the fingerprint, how many user entries this one
+        has (the fine-tuned model's come after them) and where this one's shipped vectors are."""
+        record = {"fingerprint": self.fingerprint, "user_entries": len(self.user_dictionary)}
+        if self.checkpoint_dir is not None and (self.checkpoint_dir / SHIPPED_VECTORS).is_dir():
+            record["shipped"] = str((self.checkpoint_dir / SHIPPED_VECTORS).resolve())
+        return record
 
     def _open_vocabulary_now(self) -> None:
         """`enable_open_vocabulary` once, for `Engine.load`'s first word query, with a progress bar."""

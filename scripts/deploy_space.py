@@ -12,6 +12,11 @@ pins, app_file app.py), each file's size and the total, and that the app's modul
 those files alone. The upload is one commit of HfApi.upload_folder; the Hub stores large and binary
 files (the checkpoints, core/data) in its LFS storage itself, so this git repository needs no Git
 LFS. Remote files that are no longer in the list are deleted in the same commit.
+
+With --vectors the shipped model's open-vocabulary vectors (264k texts, about 100 MB, too large for
+this repository) go up too, in checkpoints/defsent-minilm/open-vocab/: copied from the user cache when
+the app or `python -m core words` already embedded them there, else embedded now (minutes). The Space
+then answers with the full vocabulary seconds after it starts instead of minutes (docs/results.md).
 """
 from __future__ import annotations
 
@@ -27,7 +32,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 FILES = ("app.py", "requirements.txt", "README.md")
 FOLDERS = ("app", "core", "checkpoints/defsent-minilm", "checkpoints/vec2sent-defsent-minilm")
-MAX_FILE_BYTES = 100 * 2**20   # far above the largest file (21 MB): a bigger one is a mistake
+MAX_FILE_BYTES = 100 * 2**20   # above the largest file (the open-vocabulary vectors, 97 MB): a bigger one is a mistake
 MAX_TOTAL_BYTES = 1 * 2**30    # a Space repository is meant to stay small; this one is ~60 MB
 # The modules `python app.py` imports before it serves: the import check loads them from the list.
 APP_MODULES = ("app.settings", "app.handlers", "app.models", "app.request_limits", "app.ui", "core.checkpoint")
@@ -43,6 +48,28 @@ def space_files(root: Path = REPO) -> list[str]:
                     part.startswith(".") or part == "__pycache__" for part in relative.parts):
                 files.append(relative.as_posix())
     return sorted(files)
+
+
+def ship_vectors(root: Path) -> Path:
+    """The shipped model's open-vocabulary vectors in its SHIPPED_VECTORS folder: copied from the user
+    cache if they are there, else embedded now (minutes, with a progress bar). Returns the file."""
+    sys.path.insert(0, str(root))
+    from core.engine import SHIPPED_VECTORS, Engine
+    from core.paths import user_cache_dir
+
+    engine = Engine.load(root / FOLDERS[2], open_vocabulary=False, decoder=None)
+    name = engine._open_vocab_cache_name(engine.open_vocab_candidates())
+    target = root / FOLDERS[2] / SHIPPED_VECTORS / name
+    cached = user_cache_dir("open-vocab") / name
+    if not target.is_file():
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if cached.is_file():
+            shutil.copyfile(cached, target)
+        else:
+            engine.open_vocabulary_on_first_use = True
+            engine.predict_words("a word")  # embeds them into the user cache, with a progress bar
+            shutil.copyfile(cached, target)
+    return target
 
 
 def front_matter(readme: str) -> dict[str, str]:
@@ -106,10 +133,14 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--space", required=True, help="the Space, USER/NAME (created if it does not exist)")
     parser.add_argument("--dry-run", action="store_true", help="list and check what would be uploaded; upload nothing")
+    parser.add_argument("--vectors", action="store_true",
+                        help="also upload the shipped model's open-vocabulary vectors (embedded first if needed)")
     parser.add_argument("--root", type=Path, default=REPO, help=argparse.SUPPRESS)  # tests point it at a fixture tree
     args = parser.parse_args(argv)
     if not re.fullmatch(r"[\w.-]+/[\w.-]+", args.space):
         parser.error(f"--space must be USER/NAME, not {args.space!r}")
+    if args.vectors:
+        print(f"open-vocabulary vectors: {ship_vectors(args.root).relative_to(args.root)}")
     files = space_files(args.root)
     print(report(args.root, files))
     problems = check(args.root, files)

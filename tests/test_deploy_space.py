@@ -32,11 +32,12 @@ def test_only_the_app_and_the_shipped_checkpoints_are_listed_and_bad_front_matte
                        "checkpoints/defsent-minilm/.claim": "", "checkpoints/my-finetune/manifest.json": "{}",
                        "checkpoints/.defsent-minilm.tmp-1/manifest.json": "{}", "tests/test_x.py": "",
                        "research/probe.py": "", "bench/b.py": "", "data/cache/corpus/train.txt": "",
-                       "docs/app.md": ""}.items():
+                       "docs/app.md": "", "checkpoints/defsent-minilm/open-vocab/key.safetensors": "x"}.items():
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / name).write_text(text)
     files = deploy.space_files(tmp_path)
     assert files == ["README.md", "app.py", "app/ui.py", "checkpoints/defsent-minilm/manifest.json",
+                     "checkpoints/defsent-minilm/open-vocab/key.safetensors",  # the vectors --vectors ships
                      "core/data/wordnet.jsonl.gz", "core/engine.py", "requirements.txt"]
     problems = deploy.check(tmp_path, files)
     assert "missing: checkpoints/vec2sent-defsent-minilm/manifest.json" in problems

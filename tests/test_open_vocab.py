@@ -367,3 +367,17 @@ def test_a_fine_tuned_model_reuses_its_parents_cached_vectors_and_embeds_only_it
     tuned.enable_open_vocabulary(dictionary=DICTIONARY, cache_dir=cache, reuse=False)  # its own, all embedded
     assert not tuned.open_vocab_reused and len(list(cache.iterdir())) == 3
 
+
+
+def test_vectors_shipped_beside_a_checkpoint_are_read_instead_of_embedded(engine, tmp_path, monkeypatch):
+    from core.engine import SHIPPED_VECTORS
+
+    monkeypatch.setenv("DEFSENT_CACHE_DIR", str(tmp_path / "cache"))
+    saved = engine.save(tmp_path / "model")
+    built = Engine.load(saved, decoder=None, open_vocabulary=False)
+    built.enable_open_vocabulary(dictionary=DICTIONARY, cache_dir=saved / SHIPPED_VECTORS)  # as deploy_space ships them
+    served = Engine.load(saved, decoder=None, open_vocabulary=False)
+    served.encoder.encode = lambda texts, **kw: pytest.fail("shipped vectors are read, not embedded")
+    served.enable_open_vocabulary(dictionary=DICTIONARY, cache_dir=tmp_path / "empty-cache")
+    assert served.open_vocab.candidates.words == built.open_vocab.candidates.words
+    assert served.open_vocab_parent_record()["shipped"] == str((saved / SHIPPED_VECTORS).resolve())

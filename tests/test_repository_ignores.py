@@ -27,7 +27,8 @@ def git_checkout():
 @pytest.mark.parametrize("path", ["checkpoints/my-dictionary-v1/manifest.json",
                                   "checkpoints/DEFSENT-MINILM-2/encoder_delta.safetensors",
                                   "checkpoints/.mine.tmp-123-abc/head.safetensors", "checkpoints/.mine.claim",
-                                  "data/senteval/STS/STSBenchmark/sts-test.csv"])
+                                  "data/senteval/STS/STSBenchmark/sts-test.csv",
+                                  "checkpoints/defsent-minilm/open-vocab/0123-abcd-4567.safetensors"])
 def test_what_the_app_writes_is_ignored(path):
     assert ignored(path)
 
