@@ -210,9 +210,10 @@ def validate_upload(engine: Engine, path: str | Path, seed: int | float | None =
 def _open_vocabulary_note(entries: list[Entry], engine: Engine) -> str:
     words = {e.word for e in entries}
     single = sum(engine.vocab.token_id(w) is not None for w in words)
-    return (f"{len(words)} words, all of them answers and evaluated; the definitions of the training words train "
-            f"the encoder, every word of them ({single} single tokens of the model's vocabulary, "
-            f"{len(words) - single} of several pieces: phrases, rare or invented words).")
+    return (f"{len(words)} words, all of them answers and evaluated.\n"
+            f"The definitions of the training words train the encoder, every word of them:\n"
+            f"{single} single tokens of the model's vocabulary, {len(words) - single} of several pieces "
+            "(phrases, rare or invented words).")
 
 
 UPLOAD_LIFETIME = 3600.0  # seconds a validated upload is kept for its session; then it must be uploaded again
@@ -337,8 +338,9 @@ def run_finetune(job: Reporter, load_engine: Callable[[], Engine], upload: Uploa
             job.report(stage="measuring how well the decoder reads the model after training")
         training["borrowed_decoding"] = decoding.record(engine)
     job.report(stage="writing the trained model")
-    training["stage_seconds"] = job.seconds()
+    training["stage_seconds"] = job.seconds()  # the manifest's: up to the save
     engine.save(out, training=training, metrics={"user_test": {"before": before, "after": after}})
+    training = {**training, "stage_seconds": job.seconds()}  # the page's: the save too
     return FinetuneResult(out, before, after, rows, training)
 
 

@@ -34,8 +34,8 @@ from .finetune import (UPLOADS, FinetuneJob, FinetuneResult, FinetuneSettings, U
 from .jobs import DONE, QUEUED, RUNNING, Job, JobManager, JobQueueFull
 from .models import ActiveModel, Models, ModelSpec, checkpoint_specs
 from .projection import Projector
-from .public import (YOURS, PublicLimits, make_room, model_cache_dir, models_bytes, remove_all_sessions,
-                     remove_session, session_folder)
+from .public import (YOURS, PublicLimits, is_visitors_model, make_room, model_cache_dir, models_bytes,
+                     remove_all_sessions, remove_session, session_folder)
 from .settings import folder_bytes
 
 log = logging.getLogger(__name__)
@@ -531,7 +531,7 @@ class Studio:
         if self.public is not None:
             from .export import MAX_DOWNLOAD_BYTES
             limit["max_bytes"] = min(MAX_DOWNLOAD_BYTES, self.public.disk_bytes - models_bytes())
-        return tuple(str(p) for p in download_files(Engine.load(path), path, **limit))  # where Gradio serves files
+        return tuple(str(p) for p in download_files(Engine.load(path, device="cpu"), path, **limit))  # where Gradio serves files
 
     # ---- evaluate and about ---------------------------------------------------------------------
     def evaluate_words(self, size: int, compare: bool, session: Session | None = None,
@@ -618,15 +618,22 @@ def prepare_model(active: ActiveModel, progress: sv.Progress = sv.no_progress, o
             left = (time.monotonic() - started) * (total - done) / max(done, 1)
             active.open_vocab_progress = (done, total, left)
             progress(0.1 + 0.6 * done / total, desc=f"open vocabulary: {views.embedding_progress(done, total, left)}")
-        active.engine.enable_open_vocabulary(cache_dir=model_cache_dir(active.spec.path, "open-vocab"),
-                                             progress=embedded)
+        try:  # a fine-tuned model starts with its parent's vectors: seconds, where all would take minutes
+            active.engine.enable_open_vocabulary(cache_dir=open_vocab_cache(active), progress=embedded, reuse=True)
+        finally:
+            active.open_vocab_progress = None
     progress(0.7, desc="embedding the reference sentences")
     active.reference()
     progress(0.85, desc="loading the decoder and the untrained twin")
     _ = active.engine.decoder  # found and loaded now rather than by the first analogy
     _ = active.untrained()
-    if active.engine.open_vocab_reused:  # answers now with its parent's vectors; its own follow
+    # then its own vectors, in the background; not for a visitor's model, which may go with its session first
+    if active.engine.open_vocab_reused and not is_visitors_model(active.spec.path):
         threading.Thread(target=embed_own_vectors, args=(active,), name="own-vectors", daemon=True).start()
+
+
+def open_vocab_cache(active: ActiveModel) -> Path:
+    return model_cache_dir(active.spec.path, "open-vocab")
 
 
 _OWN_VECTORS = threading.Lock()  # one background re-embedding at a time: each takes the CPU for minutes
@@ -637,8 +644,7 @@ def embed_own_vectors(active: ActiveModel) -> None:
     answer with it once done (its activation reused its parent's vectors: docs/results.md)."""
     with _OWN_VECTORS:
         try:
-            active.engine.enable_open_vocabulary(cache_dir=model_cache_dir(active.spec.path, "open-vocab"),
-                                                 reuse=False)
+            active.engine.enable_open_vocabulary(cache_dir=open_vocab_cache(active))
         except Exception:  # the reused vectors keep answering
             log.exception("embedding the open vocabulary of %s again failed", active.spec.name)
 

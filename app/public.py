@@ -76,11 +76,16 @@ def disk_used() -> int:
     return models_bytes() + folder_bytes(download_dir())
 
 
+def is_visitors_model(checkpoint: Path | None) -> bool:
+    """Whether `checkpoint` is a model a public-mode visitor saved (it goes with their session)."""
+    return checkpoint is not None and checkpoint.resolve().parent.parent == public_saves_dir().resolve()
+
+
 def model_cache_dir(checkpoint: Path | None, kind: str) -> Path:
     """Where a model's `kind` cache (e.g. "open-vocab") goes: for a visitor's saved model, a hidden
     folder of its session's folder, so the cache counts in the disk budget and goes with the session;
     for any other model, the app's cache."""
-    if checkpoint is not None and checkpoint.resolve().parent.parent == public_saves_dir().resolve():
+    if is_visitors_model(checkpoint):
         path = checkpoint.parent / ".caches" / kind
         path.mkdir(parents=True, exist_ok=True)
         return path

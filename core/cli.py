@@ -169,6 +169,7 @@ def train(argv: Sequence[str]) -> int:
 
     python -m core train --recipe recipes/defsent-minilm.json --out checkpoints/NAME   # the shipped recipe
     """
+    from .device import OutOfDeviceMemory
     from .train import TrainConfig
 
     p = train_parser()
@@ -187,6 +188,9 @@ def train(argv: Sequence[str]) -> int:
     distributed.start(device)  # under torchrun: join the other processes (docs/training.md, "More than one process")
     try:
         return _run_training(args, config_from_flags(TrainConfig, args), distributed.is_main(), device)
+    except OutOfDeviceMemory as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
     finally:
         distributed.stop()
 
@@ -740,7 +744,7 @@ def vec2sent_train(argv: Sequence[str]) -> int:
     python -m core vec2sent-train --encoder CKPT --corpus data/cache/corpus --out checkpoints/vec2sent-NAME --minutes 80
     python -m core vec2sent-train --recipe recipes/vec2sent-defsent-minilm.json --out checkpoints/NAME   # the shipped one
     """
-    from .device import resolve_precision
+    from .device import OutOfDeviceMemory, resolve_precision
     from .vec2sent.train import TrainSettings
 
     parser = vec2sent_train_parser()
@@ -754,9 +758,13 @@ def vec2sent_train(argv: Sequence[str]) -> int:
                                  device=str(device))
     sentences, corpus = read_corpus(args.corpus, args.corpus_sentences)
     link = link_engine(args.encoder, batch_size=128, precision=args.encoder_precision, device=device)
-    stats = train_for_encoder(sentences, link, args.out, _decoder_overrides(args), settings,
-                              init=args.init, corpus=corpus,
-                              run_dir=args.run_dir or RUNS_DIR / args.out.name, resume=args.resume)
+    try:
+        stats = train_for_encoder(sentences, link, args.out, _decoder_overrides(args), settings,
+                                  init=args.init, corpus=corpus,
+                                  run_dir=args.run_dir or RUNS_DIR / args.out.name, resume=args.resume)
+    except OutOfDeviceMemory as err:
+        print(f"error: {err} (the last checkpoint written stays whole; --resume goes on from it)", file=sys.stderr)
+        return 2
     print(f"{stats.steps} steps, {stats.epochs:.2f} epochs, {stats.sentences_per_second:.0f} sentences/s, "
           f"final loss {stats.curve[-1]['loss']}; saved {args.out}")
     return 0

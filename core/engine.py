@@ -305,10 +305,12 @@ class Engine(VectorReadout):
 
     def to(self, device: str | torch.device) -> "Engine":
         """Compute on `device` from now on ("cpu", "cuda", "cuda:N", "mps", or "auto": CUDA, else MPS,
-        else the CPU; core/device.py): the encoder and the head move there (a decoder is loaded there
-        on first use). Word scores leave the head for the CPU, where the rest of the scoring runs;
-        int8 scoring is a CPU path, so scoring elsewhere is float32. DeviceError (nothing moved) for a
-        device this machine lacks; ValueError for an int8 encoder anywhere but the CPU."""
+        else the CPU; core/device.py): the encoder and the head move there; a decoder not loaded yet
+        is loaded there on first use (move an engine before `set_decoder(path)`, which loads at once).
+        Word scores leave the head for the CPU, where the rest of the scoring runs; the scoring
+        precision is reset to the device's default (int8 is a CPU path: float32 elsewhere). DeviceError
+        (nothing moved) for a device this machine lacks; ValueError for an int8 encoder anywhere but
+        the CPU."""
         device = resolve_device(device)
         if device.type != "cpu" and self.encoder.precision == "int8":
             raise ValueError("an int8 engine runs on the CPU only: load it again in float32 or bfloat16")
@@ -439,18 +441,20 @@ class Engine(VectorReadout):
 
     def enable_open_vocabulary(self, extra: Iterable[Entry] | None = None, cache_dir: str | Path | None = None,
                                progress: Callable[[int, int], None] | None = None,
-                               dictionary: Iterable[Entry] | None = None, reuse: bool = True) -> None:
+                               dictionary: Iterable[Entry] | None = None, reuse: bool = False) -> None:
         """Answer with every word and phrase of `dictionary` (default: all 147k WordNet lemmas,
         "ice cream", "give up") and of `extra` (default: the dictionary this model was fine-tuned
         on, `user_dictionary`), scored as core/open_vocab.py
         says. The first call for a model embeds them all (about 4 minutes on 2 cores for WordNet;
         `progress(done, total)` per batch, `done` only growing: the words, then the definitions, of
         one total); with `cache_dir` the vectors are kept there per model and candidate list. Vectors
-        precomputed in the checkpoint's SHIPPED_VECTORS folder are read instead (a Space's). A model
-        fine-tuned in the app (`training.open_vocab_parent` in its manifest) whose parent's vectors are
-        cached (in `cache_dir` or the user cache) reuses them and embeds only its new words and
-        definitions: seconds (`open_vocab_parent_scorer`), cached apart ("-reused") and flagged
-        (`open_vocab_reused`) until a call with `reuse=False` embeds everything with this model."""
+        precomputed in the checkpoint's SHIPPED_VECTORS folder are read instead (a Space's). With
+        `reuse` (the app's activation), a model fine-tuned in the app (`training.open_vocab_parent` in
+        its manifest) whose parent's vectors are cached (in `cache_dir`, the user cache or the parent's
+        shipped folder) reuses them and embeds only its new words and definitions: seconds
+        (`open_vocab_parent_scorer`), though the reused vectors come from the encoder before
+        fine-tuning; they are cached apart ("-reused") and flagged (`open_vocab_reused`) until a call
+        without `reuse` embeds everything with this model."""
         candidates = self.open_vocab_candidates(extra, dictionary)
         name = self._open_vocab_cache_name(candidates)
         cache = Path(cache_dir) / name if cache_dir is not None else None
@@ -465,6 +469,7 @@ class Engine(VectorReadout):
             if reused.exists() or parent is not None:
                 cache = reused
         words, total = len(candidates.words), len(candidates.words) + len(candidates.definitions)
+        progress = None if parent is not None else progress  # seconds: the few new texts only
         on_words = progress and (lambda done, _: progress(done, total))
         on_definitions = progress and (lambda done, _: progress(words + done, total))
         # the tower (a copy of the encoder) is built only when the candidates are embedded, and dropped after

@@ -158,6 +158,7 @@ def _low_rank_merged(engine):
         merge_low_rank(engine.encoder.backbone)  # cancelled (weights restored) or failed: no factors kept
         raise
     for name, (B, A) in merge_low_rank(engine.encoder.backbone, prefix="backbone.").items():
+        B, A = B.cpu(), A.cpu()  # kept, and saved, on the CPU whatever the device trained on
         if name in engine.low_rank:
             B0, A0 = engine.low_rank[name]
             B, A = torch.cat([B0, B], dim=1), torch.cat([A0, A], dim=0)  # B0 A0 + B A
@@ -181,7 +182,7 @@ def _train(engine, train_entries, dev_entries, config: TrainConfig, progress, sh
     torch.manual_seed(config.seed)
     own = OwnWords.embed(engine, train_entries, dev_entries) if config.own_words else None
     texts, gold = (own.texts, own.token_gold) if own else definition_pairs(train_entries, engine.vocab)
-    dev_texts, dev_gold = definition_pairs(dev_entries, engine.vocab)
+    dev_texts, dev_gold = ([], None) if own else definition_pairs(dev_entries, engine.vocab)
     if own is not None and not (texts and dev_entries):
         raise ValueError("training and dev splits need definitions")
     if own is None and not (texts and dev_texts):
@@ -216,11 +217,16 @@ def _train(engine, train_entries, dev_entries, config: TrainConfig, progress, sh
     history = [{"step": 0, **best["dev"]}]
     order = _epoch_orders(len(texts), config.seed)
     t0, loss_avg, last_dev = time.time(), 0.0, best["dev"]
+
+    def give_up(error: Exception):
+        """Put the starting weights and word scoring back, then raise `error`: nothing was trained."""
+        _restore(engine, start_state)
+        engine.swap_word_scoring(*start_scoring)
+        raise error from None
+
     for step in range(1, total + 1):
         if should_stop is not None and should_stop():
-            _restore(engine, start_state)
-            engine.swap_word_scoring(*start_scoring)
-            raise TrainingCancelled(f"cancelled at step {step - 1} of {total}")
+            give_up(TrainingCancelled(f"cancelled at step {step - 1} of {total}"))
         idx = distributed.shard(_next_batch(order, config.batch_size))  # every process draws the same batch
         try:
             loss = _step(engine, encoder, optimizer, [texts[i] for i in idx], torch.from_numpy(gold[idx]),
@@ -228,10 +234,7 @@ def _train(engine, train_entries, dev_entries, config: TrainConfig, progress, sh
         except torch.OutOfMemoryError:
             optimizer.zero_grad(set_to_none=True)
             release_cached_memory(engine.device)
-            _restore(engine, start_state)
-            engine.swap_word_scoring(*start_scoring)
-            raise OutOfDeviceMemory(out_of_memory_message("DefSent training", config.batch_size,
-                                                          engine.device)) from None
+            give_up(OutOfDeviceMemory(out_of_memory_message("DefSent training", config.batch_size, engine.device)))
         scheduler.step()
         batch_loss = distributed.average(loss.detach()).item()  # the whole batch's, in every process
         loss_avg = 0.98 * loss_avg + 0.02 * batch_loss if step > 1 else batch_loss
@@ -250,8 +253,10 @@ def _train(engine, train_entries, dev_entries, config: TrainConfig, progress, sh
     engine.head.requires_grad_(False)
     engine.weights_changed()
     engine.add_word_vectors(config.word_vector_scale)
-    if config.hub_weight:
-        engine.add_hub_penalty(texts, gold, config.hub_k, config.hub_weight)
+    if config.hub_weight:  # references: the definitions of single-token words (the head's columns)
+        single = gold != NO_TOKEN
+        engine.add_hub_penalty([t for t, keep in zip(texts, single) if keep], gold[single], config.hub_k,
+                               config.hub_weight)
     return TrainResult(config, total, time.time() - t0, best["step"], best["dev"], history)
 
 

@@ -30,36 +30,40 @@ import tempfile
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+from core.engine import SHIPPED_VECTORS as VECTORS  # noqa: E402  a checkpoint's folder of precomputed vectors
 FILES = ("app.py", "requirements.txt", "README.md")
 FOLDERS = ("app", "core", "checkpoints/defsent-minilm", "checkpoints/vec2sent-defsent-minilm")
 MAX_FILE_BYTES = 100 * 2**20   # above the largest file (the open-vocabulary vectors, 97 MB): a bigger one is a mistake
-MAX_TOTAL_BYTES = 1 * 2**30    # a Space repository is meant to stay small; this one is ~60 MB
+MAX_TOTAL_BYTES = 1 * 2**30    # a Space repository is meant to stay small; this one is ~62 MB (~163 MB with --vectors)
 # The modules `python app.py` imports before it serves: the import check loads them from the list.
 APP_MODULES = ("app.settings", "app.handlers", "app.models", "app.request_limits", "app.ui", "core.checkpoint")
 
 
-def space_files(root: Path = REPO) -> list[str]:
-    """The files to upload, as sorted POSIX paths relative to `root`."""
+def space_files(root: Path = REPO, vectors: Path | None = None) -> list[str]:
+    """The files to upload, as sorted POSIX paths relative to `root`; precomputed open-vocabulary
+    vectors only as `vectors` (the file `ship_vectors` returns), never others left in their folder."""
     files = [name for name in FILES if (root / name).is_file()]
     for folder in FOLDERS:
         for path in (root / folder).rglob("*"):
             relative = path.relative_to(root)
             if path.is_file() and path.suffix != ".pyc" and not any(
-                    part.startswith(".") or part == "__pycache__" for part in relative.parts):
+                    part.startswith(".") or part in ("__pycache__", VECTORS) for part in relative.parts):
                 files.append(relative.as_posix())
+    if vectors is not None:
+        files.append(vectors.relative_to(root).as_posix())
     return sorted(files)
 
 
 def ship_vectors(root: Path) -> Path:
     """The shipped model's open-vocabulary vectors in its SHIPPED_VECTORS folder: copied from the user
     cache if they are there, else embedded now (minutes, with a progress bar). Returns the file."""
-    sys.path.insert(0, str(root))
-    from core.engine import SHIPPED_VECTORS, Engine
+    from core.engine import Engine
     from core.paths import user_cache_dir
 
-    engine = Engine.load(root / FOLDERS[2], open_vocabulary=False, decoder=None)
+    engine = Engine.load(root / FOLDERS[2], open_vocabulary=False, decoder=None, device="cpu")
     name = engine._open_vocab_cache_name(engine.open_vocab_candidates())
-    target = root / FOLDERS[2] / SHIPPED_VECTORS / name
+    target = root / FOLDERS[2] / VECTORS / name
     cached = user_cache_dir("open-vocab") / name
     if not target.is_file():
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -139,9 +143,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if not re.fullmatch(r"[\w.-]+/[\w.-]+", args.space):
         parser.error(f"--space must be USER/NAME, not {args.space!r}")
-    if args.vectors:
-        print(f"open-vocabulary vectors: {ship_vectors(args.root).relative_to(args.root)}")
-    files = space_files(args.root)
+    vectors = ship_vectors(args.root) if args.vectors else None
+    files = space_files(args.root, vectors)
     print(report(args.root, files))
     problems = check(args.root, files)
     if not problems and (failure := import_problem(args.root, files)):

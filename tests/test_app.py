@@ -360,6 +360,7 @@ def test_validate_upload_reports_and_splits(engine, dictionary_file, tmp_path):
     assert len(upload.entries) == len(DEFINITIONS) + 1  # zzzz too: every word is an answer
     assert f"{len(DEFINITIONS) + 1} words, all of them answers" in upload.report
     assert "train the encoder, every word of them" in upload.report and "1 of several pieces" in upload.report
+    assert max(len(line) for line in upload.report.splitlines()) < 120
     assert upload.split.train and upload.split.dev and upload.split.test
     small = tmp_path / "small.csv"
     small.write_text("word,definition\ndog,an animal\ncat,another animal\n", encoding="utf-8")

@@ -37,8 +37,9 @@ def test_only_the_app_and_the_shipped_checkpoints_are_listed_and_bad_front_matte
         (tmp_path / name).write_text(text)
     files = deploy.space_files(tmp_path)
     assert files == ["README.md", "app.py", "app/ui.py", "checkpoints/defsent-minilm/manifest.json",
-                     "checkpoints/defsent-minilm/open-vocab/key.safetensors",  # the vectors --vectors ships
-                     "core/data/wordnet.jsonl.gz", "core/engine.py", "requirements.txt"]
+                     "core/data/wordnet.jsonl.gz", "core/engine.py", "requirements.txt"]  # vectors: asked for only
+    shipped = tmp_path / "checkpoints/defsent-minilm/open-vocab/key.safetensors"
+    assert "checkpoints/defsent-minilm/open-vocab/key.safetensors" in deploy.space_files(tmp_path, shipped)
     problems = deploy.check(tmp_path, files)
     assert "missing: checkpoints/vec2sent-defsent-minilm/manifest.json" in problems
     assert "README.md front matter: app_file is None, not 'app.py'" in problems

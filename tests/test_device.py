@@ -40,11 +40,21 @@ def test_auto_is_the_cpu_without_a_gpu(monkeypatch):
     assert available_devices() == ["cpu"]
 
 
-def test_auto_is_this_process_gpu_under_torchrun(monkeypatch):
+def test_auto_and_cuda_are_this_process_gpu_under_torchrun(monkeypatch):
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
     monkeypatch.setenv("LOCAL_RANK", "1")
-    assert resolve_device("auto") == torch.device("cuda", 1)
+    assert resolve_device("auto") == resolve_device("cuda") == torch.device("cuda", 1)
+    monkeypatch.setenv("LOCAL_RANK", "2")  # a third process on a machine of two GPUs
+    with pytest.raises(DeviceError, match="torchrun process 2 has no GPU of its own: this machine has 2"):
+        resolve_device("cuda")
+
+
+def test_auto_precision_is_float32_on_a_gpu_where_bfloat16_measured_slower():
+    from core.device import resolve_precision
+
+    assert resolve_precision("auto", torch.device("cuda", 0)) == "float32"
+    assert resolve_precision("bfloat16", torch.device("cuda", 0)) == "bfloat16"
 
 
 @pytest.mark.parametrize("name", ["cuda", "cuda:1", "mps"])
@@ -122,3 +132,16 @@ def test_a_fine_tune_out_of_gpu_memory_tells_the_user_to_lower_the_batch():
     reason = short_reason(OutOfDeviceMemory(out_of_memory_message("DefSent training", 64, torch.device("cuda", 0))))
     assert reason == ("OutOfDeviceMemory: DefSent training ran out of memory on cuda:0 at batch size 64: "
                       "try a smaller batch (e.g. 32); nothing was saved")
+
+
+def test_the_training_command_says_out_of_memory_in_one_line(monkeypatch, tmp_path, capsys):
+    import core.cli
+
+    def out_of_memory(*args, **kwargs):
+        raise OutOfDeviceMemory("DefSent training ran out of memory on cuda:0 at batch size 16: try a smaller batch")
+
+    monkeypatch.setattr(core.cli, "_run_training", out_of_memory)
+    assert cli(["train", "--out", str(tmp_path / "m"), "--no-open-vocab", "--device", "cpu"]) == 2
+    assert capsys.readouterr().err.strip() == ("error: DefSent training ran out of memory on cuda:0 at batch size 16: "
+                                               "try a smaller batch")
+    assert not (tmp_path / "m").exists()

@@ -203,8 +203,9 @@ def test_project_encoders_are_wired_to_the_encoder_and_engine(monkeypatch, tmp_p
         calls.append((Path(path).name, pooling))
         return "encoder", None
 
-    def fake_load(cls, path=None, untrained=False):
+    def fake_load(cls, path=None, untrained=False, device="auto"):
         calls.append(("engine", path) + (("untrained",) if untrained else ()))
+        assert device == "cpu"  # evaluation computes where it is told (--device), the CPU by default
         return "engine"
 
     monkeypatch.setattr(core.encoder.SentenceEncoder, "from_pretrained", classmethod(fake_from_pretrained))

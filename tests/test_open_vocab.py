@@ -353,7 +353,7 @@ def test_a_fine_tuned_model_reuses_its_parents_cached_vectors_and_embeds_only_it
     embedded = []
     real_encode = tuned.encoder.encode
     tuned.encoder.encode = lambda texts, **kw: embedded.extend(texts) or real_encode(texts, **kw)
-    tuned.enable_open_vocabulary(dictionary=DICTIONARY, cache_dir=cache)
+    tuned.enable_open_vocabulary(dictionary=DICTIONARY, cache_dir=cache, reuse=True)  # as the app activates it
     assert sorted(embedded) == ["a loyal friend", "a thing nobody has named before", "zib zab"]
     c = tuned.open_vocab.candidates
     ice_cream = c.words.index("ice cream")
@@ -362,9 +362,9 @@ def test_a_fine_tuned_model_reuses_its_parents_cached_vectors_and_embeds_only_it
     assert tuned.open_vocab_reused and len(list(cache.iterdir())) == 2  # cached in turn, marked "-reused"
     again = Engine.load(saved, decoder=None, open_vocabulary=False)
     again.encoder.encode = lambda texts, **kw: pytest.fail("the reused vectors are read back, not embedded")
-    again.enable_open_vocabulary(dictionary=DICTIONARY, cache_dir=cache)
+    again.enable_open_vocabulary(dictionary=DICTIONARY, cache_dir=cache, reuse=True)
     assert again.open_vocab_reused
-    tuned.enable_open_vocabulary(dictionary=DICTIONARY, cache_dir=cache, reuse=False)  # its own, all embedded
+    tuned.enable_open_vocabulary(dictionary=DICTIONARY, cache_dir=cache)  # by default its own, all embedded
     assert not tuned.open_vocab_reused and len(list(cache.iterdir())) == 3
 
 

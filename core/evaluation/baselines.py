@@ -80,12 +80,12 @@ def load_hf_model(path: str, pooling: str = "mean") -> TextEncoder:
     return encoder
 
 
-def load_engine(path: str | None = None, untrained: bool = False) -> TextEncoder:
-    """A DefSent Engine checkpoint folder (default: the shipped checkpoint); `untrained`: its base
-    encoder with its head, the model before DefSent training."""
+def load_engine(path: str | None = None, untrained: bool = False, device="cpu") -> TextEncoder:
+    """A DefSent Engine checkpoint folder (default: the shipped checkpoint) on `device`; `untrained`:
+    its base encoder with its head, the model before DefSent training."""
     from core.engine import Engine
 
-    return Engine.load(path, untrained=untrained)
+    return Engine.load(path, untrained=untrained, device=device)
 
 
 ENCODERS: dict[str, Callable[[], TextEncoder]] = {
@@ -110,13 +110,13 @@ def load_encoder(name_or_path: str, precision: str = "float32", pooling: str = "
     if untrained:
         if name_or_path in ENCODERS or is_hf_model_dir(Path(name_or_path)) or not Path(name_or_path).is_dir():
             raise ValueError(f"untrained applies to Engine checkpoint folders, not to {name_or_path!r}")
-        encoder = load_engine(name_or_path, untrained=True)
+        encoder = load_engine(name_or_path, untrained=True, device=device)
     elif name_or_path in ENCODERS:
         encoder = ENCODERS[name_or_path]()
     elif is_hf_model_dir(Path(name_or_path)):
         encoder = load_hf_model(name_or_path, pooling)
     elif Path(name_or_path).is_dir():
-        encoder = load_engine(name_or_path)
+        encoder = load_engine(name_or_path, device=device)
     else:
         raise ValueError(f"unknown model {name_or_path!r}: use one of {', '.join(ENCODERS)} or a checkpoint folder")
     if str(device) != "cpu":
