@@ -21,7 +21,6 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
 QUERY = ["a person who is in charge", 10, "any", 0, 0, "", "", False, False]
 
 

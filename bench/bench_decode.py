@@ -21,14 +21,13 @@ import numpy as np
 import torch
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-from bench.machine import machine_line  # noqa: E402
-from core import Engine  # noqa: E402
-from core.checkpoint import DEFAULT_CHECKPOINT  # noqa: E402
-from core.hardware import PRECISIONS  # noqa: E402
-from core.paths import HELDOUT_SENTENCES  # noqa: E402
-from core.vec2sent.diagnostics import read_test_sentences  # noqa: E402
-from core.vec2sent.refine import CorrectSettings, RefineSettings  # noqa: E402
+from bench.machine import machine_line
+from core import Engine
+from core.checkpoint import DEFAULT_CHECKPOINT
+from core.hardware import PRECISIONS
+from core.paths import HELDOUT_SENTENCES
+from core.vec2sent.diagnostics import read_test_sentences
+from core.vec2sent.refine import CorrectSettings, RefineSettings
 
 BUILT_IN = ["he visits italy.", "she drinks wine.", "his name is robert.", "he is a doctor.",
             "the dog is sleeping on the sofa.", "a man is playing a guitar.", "it was a cold night.",

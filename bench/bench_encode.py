@@ -22,7 +22,6 @@ from pathlib import Path
 from typing import Callable
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
 STS_B_TEST = REPO.parent / "shared/data/senteval/STS/STSBenchmark/sts-test.csv"
 PRECISIONS = ("float32", "bfloat16", "int8")
 PEER = "SentenceTransformer.encode"

@@ -19,10 +19,9 @@ from pathlib import Path
 
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from bench.machine import machine_line  # noqa: E402
-from core import Engine  # noqa: E402
-from core.encoder import PRECISIONS  # noqa: E402
+from bench.machine import machine_line
+from core import Engine
+from core.encoder import PRECISIONS
 
 QUERIES = ["a person who is in charge", "a large body of salt water", "feeling or showing pleasure",
            "a building where people live", "to move quickly on foot", "the state of being alone"]

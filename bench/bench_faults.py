@@ -17,8 +17,7 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from app.settings import limit_threads  # noqa: E402
+from app.settings import limit_threads
 
 QUERY = "a person who is in charge"
 

@@ -23,8 +23,6 @@ import tempfile
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
 
 COUNTS = {"invented": 40, "phrases": 25, "pieces": 76, "single": 15}  # 156 words
 NON_ASCII = 16  # of the invented names

@@ -17,8 +17,7 @@ from itertools import pairwise
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
-from core.hardware import TRAINING_PRECISIONS  # noqa: E402  (no torch import)
+from core.hardware import TRAINING_PRECISIONS  # (no torch import)
 
 DEV_SAMPLE = 16  # dev definitions train() scores before and after; too few to matter for timing
 

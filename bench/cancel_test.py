@@ -36,8 +36,6 @@ from pathlib import Path
 
 import numpy as np
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
 from bench.bench_app import first_answer
 from bench.load_test import Call, linked_checkpoint, new_client, rss_mb, running_app, send, tiny_checkpoints
 

@@ -28,7 +28,6 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
 
 QUERY = "a person who is in charge"
 SPEARMAN_TOLERANCE = 0.1  # Spearman x100 points between the GPU's float32 scores and the CPU's

@@ -64,7 +64,6 @@ from pathlib import Path
 import numpy as np
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
 from bench.bench_app import first_answer, free_port
 
 REQUEST_TIMEOUT = 300.0  # seconds; a request with no answer by then is counted as failed (a hang)

@@ -20,10 +20,9 @@ from typing import Sequence
 import torch
 from safetensors.torch import load_file
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from core.engine import ENCODER_DELTA, Engine  # noqa: E402
-from core.lora import dense_delta  # noqa: E402
-from core.paths import SENTEVAL_DIR  # noqa: E402
+from core.engine import ENCODER_DELTA, Engine
+from core.lora import dense_delta
+from core.paths import SENTEVAL_DIR
 
 
 class BlendedEngine:

@@ -29,14 +29,13 @@ from pathlib import Path
 import numpy as np
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from core.encoder import l2_normalize  # noqa: E402
-from core.paths import HELDOUT_SENTENCES  # noqa: E402
-from core.vec2sent.checkpoint import closest_hypotheses, load_checkpoint  # noqa: E402
-from core.vec2sent.diagnostics import read_test_sentences, score_reconstructions  # noqa: E402
-from core.vec2sent.encoder_link import link_engine  # noqa: E402
-from core.vec2sent.refine import CorrectSettings, RefineSettings, correct, refine  # noqa: E402
-from core.vec2sent.text import canonical_tokens  # noqa: E402
+from core.encoder import l2_normalize
+from core.paths import HELDOUT_SENTENCES
+from core.vec2sent.checkpoint import closest_hypotheses, load_checkpoint
+from core.vec2sent.diagnostics import read_test_sentences, score_reconstructions
+from core.vec2sent.encoder_link import link_engine
+from core.vec2sent.refine import CorrectSettings, RefineSettings, correct, refine
+from core.vec2sent.text import canonical_tokens
 
 
 @functools.cache

@@ -7,13 +7,11 @@ without the texts equal to the one scored, and without near-copies at three shar
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from core import Engine  # noqa: E402
-from core.dictionary import extend_split, load_wordnet, load_wordnet_lemmas, split_by_word  # noqa: E402
-from core.open_vocab_fit import Queries, near_copies, query_sets, read_gcide_dictd  # noqa: E402
+from core import Engine
+from core.dictionary import extend_split, load_wordnet, load_wordnet_lemmas, split_by_word
+from core.open_vocab_fit import Queries, near_copies, query_sets, read_gcide_dictd
 
 CACHE = Path("data/cache/open-vocab")
 

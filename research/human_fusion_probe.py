@@ -13,20 +13,18 @@ from __future__ import annotations
 
 import argparse
 import random
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from core import Engine  # noqa: E402
-from core.engine import _words_in, singular  # noqa: E402
-from core.evaluation.reverse import MAX_RANK, Query, reverse_query_sets, summary  # noqa: E402
-from core.open_vocab_fit import read_gcide_dictd  # noqa: E402
-from core.paths import user_cache_dir  # noqa: E402
-from core.word_prior import zipf_frequencies  # noqa: E402
+from core import Engine
+from core.engine import _words_in, singular
+from core.evaluation.reverse import MAX_RANK, Query, reverse_query_sets, summary
+from core.open_vocab_fit import read_gcide_dictd
+from core.paths import user_cache_dir
+from core.word_prior import zipf_frequencies
 
 
 

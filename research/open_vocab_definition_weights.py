@@ -7,15 +7,13 @@ scripts/eval_open_vocab.py writes.
 from __future__ import annotations
 
 import argparse
-import sys
 from dataclasses import replace
 from pathlib import Path
 
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from core.open_vocab_fit import Queries, WeightGrid, near_copies  # noqa: E402
-from research.open_vocab_hubs import CACHE, open_vocabulary_and_queries  # noqa: E402
+from core.open_vocab_fit import Queries, WeightGrid, near_copies
+from research.open_vocab_hubs import CACHE, open_vocabulary_and_queries
 
 
 def main() -> None:

@@ -10,17 +10,15 @@ from __future__ import annotations
 
 import argparse
 import itertools
-import sys
 from dataclasses import replace
 from pathlib import Path
 
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from core import Engine  # noqa: E402
-from core.dictionary import DictionarySplit, definition_key, extend_split, load_wordnet, load_wordnet_lemmas, split_by_word  # noqa: E402
-from core.open_vocab_fit import Queries, metrics, near_copies, query_sets, read_gcide_dictd  # noqa: E402
-from core.word_eval import rank_of_gold  # noqa: E402
+from core import Engine
+from core.dictionary import DictionarySplit, definition_key, extend_split, load_wordnet, load_wordnet_lemmas, split_by_word
+from core.open_vocab_fit import Queries, metrics, near_copies, query_sets, read_gcide_dictd
+from core.word_eval import rank_of_gold
 
 CACHE = Path("data/cache/open-vocab")
 

@@ -8,10 +8,9 @@ from pathlib import Path
 import numpy as np
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from core import Engine  # noqa: E402
-from core.dictionary import extend_split, load_wordnet, load_wordnet_lemmas, split_by_word  # noqa: E402
-from core.open_vocab import Candidates  # noqa: E402
+from core import Engine
+from core.dictionary import extend_split, load_wordnet, load_wordnet_lemmas, split_by_word
+from core.open_vocab import Candidates
 
 CACHE = Path("data/cache/open-vocab")
 torch.manual_seed(0)

@@ -46,18 +46,17 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from core.lora import add_low_rank  # noqa: E402
-from core.paths import CACHE_DIR, HELDOUT_SENTENCES, MODERN_CORPUS_DIR  # noqa: E402
-from core.vec2sent.checkpoint import best_by_cosine, load_checkpoint, mean_cosine, read_checkpoint  # noqa: E402
-from core.vec2sent.decode import beam_search_nbest  # noqa: E402
-from core.vec2sent.diagnostics import read_test_sentences, score_reconstructions  # noqa: E402
-from core.vec2sent.encoder_link import link_engine  # noqa: E402
-from core.vec2sent.refine import correct  # noqa: E402
-from core.vec2sent.train import (RUN_STATE, RunState, TrainingData, TrainSettings, encoder_token_ids,  # noqa: E402
+from core.lora import add_low_rank
+from core.paths import CACHE_DIR, HELDOUT_SENTENCES, MODERN_CORPUS_DIR
+from core.vec2sent.checkpoint import best_by_cosine, load_checkpoint, mean_cosine, read_checkpoint
+from core.vec2sent.decode import beam_search_nbest
+from core.vec2sent.diagnostics import read_test_sentences, score_reconstructions
+from core.vec2sent.encoder_link import link_engine
+from core.vec2sent.refine import correct
+from core.vec2sent.train import (RUN_STATE, RunState, TrainingData, TrainSettings, encoder_token_ids,
                                  load_run, prepare_data, save_run, train_decoder, validation_loss)
-from core.vec2sent.transformer import TransformerConfig, TransformerDecoder, prefix_mask  # noqa: E402
-from core.vec2sent.vocab import PAD, PieceVocab  # noqa: E402
+from core.vec2sent.transformer import TransformerConfig, TransformerDecoder, prefix_mask
+from core.vec2sent.vocab import PAD, PieceVocab
 
 WORK = CACHE_DIR / "vec2sent-corrector"
 CHUNK = 10_000  # sentences per saved chunk of `build`

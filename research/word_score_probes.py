@@ -21,11 +21,10 @@ from pathlib import Path
 import numpy as np
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from core import Engine  # noqa: E402
-from core.dictionary import load_wordnet, split_by_word  # noqa: E402
-from core.encoder import SentenceEncoder  # noqa: E402
-from core.word_eval import definition_pairs, metrics_from_ranks, rank_of_gold  # noqa: E402
+from core import Engine
+from core.dictionary import load_wordnet, split_by_word
+from core.encoder import SentenceEncoder
+from core.word_eval import definition_pairs, metrics_from_ranks, rank_of_gold
 
 
 def candidate_scores(engine: Engine, texts: list[str]) -> torch.Tensor:

@@ -15,14 +15,13 @@ from pathlib import Path
 import numpy as np
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from app.handlers import DECODE_BEAM, MOST_EXACT  # noqa: E402
-from core import Engine  # noqa: E402
-from core.checkpoint import DEFAULT_CHECKPOINT  # noqa: E402
-from core.hardware import PRECISIONS  # noqa: E402
-from core.vec2sent.examples import ANALOGY_EXAMPLES  # noqa: E402
-from core.vec2sent.refine import RefineSettings  # noqa: E402
-from core.vec2sent.text import canonical_tokens  # noqa: E402
+from app.handlers import DECODE_BEAM, MOST_EXACT
+from core import Engine
+from core.checkpoint import DEFAULT_CHECKPOINT
+from core.hardware import PRECISIONS
+from core.vec2sent.examples import ANALOGY_EXAMPLES
+from core.vec2sent.refine import RefineSettings
+from core.vec2sent.text import canonical_tokens
 
 # (a, b, c) for z = a - b + c, the paper's notation; engine.analogy(x, y, z) reads y - x + z
 PAPER_ANALOGIES = [("he visits italy", "he eats pizza", "she drinks wine"),

@@ -11,12 +11,10 @@ from __future__ import annotations
 
 import argparse
 import gzip
-import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from core.dictionary import load_wordnet_lemmas  # noqa: E402
-from core.word_prior import FREQUENCY_FILE  # noqa: E402
+from core.dictionary import load_wordnet_lemmas
+from core.word_prior import FREQUENCY_FILE
 
 
 def main() -> None:

@@ -29,9 +29,9 @@ import sys
 import tempfile
 from pathlib import Path
 
+from core.engine import SHIPPED_VECTORS as VECTORS  # a checkpoint's folder of precomputed vectors
+
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
-from core.engine import SHIPPED_VECTORS as VECTORS  # noqa: E402  a checkpoint's folder of precomputed vectors
 FILES = ("app.py", "requirements.txt", "README.md")
 FOLDERS = ("app", "core", "checkpoints/defsent-minilm", "checkpoints/vec2sent-defsent-minilm")
 MAX_FILE_BYTES = 100 * 2**20   # above the largest file (the open-vocabulary vectors, 97 MB): a bigger one is a mistake
@@ -115,7 +115,10 @@ def import_problem(root: Path, files: list[str], timeout: float = 300) -> str | 
                 shutil.copyfile(root / name, target)
             else:
                 target.symlink_to(root / name)
-        code = ("import importlib, importlib.util\n"
+        code = ("import importlib, importlib.util, sys\n"
+                # an editable install of this project (pip install -e .) would find what the list leaves out
+                "sys.meta_path[:] = [f for f in sys.meta_path if not str(getattr(f, '__module__', '')).startswith('__editable__')]\n"
+                "sys.path[:] = [p for p in sys.path if not p.startswith('__editable__')]\n"
                 f"for name in {APP_MODULES!r}: importlib.import_module(name)\n"
                 "spec = importlib.util.spec_from_file_location('space_app', 'app.py')\n"
                 "module = importlib.util.module_from_spec(spec); spec.loader.exec_module(module)\n"

@@ -15,13 +15,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from core import Engine  # noqa: E402
-from core.dictionary import load_wordnet, split_by_word  # noqa: E402
-from core.open_vocab_fit import (GCIDE_DICTD, QUERY_SETS, WeightGrid, fit_open_vocabulary,  # noqa: E402
+from core import Engine
+from core.dictionary import load_wordnet, split_by_word
+from core.open_vocab_fit import (GCIDE_DICTD, QUERY_SETS, WeightGrid, fit_open_vocabulary,
                                  overall, read_gcide_dictd)
 
 CACHE = Path("data/cache/open-vocab")

@@ -6,11 +6,9 @@ against the open vocabulary (all WordNet words and phrases).
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from core import Engine  # noqa: E402
+from core import Engine
 
 DESCRIPTIONS = ["a person who is in charge", "a large grey animal with a trunk", "the day after today",
                 "a tool for cutting wood", "a fear of small spaces", "a frozen sweet food made from cream",

@@ -86,3 +86,12 @@ def test_at_most_two_command_line_entry_points_in_core():
     guards = [p.relative_to(CORE.parent) for p in CORE.rglob("*.py")
               if '__name__ == "__main__"' in p.read_text(encoding="utf-8")]
     assert len(guards) <= 2, guards
+
+
+def test_no_sys_path_line_outside_tests():
+    """The project installs (`pip install -e .`): nothing puts the repository on sys.path by hand."""
+    root = CORE.parent
+    sources = [p for folder in ("core", "app", "bench", "scripts", "research") for p in (root / folder).rglob("*.py")]
+    offenders = [str(p.relative_to(root)) for p in [*sources, root / "app.py"]
+                 if "sys.path.insert" in p.read_text(encoding="utf-8") or "sys.path.append" in p.read_text(encoding="utf-8")]
+    assert offenders == []

@@ -1,0 +1,123 @@
+"""DefSent Studio's launcher: `python app.py` or `defsent-studio` serves the web app on
+http://127.0.0.1:7860 (offline).
+
+The server answers at once; the model loads in the background (requests wait for it), then the
+reference sentences are embedded and UMAP is warmed up (maps use PCA until then).
+"""
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+import time
+from pathlib import Path
+
+from app.settings import DEVICE_ENV, QUEUE_SIZE
+
+os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")  # no telemetry calls from an offline server
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+LOOPBACK = ("127.0.0.1", "localhost", "::1")
+AUTH_ENV = "DEFSENT_AUTH"
+
+
+def parse_auth(value: str | None) -> tuple[str, str] | None:
+    """USER:PASSWORD as (user, password) for Gradio's login page; None for no value. ValueError for
+    anything else (the password may hold ':', the user may not; neither may be empty or blank)."""
+    if value is None or not value.strip():
+        return None
+    user, colon, password = value.strip().partition(":")
+    if not colon or not user.strip() or not password.strip():
+        raise ValueError("expected USER:PASSWORD, both non-empty (e.g. alice:a-long-passphrase)")
+    return user.strip(), password
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--host", default=os.environ.get("GRADIO_SERVER_NAME", "127.0.0.1"),
+                        help="address to bind (default 127.0.0.1: this machine only)")
+    parser.add_argument("--port", type=int, default=int(os.environ.get("GRADIO_SERVER_PORT", 7860)))
+    parser.add_argument("--share", action="store_true", help="also open a public gradio.live link")
+    parser.add_argument("--public", action="store_true",
+                        help="public mode (on by itself when $SPACE_ID is set): each visitor's model choice and saved "
+                             "models are their own, fine-tuning has a quota and one slot, disk use is capped, "
+                             "Evaluate reads only the bundled data")
+    parser.add_argument("--auth", default=os.environ.get(AUTH_ENV), metavar="USER:PASSWORD",
+                        help=f"ask for this user name and password before the app opens (or ${AUTH_ENV}; the "
+                             "variable keeps the password out of the process list)")
+    parser.add_argument("--queue-size", type=int, default=QUEUE_SIZE,
+                        help=f"requests that may wait; past this users are told the app is busy (default {QUEUE_SIZE})")
+    parser.add_argument("--model", type=Path, default=None,
+                        help="checkpoint folder to serve (default: checkpoints/defsent-minilm, else the base)")
+    parser.add_argument("--checkpoints", type=Path, default=None, help="folder of checkpoints to list and save into")
+    parser.add_argument("--threads", type=int, default=int(os.environ.get("DEFSENT_THREADS", 1)),
+                        help="threads for torch, BLAS and numba (default 1, or $DEFSENT_THREADS)")
+    parser.add_argument("--no-umap-warmup", action="store_true", help="do not warm UMAP up in the background")
+    parser.add_argument("--single-token-words", action="store_true",
+                        help="answer with the word head's single-token words only (skips embedding the 147k "
+                             "WordNet words and phrases in the background, minutes once per model)")
+    parser.add_argument("--warm-up-delay", type=float, default=10.0,
+                        help="seconds after the model loads before background warm-up starts (default 10)")
+    parser.add_argument("--device", default=os.environ.get(DEVICE_ENV, "auto"),
+                        help="where models compute and fine-tunes train: auto (a CUDA GPU, else Apple's MPS, else "
+                             f"the CPU), cpu, cuda, cuda:N or mps (or ${DEVICE_ENV})")
+    args = parser.parse_args(argv)
+    try:
+        args.auth = parse_auth(args.auth)
+    except ValueError as err:
+        parser.error(f"--auth (or ${AUTH_ENV}): {err}")
+    from core.device import DeviceError, resolve_device
+    try:
+        args.device = str(resolve_device(args.device))
+    except DeviceError as err:
+        parser.error(f"--device (or ${DEVICE_ENV}): {err}")
+    return args
+
+
+def exposure_warnings(host: str, share: bool, public: bool = False) -> list[str]:
+    """Warnings for a server reachable from other machines (anything but loopback, or a share link)."""
+    warnings = []
+    if share:
+        warnings.append("WARNING: --share publishes this app on a public gradio.live address: anyone with the "
+                        "link can use it, upload files" + ("." if public else " and switch the shared model "
+                                                            "(--public keeps each visitor's choice to themselves)."))
+    if host not in LOOPBACK:
+        warnings.append(f"WARNING: binding {host}: the app is reachable from other machines.")
+    return warnings
+
+
+def main(argv: list[str] | None = None) -> int:
+    started = time.perf_counter()
+    args = parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    from app.settings import MAX_UPLOAD_BYTES, configure_numba_cache, limit_threads
+    limit_threads(max(1, args.threads))
+    os.environ[DEVICE_ENV] = args.device  # read where models load, training processes included (app/settings.py)
+    configure_numba_cache()
+    from app.handlers import start_studio
+    from app.models import ModelSpec, default_spec
+    from app.public import PublicLimits, public_mode
+    from core.checkpoint import CHECKPOINTS_DIR
+
+    checkpoints = args.checkpoints or CHECKPOINTS_DIR
+    spec = ModelSpec(args.model.name, args.model) if args.model else default_spec(checkpoints)
+    public = PublicLimits() if public_mode(args.public) else None
+    studio = start_studio(spec, checkpoints, not args.no_umap_warmup, args.warm_up_delay,
+                          open_vocabulary=not args.single_token_words, public=public)
+    from starlette.middleware import Middleware
+
+    from app.request_limits import RequestBodyLimit
+    from app.ui import CSS, build_app, enable_queue, theme
+    demo = enable_queue(build_app(studio), max_size=args.queue_size)
+    for warning in exposure_warnings(args.host, args.share, public is not None):
+        print(warning, file=sys.stderr)
+    demo.launch(server_name=args.host, server_port=args.port, share=args.share, auth=args.auth, theme=theme(),
+                css=CSS, prevent_thread_lock=True, footer_links=["api"], max_file_size=MAX_UPLOAD_BYTES,
+                app_kwargs={"middleware": [Middleware(RequestBodyLimit)]})  # any body over ~21 MB: 413
+    print(f"DefSent Studio listening on http://{args.host}:{args.port} "
+          f"({time.perf_counter() - started:.1f} s after start; serving {spec.name} on {args.device}"
+          f"{'; public mode' if public else ''}{'; login required' if args.auth else ''})", flush=True)
+    demo.block_thread()
+    return 0
+
