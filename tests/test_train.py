@@ -194,3 +194,15 @@ def test_a_glossary_of_words_the_head_cannot_score_trains_through_its_own_words(
                    progress=lambda p: losses.append(p.loss))
     assert losses[-1] < losses[0]
     assert [h["n"] for h in result.history] == [2] * 4  # the dev words ranked at steps 0, 10, 20, 30
+
+
+def test_the_hubness_correction_of_an_own_words_run_references_single_token_words_only(tiny_mlm_dir, monkeypatch):
+    engine = Engine.from_base(str(tiny_mlm_dir))
+    references = []
+    monkeypatch.setattr(engine, "add_hub_penalty", lambda texts, gold, *a: references.append((list(texts), gold)))
+    config = TrainConfig(lr=1e-3, max_steps=2, batch_size=4, eval_every=10, word_vector_scale=0, hub_weight=0.5,
+                         own_words=True)
+    train(engine, [*GLOSSARY[:4], *ENTRIES[:4]], [*GLOSSARY[4:], *ENTRIES[4:]], config)
+    (texts, gold), = references
+    assert sorted(texts) == sorted(e.definition for e in ENTRIES[:4])  # a glossary word has no column to correct
+    assert sorted(gold.tolist()) == sorted(engine.vocab.token_id(e.word) for e in ENTRIES[:4])  # no NO_TOKEN
