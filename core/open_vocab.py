@@ -219,14 +219,8 @@ class OpenScorer:
         definition channel (-1: it is none of them)."""
         c = self.config
         unit = torch.nn.functional.normalize(u.float(), dim=1)  # (B, d)
-        word = unit @ self._products["word"]  # (B, C)
-        cos = unit @ self._products["definition"]  # (B, G)
-        mine = own >= 0
-        cos = cos.index_put((mine.nonzero()[:, 0], own[mine]), torch.tensor(float("-inf")))  # (B, G)
-        definitions, words = self._pairs
-        best = torch.full_like(word, float("-inf")).scatter_reduce(
-            1, words.expand(len(unit), -1), cos[:, definitions], "amax")  # (B, C)
-        definition = torch.where(torch.isinf(best), word, best)  # a word left with no definition: its own vector
+        word = self._cos(unit, "word")  # (B, C)
+        definition = self.definition_scores(unit, fallback=word, leave_out=own)
         return self._expert(word, token_logits[:, self.single_tokens], definition, c.word_scale, c.head_weight,
                             c.multi_bias, c.definition_weight)
 
@@ -239,15 +233,20 @@ class OpenScorer:
             out += definition_weight * definition
         return out
 
-    def definition_scores(self, unit: torch.Tensor, fallback: torch.Tensor | None = None) -> torch.Tensor:
+    def definition_scores(self, unit: torch.Tensor, fallback: torch.Tensor | None = None,
+                          leave_out: torch.Tensor | None = None) -> torch.Tensor:
         """(B, C): per candidate the highest cosine of `unit` with one of its definitions. A candidate
         with none keeps `fallback` (B, C): the cosine with its mapped word vector, which the map was
-        trained to bring where its definitions would be (0 without `fallback`)."""
+        trained to bring where its definitions would be (0 without `fallback`). leave_out[b] (B,) is a
+        definition that does not vote for row b (training: the query's own text; -1: none)."""
         definitions, words = self._pairs
         cos = self._cos(unit, "definition")  # (B, G)
-        best = torch.zeros(unit.shape[0], len(self.candidates)) if fallback is None else fallback.clone()  # (B, C)
-        return best.scatter_reduce(1, words.expand(unit.shape[0], -1), cos[:, definitions], "amax",
-                                   include_self=False)
+        if leave_out is not None:
+            mine = leave_out >= 0
+            cos = cos.index_put((mine.nonzero()[:, 0], leave_out[mine]), torch.tensor(float("-inf")))
+        base = torch.zeros(unit.shape[0], len(self.candidates)) if fallback is None else fallback  # (B, C)
+        best = base.scatter_reduce(1, words.expand(unit.shape[0], -1), cos[:, definitions], "amax", include_self=False)
+        return best if leave_out is None else torch.where(torch.isinf(best), base, best)  # all left out: fallback
 
     def _cos(self, unit: torch.Tensor, name: str) -> torch.Tensor:
         product = self._products[name]

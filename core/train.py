@@ -307,7 +307,8 @@ class OwnWords:
     token_gold: np.ndarray  # (N,) its word's token id, NO_TOKEN for a word of several pieces
     gold: torch.Tensor  # (N,) its word's index among the candidates
     own: torch.Tensor  # (N,) its own text's index in the scorer's definitions
-    scorer: OpenScorer | None = None  # `refresh` embeds it
+    scorer: OpenScorer | None = None  # `refresh` embeds it, scoring as the app answers
+    dictionary: OpenScorer | None = None  # the same vectors scored by the dictionary expert: the loss's
 
     @classmethod
     def embed(cls, engine, train_entries, dev_entries) -> "OwnWords":
@@ -329,14 +330,14 @@ class OwnWords:
         scorer = OpenScorer.compute(engine.word_encoder().encode, engine.encode, self.candidates,
                                     engine.open_vocab_config, engine.open_vocab_map)
         self.scorer = scorer.without_definitions(e.definition for e in self.dev)
+        self.dictionary = self.scorer.with_config(replace(self.scorer.config, everyday_share=0.0))
 
     def loss(self, u: torch.Tensor, token_logits: torch.Tensor, rows: np.ndarray) -> torch.Tensor:
         """Cross-entropy of the texts `rows`, with vectors u (B, d) and token scores (B, V), against their
         words, scored by the dictionary expert (a gloss in, its word out) over its temperature."""
         rows = torch.from_numpy(np.asarray(rows))
-        dictionary = self.scorer.with_config(replace(self.scorer.config, everyday_share=0.0))
-        scores = dictionary.dictionary_scores(u, token_logits, self.own[rows])  # (B, C)
-        return nn.functional.cross_entropy(scores / dictionary.config.temperature, self.gold[rows])
+        scores = self.dictionary.dictionary_scores(u, token_logits, self.own[rows])  # (B, C)
+        return nn.functional.cross_entropy(scores / self.dictionary.config.temperature, self.gold[rows])
 
     def evaluate(self, engine) -> dict:
         """MRR / top-k of the dev words among the candidates, as the app scores them (`refresh` first)."""
