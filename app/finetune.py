@@ -35,7 +35,7 @@ from core.open_vocab import evaluate_among
 from core.readout import BorrowedDecoding
 from core.word_eval import definition_pairs
 
-from .jobs import Job, env_int, run_in_process, short_reason
+from .jobs import Job, env_int, run_in_process, short_reason, usable_cores
 from .models import ModelSpec
 from .settings import folder_bytes, staging_root
 
@@ -381,6 +381,13 @@ def stage_summary(stage_seconds: dict[str, float], most: int = 3) -> str:
             + ", ".join(f"{stage} {seconds:.0f} s" for stage, seconds in longest))
 
 
+def training_threads(public: bool) -> int:
+    """A fine-tune's torch threads: DEFSENT_TRAINING_THREADS, else every usable core on a private
+    server (its process runs at a lower priority, so requests still come first) and one in public
+    mode, where several visitors share the machine."""
+    return env_int(TRAINING_THREADS_ENV, 1 if public else usable_cores(), 1)
+
+
 @dataclass(frozen=True)
 class FinetuneJob:
     """A fine-tuning job's work: `run_finetune` in a training process, its model staged in
@@ -388,11 +395,12 @@ class FinetuneJob:
     spec: ModelSpec
     upload: UploadData
     settings: FinetuneSettings
+    threads: int = 1  # torch threads of the training process (`training_threads`)
 
     def __call__(self, job: Job) -> FinetuneResult:
         try:
             return run_in_process(job, run_finetune, self.spec.load, self.upload, self.settings, self.spec.name,
-                                  staged_folder(job) / STAGED_MODEL, threads=env_int(TRAINING_THREADS_ENV, 1, 1))
+                                  staged_folder(job) / STAGED_MODEL, threads=self.threads)
         except BaseException:  # failed, cancelled or killed: nothing staged is worth keeping
             discard_staged(job)
             raise

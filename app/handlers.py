@@ -30,7 +30,7 @@ from .evaluation import senteval_markdown, smoke_markdown, sts_markdown, word_pr
 from .export import download_files
 from .finetune import (UPLOADS, FinetuneJob, FinetuneResult, FinetuneSettings, Upload, comparison_rows,
                        discard_staged, expected_staged_bytes, model_layers, remove_leftovers, save_finetuned,
-                       stage_summary, validate_upload)
+                       stage_summary, training_threads, validate_upload)
 from .jobs import DONE, QUEUED, RUNNING, Job, JobManager, JobQueueFull
 from .models import ActiveModel, Models, ModelSpec, checkpoint_specs
 from .projection import Projector
@@ -421,7 +421,8 @@ class Studio:
         if self.public is not None:
             make_room(expected_staged_bytes(active.spec.path, active.engine), self.public, "the fine-tuned model")
         try:
-            job = self.jobs.submit(FinetuneJob(active.spec, upload, settings),
+            job = self.jobs.submit(FinetuneJob(active.spec, upload, settings,
+                                               training_threads(public=self.public is not None)),
                                    f"fine-tune {active.spec.name} on {upload.name}", on_forget=discard_staged)
         except JobQueueFull:
             if self.public is None:

@@ -28,6 +28,9 @@ MAX_RUNNING_ENV, MAX_WAITING_ENV = "DEFSENT_MAX_TRAINING_JOBS", "DEFSENT_MAX_QUE
 REASON_CHARS = 300
 POLL_SECONDS = 0.1
 EXIT_SECONDS = 5.0
+# A job's process runs at this lower priority, so the server's requests take a core first when they
+# need one and training may use every core meanwhile (docs/limits.md).
+CHILD_NICENESS = 10
 
 
 class JobCancelled(Exception):
@@ -67,6 +70,11 @@ class Job:
 
     def should_stop(self) -> bool:
         return self.cancel_requested.is_set()
+
+
+def usable_cores() -> int:
+    """The CPU cores this process may run on."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
 def env_int(name: str, default: int, minimum: int) -> int:
@@ -205,8 +213,8 @@ class ChildReporter:
 
 
 def run_in_process(job: Job, target: Callable[..., Any], *args: Any, threads: int = 1) -> Any:
-    """Run `target(reporter, *args)` in a spawned child process with `threads` torch threads, forward
-    its progress to `job`, and return its (picklable) result.
+    """Run `target(reporter, *args)` in a spawned child process with `threads` torch threads, at
+    CHILD_NICENESS, forward its progress to `job`, and return its (picklable) result.
 
     Raises JobFailed with a short reason when the target raises or the process dies (killed by a
     signal, out of memory, a nonzero exit), and JobCancelled when the job is cancelled (the process
@@ -277,6 +285,8 @@ def death_reason(exitcode: int | None) -> str:
 def _child_main(connection, threads: int, target: Callable[..., Any], args: tuple) -> None:
     """The child process: run the target and send ("done", result) or ("failed", reason)."""
     import torch
+    if hasattr(os, "nice"):
+        os.nice(CHILD_NICENESS)
     torch.set_num_threads(threads)
     try:
         outcome = ("done", target(ChildReporter(connection), *args))

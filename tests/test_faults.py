@@ -20,11 +20,11 @@ from pathlib import Path
 
 import pytest
 
-from app.finetune import (STAGED_MODEL, FinetuneResult, remove_leftovers, save_finetuned, staged_folder,
-                          staging_dir)
+from app.finetune import (STAGED_MODEL, TRAINING_THREADS_ENV, FinetuneResult, remove_leftovers, save_finetuned,
+                          staged_folder, staging_dir, training_threads)
 from app.handlers import Session, Studio
-from app.jobs import (CANCELLED, DONE, FAILED, RUNNING, Job, JobManager, JobQueueFull, death_reason,
-                      run_in_process, short_reason)
+from app.jobs import (CANCELLED, CHILD_NICENESS, DONE, FAILED, RUNNING, Job, JobManager, JobQueueFull, death_reason,
+                      run_in_process, short_reason, usable_cores)
 from app.models import Models, ModelSpec
 from app.projection import Projector
 from core import Engine
@@ -314,6 +314,26 @@ def test_run_in_process_streams_progress_and_sets_threads():
     assert run_in_process(job, report_threads, 5, threads=2) == 2
     assert job.progress["step"] == 5 and [p["step"] for p in job.progress["history"]] == [1, 2, 3, 4, 5]
     assert job.pid is None
+
+
+def report_niceness(reporter) -> int:
+    """A job body for `run_in_process`: the child's scheduling niceness."""
+    return os.nice(0)
+
+
+def test_a_job_process_runs_at_a_lower_priority_than_the_server():
+    job = Job("nice", "test", lambda j: None)
+    assert run_in_process(job, report_niceness) == min(os.nice(0) + CHILD_NICENESS, 19)
+
+
+def test_fine_tunes_use_every_core_privately_and_one_thread_in_public_mode(monkeypatch):
+    monkeypatch.delenv(TRAINING_THREADS_ENV, raising=False)
+    assert training_threads(public=False) == usable_cores() and training_threads(public=True) == 1
+    monkeypatch.setenv(TRAINING_THREADS_ENV, "3")
+    assert training_threads(public=False) == training_threads(public=True) == 3
+    monkeypatch.setenv(TRAINING_THREADS_ENV, "0")
+    with pytest.raises(ValueError, match=TRAINING_THREADS_ENV):
+        training_threads(public=False)
 
 
 def test_short_reasons():
