@@ -33,9 +33,10 @@ from .hardware import quantised_engine, return_freed_memory
 from .hubness import DEFAULT_K, DEFAULT_WEIGHT, HUB_PENALTY, HubPenalty, group_definitions
 from .dictionary import Entry, load_wordnet_lemmas, read_entries, write_entries
 from .lora import dense_delta, factored_delta, is_low_rank, stored_factors
-from .open_vocab import (DEFAULT_OPEN_VOCAB, OPEN_VOCAB_MAP, Candidates, OpenScorer, OpenVocabConfig, load_word_map,
-                         open_scorer, save_word_map)
+from .open_vocab import (COMPACT_SUBSPACES, COMPACT_VECTORS, DEFAULT_OPEN_VOCAB, OPEN_VOCAB_MAP, Candidates,
+                         OpenScorer, OpenVocabConfig, load_word_map, open_scorer, save_word_map, stored_vectors)
 from .readout import VectorReadout
+from .reference import VocabularyTexts
 from .vocabulary import WordFilter, WordVocabulary
 from .word_head import WordHead, WordHeadConfig
 from .word_tower import WORD_TOWER, Factors, load_word_tower, save_word_tower, tower_fingerprint, word_tower
@@ -71,6 +72,8 @@ class Engine(VectorReadout):
         self.open_vocab_config = DEFAULT_OPEN_VOCAB  # its weights; a checkpoint's own when it has them
         self.open_vocabulary_on_first_use = False  # Engine.load: enable it at the first word query
         self.open_vocab_reused = False  # its vectors are partly its parent's (`enable_open_vocabulary`)
+        self.open_vocab_compact = False  # its vectors are the checkpoint's product-quantized ones
+        self._vocabulary_references: dict[str, VocabularyTexts] = {}  # `vocabulary_reference`, per kind
         self.checkpoint_dir: Path | None = None  # the folder it was loaded from (Engine.load)
         self._open_vocabulary_lock = threading.Lock()
         self.user_dictionary: list[Entry] = []  # a fine-tune's dictionary: its words are answers too
@@ -441,14 +444,17 @@ class Engine(VectorReadout):
 
     def enable_open_vocabulary(self, extra: Iterable[Entry] | None = None, cache_dir: str | Path | None = None,
                                progress: Callable[[int, int], None] | None = None,
-                               dictionary: Iterable[Entry] | None = None, reuse: bool = False) -> None:
+                               dictionary: Iterable[Entry] | None = None, reuse: bool = False,
+                               compact: bool = True) -> None:
         """Answer with every word and phrase of `dictionary` (default: all 147k WordNet lemmas,
         "ice cream", "give up") and of `extra` (default: the dictionary this model was fine-tuned
         on, `user_dictionary`), scored as core/open_vocab.py
         says. The first call for a model embeds them all (about 4 minutes on 2 cores for WordNet;
         `progress(done, total)` per batch, `done` only growing: the words, then the definitions, of
         one total); with `cache_dir` the vectors are kept there per model and candidate list. Vectors
-        precomputed in the checkpoint's SHIPPED_VECTORS folder are read instead (a Space's). With
+        precomputed in the checkpoint's SHIPPED_VECTORS folder are read instead (a Space's), else its
+        product-quantized COMPACT_VECTORS when they were made for these candidates (a fresh clone's;
+        `open_vocab_compact`; not with `compact=False`, which embeds instead). With
         `reuse` (the app's activation), a model fine-tuned in the app (`training.open_vocab_parent` in
         its manifest) whose parent's vectors are cached (in `cache_dir`, the user cache or the parent's
         shipped folder) reuses them and embeds only its new words and definitions: seconds
@@ -458,9 +464,8 @@ class Engine(VectorReadout):
         candidates = self.open_vocab_candidates(extra, dictionary)
         name = self._open_vocab_cache_name(candidates)
         cache = Path(cache_dir) / name if cache_dir is not None else None
-        shipped = self.checkpoint_dir / SHIPPED_VECTORS / name if self.checkpoint_dir is not None else None
-        if shipped is not None and shipped.is_file() and not (cache is not None and cache.exists()):
-            cache = shipped
+        stored = self._stored_open_vocab(name, [] if cache_dir is None else [Path(cache_dir)], compact)
+        cache = stored or cache
         parent = None
         if reuse and cache is not None and not cache.exists() and extra is None:
             reused = cache.with_name(cache.stem + REUSED + cache.suffix)
@@ -478,7 +483,32 @@ class Engine(VectorReadout):
                              candidates, self.open_vocab_config, self.open_vocab_map, cache, parent)
         self.open_vocab = scorer.quantize() if self.int8_scoring else scorer
         self.open_vocab_reused = cache is not None and cache.stem.endswith(REUSED)
+        self.open_vocab_compact = cache is not None and cache.name == COMPACT_VECTORS
         return_freed_memory()
+
+    def save_compact_open_vocab(self, subspaces: int = COMPACT_SUBSPACES,
+                                progress: Callable[[int, int], None] | None = None,
+                                dictionary: Iterable[Entry] | None = None) -> Path:
+        """Product-quantize this model's open vocabulary (`dictionary`, default WordNet, and its own
+        words) into its checkpoint's COMPACT_VECTORS, which a fresh clone then reads in seconds: the
+        vectors are taken from the user cache, or embedded with this model first (minutes). Scores in
+        float32 afterwards. Returns the file."""
+        if self.checkpoint_dir is None:
+            raise ValueError("compact vectors are saved into a checkpoint folder: load one, or save this model first")
+        self.set_scoring_precision("float32")  # keeps the float vectors to quantize
+        self.enable_open_vocabulary(cache_dir=user_cache_dir("open-vocab"), progress=progress, dictionary=dictionary,
+                                    compact=False)
+        target = self.checkpoint_dir / COMPACT_VECTORS
+        self.open_vocab.save_compact(target, self._open_vocab_cache_name(self.open_vocab.candidates), subspaces)
+        return target
+
+    def _stored_open_vocab(self, name: str, folders: list[Path], compact: bool = True) -> Path | None:
+        """`stored_vectors` of cache `name` in `folders`, else this checkpoint's SHIPPED_VECTORS folder, else
+        (with `compact`) its COMPACT_VECTORS."""
+        if self.checkpoint_dir is None:
+            return stored_vectors(name, folders)
+        return stored_vectors(name, [*folders, self.checkpoint_dir / SHIPPED_VECTORS],
+                              [self.checkpoint_dir / COMPACT_VECTORS] if compact else [])
 
     def _open_vocab_cache_name(self, candidates: Candidates, fingerprint: str | None = None) -> str:
         """The cache file of `candidates`' vectors embedded by the model of `fingerprint` (default:
@@ -497,7 +527,7 @@ class Engine(VectorReadout):
         candidates = self.open_vocab_candidates(self.user_dictionary[:parent["user_entries"]], dictionary)
         name = self._open_vocab_cache_name(candidates, parent["fingerprint"])
         folders = [*folders, *([Path(parent["shipped"])] if parent.get("shipped") else [])]
-        found = next((Path(folder) / name for folder in folders if (Path(folder) / name).is_file()), None)
+        found = stored_vectors(name, folders, [Path(parent["compact"])] if parent.get("compact") else [])
         return None if found is None else OpenScorer.load(found, candidates, self.open_vocab_config,
                                                            self.open_vocab_map)
 
@@ -508,7 +538,24 @@ class Engine(VectorReadout):
         record = {"fingerprint": self.fingerprint, "user_entries": len(self.user_dictionary)}
         if self.checkpoint_dir is not None and (self.checkpoint_dir / SHIPPED_VECTORS).is_dir():
             record["shipped"] = str((self.checkpoint_dir / SHIPPED_VECTORS).resolve())
+        if self.checkpoint_dir is not None and (self.checkpoint_dir / COMPACT_VECTORS).is_file():
+            record["compact"] = str((self.checkpoint_dir / COMPACT_VECTORS).resolve())
         return record
+
+    def vocabulary_reference(self, kind: str = "definition") -> VocabularyTexts:
+        """Every definition ("definition") or every word and phrase ("word") of the open vocabulary, as
+        a reference collection for `analogy`, `interpolate` and search (core/reference.py); built with
+        the open vocabulary on first use, as `predict_words` does. ValueError when it is off."""
+        if self.open_vocab is None and self.open_vocabulary_on_first_use:
+            self._open_vocabulary_now()
+        scorer = self.open_vocab
+        if scorer is None:
+            raise ValueError("This model answers without the open vocabulary, so its definitions and words "
+                             "cannot be searched; use the 2,000-definition sample or your own texts.")
+        cached = self._vocabulary_references.get(kind)
+        if cached is None or cached.scorer is not scorer:  # built for the scorer in use, once
+            cached = self._vocabulary_references[kind] = VocabularyTexts(scorer, kind)
+        return cached
 
     def _open_vocabulary_now(self) -> None:
         """`enable_open_vocabulary` once, for `Engine.load`'s first word query, with a progress bar."""

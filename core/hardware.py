@@ -77,6 +77,10 @@ class RowwiseInt8Product:
         rows = [self.linear(row) for row in x.float().split(1)]  # each (1, N)
         return torch.cat(rows) if rows else x.new_zeros(0, self.columns)
 
+    def columns_of(self, indices):
+        """matrix_t[:, indices].T (n, H) as the int8 weights hold it (float32)."""
+        return self.linear.weight().dequantize()[indices]
+
 
 @contextmanager
 def train_mode(module):

@@ -41,10 +41,12 @@ from typing import Callable, Iterable, Sequence
 
 import numpy as np
 import torch
+from safetensors import safe_open
 from safetensors.torch import load_file, save_file
 
 from .dictionary import Entry, definition_key
 from .hardware import RowwiseInt8Product
+from .product_quantizer import decode, fit_codes
 from .vocabulary import WordVocabulary
 from .word_eval import metrics_from_ranks, rank_of_gold
 from .word_prior import zipf_frequencies
@@ -84,6 +86,10 @@ EVERYDAY = {"everyday_share": 0.85, "mixture_temperature": 64.0, "everyday_word_
             "frequency_weight": 16.0, "phrase_bias": 4.0}
 DEFAULT_OPEN_VOCAB = OpenVocabConfig(multi_bias=0.0, definition_weight=0.0, **EVERYDAY)  # chosen on dev: docs/results.md
 OPEN_VOCAB_MAP = "open_vocab_map.safetensors"  # older checkpoints: the linear map
+# A checkpoint's own open-vocabulary vectors, product-quantized (`OpenScorer.save_compact`): small enough for
+# the repository (8.4 MB for WordNet), so a fresh clone answers with every word in seconds, not minutes.
+COMPACT_VECTORS = "open_vocab_codes.safetensors"
+COMPACT_SUBSPACES = 32  # bytes a vector: the ranking within noise of int8's 384 (docs/results.md, "First launch")
 
 
 class Candidates:
@@ -248,6 +254,16 @@ class OpenScorer:
         best = base.scatter_reduce(1, words.expand(unit.shape[0], -1), cos[:, definitions], "amax", include_self=False)
         return best if leave_out is None else torch.where(torch.isinf(best), base, best)  # all left out: fallback
 
+    def cosines(self, unit: torch.Tensor, kind: str) -> torch.Tensor:
+        """unit (B, d) -> (B, N): res[b][i] = cos(unit[b], word vector i) for kind "word" (the
+        candidates, as the word channel scores them), definition vector i for "definition"."""
+        return self._cos(unit, kind)
+
+    def vectors_of(self, kind: str, rows: torch.Tensor) -> torch.Tensor:
+        """The unit vectors (n, d) of `rows` of kind "word" or "definition" that `cosines` multiplies."""
+        product = self._products[kind]
+        return product[:, rows].T if isinstance(product, torch.Tensor) else _unit(product.columns_of(rows))
+
     def _cos(self, unit: torch.Tensor, name: str) -> torch.Tensor:
         product = self._products[name]
         return unit @ product if isinstance(product, torch.Tensor) else product(unit)
@@ -263,18 +279,28 @@ class OpenScorer:
 
     def save(self, path: Path) -> None:
         """The vectors as int8 unit rows (the per-row scale cancels in the cosine), atomically."""
-        tmp = path.with_name(path.name + ".tmp")
-        save_file({"word_vectors": _int8(self.word_vectors), "definition_vectors": _int8(self.definition_vectors)},
-                  str(tmp))
-        tmp.replace(path)
+        _save_atomically({"word_vectors": _int8(self.word_vectors),
+                          "definition_vectors": _int8(self.definition_vectors)}, path)
+
+    def save_compact(self, path: Path, name: str, subspaces: int = COMPACT_SUBSPACES) -> None:
+        """The vectors product-quantized, `subspaces` bytes a row (core/product_quantizer.py), atomically,
+        marked as standing for the cache file `name` (`stored_vectors` finds them by it)."""
+        tensors = {}
+        for kind, vectors in (("word", self.word_vectors), ("definition", self.definition_vectors)):
+            tensors[f"{kind}_codes"], tensors[f"{kind}_codebooks"] = fit_codes(vectors, subspaces)
+        _save_atomically(tensors, path, metadata={"name": name})
 
     @classmethod
     def load(cls, path: Path, candidates: Candidates, config: OpenVocabConfig = OpenVocabConfig(),
              word_map: torch.nn.Module | None = None) -> "OpenScorer":
+        """The scorer of vectors `save` or `save_compact` wrote for `candidates`."""
         tensors = load_file(str(path))
-        if tensors["word_vectors"].shape[0] != len(candidates):
+        vectors = {kind: tensors[f"{kind}_vectors"] if f"{kind}_vectors" in tensors
+                   else decode(tensors[f"{kind}_codes"], tensors[f"{kind}_codebooks"])
+                   for kind in ("word", "definition")}
+        if vectors["word"].shape[0] != len(candidates):
             raise ValueError(f"{path} holds vectors of another candidate list")
-        return cls(candidates, tensors["word_vectors"], tensors["definition_vectors"], config, word_map)
+        return cls(candidates, vectors["word"], vectors["definition"], config, word_map)
 
 
 def open_scorer(encode_words: Encode, encode_definitions: Encode, candidates: Candidates, config: OpenVocabConfig,
@@ -292,6 +318,21 @@ def open_scorer(encode_words: Encode, encode_definitions: Encode, candidates: Ca
     cache.parent.mkdir(parents=True, exist_ok=True)
     scorer.save(cache)
     return OpenScorer.load(cache, candidates, config, word_map)
+
+
+def stored_vectors(name: str, folders: Iterable[Path], compact: Iterable[Path] = ()) -> Path | None:
+    """The file holding the vectors of cache file `name`: `name` in the first of `folders` that has it,
+    else the first of the `compact` files saved for it (`OpenScorer.save_compact`); None without one."""
+    found = next((Path(folder) / name for folder in folders if (Path(folder) / name).is_file()), None)
+    return found or next((path for path in compact if compact_name(path) == name), None)
+
+
+def compact_name(path: Path) -> str | None:
+    """The cache file name `path` (`OpenScorer.save_compact`) stands for; None if it is no such file."""
+    if not Path(path).is_file():
+        return None
+    with safe_open(str(path), "pt") as stored:
+        return (stored.metadata() or {}).get("name")
 
 
 def reusing(parent: OpenScorer, candidates: Candidates, encode_words: Encode, encode_definitions: Encode,
@@ -331,6 +372,13 @@ def load_word_map(path: Path) -> torch.nn.Linear:
 
 def _unit(x: torch.Tensor) -> torch.Tensor:
     return torch.nn.functional.normalize(x.float(), dim=1)
+
+
+def _save_atomically(tensors: dict[str, torch.Tensor], path: Path, metadata: dict[str, str] | None = None
+                     ) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    save_file(tensors, str(tmp), metadata=metadata)
+    tmp.replace(path)
 
 
 def _int8(x: torch.Tensor) -> torch.Tensor:

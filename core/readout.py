@@ -68,8 +68,28 @@ class Lazy(Generic[T]):
 
 # ---- reference sentences ------------------------------------------------------------------------
 
+class Reference:
+    """Texts that nearest-neighbour look-ups search (semantic search, an analogy's or interpolation's
+    nearest sentences): `texts`, a `name` to show, `nearest` and `rows`. `EmbeddedTexts` holds float
+    rows embedded for it; core/reference.py's `VocabularyTexts` searches the open vocabulary's vectors."""
+    texts: list[str]
+    name: str
+
+    def nearest(self, vectors: np.ndarray, k: int) -> list[list[tuple[int, float]]]:
+        """For each vector (n, d), the k most similar rows as (index, cosine), best first."""
+        raise NotImplementedError
+
+    def rows(self, indices: list[int]) -> np.ndarray:
+        """The unit vectors (n, d) of the texts at `indices`."""
+        raise NotImplementedError
+
+    def nearest_texts(self, vectors: np.ndarray, k: int) -> list[Scored]:
+        """For each vector, the k most similar texts with their cosines."""
+        return [[(self.texts[i], score) for i, score in row] for row in self.nearest(vectors, k)]
+
+
 @dataclass
-class EmbeddedTexts:
+class EmbeddedTexts(Reference):
     """Texts with their unit-length embeddings (n, d); `labels` (e.g. part of speech) colour maps."""
     texts: list[str]
     vectors: np.ndarray
@@ -82,13 +102,11 @@ class EmbeddedTexts:
         self.labels = list(self.labels) or [""] * len(self.texts)
 
     def nearest(self, vectors: np.ndarray, k: int) -> list[list[tuple[int, float]]]:
-        """For each vector, the k most similar rows as (index, cosine), best first."""
         hits = semantic_search(np.atleast_2d(vectors), self.vectors, top_k=k)
         return [[(h["corpus_id"], h["score"]) for h in row] for row in hits]
 
-    def nearest_texts(self, vectors: np.ndarray, k: int) -> list[Scored]:
-        """For each vector, the k most similar texts with their cosines."""
-        return [[(self.texts[i], score) for i, score in row] for row in self.nearest(vectors, k)]
+    def rows(self, indices: list[int]) -> np.ndarray:
+        return self.vectors[indices]
 
 
 def dictionary_sample(size: int, seed: int = 0) -> list[Entry]:
@@ -346,7 +364,7 @@ class VectorReadout:
         """A fixed sample of REFERENCE_SIZE WordNet definitions, embedded on first use and kept."""
         return self._reference.get()
 
-    def analogy(self, a: str, b: str, c: str, reference: EmbeddedTexts | None = None, k: int = 5,
+    def analogy(self, a: str, b: str, c: str, reference: Reference | None = None, k: int = 5,
                 beam: int = 5, expression: str = "b - a + c", refine: RefineSettings | None = None,
                 correct: CorrectSettings | None = DEFAULT_CORRECTION) -> AnalogyResult:
         """Read the vector b - a + c (a : b :: c : ?), or another `expression` over a, b, c: its
@@ -356,7 +374,7 @@ class VectorReadout:
         decoded, words, nearest = self._read(vector[None], reference, k, beam, refine, correct)
         return AnalogyResult(vector, decoded[0], words[0], nearest[0], expression)
 
-    def interpolate(self, x: str, y: str, steps: int = 5, reference: EmbeddedTexts | None = None,
+    def interpolate(self, x: str, y: str, steps: int = 5, reference: Reference | None = None,
                     k: int = 5, beam: int = 5, refine: RefineSettings | None = None,
                     correct: CorrectSettings | None = DEFAULT_CORRECTION) -> list[InterpolationPoint]:
         """`steps` points from x (alpha 0) to y (alpha 1), each read like an analogy.
@@ -374,7 +392,7 @@ class VectorReadout:
         return [InterpolationPoint(v, d, w, n, float(alpha), float(cos[0]), float(cos[1]))
                 for v, d, w, n, alpha, cos in zip(vectors, decoded, words, nearest, alphas, cosines, strict=True)]
 
-    def _read(self, vectors: np.ndarray, reference: EmbeddedTexts | None, k: int, beam: int,
+    def _read(self, vectors: np.ndarray, reference: Reference | None, k: int, beam: int,
               refine: RefineSettings | None, correct: CorrectSettings | None
               ) -> tuple[list[str | None], list[Scored], list[Scored]]:
         """Decoded sentences (None without a decoder), top words and nearest texts of vectors (n, d)."""

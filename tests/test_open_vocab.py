@@ -1,6 +1,7 @@
 """Open-vocabulary reverse dictionary (core/open_vocab.py) on a tiny model and a small dictionary."""
 from __future__ import annotations
 
+import numpy as np
 import pytest
 import torch
 
@@ -381,3 +382,66 @@ def test_vectors_shipped_beside_a_checkpoint_are_read_instead_of_embedded(engine
     served.enable_open_vocabulary(dictionary=DICTIONARY, cache_dir=tmp_path / "empty-cache")
     assert served.open_vocab.candidates.words == built.open_vocab.candidates.words
     assert served.open_vocab_parent_record()["shipped"] == str((saved / SHIPPED_VECTORS).resolve())
+
+
+def test_compact_vectors_in_a_checkpoint_are_read_instead_of_embedded_when_made_for_it(engine, tmp_path,
+                                                                                        monkeypatch):
+    from core.open_vocab import COMPACT_VECTORS, compact_name
+
+    monkeypatch.setenv("DEFSENT_CACHE_DIR", str(tmp_path / "cache"))
+    saved = engine.save(tmp_path / "model")
+    built = Engine.load(saved, decoder=None, open_vocabulary=False)
+    target = built.save_compact_open_vocab(subspaces=4, dictionary=DICTIONARY)  # embeds the model's own words into the user cache first
+    assert target == saved / COMPACT_VECTORS and compact_name(target).endswith(".safetensors")
+    served = Engine.load(saved, decoder=None, open_vocabulary=False)
+    served.encoder.encode = lambda texts, **kw: pytest.fail("compact vectors are read, not embedded")
+    served.enable_open_vocabulary(dictionary=DICTIONARY, cache_dir=tmp_path / "empty-cache")
+    assert served.open_vocab_compact and not built.open_vocab_compact
+    assert served.open_vocab.candidates.words == built.open_vocab.candidates.words
+    u = torch.from_numpy(built.encode(["a frozen sweet food made of cream"]))
+    exact = built.open_vocab.scores(u, built.word_logits(u))
+    compact = served.open_vocab.scores(u, served.word_logits(u))
+    assert torch.corrcoef(torch.stack([exact[0], compact[0]]))[0, 1] > 0.9
+    assert served.open_vocab_parent_record()["compact"] == str(target.resolve())  # a fine-tune can reuse them
+
+
+def test_compact_vectors_made_for_other_candidates_are_ignored(engine, tmp_path, monkeypatch):
+    from core.open_vocab import COMPACT_VECTORS
+
+    monkeypatch.setenv("DEFSENT_CACHE_DIR", str(tmp_path / "cache"))
+    saved = engine.save(tmp_path / "model")
+    built = Engine.load(saved, decoder=None, open_vocabulary=False)
+    built.set_scoring_precision("float32")
+    built.enable_open_vocabulary(dictionary=DICTIONARY)
+    built.open_vocab.save_compact(saved / COMPACT_VECTORS, "another-model.safetensors", subspaces=4)
+    served = Engine.load(saved, decoder=None, open_vocabulary=False)
+    embedded = []
+    real_encode = served.encoder.encode
+    served.encoder.encode = lambda texts, **kw: embedded.extend(texts) or real_encode(texts, **kw)
+    served.enable_open_vocabulary(dictionary=DICTIONARY, cache_dir=tmp_path / "empty-cache")
+    assert embedded and not served.open_vocab_compact
+
+
+@pytest.mark.parametrize("precision", ["float32", "int8"])
+def test_vocabulary_texts_search_the_open_vocabularys_own_vectors_exactly(engine, precision):
+    from core.reference import VocabularyTexts
+
+    engine.set_scoring_precision(precision)
+    engine.enable_open_vocabulary(dictionary=DICTIONARY)
+    definitions = engine.vocabulary_reference("definition")
+    assert engine.vocabulary_reference("definition") is definitions  # built once for the scorer in use
+    assert "king, monarch: a man who rules a country" in definitions.texts and len(definitions.texts) == 5
+    assert definitions.name == "5 WordNet definitions"
+    u = engine.encode(["a man who rules a country", "to give up"])  # (2, d)
+    for kind, collection in (("definition", definitions), ("word", VocabularyTexts(engine.open_vocab, "word"))):
+        vectors = collection.rows(list(range(len(collection.texts))))  # (N, d) unit rows
+        assert np.allclose(np.linalg.norm(vectors, axis=1), 1, atol=1e-5)
+        exact = (u / np.linalg.norm(u, axis=1, keepdims=True)) @ vectors.T  # (2, N)
+        nearest = collection.nearest(u, 3)
+        assert [[i for i, _ in row] for row in nearest] == np.argsort(-exact, axis=1)[:, :3].tolist()
+        assert np.allclose([[c for _, c in row] for row in nearest], -np.sort(-exact, axis=1)[:, :3], atol=0.02)
+    with pytest.raises(ValueError, match="unknown collection"):
+        VocabularyTexts(engine.open_vocab, "sentences")
+    engine.reset_open_vocabulary()
+    with pytest.raises(ValueError, match="without the open vocabulary"):
+        engine.vocabulary_reference()
