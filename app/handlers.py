@@ -20,7 +20,7 @@ import numpy as np
 
 from core.engine import Engine
 from core.hardware import return_freed_memory
-from core.readout import EmbeddedTexts, InterpolationPoint, describe_borrowed
+from core.readout import EmbeddedTexts, InterpolationPoint, Reference, describe_borrowed
 from core.vec2sent.refine import CorrectSettings
 from core.word_eval import format_table
 
@@ -247,13 +247,13 @@ class Studio:
 
     def search(self, query: str, source: str, file: str | None, k: int, session: Session,
                progress: sv.Progress = sv.no_progress) -> tuple[list[list], Session]:
-        """Top-k texts of the corpus (dictionary sample or the uploaded file) for the query."""
+        """Top-k texts of `source` (one of sv.REFERENCE_CHOICES, or the uploaded file) for the query."""
         sv.check_text(query, "a query")  # before the corpus is embedded, which can take a while
         active = self._model(session)
-        if source == "uploaded file":
+        if source == sv.UPLOADED_FILE:
             corpus = self._uploaded_corpus(active, file, session, progress)
         else:
-            corpus = active.reference(progress)
+            corpus = active.reference_texts(source, progress)
         return views.scored_rows(sv.semantic_search(active.engine, query, corpus, int(k))), session
 
     def _uploaded_corpus(self, active: ActiveModel, file: str | None, session: Session,
@@ -269,13 +269,15 @@ class Studio:
         return session.corpus
 
     # ---- analogy and interpolation --------------------------------------------------------------
-    def analogy(self, a: str, b: str, c: str, expression: str, refine: bool = False, session: Session | None = None,
+    def analogy(self, a: str, b: str, c: str, expression: str, refine: bool = False,
+                reference: str = sv.LARGEST_READY, session: Session | None = None,
                 progress: sv.Progress = sv.no_progress) -> tuple[str, list[list], list[list]]:
-        """(decoded sentence or why there is none, top-word rows, nearest-sentence rows); `refine`:
-        decode with the most exact setting (MOST_EXACT: more correction rounds, core/vec2sent/refine.py)."""
+        """(decoded sentence or why there is none, top-word rows, rows of the nearest texts of
+        `reference`, one of sv.REFERENCE_CHOICES); `refine`: decode with the most exact setting
+        (MOST_EXACT: more correction rounds, core/vec2sent/refine.py)."""
         sentences = {name: sv.check_text(text, f"sentence {name}") for name, text in zip("abc", (a, b, c))}
         active = self._model(session)
-        result = active.engine.analogy(**sentences, reference=active.reference(progress), k=10,
+        result = active.engine.analogy(**sentences, reference=active.reference_texts(reference, progress), k=10,
                                        beam=DECODE_BEAM, expression=expression, **_exactness(refine))
         decoded = (f"**Decoded:** {result.decoded}" if result.decoded is not None
                    else NO_DECODER.format(fp=active.engine.fingerprint))
@@ -284,27 +286,27 @@ class Studio:
             decoded += f"\n\n{describe_borrowed(borrowed)}"
         return (decoded, [[w, round(p, 4)] for w, p in result.words], views.scored_rows(result.nearest))
 
-    def interpolation(self, a: str, b: str, steps: int, refine: bool = False, session: Session | None = None,
-                      progress: sv.Progress = sv.no_progress):
-        """(table rows per step, a 2-D map of the path among the nearest reference sentences);
-        `refine` as in `analogy`, for every step."""
+    def interpolation(self, a: str, b: str, steps: int, refine: bool = False, reference: str = sv.LARGEST_READY,
+                      session: Session | None = None, progress: sv.Progress = sv.no_progress):
+        """(table rows per step, a 2-D map of the path among the nearest texts of `reference`);
+        `refine` and `reference` as in `analogy`, for every step."""
         if not 2 <= int(steps) <= 50:
             raise ValueError("The number of steps must be between 2 and 50.")
         if refine and self.public is not None and int(steps) > self.public.refined_interpolation_steps:
             raise ValueError(REFINED_STEPS.format(steps=int(steps), limit=self.public.refined_interpolation_steps))
         x, y = sv.check_text(a, "sentence A"), sv.check_text(b, "sentence B")
         active = self._model(session)
-        reference = active.reference(progress)
+        reference = active.reference_texts(reference, progress)
         points = active.engine.interpolate(x, y, int(steps), reference=reference, k=3,
                                           beam=DECODE_BEAM, **_exactness(refine))
         rows = [[round(p.alpha, 3), p.decoded or "(no decoder)", views.word_list(p.words), round(p.cos_x, 4),
                  round(p.cos_y, 4)] for p in points]
         return rows, self._path_map(points, reference)
 
-    def _path_map(self, points: list[InterpolationPoint], reference: EmbeddedTexts):
+    def _path_map(self, points: list[InterpolationPoint], reference: Reference):
         neighbours = list(dict.fromkeys(text for p in points for text, _ in p.nearest))
         index = {text: i for i, text in enumerate(reference.texts)}
-        context = reference.vectors[[index[t] for t in neighbours]]
+        context = reference.rows([index[t] for t in neighbours])
         vectors = np.stack([p.vector for p in points])  # (steps, d)
         unit = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
         projection = self.projector.project(np.vstack([unit, context]), "UMAP", 2)

@@ -15,9 +15,10 @@ from core.cancel import uncancellable
 from core.checkpoint import (CHECKPOINTS_DIR, DEFAULT_BASE, DEFAULT_CHECKPOINT, CheckpointError, list_checkpoints,
                              read_manifest)
 from core.engine import Engine
-from core.readout import REFERENCE_SIZE, EmbeddedTexts
+from core.readout import REFERENCE_SIZE, EmbeddedTexts, Reference
 
-from .services import Progress, no_progress, reference_corpus
+from .services import (EVERY_DEFINITION, LARGEST_READY, REFERENCE_CHOICES, SAMPLE, VOCABULARY_REFERENCES, Progress,
+                       no_progress, reference_corpus)
 from .settings import model_device
 
 log = logging.getLogger(__name__)
@@ -105,6 +106,22 @@ class ActiveModel:
     def reference(self, progress: Progress = no_progress, size: int = REFERENCE_SIZE) -> EmbeddedTexts:
         """The embedded WordNet reference sentences for nearest-neighbour look-ups and search."""
         return self._once(f"reference-{size}", lambda: reference_corpus(self.engine, size, progress))
+
+    def reference_texts(self, choice: str, progress: Progress = no_progress) -> Reference:
+        """The collection of `choice` (one of REFERENCE_CHOICES): LARGEST_READY is every WordNet
+        definition once the open vocabulary is built, else the sample. ValueError for a collection of
+        the open vocabulary while it is being built or off."""
+        if choice == LARGEST_READY:
+            choice = EVERY_DEFINITION if self.engine.open_vocab is not None else SAMPLE
+        if choice == SAMPLE:
+            return self.reference(progress)
+        if choice not in VOCABULARY_REFERENCES:
+            raise ValueError(f"Unknown reference texts {choice!r}; choose one of {', '.join(REFERENCE_CHOICES)}.")
+        if self.engine.open_vocab is None:
+            raise ValueError(f"Searching {choice} needs the full vocabulary, which this model does not have yet "
+                             f"(the Reverse dictionary tab shows its progress); meanwhile choose {LARGEST_READY!r} "
+                             f"or {SAMPLE!r}.")
+        return self.engine.vocabulary_reference(VOCABULARY_REFERENCES[choice])
 
 
 Prepare = Callable[[ActiveModel, Progress], None]

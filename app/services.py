@@ -16,7 +16,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from core.dictionary import Entry, load_wordnet_lemmas
-from core.readout import PART_OF_SPEECH, REFERENCE_SIZE, EmbeddedTexts, dictionary_reference
+from core.readout import PART_OF_SPEECH, REFERENCE_SIZE, EmbeddedTexts, Reference, dictionary_reference
 
 from .settings import cache_dir, upload_dir
 
@@ -195,6 +195,16 @@ def embed_corpus(engine, texts: Sequence[str], labels: Sequence[str] | None = No
     return EmbeddedTexts(texts, vectors, list(labels or []), name)
 
 
+# What nearest-neighbour look-ups search (`ActiveModel.reference_texts`): the first resolves to the largest
+# collection that is ready (the open vocabulary's definitions once it is built, else the sample).
+LARGEST_READY = "largest ready"
+EVERY_DEFINITION, EVERY_WORD = "every WordNet definition (117k)", "every WordNet word and phrase (147k)"
+SAMPLE = f"{REFERENCE_SIZE:,} WordNet definitions"
+VOCABULARY_REFERENCES = {EVERY_DEFINITION: "definition", EVERY_WORD: "word"}  # core/reference.py's kinds
+REFERENCE_CHOICES = (LARGEST_READY, EVERY_DEFINITION, EVERY_WORD, SAMPLE)
+UPLOADED_FILE = "uploaded file"
+
+
 def reference_corpus(engine, size: int = REFERENCE_SIZE, progress: Progress = no_progress) -> EmbeddedTexts:
     """A fixed sample of WordNet definitions ("word: definition"), embedded; cached on disk per model."""
     return dictionary_reference(engine, size, cache_dir("embeddings"), _encoding_progress(progress))
@@ -204,7 +214,7 @@ def _encoding_progress(progress: Progress) -> Callable[[int, int], None]:
     return lambda done, total: progress(done / total, desc=f"encoding {done}/{total}")
 
 
-def semantic_search(engine, query: str, corpus: EmbeddedTexts, k: int) -> list[tuple[str, float]]:
+def semantic_search(engine, query: str, corpus: Reference, k: int) -> list[tuple[str, float]]:
     """The k corpus texts most similar to the query, with cosines."""
     vector = engine.encode([check_text(query, "a query")], normalize=True)
     return [(corpus.texts[i], score) for i, score in corpus.nearest(vector, int(k))[0]]

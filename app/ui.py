@@ -19,6 +19,7 @@ from .evaluation import GET_DATA, QUICK_STS, STS_DATASETS, TRANSFER_SIZES, TRANS
 from .handlers import COLOUR_BY, MAP_SOURCES, MOST_EXACT, PUBLIC_EVALUATE, Session, Studio
 from .models import ModelUnavailable
 from .projection import METHODS
+from . import services as sv
 from .services import POS_CODES
 from .settings import QUEUE_SIZE
 from .work import RUNNING, run_owned
@@ -43,6 +44,8 @@ EXACT_ROUNDS = MOST_EXACT["correct"].rounds
 REFINE_LABEL = (f"Refine: correct {EXACT_ROUNDS} times instead of once, each time decoding again from the vector "
                 "moved along what the last sentence missed (reconstructs more sentences exactly; about 2 seconds "
                 "per sentence)")
+REFERENCE_INFO = (f"{sv.LARGEST_READY!r}: every WordNet definition once the full vocabulary is ready, until then "
+                  f"the {sv.SAMPLE}")
 UPLOAD_LIFETIME = (600, 3600)  # gradio delete_cache: (every N seconds, files older than M seconds)
 EXAMPLES = ["a person who is in charge", "a large grey animal with a trunk", "a building where people live",
             "to move quickly on foot", "feeling or showing pleasure", "a place where books are kept"]
@@ -286,13 +289,19 @@ def _similarity_tab(studio: Studio, session: gr.State) -> None:
         query = gr.Textbox(label="Query", value="a musical instrument with strings", scale=3)
         k = gr.Slider(1, 50, value=10, step=1, label="Top k", scale=1)
     with gr.Row():
-        source = gr.Radio(["dictionary definitions", "uploaded file"], value="dictionary definitions",
-                          label="Corpus (a fixed sample of 2,000 WordNet definitions, or your file)")
+        source = gr.Dropdown([*sv.REFERENCE_CHOICES, sv.UPLOADED_FILE], value=sv.LARGEST_READY, label="Search in",
+                             info=REFERENCE_INFO)
         file = gr.File(label="Text file, one sentence per line", file_types=[".txt"])
     search_button = gr.Button("Search")
     hits = gr.Dataframe(headers=["rank", "cosine", "text"], label="Results", wrap=True, elem_id="sim-hits")
     wire([search_button.click, query.submit], handler(studio.search), [query, source, file, k, session],
          [hits, session], api_name="search", **HEAVY)
+
+
+def reference_choice() -> gr.Dropdown:
+    """Where an analogy's or interpolation's nearest sentences come from."""
+    return gr.Dropdown(list(sv.REFERENCE_CHOICES), value=sv.LARGEST_READY, label="Nearest sentences from",
+                       info=REFERENCE_INFO)
 
 
 def _analogy_tab(studio: Studio, session: gr.State) -> None:
@@ -303,7 +312,9 @@ def _analogy_tab(studio: Studio, session: gr.State) -> None:
         b = gr.Textbox(label="b", value=first.b, elem_id="an-b")
         c = gr.Textbox(label="c", value=first.c, elem_id="an-c")
         expression = gr.Textbox(label="Expression", value="b - a + c")
-    analogy_refine = gr.Checkbox(value=False, label=REFINE_LABEL)
+    with gr.Row():
+        analogy_refine = gr.Checkbox(value=False, label=REFINE_LABEL)
+        analogy_reference = reference_choice()
     analogy_button = gr.Button("Compute", variant="primary")
     decoded = gr.Markdown()
     with gr.Row():
@@ -311,7 +322,8 @@ def _analogy_tab(studio: Studio, session: gr.State) -> None:
         # Widths in % of the table: without them the sentence column grows past the table's right edge.
         nearest = gr.Dataframe(headers=["rank", "cosine", "reference sentence"], label="Nearest reference sentences",
                                wrap=True, column_widths=["12%", "16%", "72%"], scale=2, elem_id="an-nearest")
-    wire([analogy_button.click], handler(studio.analogy), [a, b, c, expression, analogy_refine, session],
+    wire([analogy_button.click], handler(studio.analogy),
+         [a, b, c, expression, analogy_refine, analogy_reference, session],
          [decoded, words, nearest], api_name="analogy", **DECODE)
     gr.Examples([[e.a, e.b, e.c] for e in ANALOGY_EXAMPLES], [a, b, c], label="Examples (click one, then Compute)")
 
@@ -320,13 +332,15 @@ def _analogy_tab(studio: Studio, session: gr.State) -> None:
         start = gr.Textbox(label="From", value="The weather is cold and wet.")
         end = gr.Textbox(label="To", value="I love sunny summer days.")
         steps = gr.Slider(2, 21, value=6, step=1, label="Steps")
-    path_refine = gr.Checkbox(value=False, label=REFINE_LABEL)
+    with gr.Row():
+        path_refine = gr.Checkbox(value=False, label=REFINE_LABEL)
+        path_reference = reference_choice()
     path_button = gr.Button("Interpolate")
     table = gr.Dataframe(headers=["alpha", "decoded", "top words", "cos to From", "cos to To"], wrap=True,
                          column_widths=["10%", "38%", "28%", "12%", "12%"], elem_id="an-path")
     path = gr.Plot()
-    wire([path_button.click], handler(studio.interpolation), [start, end, steps, path_refine, session], [table, path],
-         api_name="interpolate", **DECODE)
+    wire([path_button.click], handler(studio.interpolation), [start, end, steps, path_refine, path_reference, session],
+         [table, path], api_name="interpolate", **DECODE)
 
 
 def _map_tab(demo: gr.Blocks, studio: Studio, session: gr.State) -> None:

@@ -46,12 +46,12 @@ HEATMAP_LINES = "\n".join(f"Sentence number {i} is about {topic}." for i, topic 
                           enumerate(["cats", "stocks", "rain", "music", "bread"] * 10))  # 50 lines, the bound
 # Every slow endpoint's costly form, one pool after another (decode, heavy, evaluate).
 SLOW = [Call("refined analogy", "/analogy", ("The man is walking.", "The woman is walking.",
-                                             "The king rules the city.", "b - a + c", True)),
+                                             "The king rules the city.", "b - a + c", True, "largest ready")),
         Call("map of 5,000 words", "/draw_map", ("vocabulary words", 5000, "", None, "PCA", "2-D",
                                                  "part of speech")),
         Call("evaluation", "/evaluate_words", (1000, True)),
         Call("refined interpolation", "/interpolate", ("The weather is cold and wet.", "I love sunny summer days.",
-                                                       6, True)),
+                                                       6, True, "largest ready")),
         Call("heatmap of 50 sentences", "/heatmap", (HEATMAP_LINES,)),
         Call("smoke evaluation", "/evaluate_smoke", (True,))]
 

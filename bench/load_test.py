@@ -113,7 +113,7 @@ def similarity(rng: random.Random) -> Call:
 
 
 def analogy(rng: random.Random) -> Call:
-    return Call("analogy (decode)", "/analogy", (*rng.sample(SENTENCES, 3), "b - a + c", False))
+    return Call("analogy (decode)", "/analogy", (*rng.sample(SENTENCES, 3), "b - a + c", False, "largest ready"))
 
 
 def small_map(rng: random.Random) -> Call:
@@ -519,7 +519,8 @@ def hostile_calls() -> list[Call]:
         Call("hostile", "/reverse_dictionary", (long_text + "x" * 500, 50, "any", 0, 0, "", "*" * 200, True, True)),
         Call("hostile", "/similarity", (long_text, long_text[::-1])),
         Call("hostile", "/heatmap", (many_long,)),
-        Call("hostile", "/analogy", (long_text, long_text[::-1], long_text[:500], "(b - a + c) * 2 - a / 3", True)),
+        Call("hostile", "/analogy", (long_text, long_text[::-1], long_text[:500], "(b - a + c) * 2 - a / 3", True,
+                                     "largest ready")),
         Call("hostile", "/draw_map", ("my sentences", 5000, many_lines, None, "UMAP", "3-D", "cluster")),
         Call("hostile", "/draw_map", ("dictionary definitions", 5000, "", None, "UMAP", "3-D", "cluster")),
         Call("hostile", "/candidates_map", (long_text, 15, "UMAP")),

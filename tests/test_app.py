@@ -134,7 +134,7 @@ def test_similarity_and_heatmap(studio):
 
 
 def test_search_dictionary_and_uploaded_file(studio, tmp_path):
-    rows, _ = studio.search("an animal that barks", "dictionary definitions", None, 3, Session())
+    rows, _ = studio.search("an animal that barks", sv.SAMPLE, None, 3, Session())
     assert len(rows) == 3 and rows[0][0] == 1 and rows[0][1] >= rows[1][1]
     corpus = tmp_path / "corpus.txt"
     corpus.write_text("a dog barks\nthe king rules\nbread is food\n", encoding="utf-8")
@@ -146,6 +146,32 @@ def test_search_dictionary_and_uploaded_file(studio, tmp_path):
     assert session.corpus is cached  # embedded once per file and model
     with pytest.raises(ValueError, match="Upload a text file"):
         studio.search("x", "uploaded file", None, 2, Session())
+
+
+def test_search_analogy_and_interpolation_search_the_chosen_collection(tiny_mlm_dir, tmp_path):
+    from core.dictionary import Entry
+
+    engine = Engine.from_base(str(tiny_mlm_dir))
+    studio = Studio(Models.from_engine(engine, ModelSpec("tiny", base=str(tiny_mlm_dir)), tmp_path), Projector(),
+                    JobManager())
+    rows, _ = studio.search("an animal that barks", sv.LARGEST_READY, None, 3, Session())
+    assert len(rows) == 3 and all(":" in text for *_, text in rows)  # no open vocabulary yet: the sample
+    with pytest.raises(ValueError, match="needs the full vocabulary"):
+        studio.search("an animal", sv.EVERY_WORD, None, 3, Session())
+    engine.enable_open_vocabulary(dictionary=[
+        Entry("dog", "a domestic animal that barks", "n"), Entry("king", "a man who rules a country", "n"),
+        Entry("monarch", "a man who rules a country", "n"), Entry("ice cream", "a frozen sweet food", "n")])
+    rows, _ = studio.search("an animal that barks", sv.LARGEST_READY, None, 5, Session())
+    assert sorted(text for *_, text in rows) == ["dog: a domestic animal that barks", "ice cream: a frozen sweet food",
+                                                "king, monarch: a man who rules a country"]
+    rows, _ = studio.search("an animal that barks", sv.EVERY_WORD, None, 5, Session())
+    assert sorted(text for *_, text in rows) == ["dog", "ice cream", "king", "monarch"]
+    _, _, nearest = studio.analogy("a king", "a queen", "a boy", "b - a + c", reference=sv.EVERY_WORD)
+    assert {row[2] for row in nearest} == {"dog", "ice cream", "king", "monarch"}
+    rows, figure = studio.interpolation("a dog", "a king", 3, reference=sv.EVERY_DEFINITION)
+    assert len(rows) == 3 and len(figure.data) >= 2  # the path among the definitions' own vectors
+    with pytest.raises(ValueError, match="Unknown reference texts"):
+        studio.search("x", "everything", None, 3, Session())
 
 
 def test_reference_corpus_is_cached_on_disk(engine):

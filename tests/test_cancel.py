@@ -164,7 +164,7 @@ def live_app(tiny_mlm_dir, tmp_path):
         demo.close()
 
 
-ANALOGY = ["a dog", "a cat", "a king", "b - a + c", True]
+ANALOGY = ["a dog", "a cat", "a king", "b - a + c", True, "largest ready"]
 
 
 def running_total(client) -> int:

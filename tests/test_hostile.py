@@ -380,7 +380,7 @@ NO_WORDS = {"emoji": "😀🐶🔥" * 10, "control characters": "\x00\x01\x07\x1
 def test_very_long_query_text_is_refused_before_anything_is_embedded(studio, call, monkeypatch):
     calls = {"reverse": (studio.reverse_dictionary, LONG),
              "similarity": (studio.pair_similarity, LONG, "a dog"),
-             "search": (studio.search, LONG, "dictionary definitions", None, 5, Session()),
+             "search": (studio.search, LONG, sv.LARGEST_READY, None, 5, Session()),
              "analogy": (studio.analogy, "a dog", LONG, "a cat", "b - a + c"),
              "interpolation": (studio.interpolation, "a dog", LONG, 5),
              "candidates": (studio.candidates_map, LONG, 5, "PCA")}

@@ -137,7 +137,8 @@ def test_a_blocked_map_and_decoding_leave_the_reverse_dictionary_free(tiny_mlm_d
         client = Client(demo.local_url, verbose=False, download_files=False, httpx_kwargs={"timeout": 300})
         drawing = ["my sentences", 500, "a dog\na cat\na king", None, "PCA", "2-D", "part of speech"]
         maps = [client.submit(*drawing, api_name="/draw_map") for _ in range(2)]
-        decodings = [client.submit("a dog", "a cat", "a king", "b - a + c", False, api_name="/analogy")
+        decodings = [client.submit("a dog", "a cat", "a king", "b - a + c", False, "largest ready",
+                                   api_name="/analogy")
                      for _ in range(2)]
         deadline = time.perf_counter() + 300
         while running["map"] < 1 or running["decode"] < 1:
