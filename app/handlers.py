@@ -304,11 +304,11 @@ class Studio:
         return rows, self._path_map(points, reference)
 
     def _path_map(self, points: list[InterpolationPoint], reference: Reference):
-        neighbours = list(dict.fromkeys(text for p in points for text, _ in p.nearest))
-        index = {text: i for i, text in enumerate(reference.texts)}
-        context = reference.rows([index[t] for t in neighbours])
         vectors = np.stack([p.vector for p in points])  # (steps, d)
         unit = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+        k = max(len(p.nearest) for p in points)  # the rows of the texts each point shows, searched again by index
+        rows = list(dict.fromkeys(i for hits in reference.nearest(unit, k) for i, _ in hits))
+        neighbours, context = [reference.texts[i] for i in rows], reference.rows(rows)
         projection = self.projector.project(np.vstack([unit, context]), "UMAP", 2)
         n = len(points)
         return views.path_figure(projection.coords[:n], [f"α={p.alpha:.2f}" for p in points],

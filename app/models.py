@@ -14,11 +14,12 @@ from typing import Callable
 from core.cancel import uncancellable
 from core.checkpoint import (CHECKPOINTS_DIR, DEFAULT_BASE, DEFAULT_CHECKPOINT, CheckpointError, list_checkpoints,
                              read_manifest)
+from core.corpus_index import INDEX, CorpusIndex, index_folder
 from core.engine import Engine
 from core.readout import REFERENCE_SIZE, EmbeddedTexts, Reference
 
-from .services import (EVERY_DEFINITION, LARGEST_READY, REFERENCE_CHOICES, SAMPLE, VOCABULARY_REFERENCES, Progress,
-                       no_progress, reference_corpus)
+from .services import (CORPUS_NAME, CORPUS_SENTENCES, EVERY_DEFINITION, LARGEST_READY, REFERENCE_CHOICES, SAMPLE,
+                       VOCABULARY_REFERENCES, Progress, no_progress, reference_corpus)
 from .settings import model_device
 
 log = logging.getLogger(__name__)
@@ -107,14 +108,30 @@ class ActiveModel:
         """The embedded WordNet reference sentences for nearest-neighbour look-ups and search."""
         return self._once(f"reference-{size}", lambda: reference_corpus(self.engine, size, progress))
 
+    def corpus_folder(self) -> Path:
+        """Where `python -m core corpus-index` puts this model's index of the modern corpus."""
+        return index_folder(self.engine.fingerprint, CORPUS_NAME)
+
+    def corpus_index(self) -> CorpusIndex:
+        """This model's index of the modern corpus, loaded once; ValueError saying how to build it."""
+        if not self.corpus_folder().joinpath(INDEX).is_file():
+            shipped = self.spec.path is not None and Path(self.spec.path).resolve() == DEFAULT_CHECKPOINT.resolve()
+            model = "" if shipped else f" --model {self.spec.path or self.spec.base}"
+            raise ValueError(f"No corpus index for this model yet: build it with `python -m core corpus-index{model}` "
+                             f"(resumable; see docs/results.md for its time), then choose it again.")
+        return self._once("corpus-index", lambda: CorpusIndex(self.corpus_folder()))
+
     def reference_texts(self, choice: str, progress: Progress = no_progress) -> Reference:
-        """The collection of `choice` (one of REFERENCE_CHOICES): LARGEST_READY is every WordNet
-        definition once the open vocabulary is built, else the sample. ValueError for a collection of
-        the open vocabulary while it is being built or off."""
+        """The collection of `choice` (one of REFERENCE_CHOICES): LARGEST_READY is the corpus's index
+        when it was built for this model, else every WordNet definition once the open vocabulary is
+        built, else the sample. ValueError for a collection that is not ready."""
         if choice == LARGEST_READY:
-            choice = EVERY_DEFINITION if self.engine.open_vocab is not None else SAMPLE
+            choice = (CORPUS_SENTENCES if self.corpus_folder().joinpath(INDEX).is_file()
+                      else EVERY_DEFINITION if self.engine.open_vocab is not None else SAMPLE)
         if choice == SAMPLE:
             return self.reference(progress)
+        if choice == CORPUS_SENTENCES:
+            return self.corpus_index()
         if choice not in VOCABULARY_REFERENCES:
             raise ValueError(f"Unknown reference texts {choice!r}; choose one of {', '.join(REFERENCE_CHOICES)}.")
         if self.engine.open_vocab is None:

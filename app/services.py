@@ -196,12 +196,15 @@ def embed_corpus(engine, texts: Sequence[str], labels: Sequence[str] | None = No
 
 
 # What nearest-neighbour look-ups search (`ActiveModel.reference_texts`): the first resolves to the largest
-# collection that is ready (the open vocabulary's definitions once it is built, else the sample).
+# collection that is ready (the corpus's index once `python -m core corpus-index` built it for the model,
+# else the open vocabulary's definitions once they are built, else the sample).
 LARGEST_READY = "largest ready"
+CORPUS_SENTENCES = "modern corpus sentences (1M, when indexed)"
+CORPUS_NAME = "modern"  # the collection `python -m core corpus-index` builds by default
 EVERY_DEFINITION, EVERY_WORD = "every WordNet definition (117k)", "every WordNet word and phrase (147k)"
 SAMPLE = f"{REFERENCE_SIZE:,} WordNet definitions"
 VOCABULARY_REFERENCES = {EVERY_DEFINITION: "definition", EVERY_WORD: "word"}  # core/reference.py's kinds
-REFERENCE_CHOICES = (LARGEST_READY, EVERY_DEFINITION, EVERY_WORD, SAMPLE)
+REFERENCE_CHOICES = (LARGEST_READY, CORPUS_SENTENCES, EVERY_DEFINITION, EVERY_WORD, SAMPLE)
 UPLOADED_FILE = "uploaded file"
 
 

@@ -638,6 +638,62 @@ def dictionary(argv: Sequence[str]) -> int:
     return 0
 
 
+@command("corpus-index")
+def corpus_index(argv: Sequence[str]) -> int:
+    """Embed a sentence file and index it for nearest-neighbour search: the app's corpus sentences.
+
+    python -m core corpus-index                                  # the modern corpus (vec2sent-corpus --modern)
+    python -m core corpus-index --corpus FILE --name mine --limit 100000
+
+    One sentence per line. Resumable: a rerun after a kill embeds only the chunks still missing.
+    The app finds the index of its model in the user cache (core/corpus_index.py, docs/results.md)."""
+    from .corpus_index import MAX_ROWS, build_corpus_index, index_folder, read_sentences
+
+    parser = parser_for("corpus-index", corpus_index)
+    parser.add_argument("--corpus", type=Path, default=MODERN_CORPUS_DIR / "train.txt", help="one sentence a line")
+    parser.add_argument("--name", default="modern", help="the collection's name (letters, digits, '-')")
+    parser.add_argument("--limit", type=int, default=0, help=f"the first N sentences (0: all, at most {MAX_ROWS:,})")
+    parser.add_argument("--model", default=None, help="checkpoint directory (default: the shipped one)")
+    parser.add_argument("--out", type=Path, default=None, help="folder (default: the user cache, per model)")
+    parser.add_argument("--batch-size", type=int, default=128)
+    _threads_flag(parser)
+    _device_flag(parser)
+    args = parser.parse_args(argv)
+    device = device_from_flag(parser, args.device)
+    set_threads(args.threads)
+    from .checkpoint import CheckpointError
+    from .engine import Engine
+    try:
+        sentences = read_sentences(args.corpus, args.limit)
+        engine = Engine.load(args.model, decoder=None, open_vocabulary=False, device=device)
+        folder = args.out or index_folder(engine.fingerprint, args.name)
+        index = build_corpus_index(lambda texts: engine.encode(texts, batch_size=args.batch_size, normalize=True),
+                                   engine.fingerprint, sentences, folder, _stage_progress(), args.name)
+    except (CheckpointError, ValueError, OSError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    print(f"{index.name} in {folder} ({index.manifest['seconds']:.0f} s)")
+    return 0
+
+
+def _stage_progress(every: float = 30.0) -> Callable[[str, int, int], None]:
+    """A (stage, done, total) callback printing each stage's progress, rate and time left every `every` s."""
+    import time
+    started: dict[str, tuple[float, int]] = {}
+    last = [0.0]
+
+    def report(stage: str, done: int, total: int) -> None:
+        begun, first = started.setdefault(stage, (time.monotonic(), done))
+        now = time.monotonic()
+        if now - last[0] < every and done < total:
+            return
+        last[0] = now
+        rate = (done - first) / max(now - begun, 1e-9)
+        left = f", {(total - done) / rate / 60:.1f} min left" if rate > 0 and done < total else ""
+        print(f"  {stage}: {done:,}/{total:,} ({rate:,.0f}/s{left})", flush=True)
+    return report
+
+
 def _by_pos(entries) -> str:
     from collections import Counter
     return ", ".join(f"{pos or '?'} {count}" for pos, count in sorted(Counter(e.pos for e in entries).items()))
