@@ -49,13 +49,16 @@ def build_corpus_index(encode: Callable[[list[str]], np.ndarray], fingerprint: s
                 "texts_sha1": hashlib.sha1("\n".join(texts).encode()).hexdigest(), "name": name or folder.name}
     _begin(folder, manifest, texts)
     started, chunks = time.monotonic(), math.ceil(len(texts) / CHUNK_ROWS)
-    for c in range(chunks):
-        path = _chunk_path(folder, c)
-        if not path.exists():
-            rows = encode(texts[c * CHUNK_ROWS:(c + 1) * CHUNK_ROWS])  # (m, d)
-            save_npy_atomically(path, _int8_rows(rows))
+    missing = [c for c in range(chunks) if not _chunk_path(folder, c).exists()]
+    done = len(texts) - sum(len(texts[c * CHUNK_ROWS:(c + 1) * CHUNK_ROWS]) for c in missing)  # by an earlier run
+    if progress:
+        progress("embedding", done, len(texts))
+    for c in missing:
+        rows = encode(texts[c * CHUNK_ROWS:(c + 1) * CHUNK_ROWS])  # (m, d)
+        save_npy_atomically(_chunk_path(folder, c), _int8_rows(rows))
+        done += len(rows)
         if progress:
-            progress("embedding", min((c + 1) * CHUNK_ROWS, len(texts)), len(texts))
+            progress("embedding", done, len(texts))
     _write_index(folder, chunks, progress)
     manifest.update(seconds=round(time.monotonic() - started, 1))
     _write_json(folder / MANIFEST, manifest)

@@ -58,8 +58,11 @@ def test_a_killed_build_resumes_from_its_saved_chunks(tmp_path):
     with pytest.raises(FileNotFoundError, match="no finished corpus index"):
         CorpusIndex(folder)
     resumed: list[int] = []
-    build_corpus_index(fake_encoder(resumed), "model-a", SENTENCES, folder)
+    reports: list[tuple[str, int, int]] = []
+    build_corpus_index(fake_encoder(resumed), "model-a", SENTENCES, folder, lambda *report: reports.append(report))
     assert resumed == [100] * 4  # only the four missing chunks
+    embedding = [done for stage, done, _ in reports if stage == "embedding"]
+    assert embedding == [200, 300, 400, 500, 600] and reports[-1] == ("indexing", 600, 600)
     with pytest.raises(ValueError, match="another model or other sentences"):
         build_corpus_index(fake_encoder(), "model-b", SENTENCES, folder)
 
