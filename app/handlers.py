@@ -10,6 +10,7 @@ import functools
 import hashlib
 import json
 import logging
+import os
 import threading
 import time
 import uuid
@@ -31,7 +32,7 @@ from .export import download_files
 from .finetune import (UPLOADS, FinetuneJob, FinetuneResult, FinetuneSettings, Upload, comparison_rows,
                        discard_staged, expected_staged_bytes, model_layers, remove_leftovers, save_finetuned,
                        stage_summary, training_threads, validate_upload)
-from .jobs import DONE, QUEUED, RUNNING, Job, JobManager, JobQueueFull
+from .jobs import BACKGROUND_NICENESS, DONE, QUEUED, RUNNING, Job, JobManager, JobQueueFull
 from .models import ActiveModel, Models, ModelSpec, checkpoint_specs
 from .projection import Projector
 from .public import (YOURS, PublicLimits, is_visitors_model, make_room, model_cache_dir, models_bytes,
@@ -630,8 +631,10 @@ def prepare_model(active: ActiveModel, progress: sv.Progress = sv.no_progress, o
     progress(0.85, desc="loading the decoder and the untrained twin")
     _ = active.engine.decoder  # found and loaded now rather than by the first analogy
     _ = active.untrained()
-    # then its own vectors, in the background; not for a visitor's model, which may go with its session first
-    if active.engine.open_vocab_reused and not is_visitors_model(active.spec.path):
+    # then its own exact vectors, in the background, where it answers with its parent's or with the shipped
+    # compact ones; not for a visitor's model, which may go with its session first
+    approximate = active.engine.open_vocab_reused or active.engine.open_vocab_compact
+    if approximate and not is_visitors_model(active.spec.path):
         threading.Thread(target=embed_own_vectors, args=(active,), name="own-vectors", daemon=True).start()
 
 
@@ -643,11 +646,14 @@ _OWN_VECTORS = threading.Lock()  # one background re-embedding at a time: each t
 
 
 def embed_own_vectors(active: ActiveModel) -> None:
-    """In the background: embed a fine-tuned model's whole open vocabulary with the model itself and
-    answer with it once done (its activation reused its parent's vectors: docs/results.md)."""
+    """In the background, at a lower priority than requests: embed a model's whole open vocabulary with
+    the model itself and answer with it once done. Its vectors until then were approximate: its
+    parent's (a fine-tune's activation) or the checkpoint's compact ones (a fresh clone): docs/results.md."""
+    if hasattr(os, "setpriority"):  # this thread only (Linux): torch runs its work here with one thread
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), BACKGROUND_NICENESS)
     with _OWN_VECTORS:
         try:
-            active.engine.enable_open_vocabulary(cache_dir=open_vocab_cache(active))
+            active.engine.enable_open_vocabulary(cache_dir=open_vocab_cache(active), compact=False)
         except Exception:  # the reused vectors keep answering
             log.exception("embedding the open vocabulary of %s again failed", active.spec.name)
 

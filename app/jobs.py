@@ -28,9 +28,10 @@ MAX_RUNNING_ENV, MAX_WAITING_ENV = "DEFSENT_MAX_TRAINING_JOBS", "DEFSENT_MAX_QUE
 REASON_CHARS = 300
 POLL_SECONDS = 0.1
 EXIT_SECONDS = 5.0
-# A job's process runs at this lower priority, so the server's requests take a core first when they
-# need one and training may use every core meanwhile (docs/limits.md).
-CHILD_NICENESS = 10
+# Background work (a job's process, a model's background embedding) runs at this lower priority, so the
+# server's requests take a core first when they need one and training may use every core meanwhile
+# (docs/limits.md).
+BACKGROUND_NICENESS = 10
 
 
 class JobCancelled(Exception):
@@ -214,7 +215,7 @@ class ChildReporter:
 
 def run_in_process(job: Job, target: Callable[..., Any], *args: Any, threads: int = 1) -> Any:
     """Run `target(reporter, *args)` in a spawned child process with `threads` torch threads, at
-    CHILD_NICENESS, forward its progress to `job`, and return its (picklable) result.
+    BACKGROUND_NICENESS, forward its progress to `job`, and return its (picklable) result.
 
     Raises JobFailed with a short reason when the target raises or the process dies (killed by a
     signal, out of memory, a nonzero exit), and JobCancelled when the job is cancelled (the process
@@ -286,7 +287,7 @@ def _child_main(connection, threads: int, target: Callable[..., Any], args: tupl
     """The child process: run the target and send ("done", result) or ("failed", reason)."""
     import torch
     if hasattr(os, "nice"):
-        os.nice(CHILD_NICENESS)
+        os.nice(BACKGROUND_NICENESS)
     torch.set_num_threads(threads)
     try:
         outcome = ("done", target(ChildReporter(connection), *args))

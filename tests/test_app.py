@@ -759,3 +759,29 @@ def test_an_activated_fine_tune_answers_with_its_parents_vectors_then_its_own(ti
             thread.join(timeout=60)
     assert not active.engine.open_vocab_reused  # then its own, embedded in the background
     assert "zib zab" in active.engine.open_vocab.candidates.words
+
+
+def test_a_fresh_clone_answers_with_the_compact_vectors_then_embeds_exact_ones(tiny_mlm_dir, tmp_path, monkeypatch):
+    import threading
+
+    import app.handlers
+    import core.engine
+    from app.handlers import prepare_model
+    from app.models import ActiveModel
+
+    monkeypatch.setattr(core.engine, "load_wordnet_lemmas", lambda: [Entry(w, d) for w, d in DEFINITIONS.items()])
+    monkeypatch.setenv("DEFSENT_CACHE_DIR", str(tmp_path / "build-cache"))
+    path = Engine.from_base(str(tiny_mlm_dir)).save(tmp_path / "checkpoints" / "shipped")
+    Engine.load(path, open_vocabulary=False, decoder=None).save_compact_open_vocab(subspaces=4)  # as shipped
+    monkeypatch.setenv("DEFSENT_CACHE_DIR", str(tmp_path / "fresh-cache"))  # another machine: nothing cached
+    active = ActiveModel(ModelSpec("shipped", path), Engine.load(path, open_vocabulary=False, decoder=None))
+    gate, real_embedding = threading.Event(), app.handlers.embed_own_vectors
+    monkeypatch.setattr(app.handlers, "embed_own_vectors", lambda model: gate.wait(60) and real_embedding(model))
+    prepare_model(active)
+    assert active.engine.open_vocab_compact
+    assert len(active.engine.open_vocab.candidates.words) == len(DEFINITIONS)  # every word, at once
+    gate.set()
+    for thread in threading.enumerate():
+        if thread.name == "own-vectors":
+            thread.join(timeout=60)
+    assert not active.engine.open_vocab_compact  # then its own exact vectors, embedded in the background

@@ -23,7 +23,7 @@ import pytest
 from app.finetune import (STAGED_MODEL, TRAINING_THREADS_ENV, FinetuneResult, remove_leftovers, save_finetuned,
                           staged_folder, staging_dir, training_threads)
 from app.handlers import Session, Studio
-from app.jobs import (CANCELLED, CHILD_NICENESS, DONE, FAILED, RUNNING, Job, JobManager, JobQueueFull, death_reason,
+from app.jobs import (CANCELLED, BACKGROUND_NICENESS, DONE, FAILED, RUNNING, Job, JobManager, JobQueueFull, death_reason,
                       run_in_process, short_reason, usable_cores)
 from app.models import Models, ModelSpec
 from app.projection import Projector
@@ -323,7 +323,7 @@ def report_niceness(reporter) -> int:
 
 def test_a_job_process_runs_at_a_lower_priority_than_the_server():
     job = Job("nice", "test", lambda j: None)
-    assert run_in_process(job, report_niceness) == min(os.nice(0) + CHILD_NICENESS, 19)
+    assert run_in_process(job, report_niceness) == min(os.nice(0) + BACKGROUND_NICENESS, 19)
 
 
 def test_fine_tunes_use_every_core_privately_and_one_thread_in_public_mode(monkeypatch):
