@@ -577,7 +577,8 @@ def evaluate_reverse(argv: Sequence[str]) -> int:
         parser.error(f"--weights: {err}")
     if not args.single_token_words:
         engine.set_scoring_precision("float32")  # the leak-free indexes drop definitions from float32 vectors
-        engine.enable_open_vocabulary(cache_dir=user_cache_dir("open-vocab"), progress=progress("candidates", print))
+        engine.enable_open_vocabulary(cache_dir=user_cache_dir("open-vocab"), progress=progress("candidates", print),
+                                      compact=False)  # the exact vectors, as the app answers once they are in
     gcide = None if args.single_token_words or missing_gcide(args.gcide) else read_gcide_dictd(args.gcide)
     sets = reverse_query_sets(engine, gcide)
     unknown = sorted(set(args.sets or ()) - set(sets))

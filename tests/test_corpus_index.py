@@ -35,7 +35,7 @@ def test_the_index_finds_what_exact_search_finds_and_reads_texts_and_rows_back(t
     found = [{i for i, _ in row} for row in index.nearest(queries.astype(np.float32), 5)]
     truth = [{i for i, _ in row} for row in exact.nearest(queries, 5)]
     recall = np.mean([len(f & t) / 5 for f, t in zip(found, truth)])
-    assert recall >= 0.9  # 600 rows in few lists, 32 searched: nearly exhaustive
+    assert recall >= 0.9  # 600 rows, 128 candidates a search: nearly exhaustive
     assert index.nearest(queries[:1], 1)[0][0][0] == 0 and index.texts[0] == SENTENCES[0]
     assert len(index.texts) == 600 and index.texts[598:] == SENTENCES[598:] and index.name == "600 test sentences"
     np.testing.assert_allclose(index.rows([3, 450]), exact.vectors[[3, 450]], atol=0.02)
