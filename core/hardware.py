@@ -78,8 +78,13 @@ class RowwiseInt8Product:
         return torch.cat(rows) if rows else x.new_zeros(0, self.columns)
 
     def columns_of(self, indices):
-        """matrix_t[:, indices].T (n, H) as the int8 weights hold it (float32)."""
-        return self.linear.weight().dequantize()[indices]
+        """matrix_t[:, indices].T (n, H) as the int8 weights hold it (float32): the rows' integers and
+        scales only (dequantizing the whole matrix took 0.35 s for 117k rows, this 0.04 s)."""
+        weight = self.linear.weight()  # (N, H), one scale and zero point per row
+        integers = weight.int_repr()[indices].float()  # (n, H)
+        scales = weight.q_per_channel_scales()[indices].float()[:, None]
+        zero_points = weight.q_per_channel_zero_points()[indices].float()[:, None]
+        return (integers - zero_points) * scales
 
 
 @contextmanager
