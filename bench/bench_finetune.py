@@ -123,6 +123,7 @@ def activation(out: Path, test) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from app.jobs import usable_cores
     from core.checkpoint import DEFAULT_CHECKPOINT
     from core.open_vocab_fit import GCIDE_DICTD, missing_gcide, read_gcide_dictd
     from core.paths import CACHE_DIR
@@ -131,7 +132,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--model", type=Path, default=DEFAULT_CHECKPOINT)
     parser.add_argument("--gcide", type=Path, default=GCIDE_DICTD)
     parser.add_argument("--objectives", nargs="+", default=["own"], choices=["head", "own"])
-    parser.add_argument("--threads", type=int, default=1, help="torch threads (the app's training default: 1)")
+    parser.add_argument("--threads", type=int, default=usable_cores(),
+                        help="torch threads (default: every usable core, as a private server's fine-tunes train)")
     parser.add_argument("--activation", action="store_true",
                         help="then activate the last 'own' model as the app does, reusing the cached vectors of the "
                              "model it started from, and once more embedding everything, and compare the two")

@@ -77,3 +77,17 @@ def test_device_check_without_a_gpu_says_so_and_exits_0(monkeypatch, capsys):
     assert "no GPU on this machine" in capsys.readouterr().out
     assert device_check.main(["--device", "cuda"]) == 2  # a GPU asked for by name: an error
     assert "not available on this machine; it has: cpu" in capsys.readouterr().out
+
+
+def test_bench_corpus_index_measures_recall_against_the_truth():
+    import faiss
+
+    bench = bench_module("bench_corpus_index")
+    rows = np.random.default_rng(0).standard_normal((300, 8)).astype(np.float32)
+    exact = faiss.IndexFlatIP(8)
+    exact.add(rows)
+    truth = exact.search(rows[:20], bench.K)[1]
+    recall, ms = bench.measure(exact, rows[:20], truth)
+    assert recall == 1.0 and ms > 0
+    shuffled = truth[::-1].copy()  # every query judged against another's neighbours
+    assert bench.measure(exact, rows[:20], shuffled)[0] < 0.5
