@@ -56,8 +56,8 @@ BASE_WARNING_SHORT = "untrained, word predictions are noise"
 BASE_WARNING = ("**Warning:** this is the untrained base: its word head was never trained, so its word predictions are "
                 "noise (reverse dictionary, top words). It is here to compare with; similarity still works.")
 OPEN_VOCABULARY_PENDING = ("Answers come from the 21.7k words the word head knows until the full vocabulary "
-                           "(147k WordNet words and phrases) is ready: a few minutes after the model loads, "
-                           "once per model (then cached).")
+                           "(147k WordNet words and phrases) is ready: seconds after the model loads when its "
+                           "checkpoint ships compact vectors, else a few minutes once per model (then cached).")
 # Public mode's messages (the limits they name are app.public.PublicLimits).
 SLOT_BUSY = ("The training slot is busy: another visitor's fine-tune is running, and this public server trains "
              "{slots} at a time. Try again when it has finished (a few minutes).")
