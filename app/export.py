@@ -12,7 +12,10 @@ import tempfile
 import time
 from pathlib import Path
 
+import numpy as np
+
 from core.engine import Engine
+from core.projector import ProjectorPoints, write_projector
 
 from .settings import download_dir, folder_bytes
 
@@ -122,6 +125,26 @@ def download_files(engine: Engine, checkpoint: Path, root: Path | None = None,
                              "was kept. Try again later.") from err
         raise
     return zips
+
+
+def projector_download(vectors: np.ndarray, columns: dict[str, list[str]], root: Path | None = None,
+                       keep_seconds: float = DOWNLOAD_LIFETIME, max_bytes: int = MAX_DOWNLOAD_BYTES) -> Path:
+    """Points (vectors (n, d) and metadata `columns`) as the Embedding Projector's vectors.tsv and
+    metadata.tsv, zipped in a fresh download folder under `root`, as `download_files` makes room."""
+    root = Path(root or download_dir())
+    root.mkdir(parents=True, exist_ok=True)
+    remove_old_downloads(root, keep_seconds)
+    make_room(root, 2 * (12 * vectors.size + sum(len(v) + 1 for column in columns.values() for v in column)), max_bytes)
+    work = Path(tempfile.mkdtemp(prefix=DOWNLOAD_PREFIX, dir=root))
+    try:
+        folder = work / "defsent-map"
+        write_projector(folder, ProjectorPoints(vectors, columns))
+        archive = zip_folder(folder, work)
+        shutil.rmtree(folder)  # only its zip is offered
+        return archive
+    except BaseException:
+        shutil.rmtree(work, ignore_errors=True)
+        raise
 
 
 def _downloads(root: Path) -> list[Path]:

@@ -28,7 +28,7 @@ from core.word_eval import format_table
 from . import services as sv
 from . import views
 from .evaluation import senteval_markdown, smoke_markdown, sts_markdown, word_prediction_rows
-from .export import download_files
+from .export import download_files, projector_download
 from .finetune import (UPLOADS, FinetuneJob, FinetuneResult, FinetuneSettings, Upload, comparison_rows,
                        discard_staged, expected_staged_bytes, model_layers, remove_leftovers, save_finetuned,
                        stage_summary, training_threads, validate_upload)
@@ -344,7 +344,10 @@ class Studio:
             lines = sv.text_lines(sentences, sv.MAX_CORPUS_LINES)
             return sv.embed_corpus(active.engine, lines, name=f"{len(lines)} sentences", progress=progress)
         if source == "uploaded file":
-            return self._uploaded_corpus(active, file, session, progress)
+            files = [file] if isinstance(file, str) else list(file or [])
+            if any(str(f).lower().endswith(".tsv") for f in files):  # the Embedding Projector's files
+                return sv.projector_corpus(files)
+            return self._uploaded_corpus(active, files[0] if files else None, session, progress)
         raise ValueError(f"Unknown point set {source!r}.")
 
     def search_map(self, query: str, k: int, session: Session):
@@ -352,13 +355,30 @@ class Studio:
         if session.map is None:
             raise ValueError("Draw a map first.")
         m, query = session.map, sv.check_text(query, "a search text")
-        vector = self._model(session).engine.encode([query], normalize=True)
-        hits = m.corpus.nearest(vector, int(k))[0]
         matches = [i for i, t in enumerate(m.corpus.texts) if query.lower() in t.lower()]
+        vector = self._model(session).engine.encode([query], normalize=True)
+        neighbours_of = "nearest neighbours by cosine in the original space:"
+        if vector.shape[1] != m.corpus.vectors.shape[1]:  # imported vectors of another model: the query's match
+            if not matches:
+                raise ValueError(f"No point's label contains {query!r}, and these {m.corpus.vectors.shape[1]}-d "
+                                 f"vectors come from another model, so the query cannot be placed among them.")
+            vector = m.corpus.vectors[matches[:1]]
+            neighbours_of = f"nearest neighbours of {m.corpus.texts[matches[0]]!r} by cosine in the original space:"
+        hits = m.corpus.nearest(vector, int(k))[0]
         highlight = list(dict.fromkeys(matches + [i for i, _ in hits]))
         fig = views.scatter_figure(m.coords, m.corpus.texts, m.groups, m.title, highlight)
-        note = f"{len(matches)} point(s) contain {query!r}; nearest neighbours by cosine in the original space:"
+        note = f"{len(matches)} point(s) contain {query!r}; {neighbours_of}"
         return fig, note, views.scored_rows([(m.corpus.texts[i], s) for i, s in hits])
+
+    def export_map(self, session: Session) -> str:
+        """The last map drawn as the Embedding Projector's files, zipped: vectors.tsv (the points'
+        vectors) and metadata.tsv (text, colour group and map coordinates)."""
+        if session.map is None:
+            raise ValueError("Draw a map first.")
+        m = session.map
+        columns = {"text": list(m.corpus.texts), "group": list(m.groups),
+                   **{axis: [f"{x:.5g}" for x in m.coords[:, j]] for j, axis in enumerate("xyz"[:m.coords.shape[1]])}}
+        return str(projector_download(m.corpus.vectors, columns))
 
     def candidates_map(self, text: str, k: int, method: str, session: Session | None = None,
                        progress: sv.Progress = sv.no_progress):

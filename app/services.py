@@ -16,6 +16,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from core.dictionary import Entry, load_wordnet_lemmas
+from core.projector import read_projector
 from core.readout import PART_OF_SPEECH, REFERENCE_SIZE, EmbeddedTexts, Reference, dictionary_reference
 
 from .settings import cache_dir, upload_dir
@@ -206,6 +207,22 @@ SAMPLE = f"{REFERENCE_SIZE:,} WordNet definitions"
 VOCABULARY_REFERENCES = {EVERY_DEFINITION: "definition", EVERY_WORD: "word"}  # core/reference.py's kinds
 REFERENCE_CHOICES = (LARGEST_READY, CORPUS_SENTENCES, EVERY_DEFINITION, EVERY_WORD, SAMPLE)
 UPLOADED_FILE = "uploaded file"
+
+
+def projector_corpus(files: list[str]) -> EmbeddedTexts:
+    """Points of the Embedding Projector's files (core/projector.py): one vectors.tsv and, if it has
+    one, its metadata.tsv (the file whose name holds "meta"), at most MAX_CORPUS_LINES points. Labels
+    are the first metadata column; the second, if any, colours the map."""
+    tsv = [Path(f) for f in files if str(f).lower().endswith(".tsv")]
+    metadata = [path for path in tsv if "meta" in path.name.lower()]
+    vectors = [path for path in tsv if path not in metadata]
+    if len(vectors) != 1 or len(metadata) > 1:
+        raise ValueError("Upload the Projector's vectors.tsv, and its metadata.tsv if it has one (the file whose "
+                         "name holds 'meta').")
+    points = read_projector(vectors[0], metadata[0] if metadata else None, MAX_CORPUS_LINES)
+    unit = points.vectors / np.linalg.norm(points.vectors, axis=1, keepdims=True).clip(min=1e-12)  # (n, d)
+    colour = list(points.columns.values())[1] if len(points.columns) > 1 else []
+    return EmbeddedTexts(points.labels, unit, colour, f"{len(unit):,} points of {vectors[0].name}")
 
 
 def reference_corpus(engine, size: int = REFERENCE_SIZE, progress: Progress = no_progress) -> EmbeddedTexts:

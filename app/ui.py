@@ -353,7 +353,8 @@ def _map_tab(demo: gr.Blocks, studio: Studio, session: gr.State) -> None:
         colour = gr.Radio(list(COLOUR_BY), value=COLOUR_BY[0], label="Colour by")
     with gr.Row():
         sentences = gr.Textbox(label="My sentences (one per line)", lines=3)
-        file = gr.File(label="Or a text file", file_types=[".txt"])
+        file = gr.File(label="Or a text file, or the Embedding Projector's vectors.tsv (+ metadata.tsv)",
+                       file_types=[".txt", ".tsv"], file_count="multiple")
     draw = gr.Button("Draw map", variant="primary", elem_id="map-draw")
     status = gr.Markdown(elem_id="map-status")
     plot = gr.Plot(elem_id="map-plot")
@@ -368,6 +369,10 @@ def _map_tab(demo: gr.Blocks, studio: Studio, session: gr.State) -> None:
          [plot, status, session], api_name="draw_map", **HEAVY)
     wire([search_button.click, search.submit], handler(studio.search_map), [search, k, session],
          [plot, note, neighbours], api_name="search_map", **QUICK)
+    with gr.Row():
+        export = gr.Button("Download this map as Projector files (vectors.tsv, metadata.tsv)", scale=1)
+        exported = gr.File(label="Projector files", scale=2)
+    wire([export.click], handler(studio.export_map), [session], [exported], api_name="export_map", **QUICK)
 
     gr.Markdown("### A description, its candidate words and their definitions on one map")
     with gr.Row():

@@ -5,8 +5,8 @@
 DIR is a folder `python -m core corpus-index` built (its int8 chunks are the vectors searched). The
 queries are sentences the corpus does not hold (the held-out documents), embedded by the same model.
 For each candidate index: build seconds (`--build-threads`), bytes, recall@10 against exact inner-product
-search over the same rows, and milliseconds a query one at a time (the app's case), with `--threads` threads. Then the memory a
-process adds by loading the built index as the app does (`core.corpus_index.CorpusIndex`).
+search over the same rows, and milliseconds a query one at a time (the app's case), with `--threads` threads.
+Then the memory a process adds by loading the built index as the app does (`core.corpus_index.CorpusIndex`).
 """
 from __future__ import annotations
 
@@ -69,7 +69,8 @@ def main(argv: list[str] | None = None) -> int:
     loaded = CorpusIndex(folder)
     loaded.nearest(q[:1], K)
     added = rss_mb() - before
-    summary = {"rows": len(rows), "queries": len(q), "threads": args.threads, "corpus_index_seconds": manifest.get("seconds"),
+    summary = {"rows": len(rows), "queries": len(q), "threads": args.threads,
+               "corpus_index_seconds": manifest.get("seconds"),
                "app_index": loaded.index.__class__.__name__, "app_added_rss_MB": round(added), "results": results}
     print(json.dumps({k: v for k, v in summary.items() if k != "results"}))
     if args.out:

@@ -254,6 +254,40 @@ def test_map_of_an_uploaded_file_reuses_its_embeddings(studio, tmp_path):
     assert session.map.corpus is embedded and status.startswith("12 points, PCA")
 
 
+def test_a_map_goes_out_as_projector_files_and_projector_files_come_in(studio, tmp_path, monkeypatch):
+    import zipfile
+
+    from core.projector import read_projector
+
+    monkeypatch.setenv("DEFSENT_CACHE_DIR", str(tmp_path / "cache"))
+    _, _, session = studio.draw_map("my sentences", 0, "a dog\na cat\nthe king\nwine", None, "PCA", "2-D",
+                                    "cluster", Session())
+    with pytest.raises(ValueError, match="Draw a map first"):
+        studio.export_map(Session())
+    with zipfile.ZipFile(studio.export_map(session)) as archive:
+        archive.extractall(tmp_path / "out")
+    folder = tmp_path / "out" / "defsent-map"
+    exported = read_projector(folder / "vectors.tsv", folder / "metadata.tsv")
+    np.testing.assert_allclose(exported.vectors, session.map.corpus.vectors, atol=1e-5)
+    assert exported.columns["text"] == ["a dog", "a cat", "the king", "wine"] and set(exported.columns) == set("xy") | {
+        "text", "group"}
+    files = [str(folder / "vectors.tsv"), str(folder / "metadata.tsv")]
+    _, status, again = studio.draw_map("uploaded file", 0, "", files, "PCA", "2-D", "part of speech", Session())
+    assert status.startswith("4 points") and again.map.corpus.texts == ["a dog", "a cat", "the king", "wine"]
+    _, _, rows = studio.search_map("king", 2, again)  # this model's width: the query is embedded among them
+    assert rows[0][2] == "the king"
+    foreign = tmp_path / "vectors.tsv"  # another model's 3-d vectors, without metadata
+    foreign.write_text("1\t0\t0\n0.9\t0.1\t0\n0\t0\t1\n", encoding="utf-8")
+    _, _, other = studio.draw_map("uploaded file", 0, "", [str(foreign)], "PCA", "2-D", "part of speech", Session())
+    _, note, rows = studio.search_map("point 1", 2, other)  # placed by its match: the label's own vector
+    assert "nearest neighbours of 'point 1'" in note and [r[2] for r in rows] == ["point 1", "point 2"]
+    with pytest.raises(ValueError, match="another model"):
+        studio.search_map("a dog", 2, other)
+    foreign.write_text("1\t0\n0\tnan\n", encoding="utf-8")
+    with pytest.raises(ValueError, match="vectors.tsv line 2: NaN"):
+        studio.draw_map("uploaded file", 0, "", [str(foreign)], "PCA", "2-D", "cluster", Session())
+
+
 def test_map_errors(studio):
     with pytest.raises(ValueError, match="Draw a map first"):
         studio.search_map("dog", 3, Session())

@@ -1,0 +1,106 @@
+"""The TensorFlow Embedding Projector's files: vectors.tsv and metadata.tsv (issue 39, item 4).
+
+vectors.tsv holds one point a line, its numbers separated by tabs. metadata.tsv holds one line a point
+too: a single column without a header, or several columns under a header line (the Projector's rule).
+`read_projector` checks everything before returning, so bad files load nothing; `write_projector` writes
+points in the same form, for the Projector and other tools.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+MAX_POINTS = 200_000  # the Projector itself loads 100k points
+MAX_WIDTH = 4_096
+MAX_FILE_BYTES = 300_000_000
+VECTORS, METADATA = "vectors.tsv", "metadata.tsv"
+
+
+@dataclass
+class ProjectorPoints:
+    """Points read from (or to write as) Projector files: vectors (n, d) and metadata columns of n values."""
+    vectors: np.ndarray
+    columns: dict[str, list[str]]
+
+    @property
+    def labels(self) -> list[str]:
+        """Each point's label: its first metadata column, else "point i"."""
+        first = next(iter(self.columns.values()), None)
+        return list(first) if first is not None else [f"point {i + 1}" for i in range(len(self.vectors))]
+
+
+def read_projector(vectors: Path, metadata: Path | None = None, max_points: int = MAX_POINTS) -> ProjectorPoints:
+    """Read vectors.tsv (and metadata.tsv); ValueError naming the file and line of the first problem:
+    a file over MAX_FILE_BYTES, more than `max_points` points, a row of another width or over MAX_WIDTH, a
+    value that is not a finite number, metadata rows that do not match the vectors in number."""
+    rows = [_vector_row(line, number, vectors.name) for number, line in enumerate(_lines(vectors), 1)]
+    if not rows:
+        raise ValueError(f"{vectors.name} holds no vectors")
+    if len(rows) > max_points:
+        raise ValueError(f"{vectors.name} holds {len(rows):,} points; at most {max_points:,} can be loaded")
+    width = len(rows[0])
+    for number, row in enumerate(rows, 1):
+        if len(row) != width:
+            raise ValueError(f"{vectors.name} line {number}: {len(row)} numbers, where line 1 has {width}")
+    columns = _metadata(metadata, len(rows)) if metadata is not None else {}
+    return ProjectorPoints(np.array(rows, dtype=np.float32), columns)
+
+
+def write_projector(folder: Path, points: ProjectorPoints) -> tuple[Path, Path]:
+    """Write `folder`/vectors.tsv and `folder`/metadata.tsv (a header line, one line a point); returns them."""
+    folder.mkdir(parents=True, exist_ok=True)
+    vectors, metadata = folder / VECTORS, folder / METADATA
+    with open(vectors, "w", encoding="utf-8") as f:
+        f.writelines("\t".join(f"{x:.6g}" for x in row) + "\n" for row in points.vectors)
+    names = list(points.columns) or ["label"]
+    values = list(points.columns.values()) or [points.labels]
+    with open(metadata, "w", encoding="utf-8") as f:
+        f.write("\t".join(names) + "\n")
+        f.writelines("\t".join(_cell(column[i]) for column in values) + "\n" for i in range(len(points.vectors)))
+    return vectors, metadata
+
+
+def _lines(path: Path) -> list[str]:
+    size = path.stat().st_size
+    if size > MAX_FILE_BYTES:
+        raise ValueError(f"{path.name} is {size / 1e6:.0f} MB; at most {MAX_FILE_BYTES / 1e6:.0f} MB can be loaded")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as err:
+        raise ValueError(f"{path.name} is not UTF-8 text (byte {err.start})") from None
+    lines = text.split("\n")
+    return lines[:-1] if lines[-1] == "" else lines  # an empty line inside is an empty label, or a bad vector
+
+
+def _vector_row(line: str, number: int, name: str) -> list[float]:
+    cells = line.rstrip("\r").split("\t")
+    if len(cells) > MAX_WIDTH:
+        raise ValueError(f"{name} line {number}: {len(cells)} numbers; vectors of at most {MAX_WIDTH} can be loaded")
+    try:
+        row = [float(cell) for cell in cells]
+    except ValueError:
+        raise ValueError(f"{name} line {number}: not a row of numbers separated by tabs") from None
+    if not all(math.isfinite(x) for x in row):
+        raise ValueError(f"{name} line {number}: NaN or infinite value")
+    return row
+
+
+def _metadata(path: Path, points: int) -> dict[str, list[str]]:
+    rows = [line.rstrip("\r").split("\t") for line in _lines(path)]
+    header = rows[0] if rows and len(rows[0]) > 1 else None  # the Projector: a header only with several columns
+    body = rows[1:] if header else rows
+    if len(body) != points:
+        raise ValueError(f"{path.name} has {len(body):,} rows{' under its header' if header else ''} "
+                         f"for {points:,} vectors")
+    names = header or ["label"]
+    for number, row in enumerate(body, 2 if header else 1):
+        if len(row) != len(names):
+            raise ValueError(f"{path.name} line {number}: {len(row)} columns, where the header has {len(names)}")
+    return {name: [row[j] for row in body] for j, name in enumerate(names)}
+
+
+def _cell(value: str) -> str:
+    return " ".join(str(value).split())  # no tab or newline inside a cell
