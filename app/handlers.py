@@ -11,6 +11,7 @@ import hashlib
 import json
 import logging
 import os
+import sys
 import threading
 import time
 import uuid
@@ -669,8 +670,11 @@ def embed_own_vectors(active: ActiveModel) -> None:
     """In the background, at a lower priority than requests: embed a model's whole open vocabulary with
     the model itself and answer with it once done. Its vectors until then were approximate: its
     parent's (a fine-tune's activation) or the checkpoint's compact ones (a fresh clone): docs/results.md."""
-    if hasattr(os, "setpriority"):  # this thread only (Linux): torch runs its work here with one thread
-        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), BACKGROUND_NICENESS)
+    if sys.platform.startswith("linux"):  # this thread only, on Linux (torch's work runs here at --threads 1)
+        try:
+            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), BACKGROUND_NICENESS)
+        except OSError:  # not allowed here: the embedding still runs, at the server's priority
+            log.warning("could not lower the priority of the background embedding")
     with _OWN_VECTORS:
         try:
             active.engine.enable_open_vocabulary(cache_dir=open_vocab_cache(active), compact=False)

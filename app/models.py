@@ -19,7 +19,7 @@ from core.engine import Engine
 from core.readout import REFERENCE_SIZE, EmbeddedTexts, Reference
 
 from .services import (CORPUS_NAME, CORPUS_SENTENCES, EVERY_DEFINITION, LARGEST_READY, REFERENCE_CHOICES, SAMPLE,
-                       VOCABULARY_REFERENCES, Progress, no_progress, reference_corpus)
+                       UPLOADED_FILE, VOCABULARY_REFERENCES, Progress, no_progress, reference_corpus)
 from .settings import model_device
 
 log = logging.getLogger(__name__)
@@ -119,21 +119,25 @@ class ActiveModel:
             model = "" if shipped else f" --model {self.spec.path or self.spec.base}"
             raise ValueError(f"No corpus index for this model yet: build it with `python -m core corpus-index{model}` "
                              f"(resumable; see docs/results.md for its time), then choose it again.")
-        return self._once("corpus-index", lambda: CorpusIndex(self.corpus_folder()))
+        index = self.corpus_folder() / INDEX
+        # keyed by the index file's identity: an index built again while the app runs is loaded again
+        return self._once(f"corpus-index-{index.stat().st_mtime_ns}", lambda: CorpusIndex(self.corpus_folder()))
 
     def reference_texts(self, choice: str, progress: Progress = no_progress) -> Reference:
         """The collection of `choice` (one of REFERENCE_CHOICES): LARGEST_READY is the corpus's index
         when it was built for this model, else every WordNet definition once the open vocabulary is
         built, else the sample. ValueError for a collection that is not ready."""
-        if choice == LARGEST_READY:
+        if choice == LARGEST_READY:  # the definitions once their vectors are exact, not the compact ones
+            exact = self.engine.open_vocab is not None and not self.engine.open_vocab_compact
             choice = (CORPUS_SENTENCES if self.corpus_folder().joinpath(INDEX).is_file()
-                      else EVERY_DEFINITION if self.engine.open_vocab is not None else SAMPLE)
+                      else EVERY_DEFINITION if exact else SAMPLE)
         if choice == SAMPLE:
             return self.reference(progress)
         if choice == CORPUS_SENTENCES:
             return self.corpus_index()
         if choice not in VOCABULARY_REFERENCES:
-            raise ValueError(f"Unknown reference texts {choice!r}; choose one of {', '.join(REFERENCE_CHOICES)}.")
+            raise ValueError(f"Unknown reference texts {choice!r}; choose one of {', '.join(REFERENCE_CHOICES)}"
+                             f" (or {UPLOADED_FILE!r} where offered).")
         if self.engine.open_vocab is None:
             raise ValueError(f"Searching {choice} needs the full vocabulary, which this model does not have yet "
                              f"(the Reverse dictionary tab shows its progress); meanwhile choose {LARGEST_READY!r} "

@@ -200,7 +200,7 @@ def embed_corpus(engine, texts: Sequence[str], labels: Sequence[str] | None = No
 # collection that is ready (the corpus's index once `python -m core corpus-index` built it for the model,
 # else the open vocabulary's definitions once they are built, else the sample).
 LARGEST_READY = "largest ready"
-CORPUS_SENTENCES = "modern corpus sentences (1M, when indexed)"
+CORPUS_SENTENCES = "modern corpus sentences (when indexed)"
 CORPUS_NAME = "modern"  # the collection `python -m core corpus-index` builds by default
 EVERY_DEFINITION, EVERY_WORD = "every WordNet definition (117k)", "every WordNet word and phrase (147k)"
 SAMPLE = f"{REFERENCE_SIZE:,} WordNet definitions"

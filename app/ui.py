@@ -44,8 +44,8 @@ EXACT_ROUNDS = MOST_EXACT["correct"].rounds
 REFINE_LABEL = (f"Refine: correct {EXACT_ROUNDS} times instead of once, each time decoding again from the vector "
                 "moved along what the last sentence missed (reconstructs more sentences exactly; about 2 seconds "
                 "per sentence)")
-REFERENCE_INFO = (f"{sv.LARGEST_READY!r}: every WordNet definition once the full vocabulary is ready, until then "
-                  f"the {sv.SAMPLE}")
+REFERENCE_INFO = (f"{sv.LARGEST_READY!r}: the modern corpus's million sentences where this server indexed them, "
+                  f"else every WordNet definition once the full vocabulary is ready, until then the {sv.SAMPLE}")
 UPLOAD_LIFETIME = (600, 3600)  # gradio delete_cache: (every N seconds, files older than M seconds)
 EXAMPLES = ["a person who is in charge", "a large grey animal with a trunk", "a building where people live",
             "to move quickly on foot", "feeling or showing pleasure", "a place where books are kept"]

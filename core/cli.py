@@ -647,7 +647,8 @@ def corpus_index(argv: Sequence[str]) -> int:
     python -m core corpus-index --corpus FILE --name mine --limit 100000
 
     One sentence per line. Resumable: a rerun after a kill embeds only the chunks still missing.
-    The app finds the index of its model in the user cache (core/corpus_index.py, docs/results.md)."""
+    The app offers the index named "modern" (the default) of its model from the user cache as its
+    corpus sentences (core/corpus_index.py, docs/results.md)."""
     from .corpus_index import MAX_ROWS, build_corpus_index, index_folder, read_sentences
 
     parser = parser_for("corpus-index", corpus_index)

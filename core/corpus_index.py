@@ -4,12 +4,13 @@ reference collection for semantic search and an analogy's or interpolation's nea
     python -m core corpus-index --corpus data/cache/corpus-modern/train.txt          # into the user cache
     python -m core corpus-index --corpus FILE --limit 200000 --out DIR
 
-One folder per model and collection, built in two steps that both survive a kill:
+One folder per model and collection, built in two steps; a kill loses at most the chunk or index being made:
 1. the sentences are embedded in chunks of CHUNK_ROWS, each saved (int8 unit rows, atomically) as soon as
    it is done, so a rerun embeds only the chunks still missing;
 2. a FAISS index is filled from the chunks: an HNSW graph over 8-bit scalar-quantized rows, inner product
    on unit rows (= cosine), chosen by measurement against exact search, IVF-SQ8 and IVF-PQ (EF_SEARCH;
-   docs/results.md, "Reference collections"). It is written last, so a folder with an index is complete.
+   docs/results.md, "Reference collections"), made again whole by a rerun. It is written last, so a folder
+   with an index is complete.
 The texts stay on disk (texts.txt and a memory-mapped array of line offsets); a row's vector is read back
 from its chunk. `CorpusIndex` is a `core.readout.Reference`.
 """
@@ -109,6 +110,7 @@ class DiskTexts(Sequence[str]):
     def __getitem__(self, i):
         if isinstance(i, slice):
             return [self[j] for j in range(*i.indices(len(self)))]
+        i = range(len(self))[i]  # negative indices count from the end; IndexError past it
         start, end = int(self.offsets[i]), int(self.offsets[i + 1])
         with open(self.path, "rb") as f:
             f.seek(start)
@@ -143,12 +145,14 @@ def read_sentences(path: Path, limit: int = 0) -> list[str]:
 def _begin(folder: Path, manifest: dict, texts: list[str]) -> None:
     """Write the texts and manifest of a new folder, or check that an existing one was begun alike."""
     path = folder / MANIFEST
+    for partial in folder.glob("*.partial-*"):  # left by a killed run: its chunk or index is made again
+        partial.unlink()
     if path.exists():
         begun = json.loads(path.read_text())
-        same = {key: begun.get(key) for key in ("model", "rows", "chunk_rows", "texts_sha1")}
-        if same != {key: manifest[key] for key in same}:
-            raise ValueError(f"{folder} was begun for another model or other sentences; choose another --out "
-                             f"or delete it")
+        differs = [key for key in ("model", "rows", "chunk_rows", "texts_sha1") if begun.get(key) != manifest[key]]
+        if differs:
+            raise ValueError(f"{folder} was begun with another {', '.join(differs)} (another model, --limit or "
+                             f"corpus); choose another --name or --out, or delete the folder")
         return
     encoded = [(t + "\n").encode() for t in texts]
     offsets = np.zeros(len(encoded) + 1, dtype=np.int64)

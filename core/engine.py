@@ -35,7 +35,7 @@ from .dictionary import Entry, load_wordnet_lemmas, read_entries, write_entries
 from .lora import dense_delta, factored_delta, is_low_rank, stored_factors
 from .open_vocab import (COMPACT_SUBSPACES, COMPACT_VECTORS, DEFAULT_OPEN_VOCAB, OPEN_VOCAB_MAP, Candidates,
                          OpenScorer, OpenVocabConfig, load_word_map, open_scorer, save_word_map, stored_vectors)
-from .readout import VectorReadout
+from .readout import REFERENCE_SIZE, VectorReadout
 from .reference import VocabularyTexts
 from .vocabulary import WordFilter, WordVocabulary
 from .word_head import WordHead, WordHeadConfig
@@ -244,8 +244,8 @@ class Engine(VectorReadout):
 
     def save_word_scoring(self, path: str | Path, metrics: dict | None = None) -> Path:
         """Replace the word vectors and hubness correction of the checkpoint at `path` (this
-        engine's) by this engine's, atomically, leaving its encoder and head files byte for byte as
-        they are; `metrics` are added to the manifest's."""
+        engine's) by this engine's, atomically, leaving its encoder and head files (and compact
+        open-vocabulary vectors) byte for byte as they are; `metrics` are added to the manifest's."""
         path = Path(path)
         manifest = read_manifest(path)
         if manifest["base"]["fingerprint"] != self.base_fingerprint:
@@ -256,6 +256,8 @@ class Engine(VectorReadout):
         with atomic_directory(path) as tmp:
             for name in (ENCODER_DELTA, HEAD_WEIGHTS, HEAD_CONFIG):
                 shutil.copy2(path / name, tmp / name)
+            if (path / COMPACT_VECTORS).is_file():  # kept: read only while still made for these candidates
+                shutil.copy2(path / COMPACT_VECTORS, tmp / COMPACT_VECTORS)
             self._write_word_scoring(tmp, manifest)
             write_json(tmp / MANIFEST, manifest)
         self.manifest = manifest
@@ -551,11 +553,13 @@ class Engine(VectorReadout):
         scorer = self.open_vocab
         if scorer is None:
             raise ValueError("This model answers without the open vocabulary, so its definitions and words "
-                             "cannot be searched; use the 2,000-definition sample or your own texts.")
-        cached = self._vocabulary_references.get(kind)
-        if cached is None or cached.scorer is not scorer:  # built for the scorer in use, once
-            cached = self._vocabulary_references[kind] = VocabularyTexts(scorer, kind)
-        return cached
+                             f"cannot be searched; use the {REFERENCE_SIZE:,}-definition sample or your own texts.")
+        references = self._vocabulary_references
+        if any(built.scorer is not scorer for built in references.values()):  # a new scorer: the old ones go
+            references.clear()
+        if kind not in references:
+            references[kind] = VocabularyTexts(scorer, kind)
+        return references[kind]
 
     def _open_vocabulary_now(self) -> None:
         """`enable_open_vocabulary` once, for `Engine.load`'s first word query, with a progress bar."""
@@ -578,6 +582,7 @@ class Engine(VectorReadout):
         self.open_vocab, self.open_vocab_tower, self.open_vocab_map = None, None, None
         self.open_vocab_config = DEFAULT_OPEN_VOCAB
         self.open_vocabulary_on_first_use = False
+        self._vocabulary_references.clear()
 
     def open_vocab_candidates(self, extra: Iterable[Entry] | None = None,
                               dictionary: Iterable[Entry] | None = None) -> Candidates:

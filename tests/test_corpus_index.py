@@ -63,7 +63,7 @@ def test_a_killed_build_resumes_from_its_saved_chunks(tmp_path):
     assert resumed == [100] * 4  # only the four missing chunks
     embedding = [done for stage, done, _ in reports if stage == "embedding"]
     assert embedding == [200, 300, 400, 500, 600] and reports[-1] == ("indexing", 600, 600)
-    with pytest.raises(ValueError, match="another model or other sentences"):
+    with pytest.raises(ValueError, match="begun with another model "):
         build_corpus_index(fake_encoder(), "model-b", SENTENCES, folder)
 
 
@@ -105,3 +105,17 @@ def test_the_command_builds_an_index_the_app_then_searches(tiny_mlm_dir, tmp_pat
     rows, _ = studio.search(SENTENCES[7], sv.LARGEST_READY, None, 3, Session())  # the largest ready: the corpus
     assert {text for *_, text in rows} <= set(SENTENCES[:150]) and rows[0][1] > 0.95  # near-twins: any of them
     assert main(["corpus-index", "--corpus", str(tmp_path / "missing.txt"), "--model", str(tiny_mlm_dir)]) == 2
+
+
+def test_leftovers_of_a_killed_run_are_cleared_and_texts_index_like_a_list(tmp_path):
+    folder = tmp_path / "idx"
+    folder.mkdir()
+    (folder / "index.faiss.partial-123").write_bytes(b"half an index")
+    (folder / "vectors-00000.partial-123.npy").write_bytes(b"half a chunk")
+    index = build_corpus_index(fake_encoder(), "model-a", SENTENCES, folder)
+    assert not list(folder.glob("*.partial-*"))
+    assert index.texts[-1] == SENTENCES[-1] and index.texts[-600] == SENTENCES[0]
+    with pytest.raises(IndexError):
+        index.texts[600]
+    with pytest.raises(ValueError, match="another rows, texts_sha1"):
+        build_corpus_index(fake_encoder(), "model-a", SENTENCES[:300], folder)
