@@ -15,6 +15,7 @@ import sys
 import threading
 import time
 import uuid
+from typing import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -24,6 +25,7 @@ from core.engine import Engine
 from core.hardware import return_freed_memory
 from core.readout import EmbeddedTexts, InterpolationPoint, Reference, describe_borrowed
 from core.vec2sent.refine import CorrectSettings
+from core.vocabulary_map import place
 from core.word_eval import format_table
 
 from . import services as sv
@@ -42,7 +44,10 @@ from .settings import folder_bytes
 
 log = logging.getLogger(__name__)
 
-MAP_SOURCES = ("dictionary definitions", "vocabulary words", "my sentences", "uploaded file")
+EVERY_WORD_MAP = "every word (laid out once per model)"
+MAX_HIGHLIGHTS = 200  # points ringed because their text contains the search (on the map of every word: many)
+MAP_SOURCES = ("dictionary definitions", "vocabulary words", "my sentences", "uploaded file", EVERY_WORD_MAP)
+MAX_EXPORT_POINTS = 20_000  # Projector files of a map: its vectors as text, about 3.5 kB a 384-d point
 COLOUR_BY = ("part of speech", "cluster")
 # The beam of the app's decodings, which also correct once as the API does: on the first 200 held-out
 # sentences a beam of 20 corrected once reconstructs 23.5 % exactly (BLEU 34.0, 534 ms) against 18.8 %
@@ -77,11 +82,13 @@ NO_DECODER = ("No Vec2Sent decoder is available for the active encoder (none in 
 
 @dataclass
 class MapData:
-    """The last map a user drew: its points (embedded) and their coordinates."""
-    corpus: EmbeddedTexts
+    """The last map a user drew: its points and their coordinates; `place` puts new vectors (n, d) on a
+    fixed layout (the map of every word), None where the layout was computed for these points alone."""
+    corpus: Reference
     coords: np.ndarray
     groups: list[str]
     title: str
+    place: Callable[[np.ndarray], np.ndarray] | None = None
 
 
 @dataclass
@@ -324,6 +331,8 @@ class Studio:
                  colour: str, session: Session, progress: sv.Progress = sv.no_progress):
         """(figure, a status line, the session with this map kept for searching)."""
         active = self._model(session)
+        if source == EVERY_WORD_MAP:
+            return self._vocabulary_map(active, session)
         corpus = self._map_corpus(active, source, int(size), sentences, file, session, progress)
         progress(0.9, desc=f"projecting {len(corpus.texts):,} points")
         projection = self.projector.project(corpus.vectors, method, 3 if dims == "3-D" else 2)
@@ -332,6 +341,22 @@ class Studio:
         session.map = MapData(corpus, projection.coords, groups, title)
         status = f"{len(corpus.texts):,} points, {projection.method} in {projection.seconds:.1f} s. {projection.note}"
         return views.scatter_figure(projection.coords, corpus.texts, groups, title), status, session
+
+    def _vocabulary_map(self, active: ActiveModel, session: Session):
+        """The map of every word: the model's precomputed layout (`python -m core vocabulary-map`),
+        coloured by part of speech."""
+        engine = active.engine
+        if engine.open_vocab is None or engine.open_vocab_compact:
+            raise ValueError("The map of every word is drawn from the full vocabulary's exact vectors, which this "
+                             "model does not have yet (the Reverse dictionary tab shows their progress).")
+        started = time.perf_counter()
+        words, coords = engine.vocabulary_reference("word"), active.vocabulary_layout()
+        groups = active.word_groups()
+        title = f"{words.name}: one map, laid out once for this model (UMAP)"
+        session.map = MapData(words, coords, groups, title, lambda vectors: place(engine.open_vocab, coords, vectors))
+        figure = views.scatter_figure(coords, words.texts, groups, title)
+        status = f"{len(coords):,} points in {time.perf_counter() - started:.1f} s, coloured by part of speech."
+        return figure, status, session
 
     def _map_corpus(self, active: ActiveModel, source: str, size: int, sentences: str, file: str | None,
                     session: Session, progress: sv.Progress) -> EmbeddedTexts:
@@ -359,15 +384,18 @@ class Studio:
         matches = [i for i, t in enumerate(m.corpus.texts) if query.lower() in t.lower()]
         vector = self._model(session).engine.encode([query], normalize=True)
         neighbours_of = "nearest neighbours by cosine in the original space:"
-        if vector.shape[1] != m.corpus.vectors.shape[1]:  # imported vectors of another model: the query's match
+        width = m.corpus.rows([0]).shape[1]
+        if vector.shape[1] != width:  # imported vectors of another model: start from the query's match
             if not matches:
-                raise ValueError(f"No point's label contains {query!r}, and these {m.corpus.vectors.shape[1]}-d "
-                                 f"vectors come from another model, so the query cannot be placed among them.")
-            vector = m.corpus.vectors[matches[:1]]
+                raise ValueError(f"No point's label contains {query!r}, and these {width}-d vectors come from "
+                                 f"another model, so the query cannot be placed among them.")
+            vector = m.corpus.rows(matches[:1])
             neighbours_of = f"nearest neighbours of {m.corpus.texts[matches[0]]!r} by cosine in the original space:"
         hits = m.corpus.nearest(vector, int(k))[0]
-        highlight = list(dict.fromkeys(matches + [i for i, _ in hits]))
+        highlight = list(dict.fromkeys(matches[:MAX_HIGHLIGHTS] + [i for i, _ in hits]))
         fig = views.scatter_figure(m.coords, m.corpus.texts, m.groups, m.title, highlight)
+        if m.place is not None:  # a fixed layout: the query lands where its nearest words are
+            views.add_marker(fig, m.place(vector)[0], query)
         note = f"{len(matches)} point(s) contain {query!r}; {neighbours_of}"
         return fig, note, views.scored_rows([(m.corpus.texts[i], s) for i, s in hits])
 
@@ -377,9 +405,12 @@ class Studio:
         if session.map is None:
             raise ValueError("Draw a map first.")
         m = session.map
+        if len(m.coords) > MAX_EXPORT_POINTS:
+            raise ValueError(f"This map holds {len(m.coords):,} points; Projector files are made for at most "
+                             f"{MAX_EXPORT_POINTS:,} (about 3.5 kB of text a point): draw a sample instead.")
         columns = {"text": list(m.corpus.texts), "group": list(m.groups),
                    **{axis: [f"{x:.5g}" for x in m.coords[:, j]] for j, axis in enumerate("xyz"[:m.coords.shape[1]])}}
-        return str(projector_download(m.corpus.vectors, columns))
+        return str(projector_download(m.corpus.rows(list(range(len(m.coords)))), columns))
 
     def candidates_map(self, text: str, k: int, method: str, session: Session | None = None,
                        progress: sv.Progress = sv.no_progress):

@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
+import numpy as np
+
 from core.cancel import uncancellable
 from core.checkpoint import (CHECKPOINTS_DIR, DEFAULT_BASE, DEFAULT_CHECKPOINT, CheckpointError, list_checkpoints,
                              read_manifest)
@@ -108,6 +110,25 @@ class ActiveModel:
         """The embedded WordNet reference sentences for nearest-neighbour look-ups and search."""
         return self._once(f"reference-{size}", lambda: reference_corpus(self.engine, size, progress))
 
+    def _model_flag(self) -> str:
+        """" --model X" naming this model on the command line; "" for the shipped one (the default)."""
+        shipped = self.spec.path is not None and Path(self.spec.path).resolve() == DEFAULT_CHECKPOINT.resolve()
+        return "" if shipped else f" --model {self.spec.path or self.spec.base}"
+
+    def vocabulary_layout(self) -> np.ndarray:
+        """The model's map of every word (C, 2), loaded once; ValueError saying how to build it."""
+        path = self.engine.vocabulary_layout_path()
+        if not path.is_file():
+            raise ValueError(f"No map of every word for this model yet: lay it out once with `python -m core "
+                             f"vocabulary-map{self._model_flag()}` (minutes; docs/results.md), then draw again.")
+        return self._once(f"layout-{path.name}-{path.stat().st_mtime_ns}", lambda: np.load(path))
+
+    def word_groups(self) -> list[str]:
+        """Each open-vocabulary word's colour on the map of every word: its main part of speech."""
+        candidates = self.engine.open_vocab.candidates
+        return self._once(f"word-groups-{candidates.fingerprint()}",
+                          lambda: [candidates.filters.main_pos(w) or "other" for w in candidates.words])
+
     def corpus_folder(self) -> Path:
         """Where `python -m core corpus-index` puts this model's index of the modern corpus."""
         return index_folder(self.engine.fingerprint, CORPUS_NAME)
@@ -115,10 +136,9 @@ class ActiveModel:
     def corpus_index(self) -> CorpusIndex:
         """This model's index of the modern corpus, loaded once; ValueError saying how to build it."""
         if not self.corpus_folder().joinpath(INDEX).is_file():
-            shipped = self.spec.path is not None and Path(self.spec.path).resolve() == DEFAULT_CHECKPOINT.resolve()
-            model = "" if shipped else f" --model {self.spec.path or self.spec.base}"
-            raise ValueError(f"No corpus index for this model yet: build it with `python -m core corpus-index{model}` "
-                             f"(resumable; see docs/results.md for its time), then choose it again.")
+            raise ValueError(f"No corpus index for this model yet: build it with `python -m core corpus-index"
+                             f"{self._model_flag()}` (resumable; see docs/results.md for its time), then choose it "
+                             f"again.")
         index = self.corpus_folder() / INDEX
         # keyed by the index file's identity: an index built again while the app runs is loaded again
         return self._once(f"corpus-index-{index.stat().st_mtime_ns}", lambda: CorpusIndex(self.corpus_folder()))

@@ -122,6 +122,14 @@ def _points(xyz: np.ndarray, texts: Sequence[str], name: str, three_d: bool, mar
                         marker=marker)
 
 
+def add_marker(fig: go.Figure, xy: np.ndarray, label: str) -> go.Figure:
+    """A star at `xy` (2,) named `label`: where a search lands on a fixed map."""
+    fig.add_trace(go.Scattergl(x=[xy[0]], y=[xy[1]], mode="markers+text", name="your search",
+                               text=[escape(shorten(label, HOVER_CHARS))], textposition="top center",
+                               marker=dict(size=16, symbol="star", color="black")))
+    return fig
+
+
 def path_figure(coords: np.ndarray, labels: Sequence[str], title: str, context: np.ndarray,
                 context_texts: Sequence[str]) -> go.Figure:
     """A 2-D path through the points in order, each labelled, over context points (hover: text)."""

@@ -678,6 +678,42 @@ def corpus_index(argv: Sequence[str]) -> int:
     return 0
 
 
+@command("vocabulary-map")
+def vocabulary_map(argv: Sequence[str]) -> int:
+    """Lay out every word of the open vocabulary on one 2-D map, once per model (core/vocabulary_map.py).
+
+    python -m core vocabulary-map                      # the shipped model: UMAP of 147k words, minutes
+
+    Uses the model's exact vectors (embedded first when the user cache has none: minutes). The app's
+    Map tab draws the layout as "every word" once it exists."""
+    import time
+
+    from .vocabulary_map import build_layout, save_layout
+
+    parser = parser_for("vocabulary-map", vocabulary_map)
+    parser.add_argument("--model", default=None, help="checkpoint directory (default: the shipped one)")
+    parser.add_argument("--seed", type=int, default=0)
+    _threads_flag(parser)
+    args = parser.parse_args(argv)
+    set_threads(args.threads)
+    from .checkpoint import CheckpointError
+    from .engine import Engine
+    from .open_vocab_fit import progress
+    from .paths import user_cache_dir
+    started = time.perf_counter()
+    try:
+        engine = Engine.load(args.model, decoder=None, open_vocabulary=False)
+        engine.enable_open_vocabulary(cache_dir=user_cache_dir("open-vocab"), progress=progress("candidates"),
+                                      compact=False)
+        path = engine.vocabulary_layout_path()
+        save_layout(build_layout(engine.open_vocab, args.seed), path)
+    except (CheckpointError, ValueError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    print(f"{len(engine.open_vocab.candidates):,} words laid out in {path} ({time.perf_counter() - started:.0f} s)")
+    return 0
+
+
 def _stage_progress(every: float = 30.0) -> Callable[[str, int, int], None]:
     """A (stage, done, total) callback printing each stage's progress, rate and time left every `every` s."""
     import time

@@ -37,6 +37,7 @@ from .open_vocab import (COMPACT_SUBSPACES, COMPACT_VECTORS, DEFAULT_OPEN_VOCAB,
                          OpenScorer, OpenVocabConfig, load_word_map, open_scorer, save_word_map, stored_vectors)
 from .readout import REFERENCE_SIZE, VectorReadout
 from .reference import VocabularyTexts
+from .vocabulary_map import layout_path
 from .vocabulary import WordFilter, WordVocabulary
 from .word_head import WordHead, WordHeadConfig
 from .word_tower import WORD_TOWER, Factors, load_word_tower, save_word_tower, tower_fingerprint, word_tower
@@ -560,6 +561,13 @@ class Engine(VectorReadout):
         if kind not in references:
             references[kind] = VocabularyTexts(scorer, kind)
         return references[kind]
+
+    def vocabulary_layout_path(self) -> Path:
+        """Where this model's map of every word is kept (core/vocabulary_map.py; `python -m core
+        vocabulary-map` builds it); ValueError without the open vocabulary."""
+        if self.open_vocab is None:
+            raise ValueError("The map of every word needs the open vocabulary, which this model does not have.")
+        return layout_path(self._open_vocab_cache_name(self.open_vocab.candidates))
 
     def _open_vocabulary_now(self) -> None:
         """`enable_open_vocabulary` once, for `Engine.load`'s first word query, with a progress bar."""

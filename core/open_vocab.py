@@ -130,10 +130,12 @@ class Candidates:
         return self.token_ids >= 0
 
     def fingerprint(self) -> str:
-        """Identifies the words and definitions (a cache key for their vectors)."""
-        digest = hashlib.sha256("\n".join(self.words).encode())
-        digest.update("\n".join(self.definitions).encode())
-        return digest.hexdigest()[:16]
+        """Identifies the words and definitions (a cache key for their vectors); computed once."""
+        if not hasattr(self, "_fingerprint"):
+            digest = hashlib.sha256("\n".join(self.words).encode())
+            digest.update("\n".join(self.definitions).encode())
+            self._fingerprint = digest.hexdigest()[:16]
+        return self._fingerprint
 
 
 def _token_id(vocab: WordVocabulary, word: str) -> int:

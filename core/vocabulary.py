@@ -108,6 +108,12 @@ class WordVocabulary:
         self.id_of = {w: i for i, w in enumerate(words) if w is not None}
         self._pos_of = {w: set(p) for w, p in (pos_of or {}).items()}
 
+    def main_pos(self, word: str) -> str:
+        """The word's first part of speech in WordNet's order (noun, verb, adjective, adverb) as a name;
+        "" when it has none."""
+        tags = self._pos_of.get(word, ())
+        return next((PART_OF_SPEECH[tag] for tag in POS_TAGS if tag in tags), "")
+
     @classmethod
     def from_tokenizer(cls, tokenizer, size: int, pos_of: Mapping[str, Iterable[str]] | None = None
                        ) -> "WordVocabulary":

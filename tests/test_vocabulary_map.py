@@ -1,0 +1,92 @@
+"""The map of every word (core/vocabulary_map.py, the Map tab's "every word") on a tiny model."""
+from __future__ import annotations
+
+import sys
+import types
+
+import numpy as np
+import pytest
+
+from app.handlers import EVERY_WORD_MAP, Session, Studio
+from app.jobs import JobManager
+from app.models import Models, ModelSpec
+from app.projection import Projector
+from core import Engine
+from core.dictionary import Entry
+from core.vocabulary_map import build_layout, place, save_layout
+
+DICTIONARY = [Entry("dog", "a domestic animal that barks", "n"), Entry("cat", "a small animal that purrs", "n"),
+              Entry("king", "a man who rules a country", "n"), Entry("run", "to move fast on foot", "v"),
+              Entry("ice cream", "a frozen sweet food", "n"), Entry("happy", "feeling pleasure", "a")]
+
+
+@pytest.fixture
+def engine(tiny_mlm_dir, tmp_path, monkeypatch) -> Engine:
+    monkeypatch.setenv("DEFSENT_CACHE_DIR", str(tmp_path / "cache"))
+    engine = Engine.from_base(str(tiny_mlm_dir))
+    engine.enable_open_vocabulary(dictionary=DICTIONARY)
+    return engine
+
+
+@pytest.fixture
+def fake_umap(monkeypatch) -> list:
+    """umap.UMAP replaced: records what it was fitted on and returns its first two numbers a row."""
+    fitted = []
+
+    class UMAP:
+        def __init__(self, **settings):
+            self.settings = settings
+
+        def fit_transform(self, x):
+            fitted.append((x, self.settings))
+            return x[:, :2].astype(np.float64)
+    monkeypatch.setitem(sys.modules, "umap", types.SimpleNamespace(UMAP=UMAP))
+    return fitted
+
+
+def test_the_layout_is_fitted_on_the_word_vectors_the_reverse_dictionary_scores(engine, fake_umap):
+    coords = build_layout(engine.open_vocab)
+    (x, settings), = fake_umap
+    words = engine.vocabulary_reference("word")
+    np.testing.assert_allclose(x, words.rows(list(range(len(words.texts)))), atol=1e-6)
+    assert coords.shape == (len(DICTIONARY), 2) and coords.dtype == np.float32 and settings["metric"] == "cosine"
+
+
+def test_a_vector_lands_among_its_nearest_words(engine):
+    coords = np.random.default_rng(0).standard_normal((len(DICTIONARY), 2)).astype(np.float32)
+    words = engine.vocabulary_reference("word")
+    own = words.rows([words.texts.index("king")])
+    np.testing.assert_allclose(place(engine.open_vocab, coords, own, k=1)[0], coords[words.texts.index("king")])
+    landed = place(engine.open_vocab, coords, own, k=len(DICTIONARY))[0]  # a weighted mean: inside their box
+    assert ((coords.min(0) <= landed) & (landed <= coords.max(0))).all()
+
+
+def test_the_command_lays_out_the_map_the_app_then_draws_and_searches(engine, tiny_mlm_dir, fake_umap, monkeypatch,
+                                                                        capsys):
+    import core.engine
+    from core.cli import main
+
+    monkeypatch.setattr(core.engine, "load_wordnet_lemmas", lambda: DICTIONARY)
+    studio = Studio(Models.from_engine(engine, ModelSpec("tiny", base=str(tiny_mlm_dir))), Projector(), JobManager())
+    with pytest.raises(ValueError, match=f"vocabulary-map --model {tiny_mlm_dir}"):
+        studio.draw_map(EVERY_WORD_MAP, 0, "", None, "UMAP", "2-D", "part of speech", Session())
+    assert main(["vocabulary-map", "--model", str(tiny_mlm_dir)]) == 0
+    assert f"{len(DICTIONARY)} words laid out" in capsys.readouterr().out
+    figure, status, session = studio.draw_map(EVERY_WORD_MAP, 0, "", None, "UMAP", "2-D", "cluster", Session())
+    assert status.startswith(f"{len(DICTIONARY)} points") and "part of speech" in status
+    assert {trace.name for trace in figure.data} == {"noun", "verb", "adjective"}
+    figure, note, rows = studio.search_map("a small animal", 2, session)
+    assert figure.data[-1].name == "your search" and len(rows) == 2
+    assert studio.export_map(session).endswith(".zip")
+
+
+def test_no_map_of_every_word_from_compact_vectors(engine, tiny_mlm_dir):
+    studio = Studio(Models.from_engine(engine, ModelSpec("tiny", base=str(tiny_mlm_dir))), Projector(), JobManager())
+    engine.open_vocab_compact = True
+    with pytest.raises(ValueError, match="exact vectors"):
+        studio.draw_map(EVERY_WORD_MAP, 0, "", None, "UMAP", "2-D", "part of speech", Session())
+    engine.open_vocab_compact = False
+    save_layout(np.ones((len(DICTIONARY), 2), dtype=np.float32), engine.vocabulary_layout_path())
+    assert not list(engine.vocabulary_layout_path().parent.glob("*.partial-*"))  # written whole
+    _, _, session = studio.draw_map(EVERY_WORD_MAP, 0, "", None, "UMAP", "2-D", "part of speech", Session())
+    assert (session.map.coords == 1).all()
