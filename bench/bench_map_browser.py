@@ -1,0 +1,83 @@
+"""The map of every word in Chromium: from pressing Draw to the 147k points drawn (issue 39's 3 s target),
+what travels to the browser, and how long a search takes to land on the map (engine side).
+
+    python -m core vocabulary-map            # once: the layout (minutes)
+    python -m bench.bench_map_browser        # Debian's chromium through playwright
+
+The app runs the shipped model with the user cache (its exact vectors and the layout must be there);
+the time is measured in the page, from the click to plotly's first drawing of the new figure.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+                 "--disable-sync", "--no-first-run"]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--draws", type=int, default=3)
+    args = parser.parse_args(argv)
+    engine_side()
+    from playwright.sync_api import sync_playwright
+
+    from app.handlers import EVERY_WORD_MAP
+    from bench.bench_app import first_answer, free_port, launch, until_full_vocabulary
+
+    port = free_port()
+    process, _ = launch(None, port, Path("/tmp") / f"bench_map_{port}.log")
+    try:
+        until_full_vocabulary(first_answer(f"http://127.0.0.1:{port}/", process))
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+            page = browser.new_page(viewport={"width": 1400, "height": 1000})
+            page.set_default_timeout(120_000)  # a hang guard
+            page.goto(f"http://127.0.0.1:{port}/")
+            page.get_by_role("tab", name="Map").click()
+            page.get_by_label(EVERY_WORD_MAP).check()
+            for draw in range(args.draws):
+                page.evaluate("window.__drawn = 0; document.querySelectorAll('#map-plot .js-plotly-plot')"
+                              ".forEach(e => e.remove())")
+                started = time.perf_counter()
+                page.locator("#map-draw").click()
+                page.locator("#map-status").get_by_text("points in").wait_for()
+                page.locator("#map-plot .js-plotly-plot canvas").first.wait_for(state="attached")
+                print(f"draw {draw + 1}: {time.perf_counter() - started:.2f} s from the click to the drawn map",
+                      flush=True)
+            browser.close()
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+    return 0
+
+
+def engine_side() -> None:
+    """The figure's size as plotly JSON (what Gradio sends) and a search's landing time, in this process."""
+    from app import views
+    from app.models import ActiveModel, ModelSpec
+    from core.checkpoint import DEFAULT_CHECKPOINT
+    from core.engine import Engine
+    from core.paths import user_cache_dir
+    from core.vocabulary_map import place
+
+    engine = Engine.load(decoder=None, open_vocabulary=False)
+    engine.enable_open_vocabulary(cache_dir=user_cache_dir("open-vocab"), compact=False)
+    active = ActiveModel(ModelSpec(DEFAULT_CHECKPOINT.name, DEFAULT_CHECKPOINT), engine)
+    words, coords = engine.vocabulary_reference("word"), active.vocabulary_layout()
+    started = time.perf_counter()
+    figure = views.scatter_figure(coords, words.texts, active.word_groups(), "every word")
+    print(f"figure of {len(coords):,} points built in {time.perf_counter() - started:.2f} s, "
+          f"{len(figure.to_json()) / 1e6:.1f} MB as plotly JSON")
+    for text in ("a person who is in charge", "He visits Italy - He eats pizza + She drinks wine"):
+        started = time.perf_counter()
+        place(engine.open_vocab, coords, engine.encode([text]))
+        print(f"{text!r} landed in {1000 * (time.perf_counter() - started):.0f} ms (encoding included)")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
