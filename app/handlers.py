@@ -353,7 +353,7 @@ class Studio:
         words, coords = engine.vocabulary_reference("word"), active.vocabulary_layout()
         groups = active.word_groups()
         title = f"{words.name}: one map, laid out once for this model (UMAP)"
-        session.map = MapData(words, coords, groups, title, lambda vectors: place(engine.open_vocab, coords, vectors))
+        session.map = MapData(words, coords, groups, title, lambda vectors: place(words.scorer, coords, vectors))
         figure = views.scatter_figure(coords, words.texts, groups, title)
         status = f"{len(coords):,} points in {time.perf_counter() - started:.1f} s, coloured by part of speech."
         return figure, status, session
