@@ -384,7 +384,8 @@ class Studio:
         matches = [i for i, t in enumerate(m.corpus.texts) if query.lower() in t.lower()]
         vector = self._model(session).engine.encode([query], normalize=True)
         neighbours_of = "nearest neighbours by cosine in the original space:"
-        width = m.corpus.rows([0]).shape[1]
+        # only uploaded vectors can come from another model (the collections are this model's own)
+        width = m.corpus.vectors.shape[1] if isinstance(m.corpus, EmbeddedTexts) else vector.shape[1]
         if vector.shape[1] != width:  # imported vectors of another model: start from the query's match
             if not matches:
                 raise ValueError(f"No point's label contains {query!r}, and these {width}-d vectors come from "

@@ -16,6 +16,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from core.dictionary import Entry, load_wordnet_lemmas
+from core.encoder import l2_normalize
 from core.projector import read_projector
 from core.readout import PART_OF_SPEECH, REFERENCE_SIZE, EmbeddedTexts, Reference, dictionary_reference
 
@@ -220,7 +221,7 @@ def projector_corpus(files: list[str]) -> EmbeddedTexts:
         raise ValueError("Upload the Projector's vectors.tsv, and its metadata.tsv if it has one (the file whose "
                          "name holds 'meta').")
     points = read_projector(vectors[0], metadata[0] if metadata else None, MAX_CORPUS_LINES)
-    unit = points.vectors / np.linalg.norm(points.vectors, axis=1, keepdims=True).clip(min=1e-12)  # (n, d)
+    unit = l2_normalize(points.vectors)  # (n, d)
     colour = list(points.columns.values())[1] if len(points.columns) > 1 else []
     return EmbeddedTexts(points.labels, unit, colour, f"{len(unit):,} points of {vectors[0].name}")
 

@@ -31,13 +31,14 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     import faiss
 
-    from core.corpus_index import CorpusIndex, _chunk_path, _float_rows
+    from core.corpus_index import CorpusIndex, _chunk_path
+    from core.encoder import l2_normalize
     from core.engine import Engine
 
     folder = args.index
     manifest = json.loads((folder / "manifest.json").read_text())
     chunks = [_chunk_path(folder, c) for c in range(-(-manifest["rows"] // manifest["chunk_rows"]))]
-    rows = np.concatenate([_float_rows(np.load(c)) for c in chunks])  # (N, d)
+    rows = np.concatenate([l2_normalize(np.load(c)) for c in chunks])  # (N, d)
     engine = Engine.load(args.model, decoder=None, open_vocabulary=False, device=args.device)
     queries = [line.strip() for line in args.queries.read_text(encoding="utf-8").splitlines() if line.strip()]
     q = engine.encode(queries[:args.n_queries], normalize=True).astype(np.float32)  # (Q, d)

@@ -25,8 +25,11 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 import numpy as np
+import torch
 
 from .checkpoint import save_npy_atomically
+from .encoder import l2_normalize
+from .open_vocab import int8_rows
 from .paths import user_cache_dir
 from .readout import Reference
 
@@ -60,7 +63,7 @@ def build_corpus_index(encode: Callable[[list[str]], np.ndarray], fingerprint: s
         progress("embedding", done, len(texts))
     for c in missing:
         rows = encode(texts[c * CHUNK_ROWS:(c + 1) * CHUNK_ROWS])  # (m, d)
-        save_npy_atomically(_chunk_path(folder, c), _int8_rows(rows))
+        save_npy_atomically(_chunk_path(folder, c), int8_rows(torch.from_numpy(rows)).numpy())
         done += len(rows)
         if progress:
             progress("embedding", done, len(texts))
@@ -86,16 +89,15 @@ class CorpusIndex(Reference):
         self.name = f"{len(self.texts):,} {self.manifest['name']} sentences"
 
     def nearest(self, vectors: np.ndarray, k: int) -> list[list[tuple[int, float]]]:
-        unit = np.atleast_2d(vectors).astype(np.float32)
-        unit /= np.linalg.norm(unit, axis=1, keepdims=True).clip(min=1e-12)  # (B, d)
+        unit = l2_normalize(np.atleast_2d(vectors))  # (B, d)
         cosines, rows = self.index.search(unit, min(k, len(self.texts)))  # (B, k) each, -1 where none
         return [[(int(i), float(c)) for i, c in zip(r, s) if i >= 0] for r, s in zip(rows, cosines)]
 
     def rows(self, indices: list[int]) -> np.ndarray:
         chunk_rows = self.manifest["chunk_rows"]
         rows = np.stack([np.load(_chunk_path(self.folder, i // chunk_rows), mmap_mode="r")[i % chunk_rows]
-                         for i in indices]).astype(np.float32)  # (n, d)
-        return rows / np.linalg.norm(rows, axis=1, keepdims=True).clip(min=1e-12)
+                         for i in indices])  # (n, d) int8
+        return l2_normalize(rows)
 
 
 class DiskTexts(Sequence[str]):
@@ -175,9 +177,9 @@ def _write_index(folder: Path, chunks: int, progress: Progress | None) -> None:
     per_chunk = math.ceil(TRAINING_ROWS / chunks)  # the quantizer's sample is drawn from every chunk
     if progress:
         progress("indexing", 0, rows)
-    index.train(np.concatenate([_float_rows(chunk[:per_chunk]) for chunk in stored]))
+    index.train(np.concatenate([l2_normalize(chunk[:per_chunk]) for chunk in stored]))
     for chunk in stored:
-        index.add(_float_rows(chunk))
+        index.add(l2_normalize(chunk))
         if progress:
             progress("indexing", index.ntotal, rows)
     partial = folder / f"{INDEX}.partial-{os.getpid()}"
@@ -187,17 +189,6 @@ def _write_index(folder: Path, chunks: int, progress: Progress | None) -> None:
 
 def _chunk_path(folder: Path, c: int) -> Path:
     return folder / f"vectors-{c:05d}.npy"
-
-
-def _int8_rows(rows: np.ndarray) -> np.ndarray:
-    """Unit rows as int8 (each row scaled so its largest entry is 127; the scale cancels in a cosine)."""
-    scale = np.abs(rows).max(axis=1, keepdims=True).clip(min=1e-12)
-    return np.round(rows / scale * 127).astype(np.int8)
-
-
-def _float_rows(rows: np.ndarray) -> np.ndarray:
-    rows = rows.astype(np.float32)
-    return rows / np.linalg.norm(rows, axis=1, keepdims=True).clip(min=1e-12)
 
 
 def _write_json(path: Path, data: dict) -> None:

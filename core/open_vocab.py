@@ -281,8 +281,8 @@ class OpenScorer:
 
     def save(self, path: Path) -> None:
         """The vectors as int8 unit rows (the per-row scale cancels in the cosine), atomically."""
-        _save_atomically({"word_vectors": _int8(self.word_vectors),
-                          "definition_vectors": _int8(self.definition_vectors)}, path)
+        _save_atomically({"word_vectors": int8_rows(self.word_vectors),
+                          "definition_vectors": int8_rows(self.definition_vectors)}, path)
 
     def save_compact(self, path: Path, name: str, subspaces: int = COMPACT_SUBSPACES) -> None:
         """The vectors product-quantized, `subspaces` bytes a row (core/product_quantizer.py), atomically,
@@ -383,7 +383,8 @@ def _save_atomically(tensors: dict[str, torch.Tensor], path: Path, metadata: dic
     tmp.replace(path)
 
 
-def _int8(x: torch.Tensor) -> torch.Tensor:
+def int8_rows(x: torch.Tensor) -> torch.Tensor:
+    """Rows scaled so each one's largest entry is 127, as int8 (the scale cancels in a cosine)."""
     return (x / x.abs().amax(dim=1, keepdim=True).clamp(min=1e-12) * 127).round().to(torch.int8).contiguous()
 
 
