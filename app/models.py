@@ -88,19 +88,24 @@ class ActiveModel:
     checkpoints: Path = CHECKPOINTS_DIR
     # (texts embedded, texts in all, seconds left) while the open vocabulary is built: shown on the page
     open_vocab_progress: tuple[int, int, float] | None = None
-    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)  # guards _key_locks
+    _key_locks: dict = field(default_factory=dict, repr=False)
     _cache: dict = field(default_factory=dict, repr=False)
 
-    def _once(self, key: str, build: Callable[[], object]):
-        """`build()` the first time, shared by every request after: a cancelled request does not stop it."""
-        with self._lock, uncancellable():
+    def once(self, key: str, build: Callable[[], object]):
+        """`build()` the first time, shared by every request after: a cancelled request does not stop it.
+        One lock a key, so a quick build (the map's layout) never waits behind a slow one of another key
+        (the untrained twin: ~20 s)."""
+        with self._lock:
+            key_lock = self._key_locks.setdefault(key, threading.Lock())
+        with key_lock, uncancellable():
             if key not in self._cache:
                 self._cache[key] = build()
             return self._cache[key]
 
     def untrained(self) -> Engine:
         """The model before DefSent training (the engine itself when it is the base)."""
-        return self._once("untrained", lambda: self.spec.load_untrained() or self.engine)
+        return self.once("untrained", lambda: self.spec.load_untrained() or self.engine)
 
     @property
     def is_base(self) -> bool:
@@ -108,7 +113,7 @@ class ActiveModel:
 
     def reference(self, progress: Progress = no_progress, size: int = REFERENCE_SIZE) -> EmbeddedTexts:
         """The embedded WordNet reference sentences for nearest-neighbour look-ups and search."""
-        return self._once(f"reference-{size}", lambda: reference_corpus(self.engine, size, progress))
+        return self.once(f"reference-{size}", lambda: reference_corpus(self.engine, size, progress))
 
     def _model_flag(self) -> str:
         """" --model X" naming this model on the command line; "" for the shipped one (the default)."""
@@ -117,16 +122,20 @@ class ActiveModel:
 
     def vocabulary_layout(self) -> np.ndarray:
         """The model's map of every word (C, 2), loaded once; ValueError saying how to build it."""
+        return self.once(self.vocabulary_layout_key(), lambda: np.load(self.engine.vocabulary_layout_path()))
+
+    def vocabulary_layout_key(self) -> str:
+        """Names the current layout file's version: what is derived from the layout is cached under it."""
         path = self.engine.vocabulary_layout_path()
         if not path.is_file():
             raise ValueError(f"No map of every word for this model yet: lay it out once with `python -m core "
                              f"vocabulary-map{self._model_flag()}` (minutes; docs/results.md), then draw again.")
-        return self._once(f"layout-{path.name}-{path.stat().st_mtime_ns}", lambda: np.load(path))
+        return f"layout-{path.name}-{path.stat().st_mtime_ns}"
 
     def word_groups(self) -> list[str]:
         """Each open-vocabulary word's colour on the map of every word: its main part of speech."""
         candidates = self.engine.open_vocab.candidates
-        return self._once(f"word-groups-{candidates.fingerprint()}",
+        return self.once(f"word-groups-{candidates.fingerprint()}",
                           lambda: [candidates.filters.main_pos(w) or "other" for w in candidates.words])
 
     def corpus_folder(self) -> Path:
@@ -141,7 +150,7 @@ class ActiveModel:
                              f"again.")
         index = self.corpus_folder() / INDEX
         # keyed by the index file's identity: an index built again while the app runs is loaded again
-        return self._once(f"corpus-index-{index.stat().st_mtime_ns}", lambda: CorpusIndex(self.corpus_folder()))
+        return self.once(f"corpus-index-{index.stat().st_mtime_ns}", lambda: CorpusIndex(self.corpus_folder()))
 
     def reference_texts(self, choice: str, progress: Progress = no_progress) -> Reference:
         """The collection of `choice` (one of REFERENCE_CHOICES): LARGEST_READY is the corpus's index

@@ -20,6 +20,7 @@ from .handlers import COLOUR_BY, MAP_SOURCES, MOST_EXACT, PUBLIC_EVALUATE, Sessi
 from .models import ModelUnavailable
 from .projection import METHODS
 from . import services as sv
+from . import views
 from .services import POS_CODES
 from .settings import QUEUE_SIZE
 from .work import RUNNING, run_owned
@@ -357,7 +358,7 @@ def _map_tab(demo: gr.Blocks, studio: Studio, session: gr.State) -> None:
                        file_types=[".txt", ".tsv"], file_count="multiple")
     draw = gr.Button("Draw map", variant="primary", elem_id="map-draw")
     status = gr.Markdown(elem_id="map-status")
-    plot = gr.Plot(elem_id="map-plot")
+    plot = gr.Plot(views.placeholder_figure("Choose the points above, then press Draw map."), elem_id="map-plot")
     with gr.Row():
         search = gr.Textbox(label="Search the map", scale=3)
         k = gr.Slider(1, 30, value=10, step=1, label="Neighbours", scale=1)

@@ -13,6 +13,10 @@ import plotly.graph_objects as go
 from .services import POS_NAMES, WordRow
 
 HOVER_CHARS = 90
+# Above this many points markers are drawn 3 px wide, not 5: Chromium without a GPU fills every marker's
+# pixels in software, so the first draw of the 147k-word map took 1.4 s a frame at 5 px, 1.0 s at 3 px
+# (bench/bench_map_browser.py; docs/results.md "One map of every word").
+DENSE_POINTS = 20_000
 LABEL_CHARS = 40
 
 
@@ -100,11 +104,12 @@ def scatter_figure(coords: np.ndarray, texts: Sequence[str], groups: Sequence[st
     """One trace per group (legend = colour), hover shows the text; `highlight` points are ringed."""
     coords = np.asarray(coords)
     three_d = coords.shape[1] == 3
+    size = 9 if symbols else 3 if len(coords) > DENSE_POINTS else 5
     fig = go.Figure()
     for group in dict.fromkeys(groups):
         idx = [i for i, g in enumerate(groups) if g == group]
         fig.add_trace(_points(coords[idx], [texts[i] for i in idx], str(group), three_d,
-                              marker=dict(size=9 if symbols else 5, symbol=(symbols or {}).get(group, "circle"))))
+                              marker=dict(size=size, symbol=(symbols or {}).get(group, "circle"))))
     if len(highlight):
         idx = list(highlight)
         fig.add_trace(_points(coords[idx], [texts[i] for i in idx], "search hits", three_d,
@@ -120,6 +125,16 @@ def _points(xyz: np.ndarray, texts: Sequence[str], name: str, three_d: bool, mar
                             hoverinfo="text", marker=marker)
     return go.Scattergl(x=xyz[:, 0], y=xyz[:, 1], mode="markers", name=name, text=hover, hoverinfo="text",
                         marker=marker)
+
+
+def placeholder_figure(hint: str) -> go.Figure:
+    """An empty WebGL plot with a hint: shown before the first map, so the browser has loaded plotly and
+    made its WebGL context by the time a map is drawn (the first draw of the 147k-word map: 1.4 s less)."""
+    fig = go.Figure(go.Scattergl(x=[], y=[], mode="markers"))
+    fig.update_layout(annotations=[dict(text=escape(hint), showarrow=False, xref="paper", yref="paper", x=0.5,
+                                        y=0.5, font=dict(size=16))],
+                      xaxis=dict(visible=False), yaxis=dict(visible=False), margin=dict(l=10, r=10, t=10, b=10))
+    return fig
 
 
 def add_marker(fig: go.Figure, xy: np.ndarray, label: str) -> go.Figure:

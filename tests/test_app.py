@@ -174,6 +174,32 @@ def test_search_analogy_and_interpolation_search_the_chosen_collection(tiny_mlm_
         studio.search("x", "everything", None, 3, Session())
 
 
+def test_a_quick_build_does_not_wait_behind_a_slow_one_of_another_key(engine):
+    """The map's layout (a file read) once waited 12 s behind the untrained twin's loading."""
+    from app.models import ActiveModel
+    active = ActiveModel(ModelSpec("shipped"), engine)
+    started, release = threading.Event(), threading.Event()
+
+    def slow():
+        started.set()
+        release.wait(30)
+        return "twin"
+    slow_thread = threading.Thread(target=active.once, args=("untrained", slow))
+    slow_thread.start()
+    assert started.wait(10)
+    try:
+        done = []
+        quick = threading.Thread(target=lambda: done.append(active.once("layout", lambda: "map")))
+        quick.start()
+        quick.join(5)
+        assert done == ["map"]  # answered while the slow build still runs
+        assert active.once("layout", lambda: "built again") == "map"  # and kept
+    finally:
+        release.set()
+        slow_thread.join(10)
+    assert active.once("untrained", lambda: "built again") == "twin"
+
+
 def test_reference_corpus_is_cached_on_disk(engine):
     first = sv.reference_corpus(engine, 50)
     again = sv.reference_corpus(engine, 50, progress=lambda *a, **k: pytest.fail("re-encoded"))

@@ -90,3 +90,21 @@ def test_no_map_of_every_word_from_compact_vectors(engine, tiny_mlm_dir):
     assert not list(engine.vocabulary_layout_path().parent.glob("*.partial-*"))  # written whole
     _, _, session = studio.draw_map(EVERY_WORD_MAP, 0, "", None, "UMAP", "2-D", "part of speech", Session())
     assert (session.map.coords == 1).all()
+
+
+def test_the_map_of_every_word_is_drawn_once_per_layout_while_the_model_is_prepared(engine, tiny_mlm_dir):
+    from app.handlers import prepare_model, vocabulary_figure
+
+    save_layout(np.ones((len(DICTIONARY), 2), dtype=np.float32), engine.vocabulary_layout_path())
+    studio = Studio(Models.from_engine(engine, ModelSpec("tiny", base=str(tiny_mlm_dir))), Projector(), JobManager())
+    active = studio.models.active()
+    prepare_model(active)
+    prepared = [v for k, v in active._cache.items() if k.startswith("figure-")]
+    assert len(prepared) == 1 and vocabulary_figure(active) is prepared[0]  # built while preparing, then kept
+    figure, _, session = studio.draw_map(EVERY_WORD_MAP, 0, "", None, "UMAP", "2-D", "part of speech", Session())
+    traces = len(figure.data)
+    studio.search_map("a small animal", 2, session)
+    assert figure is prepared[0] and len(figure.data) == traces  # a search draws its own figure
+    save_layout(np.zeros((len(DICTIONARY), 2), dtype=np.float32), engine.vocabulary_layout_path())
+    relaid = vocabulary_figure(active)  # laid out again: drawn again
+    assert relaid is not figure and (np.concatenate([t.x for t in relaid.data]) == 0).all()
