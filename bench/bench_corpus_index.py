@@ -23,6 +23,8 @@ CANDIDATES = {  # FAISS factory string -> search parameters tried
     "IVF{lists},SQ8": [{"nprobe": n} for n in (8, 16, 32, 64)],
     "HNSW32,SQ8": [{"efSearch": e} for e in (32, 64, 128)],
     "IVF{lists},PQ48": [{"nprobe": n} for n in (16, 32, 64)],
+    # the 100M design (docs/scale.md): 48-byte codes in memory, their best 10 k_factor_rf re-ranked by 8-bit rows
+    "IVF{lists},PQ48,Refine(SQ8)": [{"nprobe": n, "k_factor_rf": f} for n in (32, 64) for f in (10, 20)],
 }
 K = 10
 

@@ -56,7 +56,7 @@ def test_a_vector_lands_among_its_nearest_words(engine):
     coords = np.random.default_rng(0).standard_normal((len(DICTIONARY), 2)).astype(np.float32)
     words = engine.vocabulary_reference("word")
     own = words.rows([words.texts.index("king")])
-    np.testing.assert_allclose(place(engine.open_vocab, coords, own, k=1)[0], coords[words.texts.index("king")])
+    np.testing.assert_allclose(place(engine.open_vocab, coords, own)[0], coords[words.texts.index("king")])
     landed = place(engine.open_vocab, coords, own, k=len(DICTIONARY))[0]  # a weighted mean: inside their box
     assert ((coords.min(0) <= landed) & (landed <= coords.max(0))).all()
 
