@@ -396,7 +396,8 @@ class Studio:
         fig = views.scatter_figure(m.coords, m.corpus.texts, m.groups, m.title, highlight)
         if m.place is not None:  # a fixed layout: the query lands where its nearest words are
             views.add_marker(fig, m.place(vector)[0], query)
-        note = f"{len(matches)} point(s) contain {query!r}; {neighbours_of}"
+        found = f"{len(matches)} point(s) contain {query!r}" if matches else f"{query!r} is not on this map"
+        note = f"{found}; {neighbours_of}"
         return fig, note, views.scored_rows([(m.corpus.texts[i], s) for i, s in hits])
 
     def export_map(self, session: Session) -> str:

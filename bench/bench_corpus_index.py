@@ -24,7 +24,7 @@ CANDIDATES = {  # FAISS factory string -> search parameters tried
     "HNSW32,SQ8": [{"efSearch": e} for e in (32, 64, 128)],
     "IVF{lists},PQ48": [{"nprobe": n} for n in (16, 32, 64)],
     # the 100M design (docs/scale.md): 48-byte codes in memory, their best 10 k_factor_rf re-ranked by 8-bit rows
-    "IVF{lists},PQ48,Refine(SQ8)": [{"nprobe": n, "k_factor_rf": f} for n in (32, 64) for f in (10, 20)],
+    "IVF{lists},PQ48,Refine(SQ8)": [{"nprobe": n, "k_factor_rf": f} for n in (32, 64, 128, 256) for f in (10, 20)],
 }
 K = 10
 
@@ -52,6 +52,8 @@ def main(argv: list[str] | None = None) -> int:
     results = []
     for factory, settings in CANDIDATES.items():
         name = factory.format(lists=lists)
+        if args.only and name != "Flat" and args.only not in name:
+            continue
         started = time.perf_counter()
         index = exact if name == "Flat" else faiss.index_factory(rows.shape[1], name, faiss.METRIC_INNER_PRODUCT)
         faiss.omp_set_num_threads(args.build_threads)
@@ -109,6 +111,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--threads", type=int, default=2, help="threads a search uses (this machine: 2 cores)")
     parser.add_argument("--build-threads", type=int, default=2, help="threads that build the indexes")
     parser.add_argument("--out", type=Path, default=None)
+    parser.add_argument("--only", default="", help="measure only the indexes whose name contains this (and Flat)")
     return parser.parse_args(argv)
 
 

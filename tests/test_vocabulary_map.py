@@ -77,6 +77,8 @@ def test_the_command_lays_out_the_map_the_app_then_draws_and_searches(engine, ti
     assert {trace.name for trace in figure.data} == {"noun", "verb", "adjective"}
     figure, note, rows = studio.search_map("a small animal", 2, session)
     assert figure.data[-1].name == "your search" and len(rows) == 2
+    assert note.startswith("'a small animal' is not on this map; nearest neighbours")  # and offers the nearest
+    assert studio.search_map("dog", 2, session)[1].startswith("1 point(s) contain 'dog'")
     assert studio.export_map(session).endswith(".zip")
 
 
