@@ -6,6 +6,7 @@ most MAX_DOWNLOAD_BYTES; each download is deleted after DOWNLOAD_LIFETIME.
 """
 from __future__ import annotations
 
+import csv
 import json
 import shutil
 import tempfile
@@ -108,11 +109,7 @@ def download_files(engine: Engine, checkpoint: Path, root: Path | None = None,
     until this download fits in `max_bytes`; ValueError if it cannot fit (downloads under way) or
     cannot be written (e.g. a full disk), and then nothing of it is left.
     """
-    root = Path(root or download_dir())
-    root.mkdir(parents=True, exist_ok=True)
-    remove_old_downloads(root, keep_seconds)
-    make_room(root, expected_download_bytes(engine, checkpoint), max_bytes)
-    work = Path(tempfile.mkdtemp(prefix=DOWNLOAD_PREFIX, dir=root))
+    work = fresh_download_folder(root, expected_download_bytes(engine, checkpoint), keep_seconds, max_bytes)
     try:
         st_folder = export_sentence_transformers(engine, work / f"{checkpoint.name}-sentence-transformers",
                                                  checkpoint.name)
@@ -127,15 +124,38 @@ def download_files(engine: Engine, checkpoint: Path, root: Path | None = None,
     return zips
 
 
+def fresh_download_folder(root: Path | None, expected_bytes: int, keep_seconds: float = DOWNLOAD_LIFETIME,
+                          max_bytes: int = MAX_DOWNLOAD_BYTES) -> Path:
+    """A new folder under `root` (default: download_dir(), which Gradio serves) once the downloads older
+    than `keep_seconds`, then the oldest others, are gone so that `expected_bytes` more fit in `max_bytes`."""
+    root = Path(root or download_dir())
+    root.mkdir(parents=True, exist_ok=True)
+    remove_old_downloads(root, keep_seconds)
+    make_room(root, expected_bytes, max_bytes)
+    return Path(tempfile.mkdtemp(prefix=DOWNLOAD_PREFIX, dir=root))
+
+
+def csv_download(header: list[str], rows: list[list], name: str, root: Path | None = None) -> Path:
+    """`rows` under `header` as `name`.csv in a fresh download folder (UTF-8, Excel's dialect)."""
+    work = fresh_download_folder(root, 2 * sum(len(str(v)) + 3 for row in rows for v in row))
+    path = work / f"{name}.csv"
+    try:
+        with path.open("w", newline="", encoding="utf-8") as f:
+            writer = csv.writer(f)
+            writer.writerow(header)
+            writer.writerows(rows)
+    except BaseException:
+        shutil.rmtree(work, ignore_errors=True)
+        raise
+    return path
+
+
 def projector_download(vectors: np.ndarray, columns: dict[str, list[str]], root: Path | None = None,
                        keep_seconds: float = DOWNLOAD_LIFETIME, max_bytes: int = MAX_DOWNLOAD_BYTES) -> Path:
     """Points (vectors (n, d) and metadata `columns`) as the Embedding Projector's vectors.tsv and
     metadata.tsv, zipped in a fresh download folder under `root`, as `download_files` makes room."""
-    root = Path(root or download_dir())
-    root.mkdir(parents=True, exist_ok=True)
-    remove_old_downloads(root, keep_seconds)
-    make_room(root, 2 * (12 * vectors.size + sum(len(v) + 1 for column in columns.values() for v in column)), max_bytes)
-    work = Path(tempfile.mkdtemp(prefix=DOWNLOAD_PREFIX, dir=root))
+    expected = 2 * (12 * vectors.size + sum(len(v) + 1 for column in columns.values() for v in column))
+    work = fresh_download_folder(root, expected, keep_seconds, max_bytes)
     try:
         folder = work / "defsent-map"
         write_projector(folder, ProjectorPoints(vectors, columns))

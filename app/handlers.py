@@ -31,7 +31,7 @@ from core.word_eval import format_table
 from . import services as sv
 from . import views
 from .evaluation import senteval_markdown, smoke_markdown, sts_markdown, word_prediction_rows
-from .export import download_files, projector_download
+from .export import csv_download, download_files, projector_download
 from .finetune import (UPLOADS, FinetuneJob, FinetuneResult, FinetuneSettings, Upload, comparison_rows,
                        discard_staged, expected_staged_bytes, model_layers, remove_leftovers, save_finetuned,
                        stage_summary, training_threads, validate_upload)
@@ -47,6 +47,7 @@ log = logging.getLogger(__name__)
 EVERY_WORD_MAP = "every word (laid out once per model)"
 MAX_HIGHLIGHTS = 200  # points ringed because their text contains the search (on the map of every word: many)
 MAP_SOURCES = ("dictionary definitions", "vocabulary words", "my sentences", "uploaded file", EVERY_WORD_MAP)
+MAX_SELECTION_ROWS = 1_000  # rows of a map selection the table shows; its CSV holds every selected point
 MAX_EXPORT_POINTS = 20_000  # Projector files of a map: its vectors as text, about 3.5 kB a 384-d point
 COLOUR_BY = ("part of speech", "cluster")
 # The beam of the app's decodings, which also correct once as the API does: on the first 200 held-out
@@ -413,6 +414,24 @@ class Studio:
                    **{axis: [f"{x:.5g}" for x in m.coords[:, j]] for j, axis in enumerate("xyz"[:m.coords.shape[1]])}}
         return str(projector_download(m.corpus.rows(list(range(len(m.coords)))), columns))
 
+    def select_map(self, selection: str, session: Session):
+        """(table rows, a note, a CSV of every selected point or None) for a box or lasso selection on the
+        last map drawn; `selection` is the browser's JSON list of [trace, point] pairs (app/ui.py)."""
+        if session.map is None:
+            raise ValueError("Draw a map first.")
+        m = session.map
+        traces = list(views.group_indices(m.groups).values())  # the search's extra traces are not points
+        pairs = _selected_pairs(selection, 2 * len(m.coords))
+        picked = sorted({traces[t][p] for t, p in pairs if t < len(traces) and p < len(traces[t])})
+        if not picked:
+            return [], "No point selected: choose Box Select or Lasso Select above the map, then drag.", None
+        axes = "xyz"[:m.coords.shape[1]]
+        rows = [[m.corpus.texts[i], str(m.groups[i]), *[round(float(v), 4) for v in m.coords[i]]] for i in picked]
+        note = f"{len(picked):,} point(s) selected"
+        if len(picked) > MAX_SELECTION_ROWS:
+            note += f"; the table shows the first {MAX_SELECTION_ROWS:,}, the CSV holds all of them"
+        return rows[:MAX_SELECTION_ROWS], note + ".", str(csv_download(["text", "group", *axes], rows, "selection"))
+
     def candidates_map(self, text: str, k: int, method: str, session: Session | None = None,
                        progress: sv.Progress = sv.no_progress):
         """A query, its top-k candidate words and their definitions on one map, plus a table. The
@@ -660,6 +679,20 @@ def start_studio(spec: ModelSpec, checkpoints: Path, warm_up_umap: bool = True, 
             studio.projector.warm_up()
     studio.models.load_in_background(spec, then=after_load)
     return studio
+
+
+def _selected_pairs(selection: str, limit: int) -> list[tuple[int, int]]:
+    """[(trace, point), ...] from the browser's JSON; ValueError for anything else or more than `limit`."""
+    try:
+        pairs = json.loads(selection or "[]")
+        if not isinstance(pairs, list) or len(pairs) > limit:
+            raise ValueError
+        parsed = [(int(t), int(p)) for t, p in pairs if isinstance(t, int) and isinstance(p, int)]
+    except (ValueError, TypeError):
+        raise ValueError("The selection could not be read; select the points again.") from None
+    if len(parsed) != len(pairs) or any(t < 0 or p < 0 for t, p in parsed):
+        raise ValueError("The selection could not be read; select the points again.")
+    return parsed
 
 
 def vocabulary_figure(active: ActiveModel):

@@ -50,7 +50,26 @@ REFERENCE_INFO = (f"{sv.LARGEST_READY!r}: the modern corpus's million sentences 
 UPLOAD_LIFETIME = (600, 3600)  # gradio delete_cache: (every N seconds, files older than M seconds)
 EXAMPLES = ["a person who is in charge", "a large grey animal with a trunk", "a building where people live",
             "to move quickly on foot", "feeling or showing pleasure", "a place where books are kept"]
-CSS = """
+# Plotly reports a box or lasso selection to the page only: each drawn map gets a listener that writes the
+# [trace, point] pairs into the hidden #map-selection box, whose input event asks the server for the rows.
+SELECTION_JS = """() => {
+  const send = (points) => {
+    const box = document.querySelector('#map-selection textarea');
+    if (!box) return;
+    box.value = JSON.stringify(points);
+    box.dispatchEvent(new Event('input', {bubbles: true}));
+  };
+  const selected = (ev) => send(ev && ev.points ? ev.points.map(p => [p.curveNumber, p.pointNumber]) : []);
+  const bind = () => document.querySelectorAll('#map-plot .js-plotly-plot').forEach(div => {
+    if (typeof div.on !== 'function' || div._dsSelected === div._ev) return;  // bound to this plot already
+    div._dsSelected = div._ev;
+    div.on('plotly_selected', selected);
+  });
+  setInterval(bind, 500);
+}"""
+
+CSS = """#map-selection {display: none}
+
 .ds-words h4 {margin: 0 0 .5em 0}
 .ds-word {margin-bottom: .7em}
 .ds-head {display: flex; gap: .5em; align-items: baseline}
@@ -370,6 +389,15 @@ def _map_tab(demo: gr.Blocks, studio: Studio, session: gr.State) -> None:
          [plot, status, session], api_name="draw_map", **HEAVY)
     wire([search_button.click, search.submit], handler(studio.search_map), [search, k, session],
          [plot, note, neighbours], api_name="search_map", **QUICK)
+    gr.Markdown("Select points with **Box Select** or **Lasso Select** (above the map) to list them here.")
+    selection = gr.Textbox(elem_id="map-selection", container=False)  # the browser writes it (SELECTION_JS); "change": a written value sends no "input"
+    selected_note = gr.Markdown(elem_id="map-selected-note")
+    selected = gr.Dataframe(headers=["text", "group", "x", "y"], wrap=True, elem_id="map-selected",
+                            column_widths=["58%", "18%", "12%", "12%"])
+    selected_csv = gr.File(label="The selection as CSV", elem_id="map-selected-csv")
+    selection.change(handler(studio.select_map), [selection, session], [selected, selected_note, selected_csv],
+                    api_name="select_map", **QUICK)
+    demo.load(None, js=SELECTION_JS)
     with gr.Row():
         export = gr.Button("Download this map as Projector files (vectors.tsv, metadata.tsv)", scale=1)
         exported = gr.File(label="Projector files", scale=2)

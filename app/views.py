@@ -106,8 +106,7 @@ def scatter_figure(coords: np.ndarray, texts: Sequence[str], groups: Sequence[st
     three_d = coords.shape[1] == 3
     size = 9 if symbols else 3 if len(coords) > DENSE_POINTS else 5
     fig = go.Figure()
-    for group in dict.fromkeys(groups):
-        idx = [i for i, g in enumerate(groups) if g == group]
+    for group, idx in group_indices(groups).items():
         fig.add_trace(_points(coords[idx], [texts[i] for i in idx], str(group), three_d,
                               marker=dict(size=size, symbol=(symbols or {}).get(group, "circle"))))
     if len(highlight):
@@ -116,6 +115,15 @@ def scatter_figure(coords: np.ndarray, texts: Sequence[str], groups: Sequence[st
                               marker=dict(size=14, color="rgba(0,0,0,0)", line=dict(width=3, color="black"))))
     fig.update_layout(title=title, margin=dict(l=10, r=10, t=40, b=10), legend=dict(itemsizing="constant"))
     return fig
+
+
+def group_indices(groups: Sequence[str]) -> dict[str, list[int]]:
+    """{group: the indices of its points}, in the order of `scatter_figure`'s traces: point p of trace t
+    (a selection in the browser) is point `list(group_indices(groups).values())[t][p]`."""
+    indices: dict[str, list[int]] = {}
+    for i, group in enumerate(groups):
+        indices.setdefault(group, []).append(i)
+    return indices
 
 
 def _points(xyz: np.ndarray, texts: Sequence[str], name: str, three_d: bool, marker: dict):

@@ -270,6 +270,28 @@ def test_map_of_vocabulary_words_coloured_by_part_of_speech(studio):
     assert len(session.map.corpus.texts) == 30
 
 
+def test_a_selection_on_the_map_lists_its_points_and_their_csv(studio, monkeypatch, tmp_path):
+    import csv
+    import html
+
+    monkeypatch.setattr("app.export.download_dir", lambda: tmp_path / "downloads")
+    with pytest.raises(ValueError, match="Draw a map first"):
+        studio.select_map("[[0, 0]]", Session())
+    figure, _, session = studio.draw_map("vocabulary words", 30, "", None, "PCA", "2-D", "part of speech", Session())
+    trace = len(figure.data) - 1  # the browser names points by trace and position: map them back
+    pairs = [[trace, p] for p in range(len(figure.data[trace].x))] + [[trace + 5, 0]]  # a search's trace: not a point
+    rows, note, path = studio.select_map(json.dumps(pairs), session)
+    names = [html.unescape(t) for t in figure.data[trace].text]  # hover texts: escaped words
+    assert note.startswith(f"{len(names)} point(s) selected") and sorted(r[0] for r in rows) == sorted(names)
+    assert {r[1] for r in rows} == {figure.data[trace].name}
+    with open(path, encoding="utf-8") as f:
+        assert list(csv.reader(f))[1:] == [[str(v) for v in r] for r in rows]
+    assert studio.select_map("[]", session)[2] is None
+    for bad in ("not json", "[[0]]", "[[-1, 0]]", '[["a", 0]]', json.dumps([[0, 0]] * 61)):
+        with pytest.raises(ValueError, match="could not be read"):
+            studio.select_map(bad, session)
+
+
 def test_map_of_an_uploaded_file_reuses_its_embeddings(studio, tmp_path):
     corpus = tmp_path / "lines.txt"
     corpus.write_text("".join(f"sentence number {i}\n" for i in range(12)), encoding="utf-8")

@@ -214,6 +214,26 @@ def test_map_draws_and_highlights(page, served_model):
     shoot(page, shots, "4-map")
 
 
+def test_a_box_selection_on_the_map_fills_the_table_and_its_csv(page, served_model):
+    open_tab(page, "Map")
+    page.locator("#map-draw").click()
+    page.locator("#map-status").get_by_text("points, ").wait_for()
+    plot = page.locator("#map-plot .js-plotly-plot")
+    plot.locator(".modebar-btn[data-title='Box Select']").click()
+    plot.scroll_into_view_if_needed()
+    box = plot.locator(".nsewdrag").first.bounding_box()  # the plot area, in view
+    page.mouse.move(box["x"] + 2, box["y"] + 2)
+    page.mouse.down()
+    page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2, steps=8)
+    page.mouse.move(box["x"] + box["width"] - 2, box["y"] + box["height"] - 2, steps=8)
+    page.mouse.up()
+    note = page.locator("#map-selected-note").get_by_text("point(s) selected")
+    note.wait_for()
+    selected = int(note.inner_text().split()[0].replace(",", ""))
+    assert selected > 0 and page.locator("#map-selected tbody tr").count() >= 1
+    page.locator("#map-selected-csv").get_by_text("selection", exact=True).wait_for()  # the CSV to download
+
+
 TABS = ["Reverse dictionary", "Similarity", "Analogy & interpolation", "Map", "Fine-tune", "Evaluate", "About"]
 
 
