@@ -90,6 +90,7 @@ class MapData:
     groups: list[str]
     title: str
     place: Callable[[np.ndarray], np.ndarray] | None = None
+    regions: list | None = None  # named regions by zoom level (core.vocabulary_map.region_labels), if any
 
 
 @dataclass
@@ -354,7 +355,7 @@ class Studio:
         words, coords = engine.vocabulary_reference("word"), active.vocabulary_layout()
         groups, figure = active.word_groups(), vocabulary_figure(active)
         session.map = MapData(words, coords, groups, figure.layout.title.text,
-                              lambda vectors: place(words.scorer, coords, vectors))
+                              lambda vectors: place(words.scorer, coords, vectors), active.vocabulary_regions())
         status = f"{len(coords):,} points in {time.perf_counter() - started:.1f} s, coloured by part of speech."
         return figure, status, session
 
@@ -395,6 +396,8 @@ class Studio:
         hits = m.corpus.nearest(vector, int(k))[0]
         highlight = list(dict.fromkeys(matches[:MAX_HIGHLIGHTS] + [i for i, _ in hits]))
         fig = views.scatter_figure(m.coords, m.corpus.texts, m.groups, m.title, highlight)
+        if m.regions:
+            views.add_region_labels(fig, m.regions)
         if m.place is not None:  # a fixed layout: the query lands where its nearest words are
             views.add_marker(fig, m.place(vector)[0], query)
         found = f"{len(matches)} point(s) contain {query!r}" if matches else f"{query!r} is not on this map"
@@ -700,8 +703,9 @@ def vocabulary_figure(active: ActiveModel):
     never changed after (a search draws a figure of its own)."""
     def build():
         words = active.engine.vocabulary_reference("word")
-        return views.scatter_figure(active.vocabulary_layout(), words.texts, active.word_groups(),
-                                    f"{words.name}: one map, laid out once for this model (UMAP)")
+        figure = views.scatter_figure(active.vocabulary_layout(), words.texts, active.word_groups(),
+                                      f"{words.name}: one map, laid out once for this model (UMAP)")
+        return views.add_region_labels(figure, active.vocabulary_regions())
     return active.once(f"figure-{active.vocabulary_layout_key()}", build)
 
 

@@ -19,6 +19,7 @@ from core.checkpoint import (CHECKPOINTS_DIR, DEFAULT_BASE, DEFAULT_CHECKPOINT, 
 from core.corpus_index import INDEX, CorpusIndex, index_folder
 from core.engine import Engine
 from core.readout import REFERENCE_SIZE, EmbeddedTexts, Reference
+from core.vocabulary_map import Region, region_labels
 
 from .services import (CORPUS_NAME, CORPUS_SENTENCES, EVERY_DEFINITION, LARGEST_READY, REFERENCE_CHOICES, SAMPLE,
                        UPLOADED_FILE, VOCABULARY_REFERENCES, Progress, no_progress, reference_corpus)
@@ -123,6 +124,13 @@ class ActiveModel:
     def vocabulary_layout(self) -> np.ndarray:
         """The model's map of every word (C, 2), loaded once; ValueError saying how to build it."""
         return self.once(self.vocabulary_layout_key(), lambda: np.load(self.engine.vocabulary_layout_path()))
+
+    def vocabulary_regions(self) -> list[list[Region]]:
+        """The map of every word's named regions at each zoom level (core.vocabulary_map.region_labels),
+        computed once per layout (a few seconds)."""
+        layout = self.vocabulary_layout()
+        return self.once(f"regions-{self.vocabulary_layout_key()}",
+                         lambda: region_labels(self.engine.open_vocab, layout))
 
     def vocabulary_layout_key(self) -> str:
         """Names the current layout file's version: what is derived from the layout is cached under it."""

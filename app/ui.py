@@ -50,9 +50,10 @@ REFERENCE_INFO = (f"{sv.LARGEST_READY!r}: the modern corpus's million sentences 
 UPLOAD_LIFETIME = (600, 3600)  # gradio delete_cache: (every N seconds, files older than M seconds)
 EXAMPLES = ["a person who is in charge", "a large grey animal with a trunk", "a building where people live",
             "to move quickly on foot", "feeling or showing pleasure", "a place where books are kept"]
-# Plotly reports a box or lasso selection to the page only: each drawn map gets a listener that writes the
-# [trace, point] pairs into the hidden #map-selection box, whose input event asks the server for the rows.
-SELECTION_JS = """() => {
+# Plotly reports a selection and a zoom to the page only. Each drawn map gets listeners: a box or lasso
+# selection writes its [trace, point] pairs into the hidden #map-selection box, whose change asks the
+# server for the rows; a zoom shows the level of region names that suits it (one level per x4 zoom).
+MAP_JS = """() => {
   const send = (points) => {
     const box = document.querySelector('#map-selection textarea');
     if (!box) return;
@@ -60,13 +61,26 @@ SELECTION_JS = """() => {
     box.dispatchEvent(new Event('input', {bubbles: true}));
   };
   const selected = (ev) => send(ev && ev.points ? ev.points.map(p => [p.curveNumber, p.pointNumber]) : []);
+  const showLevel = (div) => {
+    const labels = div.data.map((t, i) => [t, i]).filter(([t]) => t.name === '%s');
+    const range = div._fullLayout.xaxis.range, full = div._dsFull;
+    if (!labels.length || !full || !window.Plotly) return;
+    const zoom = (full[1] - full[0]) / Math.max(range[1] - range[0], 1e-9);
+    const level = Math.min(labels.length - 1, Math.max(0, Math.floor(Math.log(zoom) / Math.log(4) + 0.5)));
+    const visible = labels.map(([t]) => t.meta === level);
+    if (visible.some((v, k) => (labels[k][0].visible !== false) !== v)) {
+      window.Plotly.restyle(div, {visible}, labels.map(([, i]) => i));
+    }
+  };
   const bind = () => document.querySelectorAll('#map-plot .js-plotly-plot').forEach(div => {
-    if (typeof div.on !== 'function' || div._dsSelected === div._ev) return;  // bound to this plot already
-    div._dsSelected = div._ev;
+    if (typeof div.on !== 'function' || div._dsBound === div._ev) return;  // bound to this plot already
+    div._dsBound = div._ev;
+    div._dsFull = div._fullLayout.xaxis.range.slice();  // drawn: the whole map is in view
     div.on('plotly_selected', selected);
+    div.on('plotly_relayout', () => showLevel(div));
   });
   setInterval(bind, 500);
-}"""
+}""" % views.REGION_LABELS
 
 CSS = """#map-selection {display: none}
 
@@ -390,14 +404,15 @@ def _map_tab(demo: gr.Blocks, studio: Studio, session: gr.State) -> None:
     wire([search_button.click, search.submit], handler(studio.search_map), [search, k, session],
          [plot, note, neighbours], api_name="search_map", **QUICK)
     gr.Markdown("Select points with **Box Select** or **Lasso Select** (above the map) to list them here.")
-    selection = gr.Textbox(elem_id="map-selection", container=False)  # the browser writes it (SELECTION_JS); "change": a written value sends no "input"
+    # the browser writes it (MAP_JS); listened to by "change": a value written by a script sends no "input"
+    selection = gr.Textbox(elem_id="map-selection", container=False)
     selected_note = gr.Markdown(elem_id="map-selected-note")
     selected = gr.Dataframe(headers=["text", "group", "x", "y"], wrap=True, elem_id="map-selected",
                             column_widths=["58%", "18%", "12%", "12%"])
     selected_csv = gr.File(label="The selection as CSV", elem_id="map-selected-csv")
     selection.change(handler(studio.select_map), [selection, session], [selected, selected_note, selected_csv],
                     api_name="select_map", **QUICK)
-    demo.load(None, js=SELECTION_JS)
+    demo.load(None, js=MAP_JS)
     with gr.Row():
         export = gr.Button("Download this map as Projector files (vectors.tsv, metadata.tsv)", scale=1)
         exported = gr.File(label="Projector files", scale=2)

@@ -145,6 +145,20 @@ def placeholder_figure(hint: str) -> go.Figure:
     return fig
 
 
+REGION_LABELS = "region names"  # the label traces' name: app/ui.py's MAP_JS shows one level at a time
+
+
+def add_region_labels(fig: go.Figure, levels: Sequence[Sequence]) -> go.Figure:
+    """One text trace per level of `levels` (each a list of core.vocabulary_map.Region, coarse to fine);
+    only the first shows until the page's script (MAP_JS) shows the level that suits the zoom."""
+    for level, regions in enumerate(levels):
+        fig.add_trace(go.Scatter(x=[r.x for r in regions], y=[r.y for r in regions], mode="text",
+                                 text=[escape(r.name) for r in regions], name=REGION_LABELS, meta=level,
+                                 visible=level == 0, showlegend=False, hoverinfo="skip",
+                                 textfont=dict(size=13 if level == 0 else 11, color="#222")))
+    return fig
+
+
 def add_marker(fig: go.Figure, xy: np.ndarray, label: str) -> go.Figure:
     """A star at `xy` (2,) named `label`: where a search lands on a fixed map."""
     fig.add_trace(go.Scattergl(x=[xy[0]], y=[xy[1]], mode="markers+text", name="your search",

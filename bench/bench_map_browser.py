@@ -53,11 +53,28 @@ def main(argv: list[str] | None = None) -> int:
                 page.locator("#map-plot .js-plotly-plot canvas").first.wait_for(state="attached")
                 print(f"draw {draw + 1}: {time.perf_counter() - started:.2f} s from the click to the drawn map "
                       f"({page.locator('#map-status').inner_text().strip()})", flush=True)
+            print(f"region names shown by zoom: {zoom_levels(page)}", flush=True)
             browser.close()
     finally:
         process.terminate()
         process.wait(timeout=30)
     return 0
+
+
+def zoom_levels(page) -> dict[int, list[int]]:
+    """{zoom factor: the levels of region names visible once zoomed that far into the map's middle}."""
+    from app.views import REGION_LABELS
+
+    shown = {}
+    for zoom in (1, 5, 20):
+        shown[zoom] = page.evaluate("""async ([zoom, name]) => {
+          const div = document.querySelector('#map-plot .js-plotly-plot'), [a, b] = div._dsFull;
+          const mid = (a + b) / 2, half = (b - a) / 2 / zoom;
+          await window.Plotly.relayout(div, {'xaxis.range': [mid - half, mid + half]});
+          await new Promise(r => setTimeout(r, 300));
+          return div.data.filter(t => t.name === name && t.visible !== false).map(t => t.meta); }""",
+                                    [zoom, REGION_LABELS])
+    return shown
 
 
 def engine_side() -> None:

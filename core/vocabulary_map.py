@@ -13,6 +13,7 @@ nearest word keeps the most of a new point's 10 nearest words around it on the m
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -20,7 +21,11 @@ import torch
 
 from .open_vocab import OpenScorer
 from .paths import user_cache_dir
+from .word_prior import zipf_frequencies
 
+LABEL_LEVELS = (12, 48, 192)  # regions named at each zoom level: the whole map, about x4, about x16
+LABEL_WORDS = 2  # words that name a region
+LABEL_POOL = 200  # a region's words nearest its mean vector, of which the most common name it
 PLACEMENT_NEIGHBOURS = 1  # the nearest word's position: a mean of several lands between their clusters
 UMAP_NEIGHBOURS = 15
 
@@ -55,3 +60,37 @@ def place(scorer: OpenScorer, coords: np.ndarray, vectors: np.ndarray, k: int = 
     top = scorer.cosines(unit, "word").topk(min(k, len(coords)))  # (B, k)
     weights = top.values.clamp(min=1e-3).numpy()  # (B, k)
     return (coords[top.indices.numpy()] * weights[..., None]).sum(1) / weights.sum(1, keepdims=True)
+
+
+@dataclass
+class Region:
+    """A named part of the map: its members' mean position and the words that name it."""
+    x: float
+    y: float
+    name: str
+    size: int
+
+
+def region_labels(scorer: OpenScorer, coords: np.ndarray, levels: tuple[int, ...] = LABEL_LEVELS,
+                  seed: int = 0) -> list[list[Region]]:
+    """For each level n, the layout's n k-means regions (in 2-D), each named by its most common words
+    among the LABEL_POOL nearest (cosine) to its members' mean vector: central and readable."""
+    from sklearn.cluster import MiniBatchKMeans
+
+    unit = scorer.vectors_of("word", torch.arange(len(coords))).float().numpy()  # (C, d)
+    common = zipf_frequencies(scorer.candidates.words)  # (C,)
+    result = []
+    for n in levels:
+        n = min(n, len(coords))
+        assigned = MiniBatchKMeans(n, random_state=seed, n_init=1, batch_size=4096).fit_predict(coords)  # (C,)
+        result.append([_region(unit, common, scorer.candidates.words, coords, np.flatnonzero(assigned == c))
+                       for c in range(n) if (assigned == c).any()])
+    return result
+
+
+def _region(unit: np.ndarray, common: np.ndarray, words: list[str], coords: np.ndarray,
+            members: np.ndarray) -> Region:
+    central = members[np.argsort(-(unit[members] @ unit[members].mean(0)))[:LABEL_POOL]]  # (<= POOL,)
+    named = central[np.argsort(-common[central], kind="stable")[:LABEL_WORDS]]
+    x, y = coords[members].mean(0)
+    return Region(float(x), float(y), ", ".join(words[i] for i in named), len(members))

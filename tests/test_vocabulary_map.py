@@ -74,7 +74,7 @@ def test_the_command_lays_out_the_map_the_app_then_draws_and_searches(engine, ti
     assert f"{len(DICTIONARY)} words laid out" in capsys.readouterr().out
     figure, status, session = studio.draw_map(EVERY_WORD_MAP, 0, "", None, "UMAP", "2-D", "cluster", Session())
     assert status.startswith(f"{len(DICTIONARY)} points") and "part of speech" in status
-    assert {trace.name for trace in figure.data} == {"noun", "verb", "adjective"}
+    assert {trace.name for trace in figure.data if trace.mode == "markers"} == {"noun", "verb", "adjective"}
     figure, note, rows = studio.search_map("a small animal", 2, session)
     assert figure.data[-1].name == "your search" and len(rows) == 2
     assert note.startswith("'a small animal' is not on this map; nearest neighbours")  # and offers the nearest
@@ -110,3 +110,29 @@ def test_the_map_of_every_word_is_drawn_once_per_layout_while_the_model_is_prepa
     save_layout(np.zeros((len(DICTIONARY), 2), dtype=np.float32), engine.vocabulary_layout_path())
     relaid = vocabulary_figure(active)  # laid out again: drawn again
     assert relaid is not figure and (np.concatenate([t.x for t in relaid.data]) == 0).all()
+
+
+def test_regions_are_named_at_each_zoom_level_by_their_words(engine):
+    from core.vocabulary_map import region_labels
+
+    coords = np.array([[0, 0], [0, 1], [10, 0], [10, 1], [20, 0], [20, 1]], dtype=np.float32)
+    levels = region_labels(engine.open_vocab, coords, levels=(1, 3))
+    assert [len(regions) for regions in levels] == [1, 3]
+    assert all(sum(r.size for r in regions) == len(DICTIONARY) for regions in levels)
+    words = {e.word for e in DICTIONARY}
+    assert all(set(r.name.split(", ")) <= words and r.name for regions in levels for r in regions)
+    assert sorted(round(r.x) for r in levels[1]) == [0, 10, 20]  # each region at its members' mean
+
+
+def test_the_map_of_every_word_carries_its_region_names_one_level_shown(engine, tiny_mlm_dir):
+    from app.views import REGION_LABELS
+
+    save_layout(np.random.default_rng(0).standard_normal((len(DICTIONARY), 2)).astype(np.float32),
+                engine.vocabulary_layout_path())
+    studio = Studio(Models.from_engine(engine, ModelSpec("tiny", base=str(tiny_mlm_dir))), Projector(), JobManager())
+    figure, _, session = studio.draw_map(EVERY_WORD_MAP, 0, "", None, "UMAP", "2-D", "part of speech", Session())
+    labels = [t for t in figure.data if t.name == REGION_LABELS]
+    assert [t.meta for t in labels] == list(range(len(labels))) and len(labels) >= 2
+    assert [t.visible for t in labels] == [True] + [False] * (len(labels) - 1)
+    searched, _, _ = studio.search_map("a small animal", 2, session)  # a search keeps them
+    assert [t.meta for t in searched.data if t.name == REGION_LABELS] == [t.meta for t in labels]
