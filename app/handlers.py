@@ -17,6 +17,7 @@ import time
 import uuid
 from typing import Callable
 from dataclasses import dataclass, field
+from html import escape
 from pathlib import Path
 
 import numpy as np
@@ -423,9 +424,7 @@ class Studio:
         if session.map is None:
             raise ValueError("Draw a map first.")
         m = session.map
-        traces = list(views.group_indices(m.groups).values())  # the search's extra traces are not points
-        pairs = _selected_pairs(selection, 2 * len(m.coords))
-        picked = sorted({traces[t][p] for t, p in pairs if t < len(traces) and p < len(traces[t])})
+        picked = _picked_points(selection, m, 2 * len(m.coords))
         if not picked:
             return [], "No point selected: choose Box Select or Lasso Select above the map, then drag.", None
         axes = "xyz"[:m.coords.shape[1]]
@@ -434,6 +433,20 @@ class Studio:
         if len(picked) > MAX_SELECTION_ROWS:
             note += f"; the table shows the first {MAX_SELECTION_ROWS:,}, the CSV holds all of them"
         return rows[:MAX_SELECTION_ROWS], note + ".", str(csv_download(["text", "group", *axes], rows, "selection"))
+
+    def map_point(self, clicked: str, session: Session) -> str:
+        """Markdown on the point clicked on the last map (`clicked`: the browser's [[trace, point]]): its
+        whole text and group and, for a word or phrase, its WordNet definitions."""
+        if session.map is None:
+            raise ValueError("Draw a map first.")
+        m = session.map
+        picked = _picked_points(clicked, m, 1)
+        if not picked:
+            return ""
+        text, group = m.corpus.texts[picked[0]], str(m.groups[picked[0]])
+        definitions = [f"- *{escape(sv.POS_NAMES.get(e.pos, e.pos))}* {escape(e.definition)}"
+                       for e in sv.definitions_of(text)]
+        return "\n".join([f"**{escape(text)}** ({escape(group)})", *definitions])
 
     def candidates_map(self, text: str, k: int, method: str, session: Session | None = None,
                        progress: sv.Progress = sv.no_progress):
@@ -682,6 +695,14 @@ def start_studio(spec: ModelSpec, checkpoints: Path, warm_up_umap: bool = True, 
             studio.projector.warm_up()
     studio.models.load_in_background(spec, then=after_load)
     return studio
+
+
+def _picked_points(selection: str, m: MapData, limit: int) -> list[int]:
+    """The points of map `m` (sorted indices) that the browser's [[trace, point], ...] names; the
+    traces after the points' own (search hits, region names, a search's star) are not points."""
+    traces = list(views.group_indices(m.groups).values())
+    pairs = _selected_pairs(selection, limit)
+    return sorted({traces[t][p] for t, p in pairs if t < len(traces) and p < len(traces[t])})
 
 
 def _selected_pairs(selection: str, limit: int) -> list[tuple[int, int]]:

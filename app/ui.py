@@ -50,17 +50,18 @@ REFERENCE_INFO = (f"{sv.LARGEST_READY!r}: the modern corpus's million sentences 
 UPLOAD_LIFETIME = (600, 3600)  # gradio delete_cache: (every N seconds, files older than M seconds)
 EXAMPLES = ["a person who is in charge", "a large grey animal with a trunk", "a building where people live",
             "to move quickly on foot", "feeling or showing pleasure", "a place where books are kept"]
-# Plotly reports a selection and a zoom to the page only. Each drawn map gets listeners: a box or lasso
-# selection writes its [trace, point] pairs into the hidden #map-selection box, whose change asks the
-# server for the rows; a zoom shows the level of region names that suits it (one level per x4 zoom).
+# Plotly reports a selection, a click and a zoom to the page only. Each drawn map gets listeners: a box or
+# lasso selection writes its [trace, point] pairs into the hidden #map-selection box (a click: #map-click),
+# whose change asks the server for the rows (the point's definitions); a zoom shows the level of region
+# names that suits it (one level per x4 zoom).
 MAP_JS = """() => {
-  const send = (points) => {
-    const box = document.querySelector('#map-selection textarea');
+  const send = (id, points) => {
+    const box = document.querySelector(`#${id} textarea`);
     if (!box) return;
     box.value = JSON.stringify(points);
     box.dispatchEvent(new Event('input', {bubbles: true}));
   };
-  const selected = (ev) => send(ev && ev.points ? ev.points.map(p => [p.curveNumber, p.pointNumber]) : []);
+  const pairs = (ev) => (ev && ev.points ? ev.points.map(p => [p.curveNumber, p.pointNumber]) : []);
   const showLevel = (div) => {
     const labels = div.data.map((t, i) => [t, i]).filter(([t]) => t.name === '%s');
     const range = div._fullLayout.xaxis.range, full = div._dsFull;
@@ -76,13 +77,14 @@ MAP_JS = """() => {
     if (typeof div.on !== 'function' || div._dsBound === div._ev) return;  // bound to this plot already
     div._dsBound = div._ev;
     div._dsFull = div._fullLayout.xaxis.range.slice();  // drawn: the whole map is in view
-    div.on('plotly_selected', selected);
+    div.on('plotly_selected', (ev) => send('map-selection', pairs(ev)));
+    div.on('plotly_click', (ev) => send('map-click', pairs(ev).slice(0, 1)));
     div.on('plotly_relayout', () => showLevel(div));
   });
   setInterval(bind, 500);
 }""" % views.REGION_LABELS
 
-CSS = """#map-selection {display: none}
+CSS = """#map-selection, #map-click {display: none}
 
 .ds-words h4 {margin: 0 0 .5em 0}
 .ds-word {margin-bottom: .7em}
@@ -392,6 +394,9 @@ def _map_tab(demo: gr.Blocks, studio: Studio, session: gr.State) -> None:
     draw = gr.Button("Draw map", variant="primary", elem_id="map-draw")
     status = gr.Markdown(elem_id="map-status")
     plot = gr.Plot(views.placeholder_figure("Choose the points above, then press Draw map."), elem_id="map-plot")
+    point = gr.Markdown("Click a point to read it whole, with its definitions.", elem_id="map-point")
+    clicked = gr.Textbox(elem_id="map-click", container=False)  # written by MAP_JS, as #map-selection below
+    clicked.change(handler(studio.map_point), [clicked, session], [point], api_name="map_point", **QUICK)
     with gr.Row():
         search = gr.Textbox(label="Search the map", scale=3)
         k = gr.Slider(1, 30, value=10, step=1, label="Neighbours", scale=1)

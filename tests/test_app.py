@@ -287,6 +287,10 @@ def test_a_selection_on_the_map_lists_its_points_and_their_csv(studio, monkeypat
     with open(path, encoding="utf-8") as f:
         assert list(csv.reader(f))[1:] == [[str(v) for v in r] for r in rows]
     assert studio.select_map("[]", session)[2] is None
+    word, group = rows[0][0], rows[0][1]
+    clicked = studio.map_point(json.dumps([[trace, names.index(word)]]), session)  # a click: the word, defined
+    assert clicked.startswith(f"**{html.escape(word)}** ({group})") and "\n- *" in clicked
+    assert studio.map_point(json.dumps([[trace + 5, 0]]), session) == ""  # not a point: nothing to show
     for bad in ("not json", "[[0]]", "[[-1, 0]]", '[["a", 0]]', json.dumps([[0, 0]] * 61)):
         with pytest.raises(ValueError, match="could not be read"):
             studio.select_map(bad, session)

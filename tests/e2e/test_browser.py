@@ -222,6 +222,10 @@ def test_a_box_selection_on_the_map_fills_the_table_and_its_csv(page, served_mod
     plot.locator(".modebar-btn[data-title='Box Select']").click()
     plot.scroll_into_view_if_needed()
     box = plot.locator(".nsewdrag").first.bounding_box()  # the plot area, in view
+    first = page.evaluate("""() => { const d = document.querySelector('#map-plot .js-plotly-plot'), t = d._fullData[0];
+      const l = d._fullLayout; return [l.xaxis.l2p(t.x[0]), l.yaxis.l2p(t.y[0])]; }""")  # a point's pixels
+    page.mouse.click(box["x"] + first[0], box["y"] + first[1])
+    page.locator("#map-point").get_by_text("(").wait_for()  # its text and group, read whole
     page.mouse.move(box["x"] + 2, box["y"] + 2)
     page.mouse.down()
     page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2, steps=8)
