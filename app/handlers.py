@@ -27,6 +27,7 @@ from core.hardware import return_freed_memory
 from core.readout import EmbeddedTexts, InterpolationPoint, Reference, describe_borrowed
 from core.vec2sent.refine import CorrectSettings
 from core.vocabulary_map import place
+from core.word_prior import frequency_bands
 from core.word_eval import format_table
 
 from . import services as sv
@@ -50,7 +51,7 @@ MAX_HIGHLIGHTS = 200  # points ringed because their text contains the search (on
 MAP_SOURCES = ("dictionary definitions", "vocabulary words", "my sentences", "uploaded file", EVERY_WORD_MAP)
 MAX_SELECTION_ROWS = 1_000  # rows of a map selection the table shows; its CSV holds every selected point
 MAX_EXPORT_POINTS = 20_000  # Projector files of a map: its vectors as text, about 3.5 kB a 384-d point
-COLOUR_BY = ("part of speech", "cluster")
+COLOUR_BY = ("part of speech", "cluster", "frequency")
 # The beam of the app's decodings, which also correct once as the API does: on the first 200 held-out
 # sentences a beam of 20 corrected once reconstructs 23.5 % exactly (BLEU 34.0, 534 ms) against 18.8 %
 # (30.2, 196 ms, all 1,000) with the API's beam of 5 (int8 weights; docs/vec2sent.md).
@@ -335,7 +336,7 @@ class Studio:
         """(figure, a status line, the session with this map kept for searching)."""
         active = self._model(session)
         if source == EVERY_WORD_MAP:
-            return self._vocabulary_map(active, session)
+            return self._vocabulary_map(active, colour, session)
         corpus = self._map_corpus(active, source, int(size), sentences, file, session, progress)
         progress(0.9, desc=f"projecting {len(corpus.texts):,} points")
         projection = self.projector.project(corpus.vectors, method, 3 if dims == "3-D" else 2)
@@ -345,19 +346,22 @@ class Studio:
         status = f"{len(corpus.texts):,} points, {projection.method} in {projection.seconds:.1f} s. {projection.note}"
         return views.scatter_figure(projection.coords, corpus.texts, groups, title), status, session
 
-    def _vocabulary_map(self, active: ActiveModel, session: Session):
+    def _vocabulary_map(self, active: ActiveModel, colour: str, session: Session):
         """The map of every word: the model's precomputed layout (`python -m core vocabulary-map`),
-        coloured by part of speech."""
+        coloured by part of speech, region ("cluster") or frequency."""
         engine = active.engine
         if engine.open_vocab is None or engine.open_vocab_compact:
             raise ValueError("The map of every word is drawn from the full vocabulary's exact vectors, which this "
                              "model does not have yet (the Reverse dictionary tab shows their progress).")
         started = time.perf_counter()
         words, coords = engine.vocabulary_reference("word"), active.vocabulary_layout()
-        groups, figure = active.word_groups(), vocabulary_figure(active)
+        if colour not in COLOUR_BY:
+            raise ValueError(f"Colour by one of: {', '.join(COLOUR_BY)}.")
+        groups, figure = active.word_groups(colour), vocabulary_figure(active, colour)
         session.map = MapData(words, coords, groups, figure.layout.title.text,
                               lambda vectors: place(words.scorer, coords, vectors), active.vocabulary_regions())
-        status = f"{len(coords):,} points in {time.perf_counter() - started:.1f} s, coloured by part of speech."
+        shown = "region" if colour == "cluster" else colour
+        status = f"{len(coords):,} points in {time.perf_counter() - started:.1f} s, coloured by {shown}."
         return figure, status, session
 
     def _map_corpus(self, active: ActiveModel, source: str, size: int, sentences: str, file: str | None,
@@ -719,15 +723,15 @@ def _selected_pairs(selection: str, limit: int) -> list[tuple[int, int]]:
     return parsed
 
 
-def vocabulary_figure(active: ActiveModel):
-    """The map of every word as a figure: the same each time, so built once per layout (0.4-0.8 s) and
-    never changed after (a search draws a figure of its own)."""
+def vocabulary_figure(active: ActiveModel, colour: str = "part of speech"):
+    """The map of every word as a figure: the same each time, so built once per layout and colour
+    (0.4-0.8 s) and never changed after (a search draws a figure of its own)."""
     def build():
         words = active.engine.vocabulary_reference("word")
-        figure = views.scatter_figure(active.vocabulary_layout(), words.texts, active.word_groups(),
+        figure = views.scatter_figure(active.vocabulary_layout(), words.texts, active.word_groups(colour),
                                       f"{words.name}: one map, laid out once for this model (UMAP)")
         return views.add_region_labels(figure, active.vocabulary_regions())
-    return active.once(f"figure-{active.vocabulary_layout_key()}", build)
+    return active.once(f"figure-{colour}-{active.vocabulary_layout_key()}", build)
 
 
 def prepare_model(active: ActiveModel, progress: sv.Progress = sv.no_progress, open_vocabulary: bool = True) -> None:
@@ -786,11 +790,13 @@ def embed_own_vectors(active: ActiveModel) -> None:
 
 
 def _colour_groups(corpus: EmbeddedTexts, colour: str) -> list[str]:
-    """Group label of each point: its part of speech, or a k-means cluster of the vectors."""
+    """Group label of each point: its part of speech, a k-means cluster of the vectors, or its frequency band."""
     if colour not in COLOUR_BY:
         raise ValueError(f"Colour by one of: {', '.join(COLOUR_BY)}.")
     if colour == "part of speech":
         return [label or "sentence" for label in corpus.labels]
+    if colour == "frequency":  # of the text as a word or phrase: a sentence reads as unknown
+        return frequency_bands(corpus.texts)
     from sklearn.cluster import KMeans
     k = min(8, len(corpus.texts))
     clusters = KMeans(n_clusters=k, n_init=3, random_state=0).fit_predict(corpus.vectors)

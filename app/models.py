@@ -19,7 +19,8 @@ from core.checkpoint import (CHECKPOINTS_DIR, DEFAULT_BASE, DEFAULT_CHECKPOINT, 
 from core.corpus_index import INDEX, CorpusIndex, index_folder
 from core.engine import Engine
 from core.readout import REFERENCE_SIZE, EmbeddedTexts, Reference
-from core.vocabulary_map import Region, region_labels
+from core.vocabulary_map import LABEL_LEVELS, Region, region_labels
+from core.word_prior import frequency_bands
 
 from .services import (CORPUS_NAME, CORPUS_SENTENCES, EVERY_DEFINITION, LARGEST_READY, REFERENCE_CHOICES, SAMPLE,
                        UPLOADED_FILE, VOCABULARY_REFERENCES, Progress, no_progress, reference_corpus)
@@ -140,11 +141,22 @@ class ActiveModel:
                              f"vocabulary-map{self._model_flag()}` (minutes; docs/results.md), then draw again.")
         return f"layout-{path.name}-{path.stat().st_mtime_ns}"
 
-    def word_groups(self) -> list[str]:
-        """Each open-vocabulary word's colour on the map of every word: its main part of speech."""
+    def word_groups(self, colour: str = "part of speech") -> list[str]:
+        """Each open-vocabulary word's colour on the map of every word: its main part of speech, its
+        region (the middle zoom level's names) or its frequency band."""
         candidates = self.engine.open_vocab.candidates
-        return self.once(f"word-groups-{candidates.fingerprint()}",
-                          lambda: [candidates.filters.main_pos(w) or "other" for w in candidates.words])
+        if colour == "cluster":
+            return self.once(f"word-groups-region-{self.vocabulary_layout_key()}", self._region_groups)
+        build = {"part of speech": lambda: [candidates.filters.main_pos(w) or "other" for w in candidates.words],
+                 "frequency": lambda: frequency_bands(candidates.words)}[colour]
+        return self.once(f"word-groups-{colour}-{candidates.fingerprint()}", build)
+
+    def _region_groups(self) -> list[str]:
+        groups = [""] * len(self.engine.open_vocab.candidates.words)
+        for region in self.vocabulary_regions()[len(LABEL_LEVELS) // 2]:  # the middle zoom level's regions
+            for row in region.members.tolist():
+                groups[row] = region.name
+        return groups
 
     def corpus_folder(self) -> Path:
         """Where `python -m core corpus-index` puts this model's index of the modern corpus."""

@@ -13,7 +13,7 @@ nearest word keeps the most of a new point's 10 nearest words around it on the m
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -64,11 +64,15 @@ def place(scorer: OpenScorer, coords: np.ndarray, vectors: np.ndarray, k: int = 
 
 @dataclass
 class Region:
-    """A named part of the map: its members' mean position and the words that name it."""
+    """A named part of the map: its members' mean position, the words that name it, its members' rows."""
     x: float
     y: float
     name: str
-    size: int
+    members: np.ndarray = field(repr=False)
+
+    @property
+    def size(self) -> int:
+        return len(self.members)
 
 
 def region_labels(scorer: OpenScorer, coords: np.ndarray, levels: tuple[int, ...] = LABEL_LEVELS,
@@ -93,4 +97,4 @@ def _region(unit: np.ndarray, common: np.ndarray, words: list[str], coords: np.n
     central = members[np.argsort(-(unit[members] @ unit[members].mean(0)))[:LABEL_POOL]]  # (<= POOL,)
     named = central[np.argsort(-common[central], kind="stable")[:LABEL_WORDS]]
     x, y = coords[members].mean(0)
-    return Region(float(x), float(y), ", ".join(words[i] for i in named), len(members))
+    return Region(float(x), float(y), ", ".join(words[i] for i in named), members)

@@ -35,3 +35,13 @@ def zipf_frequencies(words: Sequence[str], user_words: Iterable[str] = ()) -> np
     table, users = load_frequencies(), set(user_words)
     return np.array([max(table.get(w, 0.0), USER_WORD_ZIPF if w in users else 0.0) for w in words],
                     dtype=np.float32)
+
+
+# (lowest Zipf frequency, name) from the most common band down: a word falls in the first it reaches
+FREQUENCY_BANDS = ((4.0, "common (Zipf 4+)"), (3.0, "everyday (Zipf 3-4)"), (1.0, "rare (Zipf 1-3)"),
+                   (float("-inf"), "rarest or unknown"))
+
+
+def frequency_bands(words: Sequence[str]) -> list[str]:
+    """Each word's FREQUENCY_BANDS name (a map's colour by frequency)."""
+    return [next(name for lowest, name in FREQUENCY_BANDS if zipf >= lowest) for zipf in zipf_frequencies(words)]

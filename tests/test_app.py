@@ -23,6 +23,7 @@ from app.models import BASE_LABEL, Models, ModelSpec, ModelUnavailable, availabl
 from app.projection import Projector, pca
 from core import Engine
 from core.dictionary import Entry
+from core.word_prior import frequency_bands
 from core.readout import find_decoder_dir
 from tests.conftest import TINY_WORDS
 
@@ -268,6 +269,9 @@ def test_map_of_vocabulary_words_coloured_by_part_of_speech(studio):
     figure, _, session = studio.draw_map("vocabulary words", 30, "", None, "PCA", "2-D", "part of speech", Session())
     assert {t.name for t in figure.data} <= {"noun", "verb", "adjective", "adverb"}
     assert len(session.map.corpus.texts) == 30
+    figure, _, session = studio.draw_map("vocabulary words", 30, "", None, "PCA", "2-D", "frequency", Session())
+    assert session.map.groups == frequency_bands(session.map.corpus.texts)
+    assert [t.name for t in figure.data] == list(dict.fromkeys(session.map.groups))
 
 
 def test_a_selection_on_the_map_lists_its_points_and_their_csv(studio, monkeypatch, tmp_path):

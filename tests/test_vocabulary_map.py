@@ -72,7 +72,8 @@ def test_the_command_lays_out_the_map_the_app_then_draws_and_searches(engine, ti
         studio.draw_map(EVERY_WORD_MAP, 0, "", None, "UMAP", "2-D", "part of speech", Session())
     assert main(["vocabulary-map", "--model", str(tiny_mlm_dir)]) == 0
     assert f"{len(DICTIONARY)} words laid out" in capsys.readouterr().out
-    figure, status, session = studio.draw_map(EVERY_WORD_MAP, 0, "", None, "UMAP", "2-D", "cluster", Session())
+    figure, status, session = studio.draw_map(EVERY_WORD_MAP, 0, "", None, "UMAP", "2-D", "part of speech",
+                                              Session())
     assert status.startswith(f"{len(DICTIONARY)} points") and "part of speech" in status
     assert {trace.name for trace in figure.data if trace.mode == "markers"} == {"noun", "verb", "adjective"}
     figure, note, rows = studio.search_map("a small animal", 2, session)
@@ -125,6 +126,8 @@ def test_regions_are_named_at_each_zoom_level_by_their_words(engine):
 
 
 def test_the_map_of_every_word_carries_its_region_names_one_level_shown(engine, tiny_mlm_dir):
+    import html
+
     from app.views import REGION_LABELS
 
     save_layout(np.random.default_rng(0).standard_normal((len(DICTIONARY), 2)).astype(np.float32),
@@ -136,3 +139,10 @@ def test_the_map_of_every_word_carries_its_region_names_one_level_shown(engine, 
     assert [t.visible for t in labels] == [True] + [False] * (len(labels) - 1)
     searched, _, _ = studio.search_map("a small animal", 2, session)  # a search keeps them
     assert [t.meta for t in searched.data if t.name == REGION_LABELS] == [t.meta for t in labels]
+    by_region, status, _ = studio.draw_map(EVERY_WORD_MAP, 0, "", None, "UMAP", "2-D", "cluster", Session())
+    middle = {name for t in by_region.data if t.name == REGION_LABELS and t.meta == 1 for name in t.text}
+    assert status.endswith("coloured by region.") and {t.name for t in by_region.data if t.mode == "markers"} == {
+        html.unescape(name) for name in middle}  # each word coloured by its region at the middle zoom level
+    by_frequency, _, _ = studio.draw_map(EVERY_WORD_MAP, 0, "", None, "UMAP", "2-D", "frequency", Session())
+    bands = {t.name: list(t.text) for t in by_frequency.data if t.mode == "markers"}
+    assert "dog" in bands["common (Zipf 4+)"] and "ice cream" not in bands.get("rarest or unknown", [])

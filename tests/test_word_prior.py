@@ -99,3 +99,9 @@ def test_summary_and_the_fixed_sets(tmp_path):
     assert read_human_descriptions(path) == [Query("a place where books are kept", "library")]
     with pytest.raises(FileNotFoundError, match="shared/data"):
         read_human_descriptions(tmp_path / "absent.tsv")
+
+
+def test_frequency_bands_put_each_word_in_the_first_band_it_reaches():
+    from core.word_prior import FREQUENCY_BANDS, frequency_bands
+
+    assert frequency_bands(["bird", "ovenbird"]) == [FREQUENCY_BANDS[0][1], FREQUENCY_BANDS[-1][1]]
