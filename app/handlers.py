@@ -49,6 +49,8 @@ log = logging.getLogger(__name__)
 EVERY_WORD_MAP = "every word (laid out once per model)"
 MAX_HIGHLIGHTS = 200  # points ringed because their text contains the search (on the map of every word: many)
 MAP_SOURCES = ("dictionary definitions", "vocabulary words", "my sentences", "uploaded file", EVERY_WORD_MAP)
+MAP_POINTS = "this map's points"  # what the map's search looks among, unless the user picks a collection
+MAX_MAP_NEIGHBOURS = 30
 MAX_SELECTION_ROWS = 1_000  # rows of a map selection the table shows; its CSV holds every selected point
 MAX_EXPORT_POINTS = 20_000  # Projector files of a map: its vectors as text, about 3.5 kB a 384-d point
 COLOUR_BY = ("part of speech", "cluster", "frequency")
@@ -382,11 +384,17 @@ class Studio:
             return self._uploaded_corpus(active, files[0] if files else None, session, progress)
         raise ValueError(f"Unknown point set {source!r}.")
 
-    def search_map(self, query: str, k: int, session: Session):
-        """Highlight texts containing the query and its nearest neighbours (original space)."""
+    def search_map(self, query: str, k: int, session: Session, collection: str = MAP_POINTS):
+        """Highlight texts containing the query and its nearest neighbours (original space) among the
+        map's points, or (`collection`, one of REFERENCE_CHOICES) the nearest texts of a collection,
+        each landed on the map of every word."""
         if session.map is None:
             raise ValueError("Draw a map first.")
+        if not 1 <= int(k) <= MAX_MAP_NEIGHBOURS:
+            raise ValueError(f"Show between 1 and {MAX_MAP_NEIGHBOURS} neighbours.")
         m, query = session.map, sv.check_text(query, "a search text")
+        if collection != MAP_POINTS:
+            return self._search_collection_on_map(m, query, int(k), collection, session)
         matches = [i for i, t in enumerate(m.corpus.texts) if query.lower() in t.lower()]
         vector = self._model(session).engine.encode([query], normalize=True)
         neighbours_of = "nearest neighbours by cosine in the original space:"
@@ -400,14 +408,27 @@ class Studio:
             neighbours_of = f"nearest neighbours of {m.corpus.texts[matches[0]]!r} by cosine in the original space:"
         hits = m.corpus.nearest(vector, int(k))[0]
         highlight = list(dict.fromkeys(matches[:MAX_HIGHLIGHTS] + [i for i, _ in hits]))
-        fig = views.scatter_figure(m.coords, m.corpus.texts, m.groups, m.title, highlight)
-        if m.regions:
-            views.add_region_labels(fig, m.regions)
+        fig = _map_figure(m, highlight)
         if m.place is not None:  # a fixed layout: the query lands where its nearest words are
             views.add_marker(fig, m.place(vector)[0], query)
         found = f"{len(matches)} point(s) contain {query!r}" if matches else f"{query!r} is not on this map"
         note = f"{found}; {neighbours_of}"
         return fig, note, views.scored_rows([(m.corpus.texts[i], s) for i, s in hits])
+
+    def _search_collection_on_map(self, m: MapData, query: str, k: int, collection: str, session: Session):
+        if m.place is None:
+            raise ValueError("Another collection's texts land on the map of every word only, whose layout is "
+                             "fixed; search this map's own points, or draw the map of every word.")
+        active = self._model(session)
+        reference = active.reference_texts(collection)
+        vector = active.engine.encode([query], normalize=True)  # (1, d)
+        hits = reference.nearest(vector, k)[0]
+        texts = [reference.texts[i] for i, _ in hits]
+        fig = views.add_points(_map_figure(m), m.place(reference.rows([i for i, _ in hits])), texts,
+                               f"nearest in {reference.name}")
+        views.add_marker(fig, m.place(vector)[0], query)
+        note = f"The {len(hits)} texts of {reference.name} nearest {query!r} by cosine, each on its nearest word:"
+        return fig, note, views.scored_rows(list(zip(texts, (s for _, s in hits))))
 
     def export_map(self, session: Session) -> str:
         """The last map drawn as the Embedding Projector's files, zipped: vectors.tsv (the points'
@@ -699,6 +720,12 @@ def start_studio(spec: ModelSpec, checkpoints: Path, warm_up_umap: bool = True, 
             studio.projector.warm_up()
     studio.models.load_in_background(spec, then=after_load)
     return studio
+
+
+def _map_figure(m: MapData, highlight: list[int] = ()):
+    """The map `m` drawn again (with its region names, if any), `highlight` points ringed."""
+    fig = views.scatter_figure(m.coords, m.corpus.texts, m.groups, m.title, highlight)
+    return views.add_region_labels(fig, m.regions) if m.regions else fig
 
 
 def _picked_points(selection: str, m: MapData, limit: int) -> list[int]:

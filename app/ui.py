@@ -16,7 +16,8 @@ from core.checkpoint import CheckpointError
 from core.vec2sent.examples import ANALOGY_EXAMPLES
 
 from .evaluation import GET_DATA, QUICK_STS, STS_DATASETS, TRANSFER_SIZES, TRANSFER_TASKS, default_data_dir
-from .handlers import COLOUR_BY, MAP_SOURCES, MOST_EXACT, PUBLIC_EVALUATE, Session, Studio
+from .handlers import (COLOUR_BY, MAP_POINTS, MAP_SOURCES, MAX_MAP_NEIGHBOURS, MOST_EXACT, PUBLIC_EVALUATE, Session,
+                       Studio)
 from .models import ModelUnavailable
 from .projection import METHODS
 from . import services as sv
@@ -399,14 +400,16 @@ def _map_tab(demo: gr.Blocks, studio: Studio, session: gr.State) -> None:
     clicked.change(handler(studio.map_point), [clicked, session], [point], api_name="map_point", **QUICK)
     with gr.Row():
         search = gr.Textbox(label="Search the map", scale=3)
-        k = gr.Slider(1, 30, value=10, step=1, label="Neighbours", scale=1)
+        k = gr.Slider(1, MAX_MAP_NEIGHBOURS, value=10, step=1, label="Neighbours", scale=1)
+        among = gr.Dropdown([MAP_POINTS, *sv.REFERENCE_CHOICES], value=MAP_POINTS, label="Among", scale=2,
+                            info="another collection's texts land on the map of every word")
         search_button = gr.Button("Highlight", scale=1)
     note = gr.Markdown()
     neighbours = gr.Dataframe(headers=["rank", "cosine", "text"], wrap=True, column_widths=["12%", "16%", "72%"],
                               elem_id="map-neighbours")
     wire([draw.click], handler(studio.draw_map), [source, size, sentences, file, method, dims, colour, session],
          [plot, status, session], api_name="draw_map", **HEAVY)
-    wire([search_button.click, search.submit], handler(studio.search_map), [search, k, session],
+    wire([search_button.click, search.submit], handler(studio.search_map), [search, k, session, among],
          [plot, note, neighbours], api_name="search_map", **QUICK)
     gr.Markdown("Select points with **Box Select** or **Lasso Select** (above the map) to list them here.")
     # the browser writes it (MAP_JS); listened to by "change": a value written by a script sends no "input"

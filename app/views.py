@@ -159,6 +159,15 @@ def add_region_labels(fig: go.Figure, levels: Sequence[Sequence]) -> go.Figure:
     return fig
 
 
+def add_points(fig: go.Figure, xy: np.ndarray, labels: Sequence[str], name: str) -> go.Figure:
+    """Diamonds at `xy` (n, 2), each hovering its label: texts of another collection landed on a map."""
+    fig.add_trace(go.Scattergl(x=xy[:, 0], y=xy[:, 1], mode="markers", name=name, hoverinfo="text",
+                               text=[escape(shorten(t, HOVER_CHARS)) for t in labels],
+                               marker=dict(size=11, symbol="diamond", color="crimson",
+                                           line=dict(width=1, color="white"))))
+    return fig
+
+
 def add_marker(fig: go.Figure, xy: np.ndarray, label: str) -> go.Figure:
     """A star at `xy` (2,) named `label`: where a search lands on a fixed map."""
     fig.add_trace(go.Scattergl(x=[xy[0]], y=[xy[1]], mode="markers+text", name="your search",

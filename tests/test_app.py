@@ -263,6 +263,11 @@ def test_draw_map_then_search(studio):
     figure, note, rows = studio.search_map("dog", 2, session)
     assert "1 point(s)" in note and rows[0][2] == "a dog"
     assert figure.data[-1].name == "search hits"
+    from app.services import SAMPLE
+    with pytest.raises(ValueError, match="map of every word only"):  # this map's layout is its own
+        studio.search_map("dog", 2, session, SAMPLE)
+    with pytest.raises(ValueError, match="between 1 and 30"):
+        studio.search_map("dog", 31, session)
 
 
 def test_map_of_vocabulary_words_coloured_by_part_of_speech(studio):

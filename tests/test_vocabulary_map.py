@@ -79,6 +79,13 @@ def test_the_command_lays_out_the_map_the_app_then_draws_and_searches(engine, ti
     figure, note, rows = studio.search_map("a small animal", 2, session)
     assert figure.data[-1].name == "your search" and len(rows) == 2
     assert note.startswith("'a small animal' is not on this map; nearest neighbours")  # and offers the nearest
+    from app.services import EVERY_DEFINITION
+    figure, note, rows = studio.search_map("a small animal", 2, session, EVERY_DEFINITION)  # another collection
+    definitions = studio.models.active().reference_texts(EVERY_DEFINITION).texts
+    hits, star = figure.data[-2], figure.data[-1]
+    assert hits.name.startswith("nearest in") and len(hits.x) == 2 and star.name == "your search"
+    assert [r[2] for r in rows] == list(hits.text) and set(hits.text) <= set(definitions)
+    assert "each on its nearest word" in note
     assert studio.search_map("dog", 2, session)[1].startswith("1 point(s) contain 'dog'")
     assert studio.export_map(session).endswith(".zip")
 
