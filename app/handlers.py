@@ -95,6 +95,7 @@ class MapData:
     title: str
     place: Callable[[np.ndarray], np.ndarray] | None = None
     regions: list | None = None  # named regions by zoom level (core.vocabulary_map.region_labels), if any
+    moves: list = field(default_factory=list)  # a fine-tune's own words: before/after arrows on an aligned map
 
 
 @dataclass
@@ -361,7 +362,8 @@ class Studio:
             raise ValueError(f"Colour by one of: {', '.join(COLOUR_BY)}.")
         groups, figure = active.word_groups(colour), vocabulary_figure(active, colour)
         session.map = MapData(words, coords, groups, figure.layout.title.text,
-                              lambda vectors: place(words.scorer, coords, vectors), active.vocabulary_regions())
+                              lambda vectors: place(words.scorer, coords, vectors), active.vocabulary_regions(),
+                              active.vocabulary_moves())
         shown = "region" if colour == "cluster" else colour
         status = f"{len(coords):,} points in {time.perf_counter() - started:.1f} s, coloured by {shown}."
         return figure, status, session
@@ -723,8 +725,8 @@ def start_studio(spec: ModelSpec, checkpoints: Path, warm_up_umap: bool = True, 
 
 
 def _map_figure(m: MapData, highlight: list[int] = ()):
-    """The map `m` drawn again (with its region names, if any), `highlight` points ringed."""
-    fig = views.scatter_figure(m.coords, m.corpus.texts, m.groups, m.title, highlight)
+    """The map `m` drawn again (with its region names and moves, if any), `highlight` points ringed."""
+    fig = views.add_moves(views.scatter_figure(m.coords, m.corpus.texts, m.groups, m.title, highlight), m.moves)
     return views.add_region_labels(fig, m.regions) if m.regions else fig
 
 
@@ -757,7 +759,7 @@ def vocabulary_figure(active: ActiveModel, colour: str = "part of speech"):
         words = active.engine.vocabulary_reference("word")
         figure = views.scatter_figure(active.vocabulary_layout(), words.texts, active.word_groups(colour),
                                       f"{words.name}: one map, laid out once for this model (UMAP)")
-        return views.add_region_labels(figure, active.vocabulary_regions())
+        return views.add_moves(views.add_region_labels(figure, active.vocabulary_regions()), active.vocabulary_moves())
     return active.once(f"figure-{colour}-{active.vocabulary_layout_key()}", build)
 
 

@@ -19,7 +19,7 @@ from core.checkpoint import (CHECKPOINTS_DIR, DEFAULT_BASE, DEFAULT_CHECKPOINT, 
 from core.corpus_index import INDEX, CorpusIndex, index_folder
 from core.engine import Engine
 from core.readout import REFERENCE_SIZE, EmbeddedTexts, Reference
-from core.vocabulary_map import LABEL_LEVELS, Region, region_labels
+from core.vocabulary_map import LABEL_LEVELS, Region, load_moves, region_labels
 from core.word_prior import frequency_bands
 
 from .services import (CORPUS_NAME, CORPUS_SENTENCES, EVERY_DEFINITION, LARGEST_READY, REFERENCE_CHOICES, SAMPLE,
@@ -132,6 +132,11 @@ class ActiveModel:
         layout = self.vocabulary_layout()
         return self.once(f"regions-{self.vocabulary_layout_key()}",
                          lambda: region_labels(self.engine.open_vocab, layout))
+
+    def vocabulary_moves(self) -> list[dict]:
+        """This model's own words' moves on its map aligned to its parent's (core.vocabulary_map.lay_out)."""
+        return self.once(f"moves-{self.vocabulary_layout_key()}",
+                         lambda: load_moves(self.engine.vocabulary_layout_path()))
 
     def vocabulary_layout_key(self) -> str:
         """Names the current layout file's version: what is derived from the layout is cached under it."""

@@ -168,6 +168,17 @@ def add_points(fig: go.Figure, xy: np.ndarray, labels: Sequence[str], name: str)
     return fig
 
 
+def add_moves(fig: go.Figure, moves: Sequence[dict]) -> go.Figure:
+    """An arrow per moved word ({word, before: [x, y], after: [x, y]}): from where the model it was
+    fine-tuned from read its definitions to its place now, named at its head."""
+    for move in moves:
+        (x0, y0), (x1, y1) = move["before"], move["after"]
+        fig.add_annotation(x=x1, y=y1, ax=x0, ay=y0, xref="x", yref="y", axref="x", ayref="y", showarrow=True,
+                           arrowhead=2, arrowwidth=1.5, arrowcolor="crimson", text=escape(shorten(move["word"])),
+                           font=dict(size=11, color="crimson"))
+    return fig
+
+
 def add_marker(fig: go.Figure, xy: np.ndarray, label: str) -> go.Figure:
     """A star at `xy` (2,) named `label`: where a search lands on a fixed map."""
     fig.add_trace(go.Scattergl(x=[xy[0]], y=[xy[1]], mode="markers+text", name="your search",

@@ -683,15 +683,20 @@ def vocabulary_map(argv: Sequence[str]) -> int:
     """Lay out every word of the open vocabulary on one 2-D map, once per model (core/vocabulary_map.py).
 
     python -m core vocabulary-map                      # the shipped model: UMAP of 147k words, minutes
+    python -m core vocabulary-map --model checkpoints/my-words   # a fine-tune: aligned to the shipped map
 
-    Uses the model's exact vectors (embedded first when the user cache has none: minutes). The app's
+    A fine-tune's map starts from its parent's and is mapped onto it, and keeps where each of its own
+    words moved (before: where the parent read its definitions; after: its place now). Uses the model's exact vectors (embedded first when the user cache has none: minutes). The app's
     Map tab draws the layout as "every word" once it exists."""
     import time
 
-    from .vocabulary_map import build_layout, save_layout
+    from .vocabulary_map import lay_out, save_layout, save_moves
 
     parser = parser_for("vocabulary-map", vocabulary_map)
     parser.add_argument("--model", default=None, help="checkpoint directory (default: the shipped one)")
+    parser.add_argument("--align-to", default=None,
+                        help="the model whose map this one's is aligned to, with arrows for this model's own "
+                             "words (default: the shipped model, for a fine-tune with its own words; 'none')")
     parser.add_argument("--seed", type=int, default=0)
     _threads_flag(parser)
     args = parser.parse_args(argv)
@@ -700,17 +705,30 @@ def vocabulary_map(argv: Sequence[str]) -> int:
     from .engine import Engine
     from .open_vocab_fit import progress
     from .paths import user_cache_dir
+    from .checkpoint import DEFAULT_CHECKPOINT
     started = time.perf_counter()
-    try:
-        engine = Engine.load(args.model, decoder=None, open_vocabulary=False)
+
+    def with_vectors(model: str | None) -> Engine:
+        engine = Engine.load(model, decoder=None, open_vocabulary=False)
         engine.enable_open_vocabulary(cache_dir=user_cache_dir("open-vocab"), progress=progress("candidates"),
                                       compact=False)
+        return engine
+    shipped = args.model is None or Path(args.model).resolve() == DEFAULT_CHECKPOINT.resolve()
+    try:
+        engine = with_vectors(args.model)
+        # a fine-tune (a model with its own words) is aligned to the shipped model's map by default
+        align_to = args.align_to or (str(DEFAULT_CHECKPOINT) if engine.user_dictionary and not shipped else "none")
+        parent = with_vectors(align_to) if align_to != "none" else None
+        coords, moves = lay_out(engine, parent, args.seed)
         path = engine.vocabulary_layout_path()
-        save_layout(build_layout(engine.open_vocab, args.seed), path)
+        save_layout(coords, path)
+        save_moves(moves, path)
     except (CheckpointError, ValueError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
-    print(f"{len(engine.open_vocab.candidates):,} words laid out in {path} ({time.perf_counter() - started:.0f} s)")
+    aligned = f", aligned to {align_to} with {len(moves)} of its own words' moves" if parent is not None else ""
+    print(f"{len(engine.open_vocab.candidates):,} words laid out in {path}{aligned} "
+          f"({time.perf_counter() - started:.0f} s)")
     return 0
 
 

@@ -12,6 +12,7 @@ nearest word keeps the most of a new point's 10 nearest words around it on the m
 """
 from __future__ import annotations
 
+import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,6 +27,7 @@ from .word_prior import zipf_frequencies
 LABEL_LEVELS = (12, 48, 192)  # regions named at each zoom level: the whole map, about x4, about x16
 LABEL_WORDS = 2  # words that name a region
 LABEL_POOL = 200  # a region's words nearest its mean vector, of which the most common name it
+MAX_MOVES = 500  # the user's words whose before/after move an aligned layout keeps (the first ones)
 PLACEMENT_NEIGHBOURS = 1  # the nearest word's position: a mean of several lands between their clusters
 UMAP_NEIGHBOURS = 15
 
@@ -35,15 +37,104 @@ def layout_path(cache_name: str) -> Path:
     return user_cache_dir("vocabulary-map") / cache_name.replace(".safetensors", ".npy")
 
 
-def build_layout(scorer: OpenScorer, seed: int = 0) -> np.ndarray:
-    """(C, 2) float32 positions of `scorer.candidates.words`: UMAP of their unit word vectors."""
+def build_layout(scorer: OpenScorer, seed: int = 0, init: np.ndarray | None = None) -> np.ndarray:
+    """(C, 2) float32 positions of `scorer.candidates.words`: UMAP of their unit word vectors, started
+    from `init` (C, 2) when given."""
     import umap
 
     vectors = scorer.vectors_of("word", torch.arange(len(scorer.candidates))).numpy()  # (C, d)
     neighbours = min(UMAP_NEIGHBOURS, len(vectors) - 1)
+    start = init if init is not None else "spectral" if len(vectors) > neighbours + 2 else "random"
     reducer = umap.UMAP(n_components=2, n_neighbors=neighbours, metric="cosine", random_state=seed,
-                        low_memory=True, init="spectral" if len(vectors) > neighbours + 2 else "random")
+                        low_memory=True, init=start)
     return reducer.fit_transform(vectors).astype(np.float32)
+
+
+def aligned_layout(scorer: OpenScorer, parent_words: list[str], parent_coords: np.ndarray,
+                   seed: int = 0) -> np.ndarray:
+    """(C, 2) layout of a fine-tuned model's words aligned to its parent's map, so that a word whose
+    meaning the fine-tune kept keeps its place: UMAP starts from the parent's positions (a word the
+    parent lacks starts on its nearest shared word), then the similarity transform (scale, rotation,
+    shift) that best fits the shared words maps the result onto the parent's map."""
+    words = scorer.candidates.words
+    where = {w: i for i, w in enumerate(parent_words)}
+    shared = np.array([i for i, w in enumerate(words) if w in where], dtype=np.int64)  # (S,)
+    if len(shared) < 3:
+        raise ValueError("The model shares fewer than 3 words with the map it should align to.")
+    init = np.zeros((len(words), 2), dtype=np.float32)
+    init[shared] = parent_coords[[where[words[i]] for i in shared]]
+    new = np.setdiff1d(np.arange(len(words)), shared)  # (N,)
+    if len(new):
+        unit = scorer.vectors_of("word", torch.from_numpy(new)).float()  # (N, d)
+        nearest = scorer.cosines(unit, "word")[:, torch.from_numpy(shared)].argmax(1).numpy()  # (N,)
+        init[new] = init[shared[nearest]]
+    coords = build_layout(scorer, seed, init=init)
+    return similarity_fit(coords[shared], init[shared])(coords).astype(np.float32)
+
+
+def similarity_fit(source: np.ndarray, target: np.ndarray):
+    """The map x -> s (x - mean) R + mean' (orthogonal R, scale s) that takes the points `source` (n, 2)
+    closest to `target` (n, 2) in least squares (Procrustes)."""
+    source_mean, target_mean = source.mean(0), target.mean(0)
+    a, b = source - source_mean, target - target_mean  # (n, 2)
+    u, singular, vt = np.linalg.svd(a.T @ b)
+    rotation, scale = u @ vt, singular.sum() / max(float((a ** 2).sum()), 1e-12)
+    return lambda x: (x - source_mean) @ rotation * scale + target_mean
+
+
+def word_moves(parent: OpenScorer, parent_coords: np.ndarray, before: np.ndarray, words: list[str],
+               child_words: list[str], child_coords: np.ndarray) -> list[dict]:
+    """[{word, before: [x, y], after: [x, y]}] for `words`: before, where the parent model's vectors
+    `before` (n, d) of them (their definitions, as the parent read them) land on its map; after,
+    their place on the fine-tuned model's aligned map."""
+    row = {w: i for i, w in enumerate(child_words)}
+    landed = place(parent, parent_coords, before)  # (n, 2)
+    return [{"word": w, "before": [float(x) for x in landed[i]], "after": [float(x) for x in child_coords[row[w]]]}
+            for i, w in enumerate(words) if w in row]
+
+
+def lay_out(engine, parent=None, seed: int = 0) -> tuple[np.ndarray, list[dict]]:
+    """(layout (C, 2), moves) of the Engine `engine`'s open vocabulary: aligned to the map of the Engine
+    `parent` (its layout built), with the moves of `engine`'s own dictionary words; alone without one."""
+    if parent is None:
+        return build_layout(engine.open_vocab, seed), []
+    parent_path = parent.vocabulary_layout_path()
+    if not parent_path.is_file():
+        raise ValueError(f"The map to align to is not laid out yet ({parent_path.name}): run `python -m core "
+                         f"vocabulary-map` for that model first.")
+    parent_coords = np.load(parent_path)
+    words = engine.open_vocab.candidates.words
+    coords = aligned_layout(engine.open_vocab, parent.open_vocab.candidates.words, parent_coords, seed)
+    definitions: dict[str, list[str]] = {}
+    for entry in engine.user_dictionary:
+        definitions.setdefault(entry.word, []).append(entry.definition)
+    own = list(definitions)[:MAX_MOVES]
+    if not own:
+        return coords, []
+    before = np.stack([parent.encode(definitions[w], normalize=True).mean(0) for w in own])  # (n, d)
+    return coords, word_moves(parent.open_vocab, parent_coords, before, own, words, coords)
+
+
+def save_moves(moves: list[dict], layout: Path) -> None:
+    """Write `moves` beside `layout` atomically; no moves: no file (an older one is removed)."""
+    path = moves_path(layout)
+    if not moves:
+        path.unlink(missing_ok=True)
+        return
+    partial = path.with_name(f"{path.name}.partial-{os.getpid()}")
+    partial.write_text(json.dumps(moves), encoding="utf-8")
+    os.replace(partial, path)
+
+
+def load_moves(layout: Path) -> list[dict]:
+    """The moves saved beside `layout` (empty when it was laid out alone)."""
+    path = moves_path(layout)
+    return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else []
+
+
+def moves_path(layout: Path) -> Path:
+    """Where the user's words' before/after positions of an aligned layout are kept, beside it."""
+    return layout.with_suffix(".moves.json")
 
 
 def save_layout(coords: np.ndarray, path: Path) -> None:

@@ -39,7 +39,8 @@ def fake_umap(monkeypatch) -> list:
 
         def fit_transform(self, x):
             fitted.append((x, self.settings))
-            return x[:, :2].astype(np.float64)
+            start = self.settings.get("init")
+            return (start if isinstance(start, np.ndarray) else x[:, :2]).astype(np.float64)
     monkeypatch.setitem(sys.modules, "umap", types.SimpleNamespace(UMAP=UMAP))
     return fitted
 
@@ -153,3 +154,42 @@ def test_the_map_of_every_word_carries_its_region_names_one_level_shown(engine, 
     by_frequency, _, _ = studio.draw_map(EVERY_WORD_MAP, 0, "", None, "UMAP", "2-D", "frequency", Session())
     bands = {t.name: list(t.text) for t in by_frequency.data if t.mode == "markers"}
     assert "dog" in bands["common (Zipf 4+)"] and "ice cream" not in bands.get("rarest or unknown", [])
+
+
+def test_a_fine_tunes_map_is_aligned_to_its_parents_with_its_own_words_moves(engine, tiny_mlm_dir, tmp_path,
+                                                                            fake_umap, monkeypatch):
+    import core.engine
+    from core.cli import main
+    from core.vocabulary_map import load_moves
+
+    monkeypatch.setattr(core.engine, "load_wordnet_lemmas", lambda: DICTIONARY)
+    parent = engine.save(tmp_path / "parent")
+    assert main(["vocabulary-map", "--model", str(parent)]) == 0  # no words of its own: laid out alone
+    child = Engine.load(parent, open_vocabulary=False, decoder=None)
+    child.user_dictionary = [Entry("zib zab", "a small animal that purrs")]
+    child_path = child.save(tmp_path / "child")
+    assert main(["vocabulary-map", "--model", str(child_path), "--align-to", str(parent)]) == 0
+    parent_engine, child_engine = (Engine.load(p, open_vocabulary=False, decoder=None) for p in (parent, child_path))
+    for e in (parent_engine, child_engine):
+        e.enable_open_vocabulary(cache_dir=tmp_path / "cache" / "open-vocab")
+    before, after = np.load(parent_engine.vocabulary_layout_path()), np.load(child_engine.vocabulary_layout_path())
+    words = child_engine.open_vocab.candidates.words
+    shared = [words.index(w) for w in parent_engine.open_vocab.candidates.words]
+    np.testing.assert_allclose(after[shared], before, atol=1e-4)  # the parent's words keep their places
+    new = after[words.index("zib zab")]
+    assert any(np.allclose(new, p, atol=1e-4) for p in before)  # it starts on its nearest shared word
+    (move,) = load_moves(child_engine.vocabulary_layout_path())
+    assert move["word"] == "zib zab" and np.allclose(move["after"], new, atol=1e-4)
+    studio = Studio(Models.from_engine(child_engine, ModelSpec("child", child_path)), Projector(), JobManager())
+    figure, _, _ = studio.draw_map(EVERY_WORD_MAP, 0, "", None, "UMAP", "2-D", "part of speech", Session())
+    assert [a.text for a in figure.layout.annotations] == ["zib zab"]  # its arrow, named
+
+
+def test_the_alignment_undoes_a_rotation_scale_and_shift():
+    from core.vocabulary_map import similarity_fit
+
+    target = np.random.default_rng(0).standard_normal((50, 2))
+    angle = 0.7
+    rotation = np.array([[np.cos(angle), -np.sin(angle)], [np.sin(angle), np.cos(angle)]])
+    source = 3.0 * target @ rotation + np.array([10.0, -4.0])  # what UMAP may return from the same start
+    np.testing.assert_allclose(similarity_fit(source, target)(source), target, atol=1e-9)
