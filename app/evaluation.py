@@ -19,7 +19,7 @@ import numpy as np
 
 from core.paths import REPO_ROOT, SENTEVAL_DIR
 from core.dictionary import Entry, load_wordnet, split_by_word
-from core.word_eval import evaluate_words
+from core.words.word_eval import evaluate_words
 
 from .services import Progress, no_progress
 

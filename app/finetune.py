@@ -31,9 +31,9 @@ from core.dictionary import DictionarySplit, Entry, read_user_dictionary, split_
 from core.engine import Engine
 from core.device import resolve_precision
 from core.train import TrainConfig, TrainProgress, train
-from core.open_vocab import evaluate_among
+from core.words.open_vocab import evaluate_among
 from core.readout import BorrowedDecoding
-from core.word_eval import definition_pairs
+from core.words.word_eval import definition_pairs
 
 from .jobs import Job, env_int, run_in_process, short_reason, usable_cores
 from .models import ModelSpec

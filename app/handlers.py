@@ -27,8 +27,8 @@ from core.hardware import return_freed_memory
 from core.readout import EmbeddedTexts, InterpolationPoint, Reference, describe_borrowed
 from core.vec2sent.refine import CorrectSettings
 from core.vocabulary_map import place
-from core.word_prior import frequency_bands
-from core.word_eval import format_table
+from core.words.word_prior import frequency_bands
+from core.words.word_eval import format_table
 
 from . import services as sv
 from . import views

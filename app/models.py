@@ -20,7 +20,7 @@ from core.corpus_index import INDEX, CorpusIndex, index_folder
 from core.engine import Engine
 from core.readout import REFERENCE_SIZE, EmbeddedTexts, Reference
 from core.vocabulary_map import LABEL_LEVELS, Region, load_moves, region_labels
-from core.word_prior import frequency_bands
+from core.words.word_prior import frequency_bands
 
 from .services import (CORPUS_NAME, CORPUS_SENTENCES, EVERY_DEFINITION, LARGEST_READY, REFERENCE_CHOICES, SAMPLE,
                        UPLOADED_FILE, VOCABULARY_REFERENCES, Progress, no_progress, reference_corpus)

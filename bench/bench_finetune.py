@@ -66,7 +66,7 @@ def run(engine_path: Path, entries, kinds, objective: str, out: Path, seed: int 
     from app.finetune import FinetuneSettings, UploadData, run_finetune
     from core import Engine
     from core.dictionary import split_by_word
-    from core.open_vocab import evaluate_among
+    from core.words.open_vocab import evaluate_among
 
     class Printer:
         def report(self, **progress):
@@ -125,7 +125,7 @@ def activation(out: Path, test) -> dict:
 def main(argv: list[str] | None = None) -> int:
     from app.jobs import usable_cores
     from core.checkpoint import DEFAULT_CHECKPOINT
-    from core.open_vocab_fit import GCIDE_DICTD, missing_gcide, read_gcide_dictd
+    from core.words.open_vocab_fit import GCIDE_DICTD, missing_gcide, read_gcide_dictd
     from core.paths import CACHE_DIR
 
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)

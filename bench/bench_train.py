@@ -57,7 +57,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from core import Engine
     from core.dictionary import load_wordnet, split_by_word
-    from core.word_eval import definition_pairs
+    from core.words.word_eval import definition_pairs
 
     torch.set_num_threads(args.threads)
     engine = Engine.load(args.model)

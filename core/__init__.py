@@ -1,6 +1,6 @@
 """DefSent Studio engine: DefSent encoder, frozen word head, reverse dictionary (no UI code here)."""
 from .checkpoint import CheckpointError
 from .engine import Engine
-from .vocabulary import WordFilter
+from .words.vocabulary import WordFilter
 
 __all__ = ["Engine", "CheckpointError", "WordFilter"]

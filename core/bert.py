@@ -163,7 +163,7 @@ class BertModel(nn.Module):
 class BertMaskedLMHead(nn.Module):
     """The pretrained weights of BertForMaskedLM's head (`cls.predictions`): `transform` (dense,
     then the activation, then LayerNorm) and the output `bias`; its decoder is the word embedding
-    matrix. core/word_head.py builds the word head from them."""
+    matrix. core/words/word_head.py builds the word head from them."""
 
     def __init__(self, config: BertConfig):
         super().__init__()

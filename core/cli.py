@@ -165,7 +165,7 @@ def words(argv: Sequence[str]) -> int:
 @command("train")
 def train(argv: Sequence[str]) -> int:
     """DefSent training: the word head (for a base without one), then the encoder (core/train.py),
-    then the open vocabulary's word tower and weights (core/open_vocab_fit.py; --no-open-vocab skips it).
+    then the open vocabulary's word tower and weights (core/words/open_vocab_fit.py; --no-open-vocab skips it).
 
     python -m core train --recipe recipes/defsent-minilm.json --out checkpoints/NAME   # the shipped recipe
     """
@@ -177,7 +177,7 @@ def train(argv: Sequence[str]) -> int:
     if args.init and args.head_from:
         p.error("--init and --head-from both choose the starting model: give one")
     if _fits_open_vocabulary(args):  # fail before hours of training, not after
-        from .open_vocab_fit import missing_gcide
+        from .words.open_vocab_fit import missing_gcide
 
         if missing_gcide(args.open_vocab_gcide):
             p.error(missing_gcide(args.open_vocab_gcide) + " (or --no-open-vocab to skip the fit)")
@@ -198,9 +198,9 @@ def train(argv: Sequence[str]) -> int:
 def train_parser() -> argparse.ArgumentParser:
     """The flags of `python -m core train` (TrainConfig's among them)."""
     from .checkpoint import DEFAULT_BASE
-    from .open_vocab_fit import GCIDE_DICTD, WeightGrid
+    from .words.open_vocab_fit import GCIDE_DICTD, WeightGrid
     from .train import HEAD_STAGES, TrainConfig
-    from .word_head import HEAD_KINDS
+    from .words.word_head import HEAD_KINDS
 
     p = parser_for("train", train)
     p.add_argument("--out", type=Path, required=True, help="checkpoint directory to write")
@@ -209,7 +209,7 @@ def train_parser() -> argparse.ArgumentParser:
     p.add_argument("--pooling", default="mean", choices=["cls", "mean", "max"])
     p.add_argument("--head-kind", default="mlm", choices=HEAD_KINDS)
     p.add_argument("--unit-rows", action="store_true",
-                   help="new head scores against equal-length embedding rows (see core/word_head.py)")
+                   help="new head scores against equal-length embedding rows (see core/words/word_head.py)")
     p.add_argument("--head-stage", default="definitions", choices=HEAD_STAGES,
                    help="how a base without a masked-LM head gets its word head")
     p.add_argument("--head-epochs", type=int, default=10, help="epochs of the head's fit")
@@ -229,7 +229,7 @@ def train_parser() -> argparse.ArgumentParser:
     add_config_flags(p, TrainConfig)
     grid = WeightGrid()
     p.add_argument("--no-open-vocab", action="store_true",
-                   help="skip the open vocabulary's fit at the end (word tower + weights, core/open_vocab_fit.py)")
+                   help="skip the open vocabulary's fit at the end (word tower + weights, core/words/open_vocab_fit.py)")
     p.add_argument("--open-vocab-gcide", type=Path, default=GCIDE_DICTD,
                    help="unpacked dict-gcide (scripts/fetch_gcide.sh): GCIDE dev chooses the definition weight")
     p.add_argument("--open-vocab-lemmas", type=Path,
@@ -257,7 +257,7 @@ def _run_training(args: argparse.Namespace, config, main_process: bool, device) 
     from .engine import Engine
     from .train import TrainProgress, head_stage, sts_dev_scorer
     from .train import train as train_engine
-    from .word_eval import evaluate_words, format_table
+    from .words.word_eval import evaluate_words, format_table
 
     say = print if main_process else lambda *_: None
     if distributed.backend():
@@ -323,17 +323,17 @@ def _fits_open_vocabulary(args: argparse.Namespace) -> bool:
 
 
 def _fit_open_vocabulary(engine, split, args: argparse.Namespace) -> tuple[dict, dict]:
-    """The open vocabulary's word tower and weights fitted on `split` (core/open_vocab_fit.py): the test
+    """The open vocabulary's word tower and weights fitted on `split` (core/words/open_vocab_fit.py): the test
     metrics of each query set and what the manifest records of the run."""
     import time
     from dataclasses import asdict
 
     from .dictionary import load_wordnet_lemmas
-    from .open_vocab_fit import WeightGrid, fit_open_vocabulary, overall, read_gcide_dictd
-    from .word_tower import WordTowerConfig
+    from .words.open_vocab_fit import WeightGrid, fit_open_vocabulary, overall, read_gcide_dictd
+    from .words.word_tower import WordTowerConfig
 
     started = time.time()
-    print("open vocabulary: training the word tower and choosing the weights (core/open_vocab_fit.py)", flush=True)
+    print("open vocabulary: training the word tower and choosing the weights (core/words/open_vocab_fit.py)", flush=True)
     grid = WeightGrid(tuple(args.open_vocab_word_scales), tuple(args.open_vocab_head_weights),
                       tuple(args.open_vocab_biases), tuple(args.open_vocab_definition_weights),
                       tuple(args.open_vocab_temperatures))
@@ -372,12 +372,12 @@ def _scoring_setup(p: argparse.ArgumentParser, args: argparse.Namespace):
 
 @command("word-vectors")
 def word_vectors(argv: Sequence[str]) -> int:
-    """Word vectors (core/word_vectors.py): sweep their scale on a split, or write them into a checkpoint.
+    """Word vectors (core/words/word_vectors.py): sweep their scale on a split, or write them into a checkpoint.
 
     python -m core word-vectors --model checkpoints/defsent-minilm --sweep 0 10 15 20 --split dev
     python -m core word-vectors --model checkpoints/defsent-minilm --scale 15 --write
     """
-    from .word_vectors import DEFAULT_SCALE, WORD_VECTORS
+    from .words.word_vectors import DEFAULT_SCALE, WORD_VECTORS
 
     p = _scoring_parser("word-vectors", word_vectors)
     p.add_argument("--sweep", type=float, nargs="*", default=[], help="scales to evaluate (0 = head alone)")
@@ -386,7 +386,7 @@ def word_vectors(argv: Sequence[str]) -> int:
                    help="the splits whose metrics --write records")
     args = p.parse_args(argv)
     engine, split = _scoring_setup(p, args)
-    from .word_eval import definition_pairs, evaluate_vectors, format_table, write_word_scoring
+    from .words.word_eval import definition_pairs, evaluate_vectors, format_table, write_word_scoring
 
     if args.sweep:
         print(f"encoding {sum(w is not None for w in engine.vocab.words)} words and the {args.split} definitions...")
@@ -407,14 +407,14 @@ def word_vectors(argv: Sequence[str]) -> int:
 
 @command("hubness")
 def hubness(argv: Sequence[str]) -> int:
-    """The hubness correction (core/hubness.py): sweep k and weight on a split, or write it into a checkpoint.
+    """The hubness correction (core/words/hubness.py): sweep k and weight on a split, or write it into a checkpoint.
 
     python -m core hubness --model checkpoints/defsent-minilm --sweep-k 10 --sweep-weight 0 0.25 0.5 0.75
     python -m core hubness --model checkpoints/defsent-minilm --k 10 --weight 0.25 --write
     """
     from dataclasses import replace
 
-    from .hubness import DEFAULT_K, DEFAULT_WEIGHT, HUB_PENALTY, HubPenalty, group_definitions
+    from .words.hubness import DEFAULT_K, DEFAULT_WEIGHT, HUB_PENALTY, HubPenalty, group_definitions
 
     p = _scoring_parser("hubness", hubness)
     p.add_argument("--sweep-k", type=int, nargs="*", default=[], help="k values to evaluate")
@@ -425,7 +425,7 @@ def hubness(argv: Sequence[str]) -> int:
     engine, split = _scoring_setup(p, args)
     from tqdm import tqdm
 
-    from .word_eval import definition_pairs, evaluate_vectors, format_table, write_word_scoring
+    from .words.word_eval import definition_pairs, evaluate_vectors, format_table, write_word_scoring
 
     engine.hub_penalty = None  # scores without a stored correction, which is measured and replaced here
     references, defined = group_definitions(*definition_pairs(split.train, engine.vocab))
@@ -552,7 +552,7 @@ def evaluate_reverse(argv: Sequence[str]) -> int:
     from .checkpoint import DEFAULT_CHECKPOINT
     from .engine import Engine
     from .evaluation.reverse import FILTERS, evaluate_reverse as run, reverse_query_sets
-    from .open_vocab_fit import GCIDE_DICTD, missing_gcide, progress, read_gcide_dictd
+    from .words.open_vocab_fit import GCIDE_DICTD, missing_gcide, progress, read_gcide_dictd
     from .paths import user_cache_dir
 
     parser = parser_for("eval-reverse", evaluate_reverse)
@@ -703,7 +703,7 @@ def vocabulary_map(argv: Sequence[str]) -> int:
     set_threads(args.threads)
     from .checkpoint import CheckpointError
     from .engine import Engine
-    from .open_vocab_fit import progress
+    from .words.open_vocab_fit import progress
     from .paths import user_cache_dir
     from .checkpoint import DEFAULT_CHECKPOINT
     started = time.perf_counter()

@@ -29,7 +29,7 @@ import torch
 
 from .checkpoint import save_npy_atomically
 from .encoder import l2_normalize
-from .open_vocab import int8_rows
+from .words.open_vocab import int8_rows
 from .paths import user_cache_dir
 from .readout import Reference
 

@@ -2,7 +2,7 @@
 
 `SentenceEncoder.from_pretrained(path)` accepts any Hugging Face checkpoint directory or hub id
 (BERT, RoBERTa, ...), with or without a masked-LM head; the head, when present, is kept aside so the
-word head can be built from it (see core/word_head.py).
+word head can be built from it (see core/words/word_head.py).
 """
 from __future__ import annotations
 

@@ -30,18 +30,18 @@ from .checkpoint import (DEFAULT_BASE, DEFAULT_CHECKPOINT, FORMAT, FORMAT_VERSIO
 from .device import resolve_device
 from .encoder import SentenceEncoder, check_texts, l2_normalize, semantic_search
 from .hardware import quantised_engine, return_freed_memory
-from .hubness import DEFAULT_K, DEFAULT_WEIGHT, HUB_PENALTY, HubPenalty, group_definitions
+from .words.hubness import DEFAULT_K, DEFAULT_WEIGHT, HUB_PENALTY, HubPenalty, group_definitions
 from .dictionary import Entry, load_wordnet_lemmas, read_entries, write_entries
 from .lora import dense_delta, factored_delta, is_low_rank, stored_factors
-from .open_vocab import (COMPACT_SUBSPACES, COMPACT_VECTORS, DEFAULT_OPEN_VOCAB, OPEN_VOCAB_MAP, Candidates,
+from .words.open_vocab import (COMPACT_SUBSPACES, COMPACT_VECTORS, DEFAULT_OPEN_VOCAB, OPEN_VOCAB_MAP, Candidates,
                          OpenScorer, OpenVocabConfig, load_word_map, open_scorer, save_word_map, stored_vectors)
 from .readout import REFERENCE_SIZE, VectorReadout
 from .reference import VocabularyTexts
 from .vocabulary_map import layout_path
-from .vocabulary import WordFilter, WordVocabulary
-from .word_head import WordHead, WordHeadConfig
-from .word_tower import WORD_TOWER, Factors, load_word_tower, save_word_tower, tower_fingerprint, word_tower
-from .word_vectors import DEFAULT_SCALE, WORD_VECTORS, WordVectors
+from .words.vocabulary import WordFilter, WordVocabulary
+from .words.word_head import WordHead, WordHeadConfig
+from .words.word_tower import WORD_TOWER, Factors, load_word_tower, save_word_tower, tower_fingerprint, word_tower
+from .words.word_vectors import DEFAULT_SCALE, WORD_VECTORS, WordVectors
 
 ENCODER_DELTA = "encoder_delta.safetensors"
 HEAD_WEIGHTS = "head.safetensors"
@@ -68,7 +68,7 @@ class Engine(VectorReadout):
         self.word_vectors: WordVectors | None = None  # the second reverse-dictionary score, if any
         self.hub_penalty: HubPenalty | None = None  # subtracted from the word scores, if any
         self.open_vocab: OpenScorer | None = None  # every WordNet lemma as an answer, once enabled
-        self.open_vocab_tower: Factors | None = None  # the word tower's low-rank factors (core/word_tower.py)
+        self.open_vocab_tower: Factors | None = None  # the word tower's low-rank factors (core/words/word_tower.py)
         self.open_vocab_map: torch.nn.Linear | None = None  # an older checkpoint's linear map of word vectors
         self.open_vocab_config = DEFAULT_OPEN_VOCAB  # its weights; a checkpoint's own when it has them
         self.open_vocabulary_on_first_use = False  # Engine.load: enable it at the first word query
@@ -286,7 +286,7 @@ class Engine(VectorReadout):
     def add_word_vectors(self, scale: float = DEFAULT_SCALE, batch_size: int = 256,
                          progress: Callable[[int, int], None] | None = None) -> None:
         """Embed every whole word of the vocabulary on its own with the current encoder, and add
-        `scale` * cos(u, word vector) to the head's scores from now on (core/word_vectors.py).
+        `scale` * cos(u, word vector) to the head's scores from now on (core/words/word_vectors.py).
         Recompute after the encoder changes; `scale` 0 removes them. The hubness correction is
         dropped: it was measured on the old scores (`add_hub_penalty` again)."""
         self.hub_penalty = None
@@ -298,7 +298,7 @@ class Engine(VectorReadout):
                         progress: Callable[[int, int], None] | None = None) -> None:
         """Subtract from every word's score `weight` times its mean score over the k reference
         definitions (`texts`, defining the ids `gold`) nearest to it, a definition never counting for
-        its own words (core/hubness.py). Recompute after the encoder or the word vectors change."""
+        its own words (core/words/hubness.py). Recompute after the encoder or the word vectors change."""
         self.hub_penalty = None  # references are scored without the old correction
         unique, defined = group_definitions(texts, gold)
         vectors = self.encode(unique, batch_size=batch_size, progress=progress)
@@ -451,7 +451,7 @@ class Engine(VectorReadout):
                                compact: bool = True) -> None:
         """Answer with every word and phrase of `dictionary` (default: all 147k WordNet lemmas,
         "ice cream", "give up") and of `extra` (default: the dictionary this model was fine-tuned
-        on, `user_dictionary`), scored as core/open_vocab.py
+        on, `user_dictionary`), scored as core/words/open_vocab.py
         says. The first call for a model embeds them all (about 4 minutes on 2 cores for WordNet;
         `progress(done, total)` per batch, `done` only growing: the words, then the definitions, of
         one total); with `cache_dir` the vectors are kept there per model and candidate list. Vectors

@@ -10,7 +10,7 @@ numbered or single sense of a one-word headword becomes an Entry; cross-referenc
 headword itself are left out, and so are the senses GCIDE took from WordNet 1.5 (tagged so). It adds
 training pairs (`python -m core train --extra-train`; `add_training_entries` drops every dev/test word
 and every dev/test definition text) and is the open vocabulary's cross-dictionary dev and test set
-(core/open_vocab_fit.py).
+(core/words/open_vocab_fit.py).
 """
 from __future__ import annotations
 

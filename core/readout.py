@@ -34,7 +34,7 @@ from .vec2sent.expression import evaluate_expression
 from .vec2sent.refine import CorrectSettings, RefineSettings
 from .vec2sent.refine import correct as correct_by_vectors
 from .vec2sent.refine import refine as refine_by_edits
-from .vocabulary import PART_OF_SPEECH
+from .words.vocabulary import PART_OF_SPEECH
 
 # Every decoding corrects once by default: on 1,000 held-out sentences beam 5 reranked gives BLEU
 # 27.3, Id 15.1 %, cosine .910 in 93 ms a sentence; with one correction round 30.2, 18.8 %, .928 in

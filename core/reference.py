@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from .open_vocab import Candidates, OpenScorer
+from .words.open_vocab import Candidates, OpenScorer
 from .readout import Reference
 
 KINDS = {"definition": "WordNet definitions", "word": "WordNet words and phrases"}

@@ -26,12 +26,12 @@ from torch import nn
 from . import distributed
 from .device import OutOfDeviceMemory, autocast, out_of_memory_message, release_cached_memory
 from .hardware import check_training_precision, train_mode
-from .hubness import DEFAULT_K, DEFAULT_WEIGHT
+from .words.hubness import DEFAULT_K, DEFAULT_WEIGHT
 from .dictionary import definition_key
 from .lora import add_low_rank, merge_low_rank
-from .open_vocab import Candidates, OpenScorer
-from .word_eval import definition_pairs, evaluate_vectors, metrics_from_ranks, rank_of_gold
-from .word_vectors import DEFAULT_SCALE, WordVectors
+from .words.open_vocab import Candidates, OpenScorer
+from .words.word_eval import definition_pairs, evaluate_vectors, metrics_from_ranks, rank_of_gold
+from .words.word_vectors import DEFAULT_SCALE, WordVectors
 
 
 HEAD_STAGES = ("definitions", "definitions+words", "none")  # how a base without a masked-LM head gets one
@@ -56,7 +56,7 @@ class TrainConfig:
     word_vector_scale: float = DEFAULT_SCALE  # recompute word vectors at the end (0 = none)
     word_vector_objective: bool = False  # train and select on head + word vectors (refreshed per evaluation)
     hub_weight: float = DEFAULT_WEIGHT  # hubness correction computed at the end on the training
-    hub_k: int = DEFAULT_K                # definitions (core/hubness.py; weight 0 = none)
+    hub_k: int = DEFAULT_K                # definitions (core/words/hubness.py; weight 0 = none)
     seed: int = 0
     precision: str = "float32"    # "bfloat16": autocast training steps and dev encodings (2.5x faster
                                   # steps on CPUs with native bfloat16; weights stay float32)

@@ -3,7 +3,7 @@
 python -m core wordnet --wordnet-dir data/cache/wordnet-deb/usr/share/wordnet --out core/data/wordnet.jsonl.gz
 
 It also writes core/data/wordnet-synsets.jsonl.gz: every synset with all its lemmas, the candidates of
-the open-vocabulary reverse dictionary (core/open_vocab.py).
+the open-vocabulary reverse dictionary (core/words/open_vocab.py).
 
 Only entries whose lowercased word is one whole vocabulary token are kept: the word-prediction head can output
 nothing else. See scripts/fetch_wordnet.sh for getting the data files.

@@ -51,7 +51,7 @@ class BlendedEngine:
 def measure(engine: Engine, split, senteval: Path) -> dict[str, float]:
     """Dev and test MRR / top-10 on the WordNet split; STS-B dev and test, SICK-R test when present."""
     from core.evaluation.sts import StsScore, evaluate_sts, load_sick_relatedness, load_sts_benchmark
-    from core.word_eval import evaluate_words
+    from core.words.word_eval import evaluate_words
 
     row: dict[str, float] = {}
     for part in ("dev", "test"):

@@ -22,9 +22,9 @@ import torch
 from core import Engine
 from core.engine import _words_in, singular
 from core.evaluation.reverse import MAX_RANK, Query, reverse_query_sets, summary
-from core.open_vocab_fit import read_gcide_dictd
+from core.words.open_vocab_fit import read_gcide_dictd
 from core.paths import user_cache_dir
-from core.word_prior import zipf_frequencies
+from core.words.word_prior import zipf_frequencies
 
 
 

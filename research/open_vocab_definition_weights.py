@@ -12,7 +12,7 @@ from pathlib import Path
 
 import torch
 
-from core.open_vocab_fit import Queries, WeightGrid, near_copies
+from core.words.open_vocab_fit import Queries, WeightGrid, near_copies
 from research.open_vocab_hubs import CACHE, open_vocabulary_and_queries
 
 

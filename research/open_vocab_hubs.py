@@ -17,15 +17,15 @@ import torch
 
 from core import Engine
 from core.dictionary import DictionarySplit, definition_key, extend_split, load_wordnet, load_wordnet_lemmas, split_by_word
-from core.open_vocab_fit import Queries, metrics, near_copies, query_sets, read_gcide_dictd
-from core.word_eval import rank_of_gold
+from core.words.open_vocab_fit import Queries, metrics, near_copies, query_sets, read_gcide_dictd
+from core.words.word_eval import rank_of_gold
 
 CACHE = Path("data/cache/open-vocab")
 
 
 def open_vocabulary_and_queries(model: Path) -> tuple[Engine, DictionarySplit, dict[str, list]]:
     """`model` with its float32 open vocabulary (vectors from CACHE), its split over all lemmas and
-    the query sets of `core.open_vocab_fit.query_sets`."""
+    the query sets of `core.words.open_vocab_fit.query_sets`."""
     engine = Engine.load(model, decoder=None, precision="auto")
     engine.set_scoring_precision("float32")
     engine.enable_open_vocabulary(cache_dir=CACHE)

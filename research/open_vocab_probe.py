@@ -10,7 +10,7 @@ import torch
 
 from core import Engine
 from core.dictionary import extend_split, load_wordnet, load_wordnet_lemmas, split_by_word
-from core.open_vocab import Candidates
+from core.words.open_vocab import Candidates
 
 CACHE = Path("data/cache/open-vocab")
 torch.manual_seed(0)

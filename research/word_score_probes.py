@@ -24,7 +24,7 @@ import torch
 from core import Engine
 from core.dictionary import load_wordnet, split_by_word
 from core.encoder import SentenceEncoder
-from core.word_eval import definition_pairs, metrics_from_ranks, rank_of_gold
+from core.words.word_eval import definition_pairs, metrics_from_ranks, rank_of_gold
 
 
 def candidate_scores(engine: Engine, texts: list[str]) -> torch.Tensor:

@@ -14,7 +14,7 @@ import gzip
 from pathlib import Path
 
 from core.dictionary import load_wordnet_lemmas
-from core.word_prior import FREQUENCY_FILE
+from core.words.word_prior import FREQUENCY_FILE
 
 
 def main() -> None:

@@ -3,7 +3,7 @@
     python scripts/compact_vectors.py                                  # the shipped model
     python scripts/compact_vectors.py --model checkpoints/NAME --subspaces 32
 
-Writes NAME/open_vocab_codes.safetensors (core.open_vocab.COMPACT_VECTORS), which `Engine.load` reads
+Writes NAME/open_vocab_codes.safetensors (core.words.open_vocab.COMPACT_VECTORS), which `Engine.load` reads
 when the user cache has no vectors for the model yet: a fresh clone answers with all 147k words seconds
 after it starts instead of minutes. The vectors are read from the user cache, or embedded first (minutes
 on 2 cores). Run it again after retraining a checkpoint: compact vectors of another model are ignored.
@@ -17,8 +17,8 @@ from pathlib import Path
 
 from core.checkpoint import DEFAULT_CHECKPOINT
 from core.engine import Engine
-from core.open_vocab import COMPACT_SUBSPACES
-from core.open_vocab_fit import progress
+from core.words.open_vocab import COMPACT_SUBSPACES
+from core.words.open_vocab_fit import progress
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -1,4 +1,4 @@
-"""Fit, tune and evaluate the open-vocabulary reverse dictionary (core/open_vocab.py).
+"""Fit, tune and evaluate the open-vocabulary reverse dictionary (core/words/open_vocab.py).
 
     python scripts/eval_open_vocab.py                      # evaluate the shipped model as it is
     python scripts/eval_open_vocab.py --fit --write        # train the word tower on the training split and
@@ -7,7 +7,7 @@
                                                            # train` does this at its end)
     python scripts/eval_open_vocab.py --tune --write       # choose the weights again, keep the tower
 
-The fit, the weight choice and the evaluation are `core.open_vocab_fit.fit_open_vocabulary` (its
+The fit, the weight choice and the evaluation are `core.words.open_vocab_fit.fit_open_vocabulary` (its
 docstring says which split and index each set is scored with); this script picks the sets, writes
 the JSON report and, with --write, the checkpoint. Vectors are cached in data/cache/open-vocab.
 """
@@ -19,7 +19,7 @@ from pathlib import Path
 
 from core import Engine
 from core.dictionary import load_wordnet, split_by_word
-from core.open_vocab_fit import (GCIDE_DICTD, QUERY_SETS, WeightGrid, fit_open_vocabulary,
+from core.words.open_vocab_fit import (GCIDE_DICTD, QUERY_SETS, WeightGrid, fit_open_vocabulary,
                                  overall, read_gcide_dictd)
 
 CACHE = Path("data/cache/open-vocab")

@@ -23,7 +23,7 @@ from app.models import BASE_LABEL, Models, ModelSpec, ModelUnavailable, availabl
 from app.projection import Projector, pca
 from core import Engine
 from core.dictionary import Entry
-from core.word_prior import frequency_bands
+from core.words.word_prior import frequency_bands
 from core.readout import find_decoder_dir
 from tests.conftest import TINY_WORDS
 

@@ -10,7 +10,7 @@ import torch
 from core import CheckpointError, Engine
 from core.checkpoint import MANIFEST, list_checkpoints, safe_checkpoint_name
 from core.encoder import pool
-from core.word_head import WordHead, WordHeadConfig
+from core.words.word_head import WordHead, WordHeadConfig
 
 
 @pytest.fixture(scope="module")

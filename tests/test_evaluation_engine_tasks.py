@@ -15,7 +15,7 @@ from core.evaluation.decoding import DEFAULT_TEST
 from core.paths import MODERN_CORPUS_DIR
 from core.vec2sent.diagnostics import round_trip_agreement, score_reconstructions
 from core.vec2sent.sources import build_modern_corpus, load_source, write_modern_corpus
-from core.word_eval import evaluate_words
+from core.words.word_eval import evaluate_words
 from tests.test_engine_decode import SENTENCES, write_decoder
 from tests.test_evaluation_run import FIXTURES, HashedBagOfWords
 from tests.test_vec2sent_corpus_modern import _docs

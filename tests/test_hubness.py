@@ -10,9 +10,9 @@ import torch
 from core import Engine
 from core.checkpoint import MANIFEST
 from core.dictionary import Entry
-from core.hubness import HUB_PENALTY, HubPenalty, group_definitions
+from core.words.hubness import HUB_PENALTY, HubPenalty, group_definitions
 from core.train import TrainConfig, train
-from core.word_eval import definition_pairs
+from core.words.word_eval import definition_pairs
 
 ENTRIES = [Entry("dog", "a small animal that people keep"), Entry("king", "the man in charge of the city"),
            Entry("river", "water that runs to the sea"), Entry("bread", "food made of flour")]

@@ -1,4 +1,4 @@
-"""Open-vocabulary reverse dictionary (core/open_vocab.py) on a tiny model and a small dictionary."""
+"""Open-vocabulary reverse dictionary (core/words/open_vocab.py) on a tiny model and a small dictionary."""
 from __future__ import annotations
 
 import numpy as np
@@ -8,8 +8,8 @@ import torch
 from core import Engine
 from core.engine import without_inflections
 from core.dictionary import Entry, definition_key, extend_split, load_wordnet, load_wordnet_lemmas, split_by_word
-from core.open_vocab import Candidates, OpenScorer, OpenVocabConfig
-from core.word_tower import WordTowerConfig, fit_word_tower, tower_fingerprint
+from core.words.open_vocab import Candidates, OpenScorer, OpenVocabConfig
+from core.words.word_tower import WordTowerConfig, fit_word_tower, tower_fingerprint
 
 DICTIONARY = [
     Entry("dog", "a domestic animal that barks", "n", (), "1-n"),
@@ -217,7 +217,7 @@ def test_choose_weights_takes_the_best_dev_setting_of_each_stage_of_the_grid(eng
     import itertools
     from dataclasses import replace
 
-    from core.open_vocab_fit import Queries, WeightGrid, choose_weights
+    from core.words.open_vocab_fit import Queries, WeightGrid, choose_weights
 
     c = Candidates(DICTIONARY, engine.vocab)
     scorer = OpenScorer.compute(engine.encode, engine.encode, c)
@@ -242,7 +242,7 @@ def test_choose_weights_takes_the_best_dev_setting_of_each_stage_of_the_grid(eng
 
 
 def test_near_copies_are_the_same_words_texts_that_share_most_content_words(engine):
-    from core.open_vocab_fit import near_copies
+    from core.words.open_vocab_fit import near_copies
 
     c = Candidates(DICTIONARY + [Entry("dog", "the friend of man", "n")], engine.vocab)
     evaluated = [Entry("dog", "A domestic animal that barks.", "n"),  # two dictionaries alike: a copy
@@ -255,7 +255,7 @@ def test_near_copies_are_the_same_words_texts_that_share_most_content_words(engi
 def test_gcide_queries_are_scored_without_the_wordnet_texts_that_copy_them(engine):
     """The cross-dictionary test must not index the text it scores, even where WordNet words it alike."""
     from core.dictionary import DictionarySplit
-    from core.open_vocab_fit import Queries, fit_open_vocabulary
+    from core.words.open_vocab_fit import Queries, fit_open_vocabulary
 
     split = DictionarySplit(train=DICTIONARY[1:3] + DICTIONARY[4:], dev=[DICTIONARY[3]], test=[DICTIONARY[0]],
                             seed=0, dropped_from_train=0, dropped_from_dev=0, leak_rate_before=0.0)
@@ -272,7 +272,7 @@ def test_gcide_queries_are_scored_without_the_wordnet_texts_that_copy_them(engin
 
 
 def test_a_missing_gcide_is_named_with_its_fetch_script(tmp_path):
-    from core.open_vocab_fit import missing_gcide, read_gcide_dictd
+    from core.words.open_vocab_fit import missing_gcide, read_gcide_dictd
 
     assert "scripts/fetch_gcide.sh" in missing_gcide(tmp_path)
     with pytest.raises(FileNotFoundError, match="fetch_gcide"):
@@ -386,7 +386,7 @@ def test_vectors_shipped_beside_a_checkpoint_are_read_instead_of_embedded(engine
 
 def test_compact_vectors_in_a_checkpoint_are_read_instead_of_embedded_when_made_for_it(engine, tmp_path,
                                                                                         monkeypatch):
-    from core.open_vocab import COMPACT_VECTORS, compact_name
+    from core.words.open_vocab import COMPACT_VECTORS, compact_name
 
     monkeypatch.setenv("DEFSENT_CACHE_DIR", str(tmp_path / "cache"))
     saved = engine.save(tmp_path / "model")
@@ -406,7 +406,7 @@ def test_compact_vectors_in_a_checkpoint_are_read_instead_of_embedded_when_made_
 
 
 def test_compact_vectors_made_for_other_candidates_are_ignored(engine, tmp_path, monkeypatch):
-    from core.open_vocab import COMPACT_VECTORS
+    from core.words.open_vocab import COMPACT_VECTORS
 
     monkeypatch.setenv("DEFSENT_CACHE_DIR", str(tmp_path / "cache"))
     saved = engine.save(tmp_path / "model")

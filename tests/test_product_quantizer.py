@@ -1,10 +1,10 @@
-"""Product quantization (core/product_quantizer.py): the compact form of shipped vectors."""
+"""Product quantization (core/words/product_quantizer.py): the compact form of shipped vectors."""
 from __future__ import annotations
 
 import pytest
 import torch
 
-from core.product_quantizer import decode, fit_codes
+from core.words.product_quantizer import decode, fit_codes
 
 
 def test_rows_fewer_than_the_centroids_come_back_as_they_were():

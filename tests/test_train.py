@@ -14,7 +14,7 @@ from core.dictionary import Entry
 from core.cli import main as cli
 from core.train import (OwnWords, TrainConfig, TrainingCancelled, _defsent_loss, fit_head, train,
                         vocabulary_self_examples)
-from core.word_eval import definition_pairs, evaluate_words, rank_metrics
+from core.words.word_eval import definition_pairs, evaluate_words, rank_metrics
 
 PAIRS = [("dog", "a small animal that people keep"), ("king", "the man in charge of the city"),
          ("river", "water that runs to the sea"), ("bread", "food made of flour"),

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from core.vocabulary import Wildcard, WordFilter, WordVocabulary
+from core.words.vocabulary import Wildcard, WordFilter, WordVocabulary
 
 REPO = Path(__file__).resolve().parents[1]
 letters = st.text(alphabet="ab-'", max_size=12)
@@ -43,7 +43,7 @@ def test_pattern_length_is_bounded():
 def test_hostile_pattern_does_not_backtrack():
     """63 stars then a letter that never comes, over long words: the regex translation did not
     finish in minutes. Run apart so that a regression fails after 60 s instead of hanging."""
-    code = ("from core.vocabulary import WordVocabulary, WordFilter\n"
+    code = ("from core.words.vocabulary import WordVocabulary, WordFilter\n"
             "vocab = WordVocabulary(['a' * n for n in range(20, 60)] + ['leader'])\n"
             "print(int(vocab.mask(WordFilter(pattern='*' * 63 + 'q')).sum()),"
             " int(vocab.mask(WordFilter(pattern='*' * 62 + 'er')).sum()))\n")

@@ -1,4 +1,4 @@
-"""The word prior (core/word_prior.py) and the reverse-dictionary evaluation (core/evaluation/reverse.py)
+"""The word prior (core/words/word_prior.py) and the reverse-dictionary evaluation (core/evaluation/reverse.py)
 on a tiny model and a small dictionary (issue 38)."""
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ from core import Engine
 from core.dictionary import Entry
 from core.evaluation.reverse import (DEFSENT_TABLE6, MAX_RANK, Query, ranks, read_human_descriptions, summary,
                                      table6)
-from core.open_vocab import Candidates, OpenScorer, OpenVocabConfig
-from core.word_prior import USER_WORD_ZIPF, load_frequencies, zipf_frequencies
+from core.words.open_vocab import Candidates, OpenScorer, OpenVocabConfig
+from core.words.word_prior import USER_WORD_ZIPF, load_frequencies, zipf_frequencies
 
 DICTIONARY = [
     Entry("bird", "a warm-blooded egg-laying vertebrate with wings", "n", (), "1-n"),
@@ -102,6 +102,6 @@ def test_summary_and_the_fixed_sets(tmp_path):
 
 
 def test_frequency_bands_put_each_word_in_the_first_band_it_reaches():
-    from core.word_prior import FREQUENCY_BANDS, frequency_bands
+    from core.words.word_prior import FREQUENCY_BANDS, frequency_bands
 
     assert frequency_bands(["bird", "ovenbird"]) == [FREQUENCY_BANDS[0][1], FREQUENCY_BANDS[-1][1]]

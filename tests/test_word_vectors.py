@@ -11,9 +11,9 @@ from core import CheckpointError, Engine
 from core.checkpoint import MANIFEST
 from core.dictionary import Entry
 from core.train import TrainConfig, TrainingCancelled, train
-from core.word_eval import evaluate_words
+from core.words.word_eval import evaluate_words
 from core.cli import main
-from core.word_vectors import WORD_VECTORS, WordVectors
+from core.words.word_vectors import WORD_VECTORS, WordVectors
 
 ENTRIES = [Entry("dog", "a small animal that people keep"), Entry("king", "the man in charge of the city"),
            Entry("river", "water that runs to the sea"), Entry("bread", "food made of flour")]

@@ -7,7 +7,7 @@ Query sets (`reverse_query_sets`):
   its singular ("facts" -> fact).
 - "defsent-table6": the 12 definitions of the DefSent paper's Table 6.
 - "wordnet-test": WordNet test definitions of words never trained on, scored with an index that holds
-  no dev or test definition (leak-free), as core/open_vocab_fit.py does; also apart for multi-token words.
+  no dev or test definition (leak-free), as core/words/open_vocab_fit.py does; also apart for multi-token words.
 - "gcide-test": GCIDE's definitions of those test words, with an index without their near copies.
 Each with no filter, with the word's initial letter given, and with its length given as well (the app's
 filters). A rank past `MAX_RANK` counts as `MAX_RANK` (the dev set's README asks for 1000).
@@ -27,7 +27,7 @@ import torch
 from core.cancel import check_cancelled
 from core.engine import singular
 from core.paths import HUMAN_DESCRIPTIONS
-from core.vocabulary import WordFilter, letters
+from core.words.vocabulary import WordFilter, letters
 
 MAX_RANK = 1000
 FILTERS = ("none", "initial", "initial+length")
@@ -140,7 +140,7 @@ def reverse_query_sets(engine, gcide: Sequence | None = None, human: Path = HUMA
     for the sets the module docstring lists; a set whose data is missing is left out. Needs
     `engine.open_vocab` in float32 (the leak-free indexes drop definitions)."""
     from core.dictionary import extend_split, load_wordnet, load_wordnet_lemmas, split_by_word
-    from core.open_vocab_fit import near_copies, query_sets
+    from core.words.open_vocab_fit import near_copies, query_sets
 
     scorer = engine.open_vocab
     sets: dict[str, tuple[list[Query], object | None]] = {"defsent-table6": (table6(), None)}

@@ -22,7 +22,7 @@ from core import Engine
 from core.dictionary import Entry
 from core.train import fit_head
 from core.vec2sent.examples import ANALOGY_EXAMPLES
-from core.word_eval import definition_pairs
+from core.words.word_eval import definition_pairs
 
 pytestmark = pytest.mark.slow
 REPO = Path(__file__).resolve().parents[2]

@@ -4,7 +4,7 @@ The frozen word head scores only words that are one vocabulary token (21.7k for 
 candidate c gets a score from two channels, computed for a sentence vector u:
 
     word(c)       = cos(u, tower(c))                              its own embedding by the word tower
-                                                                  (core/word_tower.py); older checkpoints:
+                                                                  (core/words/word_tower.py); older checkpoints:
                                                                   cos(u, map(encode(c))), a linear map
     head(c)       = Engine.word_logits(u)[token of c]            if c is one token (head + word vector)
                   = multi_bias / head_weight                      otherwise (stands in for the logit)
@@ -15,7 +15,7 @@ candidate c gets a score from two channels, computed for a sentence vector u:
 That is the dictionary expert: it reads a description as a gloss, and finds the word whose definitions
 say the same thing. People do not write glosses, and mean a common word far more often than a rare one
 ("bird", not "ovenbird"), so the answer is a mixture with an everyday expert (issue 38): the same
-channels weighted otherwise, plus a prior on how common the word is (core/word_prior.py):
+channels weighted otherwise, plus a prior on how common the word is (core/words/word_prior.py):
 
     everyday(c)   = everyday_word_scale * word(c) + everyday_head_weight * head(c)
                     + everyday_definition_weight * definition(c) + frequency_weight * zipf(c)
@@ -44,8 +44,8 @@ import torch
 from safetensors import safe_open
 from safetensors.torch import load_file, save_file
 
-from .dictionary import Entry, definition_key
-from .hardware import RowwiseInt8Product
+from ..dictionary import Entry, definition_key
+from ..hardware import RowwiseInt8Product
 from .product_quantizer import decode, fit_codes
 from .vocabulary import WordVocabulary
 from .word_eval import metrics_from_ranks, rank_of_gold
@@ -98,7 +98,7 @@ class Candidates:
     words[i] is lowercase ("ice cream"); token_ids[i] is its vocabulary token id when it is one
     whole-word token of the head, else -1. definitions[g] are the distinct definition texts, and
     (pair_definition[p], pair_word[p]) says that definition g defines word i. zipf[i] is the word's
-    prior (core/word_prior.py), at least USER_WORD_ZIPF for the `user_words`.
+    prior (core/words/word_prior.py), at least USER_WORD_ZIPF for the `user_words`.
     """
 
     def __init__(self, entries: Iterable[Entry], vocab: WordVocabulary, user_words: Iterable[str] = ()):
@@ -285,7 +285,7 @@ class OpenScorer:
                           "definition_vectors": int8_rows(self.definition_vectors)}, path)
 
     def save_compact(self, path: Path, name: str, subspaces: int = COMPACT_SUBSPACES) -> None:
-        """The vectors product-quantized, `subspaces` bytes a row (core/product_quantizer.py), atomically,
+        """The vectors product-quantized, `subspaces` bytes a row (core/words/product_quantizer.py), atomically,
         marked as standing for the cache file `name` (`stored_vectors` finds them by it)."""
         tensors = {}
         for kind, vectors in (("word", self.word_vectors), ("definition", self.definition_vectors)):
@@ -392,7 +392,7 @@ def evaluate_among(engine, test: Sequence[Entry], dictionary: Sequence[Entry], k
                    batch_size: int = 128) -> tuple[dict, list[list[str]]]:
     """Rank each test definition's word among all the words of `dictionary` (which holds the test
     entries too), with `engine`'s open-vocabulary scoring and a definition index without the test
-    texts. Returns (MRR / top-1/3/10 as `core.word_eval.metrics_from_ranks`, the top `k` words of each
+    texts. Returns (MRR / top-1/3/10 as `core.words.word_eval.metrics_from_ranks`, the top `k` words of each
     test definition). Every word of `dictionary` is the user's, with the prior the app gives such words
     (`Candidates` user_words). Small dictionaries: everything is embedded now."""
     candidates = Candidates(dictionary, engine.vocab, user_words=(e.word for e in dictionary))

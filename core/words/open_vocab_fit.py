@@ -1,10 +1,10 @@
-"""Fit the open vocabulary of a trained model (core/open_vocab.py): its word tower and its weights.
+"""Fit the open vocabulary of a trained model (core/words/open_vocab.py): its word tower and its weights.
 
     fit_open_vocabulary(engine, split, read_gcide_dictd())   # what `python -m core train` runs at its end
 
 The queries come from a split over all candidates (default every WordNet lemma) that extends the
 model's own training split (`core.dictionary.extend_split`), so no evaluated text was trained on:
-- the word tower is trained on that split's training definitions (`core.word_tower.fit_word_tower`,
+- the word tower is trained on that split's training definitions (`core.words.word_tower.fit_word_tower`,
   all candidates);
 - word_scale, head_weight and multi_bias are chosen by WordNet dev MRR with the definition channel
   off (in the leak-free index a held-out word has no definition of its own to match);
@@ -27,10 +27,10 @@ from typing import Callable, Iterator, Sequence
 import numpy as np
 import torch
 
-from .dictionary import DictionarySplit, Entry, definition_key, extend_split, load_wordnet_lemmas
-from .gcide import read_gcide
+from ..dictionary import DictionarySplit, Entry, definition_key, extend_split, load_wordnet_lemmas
+from ..gcide import read_gcide
+from ..paths import CACHE_DIR
 from .open_vocab import Candidates, OpenScorer, OpenVocabConfig
-from .paths import CACHE_DIR
 from .word_eval import rank_of_gold
 from .word_tower import WordTowerConfig, fit_word_tower
 
@@ -163,7 +163,7 @@ def metrics(ranks: torch.Tensor) -> dict:
 
 def choose_weights(scorer: OpenScorer, queries: dict[str, Queries], start: OpenVocabConfig,
                    grid: WeightGrid = WeightGrid(), say: Say = print) -> OpenVocabConfig:
-    """The dictionary expert's weights (the everyday expert's, core/open_vocab.py, are kept as `start` has
+    """The dictionary expert's weights (the everyday expert's, core/words/open_vocab.py, are kept as `start` has
     them): word_scale, head_weight and multi_bias by "wordnet-dev" MRR (definition channel off: held-out
     words have no definition in the leak-free index), then definition_weight by "gcide-dev" MRR,
     then the temperature by "gcide-dev" likelihood (calibrated probabilities), each on a fixed sample

@@ -16,7 +16,7 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
-from .paths import CORE_DATA_DIR
+from ..paths import CORE_DATA_DIR
 
 FREQUENCY_FILE = CORE_DATA_DIR / "word-frequency.tsv.gz"
 USER_WORD_ZIPF = 4.0  # about "tree" or "bridge": a user's own word is as likely as a common one

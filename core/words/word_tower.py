@@ -23,10 +23,10 @@ from typing import Callable, Sequence
 import torch
 from safetensors.torch import load_file, save_file
 
-from .checkpoint import fingerprint
-from .device import autocast
-from .encoder import SentenceEncoder
-from .lora import SUFFIX_A, SUFFIX_B, add_low_rank, merge_low_rank, stored_factors
+from ..checkpoint import fingerprint
+from ..device import autocast
+from ..encoder import SentenceEncoder
+from ..lora import SUFFIX_A, SUFFIX_B, add_low_rank, merge_low_rank, stored_factors
 
 WORD_TOWER = "open_vocab_tower.safetensors"
 Factors = dict[str, tuple[torch.Tensor, torch.Tensor]]  # {backbone weight name: (B, A)}

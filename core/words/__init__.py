@@ -1,0 +1,9 @@
+"""The words wing: everything that turns a sentence vector into ranked words.
+
+`vocabulary` (whole-word candidates and their filters), `word_head` (the frozen MLM head over
+single-token words), `word_vectors` and `hubness` (the head's word scoring), `open_vocab` (every
+WordNet word and phrase as an answer: the experts and their mixture) with `open_vocab_fit` (its
+weights) and `word_tower` (the words' own encoder delta), `word_prior` (how common a word is),
+`product_quantizer` (the compact vectors a checkpoint ships) and `word_eval` (word prediction scores).
+The engine (core/engine.py) holds them; the app reaches them through the engine.
+"""
