@@ -25,7 +25,7 @@ import numpy as np
 from core.engine import Engine
 from core.hardware import return_freed_memory
 from core.readout import EmbeddedTexts, InterpolationPoint, Reference, describe_borrowed
-from core.vec2sent.refine import CorrectSettings
+from core.vec2sent.refine import APP_BEAM, MOST_EXACT
 from core.vocabulary_map import place
 from core.words.word_prior import frequency_bands
 from core.words.word_eval import format_table
@@ -54,14 +54,6 @@ MAX_MAP_NEIGHBOURS = 30
 MAX_SELECTION_ROWS = 1_000  # rows of a map selection the table shows; its CSV holds every selected point
 MAX_EXPORT_POINTS = 20_000  # Projector files of a map: its vectors as text, about 3.5 kB a 384-d point
 COLOUR_BY = ("part of speech", "cluster", "frequency")
-# The beam of the app's decodings, which also correct once as the API does: on the first 200 held-out
-# sentences a beam of 20 corrected once reconstructs 23.5 % exactly (BLEU 34.0, 534 ms) against 18.8 %
-# (30.2, 196 ms, all 1,000) with the API's beam of 5 (int8 weights; docs/vec2sent.md).
-# The most exact setting ("Refine" in the UI, off by default; MOST_EXACT below) corrects seven times by
-# steps of 0.5: on all 1,000 held-out sentences 32.5 % exactly, BLEU 41.0, 1.7 s a sentence on average.
-# It no longer edits words: three rounds and edits reached only 36.6, and on vectors that are no
-# sentence's (analogies) the edits trade fluency for cosine.
-DECODE_BEAM = 20
 # The base before DefSent training is offered for comparison only: its word head was never trained.
 BASE_WARNING_SHORT = "untrained, word predictions are noise"
 BASE_WARNING = ("**Warning:** this is the untrained base: its word head was never trained, so its word predictions are "
@@ -294,7 +286,7 @@ class Studio:
         sentences = {name: sv.check_text(text, f"sentence {name}") for name, text in zip("abc", (a, b, c))}
         active = self._model(session)
         result = active.engine.analogy(**sentences, reference=active.reference_texts(reference, progress), k=10,
-                                       beam=DECODE_BEAM, expression=expression, **_exactness(refine))
+                                       beam=APP_BEAM, expression=expression, **_exactness(refine))
         decoded = (f"**Decoded:** {result.decoded}" if result.decoded is not None
                    else NO_DECODER.format(fp=active.engine.fingerprint))
         borrowed = active.engine.borrowed_decoding
@@ -314,7 +306,7 @@ class Studio:
         active = self._model(session)
         reference = active.reference_texts(reference, progress)
         points = active.engine.interpolate(x, y, int(steps), reference=reference, k=3,
-                                          beam=DECODE_BEAM, **_exactness(refine))
+                                          beam=APP_BEAM, **_exactness(refine))
         rows = [[round(p.alpha, 3), p.decoded or "(no decoder)", views.word_list(p.words), round(p.cos_x, 4),
                  round(p.cos_y, 4)] for p in points]
         return rows, self._path_map(points, reference)
@@ -832,7 +824,6 @@ def _colour_groups(corpus: EmbeddedTexts, colour: str) -> list[str]:
     return [f"cluster {c + 1}" for c in clusters]
 
 
-MOST_EXACT = {"correct": CorrectSettings(rounds=7, step=0.5)}
 
 
 def _exactness(refine: bool) -> dict:

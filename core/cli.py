@@ -802,7 +802,7 @@ def gcide(argv: Sequence[str]) -> int:
 
 @command("vec2sent-corpus")
 def vec2sent_corpus(argv: Sequence[str]) -> int:
-    """Build the Vec2Sent training corpus from packaged sources (core/vec2sent/corpus.py).
+    """Build the Vec2Sent training corpus from packaged sources (core/corpus/classic.py).
 
     python -m core vec2sent-corpus --out data/cache/corpus
     python -m core vec2sent-corpus --modern --out data/cache/corpus-modern   # cased, broad (sources.py)
@@ -815,7 +815,7 @@ def vec2sent_corpus(argv: Sequence[str]) -> int:
     parser.add_argument("--out", type=Path, default=None,
                         help=f"default {CORPUS_DIR}, with --modern {MODERN_CORPUS_DIR}")
     parser.add_argument("--modern", action="store_true",
-                        help="build the cased modern corpus (core/vec2sent/sources.py): 4-30 words, Debian "
+                        help="build the cased modern corpus (core/corpus/modern.py): 4-30 words, Debian "
                         "documentation, e-mail, dialogue, fortunes, SentEval training splits and the old sources, "
                         "with a held-out evaluation set (heldout.jsonl) of whole held-out documents and "
                         "benchmark test sentences")

@@ -20,7 +20,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import NamedTuple
 
-from core.vec2sent.text import match_key
+from core.text import match_key
 
 WORDNET_PATH = Path(__file__).resolve().parent / "data" / "wordnet.jsonl.gz"
 WORDNET_SYNSETS_PATH = WORDNET_PATH.with_name("wordnet-synsets.jsonl.gz")

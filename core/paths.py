@@ -13,8 +13,8 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 CORE_DATA_DIR = REPO_ROOT / "core" / "data"
 CHECKPOINTS_DIR = REPO_ROOT / "checkpoints"
 CACHE_DIR = REPO_ROOT / "data" / "cache"
-CORPUS_DIR = CACHE_DIR / "corpus"  # the first Vec2Sent corpus (core.vec2sent.corpus)
-MODERN_CORPUS_DIR = CACHE_DIR / "corpus-modern"  # the shipped decoder's corpus (core.vec2sent.sources)
+CORPUS_DIR = CACHE_DIR / "corpus"  # the first Vec2Sent corpus (core.corpus.classic)
+MODERN_CORPUS_DIR = CACHE_DIR / "corpus-modern"  # the shipped decoder's corpus (core.corpus.modern)
 HELDOUT_SENTENCES = MODERN_CORPUS_DIR / "heldout.jsonl"  # sources the decoder never trained on (issue 26)
 SENTEVAL_DIR = REPO_ROOT.parent / "shared" / "data" / "senteval"
 # People's descriptions of words (dev only: the reverse dictionary's judge, never trained on; issue 38)

@@ -35,7 +35,7 @@ from core.vec2sent.checkpoint import closest_hypotheses, load_checkpoint
 from core.vec2sent.diagnostics import read_test_sentences, score_reconstructions
 from core.vec2sent.encoder_link import link_engine
 from core.vec2sent.refine import CorrectSettings, RefineSettings, correct, refine
-from core.vec2sent.text import canonical_tokens
+from core.text import canonical_tokens
 
 
 @functools.cache

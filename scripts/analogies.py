@@ -15,13 +15,13 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from app.handlers import DECODE_BEAM, MOST_EXACT
+from core.vec2sent.refine import APP_BEAM, MOST_EXACT
 from core import Engine
 from core.checkpoint import DEFAULT_CHECKPOINT
 from core.hardware import PRECISIONS
 from core.vec2sent.examples import ANALOGY_EXAMPLES
 from core.vec2sent.refine import RefineSettings
-from core.vec2sent.text import canonical_tokens
+from core.text import canonical_tokens
 
 # (a, b, c) for z = a - b + c, the paper's notation; engine.analogy(x, y, z) reads y - x + z
 PAPER_ANALOGIES = [("he visits italy", "he eats pizza", "she drinks wine"),
@@ -67,7 +67,7 @@ def main() -> int:
 def app_examples(engine: Engine, beam: int) -> None:
     """The app's analogy examples: each decoding, whether it has the expected words, its cosine."""
     exact = MOST_EXACT["correct"]
-    print(f"| a : b :: c : ? | expected | beam {beam}, corrected once (default) | cos | beam {DECODE_BEAM}, corrected "
+    print(f"| a : b :: c : ? | expected | beam {beam}, corrected once (default) | cos | beam {APP_BEAM}, corrected "
           f"{exact.rounds} times by {exact.step} (the app's most exact) | cos |\n"
           "|---|---|---|---:|---|---:|")
     found = {"default": 0, "exact": 0}
@@ -75,7 +75,7 @@ def app_examples(engine: Engine, beam: int) -> None:
         vector = engine.evaluate_expression("b - a + c", {"a": example.a, "b": example.b, "c": example.c})
         cells = []
         for name, text in (("default", engine.decode(vector, beam=beam)[0]),
-                           ("exact", engine.decode(vector, beam=DECODE_BEAM, **MOST_EXACT)[0])):
+                           ("exact", engine.decode(vector, beam=APP_BEAM, **MOST_EXACT)[0])):
             has = set(example.expected) <= set(canonical_tokens(text))
             found[name] += has
             cosine = float(engine.similarity([text], vector[None])[0][0]) if text.strip() else float("nan")

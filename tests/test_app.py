@@ -234,9 +234,8 @@ def test_interpolation_table_and_path(studio):
 
 
 def test_the_app_decodes_with_its_wider_beam(studio, monkeypatch):
-    from app.handlers import DECODE_BEAM
     from core.readout import DEFAULT_CORRECTION, Lazy
-    from core.vec2sent.refine import CorrectSettings
+    from core.vec2sent.refine import APP_BEAM, CorrectSettings
 
     engine, beams = studio.models.active().engine, []
     monkeypatch.setattr(engine, "_decoder", Lazy(object))  # a decoder is present: analogy and interpolation decode
@@ -248,8 +247,8 @@ def test_the_app_decodes_with_its_wider_beam(studio, monkeypatch):
     # corrected once as the API does; corrected seven times by steps of 0.5 only when asked
     studio.analogy("a king", "a queen", "a boy", "b - a + c", refine=True)
     studio.interpolation("a dog", "a king", 3, refine=True)
-    exact = (DECODE_BEAM, None, CorrectSettings(rounds=7, step=0.5))
-    assert beams == [(DECODE_BEAM, None, DEFAULT_CORRECTION)] * 2 + [exact] * 2 and DECODE_BEAM > 5
+    exact = (APP_BEAM, None, CorrectSettings(rounds=7, step=0.5))
+    assert beams == [(APP_BEAM, None, DEFAULT_CORRECTION)] * 2 + [exact] * 2 and APP_BEAM > 5
 
 
 # ---- map ---------------------------------------------------------------------------------------------

@@ -324,7 +324,8 @@ def test_a_fine_tuned_model_decodes_with_the_decoder_it_started_with(encoder_dir
 # ---- the app ---------------------------------------------------------------------------------------
 
 def test_the_app_decodes_with_the_engines_decoder(encoder_dir, plain_engine, tmp_path, monkeypatch):
-    from app.handlers import DECODE_BEAM, Studio
+    from app.handlers import Studio
+    from core.vec2sent.refine import APP_BEAM
     from app.models import BASE_LABEL, Models, ModelSpec, available_specs
 
     monkeypatch.setenv("DEFSENT_CACHE_DIR", str(tmp_path / "cache"))
@@ -336,11 +337,11 @@ def test_the_app_decodes_with_the_engines_decoder(encoder_dir, plain_engine, tmp
     studio = Studio(Models.from_engine(engine, spec, folder))
     decoded, words, nearest = studio.analogy("a king", "a queen", "a boy", "b - a + c")
     ua, ub, uc = engine.encode(["a king", "a queen", "a boy"])
-    assert decoded == f"**Decoded:** {engine.decode(ub - ua + uc, beam=DECODE_BEAM)[0]}"
+    assert decoded == f"**Decoded:** {engine.decode(ub - ua + uc, beam=APP_BEAM)[0]}"
     assert len(words) == len(nearest) == 10
     rows, _ = studio.interpolation("a dog", "a king", 3)
     ux, uy = engine.encode(["a dog", "a king"])
-    assert [row[1] for row in rows] == engine.decode(np.stack([ux, (ux + uy) / 2, uy]), beam=DECODE_BEAM)
+    assert [row[1] for row in rows] == engine.decode(np.stack([ux, (ux + uy) / 2, uy]), beam=APP_BEAM)
     assert "loaded" in studio.about()[0]
 
 

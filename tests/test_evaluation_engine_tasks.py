@@ -14,7 +14,7 @@ from core.cli import main as cli
 from core.evaluation.decoding import DEFAULT_TEST
 from core.paths import MODERN_CORPUS_DIR
 from core.vec2sent.diagnostics import round_trip_agreement, score_reconstructions
-from core.vec2sent.sources import build_modern_corpus, load_source, write_modern_corpus
+from core.corpus.modern import build_modern_corpus, load_source, write_modern_corpus
 from core.words.word_eval import evaluate_words
 from tests.test_engine_decode import SENTENCES, write_decoder
 from tests.test_evaluation_run import FIXTURES, HashedBagOfWords

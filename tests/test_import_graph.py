@@ -95,3 +95,54 @@ def test_no_sys_path_line_outside_tests():
     offenders = [str(p.relative_to(root)) for p in [*sources, root / "app.py"]
                  if "sys.path.insert" in p.read_text(encoding="utf-8") or "sys.path.append" in p.read_text(encoding="utf-8")]
     assert offenders == []
+
+
+# core/ in floors, bottom first: a module imports only its own floor or lower ones. A package name stands
+# for its modules unless one of them is named on another floor (the most specific name wins).
+FLOORS = [
+    ("ground", ["core.text", "core.paths", "core.cancel", "core.hardware", "core.lora", "core.bert",
+                "core.distributed", "core.projector", "core.vec2sent.expression", "core.vec2sent.examples",
+                "core.evaluation.files", "core.evaluation.metrics", "core.evaluation.reference"]),
+    ("data and devices", ["core.device", "core.checkpoint", "core.dictionary", "core.wordnet", "core.gcide",
+                          "core.evaluation.base", "core.evaluation.sts", "core.evaluation.senteval",
+                          "core.evaluation.report"]),
+    ("the encoder and the wings", ["core.encoder", "core.words", "core.corpus", "core.vec2sent"]),
+    ("readers of vectors", ["core.readout", "core.reference", "core.corpus_index", "core.vocabulary_map",
+                            "core.train"]),
+    ("the engine", ["core.engine"]),
+    ("on the engine", ["core.evaluation", "core.vec2sent.encoder_link", "core.vec2sent.train",
+                       "core.vec2sent.diagnostics"]),
+    ("entry points", ["core", "core.cli", "core.__main__"]),
+]
+
+
+def floor_of(module: str) -> int:
+    """The floor of `module`: the most specific name of FLOORS that covers it ("core" only itself)."""
+    names = [(len(name), floor) for floor, (_, names) in enumerate(FLOORS) for name in names
+             if module == name or (name != "core" and module.startswith(name + "."))]
+    assert names, f"{module} is on no floor of FLOORS: add it"
+    return max(names)[1]
+
+
+def upward_imports(graph: dict[str, set[str]]) -> list[tuple[str, str]]:
+    return sorted((a, b) for a, targets in graph.items() for b in targets if floor_of(b) > floor_of(a))
+
+
+def test_no_core_module_imports_one_on_a_higher_floor():
+    assert upward_imports(import_graph()) == []
+
+
+def test_the_floor_check_sees_an_upward_import():
+    assert upward_imports({"core.words.open_vocab": {"core.engine"}, "core.engine": {"core.words"}}) == [
+        ("core.words.open_vocab", "core.engine")]
+
+
+def test_scripts_and_research_use_the_engine_not_the_app():
+    """The app is a UI over the engine; a script needing one of its settings finds it in core/ (bench/
+    measures the app, so it may import it)."""
+    root = CORE.parent
+    for path in [*(root / "scripts").rglob("*.py"), *(root / "research").rglob("*.py")]:
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        names = [alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names]
+        names += [node.module or "" for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and not node.level]
+        assert not [n for n in names if n.split(".")[0] == "app"], path

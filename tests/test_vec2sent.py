@@ -11,7 +11,7 @@ from core.hardware import native_bfloat16
 from core.vec2sent import checkpoint as checkpoint_module
 from core.vec2sent.checkpoint import EncoderMismatchError, load_checkpoint, save_checkpoint
 from core.vec2sent.decode import beam_search, greedy_decode
-from core.vec2sent.text import canonical_tokens
+from core.text import canonical_tokens
 from core.vec2sent.encoder_link import EncoderLink
 from core.vec2sent.model import Vec2SentConfig, Vec2SentDecoder
 from core.vec2sent.train import (SampledSoftmax, TrainSettings, TrainingData, bucketed_batches,

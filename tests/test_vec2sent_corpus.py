@@ -5,9 +5,9 @@ import json
 
 import pytest
 
-from core.vec2sent.corpus import (build_corpus, dated_terms, length_distribution, offensive_text,
+from core.corpus.classic import (build_corpus, dated_terms, length_distribution, offensive_text,
                                   read_benchmark_sentences, read_brown, read_nlp_corpus, read_sotu, split_sentences)
-from core.vec2sent.text import detokenize, match_key, normalize
+from core.text import detokenize, match_key, normalize
 
 
 def test_normalize_folds_unicode_case_quotes_and_spaces():

@@ -6,7 +6,7 @@ import json
 from collections import Counter
 from pathlib import Path
 
-from core.vec2sent.sources import (Doc, build_modern_corpus, dedup_key, held_out, html_paragraphs, is_prose,
+from core.corpus.modern import (Doc, build_modern_corpus, dedup_key, held_out, html_paragraphs, is_prose,
                                    load_source, normalize_cased, pod_paragraphs, read_benchmark_tests,
                                    roff_paragraphs, rst_paragraphs, sample_heldout, split_sentences,
                                    untokenize_lowercased, write_modern_corpus)

@@ -5,10 +5,11 @@
     vector = evaluate_expression("b - a + c", {"a": va, "b": vb, "c": vc})
     decoder.decode(vector[None], beam_width=4)          # ["she drinks wine ."]
 
-Modules: corpus (training sentences), model (the LSTM decoder), decode (greedy / beam search),
-checkpoint (save / load, encoder check), train, diagnostics (Id, PERM, BLEU), expression.
-Their commands are `python -m core vec2sent-corpus`, `vec2sent-train` and `vec2sent-diagnostics`
-(core/cli.py); corpus, train and diagnostics are not imported here, which keeps this import light.
+Modules: model and transformer (the decoders), decode (greedy / beam search), refine and truecase
+(the decoding's corrections), checkpoint (save / load, encoder check), train, diagnostics (Id, PERM,
+BLEU), expression. Its training sentences are built by core/corpus/. The commands are `python -m core
+vec2sent-corpus`, `vec2sent-train` and `vec2sent-diagnostics` (core/cli.py); train and diagnostics
+are not imported here, which keeps this import light.
 """
 from core.vec2sent.checkpoint import EncoderMismatchError, Vec2Sent, load_checkpoint, save_checkpoint
 from core.vec2sent.decode import beam_search, greedy_decode

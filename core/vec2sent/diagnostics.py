@@ -23,7 +23,7 @@ from core.vec2sent.checkpoint import closest_hypotheses
 from core.vec2sent.refine import CorrectSettings, RefineSettings
 from core.vec2sent.refine import correct as correct_by_vectors
 from core.vec2sent.refine import refine as refine_by_edits
-from core.vec2sent.text import canonical_tokens
+from core.text import canonical_tokens
 from core.vec2sent.encoder_link import TopWord
 
 

@@ -27,7 +27,7 @@ import numpy as np
 
 from core.encoder import l2_normalize
 from core.vec2sent.checkpoint import best_by_cosine
-from core.vec2sent.text import canonical_tokens
+from core.text import canonical_tokens
 from core.vec2sent.vocab import words_to_text
 
 Encode = Callable[[list[str]], np.ndarray]  # texts -> (n, d)
@@ -54,6 +54,14 @@ class CorrectSettings:
     def __post_init__(self) -> None:
         if not 0 <= self.rounds <= 8 or not 0 < self.step <= 4:
             raise ValueError(f"correction rounds must be 0-8 and its step in (0, 4], not {self.rounds} and {self.step}")
+
+
+# The app's decodings (and scripts/analogies.py): a wider beam than the API's 5, corrected once, because an
+# interactive user reads few sentences and wants them exact; "Refine" asks for MOST_EXACT: seven
+# corrections by steps of 0.5, without word edits, which traded fluency for cosine on analogies'
+# vectors. What each setting measured: docs/vec2sent.md, the table of settings under "Everyday English".
+APP_BEAM = 20
+MOST_EXACT = {"correct": CorrectSettings(rounds=7, step=0.5)}  # engine.decode's keyword arguments
 
 
 @dataclass(frozen=True)

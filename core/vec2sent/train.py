@@ -463,7 +463,7 @@ def load_run(folder: Path, build: Callable[[Path], Decoder] = lambda config: bui
 
 
 def describe_corpus(folder: Path) -> dict:
-    """The corpus folder and, from the corpus.json that core.vec2sent.corpus writes, its packages."""
+    """The corpus folder and, from the corpus.json that core.corpus.classic writes, its packages."""
     stats_file = folder / "corpus.json"
     stats = json.loads(stats_file.read_text(encoding="utf-8")) if stats_file.is_file() else {}
     return {"path": str(folder), "packages": stats.get("packages"), "sources": list(stats.get("sources", {}))}

@@ -12,7 +12,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Iterable, Sequence
 
-from core.vec2sent.text import detokenize
+from core.text import detokenize
 
 SPECIALS = ("[PAD]", "[BOS]", "[EOS]", "[UNK]")
 PAD, BOS, EOS, UNK = range(len(SPECIALS))

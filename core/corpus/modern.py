@@ -2,7 +2,7 @@
 
     python -m core vec2sent-corpus --modern --out data/cache/corpus-modern
 
-Unlike core/vec2sent/corpus.py (lower case, 3-15 words, 1961-era sources), this corpus keeps case,
+Unlike core/corpus/classic.py (lower case, 3-15 words, 1961-era sources), this corpus keeps case,
 digits and names ("Obama", "2013", "U.S."), takes 4-30 words and draws on modern text shipped in
 packages (see MODERN_SOURCES): Debian documentation (Linux kernel, Python, Perl, Git, PostgreSQL,
 Django, Java, Rust, GNOME, GIMP, LibreOffice, GnuCash, Vim, Debian's own books, man pages and some
@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable, Iterator, Sequence
 
-from core.vec2sent.text import detokenize, match_key
+from core.text import detokenize, match_key
 
 MIN_WORDS, MAX_WORDS = 4, 30
 HELDOUT_MIN_WORDS, HELDOUT_MAX_WORDS = 4, 15
@@ -50,7 +50,7 @@ _QUOTES = str.maketrans({"\u201c": '"', "\u201d": '"', "\u2018": "'", "\u2019": 
 
 
 def normalize_cased(text: str) -> str:
-    """NFKC, straight quotes, single spaces: `core.vec2sent.text.normalize` without lower-casing.
+    """NFKC, straight quotes, single spaces: `core.text.normalize` without lower-casing.
 
     Case, digits and names survive ("Obama", "2013", "U.S."). As there, double quotes are dropped
     from a sentence with an odd number of them (a quotation spanning several sentences).
@@ -922,7 +922,7 @@ def write_modern_corpus(corpus: ModernCorpus, out: Path) -> None:
 
 def _old_sources(cache: Path) -> list[tuple[str, str, str, Callable[[], Iterable[Doc]], bool]]:
     """The sources of the first corpus (read cased here), each as one-sentence documents; never held out."""
-    from core.vec2sent import corpus as old
+    from core.corpus import classic as old
 
     def as_docs(name: str, sentences: Iterable[str]) -> list[Doc]:
         return [Doc(f"{name}:{i}", [s]) for i, s in enumerate(sentences)]
@@ -944,7 +944,7 @@ def make_modern_corpus(out: Path, cache: Path, senteval: Path, heldout_size: int
     """Fetch every source into `cache`, build the modern corpus and write it to `out`.
 
     `only`: names of MODERN_SOURCES to use (default all); `old`: also the first corpus' sources."""
-    from core.vec2sent.corpus import dated_terms, packaged_offensive_text
+    from core.corpus.classic import dated_terms, packaged_offensive_text
 
     started = time.time()
     offensive = packaged_offensive_text()
@@ -975,7 +975,7 @@ def make_modern_corpus(out: Path, cache: Path, senteval: Path, heldout_size: int
     excluded = {dedup_key(s) for rows in tests.values() for _, s in rows}
     if {dedup_key(s) for s in corpus.train} & excluded:  # guards the filter above
         raise RuntimeError("a benchmark test sentence reached train")
-    from core.vec2sent.corpus import length_distribution
+    from core.corpus.classic import length_distribution
     corpus.stats["packages"] = packages
     corpus.stats["words_train"] = length_distribution(corpus.train, lambda s: map(word_count, s))
     corpus.stats["seconds"] = round(time.time() - started)

