@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from core.paths import REPO_ROOT, SENTEVAL_DIR
-from core.dictionary import Entry, load_wordnet, split_by_word
+from core.lexicon.dictionary import Entry, load_wordnet, split_by_word
 from core.words.word_eval import evaluate_words
 
 from .services import Progress, no_progress

@@ -23,10 +23,10 @@ from pathlib import Path
 import numpy as np
 
 from core.engine import Engine
-from core.hardware import return_freed_memory
+from core.runtime.hardware import return_freed_memory
 from core.readout import EmbeddedTexts, InterpolationPoint, Reference, describe_borrowed
 from core.vec2sent.refine import APP_BEAM, MOST_EXACT
-from core.vocabulary_map import place
+from core.explore.vocabulary_map import place
 from core.words.word_prior import frequency_bands
 from core.words.word_eval import format_table
 
@@ -86,7 +86,7 @@ class MapData:
     groups: list[str]
     title: str
     place: Callable[[np.ndarray], np.ndarray] | None = None
-    regions: list | None = None  # named regions by zoom level (core.vocabulary_map.region_labels), if any
+    regions: list | None = None  # named regions by zoom level (core.explore.vocabulary_map.region_labels), if any
     moves: list = field(default_factory=list)  # a fine-tune's own words: before/after arrows on an aligned map
 
 

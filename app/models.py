@@ -13,13 +13,13 @@ from typing import Callable
 
 import numpy as np
 
-from core.cancel import uncancellable
+from core.runtime.cancel import uncancellable
 from core.checkpoint import (CHECKPOINTS_DIR, DEFAULT_BASE, DEFAULT_CHECKPOINT, CheckpointError, list_checkpoints,
                              read_manifest)
-from core.corpus_index import INDEX, CorpusIndex, index_folder
+from core.explore.corpus_index import INDEX, CorpusIndex, index_folder
 from core.engine import Engine
 from core.readout import REFERENCE_SIZE, EmbeddedTexts, Reference
-from core.vocabulary_map import LABEL_LEVELS, Region, load_moves, region_labels
+from core.explore.vocabulary_map import LABEL_LEVELS, Region, load_moves, region_labels
 from core.words.word_prior import frequency_bands
 
 from .services import (CORPUS_NAME, CORPUS_SENTENCES, EVERY_DEFINITION, LARGEST_READY, REFERENCE_CHOICES, SAMPLE,
@@ -127,14 +127,14 @@ class ActiveModel:
         return self.once(self.vocabulary_layout_key(), lambda: np.load(self.engine.vocabulary_layout_path()))
 
     def vocabulary_regions(self) -> list[list[Region]]:
-        """The map of every word's named regions at each zoom level (core.vocabulary_map.region_labels),
+        """The map of every word's named regions at each zoom level (core.explore.vocabulary_map.region_labels),
         computed once per layout (a few seconds)."""
         layout = self.vocabulary_layout()
         return self.once(f"regions-{self.vocabulary_layout_key()}",
                          lambda: region_labels(self.engine.open_vocab, layout))
 
     def vocabulary_moves(self) -> list[dict]:
-        """This model's own words' moves on its map aligned to its parent's (core.vocabulary_map.lay_out)."""
+        """This model's own words' moves on its map aligned to its parent's (core.explore.vocabulary_map.lay_out)."""
         return self.once(f"moves-{self.vocabulary_layout_key()}",
                          lambda: load_moves(self.engine.vocabulary_layout_path()))
 

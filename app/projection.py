@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from core.cancel import check_cancelled
+from core.runtime.cancel import check_cancelled
 
 from .settings import configure_numba_cache
 
@@ -47,7 +47,7 @@ def pca(vectors: np.ndarray, dims: int = 2) -> np.ndarray:
 
 class _CancelAtEachEpoch:
     """A stand-in for the terminal that UMAP's epoch progress bar writes to: it writes nothing and
-    raises core.cancel.Cancelled once the request was cancelled. UMAP's layout loop has no other
+    raises core.runtime.cancel.Cancelled once the request was cancelled. UMAP's layout loop has no other
     hook, and its epochs are most of a map's seconds."""
 
     def write(self, _text: str) -> None:

@@ -15,9 +15,9 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from core.dictionary import Entry, load_wordnet_lemmas
+from core.lexicon.dictionary import Entry, load_wordnet_lemmas
 from core.encoder import l2_normalize
-from core.projector import read_projector
+from core.explore.projector import read_projector
 from core.readout import PART_OF_SPEECH, REFERENCE_SIZE, EmbeddedTexts, Reference, dictionary_reference
 
 from .settings import cache_dir, upload_dir
@@ -205,13 +205,13 @@ CORPUS_SENTENCES = "modern corpus sentences (when indexed)"
 CORPUS_NAME = "modern"  # the collection `python -m core corpus-index` builds by default
 EVERY_DEFINITION, EVERY_WORD = "every WordNet definition (117k)", "every WordNet word and phrase (147k)"
 SAMPLE = f"{REFERENCE_SIZE:,} WordNet definitions"
-VOCABULARY_REFERENCES = {EVERY_DEFINITION: "definition", EVERY_WORD: "word"}  # core/reference.py's kinds
+VOCABULARY_REFERENCES = {EVERY_DEFINITION: "definition", EVERY_WORD: "word"}  # core/explore/reference.py's kinds
 REFERENCE_CHOICES = (LARGEST_READY, CORPUS_SENTENCES, EVERY_DEFINITION, EVERY_WORD, SAMPLE)
 UPLOADED_FILE = "uploaded file"
 
 
 def projector_corpus(files: list[str]) -> EmbeddedTexts:
-    """Points of the Embedding Projector's files (core/projector.py): one vectors.tsv and, if it has
+    """Points of the Embedding Projector's files (core/explore/projector.py): one vectors.tsv and, if it has
     one, its metadata.tsv (the file whose name holds "meta"), at most MAX_CORPUS_LINES points. Labels
     are the first metadata column; the second, if any, colours the map."""
     tsv = [Path(f) for f in files if str(f).lower().endswith(".tsv")]

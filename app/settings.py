@@ -13,7 +13,7 @@ QUEUE_SIZE = 64  # requests that may wait beyond those running; past it a reques
 # Gradio refuses bigger uploads before writing them to disk; the dictionary loader's own cap is the same.
 MAX_UPLOAD_BYTES = 20_000_000
 # Where models load and fine-tunes train: `python app.py --device` sets it, and the spawned training
-# processes inherit it. A name core.device.resolve_device takes.
+# processes inherit it. A name core.runtime.device.resolve_device takes.
 DEVICE_ENV = "DEFSENT_DEVICE"
 
 

@@ -11,7 +11,7 @@ from typing import Callable
 import gradio as gr
 from gradio.context import LocalContext
 
-from core.cancel import Cancelled
+from core.runtime.cancel import Cancelled
 from core.checkpoint import CheckpointError
 from core.vec2sent.examples import ANALOGY_EXAMPLES
 

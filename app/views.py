@@ -149,7 +149,7 @@ REGION_LABELS = "region names"  # the label traces' name: app/ui.py's MAP_JS sho
 
 
 def add_region_labels(fig: go.Figure, levels: Sequence[Sequence]) -> go.Figure:
-    """One text trace per level of `levels` (each a list of core.vocabulary_map.Region, coarse to fine);
+    """One text trace per level of `levels` (each a list of core.explore.vocabulary_map.Region, coarse to fine);
     only the first shows until the page's script (MAP_JS) shows the level that suits the zoom."""
     for level, regions in enumerate(levels):
         fig.add_trace(go.Scatter(x=[r.x for r in regions], y=[r.y for r in regions], mode="text",

@@ -1,5 +1,5 @@
 """Work that belongs to its request: a handler's work runs in a worker thread under a cancel token
-(core.cancel), and stops at its next step when the request is cancelled or its client goes away.
+(core.runtime.cancel), and stops at its next step when the request is cancelled or its client goes away.
 
 Gradio runs a plain function in a thread and, when the request is cancelled, cancels only the
 coroutine awaiting it: the concurrency slot was freed at once while the thread worked on, so a loop
@@ -17,8 +17,8 @@ from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from typing import Callable, TypeVar
 
-from core.cancel import Cancelled, CancelToken, cancellable
-from core.hardware import return_freed_memory
+from core.runtime.cancel import Cancelled, CancelToken, cancellable
+from core.runtime.hardware import return_freed_memory
 
 T = TypeVar("T")
 CLIENT_CHECK_S = 0.25  # how often a running request asks whether its client is still there

@@ -6,7 +6,7 @@ DIR is a folder `python -m core corpus-index` built (its int8 chunks are the vec
 queries are sentences the corpus does not hold (the held-out documents), embedded by the same model.
 For each candidate index: build seconds (`--build-threads`), bytes, recall@10 against exact inner-product
 search over the same rows, and milliseconds a query one at a time (the app's case), with `--threads` threads.
-Then the memory a process adds by loading the built index as the app does (`core.corpus_index.CorpusIndex`).
+Then the memory a process adds by loading the built index as the app does (`core.explore.corpus_index.CorpusIndex`).
 """
 from __future__ import annotations
 
@@ -33,7 +33,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     import faiss
 
-    from core.corpus_index import CorpusIndex, _chunk_path
+    from core.explore.corpus_index import CorpusIndex, _chunk_path
     from core.encoder import l2_normalize
     from core.engine import Engine
 

@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parents[1]
 from bench.machine import machine_line
 from core import Engine
 from core.checkpoint import DEFAULT_CHECKPOINT
-from core.hardware import PRECISIONS
+from core.runtime.hardware import PRECISIONS
 from core.paths import HELDOUT_SENTENCES
 from core.vec2sent.diagnostics import read_test_sentences
 from core.vec2sent.refine import CorrectSettings, RefineSettings

@@ -42,7 +42,7 @@ def main() -> int:
     from app.handlers import Session, Studio
     from app.models import Models, ModelSpec
     from core.checkpoint import DEFAULT_CHECKPOINT, list_checkpoints
-    from core.dictionary import load_wordnet
+    from core.lexicon.dictionary import load_wordnet
 
     path = args.model or DEFAULT_CHECKPOINT
     spec = ModelSpec(path.name, path)

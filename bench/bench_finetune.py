@@ -33,9 +33,9 @@ ACCENTED = str.maketrans({"a": "á", "o": "ö", "u": "ü", "e": "é", "n": "ñ"}
 
 
 def glossary(gcide, phrases, vocab, seed: int = 42):
-    """The benchmark's entries (core.dictionary.Entry) and each word's kind: words from GCIDE entries
+    """The benchmark's entries (core.lexicon.dictionary.Entry) and each word's kind: words from GCIDE entries
     (`gcide`), phrases from `phrases` (GCIDE has none); SECOND_DEFINITION of the words that have two definitions keep both."""
-    from core.dictionary import Entry
+    from core.lexicon.dictionary import Entry
 
     rng = random.Random(seed)
     by_word: dict[str, list] = {}
@@ -65,7 +65,7 @@ def invented_name(rng: random.Random, accented: bool) -> str:
 def run(engine_path: Path, entries, kinds, objective: str, out: Path, seed: int = 0) -> dict:
     from app.finetune import FinetuneSettings, UploadData, run_finetune
     from core import Engine
-    from core.dictionary import split_by_word
+    from core.lexicon.dictionary import split_by_word
     from core.words.open_vocab import evaluate_among
 
     class Printer:
@@ -145,7 +145,7 @@ def main(argv: list[str] | None = None) -> int:
     import torch
 
     from core import Engine
-    from core.dictionary import extend_split, load_wordnet, load_wordnet_lemmas, split_by_word, write_entries
+    from core.lexicon.dictionary import extend_split, load_wordnet, load_wordnet_lemmas, split_by_word, write_entries
 
     torch.set_num_threads(args.threads)
     vocab = Engine.load(args.model, open_vocabulary=False, decoder=None).vocab
@@ -167,7 +167,7 @@ def main(argv: list[str] | None = None) -> int:
                       f"({result['test_definitions']} definitions); {result['seconds']} s: "
                       + ", ".join(f"{stage} {s:.0f} s" for stage, s in result["stages"].items()), flush=True)
             if args.activation and objective == "own":
-                from core.dictionary import split_by_word
+                from core.lexicon.dictionary import split_by_word
                 test = split_by_word(entries, seed=args.seeds - 1).test
                 for name, measured in activation(Path(tmp) / f"own-{args.seeds - 1}", test).items():
                     print(f"  activation, {name}: {measured}", flush=True)

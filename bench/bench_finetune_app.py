@@ -32,7 +32,7 @@ def main(argv: list[str] | None = None) -> int:
     from app.handlers import Session, Studio
     from app.models import Models, ModelSpec
     from core.checkpoint import DEFAULT_CHECKPOINT
-    from core.dictionary import load_wordnet
+    from core.lexicon.dictionary import load_wordnet
 
     entries = load_wordnet(args.glossary)
     spec = ModelSpec(DEFAULT_CHECKPOINT.name, DEFAULT_CHECKPOINT)

@@ -84,7 +84,7 @@ def engine_side() -> None:
     from core.checkpoint import DEFAULT_CHECKPOINT
     from core.engine import Engine
     from core.paths import user_cache_dir
-    from core.vocabulary_map import place
+    from core.explore.vocabulary_map import place
 
     engine = Engine.load(decoder=None, open_vocabulary=False)
     engine.enable_open_vocabulary(cache_dir=user_cache_dir("open-vocab"), compact=False)

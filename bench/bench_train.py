@@ -17,7 +17,7 @@ from itertools import pairwise
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-from core.hardware import TRAINING_PRECISIONS  # (no torch import)
+from core.runtime.hardware import TRAINING_PRECISIONS  # (no torch import)
 
 DEV_SAMPLE = 16  # dev definitions train() scores before and after; too few to matter for timing
 
@@ -56,7 +56,7 @@ def main(argv: list[str] | None = None) -> int:
     import torch
 
     from core import Engine
-    from core.dictionary import load_wordnet, split_by_word
+    from core.lexicon.dictionary import load_wordnet, split_by_word
     from core.words.word_eval import definition_pairs
 
     torch.set_num_threads(args.threads)

@@ -38,7 +38,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     import torch
 
-    from core.device import DeviceError, resolve_device
+    from core.runtime.device import DeviceError, resolve_device
 
     try:
         device = resolve_device(args.device)
@@ -156,7 +156,7 @@ def defsent_steps(args, device, report) -> dict:
     """Definitions a second of the DefSent recipe's steps (its batch size and lr; the word-vector
     term left out of the loss here, and dev scored on 64 definitions, so that only the steps count)."""
     from core import Engine
-    from core.dictionary import load_wordnet, split_by_word
+    from core.lexicon.dictionary import load_wordnet, split_by_word
     from core.train import TrainConfig, train
 
     recipe = json.loads((REPO / "recipes/defsent-minilm.json").read_text())["flags"]
@@ -179,7 +179,7 @@ def vec2sent_steps(args, device, report) -> dict:
     """Sentences a second of the Vec2Sent recipe's steps on WordNet usage examples."""
     import numpy as np
 
-    from core.dictionary import load_wordnet
+    from core.lexicon.dictionary import load_wordnet
     from core.vec2sent.train import TrainSettings, _initial_model, base_vocabulary, prepare_data, train_decoder
 
     recipe = json.loads((REPO / "recipes/vec2sent-defsent-minilm.json").read_text())["flags"]

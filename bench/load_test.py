@@ -344,7 +344,7 @@ def linked_checkpoint(model: Path, checkpoints: Path) -> Path:
 def write_dictionary(path: Path, n_words: int, seed: int, words: set[str] | None = None) -> Path:
     """A TSV dictionary (word, definition, pos) of every WordNet definition of `n_words` sampled words
     (from `words` if given; all of them if there are fewer)."""
-    from core.dictionary import load_wordnet
+    from core.lexicon.dictionary import load_wordnet
 
     entries = [e for e in load_wordnet() if words is None or e.word in words]
     candidates = sorted({e.word for e in entries})

@@ -18,7 +18,7 @@ import typing
 from pathlib import Path
 from typing import Callable, Sequence
 
-from .hardware import PRECISIONS, TRAINING_PRECISIONS
+from .runtime.hardware import PRECISIONS, TRAINING_PRECISIONS
 from .paths import CACHE_DIR, CORPUS_DIR, MODERN_CORPUS_DIR, SENTEVAL_DIR
 
 Command = Callable[[Sequence[str]], int]
@@ -113,12 +113,12 @@ def _threads_flag(parser: argparse.ArgumentParser, default: int = 0, note: str =
 def _device_flag(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--device", default="auto",
                         help="where to compute: auto (a CUDA GPU, else Apple's MPS, else the CPU), cpu, cuda, "
-                             "cuda:N or mps (core/device.py)")
+                             "cuda:N or mps (core/runtime/device.py)")
 
 
 def device_from_flag(parser: argparse.ArgumentParser, name: str):
     """The torch.device `--device` names; a parser error (exit 2) naming what this machine has when absent."""
-    from .device import DeviceError, resolve_device
+    from .runtime.device import DeviceError, resolve_device
 
     try:
         return resolve_device(name)
@@ -169,7 +169,7 @@ def train(argv: Sequence[str]) -> int:
 
     python -m core train --recipe recipes/defsent-minilm.json --out checkpoints/NAME   # the shipped recipe
     """
-    from .device import OutOfDeviceMemory
+    from .runtime.device import OutOfDeviceMemory
     from .train import TrainConfig
 
     p = train_parser()
@@ -183,7 +183,7 @@ def train(argv: Sequence[str]) -> int:
             p.error(missing_gcide(args.open_vocab_gcide) + " (or --no-open-vocab to skip the fit)")
     set_threads(args.threads)
     device = device_from_flag(p, args.device)
-    from . import distributed
+    from .runtime import distributed
 
     distributed.start(device)  # under torchrun: join the other processes (docs/training.md, "More than one process")
     try:
@@ -252,8 +252,8 @@ def _run_training(args: argparse.Namespace, config, main_process: bool, device) 
     """Train; only the main process prints, tests and saves (the others train their shards)."""
     from tqdm import tqdm
 
-    from . import distributed
-    from .dictionary import add_training_entries, load_wordnet, read_user_dictionary, split_by_word
+    from .runtime import distributed
+    from .lexicon.dictionary import add_training_entries, load_wordnet, read_user_dictionary, split_by_word
     from .engine import Engine
     from .train import TrainProgress, head_stage, sts_dev_scorer
     from .train import train as train_engine
@@ -328,7 +328,7 @@ def _fit_open_vocabulary(engine, split, args: argparse.Namespace) -> tuple[dict,
     import time
     from dataclasses import asdict
 
-    from .dictionary import load_wordnet_lemmas
+    from .lexicon.dictionary import load_wordnet_lemmas
     from .words.open_vocab_fit import WeightGrid, fit_open_vocabulary, overall, read_gcide_dictd
     from .words.word_tower import WordTowerConfig
 
@@ -363,7 +363,7 @@ def _scoring_setup(p: argparse.ArgumentParser, args: argparse.Namespace):
     if args.write and args.model is None:
         p.error("--write needs an explicit --model")
     set_threads(args.threads)
-    from .dictionary import load_wordnet, split_by_word
+    from .lexicon.dictionary import load_wordnet, split_by_word
     from .engine import Engine
 
     engine = Engine.load(args.model, decoder=None)
@@ -626,7 +626,7 @@ class _log_to_stderr:
 @command("dictionary")
 def dictionary(argv: Sequence[str]) -> int:
     """Counts and the split report of a dictionary file (default: the shipped WordNet)."""
-    from .dictionary import WORDNET_PATH, largest_shared_definition_group, load_wordnet, split_by_word
+    from .lexicon.dictionary import WORDNET_PATH, largest_shared_definition_group, load_wordnet, split_by_word
 
     parser = parser_for("dictionary", dictionary)
     parser.add_argument("file", nargs="?", type=Path, default=WORDNET_PATH, help="gzip JSONL dictionary")
@@ -648,8 +648,8 @@ def corpus_index(argv: Sequence[str]) -> int:
 
     One sentence per line. Resumable: a rerun after a kill embeds only the chunks still missing.
     The app offers the index named "modern" (the default) of its model from the user cache as its
-    corpus sentences (core/corpus_index.py, docs/results.md)."""
-    from .corpus_index import MAX_ROWS, build_corpus_index, index_folder, read_sentences
+    corpus sentences (core/explore/corpus_index.py, docs/results.md)."""
+    from .explore.corpus_index import MAX_ROWS, build_corpus_index, index_folder, read_sentences
 
     parser = parser_for("corpus-index", corpus_index)
     parser.add_argument("--corpus", type=Path, default=MODERN_CORPUS_DIR / "train.txt", help="one sentence a line")
@@ -680,7 +680,7 @@ def corpus_index(argv: Sequence[str]) -> int:
 
 @command("vocabulary-map")
 def vocabulary_map(argv: Sequence[str]) -> int:
-    """Lay out every word of the open vocabulary on one 2-D map, once per model (core/vocabulary_map.py).
+    """Lay out every word of the open vocabulary on one 2-D map, once per model (core/explore/vocabulary_map.py).
 
     python -m core vocabulary-map                      # the shipped model: UMAP of 147k words, minutes
     python -m core vocabulary-map --model checkpoints/my-words   # a fine-tune: aligned to the shipped map
@@ -690,7 +690,7 @@ def vocabulary_map(argv: Sequence[str]) -> int:
     Map tab draws the layout as "every word" once it exists."""
     import time
 
-    from .vocabulary_map import lay_out, save_layout, save_moves
+    from .explore.vocabulary_map import lay_out, save_layout, save_moves
 
     parser = parser_for("vocabulary-map", vocabulary_map)
     parser.add_argument("--model", default=None, help="checkpoint directory (default: the shipped one)")
@@ -757,12 +757,12 @@ def _by_pos(entries) -> str:
 
 @command("wordnet")
 def wordnet(argv: Sequence[str]) -> int:
-    """Build core/data/wordnet.jsonl.gz (and the synsets file) from WordNet 3.0's data.* files (core/wordnet.py).
+    """Build core/data/wordnet.jsonl.gz (and the synsets file) from WordNet 3.0's data.* files (core/lexicon/wordnet.py).
 
     python -m core wordnet --wordnet-dir data/cache/wordnet-deb/usr/share/wordnet --out core/data/wordnet.jsonl.gz
     """
     from .paths import CORE_DATA_DIR
-    from .wordnet import write_wordnet
+    from .lexicon.wordnet import write_wordnet
 
     parser = parser_for("wordnet", wordnet)
     parser.add_argument("--wordnet-dir", type=Path, required=True, help="folder with data.noun, data.verb, ...")
@@ -782,11 +782,11 @@ def wordnet(argv: Sequence[str]) -> int:
 
 @command("gcide")
 def gcide(argv: Sequence[str]) -> int:
-    """Extra training definitions from GCIDE's dictd files (core/gcide.py).
+    """Extra training definitions from GCIDE's dictd files (core/lexicon/gcide.py).
 
     python -m core gcide --dictd-dir data/cache/deb/gcide/usr/share/dictd --out data/cache/gcide.jsonl.gz
     """
-    from .gcide import write_gcide
+    from .lexicon.gcide import write_gcide
 
     parser = parser_for("gcide", gcide)
     parser.add_argument("--dictd-dir", type=Path, default=CACHE_DIR / "deb/gcide/usr/share/dictd")
@@ -809,7 +809,7 @@ def vec2sent_corpus(argv: Sequence[str]) -> int:
     """
     import json
 
-    from .vec2sent.corpus import TRAIN_ONLY_SOURCES, make_corpus
+    from .corpus.classic import TRAIN_ONLY_SOURCES, make_corpus
 
     parser = parser_for("vec2sent-corpus", vec2sent_corpus)
     parser.add_argument("--out", type=Path, default=None,
@@ -831,7 +831,7 @@ def vec2sent_corpus(argv: Sequence[str]) -> int:
                         help="extra sources that add training sentences only (the test set stays the same)")
     args = parser.parse_args(argv)
     if args.modern:
-        from .vec2sent.sources import make_modern_corpus
+        from .corpus.modern import make_modern_corpus
 
         out = args.out or MODERN_CORPUS_DIR
         modern = make_modern_corpus(out, args.cache, args.senteval, args.heldout_size, args.seed, args.only,
@@ -856,7 +856,7 @@ def vec2sent_train(argv: Sequence[str]) -> int:
     python -m core vec2sent-train --encoder CKPT --corpus data/cache/corpus --out checkpoints/vec2sent-NAME --minutes 80
     python -m core vec2sent-train --recipe recipes/vec2sent-defsent-minilm.json --out checkpoints/NAME   # the shipped one
     """
-    from .device import OutOfDeviceMemory, resolve_precision
+    from .runtime.device import OutOfDeviceMemory, resolve_precision
     from .vec2sent.train import TrainSettings
 
     parser = vec2sent_train_parser()

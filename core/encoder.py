@@ -16,9 +16,9 @@ import torch
 from torch import nn
 
 from .bert import Unsupported, load_bert
-from .cancel import check_cancelled
-from .device import autocast, module_device, resolve_precision
-from .hardware import PRECISIONS, quantize_int8
+from .runtime.cancel import check_cancelled
+from .runtime.device import autocast, module_device, resolve_precision
+from .runtime.hardware import PRECISIONS, quantize_int8
 
 log = logging.getLogger(__name__)
 
@@ -82,7 +82,7 @@ class SentenceEncoder(nn.Module):
 
     @property
     def device(self) -> torch.device:
-        """Where the encoder computes (`.to(device)` moves it; see core/device.py)."""
+        """Where the encoder computes (`.to(device)` moves it; see core/runtime/device.py)."""
         return module_device(self)
 
     @property
@@ -101,7 +101,7 @@ class SentenceEncoder(nn.Module):
         AVX512-BF16 or AMX, slower than float32 on others). "int8": dynamic int8 quantisation
         (per output channel) of the backbone's Linear layers; it replaces them, so it cannot be
         undone, and runs on the CPU only. "auto": bfloat16 on a GPU or CPU that multiplies it natively
-        (`core.device.bfloat16_native`), else float32. A bad value raises ValueError and changes nothing.
+        (`core.runtime.device.bfloat16_native`), else float32. A bad value raises ValueError and changes nothing.
         """
         if precision not in PRECISIONS:
             raise ValueError(f"unknown precision {precision!r}; choose one of {PRECISIONS}")
@@ -136,7 +136,7 @@ class SentenceEncoder(nn.Module):
 
         Batches are formed from texts sorted by length (less padding), and the original order is
         restored. `normalize=True` returns unit vectors. `progress(done, total)` is called per batch.
-        Cancelled (core.cancel) before a batch once the work was cancelled.
+        Cancelled (core.runtime.cancel) before a batch once the work was cancelled.
         Computed in `self.precision` (see `set_precision`) on `self.device`. Raises RuntimeError in train mode:
         dropout would make the vectors random, and switching modes here would race other threads.
         """

@@ -27,17 +27,17 @@ from .paths import user_cache_dir
 from .checkpoint import (DEFAULT_BASE, DEFAULT_CHECKPOINT, FORMAT, FORMAT_VERSION, MANIFEST,
                          CheckpointError, atomic_directory, fingerprint, library_versions,
                          read_manifest, resolve_base, write_json)
-from .device import resolve_device
+from .runtime.device import resolve_device
 from .encoder import SentenceEncoder, check_texts, l2_normalize, semantic_search
-from .hardware import quantised_engine, return_freed_memory
+from .runtime.hardware import quantised_engine, return_freed_memory
 from .words.hubness import DEFAULT_K, DEFAULT_WEIGHT, HUB_PENALTY, HubPenalty, group_definitions
-from .dictionary import Entry, load_wordnet_lemmas, read_entries, write_entries
+from .lexicon.dictionary import Entry, load_wordnet_lemmas, read_entries, write_entries
 from .lora import dense_delta, factored_delta, is_low_rank, stored_factors
 from .words.open_vocab import (COMPACT_SUBSPACES, COMPACT_VECTORS, DEFAULT_OPEN_VOCAB, OPEN_VOCAB_MAP, Candidates,
                          OpenScorer, OpenVocabConfig, load_word_map, open_scorer, save_word_map, stored_vectors)
 from .readout import REFERENCE_SIZE, VectorReadout
-from .reference import VocabularyTexts
-from .vocabulary_map import layout_path
+from .explore.reference import VocabularyTexts
+from .explore.vocabulary_map import layout_path
 from .words.vocabulary import WordFilter, WordVocabulary
 from .words.word_head import WordHead, WordHeadConfig
 from .words.word_tower import WORD_TOWER, Factors, load_word_tower, save_word_tower, tower_fingerprint, word_tower
@@ -311,7 +311,7 @@ class Engine(VectorReadout):
 
     def to(self, device: str | torch.device) -> "Engine":
         """Compute on `device` from now on ("cpu", "cuda", "cuda:N", "mps", or "auto": CUDA, else MPS,
-        else the CPU; core/device.py): the encoder and the head move there; a decoder not loaded yet
+        else the CPU; core/runtime/device.py): the encoder and the head move there; a decoder not loaded yet
         is loaded there on first use (move an engine before `set_decoder(path)`, which loads at once).
         Word scores leave the head for the CPU, where the rest of the scoring runs; the scoring
         precision is reset to the device's default (int8 is a CPU path: float32 elsewhere). DeviceError
@@ -547,7 +547,7 @@ class Engine(VectorReadout):
 
     def vocabulary_reference(self, kind: str = "definition") -> VocabularyTexts:
         """Every definition ("definition") or every word and phrase ("word") of the open vocabulary, as
-        a reference collection for `analogy`, `interpolate` and search (core/reference.py); built with
+        a reference collection for `analogy`, `interpolate` and search (core/explore/reference.py); built with
         the open vocabulary on first use, as `predict_words` does. ValueError when it is off."""
         if self.open_vocab is None and self.open_vocabulary_on_first_use:
             self._open_vocabulary_now()
@@ -563,7 +563,7 @@ class Engine(VectorReadout):
         return references[kind]
 
     def vocabulary_layout_path(self) -> Path:
-        """Where this model's map of every word is kept (core/vocabulary_map.py; `python -m core
+        """Where this model's map of every word is kept (core/explore/vocabulary_map.py; `python -m core
         vocabulary-map` builds it); ValueError without the open vocabulary."""
         if self.open_vocab is None:
             raise ValueError("The map of every word needs the open vocabulary, which this model does not have.")
@@ -659,7 +659,7 @@ def _words_in(text: str) -> list[str]:
 def _pos_of_dictionary_words() -> dict[str, set[str]]:
     """word -> parts of speech it has in the shipped WordNet dictionary ({} if it is absent)."""
     try:
-        from .dictionary import load_wordnet
+        from .lexicon.dictionary import load_wordnet
         entries = load_wordnet()
     except (ImportError, FileNotFoundError):
         return {}

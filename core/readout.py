@@ -25,7 +25,7 @@ from typing import Callable, Generic, Mapping, TypeVar
 import numpy as np
 
 from .checkpoint import CHECKPOINTS_DIR, CheckpointError, save_npy_atomically
-from .dictionary import Entry, load_wordnet
+from .lexicon.dictionary import Entry, load_wordnet
 from .encoder import semantic_search
 from .vec2sent.checkpoint import FORMAT as DECODER_FORMAT
 from .vec2sent.checkpoint import MANIFEST as DECODER_MANIFEST
@@ -71,7 +71,7 @@ class Lazy(Generic[T]):
 class Reference:
     """Texts that nearest-neighbour look-ups search (semantic search, an analogy's or interpolation's
     nearest sentences): `texts`, a `name` to show, `nearest` and `rows`. `EmbeddedTexts` holds float
-    rows embedded for it; core/reference.py's `VocabularyTexts` searches the open vocabulary's vectors."""
+    rows embedded for it; core/explore/reference.py's `VocabularyTexts` searches the open vocabulary's vectors."""
     texts: list[str]
     name: str
 

@@ -23,11 +23,11 @@ import numpy as np
 import torch
 from torch import nn
 
-from . import distributed
-from .device import OutOfDeviceMemory, autocast, out_of_memory_message, release_cached_memory
-from .hardware import check_training_precision, train_mode
+from .runtime import distributed
+from .runtime.device import OutOfDeviceMemory, autocast, out_of_memory_message, release_cached_memory
+from .runtime.hardware import check_training_precision, train_mode
 from .words.hubness import DEFAULT_K, DEFAULT_WEIGHT
-from .dictionary import definition_key
+from .lexicon.dictionary import definition_key
 from .lora import add_low_rank, merge_low_rank
 from .words.open_vocab import Candidates, OpenScorer
 from .words.word_eval import definition_pairs, evaluate_vectors, metrics_from_ranks, rank_of_gold
@@ -135,13 +135,13 @@ def train(engine, train_entries, dev_entries, config: TrainConfig = TrainConfig(
     the hubness correction on the training definitions with `config.hub_k` and `config.hub_weight`.
     `config.precision` "bfloat16" computes the steps and every encoding made during training in
     bfloat16 (autocast); the encoder's precision is restored after.
-    Under torchrun (`core.distributed.start()` called first) each process trains on its shard of every
+    Under torchrun (`core.runtime.distributed.start()` called first) each process trains on its shard of every
     batch with DistributedDataParallel; only rank 0 evaluates, selects and computes the final word
     scoring (the others return a result without dev metrics). `should_stop` must then answer alike
     in every process.
     `config.lora_rank` > 0 trains low-rank deltas only (core/lora.py), merged into the weights at the
     end and recorded in `engine.low_rank`, so that `engine.save` stores them as factors.
-    Steps run on `engine.device` (core/device.py); a step that does not fit in its memory restores
+    Steps run on `engine.device` (core/runtime/device.py); a step that does not fit in its memory restores
     the starting weights and raises OutOfDeviceMemory.
     """
     with _encoding_precision(engine, config.precision), _low_rank_merged(engine):

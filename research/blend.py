@@ -68,7 +68,7 @@ def measure(engine: Engine, split, senteval: Path) -> dict[str, float]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from core.dictionary import load_wordnet, split_by_word
+    from core.lexicon.dictionary import load_wordnet, split_by_word
 
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--model", type=Path, required=True, help="trained checkpoint directory")

@@ -10,7 +10,7 @@ import argparse
 from pathlib import Path
 
 from core import Engine
-from core.dictionary import extend_split, load_wordnet, load_wordnet_lemmas, split_by_word
+from core.lexicon.dictionary import extend_split, load_wordnet, load_wordnet_lemmas, split_by_word
 from core.words.open_vocab_fit import Queries, near_copies, query_sets, read_gcide_dictd
 
 CACHE = Path("data/cache/open-vocab")

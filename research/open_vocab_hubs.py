@@ -16,7 +16,7 @@ from pathlib import Path
 import torch
 
 from core import Engine
-from core.dictionary import DictionarySplit, definition_key, extend_split, load_wordnet, load_wordnet_lemmas, split_by_word
+from core.lexicon.dictionary import DictionarySplit, definition_key, extend_split, load_wordnet, load_wordnet_lemmas, split_by_word
 from core.words.open_vocab_fit import Queries, metrics, near_copies, query_sets, read_gcide_dictd
 from core.words.word_eval import rank_of_gold
 

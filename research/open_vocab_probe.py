@@ -9,7 +9,7 @@ import numpy as np
 import torch
 
 from core import Engine
-from core.dictionary import extend_split, load_wordnet, load_wordnet_lemmas, split_by_word
+from core.lexicon.dictionary import extend_split, load_wordnet, load_wordnet_lemmas, split_by_word
 from core.words.open_vocab import Candidates
 
 CACHE = Path("data/cache/open-vocab")
@@ -109,8 +109,8 @@ def definition_best(U: torch.Tensor, D: torch.Tensor, cands: Candidates, keep: n
 
 
 def probe_definitions() -> None:
-    from core.dictionary import definition_key
-    from core.gcide import read_gcide
+    from core.lexicon.dictionary import definition_key
+    from core.lexicon.gcide import read_gcide
     engine = Engine.load("checkpoints/defsent-minilm", decoder=None)
     cands = Candidates(load_wordnet_lemmas(), engine.vocab)
     index = {w: i for i, w in enumerate(cands.words)}

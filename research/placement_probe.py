@@ -20,7 +20,7 @@ import torch
 
 from core.engine import Engine
 from core.paths import user_cache_dir
-from core.vocabulary_map import UMAP_NEIGHBOURS
+from core.explore.vocabulary_map import UMAP_NEIGHBOURS
 
 K = 10
 
@@ -85,7 +85,7 @@ def kept(base: torch.Tensor, coords: np.ndarray, queries: np.ndarray, placed: np
 
 
 def knn_place(base: torch.Tensor, coords: np.ndarray, queries: np.ndarray, k: int) -> np.ndarray:
-    """As core.vocabulary_map.place: the cosine-weighted mean position of the k nearest words."""
+    """As core.explore.vocabulary_map.place: the cosine-weighted mean position of the k nearest words."""
     top = (torch.from_numpy(queries) @ base.T).topk(k)  # (Q, k)
     weights = top.values.clamp(min=1e-3).numpy()
     return (coords[top.indices.numpy()] * weights[..., None]).sum(1) / weights.sum(1, keepdims=True)

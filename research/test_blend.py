@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from core import Engine
-from core.dictionary import Entry
+from core.lexicon.dictionary import Entry
 from core.train import TrainConfig, train
 from research.blend import BlendedEngine, main
 from tests.conftest import build_tiny_bert
@@ -67,7 +67,7 @@ def test_fingerprint_follows_the_weights(trained):
 
 
 def test_cli_measures_and_saves_the_blend(trained, tmp_path, monkeypatch, capsys):
-    monkeypatch.setattr("core.dictionary.load_wordnet", lambda: ENTRIES)
+    monkeypatch.setattr("core.lexicon.dictionary.load_wordnet", lambda: ENTRIES)
     out = tmp_path / "blended"
     assert main(["--model", str(trained[0]), "--alphas", "0.5", "--out", str(out),
                  "--senteval", str(tmp_path / "no-senteval")]) == 0

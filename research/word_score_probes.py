@@ -22,7 +22,7 @@ import numpy as np
 import torch
 
 from core import Engine
-from core.dictionary import load_wordnet, split_by_word
+from core.lexicon.dictionary import load_wordnet, split_by_word
 from core.encoder import SentenceEncoder
 from core.words.word_eval import definition_pairs, metrics_from_ranks, rank_of_gold
 

@@ -18,7 +18,7 @@ import torch
 from core.vec2sent.refine import APP_BEAM, MOST_EXACT
 from core import Engine
 from core.checkpoint import DEFAULT_CHECKPOINT
-from core.hardware import PRECISIONS
+from core.runtime.hardware import PRECISIONS
 from core.vec2sent.examples import ANALOGY_EXAMPLES
 from core.vec2sent.refine import RefineSettings
 from core.text import canonical_tokens

@@ -13,7 +13,7 @@ import argparse
 import gzip
 from pathlib import Path
 
-from core.dictionary import load_wordnet_lemmas
+from core.lexicon.dictionary import load_wordnet_lemmas
 from core.words.word_prior import FREQUENCY_FILE
 
 

@@ -18,7 +18,7 @@ import json
 from pathlib import Path
 
 from core import Engine
-from core.dictionary import load_wordnet, split_by_word
+from core.lexicon.dictionary import load_wordnet, split_by_word
 from core.words.open_vocab_fit import (GCIDE_DICTD, QUERY_SETS, WeightGrid, fit_open_vocabulary,
                                  overall, read_gcide_dictd)
 

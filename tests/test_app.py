@@ -22,7 +22,7 @@ from app.jobs import CANCELLED, DONE, FAILED, Job, JobCancelled, JobManager
 from app.models import BASE_LABEL, Models, ModelSpec, ModelUnavailable, available_specs
 from app.projection import Projector, pca
 from core import Engine
-from core.dictionary import Entry
+from core.lexicon.dictionary import Entry
 from core.words.word_prior import frequency_bands
 from core.readout import find_decoder_dir
 from tests.conftest import TINY_WORDS
@@ -94,7 +94,7 @@ def test_reverse_dictionary_rejects_bad_input(engine, query, message):
 
 def test_reverse_dictionary_answers_phrases_with_their_definitions_once_the_open_vocabulary_is_ready(
         tiny_mlm_dir, tmp_path):
-    from core.dictionary import load_wordnet_lemmas
+    from core.lexicon.dictionary import load_wordnet_lemmas
     engine = Engine.from_base(str(tiny_mlm_dir))
     studio = Studio(Models.from_engine(engine, ModelSpec("tiny", base=str(tiny_mlm_dir)), tmp_path), Projector(),
                     JobManager())
@@ -150,7 +150,7 @@ def test_search_dictionary_and_uploaded_file(studio, tmp_path):
 
 
 def test_search_analogy_and_interpolation_search_the_chosen_collection(tiny_mlm_dir, tmp_path):
-    from core.dictionary import Entry
+    from core.lexicon.dictionary import Entry
 
     engine = Engine.from_base(str(tiny_mlm_dir))
     studio = Studio(Models.from_engine(engine, ModelSpec("tiny", base=str(tiny_mlm_dir)), tmp_path), Projector(),
@@ -317,7 +317,7 @@ def test_map_of_an_uploaded_file_reuses_its_embeddings(studio, tmp_path):
 def test_a_map_goes_out_as_projector_files_and_projector_files_come_in(studio, tmp_path, monkeypatch):
     import zipfile
 
-    from core.projector import read_projector
+    from core.explore.projector import read_projector
 
     monkeypatch.setenv("DEFSENT_CACHE_DIR", str(tmp_path / "cache"))
     _, _, session = studio.draw_map("my sentences", 0, "a dog\na cat\nthe king\nwine", None, "PCA", "2-D",
@@ -499,9 +499,9 @@ def _write(folder: Path, name: str, text: str) -> Path:
 
 @pytest.mark.parametrize("native, expected", [(True, "bfloat16"), (False, "float32")])
 def test_finetune_trains_in_bfloat16_only_where_the_cpu_has_it(monkeypatch, native, expected):
-    import core.hardware
+    import core.runtime.hardware
 
-    monkeypatch.setattr(core.hardware, "native_bfloat16", lambda: native)
+    monkeypatch.setattr(core.runtime.hardware, "native_bfloat16", lambda: native)
     assert FinetuneSettings().train_config(100).precision == expected
     assert FinetuneSettings(precision="float32").train_config(100).precision == "float32"
 

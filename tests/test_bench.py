@@ -72,7 +72,7 @@ def test_machine_line_reports_memory_speed(monkeypatch):
 def test_device_check_without_a_gpu_says_so_and_exits_0(monkeypatch, capsys):
     device_check = bench_module("device_check")
     monkeypatch.setattr("torch.cuda.is_available", lambda: False)
-    monkeypatch.setattr("core.device._mps_available", lambda: False)
+    monkeypatch.setattr("core.runtime.device._mps_available", lambda: False)
     assert device_check.main([]) == 0
     assert "no GPU on this machine" in capsys.readouterr().out
     assert device_check.main(["--device", "cuda"]) == 2  # a GPU asked for by name: an error

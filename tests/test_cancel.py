@@ -1,4 +1,4 @@
-"""A cancelled request stops (issue 43): its work checks a cancel token at each step (core.cancel), and
+"""A cancelled request stops (issue 43): its work checks a cancel token at each step (core.runtime.cancel), and
 the app's handlers (app.work.run_owned) end a request only once its work has stopped, so a loop of
 submit-and-cancel cannot pile up threads behind the pools' limits.
 
@@ -21,7 +21,7 @@ from app.models import Models, ModelSpec
 from app.work import RunningWork, run_owned
 from bench.bench_app import free_port
 from core import Engine
-from core.cancel import Cancelled, CancelToken, cancellable, check_cancelled
+from core.runtime.cancel import Cancelled, CancelToken, cancellable, check_cancelled
 from core.vec2sent import Vec2SentConfig, Vec2SentDecoder, greedy_decode
 from core.vec2sent.decode import beam_search_nbest
 
@@ -223,7 +223,7 @@ def test_the_submit_and_cancel_load_test_leaves_no_work_running():
 def test_shared_preparation_runs_to_its_end_even_when_its_request_is_cancelled():
     """A model's one-time preparation (app.models: reference sentences, the untrained twin, a session's
     model) serves every request after: the request that started it being cancelled must not stop it."""
-    from core.cancel import uncancellable
+    from core.runtime.cancel import uncancellable
 
     token = CancelToken()
     token.cancel()

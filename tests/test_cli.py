@@ -7,7 +7,7 @@ import pytest
 
 from core import Engine
 from core.cli import COMMANDS, add_config_flags, config_from_flags, main
-from core.dictionary import load_wordnet, split_by_word
+from core.lexicon.dictionary import load_wordnet, split_by_word
 from core.train import TrainConfig
 from core.words.word_eval import evaluate_words
 

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from core import Engine
-from core.hardware import train_mode
+from core.runtime.hardware import train_mode
 from core.vec2sent import Vec2SentConfig, Vec2SentDecoder, greedy_decode
 
 TEXTS = ["a dog", "the king of the city", "water", "a small red car in the road", "happy music"]

@@ -1,11 +1,11 @@
-"""The corpus index (core/corpus_index.py): resumable embedding, the FAISS index, the texts on disk."""
+"""The corpus index (core/explore/corpus_index.py): resumable embedding, the FAISS index, the texts on disk."""
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-import core.corpus_index as corpus_index
-from core.corpus_index import CorpusIndex, build_corpus_index, index_folder, read_sentences
+import core.explore.corpus_index as corpus_index
+from core.explore.corpus_index import CorpusIndex, build_corpus_index, index_folder, read_sentences
 from core.readout import EmbeddedTexts
 
 SENTENCES = [f"sentence {i} about topic {i % 7}" for i in range(600)]

@@ -1,4 +1,4 @@
-"""The device setting (core/device.py): how a name resolves, the errors for a device this machine
+"""The device setting (core/runtime/device.py): how a name resolves, the errors for a device this machine
 lacks, and out-of-memory during training. The GPU path itself is checked by bench/device_check.py on a
 machine with one (docs/results.md); these run on the CPU."""
 from __future__ import annotations
@@ -9,8 +9,8 @@ import torch
 
 from core import Engine
 from core.cli import main as cli
-from core.device import DeviceError, OutOfDeviceMemory, available_devices, resolve_device
-from core.dictionary import Entry
+from core.runtime.device import DeviceError, OutOfDeviceMemory, available_devices, resolve_device
+from core.lexicon.dictionary import Entry
 from core.train import TrainConfig, train
 
 ENTRIES = [Entry("dog", "a small animal that people keep"), Entry("king", "the man in charge of the city"),
@@ -30,7 +30,7 @@ def app_main():
 
 def no_gpu(monkeypatch) -> None:
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
-    monkeypatch.setattr("core.device._mps_available", lambda: False)
+    monkeypatch.setattr("core.runtime.device._mps_available", lambda: False)
 
 
 def test_auto_is_the_cpu_without_a_gpu(monkeypatch):
@@ -51,7 +51,7 @@ def test_auto_and_cuda_are_this_process_gpu_under_torchrun(monkeypatch):
 
 
 def test_auto_precision_is_float32_on_a_gpu_where_bfloat16_measured_slower():
-    from core.device import resolve_precision
+    from core.runtime.device import resolve_precision
 
     assert resolve_precision("auto", torch.device("cuda", 0)) == "float32"
     assert resolve_precision("bfloat16", torch.device("cuda", 0)) == "bfloat16"
@@ -127,7 +127,7 @@ def test_out_of_memory_in_decoder_training_suggests_a_smaller_batch(monkeypatch)
 
 def test_a_fine_tune_out_of_gpu_memory_tells_the_user_to_lower_the_batch():
     from app.jobs import short_reason
-    from core.device import out_of_memory_message
+    from core.runtime.device import out_of_memory_message
 
     reason = short_reason(OutOfDeviceMemory(out_of_memory_message("DefSent training", 64, torch.device("cuda", 0))))
     assert reason == ("OutOfDeviceMemory: DefSent training ran out of memory on cuda:0 at batch size 64: "

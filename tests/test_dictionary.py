@@ -10,11 +10,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from core.dictionary import (
+from core.lexicon.dictionary import (
     Entry, RejectedRow, definition_key, is_predictable, largest_shared_definition_group, load_wordnet,
     read_user_dictionary, read_vocab, split_by_word,
 )
-from core.wordnet import default_vocab_path, write_entries
+from core.lexicon.wordnet import default_vocab_path, write_entries
 
 USER = Path(__file__).parent / "fixtures" / "user"
 VOCAB = {"dog", "cat", "eat", "run", "tree", "house", "##s", "[CLS]"}

@@ -1,4 +1,4 @@
-"""Training and encoding across processes (core/distributed.py): torchrun with 2 CPU processes on the
+"""Training and encoding across processes (core/runtime/distributed.py): torchrun with 2 CPU processes on the
 gloo backend, over 127.0.0.1 only, against the same run in one process."""
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ import torch.multiprocessing as mp
 
 from core.checkpoint import MANIFEST
 from core.cli import main as cli
-from core.distributed import encode_sharded, merge_shards
+from core.runtime.distributed import encode_sharded, merge_shards
 from tests.conftest import build_tiny_bert
 from tests.test_train import PAIRS
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from core import Engine
-from core.dictionary import load_wordnet, split_by_word
+from core.lexicon.dictionary import load_wordnet, split_by_word
 from core.evaluation import ENCODERS, EvaluationConfig, evaluate
 from core.cli import main as cli
 from core.evaluation.decoding import DEFAULT_TEST

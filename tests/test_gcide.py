@@ -4,8 +4,8 @@ from __future__ import annotations
 import gzip
 from pathlib import Path
 
-from core.dictionary import Entry, add_training_entries, split_by_word
-from core.gcide import entries_of_article, parse_index, read_gcide
+from core.lexicon.dictionary import Entry, add_training_entries, split_by_word
+from core.lexicon.gcide import entries_of_article, parse_index, read_gcide
 
 DOG = """\
 Dog \\Dog\\ (d[add]g or d[o^]g), n. [AS. docga; akin to D. dog

@@ -23,9 +23,10 @@ from app import services as sv
 from app.finetune import FinetuneResult, validate_upload
 from app.handlers import Session, Studio
 from app.models import Models, ModelSpec
-from core import Engine, dictionary
+from core import Engine
+from core.lexicon import dictionary
 from core.checkpoint import safe_checkpoint_name
-from core.dictionary import read_user_dictionary
+from core.lexicon.dictionary import read_user_dictionary
 from core.encoder import SentenceEncoder
 from core.vec2sent.expression import ExpressionError, evaluate_expression
 

@@ -9,7 +9,7 @@ import torch
 
 from core import Engine
 from core.checkpoint import MANIFEST
-from core.dictionary import Entry
+from core.lexicon.dictionary import Entry
 from core.words.hubness import HUB_PENALTY, HubPenalty, group_definitions
 from core.train import TrainConfig, train
 from core.words.word_eval import definition_pairs

@@ -100,15 +100,14 @@ def test_no_sys_path_line_outside_tests():
 # core/ in floors, bottom first: a module imports only its own floor or lower ones. A package name stands
 # for its modules unless one of them is named on another floor (the most specific name wins).
 FLOORS = [
-    ("ground", ["core.text", "core.paths", "core.cancel", "core.hardware", "core.lora", "core.bert",
-                "core.distributed", "core.projector", "core.vec2sent.expression", "core.vec2sent.examples",
-                "core.evaluation.files", "core.evaluation.metrics", "core.evaluation.reference"]),
-    ("data and devices", ["core.device", "core.checkpoint", "core.dictionary", "core.wordnet", "core.gcide",
-                          "core.evaluation.base", "core.evaluation.sts", "core.evaluation.senteval",
-                          "core.evaluation.report"]),
+    ("ground", ["core.text", "core.paths", "core.runtime.cancel", "core.runtime.hardware", "core.lora",
+                "core.bert", "core.runtime.distributed", "core.explore.projector", "core.vec2sent.expression",
+                "core.vec2sent.examples", "core.evaluation.files", "core.evaluation.metrics",
+                "core.evaluation.reference"]),
+    ("data and devices", ["core.runtime.device", "core.checkpoint", "core.lexicon", "core.evaluation.base",
+                          "core.evaluation.sts", "core.evaluation.senteval", "core.evaluation.report"]),
     ("the encoder and the wings", ["core.encoder", "core.words", "core.corpus", "core.vec2sent"]),
-    ("readers of vectors", ["core.readout", "core.reference", "core.corpus_index", "core.vocabulary_map",
-                            "core.train"]),
+    ("readers of vectors", ["core.readout", "core.explore", "core.train"]),
     ("the engine", ["core.engine"]),
     ("on the engine", ["core.evaluation", "core.vec2sent.encoder_link", "core.vec2sent.train",
                        "core.vec2sent.diagnostics"]),

@@ -7,7 +7,7 @@ import torch
 
 from core import Engine
 from core.engine import without_inflections
-from core.dictionary import Entry, definition_key, extend_split, load_wordnet, load_wordnet_lemmas, split_by_word
+from core.lexicon.dictionary import Entry, definition_key, extend_split, load_wordnet, load_wordnet_lemmas, split_by_word
 from core.words.open_vocab import Candidates, OpenScorer, OpenVocabConfig
 from core.words.word_tower import WordTowerConfig, fit_word_tower, tower_fingerprint
 
@@ -254,7 +254,7 @@ def test_near_copies_are_the_same_words_texts_that_share_most_content_words(engi
 
 def test_gcide_queries_are_scored_without_the_wordnet_texts_that_copy_them(engine):
     """The cross-dictionary test must not index the text it scores, even where WordNet words it alike."""
-    from core.dictionary import DictionarySplit
+    from core.lexicon.dictionary import DictionarySplit
     from core.words.open_vocab_fit import Queries, fit_open_vocabulary
 
     split = DictionarySplit(train=DICTIONARY[1:3] + DICTIONARY[4:], dev=[DICTIONARY[3]], test=[DICTIONARY[0]],
@@ -424,7 +424,7 @@ def test_compact_vectors_made_for_other_candidates_are_ignored(engine, tmp_path,
 
 @pytest.mark.parametrize("precision", ["float32", "int8"])
 def test_vocabulary_texts_search_the_open_vocabularys_own_vectors_exactly(engine, precision):
-    from core.reference import VocabularyTexts
+    from core.explore.reference import VocabularyTexts
 
     engine.set_scoring_precision(precision)
     engine.enable_open_vocabulary(dictionary=DICTIONARY)

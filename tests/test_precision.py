@@ -57,15 +57,15 @@ def test_unknown_precision_is_refused_and_changes_nothing(saved_checkpoint):
 
 @pytest.mark.parametrize("native, expected", [(True, "bfloat16"), (False, "float32")])
 def test_auto_precision_follows_the_cpu(saved_checkpoint, monkeypatch, native, expected):
-    import core.hardware
+    import core.runtime.hardware
 
-    monkeypatch.setattr(core.hardware, "native_bfloat16", lambda: native)
+    monkeypatch.setattr(core.runtime.hardware, "native_bfloat16", lambda: native)
     engine = Engine.load(saved_checkpoint, precision="auto")
     assert engine.encoder.precision == expected
 
 
 def test_rowwise_int8_product_is_close_to_float32_and_each_row_ignores_its_batch():
-    from core.hardware import RowwiseInt8Product
+    from core.runtime.hardware import RowwiseInt8Product
     g = torch.Generator().manual_seed(0)
     matrix_t, x = torch.randn(16, 300, generator=g), torch.randn(5, 16, generator=g)  # (H, N), (B, H)
     x[0] *= 100  # a row with a far larger scale must not coarsen the others' quantisation

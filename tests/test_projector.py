@@ -1,11 +1,11 @@
-"""The Embedding Projector's TSV files (core/projector.py): round trip and every bad input named."""
+"""The Embedding Projector's TSV files (core/explore/projector.py): round trip and every bad input named."""
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-import core.projector as projector
-from core.projector import ProjectorPoints, read_projector, write_projector
+import core.explore.projector as projector
+from core.explore.projector import ProjectorPoints, read_projector, write_projector
 
 
 def test_written_points_are_read_back_with_their_columns(tmp_path):

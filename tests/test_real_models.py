@@ -86,7 +86,7 @@ def test_shipped_model_answers_clear_definitions(shipped, definition, answers):
 
 
 def test_shipped_model_beats_its_untrained_base_on_unseen_test_words(shipped):
-    from core.dictionary import load_wordnet, split_by_word
+    from core.lexicon.dictionary import load_wordnet, split_by_word
     from core.words.word_eval import evaluate_words
     test = split_by_word(load_wordnet(), seed=shipped.manifest["training"]["split_seed"]).test[:400]
     trained = evaluate_words(shipped, test)["mrr"]

@@ -10,7 +10,7 @@ import torch
 
 from core import Engine
 from core.checkpoint import MANIFEST
-from core.dictionary import Entry
+from core.lexicon.dictionary import Entry
 from core.cli import main as cli
 from core.train import (OwnWords, TrainConfig, TrainingCancelled, _defsent_loss, fit_head, train,
                         vocabulary_self_examples)

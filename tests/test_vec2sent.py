@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import torch
 
-from core.hardware import native_bfloat16
+from core.runtime.hardware import native_bfloat16
 from core.vec2sent import checkpoint as checkpoint_module
 from core.vec2sent.checkpoint import EncoderMismatchError, load_checkpoint, save_checkpoint
 from core.vec2sent.decode import beam_search, greedy_decode

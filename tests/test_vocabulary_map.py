@@ -1,4 +1,4 @@
-"""The map of every word (core/vocabulary_map.py, the Map tab's "every word") on a tiny model."""
+"""The map of every word (core/explore/vocabulary_map.py, the Map tab's "every word") on a tiny model."""
 from __future__ import annotations
 
 import sys
@@ -12,8 +12,8 @@ from app.jobs import JobManager
 from app.models import Models, ModelSpec
 from app.projection import Projector
 from core import Engine
-from core.dictionary import Entry
-from core.vocabulary_map import build_layout, place, save_layout
+from core.lexicon.dictionary import Entry
+from core.explore.vocabulary_map import build_layout, place, save_layout
 
 DICTIONARY = [Entry("dog", "a domestic animal that barks", "n"), Entry("cat", "a small animal that purrs", "n"),
               Entry("king", "a man who rules a country", "n"), Entry("run", "to move fast on foot", "v"),
@@ -122,7 +122,7 @@ def test_the_map_of_every_word_is_drawn_once_per_layout_while_the_model_is_prepa
 
 
 def test_regions_are_named_at_each_zoom_level_by_their_words(engine):
-    from core.vocabulary_map import region_labels
+    from core.explore.vocabulary_map import region_labels
 
     coords = np.array([[0, 0], [0, 1], [10, 0], [10, 1], [20, 0], [20, 1]], dtype=np.float32)
     levels = region_labels(engine.open_vocab, coords, levels=(1, 3))
@@ -160,7 +160,7 @@ def test_a_fine_tunes_map_is_aligned_to_its_parents_with_its_own_words_moves(eng
                                                                             fake_umap, monkeypatch):
     import core.engine
     from core.cli import main
-    from core.vocabulary_map import load_moves
+    from core.explore.vocabulary_map import load_moves
 
     monkeypatch.setattr(core.engine, "load_wordnet_lemmas", lambda: DICTIONARY)
     parent = engine.save(tmp_path / "parent")
@@ -186,7 +186,7 @@ def test_a_fine_tunes_map_is_aligned_to_its_parents_with_its_own_words_moves(eng
 
 
 def test_the_alignment_undoes_a_rotation_scale_and_shift():
-    from core.vocabulary_map import similarity_fit
+    from core.explore.vocabulary_map import similarity_fit
 
     target = np.random.default_rng(0).standard_normal((50, 2))
     angle = 0.7

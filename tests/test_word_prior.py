@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from core import Engine
-from core.dictionary import Entry
+from core.lexicon.dictionary import Entry
 from core.evaluation.reverse import (DEFSENT_TABLE6, MAX_RANK, Query, ranks, read_human_descriptions, summary,
                                      table6)
 from core.words.open_vocab import Candidates, OpenScorer, OpenVocabConfig

@@ -9,7 +9,7 @@ import torch
 
 from core import CheckpointError, Engine
 from core.checkpoint import MANIFEST
-from core.dictionary import Entry
+from core.lexicon.dictionary import Entry
 from core.train import TrainConfig, TrainingCancelled, train
 from core.words.word_eval import evaluate_words
 from core.cli import main

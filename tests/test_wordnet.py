@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from core.cli import main
-from core.wordnet import license_text, parse_data_line, split_gloss
+from core.lexicon.wordnet import license_text, parse_data_line, split_gloss
 
 FIXTURES = Path(__file__).parent / "fixtures" / "wordnet"
 

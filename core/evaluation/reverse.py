@@ -24,7 +24,7 @@ from typing import Iterator, Sequence
 import numpy as np
 import torch
 
-from core.cancel import check_cancelled
+from core.runtime.cancel import check_cancelled
 from core.engine import singular
 from core.paths import HUMAN_DESCRIPTIONS
 from core.words.vocabulary import WordFilter, letters
@@ -139,7 +139,7 @@ def reverse_query_sets(engine, gcide: Sequence | None = None, human: Path = HUMA
     """{set name: (queries, the open-vocabulary index to score them with, None for the engine's own)}
     for the sets the module docstring lists; a set whose data is missing is left out. Needs
     `engine.open_vocab` in float32 (the leak-free indexes drop definitions)."""
-    from core.dictionary import extend_split, load_wordnet, load_wordnet_lemmas, split_by_word
+    from core.lexicon.dictionary import extend_split, load_wordnet, load_wordnet_lemmas, split_by_word
     from core.words.open_vocab_fit import near_copies, query_sets
 
     scorer = engine.open_vocab

@@ -29,7 +29,7 @@ from sklearn.preprocessing import StandardScaler
 from threadpoolctl import threadpool_limits
 from tqdm.auto import tqdm
 
-from core.cancel import check_cancelled
+from core.runtime.cancel import check_cancelled
 
 from .base import SENTEVAL_SEED, EvaluationConfig, SentenceEmbeddings, TaskResult, TextEncoder, run_datasets
 from .files import LabeledTexts, SentencePairs, load_files, read_sentences, read_tsv

@@ -20,7 +20,7 @@ def has_word_head(encoder: TextEncoder) -> bool:
 
 def run_words(encoder: TextEncoder, config: EvaluationConfig) -> TaskResult:
     """Row "test" (or "dev"): MRR x100 and top-k accuracy % over that split's definitions."""
-    from core.dictionary import load_wordnet, split_by_word
+    from core.lexicon.dictionary import load_wordnet, split_by_word
     from core.words.word_eval import evaluate_words
 
     part = config.words_split

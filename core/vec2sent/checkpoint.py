@@ -22,8 +22,8 @@ from safetensors.torch import load_file, save_file
 
 from core.checkpoint import atomic_directory
 from core.encoder import l2_normalize
-from core.device import module_device, resolve_precision
-from core.hardware import PRECISIONS, quantised_engine
+from core.runtime.device import module_device, resolve_precision
+from core.runtime.hardware import PRECISIONS, quantised_engine
 from core.vec2sent.decode import beam_search_nbest, greedy_decode
 from core.vec2sent.model import Vec2SentConfig, Vec2SentDecoder
 from core.vec2sent.transformer import TransformerConfig, TransformerDecoder
@@ -193,7 +193,7 @@ def load_checkpoint(path: Path, encoder_fingerprint: str, precision: str = "auto
     rest in bfloat16 where native, else float32: another ~1.8x, the same BLEU and Id on 1,000 held-out
     sentences) or "auto" (int8 where torch has a quantised engine, else as bfloat16 where native,
     else float32; see bench/bench_decode.py and docs/vec2sent.md). On another `device` than the CPU
-    (core/device.py), where int8 is refused, "auto" is bfloat16 where the device multiplies it natively.
+    (core/runtime/device.py), where int8 is refused, "auto" is bfloat16 where the device multiplies it natively.
     """
     if precision not in PRECISIONS:
         raise ValueError(f"unknown decoder precision {precision!r}; choose one of {PRECISIONS}")

@@ -1,7 +1,7 @@
 """Turn sentence vectors into compact token ids: greedy decoding and beam search, batched.
 
 Both stop a sentence at [EOS] and every sentence after `max_length` pieces. Beam search with
-width 1 gives exactly the greedy result. Both stop with core.cancel.Cancelled at their next step once
+width 1 gives exactly the greedy result. Both stop with core.runtime.cancel.Cancelled at their next step once
 their work was cancelled.
 """
 from __future__ import annotations
@@ -9,7 +9,7 @@ from __future__ import annotations
 import torch
 from torch.nn import functional as F
 
-from core.cancel import check_cancelled
+from core.runtime.cancel import check_cancelled
 from core.vec2sent.model import State, Vec2SentDecoder
 from core.vec2sent.vocab import BOS, EOS, PAD
 

@@ -17,7 +17,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from core.hardware import quantize_int8
+from core.runtime.hardware import quantize_int8
 from core.vec2sent.vocab import PAD
 
 State = tuple[torch.Tensor, torch.Tensor]  # LSTM (h, c), each (layers, B, hidden)
@@ -75,7 +75,7 @@ class Vec2SentDecoder(nn.Module):
             self.output = nn.Linear(c.hidden, c.vocab_size)
         self.int8_output: nn.Module | None = None  # see `quantize`
         self.int8_gates: nn.ModuleList | None = None
-        self.eval()  # inference mode once; training switches per step (core.hardware.train_mode)
+        self.eval()  # inference mode once; training switches per step (core.runtime.hardware.train_mode)
 
     def num_parameters(self) -> int:
         return sum(p.numel() for p in self.parameters())

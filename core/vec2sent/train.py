@@ -30,9 +30,9 @@ from torch.nn import functional as F
 from tqdm import tqdm
 
 from core.checkpoint import atomic_directory, remove_stale_temporaries, resolve_base, save_npy_atomically
-from core.device import (OutOfDeviceMemory, autocast, module_device, out_of_memory_message, release_cached_memory,
+from core.runtime.device import (OutOfDeviceMemory, autocast, module_device, out_of_memory_message, release_cached_memory,
                          resolve_device)
-from core.hardware import check_training_precision, train_mode
+from core.runtime.hardware import check_training_precision, train_mode
 from core.paths import CACHE_DIR
 from safetensors.torch import load_file, save_file
 
@@ -64,7 +64,7 @@ class TrainSettings:
     precision: str = "float32"  # "bfloat16": autocast the forward pass (weights stay float32)
     sampled_negatives: int = 0  # > 0: train with a SampledSoftmax drawing this many pieces a step
     frequent_pieces: int = 2048  # ... which always scores this many of the most frequent pieces
-    device: str = "auto"  # where the decoder trains (core/device.py: a GPU when there is one, else the CPU)
+    device: str = "auto"  # where the decoder trains (core/runtime/device.py: a GPU when there is one, else the CPU)
 
     def __post_init__(self) -> None:
         check_training_precision(self.precision)

@@ -73,7 +73,7 @@ class TransformerDecoder(nn.Module):
         self.output_bias = nn.Parameter(torch.zeros(c.vocab_size))
         self.drop = nn.Dropout(c.dropout)
         self.int8_output: nn.Module | None = None  # see `quantize`
-        self.eval()  # inference mode once; training switches per step (core.hardware.train_mode)
+        self.eval()  # inference mode once; training switches per step (core.runtime.hardware.train_mode)
 
     def num_parameters(self) -> int:
         return sum(p.numel() for p in self.parameters())

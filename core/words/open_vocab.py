@@ -44,8 +44,8 @@ import torch
 from safetensors import safe_open
 from safetensors.torch import load_file, save_file
 
-from ..dictionary import Entry, definition_key
-from ..hardware import RowwiseInt8Product
+from ..lexicon.dictionary import Entry, definition_key
+from ..runtime.hardware import RowwiseInt8Product
 from .product_quantizer import decode, fit_codes
 from .vocabulary import WordVocabulary
 from .word_eval import metrics_from_ranks, rank_of_gold

@@ -3,7 +3,7 @@
     fit_open_vocabulary(engine, split, read_gcide_dictd())   # what `python -m core train` runs at its end
 
 The queries come from a split over all candidates (default every WordNet lemma) that extends the
-model's own training split (`core.dictionary.extend_split`), so no evaluated text was trained on:
+model's own training split (`core.lexicon.dictionary.extend_split`), so no evaluated text was trained on:
 - the word tower is trained on that split's training definitions (`core.words.word_tower.fit_word_tower`,
   all candidates);
 - word_scale, head_weight and multi_bias are chosen by WordNet dev MRR with the definition channel
@@ -11,7 +11,7 @@ model's own training split (`core.dictionary.extend_split`), so no evaluated tex
 - definition_weight by GCIDE dev MRR: another dictionary's definitions of the dev words, the closest
   thing to a person's description, scored with the product's index (every WordNet definition) less the
   near-copies of the GCIDE texts scored (`near_copies`: Webster and WordNet sometimes word a sense alike).
-  GCIDE's senses taken from WordNet 1.5 are not read (core/gcide.py).
+  GCIDE's senses taken from WordNet 1.5 are not read (core/lexicon/gcide.py).
 WordNet dev and test are scored with an index that leaves out every dev and test text.
 """
 from __future__ import annotations
@@ -27,8 +27,8 @@ from typing import Callable, Iterator, Sequence
 import numpy as np
 import torch
 
-from ..dictionary import DictionarySplit, Entry, definition_key, extend_split, load_wordnet_lemmas
-from ..gcide import read_gcide
+from ..lexicon.dictionary import DictionarySplit, Entry, definition_key, extend_split, load_wordnet_lemmas
+from ..lexicon.gcide import read_gcide
 from ..paths import CACHE_DIR
 from .open_vocab import Candidates, OpenScorer, OpenVocabConfig
 from .word_eval import rank_of_gold

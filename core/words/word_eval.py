@@ -12,7 +12,7 @@ from typing import Sequence
 import numpy as np
 import torch
 
-from ..cancel import check_cancelled
+from ..runtime.cancel import check_cancelled
 
 TOPS = (1, 3, 10)
 

@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass
 import torch
 from torch import nn
 
-from ..hardware import RowwiseInt8Product
+from ..runtime.hardware import RowwiseInt8Product
 
 HEAD_KINDS = ("mlm", "layernorm", "identity")
 

@@ -24,7 +24,7 @@ import torch
 from safetensors.torch import load_file, save_file
 
 from ..checkpoint import fingerprint
-from ..device import autocast
+from ..runtime.device import autocast
 from ..encoder import SentenceEncoder
 from ..lora import SUFFIX_A, SUFFIX_B, add_low_rank, merge_low_rank, stored_factors
 

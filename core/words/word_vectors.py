@@ -23,7 +23,7 @@ import numpy as np
 import torch
 from safetensors.torch import load_file, save_file
 
-from ..hardware import RowwiseInt8Product
+from ..runtime.hardware import RowwiseInt8Product
 
 WORD_VECTORS = "word_vectors.safetensors"
 DEFAULT_SCALE = 15.0  # chosen on the WordNet dev split: docs/training.md, "What was tried"

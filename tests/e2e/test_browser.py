@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from core import Engine
-from core.dictionary import Entry
+from core.lexicon.dictionary import Entry
 from core.train import fit_head
 from core.vec2sent.examples import ANALOGY_EXAMPLES
 from core.words.word_eval import definition_pairs

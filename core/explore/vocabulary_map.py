@@ -20,9 +20,9 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from .words.open_vocab import OpenScorer
-from .paths import user_cache_dir
-from .words.word_prior import zipf_frequencies
+from ..words.open_vocab import OpenScorer
+from ..paths import user_cache_dir
+from ..words.word_prior import zipf_frequencies
 
 LABEL_LEVELS = (12, 48, 192)  # regions named at each zoom level: the whole map, about x4, about x16
 LABEL_WORDS = 2  # words that name a region

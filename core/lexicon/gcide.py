@@ -19,8 +19,8 @@ import re
 from collections.abc import Collection, Iterator
 from pathlib import Path
 
-from core.dictionary import Entry, is_predictable, read_vocab
-from core.wordnet import default_vocab_path, write_entries
+from core.lexicon.dictionary import Entry, is_predictable, read_vocab
+from core.lexicon.wordnet import default_vocab_path, write_entries
 
 _BASE64 = {c: i for i, c in enumerate("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/")}
 _SENSE = re.compile(r"^(?: {3}(?:\d+\. )?| {3,6}\([a-z]\) )(?=[A-Za-z(])")  # "   1. ", "      (a) " or "   "

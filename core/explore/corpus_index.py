@@ -27,11 +27,11 @@ from typing import Callable, Sequence
 import numpy as np
 import torch
 
-from .checkpoint import save_npy_atomically
-from .encoder import l2_normalize
-from .words.open_vocab import int8_rows
-from .paths import user_cache_dir
-from .readout import Reference
+from ..checkpoint import save_npy_atomically
+from ..encoder import l2_normalize
+from ..words.open_vocab import int8_rows
+from ..paths import user_cache_dir
+from ..readout import Reference
 
 CHUNK_ROWS = 16_384
 MAX_ROWS = 10_000_000  # sentences in one collection: 3.8 GB of int8 vectors and an index as large (docs/results.md)

@@ -70,7 +70,7 @@ def resolve_device(name: str | torch.device = "auto") -> torch.device:
 
 def bfloat16_native(device: torch.device) -> bool:
     """Whether matrix products in bfloat16 are fast on `device` (CUDA from Ampere on; CPUs with
-    AVX512-BF16 or AMX, see core.hardware)."""
+    AVX512-BF16 or AMX, see core.runtime.hardware)."""
     if device.type == "cuda":
         return torch.cuda.is_bf16_supported()
     if device.type == "cpu":

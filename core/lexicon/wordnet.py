@@ -19,7 +19,7 @@ from collections.abc import Collection, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from core.dictionary import Entry, is_predictable, read_vocab, write_entries
+from core.lexicon.dictionary import Entry, is_predictable, read_vocab, write_entries
 
 DATA_FILES = ("noun", "verb", "adj", "adv")
 _ADJECTIVE_MARKER = re.compile(r"\((?:a|p|ip)\)$")  # syntactic markers such as galore(ip)

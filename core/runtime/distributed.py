@@ -3,7 +3,7 @@
     torchrun --nproc_per_node 2 -m core train --out checkpoints/NAME ...   # the flags of one process
 
 torchrun sets RANK, LOCAL_RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT; `start` joins that process
-group: NCCL when the run computes on CUDA (each process on GPU LOCAL_RANK, `core.device.resolve_device`),
+group: NCCL when the run computes on CUDA (each process on GPU LOCAL_RANK, `core.runtime.device.resolve_device`),
 gloo on the CPU. Training wraps the encoder in DistributedDataParallel: each process takes
 its shard of every batch, the gradients are averaged, and only rank 0 evaluates and saves
 (`is_main`). Run as one process, everything here is a no-op and nothing is imported from

@@ -11,8 +11,8 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from .words.open_vocab import Candidates, OpenScorer
-from .readout import Reference
+from ..words.open_vocab import Candidates, OpenScorer
+from ..readout import Reference
 
 KINDS = {"definition": "WordNet definitions", "word": "WordNet words and phrases"}
 WORDS_SHOWN = 3  # words named before a definition they share ("king, monarch: a man who rules ...")

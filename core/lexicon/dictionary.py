@@ -20,9 +20,10 @@ from functools import lru_cache
 from pathlib import Path
 from typing import NamedTuple
 
-from core.text import match_key
+from ..paths import CORE_DATA_DIR
+from ..text import match_key
 
-WORDNET_PATH = Path(__file__).resolve().parent / "data" / "wordnet.jsonl.gz"
+WORDNET_PATH = CORE_DATA_DIR / "wordnet.jsonl.gz"
 WORDNET_SYNSETS_PATH = WORDNET_PATH.with_name("wordnet-synsets.jsonl.gz")
 
 

@@ -1,0 +1,3 @@
+"""The dictionaries: definitions as data (`dictionary`: the Entry type, WordNet's shipped lemmas, splits,
+user uploads), WordNet 3.0 read from Debian's `wordnet-base` (`wordnet`) and GCIDE from `dict-gcide`
+(`gcide`)."""
