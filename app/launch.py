@@ -108,7 +108,8 @@ def main(argv: list[str] | None = None) -> int:
     from starlette.middleware import Middleware
 
     from app.request_limits import RequestBodyLimit
-    from app.ui import CSS, build_app, enable_queue, theme
+    from app.ui import CSS, build_app, theme
+    from app.wiring import enable_queue
     demo = enable_queue(build_app(studio), max_size=args.queue_size)
     for warning in exposure_warnings(args.host, args.share, public is not None):
         print(warning, file=sys.stderr)

@@ -673,7 +673,8 @@ def test_choosing_the_untrained_base_warns(studio, monkeypatch):
 
 def test_ui_builds_and_errors_are_readable(studio):
     gr = pytest.importorskip("gradio")
-    from app.ui import build_app, handler
+    from app.ui import build_app
+    from app.wiring import handler
 
     demo = build_app(studio)
     assert {"reverse_dictionary", "draw_map", "start_finetune"} <= {d.api_name for d in demo.fns.values()}

@@ -149,7 +149,8 @@ def test_a_finished_request_returns_its_answer_and_its_errors():
 def live_app(tiny_mlm_dir, tmp_path):
     """The app on a free local port, its analogy replaced by long work in steps; (url, the work)."""
     pytest.importorskip("gradio")
-    from app.ui import build_app, enable_queue
+    from app.ui import build_app
+    from app.wiring import enable_queue
 
     engine = Engine.from_base(str(tiny_mlm_dir))
     studio = Studio(Models.from_engine(engine, ModelSpec("tiny", base=str(tiny_mlm_dir)), tmp_path))

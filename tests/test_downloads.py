@@ -46,7 +46,8 @@ def test_download_works_through_the_web_app_with_default_settings(engine, tiny_m
     pytest.importorskip("gradio")
     from gradio_client import Client
 
-    from app.ui import build_app, enable_queue
+    from app.ui import build_app
+    from app.wiring import enable_queue
     from bench.bench_app import free_port
 
     monkeypatch.delenv("DEFSENT_CACHE_DIR", raising=False)  # the default cache folder, as a user runs the app

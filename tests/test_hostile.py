@@ -1,7 +1,7 @@
 """Hostile and malformed input (issue 6): every case gets a clear message and changes nothing.
 
 "Nothing changed" means: no checkpoint is written, the active model is the same object, no job is
-queued, and no file appears beside the upload. App-level calls go through `app.ui.handler`, so a
+queued, and no file appears beside the upload. App-level calls go through `app.wiring.handler`, so a
 case that raised anything but a user error would show up as "Something went wrong".
 """
 from __future__ import annotations
@@ -31,7 +31,7 @@ from core.encoder import SentenceEncoder
 from core.vec2sent.expression import ExpressionError, evaluate_expression
 
 gr = pytest.importorskip("gradio")
-from app.ui import handler  # (needs gradio)
+from app.wiring import handler  # (needs gradio)
 
 GIGABYTE = 1 << 30
 WORDS = ["dog", "cat", "king", "queen", "river", "bread", "car", "teacher", "song", "tree", "house", "fire",

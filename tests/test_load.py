@@ -52,7 +52,8 @@ def test_queue_past_its_bound_refuses_at_once_and_serves_the_rest(tiny_mlm_dir, 
     from gradio_client import Client
     from gradio_client.utils import QueueError, Status
 
-    from app.ui import QUICK, build_app, enable_queue
+    from app.ui import build_app
+    from app.wiring import QUICK, enable_queue
 
     # No model yet: every request waits in Models.active() until one is made active, like a slow handler.
     studio = Studio(Models(tmp_path / "checkpoints"))
@@ -89,7 +90,8 @@ QUICK_EVENTS = ("reverse_dictionary", "similarity", "search_map", "job_active")
 
 def test_cheap_requests_have_a_pool_of_their_own_and_slow_kinds_run_one_at_a_time(tmp_path):
     pytest.importorskip("gradio")
-    from app.ui import build_app, enable_queue
+    from app.ui import build_app
+    from app.wiring import enable_queue
 
     demo = enable_queue(build_app(Studio(Models(tmp_path))))
     pool = {fn.api_name: (fn.concurrency_id, fn.concurrency_limit) for fn in demo.fns.values()}
@@ -110,7 +112,8 @@ def test_a_blocked_map_and_decoding_leave_the_reverse_dictionary_free(tiny_mlm_d
     from gradio_client import Client
     from gradio_client.utils import Status
 
-    from app.ui import build_app, enable_queue
+    from app.ui import build_app
+    from app.wiring import enable_queue
 
     engine = Engine.from_base(str(tiny_mlm_dir))
     studio = Studio(Models.from_engine(engine, ModelSpec("tiny", base=str(tiny_mlm_dir)), tmp_path))
@@ -164,7 +167,8 @@ def test_a_blocked_map_and_decoding_leave_the_reverse_dictionary_free(tiny_mlm_d
 
 def test_enable_queue_rejects_a_zero_bound(tmp_path):
     pytest.importorskip("gradio")
-    from app.ui import build_app, enable_queue
+    from app.ui import build_app
+    from app.wiring import enable_queue
 
     with pytest.raises(ValueError, match="at least 1"):
         enable_queue(build_app(Studio(Models(tmp_path))), max_size=0)

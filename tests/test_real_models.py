@@ -125,7 +125,7 @@ def shipped_compact_vocabulary(tmp_path_factory) -> Engine:
 
 
 @pytest.mark.parametrize("description, expected, within", [
-    ("a person who is in charge", {"leader", "chief"}, 3),  # the app's examples (app/ui.py EXAMPLES)
+    ("a person who is in charge", {"leader", "chief"}, 3),  # the app's examples (app/tabs/reverse.py EXAMPLES)
     ("a building where people live", {"house"}, 3),
     ("to move quickly on foot", {"run"}, 3),
     ("feeling or showing pleasure", {"happy", "glad"}, 3),

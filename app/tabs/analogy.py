@@ -1,0 +1,49 @@
+"""The Analogy & interpolation tab: b - a + c and the path between two sentences, decoded."""
+from __future__ import annotations
+
+import gradio as gr
+
+from core.vec2sent.examples import ANALOGY_EXAMPLES
+
+from ..handlers import Studio
+from ..wiring import DECODE, handler, wire
+from .shared import REFINE_LABEL, reference_choice
+
+
+def create(studio: Studio, session: gr.State) -> None:
+    gr.Markdown("### Analogy")
+    first = ANALOGY_EXAMPLES[0]
+    with gr.Row():
+        a = gr.Textbox(label="a", value=first.a, elem_id="an-a")
+        b = gr.Textbox(label="b", value=first.b, elem_id="an-b")
+        c = gr.Textbox(label="c", value=first.c, elem_id="an-c")
+        expression = gr.Textbox(label="Expression", value="b - a + c")
+    with gr.Row():
+        analogy_refine = gr.Checkbox(value=False, label=REFINE_LABEL)
+        analogy_reference = reference_choice()
+    analogy_button = gr.Button("Compute", variant="primary")
+    decoded = gr.Markdown()
+    with gr.Row():
+        words = gr.Dataframe(headers=["word", "probability"], label="Top words of the result", scale=1)
+        # Widths in % of the table: without them the sentence column grows past the table's right edge.
+        nearest = gr.Dataframe(headers=["rank", "cosine", "reference sentence"], label="Nearest reference sentences",
+                               wrap=True, column_widths=["12%", "16%", "72%"], scale=2, elem_id="an-nearest")
+    wire([analogy_button.click], handler(studio.analogy),
+         [a, b, c, expression, analogy_refine, analogy_reference, session],
+         [decoded, words, nearest], api_name="analogy", **DECODE)
+    gr.Examples([[e.a, e.b, e.c] for e in ANALOGY_EXAMPLES], [a, b, c], label="Examples (click one, then Compute)")
+
+    gr.Markdown("### Interpolation")
+    with gr.Row():
+        start = gr.Textbox(label="From", value="The weather is cold and wet.")
+        end = gr.Textbox(label="To", value="I love sunny summer days.")
+        steps = gr.Slider(2, 21, value=6, step=1, label="Steps")
+    with gr.Row():
+        path_refine = gr.Checkbox(value=False, label=REFINE_LABEL)
+        path_reference = reference_choice()
+    path_button = gr.Button("Interpolate")
+    table = gr.Dataframe(headers=["alpha", "decoded", "top words", "cos to From", "cos to To"], wrap=True,
+                         column_widths=["10%", "38%", "28%", "12%", "12%"], elem_id="an-path")
+    path = gr.Plot()
+    wire([path_button.click], handler(studio.interpolation), [start, end, steps, path_refine, path_reference, session],
+         [table, path], api_name="interpolate", **DECODE)

@@ -1,0 +1,88 @@
+"""The Fine-tune tab: upload a dictionary, train in a background job, compare, save, download."""
+from __future__ import annotations
+
+from typing import Callable
+
+import gradio as gr
+
+from ..handlers import Studio
+from ..wiring import HEAVY, MODEL, QUICK, and_session, handler
+
+
+def create(demo: gr.Blocks, studio: Studio, session: gr.State, stored: gr.BrowserState,
+                  model_bar: tuple[Callable, list[gr.components.Component]]) -> None:
+    gr.Markdown("Upload a dictionary (TSV, CSV or JSONL with columns `word`, `definition` and optionally `pos`). "
+                "It is split by word: 80 % train, 10 % dev (model selection), 10 % held out for the "
+                "before/after comparison. Training runs in the background: you may reload the page. "
+                "Analogy and interpolation of the fine-tuned model decode with the decoder of the model you "
+                "start from (no new decoder is trained); with *Measure the decoder* the job also measures how "
+                "much that costs, and the Analogy tab shows it.")
+    with gr.Row():
+        file = gr.File(label="Dictionary file", file_types=[".tsv", ".csv", ".jsonl", ".txt"], elem_id="ft-file")
+        report = gr.Textbox(label="Validation report", lines=8, elem_id="ft-report")
+    with gr.Row():
+        epochs = gr.Number(3, label="Epochs", minimum=0.1)
+        lr = gr.Number(5e-5, label="Learning rate", minimum=1e-7)
+        batch = gr.Number(16, label="Batch size", precision=0, minimum=1)
+        layers = gr.Number(0, label="Train top layers (0: all)", precision=0, minimum=0)
+        max_steps = gr.Number(0, label="Max steps (0: by epochs)", precision=0, minimum=0)
+        evaluations = gr.Number(10, label="Dev evaluations", precision=0, minimum=1)
+        seed = gr.Number(0, label="Seed", precision=0)
+        measure_decoder = gr.Checkbox(False, label="Measure the decoder (how well it reads the fine-tuned model; "
+                                                   "slower)")
+    with gr.Row():
+        start = gr.Button("Start fine-tuning", variant="primary", elem_id="ft-start")
+        cancel = gr.Button("Cancel", variant="stop")
+        job_id = gr.Textbox(label="Job id (paste one to follow it)", elem_id="ft-job")
+    progress = gr.HTML(elem_id="ft-progress")
+    curve = gr.Plot(label="Loss and dev MRR")
+    with gr.Row():
+        comparison = gr.Dataframe(headers=["metric", "before", "after"], label="Held-out words", elem_id="ft-compare",
+                                  scale=1)
+        examples = gr.Dataframe(headers=["word", "definition", "before (top 3)", "after (top 3)"], wrap=True,
+                                label="Example predictions", elem_id="ft-examples", scale=2,
+                                column_widths=["14%", "36%", "25%", "25%"])
+    with gr.Row():
+        name = gr.Textbox(label="Checkpoint name", placeholder="my-dictionary-v1")
+        save = gr.Button("Save")
+        activate = gr.Button("Use as the active model")
+        download = gr.Button("Download")
+    message = gr.Markdown(elem_id="ft-message")
+    with gr.Row():
+        zip_file = gr.File(label="Checkpoint (zip)", elem_id="ft-zip")
+        st_file = gr.File(label="sentence-transformers folder (zip)", elem_id="ft-st-zip")
+    timer = gr.Timer(1.0, active=False)
+
+    file.change(handler(studio.validate_upload), [file, seed, session], [report, session], api_name="validate",
+                **HEAVY)
+    start_job = handler(studio.start_finetune)
+
+    async def start_and_remember(state, *settings):
+        job = await start_job(state, *settings)  # records the job in the session: a second Start is refused
+        return job, job, state, gr.Timer(active=True)
+    start.click(start_and_remember, [session, epochs, lr, batch, layers, max_steps, evaluations, seed, measure_decoder],
+                [job_id, stored, session, timer], api_name="start_finetune", **QUICK)
+    job_id.submit(lambda j: gr.Timer(active=True), job_id, timer, api_visibility="private")
+    gr.api(handler(studio.job_active), api_name="job_active", **QUICK)  # for API clients waiting on a job
+
+    view = handler(studio.job_view)
+
+    async def poll(job):
+        return (*await view(job), gr.Timer(active=studio.job_active(job)))
+    timer.tick(poll, job_id, [progress, curve, comparison, examples, timer], show_progress="hidden",
+               api_visibility="private")
+    # Into the job's progress, which the polling then replaces ("Cancelling...", then the outcome).
+    cancel.click(handler(studio.cancel_job), job_id, progress, api_name="cancel_finetune", **QUICK).success(
+        lambda: gr.Timer(active=True), None, timer, api_visibility="private")
+    refresh_models, model_components = model_bar
+    save_fn = and_session(studio.save_finetuned)
+    save.click(save_fn, [job_id, name, session], [message, session], api_name="save_finetuned", **MODEL).success(
+        refresh_models, session, model_components, api_visibility="private")
+    name.submit(save_fn, [job_id, name, session], [message, session], api_visibility="private", **MODEL).success(
+        refresh_models, session, model_components, api_visibility="private")
+    activate.click(and_session(studio.activate_finetuned), [job_id, session], [message, session],
+                   api_name="activate_finetuned", **MODEL).success(
+        refresh_models, session, model_components, api_visibility="private")
+    download.click(handler(studio.download_finetuned), [job_id, session], [zip_file, st_file],
+                   api_name="download_finetuned", **HEAVY)
+    demo.load(lambda j: (j, gr.Timer(active=bool(j))), stored, [job_id, timer], api_visibility="private")

@@ -1,0 +1,113 @@
+"""The Map tab: projections of texts, the map of every word, search, selection, Projector files."""
+from __future__ import annotations
+
+import gradio as gr
+
+from .. import services as sv
+from .. import views
+from ..handlers import COLOUR_BY, MAP_POINTS, MAP_SOURCES, MAX_MAP_NEIGHBOURS, Studio
+from ..projection import METHODS
+from ..wiring import HEAVY, QUICK, handler, wire
+
+# Plotly reports a selection, a click and a zoom to the page only. Each drawn map gets listeners: a box or
+# lasso selection writes its [trace, point] pairs into the hidden #map-selection box (a click: #map-click),
+# whose change asks the server for the rows (the point's definitions); a zoom shows the level of region
+# names that suits it (one level per x4 zoom).
+MAP_JS = """() => {
+  const send = (id, points) => {
+    const box = document.querySelector(`#${id} textarea`);
+    if (!box) return;
+    box.value = JSON.stringify(points);
+    box.dispatchEvent(new Event('input', {bubbles: true}));
+  };
+  const pairs = (ev) => (ev && ev.points ? ev.points.map(p => [p.curveNumber, p.pointNumber]) : []);
+  const showLevel = (div) => {
+    const labels = div.data.map((t, i) => [t, i]).filter(([t]) => t.name === '%s');
+    const range = div._fullLayout.xaxis.range, full = div._dsFull;
+    if (!labels.length || !full || !window.Plotly) return;
+    const zoom = (full[1] - full[0]) / Math.max(range[1] - range[0], 1e-9);
+    const level = Math.min(labels.length - 1, Math.max(0, Math.floor(Math.log(zoom) / Math.log(4) + 0.5)));
+    const visible = labels.map(([t]) => t.meta === level);
+    if (visible.some((v, k) => (labels[k][0].visible !== false) !== v)) {
+      window.Plotly.restyle(div, {visible}, labels.map(([, i]) => i));
+    }
+  };
+  const bind = () => document.querySelectorAll('#map-plot .js-plotly-plot').forEach(div => {
+    if (typeof div.on !== 'function' || div._dsBound === div._ev) return;  // bound to this plot already
+    div._dsBound = div._ev;
+    div._dsFull = div._fullLayout.xaxis.range.slice();  // drawn: the whole map is in view
+    div.on('plotly_selected', (ev) => send('map-selection', pairs(ev)));
+    div.on('plotly_click', (ev) => send('map-click', pairs(ev).slice(0, 1)));
+    div.on('plotly_relayout', () => showLevel(div));
+  });
+  setInterval(bind, 500);
+}""" % views.REGION_LABELS
+
+
+def create(demo: gr.Blocks, studio: Studio, session: gr.State) -> None:
+    umap_status = gr.Markdown(studio.umap_status(), elem_id="umap-status")
+    with gr.Row():
+        source = gr.Radio(list(MAP_SOURCES), value=MAP_SOURCES[0], label="Points")
+        size = gr.Dropdown([500, 1000, 2000, 5000], value=1000, label="Sample size")
+        method = gr.Radio(list(METHODS), value="UMAP", label="Projection")
+        dims = gr.Radio(["2-D", "3-D"], value="2-D", label="Dimensions")
+        colour = gr.Radio(list(COLOUR_BY), value=COLOUR_BY[0], label="Colour by")
+    with gr.Row():
+        sentences = gr.Textbox(label="My sentences (one per line)", lines=3)
+        file = gr.File(label="Or a text file, or the Embedding Projector's vectors.tsv (+ metadata.tsv)",
+                       file_types=[".txt", ".tsv"], file_count="multiple")
+    draw = gr.Button("Draw map", variant="primary", elem_id="map-draw")
+    status = gr.Markdown(elem_id="map-status")
+    plot = gr.Plot(views.placeholder_figure("Choose the points above, then press Draw map."), elem_id="map-plot")
+    point = gr.Markdown("Click a point to read it whole, with its definitions.", elem_id="map-point")
+    clicked = gr.Textbox(elem_id="map-click", container=False)  # written by MAP_JS, as #map-selection below
+    clicked.change(handler(studio.map_point), [clicked, session], [point], api_name="map_point", **QUICK)
+    with gr.Row():
+        search = gr.Textbox(label="Search the map", scale=3)
+        k = gr.Slider(1, MAX_MAP_NEIGHBOURS, value=10, step=1, label="Neighbours", scale=1)
+        among = gr.Dropdown([MAP_POINTS, *sv.REFERENCE_CHOICES], value=MAP_POINTS, label="Among", scale=2,
+                            info="another collection's texts land on the map of every word")
+        search_button = gr.Button("Highlight", scale=1)
+    note = gr.Markdown()
+    neighbours = gr.Dataframe(headers=["rank", "cosine", "text"], wrap=True, column_widths=["12%", "16%", "72%"],
+                              elem_id="map-neighbours")
+    wire([draw.click], handler(studio.draw_map), [source, size, sentences, file, method, dims, colour, session],
+         [plot, status, session], api_name="draw_map", **HEAVY)
+    wire([search_button.click, search.submit], handler(studio.search_map), [search, k, session, among],
+         [plot, note, neighbours], api_name="search_map", **QUICK)
+    gr.Markdown("Select points with **Box Select** or **Lasso Select** (above the map) to list them here.")
+    # the browser writes it (MAP_JS); listened to by "change": a value written by a script sends no "input"
+    selection = gr.Textbox(elem_id="map-selection", container=False)
+    selected_note = gr.Markdown(elem_id="map-selected-note")
+    selected = gr.Dataframe(headers=["text", "group", "x", "y"], wrap=True, elem_id="map-selected",
+                            column_widths=["58%", "18%", "12%", "12%"])
+    selected_csv = gr.File(label="The selection as CSV", elem_id="map-selected-csv")
+    selection.change(handler(studio.select_map), [selection, session], [selected, selected_note, selected_csv],
+                    api_name="select_map", **QUICK)
+    demo.load(None, js=MAP_JS)
+    with gr.Row():
+        export = gr.Button("Download this map as Projector files (vectors.tsv, metadata.tsv)", scale=1)
+        exported = gr.File(label="Projector files", scale=2)
+    wire([export.click], handler(studio.export_map), [session], [exported], api_name="export_map", **QUICK)
+
+    gr.Markdown("### A description, its candidate words and their definitions on one map")
+    with gr.Row():
+        query = gr.Textbox(label="Description", value="a person who is in charge", scale=3)
+        top = gr.Slider(2, 15, value=6, step=1, label="Candidate words", scale=1)
+        candidates_method = gr.Radio(list(METHODS), value="PCA", label="Projection", scale=1)
+    candidates_button = gr.Button("Draw", elem_id="cand-draw")
+    candidates_plot = gr.Plot(elem_id="cand-plot")
+    candidates = gr.Dataframe(headers=["word", "probability", "definitions"], wrap=True, elem_id="cand-table",
+                              column_widths=["16%", "12%", "72%"])
+    wire([candidates_button.click, query.submit], handler(studio.candidates_map),
+         [query, top, candidates_method, session],
+         [candidates_plot, candidates], api_name="candidates_map", **HEAVY)
+
+    # Polls only while a warm-up is pending: an idle timer would keep a queue event going every 3 s.
+    timer = gr.Timer(3.0, active=studio.projector.umap_pending)
+
+    def umap_now():
+        return studio.umap_status(), gr.Timer(active=studio.projector.umap_pending)
+    timer.tick(umap_now, None, [umap_status, timer], api_visibility="private", show_progress="hidden")
+    # The page holds the status of when the app was built: a load shows today's at once, not at the first tick.
+    demo.load(umap_now, None, [umap_status, timer], api_visibility="private", show_progress="hidden")

@@ -1,0 +1,21 @@
+"""What several tabs show alike: the choice of reference collection and the Refine option."""
+from __future__ import annotations
+
+import gradio as gr
+
+from core.vec2sent.refine import MOST_EXACT
+
+from .. import services as sv
+
+EXACT_ROUNDS = MOST_EXACT["correct"].rounds
+REFINE_LABEL = (f"Refine: correct {EXACT_ROUNDS} times instead of once, each time decoding again from the vector "
+                "moved along what the last sentence missed (reconstructs more sentences exactly; about 2 seconds "
+                "per sentence)")
+REFERENCE_INFO = (f"{sv.LARGEST_READY!r}: the modern corpus's million sentences where this server indexed them, "
+                  f"else every WordNet definition once the full vocabulary is ready, until then the {sv.SAMPLE}")
+
+
+def reference_choice() -> gr.Dropdown:
+    """Where an analogy's or interpolation's nearest sentences come from."""
+    return gr.Dropdown(list(sv.REFERENCE_CHOICES), value=sv.LARGEST_READY, label="Nearest sentences from",
+                       info=REFERENCE_INFO)
