@@ -18,8 +18,8 @@ from pathlib import Path
 import numpy as np
 
 from core.paths import REPO_ROOT, SENTEVAL_DIR
-from core.lexicon.dictionary import Entry, load_wordnet, split_by_word
-from core.words.word_eval import evaluate_words
+from core.lexicon import Entry, load_wordnet, split_by_word
+from core.words import evaluate_words
 
 from .services import Progress, no_progress
 
@@ -84,7 +84,7 @@ def smoke_pairs() -> tuple[tuple[str, str, float, str], ...]:
 def smoke_markdown(models: dict, progress: Progress = no_progress) -> str:
     """Spearman x100 of each named engine's cosines against the smoke set's scores, and its mean cosine per
     kind of pair, as Markdown with the set's honest description."""
-    from core.evaluation.metrics import paired_cosine, spearman_x100
+    from core.evaluation import paired_cosine, spearman_x100
 
     pairs = smoke_pairs()
     gold = np.array([score for _, _, score, _ in pairs])
@@ -125,8 +125,8 @@ def word_prediction_rows(models: dict, size: int, progress: Progress = no_progre
 def sts_markdown(engine, model_name: str, data_dir: str, datasets: list[str],
                  progress: Progress = no_progress) -> str:
     """Spearman x100 on the chosen STS datasets as Markdown, beside the papers' rows."""
-    from core.evaluation.base import EvaluationConfig
-    from core.evaluation.sts import SINGLE_FILE_DATASETS, evaluate_sts, sts_loaders
+    from core.evaluation import EvaluationConfig
+    from core.evaluation import SINGLE_FILE_DATASETS, evaluate_sts, sts_loaders
 
     folder = _data_folder(data_dir)
     _check_choice(datasets, STS_DATASETS, "datasets")
@@ -146,8 +146,8 @@ def senteval_markdown(engine, model_name: str, data_dir: str, tasks: list[str], 
                       progress: Progress = no_progress) -> str:
     """Accuracy % on the chosen SentEval transfer tasks as Markdown, beside the papers' rows.
     `size` is a key of TRANSFER_SIZES (a quick subsample or the full protocol)."""
-    from core.evaluation.base import EvaluationConfig
-    from core.evaluation.senteval import evaluate_transfer, sample_splits, transfer_loaders
+    from core.evaluation import EvaluationConfig
+    from core.evaluation import evaluate_transfer, sample_splits, transfer_loaders
 
     folder = _data_folder(data_dir)
     _check_choice(tasks, TRANSFER_TASKS, "tasks")
@@ -192,8 +192,8 @@ def _task_markdown(task: str, model_name: str, folder: Path, loaders: dict, scor
     """Run `score` over the datasets of `loaders` (reporting progress per dataset) and format the
     task's section; missing files are named in its notes, relative to the data `folder`, with how to
     get the data."""
-    from core.evaluation.base import run_datasets
-    from core.evaluation.report import task_markdown
+    from core.evaluation import run_datasets
+    from core.evaluation import task_markdown
 
     done: list[str] = []
 

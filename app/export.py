@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from core.engine import Engine
-from core.explore.projector import ProjectorPoints, write_projector
+from core.explore import ProjectorPoints, write_projector
 
 from .settings import download_dir, folder_bytes
 

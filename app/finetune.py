@@ -27,13 +27,13 @@ from typing import Callable, Protocol
 
 from core.checkpoint import (CHECKPOINTS_DIR, MANIFEST, atomic_directory, claimed_name, process_alive,
                              read_manifest, remove_stale_temporaries, safe_checkpoint_name, write_json)
-from core.lexicon.dictionary import DictionarySplit, Entry, read_user_dictionary, split_by_word
+from core.lexicon import DictionarySplit, Entry, read_user_dictionary, split_by_word
 from core.engine import Engine
-from core.runtime.device import resolve_precision
+from core.runtime import resolve_precision
 from core.train import TrainConfig, TrainProgress, train
-from core.words.open_vocab import evaluate_among
+from core.words import evaluate_among
 from core.readout import BorrowedDecoding
-from core.words.word_eval import definition_pairs
+from core.words import definition_pairs
 
 from .jobs import Job, env_int, run_in_process, short_reason, usable_cores
 from .models import ModelSpec

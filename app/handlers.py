@@ -23,12 +23,12 @@ from pathlib import Path
 import numpy as np
 
 from core.engine import Engine
-from core.runtime.hardware import return_freed_memory
+from core.runtime import return_freed_memory
 from core.readout import EmbeddedTexts, InterpolationPoint, Reference, describe_borrowed
-from core.vec2sent.refine import APP_BEAM, MOST_EXACT
-from core.explore.vocabulary_map import place
-from core.words.word_prior import frequency_bands
-from core.words.word_eval import format_table
+from core.vec2sent import APP_BEAM, MOST_EXACT
+from core.explore import place
+from core.words import frequency_bands
+from core.words import format_table
 
 from . import services as sv
 from . import views

@@ -67,7 +67,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         args.auth = parse_auth(args.auth)
     except ValueError as err:
         parser.error(f"--auth (or ${AUTH_ENV}): {err}")
-    from core.runtime.device import DeviceError, resolve_device
+    from core.runtime import DeviceError, resolve_device
     try:
         args.device = str(resolve_device(args.device))
     except DeviceError as err:

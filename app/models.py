@@ -13,14 +13,14 @@ from typing import Callable
 
 import numpy as np
 
-from core.runtime.cancel import uncancellable
+from core.runtime import uncancellable
 from core.checkpoint import (CHECKPOINTS_DIR, DEFAULT_BASE, DEFAULT_CHECKPOINT, CheckpointError, list_checkpoints,
                              read_manifest)
-from core.explore.corpus_index import INDEX, CorpusIndex, index_folder
+from core.explore import INDEX, CorpusIndex, index_folder
 from core.engine import Engine
 from core.readout import REFERENCE_SIZE, EmbeddedTexts, Reference
-from core.explore.vocabulary_map import LABEL_LEVELS, Region, load_moves, region_labels
-from core.words.word_prior import frequency_bands
+from core.explore import LABEL_LEVELS, Region, load_moves, region_labels
+from core.words import frequency_bands
 
 from .services import (CORPUS_NAME, CORPUS_SENTENCES, EVERY_DEFINITION, LARGEST_READY, REFERENCE_CHOICES, SAMPLE,
                        UPLOADED_FILE, VOCABULARY_REFERENCES, Progress, no_progress, reference_corpus)

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from core.runtime.cancel import check_cancelled
+from core.runtime import check_cancelled
 
 from .settings import configure_numba_cache
 

@@ -15,9 +15,9 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from core.lexicon.dictionary import Entry, load_wordnet_lemmas
+from core.lexicon import Entry, load_wordnet_lemmas
 from core.encoder import l2_normalize
-from core.explore.projector import read_projector
+from core.explore import read_projector
 from core.readout import PART_OF_SPEECH, REFERENCE_SIZE, EmbeddedTexts, Reference, dictionary_reference
 
 from .settings import cache_dir, upload_dir

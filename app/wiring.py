@@ -11,7 +11,7 @@ import gradio as gr
 from gradio.context import LocalContext
 
 from core.checkpoint import CheckpointError
-from core.runtime.cancel import Cancelled
+from core.runtime import Cancelled
 
 from .models import ModelUnavailable
 from .settings import QUEUE_SIZE

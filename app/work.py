@@ -17,8 +17,8 @@ from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from typing import Callable, TypeVar
 
-from core.runtime.cancel import Cancelled, CancelToken, cancellable
-from core.runtime.hardware import return_freed_memory
+from core.runtime import Cancelled, CancelToken, cancellable
+from core.runtime import return_freed_memory
 
 T = TypeVar("T")
 CLIENT_CHECK_S = 0.25  # how often a running request asks whether its client is still there

@@ -98,14 +98,16 @@ def test_no_sys_path_line_outside_tests():
 
 
 # core/ in floors, bottom first: a module imports only its own floor or lower ones. A package name stands
-# for its modules unless one of them is named on another floor (the most specific name wins).
+# for its modules unless one of them is named on another floor (the most specific name wins); a package's
+# own name (its __init__) is on the floor of what it exports.
 FLOORS = [
     ("ground", ["core.text", "core.paths", "core.runtime.cancel", "core.runtime.hardware", "core.lora",
                 "core.bert", "core.runtime.distributed", "core.explore.projector", "core.vec2sent.expression",
                 "core.vec2sent.examples", "core.evaluation.files", "core.evaluation.metrics",
                 "core.evaluation.reference"]),
-    ("data and devices", ["core.runtime.device", "core.checkpoint", "core.lexicon", "core.evaluation.base",
-                          "core.evaluation.sts", "core.evaluation.senteval", "core.evaluation.report"]),
+    ("data and devices", ["core.runtime", "core.runtime.device", "core.checkpoint", "core.lexicon",
+                          "core.evaluation.base", "core.evaluation.sts", "core.evaluation.senteval",
+                          "core.evaluation.report"]),
     ("the encoder and the wings", ["core.encoder", "core.words", "core.corpus", "core.vec2sent"]),
     ("readers of vectors", ["core.readout", "core.explore", "core.train"]),
     ("the engine", ["core.engine"]),
@@ -145,3 +147,17 @@ def test_scripts_and_research_use_the_engine_not_the_app():
         names = [alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names]
         names += [node.module or "" for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and not node.level]
         assert not [n for n in names if n.split(".")[0] == "app"], path
+
+
+def test_the_app_uses_the_packages_public_faces():
+    """app/ imports a package of core/ by its name (its `__all__`), never a module inside it."""
+    packages = {p.parent.name for p in CORE.glob("*/__init__.py")}
+    for path in (CORE.parent / "app").rglob("*.py"):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        deep = [node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.module
+                and node.module.startswith("core.") and node.module.split(".")[1] in packages
+                and node.module.count(".") > 1]
+        assert deep == [], path
+    for package in packages:
+        module = __import__(f"core.{package}", fromlist=["__all__"])
+        assert all(hasattr(module, name) for name in module.__all__), package

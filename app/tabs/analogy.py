@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import gradio as gr
 
-from core.vec2sent.examples import ANALOGY_EXAMPLES
+from core.vec2sent import ANALOGY_EXAMPLES
 
 from ..handlers import Studio
 from ..wiring import DECODE, handler, wire

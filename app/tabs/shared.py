@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import gradio as gr
 
-from core.vec2sent.refine import MOST_EXACT
+from core.vec2sent import MOST_EXACT
 
 from .. import services as sv
 

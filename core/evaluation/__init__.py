@@ -9,18 +9,48 @@ prediction and Vec2Sent diagnostics for Engine checkpoints.
 Command line: `python -m core eval --model minilm-st --out results/minilm-st.json`.
 New tasks plug in through `register_task`.
 """
-from .base import EvaluationConfig, SentenceEmbeddings, TaskResult, TextEncoder
+from .base import (
+    EvaluationConfig,
+    SentenceEmbeddings,
+    TaskResult,
+    TextEncoder,
+    run_datasets,
+)
 from .baselines import ENCODERS, GloveAverageEncoder, load_encoder
 from .files import LabeledTexts, MissingDataError, SentencePairs
 from .metrics import accuracy_percent, paired_cosine, spearman_x100
-from .report import markdown_report
+from .report import markdown_report, task_markdown
 from .runner import TASKS, evaluate, register_task, save_results
-from .senteval import evaluate_transfer, run_senteval
-from .sts import evaluate_sts, run_sts
+from .senteval import evaluate_transfer, run_senteval, sample_splits, transfer_loaders
+from .sts import SINGLE_FILE_DATASETS, evaluate_sts, run_sts, sts_loaders
 
 __all__ = [
-    "ENCODERS", "TASKS", "EvaluationConfig", "GloveAverageEncoder", "LabeledTexts", "MissingDataError",
-    "SentenceEmbeddings", "SentencePairs", "TaskResult", "TextEncoder", "accuracy_percent", "evaluate",
-    "evaluate_sts", "evaluate_transfer", "load_encoder", "markdown_report", "paired_cosine",
-    "register_task", "run_senteval", "run_sts", "save_results", "spearman_x100",
+    "accuracy_percent",
+    "ENCODERS",
+    "evaluate",
+    "evaluate_sts",
+    "evaluate_transfer",
+    "EvaluationConfig",
+    "GloveAverageEncoder",
+    "LabeledTexts",
+    "load_encoder",
+    "markdown_report",
+    "MissingDataError",
+    "paired_cosine",
+    "register_task",
+    "run_datasets",
+    "run_senteval",
+    "run_sts",
+    "sample_splits",
+    "save_results",
+    "SentenceEmbeddings",
+    "SentencePairs",
+    "SINGLE_FILE_DATASETS",
+    "spearman_x100",
+    "sts_loaders",
+    "task_markdown",
+    "TaskResult",
+    "TASKS",
+    "TextEncoder",
+    "transfer_loaders",
 ]

@@ -1,3 +1,35 @@
 """Exploring the space at scale: `reference` (WordNet's definitions and words as searchable collections),
 `corpus_index` (a large sentence file embedded and indexed), `vocabulary_map` (one 2-D map of every word)
 and `projector` (the Embedding Projector's TSV files in and out)."""
+from .corpus_index import INDEX, CorpusIndex, build_corpus_index, index_folder
+from .projector import ProjectorPoints, read_projector, write_projector
+from .reference import VocabularyTexts
+from .vocabulary_map import (
+    LABEL_LEVELS,
+    Region,
+    aligned_layout,
+    build_layout,
+    lay_out,
+    load_moves,
+    place,
+    region_labels,
+)
+
+__all__ = [
+    "aligned_layout",
+    "build_corpus_index",
+    "build_layout",
+    "CorpusIndex",
+    "INDEX",
+    "index_folder",
+    "LABEL_LEVELS",
+    "lay_out",
+    "load_moves",
+    "place",
+    "ProjectorPoints",
+    "read_projector",
+    "Region",
+    "region_labels",
+    "VocabularyTexts",
+    "write_projector",
+]

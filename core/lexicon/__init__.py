@@ -1,3 +1,20 @@
 """The dictionaries: definitions as data (`dictionary`: the Entry type, WordNet's shipped lemmas, splits,
 user uploads), WordNet 3.0 read from Debian's `wordnet-base` (`wordnet`) and GCIDE from `dict-gcide`
 (`gcide`)."""
+from .dictionary import (
+    DictionarySplit,
+    Entry,
+    load_wordnet,
+    load_wordnet_lemmas,
+    read_user_dictionary,
+    split_by_word,
+)
+
+__all__ = [
+    "DictionarySplit",
+    "Entry",
+    "load_wordnet",
+    "load_wordnet_lemmas",
+    "read_user_dictionary",
+    "split_by_word",
+]

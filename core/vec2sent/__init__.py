@@ -15,8 +15,21 @@ from core.vec2sent.checkpoint import EncoderMismatchError, Vec2Sent, load_checkp
 from core.vec2sent.decode import beam_search, greedy_decode
 from core.vec2sent.expression import ExpressionError, evaluate_expression
 from core.vec2sent.model import Vec2SentConfig, Vec2SentDecoder
+from core.vec2sent.examples import ANALOGY_EXAMPLES
+from core.vec2sent.refine import APP_BEAM, MOST_EXACT
 
 __all__ = [
-    "EncoderMismatchError", "ExpressionError", "Vec2Sent", "Vec2SentConfig", "Vec2SentDecoder",
-    "beam_search", "evaluate_expression", "greedy_decode", "load_checkpoint", "save_checkpoint",
+    "ANALOGY_EXAMPLES",
+    "APP_BEAM",
+    "beam_search",
+    "EncoderMismatchError",
+    "evaluate_expression",
+    "ExpressionError",
+    "greedy_decode",
+    "load_checkpoint",
+    "MOST_EXACT",
+    "save_checkpoint",
+    "Vec2Sent",
+    "Vec2SentConfig",
+    "Vec2SentDecoder",
 ]

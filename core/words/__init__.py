@@ -7,3 +7,22 @@ weights) and `word_tower` (the words' own encoder delta), `word_prior` (how comm
 `product_quantizer` (the compact vectors a checkpoint ships) and `word_eval` (word prediction scores).
 The engine (core/engine.py) holds them; the app reaches them through the engine.
 """
+from .open_vocab import Candidates, OpenScorer, OpenVocabConfig, evaluate_among
+from .vocabulary import WordFilter, WordVocabulary
+from .word_eval import definition_pairs, evaluate_words, format_table
+from .word_prior import FREQUENCY_BANDS, frequency_bands, zipf_frequencies
+
+__all__ = [
+    "Candidates",
+    "definition_pairs",
+    "evaluate_among",
+    "evaluate_words",
+    "format_table",
+    "frequency_bands",
+    "FREQUENCY_BANDS",
+    "OpenScorer",
+    "OpenVocabConfig",
+    "WordFilter",
+    "WordVocabulary",
+    "zipf_frequencies",
+]
