@@ -143,11 +143,16 @@ def csv_download(header: list[str], rows: list[list], name: str, root: Path | No
         with path.open("w", newline="", encoding="utf-8") as f:
             writer = csv.writer(f)
             writer.writerow(header)
-            writer.writerows(rows)
+            writer.writerows([[_inert(v) for v in row] for row in rows])
     except BaseException:
         shutil.rmtree(work, ignore_errors=True)
         raise
     return path
+
+
+def _inert(value):
+    """A cell a spreadsheet shows as text: one starting with = + - @ would run as a formula."""
+    return "'" + value if isinstance(value, str) and value[:1] in ("=", "+", "-", "@") else value
 
 
 def projector_download(vectors: np.ndarray, columns: dict[str, list[str]], root: Path | None = None,

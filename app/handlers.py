@@ -11,6 +11,7 @@ import hashlib
 import json
 import logging
 import os
+import re
 import sys
 import threading
 import time
@@ -463,9 +464,9 @@ class Studio:
         if not picked:
             return ""
         text, group = m.corpus.texts[picked[0]], str(m.groups[picked[0]])
-        definitions = [f"- *{escape(sv.POS_NAMES.get(e.pos, e.pos))}* {escape(e.definition)}"
+        definitions = [f"- *{_plain(sv.POS_NAMES.get(e.pos, e.pos))}* {_plain(e.definition)}"
                        for e in sv.definitions_of(text)]
-        return "\n".join([f"**{escape(text)}** ({escape(group)})", *definitions])
+        return "\n".join([f"**{_plain(text)}** ({_plain(group)})", *definitions])
 
     def candidates_map(self, text: str, k: int, method: str, session: Session | None = None,
                        progress: sv.Progress = sv.no_progress):
@@ -722,6 +723,11 @@ def _map_figure(m: MapData, highlight: list[int] = ()):
     return views.add_region_labels(fig, m.regions) if m.regions else fig
 
 
+def _plain(text: str) -> str:
+    """`text` shown as itself in Markdown: HTML escaped, Markdown's marks backslashed (a user's own text)."""
+    return re.sub(r"([\\`*_{}\[\]()#+!|<>~-])", r"\\\1", escape(text, quote=False)) if text else text
+
+
 def _picked_points(selection: str, m: MapData, limit: int) -> list[int]:
     """The points of map `m` (sorted indices) that the browser's [[trace, point], ...] names; the
     traces after the points' own (search hits, region names, a search's star) are not points."""
@@ -732,6 +738,8 @@ def _picked_points(selection: str, m: MapData, limit: int) -> list[int]:
 
 def _selected_pairs(selection: str, limit: int) -> list[tuple[int, int]]:
     """[(trace, point), ...] from the browser's JSON; ValueError for anything else or more than `limit`."""
+    if len(selection or "") > 32 * (limit + 1):  # "[123,45678]," is 12 characters: far more is not a selection
+        raise ValueError("The selection could not be read; select the points again.")
     try:
         pairs = json.loads(selection or "[]")
         if not isinstance(pairs, list) or len(pairs) > limit:
@@ -749,9 +757,9 @@ def vocabulary_figure(active: ActiveModel, colour: str = "part of speech"):
     (0.4-0.8 s) and never changed after (a search draws a figure of its own)."""
     def build():
         words = active.engine.vocabulary_reference("word")
-        figure = views.scatter_figure(active.vocabulary_layout(), words.texts, active.word_groups(colour),
-                                      f"{words.name}: one map, laid out once for this model (UMAP)")
-        return views.add_moves(views.add_region_labels(figure, active.vocabulary_regions()), active.vocabulary_moves())
+        return _map_figure(MapData(words, active.vocabulary_layout(), active.word_groups(colour),
+                                   f"{words.name}: one map, laid out once for this model (UMAP)",
+                                   regions=active.vocabulary_regions(), moves=active.vocabulary_moves()))
     return active.once(f"figure-{colour}-{active.vocabulary_layout_key()}", build)
 
 
@@ -779,7 +787,10 @@ def prepare_model(active: ActiveModel, progress: sv.Progress = sv.no_progress, o
     _ = active.untrained()
     engine = active.engine
     if engine.open_vocab is not None and not engine.open_vocab_compact and engine.vocabulary_layout_path().is_file():
-        vocabulary_figure(active)  # the map of every word, when it was laid out: its first draw is then instant
+        try:  # the map of every word, when it was laid out: its first draw is then instant
+            vocabulary_figure(active)
+        except Exception:  # the map is optional: the model answers without it, and the Map tab says why
+            log.warning("the map of every word could not be prepared", exc_info=True)
     # then its own exact vectors, in the background, where it answers with its parent's or with the shipped
     # compact ones; not for a visitor's model, which may go with its session first
     approximate = active.engine.open_vocab_reused or active.engine.open_vocab_compact

@@ -685,8 +685,8 @@ def vocabulary_map(argv: Sequence[str]) -> int:
     python -m core vocabulary-map                      # the shipped model: UMAP of 147k words, minutes
     python -m core vocabulary-map --model checkpoints/my-words   # a fine-tune: aligned to the shipped map
 
-    A fine-tune's map starts from its parent's and is mapped onto it, and keeps where each of its own
-    words moved (before: where the parent read its definitions; after: its place now). Uses the model's exact vectors (embedded first when the user cache has none: minutes). The app's
+    A fine-tune's map starts from the shipped model's (or --align-to's) and is mapped onto it, and keeps
+    where each of its own words moved (before: where that model read its definitions; after: its place now). Uses the model's exact vectors (embedded first when the user cache has none: minutes). The app's
     Map tab draws the layout as "every word" once it exists."""
     import time
 

@@ -282,6 +282,10 @@ def test_a_selection_on_the_map_lists_its_points_and_their_csv(studio, monkeypat
     import csv
     import html
 
+    from app.export import _inert
+    from app.handlers import _plain
+
+    assert [_inert(v) for v in ("=1+1", "-x", "ok", 3)] == ["'=1+1", "'-x", "ok", 3]  # no formula runs
     monkeypatch.setattr("app.export.download_dir", lambda: tmp_path / "downloads")
     with pytest.raises(ValueError, match="Draw a map first"):
         studio.select_map("[[0, 0]]", Session())
@@ -297,9 +301,10 @@ def test_a_selection_on_the_map_lists_its_points_and_their_csv(studio, monkeypat
     assert studio.select_map("[]", session)[2] is None
     word, group = rows[0][0], rows[0][1]
     clicked = studio.map_point(json.dumps([[trace, names.index(word)]]), session)  # a click: the word, defined
-    assert clicked.startswith(f"**{html.escape(word)}** ({group})") and "\n- *" in clicked
+    assert clicked.startswith(f"**{_plain(word)}** ({_plain(group)})") and "\n- *" in clicked
+    assert _plain("*x* [y](z) <b>") == "\\*x\\* \\[y\\]\\(z\\) &lt;b&gt;"  # a user's text shows as itself
     assert studio.map_point(json.dumps([[trace + 5, 0]]), session) == ""  # not a point: nothing to show
-    for bad in ("not json", "[[0]]", "[[-1, 0]]", '[["a", 0]]', json.dumps([[0, 0]] * 61)):
+    for bad in ("not json", "[[0]]", "[[-1, 0]]", '[["a", 0]]', json.dumps([[0, 0]] * 61), " " * 10_000):
         with pytest.raises(ValueError, match="could not be read"):
             studio.select_map(bad, session)
 

@@ -82,10 +82,11 @@ def test_queue_past_its_bound_refuses_at_once_and_serves_the_rest(tiny_mlm_dir, 
 
 # Events that take seconds of CPU (maps, decoding, embedding uploads, evaluations, loading a model) and
 # the cheap ones the load test times (tens of ms).
+# a map search redraws the map (the map of every word: 147k points) and a selection writes a CSV: slow kinds
 SLOW_EVENTS = ("draw_map", "candidates_map", "heatmap", "search", "validate", "download_finetuned", "analogy",
                "interpolate", "evaluate_words", "evaluate_sts", "evaluate_senteval", "switch_model",
-               "save_finetuned", "activate_finetuned")
-QUICK_EVENTS = ("reverse_dictionary", "similarity", "search_map", "job_active")
+               "save_finetuned", "activate_finetuned", "search_map", "select_map")
+QUICK_EVENTS = ("reverse_dictionary", "similarity", "map_point", "job_active")
 
 
 def test_cheap_requests_have_a_pool_of_their_own_and_slow_kinds_run_one_at_a_time(tmp_path):

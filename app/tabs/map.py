@@ -23,8 +23,9 @@ MAP_JS = """() => {
   const pairs = (ev) => (ev && ev.points ? ev.points.map(p => [p.curveNumber, p.pointNumber]) : []);
   const showLevel = (div) => {
     const labels = div.data.map((t, i) => [t, i]).filter(([t]) => t.name === '%s');
-    const range = div._fullLayout.xaxis.range, full = div._dsFull;
-    if (!labels.length || !full || !window.Plotly) return;
+    const axis = div._fullLayout.xaxis, full = div._dsFull;
+    if (!labels.length || !full || !axis || !axis.range || !window.Plotly) return;
+    const range = axis.range;
     const zoom = (full[1] - full[0]) / Math.max(range[1] - range[0], 1e-9);
     const level = Math.min(labels.length - 1, Math.max(0, Math.floor(Math.log(zoom) / Math.log(4) + 0.5)));
     const visible = labels.map(([t]) => t.meta === level);
@@ -33,9 +34,10 @@ MAP_JS = """() => {
     }
   };
   const bind = () => document.querySelectorAll('#map-plot .js-plotly-plot').forEach(div => {
-    if (typeof div.on !== 'function' || div._dsBound === div._ev) return;  // bound to this plot already
+    if (typeof div.on !== 'function' || !div._fullLayout || div._dsBound === div._ev) return;  // bound already
+    const axis = div._fullLayout.xaxis;  // a 3-D map has none: no zoom levels there
+    div._dsFull = axis && axis.range ? axis.range.slice() : null;  // drawn: the whole map is in view
     div._dsBound = div._ev;
-    div._dsFull = div._fullLayout.xaxis.range.slice();  // drawn: the whole map is in view
     div.on('plotly_selected', (ev) => send('map-selection', pairs(ev)));
     div.on('plotly_click', (ev) => send('map-click', pairs(ev).slice(0, 1)));
     div.on('plotly_relayout', () => showLevel(div));
@@ -74,7 +76,7 @@ def create(demo: gr.Blocks, studio: Studio, session: gr.State) -> None:
     wire([draw.click], handler(studio.draw_map), [source, size, sentences, file, method, dims, colour, session],
          [plot, status, session], api_name="draw_map", **HEAVY)
     wire([search_button.click, search.submit], handler(studio.search_map), [search, k, session, among],
-         [plot, note, neighbours], api_name="search_map", **QUICK)
+         [plot, note, neighbours], api_name="search_map", **HEAVY)
     gr.Markdown("Select points with **Box Select** or **Lasso Select** (above the map) to list them here.")
     # the browser writes it (MAP_JS); listened to by "change": a value written by a script sends no "input"
     selection = gr.Textbox(elem_id="map-selection", container=False)
@@ -83,7 +85,7 @@ def create(demo: gr.Blocks, studio: Studio, session: gr.State) -> None:
                             column_widths=["58%", "18%", "12%", "12%"])
     selected_csv = gr.File(label="The selection as CSV", elem_id="map-selected-csv")
     selection.change(handler(studio.select_map), [selection, session], [selected, selected_note, selected_csv],
-                    api_name="select_map", **QUICK)
+                    api_name="select_map", **HEAVY)
     demo.load(None, js=MAP_JS)
     with gr.Row():
         export = gr.Button("Download this map as Projector files (vectors.tsv, metadata.tsv)", scale=1)

@@ -54,8 +54,8 @@ def aligned_layout(scorer: OpenScorer, parent_words: list[str], parent_coords: n
                    seed: int = 0) -> np.ndarray:
     """(C, 2) layout of a fine-tuned model's words aligned to its parent's map, so that a word whose
     meaning the fine-tune kept keeps its place: UMAP starts from the parent's positions (a word the
-    parent lacks starts on its nearest shared word), then the similarity transform (scale, rotation,
-    shift) that best fits the shared words maps the result onto the parent's map."""
+    parent lacks starts on its nearest shared word), then the affine map that best fits the shared words
+    takes the result onto the parent's map."""
     words = scorer.candidates.words
     where = {w: i for i, w in enumerate(parent_words)}
     shared = np.array([i for i, w in enumerate(words) if w in where], dtype=np.int64)  # (S,)
@@ -65,21 +65,20 @@ def aligned_layout(scorer: OpenScorer, parent_words: list[str], parent_coords: n
     init[shared] = parent_coords[[where[words[i]] for i in shared]]
     new = np.setdiff1d(np.arange(len(words)), shared)  # (N,)
     if len(new):
-        unit = scorer.vectors_of("word", torch.from_numpy(new)).float()  # (N, d)
-        nearest = scorer.cosines(unit, "word")[:, torch.from_numpy(shared)].argmax(1).numpy()  # (N,)
-        init[new] = init[shared[nearest]]
+        shared_unit = scorer.vectors_of("word", torch.from_numpy(shared)).float()  # (S, d)
+        for rows in np.array_split(new, max(1, len(new) // 256)):  # (<= 256 x S) cosines at a time
+            unit = scorer.vectors_of("word", torch.from_numpy(rows)).float()  # (n, d)
+            init[rows] = init[shared[(unit @ shared_unit.T).argmax(1).numpy()]]
     coords = build_layout(scorer, seed, init=init)
-    return similarity_fit(coords[shared], init[shared])(coords).astype(np.float32)
+    return affine_fit(coords[shared], init[shared])(coords).astype(np.float32)
 
 
-def similarity_fit(source: np.ndarray, target: np.ndarray):
-    """The map x -> s (x - mean) R + mean' (orthogonal R, scale s) that takes the points `source` (n, 2)
-    closest to `target` (n, 2) in least squares (Procrustes)."""
-    source_mean, target_mean = source.mean(0), target.mean(0)
-    a, b = source - source_mean, target - target_mean  # (n, 2)
-    u, singular, vt = np.linalg.svd(a.T @ b)
-    rotation, scale = u @ vt, singular.sum() / max(float((a ** 2).sum()), 1e-12)
-    return lambda x: (x - source_mean) @ rotation * scale + target_mean
+def affine_fit(source: np.ndarray, target: np.ndarray):
+    """The map x -> x A + b that takes the points `source` (n, 2) closest to `target` (n, 2) in least
+    squares: UMAP rescales each axis of its start on its own, so scale, rotation and shift are not enough."""
+    design = np.hstack([source, np.ones((len(source), 1))])  # (n, 3)
+    solution = np.linalg.lstsq(design, target, rcond=None)[0]  # (3, 2)
+    return lambda x: np.hstack([x, np.ones((len(x), 1))]) @ solution
 
 
 def word_moves(parent: OpenScorer, parent_coords: np.ndarray, before: np.ndarray, words: list[str],
