@@ -145,7 +145,7 @@ def placeholder_figure(hint: str) -> go.Figure:
     return fig
 
 
-REGION_LABELS = "region names"  # the label traces' name: app/ui.py's MAP_JS shows one level at a time
+REGION_LABELS = "region names"  # the label traces' name: app/tabs/map.py's MAP_JS shows one level at a time
 
 
 def add_region_labels(fig: go.Figure, levels: Sequence[Sequence]) -> go.Figure:
