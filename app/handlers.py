@@ -440,7 +440,7 @@ class Studio:
 
     def select_map(self, selection: str, session: Session):
         """(table rows, a note, a CSV of every selected point or None) for a box or lasso selection on the
-        last map drawn; `selection` is the browser's JSON list of [trace, point] pairs (app/ui.py)."""
+        last map drawn; `selection` is the browser's JSON list of [trace, point] pairs (app/tabs/map.py)."""
         if session.map is None:
             raise ValueError("Draw a map first.")
         m = session.map
