@@ -90,6 +90,11 @@ class MapData:
     regions: list | None = None  # named regions by zoom level (core.explore.vocabulary_map.region_labels), if any
     moves: list = field(default_factory=list)  # a fine-tune's own words: before/after arrows on an aligned map
 
+    @functools.cached_property
+    def traces(self) -> list[list[int]]:
+        """The points of each of the figure's group traces, in order (what the browser's selections name)."""
+        return list(views.group_indices(self.groups).values())
+
 
 @dataclass
 class Session:
@@ -349,16 +354,12 @@ class Studio:
         if engine.open_vocab is None or engine.open_vocab_compact:
             raise ValueError("The map of every word is drawn from the full vocabulary's exact vectors, which this "
                              "model does not have yet (the Reverse dictionary tab shows their progress).")
-        started = time.perf_counter()
-        words, coords = engine.vocabulary_reference("word"), active.vocabulary_layout()
         if colour not in COLOUR_BY:
             raise ValueError(f"Colour by one of: {', '.join(COLOUR_BY)}.")
-        groups, figure = active.word_groups(colour), vocabulary_figure(active, colour)
-        session.map = MapData(words, coords, groups, figure.layout.title.text,
-                              lambda vectors: place(words.scorer, coords, vectors), active.vocabulary_regions(),
-                              active.vocabulary_moves())
+        started = time.perf_counter()
+        session.map, figure = vocabulary_map_data(active, colour), vocabulary_figure(active, colour)
         shown = "region" if colour == "cluster" else colour
-        status = f"{len(coords):,} points in {time.perf_counter() - started:.1f} s, coloured by {shown}."
+        status = f"{len(session.map.coords):,} points in {time.perf_counter() - started:.1f} s, coloured by {shown}."
         return figure, status, session
 
     def _map_corpus(self, active: ActiveModel, source: str, size: int, sentences: str, file: str | None,
@@ -731,36 +732,41 @@ def _plain(text: str) -> str:
 def _picked_points(selection: str, m: MapData, limit: int) -> list[int]:
     """The points of map `m` (sorted indices) that the browser's [[trace, point], ...] names; the
     traces after the points' own (search hits, region names, a search's star) are not points."""
-    traces = list(views.group_indices(m.groups).values())
-    pairs = _selected_pairs(selection, limit)
-    return sorted({traces[t][p] for t, p in pairs if t < len(traces) and p < len(traces[t])})
+    traces = m.traces
+    return sorted({traces[t][p] for t, p in _selected_pairs(selection, limit)
+                   if t < len(traces) and p < len(traces[t])})
 
 
 def _selected_pairs(selection: str, limit: int) -> list[tuple[int, int]]:
     """[(trace, point), ...] from the browser's JSON; ValueError for anything else or more than `limit`."""
-    if len(selection or "") > 32 * (limit + 1):  # "[123,45678]," is 12 characters: far more is not a selection
+    pairs = None
+    if len(selection or "") <= 32 * (limit + 1):  # "[123,45678]," is 12 characters: far more is not a selection
+        try:
+            pairs = json.loads(selection or "[]")
+        except ValueError:
+            pass
+    if not (isinstance(pairs, list) and len(pairs) <= limit and all(
+            isinstance(pair, list) and len(pair) == 2 and all(isinstance(v, int) and v >= 0 for v in pair)
+            for pair in pairs)):
         raise ValueError("The selection could not be read; select the points again.")
-    try:
-        pairs = json.loads(selection or "[]")
-        if not isinstance(pairs, list) or len(pairs) > limit:
-            raise ValueError
-        parsed = [(int(t), int(p)) for t, p in pairs if isinstance(t, int) and isinstance(p, int)]
-    except (ValueError, TypeError):
-        raise ValueError("The selection could not be read; select the points again.") from None
-    if len(parsed) != len(pairs) or any(t < 0 or p < 0 for t, p in parsed):
-        raise ValueError("The selection could not be read; select the points again.")
-    return parsed
+    return [(t, p) for t, p in pairs]
+
+
+def vocabulary_map_data(active: ActiveModel, colour: str = "part of speech") -> MapData:
+    """The map of every word of `active` (its layout from `python -m core vocabulary-map`): new vectors
+    land on their nearest words, coloured as `colour` says."""
+    words, coords = active.engine.vocabulary_reference("word"), active.vocabulary_layout()
+    return MapData(words, coords, active.word_groups(colour),
+                   f"{words.name}: one map, laid out once for this model (UMAP)",
+                   lambda vectors: place(words.scorer, coords, vectors), active.vocabulary_regions(),
+                   active.vocabulary_moves())
 
 
 def vocabulary_figure(active: ActiveModel, colour: str = "part of speech"):
     """The map of every word as a figure: the same each time, so built once per layout and colour
     (0.4-0.8 s) and never changed after (a search draws a figure of its own)."""
-    def build():
-        words = active.engine.vocabulary_reference("word")
-        return _map_figure(MapData(words, active.vocabulary_layout(), active.word_groups(colour),
-                                   f"{words.name}: one map, laid out once for this model (UMAP)",
-                                   regions=active.vocabulary_regions(), moves=active.vocabulary_moves()))
-    return active.once(f"figure-{colour}-{active.vocabulary_layout_key()}", build)
+    return active.once(f"figure-{colour}-{active.vocabulary_layout_key()}",
+                       lambda: _map_figure(vocabulary_map_data(active, colour)))
 
 
 def prepare_model(active: ActiveModel, progress: sv.Progress = sv.no_progress, open_vocabulary: bool = True) -> None:

@@ -197,6 +197,15 @@ def save_npy_atomically(path: Path, array: np.ndarray) -> Path:
     return path
 
 
+def save_json_atomically(path: Path, data: object, indent: int | None = 1) -> Path:
+    """Write `data` as JSON to `path` beside it first, then renamed: a kill never leaves half a file."""
+    path = Path(path)
+    partial = path.with_name(f"{path.name}.partial-{os.getpid()}")
+    partial.write_text(json.dumps(data, indent=indent), encoding="utf-8")
+    os.replace(partial, path)
+    return path
+
+
 def list_checkpoints(directory: Path = CHECKPOINTS_DIR) -> list[Path]:
     """Complete checkpoints in `directory` (hidden temporaries and folders without a manifest skipped)."""
     if not directory.is_dir():

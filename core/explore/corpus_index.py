@@ -27,7 +27,7 @@ from typing import Callable, Sequence
 import numpy as np
 import torch
 
-from ..checkpoint import save_npy_atomically
+from ..checkpoint import save_json_atomically, save_npy_atomically
 from ..encoder import l2_normalize
 from ..words.open_vocab import int8_rows
 from ..paths import user_cache_dir
@@ -69,7 +69,7 @@ def build_corpus_index(encode: Callable[[list[str]], np.ndarray], fingerprint: s
             progress("embedding", done, len(texts))
     _write_index(folder, chunks, progress)
     manifest.update(seconds=round(time.monotonic() - started, 1))
-    _write_json(folder / MANIFEST, manifest)
+    save_json_atomically(folder / MANIFEST, manifest)
     return CorpusIndex(folder)
 
 
@@ -162,7 +162,7 @@ def _begin(folder: Path, manifest: dict, texts: list[str]) -> None:
     with open(folder / TEXTS, "wb") as f:
         f.writelines(encoded)
     save_npy_atomically(folder / OFFSETS, offsets)
-    _write_json(path, manifest)  # last: a folder with a manifest has its texts
+    save_json_atomically(path, manifest)  # last: a folder with a manifest has its texts
 
 
 def _write_index(folder: Path, chunks: int, progress: Progress | None) -> None:
@@ -191,7 +191,3 @@ def _chunk_path(folder: Path, c: int) -> Path:
     return folder / f"vectors-{c:05d}.npy"
 
 
-def _write_json(path: Path, data: dict) -> None:
-    partial = path.with_name(path.name + ".partial")
-    partial.write_text(json.dumps(data, indent=1))
-    os.replace(partial, path)

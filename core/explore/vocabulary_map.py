@@ -13,15 +13,15 @@ nearest word keeps the most of a new point's 10 nearest words around it on the m
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 import torch
 
-from ..words.open_vocab import OpenScorer
+from ..checkpoint import save_json_atomically, save_npy_atomically
 from ..paths import user_cache_dir
+from ..words.open_vocab import OpenScorer
 from ..words.word_prior import zipf_frequencies
 
 LABEL_LEVELS = (12, 48, 192)  # regions named at each zoom level: the whole map, about x4, about x16
@@ -120,9 +120,7 @@ def save_moves(moves: list[dict], layout: Path) -> None:
     if not moves:
         path.unlink(missing_ok=True)
         return
-    partial = path.with_name(f"{path.name}.partial-{os.getpid()}")
-    partial.write_text(json.dumps(moves), encoding="utf-8")
-    os.replace(partial, path)
+    save_json_atomically(path, moves, indent=None)
 
 
 def load_moves(layout: Path) -> list[dict]:
@@ -138,14 +136,13 @@ def moves_path(layout: Path) -> Path:
 
 def save_layout(coords: np.ndarray, path: Path) -> None:
     """Write atomically: a killed build leaves no half layout."""
-    partial = path.with_name(f"{path.stem}.partial-{os.getpid()}.npy")
-    np.save(partial, coords)
-    os.replace(partial, path)
+    save_npy_atomically(path, coords)
 
 
 def place(scorer: OpenScorer, coords: np.ndarray, vectors: np.ndarray, k: int = PLACEMENT_NEIGHBOURS) -> np.ndarray:
     """(B, 2) positions of vectors (B, d) on the layout `coords` (C, 2): the mean position of their k
-    nearest words (cosine), weighted by those cosines (clipped at a small positive floor)."""
+    nearest words (cosine), weighted by those cosines (clipped at a small positive floor); by default
+    k = 1, the nearest word's position (measured best: module docstring)."""
     unit = torch.nn.functional.normalize(torch.from_numpy(np.atleast_2d(vectors)).float(), dim=1)  # (B, d)
     top = scorer.cosines(unit, "word").topk(min(k, len(coords)))  # (B, k)
     weights = top.values.clamp(min=1e-3).numpy()  # (B, k)
