@@ -209,7 +209,7 @@ def validate_upload(engine: Engine, path: str | Path, seed: int | float | None =
 
 def _open_vocabulary_note(entries: list[Entry], engine: Engine) -> str:
     words = {e.word for e in entries}
-    single = sum(engine.vocab.token_id(w) is not None for w in words)
+    single = sum(engine.words.vocab.token_id(w) is not None for w in words)
     return (f"{len(words)} words, all of them answers and evaluated.\n"
             f"The definitions of the training words train the encoder, every word of them:\n"
             f"{single} single tokens of the model's vocabulary, {len(words) - single} of several pieces "
@@ -305,9 +305,9 @@ def run_finetune(job: Reporter, load_engine: Callable[[], Engine], upload: Uploa
     job.report(stage="loading a copy of the model", step=0, total=0)
     engine = load_engine()
     split = upload.split
-    pairs = len(split.train) if settings.own_words else len(definition_pairs(split.train, engine.vocab)[0])
+    pairs = len(split.train) if settings.own_words else len(definition_pairs(split.train, engine.words.vocab)[0])
     config = settings.train_config(pairs, model_layers(engine), engine.device)
-    if engine.word_vectors is None and config.word_vector_scale:  # score before and after alike
+    if engine.words.vectors is None and config.word_vector_scale:  # score before and after alike
         job.report(stage="embedding every word of the vocabulary (word vectors)")
         engine.add_word_vectors(config.word_vector_scale)
     parent = engine.open_vocab_parent_record()  # the fine-tuned model's open vocabulary can reuse this one's vectors
@@ -326,7 +326,7 @@ def run_finetune(job: Reporter, load_engine: Callable[[], Engine], upload: Uploa
         job.record(step=p.step, loss=p.loss, dev_mrr=p.dev.get("mrr"))
 
     result = train(engine, split.train, split.dev, config, progress=progress)
-    engine.user_dictionary = _merged(engine.user_dictionary, upload.entries)  # its words: answers in the app
+    engine.words.user_dictionary = _merged(engine.words.user_dictionary, upload.entries)  # its words: answers in the app
     job.report(stage="scoring the held-out words after training")
     after, after_words = _ranked_among_own_words(engine, split.test, upload.entries, examples)
     rows = [{"word": e.word, "definition": e.definition, "before": b, "after": a}

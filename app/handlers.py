@@ -239,7 +239,7 @@ class Studio:
         query = sv.WordQuery(text, int(k), pos, int(min_length or 0), int(max_length or 0), initial or "",
                              pattern or "", bool(exclude_query_words))
         main = views.words_html(sv.reverse_dictionary(active.engine, query), active.spec.name)
-        if active.engine.open_vocab is None:
+        if active.engine.words.open_vocab is None:
             building = active.open_vocab_progress
             main = (views.notice_html(OPEN_VOCABULARY_PENDING)
                     + (views.progress_html(building[0] / building[1], views.embedding_progress(*building))
@@ -295,7 +295,7 @@ class Studio:
                                        beam=APP_BEAM, expression=expression, **_exactness(refine))
         decoded = (f"**Decoded:** {result.decoded}" if result.decoded is not None
                    else NO_DECODER.format(fp=active.engine.fingerprint))
-        borrowed = active.engine.borrowed_decoding
+        borrowed = active.engine.reader.borrowed_decoding
         if result.decoded is not None and borrowed:
             decoded += f"\n\n{describe_borrowed(borrowed)}"
         return (decoded, [[w, round(p, 4)] for w, p in result.words], views.scored_rows(result.nearest))
@@ -351,7 +351,7 @@ class Studio:
         """The map of every word: the model's precomputed layout (`python -m core vocabulary-map`),
         coloured by part of speech, region ("cluster") or frequency."""
         engine = active.engine
-        if engine.open_vocab is None or engine.open_vocab_compact:
+        if engine.words.open_vocab is None or engine.words.compact:
             raise ValueError("The map of every word is drawn from the full vocabulary's exact vectors, which this "
                              "model does not have yet (the Reverse dictionary tab shows their progress).")
         if colour not in COLOUR_BY:
@@ -775,7 +775,7 @@ def prepare_model(active: ActiveModel, progress: sv.Progress = sv.no_progress, o
     model: minutes the first time), the reference sentences, the Vec2Sent decoder and the untrained
     twin that "compare" uses (~20 s)."""
     active.engine.predict_words("a word")
-    if open_vocabulary and active.engine.open_vocab is None:
+    if open_vocabulary and active.engine.words.open_vocab is None:
         started = time.monotonic()
 
         def embedded(done: int, total: int) -> None:
@@ -792,14 +792,14 @@ def prepare_model(active: ActiveModel, progress: sv.Progress = sv.no_progress, o
     _ = active.engine.decoder  # found and loaded now rather than by the first analogy
     _ = active.untrained()
     engine = active.engine
-    if engine.open_vocab is not None and not engine.open_vocab_compact and engine.vocabulary_layout_path().is_file():
+    if engine.words.open_vocab is not None and not engine.words.compact and engine.vocabulary_layout_path().is_file():
         try:  # the map of every word, when it was laid out: its first draw is then instant
             vocabulary_figure(active)
         except Exception:  # the map is optional: the model answers without it, and the Map tab says why
             log.warning("the map of every word could not be prepared", exc_info=True)
     # then its own exact vectors, in the background, where it answers with its parent's or with the shipped
     # compact ones; not for a visitor's model, which may go with its session first
-    approximate = active.engine.open_vocab_reused or active.engine.open_vocab_compact
+    approximate = active.engine.words.reused or active.engine.words.compact
     if approximate and not is_visitors_model(active.spec.path):
         threading.Thread(target=embed_own_vectors, args=(active,), name="own-vectors", daemon=True).start()
 

@@ -131,7 +131,7 @@ class ActiveModel:
         computed once per layout (a few seconds)."""
         layout = self.vocabulary_layout()
         return self.once(f"regions-{self.vocabulary_layout_key()}",
-                         lambda: region_labels(self.engine.open_vocab, layout))
+                         lambda: region_labels(self.engine.words.open_vocab, layout))
 
     def vocabulary_moves(self) -> list[dict]:
         """This model's own words' moves on its map aligned to its parent's (core.explore.vocabulary_map.lay_out)."""
@@ -149,7 +149,7 @@ class ActiveModel:
     def word_groups(self, colour: str = "part of speech") -> list[str]:
         """Each open-vocabulary word's colour on the map of every word: its main part of speech, its
         region (the middle zoom level's names) or its frequency band."""
-        candidates = self.engine.open_vocab.candidates
+        candidates = self.engine.words.open_vocab.candidates
         if colour == "cluster":
             return self.once(f"word-groups-region-{self.vocabulary_layout_key()}", self._region_groups)
         build = {"part of speech": lambda: [candidates.filters.main_pos(w) or "other" for w in candidates.words],
@@ -157,7 +157,7 @@ class ActiveModel:
         return self.once(f"word-groups-{colour}-{candidates.fingerprint()}", build)
 
     def _region_groups(self) -> list[str]:
-        groups = [""] * len(self.engine.open_vocab.candidates.words)
+        groups = [""] * len(self.engine.words.open_vocab.candidates.words)
         for region in self.vocabulary_regions()[len(LABEL_LEVELS) // 2]:  # the middle zoom level's regions
             for row in region.members.tolist():
                 groups[row] = region.name
@@ -182,7 +182,7 @@ class ActiveModel:
         when it was built for this model, else every WordNet definition once the open vocabulary is
         built, else the sample. ValueError for a collection that is not ready."""
         if choice == LARGEST_READY:  # the definitions once their vectors are exact, not the compact ones
-            exact = self.engine.open_vocab is not None and not self.engine.open_vocab_compact
+            exact = self.engine.words.open_vocab is not None and not self.engine.words.compact
             choice = (CORPUS_SENTENCES if self.corpus_folder().joinpath(INDEX).is_file()
                       else EVERY_DEFINITION if exact else SAMPLE)
         if choice == SAMPLE:
@@ -192,7 +192,7 @@ class ActiveModel:
         if choice not in VOCABULARY_REFERENCES:
             raise ValueError(f"Unknown reference texts {choice!r}; choose one of {', '.join(REFERENCE_CHOICES)}"
                              f" (or {UPLOADED_FILE!r} where offered).")
-        if self.engine.open_vocab is None:
+        if self.engine.words.open_vocab is None:
             raise ValueError(f"Searching {choice} needs the full vocabulary, which this model does not have yet "
                              f"(the Reverse dictionary tab shows its progress); meanwhile choose {LARGEST_READY!r} "
                              f"or {SAMPLE!r}.")

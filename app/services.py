@@ -108,7 +108,7 @@ def definitions_of(word: str, limit: int = 3) -> list[Entry]:
 def vocabulary_sample(engine, size: int, seed: int = 0) -> list[tuple[str, str]]:
     """(word, part of speech) for a sample of the head's whole-word tokens that WordNet defines."""
     index = wordnet_index()
-    words = sorted(w for w in engine.vocab.id_of if w in index)
+    words = sorted(w for w in engine.words.vocab.id_of if w in index)
     chosen = random.Random(seed).sample(words, min(size, len(words)))
     return [(word, index[word][0].pos) for word in chosen]
 

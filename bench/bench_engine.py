@@ -52,25 +52,25 @@ def main() -> int:
     parser.add_argument("--repeats", type=int, default=50)
     parser.add_argument("--precision", default="float32", choices=PRECISIONS, help="encoding precision")
     parser.add_argument("--scoring", default="auto", choices=("float32", "int8", "auto"),
-                        help="the word scores' vocabulary products (Engine.set_scoring_precision)")
+                        help="the word scores' vocabulary products (WordScorer.set_precision)")
     parser.add_argument("--open-vocabulary", action="store_true", help="all WordNet words and phrases")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     engine = Engine.load(args.model, decoder=None, precision=args.precision, open_vocabulary=False)  # timed apart
-    engine.set_scoring_precision(args.scoring)
+    engine.words.set_precision(args.scoring)
     extra = []
     if args.open_vocabulary:
         engine.predict_words(QUERIES[0])  # the closed vocabulary's own matrices first, so they are not counted
         before = resident_mb()
         engine.enable_open_vocabulary(cache_dir=Path("data/cache/open-vocab"))
         engine.predict_words(QUERIES[0])
-        extra = [("open vocabulary: candidates", f"{len(engine.open_vocab.candidates):,}"),
+        extra = [("open vocabulary: candidates", f"{len(engine.words.open_vocab.candidates):,}"),
                  ("open vocabulary: memory added (MB, resident)", f"{resident_mb() - before:.0f}")]
     one = median_ms(lambda: engine.predict_words(QUERIES[0], k=10), args.repeats)
     batch = median_ms(lambda: engine.predict_words_batch((QUERIES * 11)[:64], k=10), max(3, args.repeats // 10))
     rows = [("predict_words, 1 query (median ms)", f"{one:.1f}"),
             ("predict_words_batch, 64 queries (median ms)", f"{batch:.0f}"), *extra]
-    scoring = "int8" if engine.int8_scoring else "float32"
+    scoring = "int8" if engine.words.int8 else "float32"
     print(f"threads={args.threads}, precision={engine.encoder.precision}, scoring={scoring}; {machine_line()}\n")
     print("| measure | value |\n|---|---:|")
     for name, value in rows:

@@ -107,7 +107,7 @@ def activation(out: Path, test) -> dict:
     for name, folder in (("reusing the parent's vectors", user_cache_dir("open-vocab")), ("embedding all again", None)):
         engine = Engine.load(out, open_vocabulary=False, decoder=None)
         engine.set_precision("auto")  # as the app encodes
-        engine.set_scoring_precision("float32")  # to leave texts out of the index below
+        engine.words.set_precision("float32")  # to leave texts out of the index below
         with tempfile.TemporaryDirectory() as cache:
             started = time.perf_counter()
             if folder is None:
@@ -115,7 +115,7 @@ def activation(out: Path, test) -> dict:
             else:
                 engine.enable_open_vocabulary(cache_dir=cache)  # the parent's vectors: found in the user cache
             seconds = time.perf_counter() - started
-        with scored_with(engine, engine.open_vocab.without_definitions(e.definition for e in test)):
+        with scored_with(engine, engine.words.open_vocab.without_definitions(e.definition for e in test)):
             held_out = summary(ranks(engine, [Query(e.definition, e.word) for e in test]))
         result[name] = {"seconds": round(seconds, 1), "held_out_in_whole_vocabulary": held_out,
                         "human_dev": summary(ranks(engine, read_human_descriptions()))}
@@ -148,7 +148,7 @@ def main(argv: list[str] | None = None) -> int:
     from core.lexicon.dictionary import extend_split, load_wordnet, load_wordnet_lemmas, split_by_word, write_entries
 
     torch.set_num_threads(args.threads)
-    vocab = Engine.load(args.model, open_vocabulary=False, decoder=None).vocab
+    vocab = Engine.load(args.model, open_vocabulary=False, decoder=None).words.vocab
     held_out = extend_split(split_by_word(load_wordnet(), seed=0), load_wordnet_lemmas()).test  # as the tower's
     test_phrases = [e for e in held_out if " " in e.word]
     entries, kinds = glossary(read_gcide_dictd(args.gcide), test_phrases, vocab)

@@ -96,7 +96,7 @@ def engine_side() -> None:
           f"{len(figure.to_json()) / 1e6:.1f} MB as plotly JSON")
     for text in ("a person who is in charge", "He visits Italy - He eats pizza + She drinks wine"):
         started = time.perf_counter()
-        place(engine.open_vocab, coords, engine.encode([text]))
+        place(engine.words.open_vocab, coords, engine.encode([text]))
         print(f"{text!r} landed in {1000 * (time.perf_counter() - started):.0f} ms (encoding included)")
 
 

@@ -62,7 +62,7 @@ def main(argv: list[str] | None = None) -> int:
     torch.set_num_threads(args.threads)
     engine = Engine.load(args.model)
     split = split_by_word(load_wordnet(), seed=0)
-    trainable = len(definition_pairs(split.train, engine.vocab)[0])
+    trainable = len(definition_pairs(split.train, engine.words.vocab)[0])
     times = step_times(engine, split, args.steps, args.warmup_steps, args.batch_size, args.lr, args.precision)
     rate = args.batch_size / statistics.median(times)
     mean_rate = args.batch_size * len(times) / sum(times)

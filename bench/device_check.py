@@ -204,7 +204,7 @@ def vec2sent_steps(args, device, report) -> dict:
 
 def open_vocabulary(args, device, report) -> dict:
     engine = ENGINES["gpu"]
-    candidates = engine.open_vocab_candidates()
+    candidates = engine.words.candidates()
     texts = len(candidates.words) + len(candidates.definitions)
     started = time.perf_counter()
     engine.enable_open_vocabulary()

@@ -389,13 +389,13 @@ def word_vectors(argv: Sequence[str]) -> int:
     from .words.word_eval import definition_pairs, evaluate_vectors, format_table, write_word_scoring
 
     if args.sweep:
-        print(f"encoding {sum(w is not None for w in engine.vocab.words)} words and the {args.split} definitions...")
+        print(f"encoding {sum(w is not None for w in engine.words.vocab.words)} words and the {args.split} definitions...")
         engine.add_word_vectors(args.scale)
-        texts, gold = definition_pairs(getattr(split, args.split), engine.vocab)
+        texts, gold = definition_pairs(getattr(split, args.split), engine.words.vocab)
         vectors = engine.encode(texts)
         rows = {}
         for scale in args.sweep:
-            engine.word_vectors.scale = scale
+            engine.words.vectors.scale = scale
             rows[f"scale {scale:g}"] = evaluate_vectors(engine, vectors, gold)
         print(format_table(rows))
     if args.write:
@@ -427,29 +427,29 @@ def hubness(argv: Sequence[str]) -> int:
 
     from .words.word_eval import definition_pairs, evaluate_vectors, format_table, write_word_scoring
 
-    engine.hub_penalty = None  # scores without a stored correction, which is measured and replaced here
-    references, defined = group_definitions(*definition_pairs(split.train, engine.vocab))
+    engine.words.hub_penalty = None  # scores without a stored correction, which is measured and replaced here
+    references, defined = group_definitions(*definition_pairs(split.train, engine.words.vocab))
     with tqdm(total=len(references), unit="definition", desc="encoding the references") as bar:
         reference_vectors = engine.encode(references, progress=lambda done, _total: bar.update(done - bar.n))
     computed: dict[int, HubPenalty] = {}  # by k: the sweep's penalty is reused by --write
 
     def penalty(k: int, weight: float) -> HubPenalty:
         if k not in computed:
-            engine.hub_penalty = None
-            computed[k] = HubPenalty.compute(engine.word_logits, reference_vectors, defined, k)
+            engine.words.hub_penalty = None
+            computed[k] = HubPenalty.compute(engine.words.logits, reference_vectors, defined, k)
         return replace(computed[k], weight=weight)
 
     if args.sweep_k or args.sweep_weight:
-        texts, gold = definition_pairs(getattr(split, args.split), engine.vocab)
+        texts, gold = definition_pairs(getattr(split, args.split), engine.words.vocab)
         vectors = engine.encode(texts)
         rows = {"no correction": evaluate_vectors(engine, vectors, gold)}
         for k in args.sweep_k or [args.k]:
             for weight in args.sweep_weight or [args.weight]:
-                engine.hub_penalty = penalty(k, weight)
+                engine.words.hub_penalty = penalty(k, weight)
                 rows[f"k {k}, weight {weight:g}"] = evaluate_vectors(engine, vectors, gold)
         print(f"WordNet {args.split} split:\n\n{format_table(rows)}")
     if args.write:
-        engine.hub_penalty = penalty(args.k, args.weight)
+        engine.words.hub_penalty = penalty(args.k, args.weight)
         write_word_scoring(engine, args.model, split, ("dev", "test"), "hubness-corrected")
         print(f"wrote {args.model / HUB_PENALTY} (k {args.k}, weight {args.weight:g})")
     return 0
@@ -572,11 +572,11 @@ def evaluate_reverse(argv: Sequence[str]) -> int:
     engine = Engine.load(args.model, decoder=None, open_vocabulary=False,  # enabled below, in float32
                          device=device_from_flag(parser, args.device))
     try:
-        engine.open_vocab_config = dataclasses.replace(engine.open_vocab_config, **_weights(args.weights))
+        engine.words.config = dataclasses.replace(engine.words.config, **_weights(args.weights))
     except (TypeError, ValueError) as err:
         parser.error(f"--weights: {err}")
     if not args.single_token_words:
-        engine.set_scoring_precision("float32")  # the leak-free indexes drop definitions from float32 vectors
+        engine.words.set_precision("float32")  # the leak-free indexes drop definitions from float32 vectors
         engine.enable_open_vocabulary(cache_dir=user_cache_dir("open-vocab"), progress=progress("candidates", print),
                                       compact=False)  # the exact vectors, as the app answers once they are in
     gcide = None if args.single_token_words or missing_gcide(args.gcide) else read_gcide_dictd(args.gcide)
@@ -588,7 +588,7 @@ def evaluate_reverse(argv: Sequence[str]) -> int:
     results = run(engine, chosen, args.filters, say=lambda line: print(line, flush=True))
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(json.dumps({"model": str(args.model), "config": dataclasses.asdict(engine.open_vocab_config),
+        args.out.write_text(json.dumps({"model": str(args.model), "config": dataclasses.asdict(engine.words.config),
                                         "results": results}, indent=1) + "\n")
     return 0
 
@@ -717,7 +717,7 @@ def vocabulary_map(argv: Sequence[str]) -> int:
     try:
         engine = with_vectors(args.model)
         # a fine-tune (a model with its own words) is aligned to the shipped model's map by default
-        align_to = args.align_to or (str(DEFAULT_CHECKPOINT) if engine.user_dictionary and not shipped else "none")
+        align_to = args.align_to or (str(DEFAULT_CHECKPOINT) if engine.words.user_dictionary and not shipped else "none")
         parent = with_vectors(align_to) if align_to != "none" else None
         coords, moves = lay_out(engine, parent, args.seed)
         path = engine.vocabulary_layout_path()
@@ -727,7 +727,7 @@ def vocabulary_map(argv: Sequence[str]) -> int:
         print(f"error: {err}", file=sys.stderr)
         return 2
     aligned = f", aligned to {align_to} with {len(moves)} of its own words' moves" if parent is not None else ""
-    print(f"{len(engine.open_vocab.candidates):,} words laid out in {path}{aligned} "
+    print(f"{len(engine.words.open_vocab.candidates):,} words laid out in {path}{aligned} "
           f"({time.perf_counter() - started:.0f} s)")
     return 0
 

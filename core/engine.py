@@ -1,21 +1,22 @@
-"""The engine: one object that owns the encoder, the frozen word head and the word vocabulary.
+"""The engine: one object that holds the encoder, the words (`engine.words`, core/words/scorer.py: the
+frozen word head, its vocabulary and the open vocabulary) and the reader of vectors (`engine.reader`,
+core/readout.py: the Vec2Sent decoder), loads and saves them as one checkpoint.
 
     from core import Engine
     engine = Engine.load()                                   # the shipped default checkpoint
     engine.encode(["a sentence", "another"])                 # np.ndarray (2, d), float32
     engine.predict_words("a person who is in charge", k=10)  # [("chief", 0.002), ...]: all WordNet lemmas
+    engine.words.ranked(vectors, k=10)                       # the same for any vectors (n, d)
     engine.decode(vectors, beam=5)                           # Vec2Sent: ["a sentence.", ...]
     engine.analogy(a, b, c); engine.interpolate(x, y)        # see core/readout.py
 """
 from __future__ import annotations
 
 import json
-import re
 import shutil
 import sys
 import threading
 import time
-from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
 from typing import Callable, Iterable, Sequence
 
@@ -23,70 +24,58 @@ import numpy as np
 import torch
 from safetensors.torch import load_file, save_file
 
-from .paths import user_cache_dir
+from .paths import CHECKPOINTS_DIR, user_cache_dir
 from .checkpoint import (DEFAULT_BASE, DEFAULT_CHECKPOINT, FORMAT, FORMAT_VERSION, MANIFEST,
                          CheckpointError, atomic_directory, fingerprint, library_versions,
                          read_manifest, resolve_base, write_json)
 from .runtime.device import resolve_device
 from .encoder import SentenceEncoder, check_texts, l2_normalize, semantic_search
-from .runtime.hardware import quantised_engine, return_freed_memory
-from .words.hubness import DEFAULT_K, DEFAULT_WEIGHT, HUB_PENALTY, HubPenalty, group_definitions
-from .lexicon.dictionary import Entry, load_wordnet_lemmas, read_entries, write_entries
+from .runtime.hardware import return_freed_memory
+from .words.hubness import DEFAULT_K, DEFAULT_WEIGHT, HubPenalty, group_definitions
+from .lexicon.dictionary import Entry
 from .lora import dense_delta, factored_delta, is_low_rank, stored_factors
-from .words.open_vocab import (COMPACT_SUBSPACES, COMPACT_VECTORS, DEFAULT_OPEN_VOCAB, OPEN_VOCAB_MAP, Candidates,
-                         OpenScorer, OpenVocabConfig, load_word_map, open_scorer, save_word_map, stored_vectors)
-from .readout import REFERENCE_SIZE, VectorReadout
+from .words.open_vocab import COMPACT_SUBSPACES, COMPACT_VECTORS, Candidates, OpenScorer, open_scorer, stored_vectors
+from .readout import (DEFAULT_CORRECTION, REFERENCE_SIZE, AnalogyResult, InterpolationPoint, Reference,
+                      VectorReader)
 from .explore.reference import VocabularyTexts
 from .explore.vocabulary_map import layout_path
-from .words.vocabulary import WordFilter, WordVocabulary
+from .vec2sent.checkpoint import Vec2Sent
+from .vec2sent.refine import CorrectSettings, RefineSettings
+from .words.scorer import WordScorer
+from .words.vocabulary import WordFilter
 from .words.word_head import WordHead, WordHeadConfig
-from .words.word_tower import WORD_TOWER, Factors, load_word_tower, save_word_tower, tower_fingerprint, word_tower
-from .words.word_vectors import DEFAULT_SCALE, WORD_VECTORS, WordVectors
+from .words.word_tower import tower_fingerprint, word_tower
+from .words.word_vectors import DEFAULT_SCALE, WordVectors
 
 ENCODER_DELTA = "encoder_delta.safetensors"
 HEAD_WEIGHTS = "head.safetensors"
 HEAD_CONFIG = "head_config.json"
-USER_DICTIONARY = "user_dictionary.jsonl.gz"
-OPEN_VOCAB_WEIGHTS = {f.name for f in fields(OpenVocabConfig)}
 REUSED = "-reused"  # the cache of vectors a fine-tuned model took over from its parent (`enable_open_vocabulary`)
 # A checkpoint's folder of precomputed open-vocabulary vectors, read before embedding anything: too large
 # for the repository (git-ignored), uploaded with a Space (scripts/deploy_space.py --vectors).
 SHIPPED_VECTORS = "open-vocab"
-INFLECTION_SLACK = 2  # ranked candidates read per requested word, so dropped inflections are replaced
-_WORD_RE = re.compile(r"[a-z]+(?:'[a-z]+)?")
 
 
-class Engine(VectorReadout):
-    """Encoder + frozen word head + vocabulary, and a Vec2Sent decoder when one fits (decode,
-    analogy, interpolate: see `VectorReadout`). Shared between users; holds no per-user state."""
+class Engine:
+    """An encoder, the words it reads vectors with (`words`, a `WordScorer`: the frozen head and its
+    vocabulary) and a reader of vectors (`reader`, a `VectorReader`: the Vec2Sent decoder when one fits,
+    analogies, interpolations). Shared between users; holds no per-user state."""
 
     def __init__(self, encoder: SentenceEncoder, head: WordHead, base_source: str,
                  base_fingerprint: str, manifest: dict | None = None):
-        super().__init__()  # no decoder until `set_decoder`
         self.encoder = encoder
-        self.head = head
-        self.word_vectors: WordVectors | None = None  # the second reverse-dictionary score, if any
-        self.hub_penalty: HubPenalty | None = None  # subtracted from the word scores, if any
-        self.open_vocab: OpenScorer | None = None  # every WordNet lemma as an answer, once enabled
-        self.open_vocab_tower: Factors | None = None  # the word tower's low-rank factors (core/words/word_tower.py)
-        self.open_vocab_map: torch.nn.Linear | None = None  # an older checkpoint's linear map of word vectors
-        self.open_vocab_config = DEFAULT_OPEN_VOCAB  # its weights; a checkpoint's own when it has them
+        self.words = WordScorer.for_tokenizer(head, encoder.tokenizer, encoder.word_embeddings.shape[0])
+        self.reader = VectorReader(self)  # no decoder until `set_decoder`
         self.open_vocabulary_on_first_use = False  # Engine.load: enable it at the first word query
-        self.open_vocab_reused = False  # its vectors are partly its parent's (`enable_open_vocabulary`)
-        self.open_vocab_compact = False  # its vectors are the checkpoint's product-quantized ones
         self._vocabulary_references: dict[str, VocabularyTexts] = {}  # `vocabulary_reference`, per kind
         self.checkpoint_dir: Path | None = None  # the folder it was loaded from (Engine.load)
         self._open_vocabulary_lock = threading.Lock()
-        self.user_dictionary: list[Entry] = []  # a fine-tune's dictionary: its words are answers too
         # {encoder weight name: (B, A)} of a low-rank training run (core/lora.py): saved as factors
         self.low_rank: dict[str, tuple[torch.Tensor, torch.Tensor]] = {}
         self.base_source = base_source
         self.base_fingerprint = base_fingerprint
         self.manifest = manifest or {}
-        self.vocab = WordVocabulary.from_tokenizer(encoder.tokenizer, encoder.word_embeddings.shape[0],
-                                                   _pos_of_dictionary_words())
         self._fingerprint: str | None = None
-        self.set_scoring_precision("auto")  # sets self.int8_scoring
 
     # ---- construction -------------------------------------------------------------------------
     @classmethod
@@ -166,20 +155,7 @@ class Engine(VectorReadout):
             delta = load_file(str(path / ENCODER_DELTA))
             engine._apply_delta(dense_delta(delta))
             engine.low_rank = stored_factors(delta)
-            if "word_vectors" in manifest:
-                engine.word_vectors = WordVectors.load(path / WORD_VECTORS, manifest["word_vectors"]["scale"])
-            if "hub_penalty" in manifest:
-                hub = manifest["hub_penalty"]
-                engine.hub_penalty = HubPenalty.load(path / HUB_PENALTY, hub["k"], hub["weight"], hub["references"])
-            open_vocab = manifest.get("open_vocab", {})
-            engine.open_vocab_config = replace(DEFAULT_OPEN_VOCAB, **{k: v for k, v in open_vocab.items()
-                                                                      if k in OPEN_VOCAB_WEIGHTS})
-            if "word_tower" in open_vocab:
-                engine.open_vocab_tower = load_word_tower(path / WORD_TOWER)
-            if "word_map" in open_vocab:
-                engine.open_vocab_map = load_word_map(path / OPEN_VOCAB_MAP)
-            if "user_dictionary" in manifest:
-                engine.user_dictionary = read_entries(path / USER_DICTIONARY)
+            engine.words.load(path, manifest)
         elif "word_vectors" in manifest:  # the base's own word vectors: a like-for-like "before" model
             engine.add_word_vectors(manifest["word_vectors"]["scale"])
         engine.manifest = manifest
@@ -193,7 +169,7 @@ class Engine(VectorReadout):
         if [k for k in missing if k != "embeddings"] or unexpected:
             raise CheckpointError(f"{path / HEAD_WEIGHTS} does not fit its head config "
                                   f"(missing {missing}, unexpected {unexpected})")
-        self.head = head.eval()
+        self.words.head = head.eval()
 
     def _apply_delta(self, delta: dict[str, torch.Tensor]) -> None:
         state = self.encoder.state_dict()
@@ -224,7 +200,7 @@ class Engine(VectorReadout):
             "base": {"source": self.base_source, "fingerprint": self.base_fingerprint,
                      "hidden_size": self.encoder.hidden_size},
             "pooling": self.encoder.pooling, "max_length": self.encoder.max_length,
-            "head": {**self.manifest.get("head", {}), "kind": self.head.config.kind},
+            "head": {**self.manifest.get("head", {}), "kind": self.words.head.config.kind},
             "encoder_delta": {"file": ENCODER_DELTA, "dtype": "float16", "tensors": len(delta),
                               "parameters": int(sum(t.numel() for t in delta.values())),
                               **({"low_rank": {"matrices": len(factors), "rank": factors[0].shape[0]}}
@@ -235,10 +211,10 @@ class Engine(VectorReadout):
         }
         with atomic_directory(path) as tmp:
             save_file({k: v.half().contiguous() for k, v in delta.items()}, str(tmp / ENCODER_DELTA))
-            save_file({k: v.cpu().contiguous() for k, v in self.head.own_state_dict().items()},
+            save_file({k: v.cpu().contiguous() for k, v in self.words.head.own_state_dict().items()},
                       str(tmp / HEAD_WEIGHTS))
-            write_json(tmp / HEAD_CONFIG, self.head.config.to_dict())
-            self._write_word_scoring(tmp, manifest)
+            write_json(tmp / HEAD_CONFIG, self.words.head.config.to_dict())
+            self.words.save(tmp, manifest)
             write_json(tmp / MANIFEST, manifest)  # written last: no manifest, no checkpoint
         self.manifest = manifest
         return path
@@ -259,29 +235,10 @@ class Engine(VectorReadout):
                 shutil.copy2(path / name, tmp / name)
             if (path / COMPACT_VECTORS).is_file():  # kept: read only while still made for these candidates
                 shutil.copy2(path / COMPACT_VECTORS, tmp / COMPACT_VECTORS)
-            self._write_word_scoring(tmp, manifest)
+            self.words.save(tmp, manifest)
             write_json(tmp / MANIFEST, manifest)
         self.manifest = manifest
         return path
-
-    def _write_word_scoring(self, directory: Path, manifest: dict) -> None:
-        manifest["open_vocab"] = asdict(self.open_vocab_config)
-        if self.user_dictionary:
-            write_entries(self.user_dictionary, directory / USER_DICTIONARY)
-            manifest["user_dictionary"] = {"file": USER_DICTIONARY, "entries": len(self.user_dictionary)}
-        if self.open_vocab_tower:
-            save_word_tower(self.open_vocab_tower, directory / WORD_TOWER)
-            manifest["open_vocab"]["word_tower"] = WORD_TOWER
-        if self.open_vocab_map is not None:
-            save_word_map(self.open_vocab_map, directory / OPEN_VOCAB_MAP)
-            manifest["open_vocab"]["word_map"] = OPEN_VOCAB_MAP
-        if self.hub_penalty is not None:
-            self.hub_penalty.save(directory / HUB_PENALTY)
-            manifest["hub_penalty"] = self.hub_penalty.describe()
-        if self.word_vectors is not None:
-            self.word_vectors.save(directory / WORD_VECTORS)
-            manifest["word_vectors"] = {"file": WORD_VECTORS, "scale": self.word_vectors.scale,
-                                        "words": int(self.word_vectors.ids.numel()), "dtype": "int8"}
 
     def add_word_vectors(self, scale: float = DEFAULT_SCALE, batch_size: int = 256,
                          progress: Callable[[int, int], None] | None = None) -> None:
@@ -289,9 +246,9 @@ class Engine(VectorReadout):
         `scale` * cos(u, word vector) to the head's scores from now on (core/words/word_vectors.py).
         Recompute after the encoder changes; `scale` 0 removes them. The hubness correction is
         dropped: it was measured on the old scores (`add_hub_penalty` again)."""
-        self.hub_penalty = None
-        self.word_vectors = None if scale == 0 else WordVectors.compute(
-            lambda words: self.encode(words, batch_size=batch_size, progress=progress), self.vocab.words, scale)
+        self.words.hub_penalty = None
+        self.words.vectors = None if scale == 0 else WordVectors.compute(
+            lambda words: self.encode(words, batch_size=batch_size, progress=progress), self.words.vocab.words, scale)
 
     def add_hub_penalty(self, texts: Sequence[str], gold: Sequence[int], k: int = DEFAULT_K,
                         weight: float = DEFAULT_WEIGHT, batch_size: int = 256,
@@ -299,10 +256,10 @@ class Engine(VectorReadout):
         """Subtract from every word's score `weight` times its mean score over the k reference
         definitions (`texts`, defining the ids `gold`) nearest to it, a definition never counting for
         its own words (core/words/hubness.py). Recompute after the encoder or the word vectors change."""
-        self.hub_penalty = None  # references are scored without the old correction
+        self.words.hub_penalty = None  # references are scored without the old correction
         unique, defined = group_definitions(texts, gold)
         vectors = self.encode(unique, batch_size=batch_size, progress=progress)
-        self.hub_penalty = HubPenalty.compute(self.word_logits, vectors, defined, k, weight)
+        self.words.hub_penalty = HubPenalty.compute(self.words.logits, vectors, defined, k, weight)
 
     @property
     def device(self) -> torch.device:
@@ -321,8 +278,8 @@ class Engine(VectorReadout):
         if device.type != "cpu" and self.encoder.precision == "int8":
             raise ValueError("an int8 engine runs on the CPU only: load it again in float32 or bfloat16")
         self.encoder.to(device)
-        self.head.to(device)
-        self.set_scoring_precision("auto" if device.type == "cpu" else "float32")
+        self.words.head.to(device)
+        self.words.set_precision("auto" if device.type == "cpu" else "float32")
         return self
 
     def set_precision(self, precision: str) -> None:
@@ -332,34 +289,17 @@ class Engine(VectorReadout):
             _ = self.fingerprint  # computed (and kept) before quantisation
         self.encoder.set_precision(precision)
 
-    def set_scoring_precision(self, precision: str) -> None:
-        """Word scores (`word_logits`) with their two vocabulary-sized products in "int8" or
-        "float32"; "auto" (the default): int8 where torch has a quantised engine. int8 takes a query's
-        products from 4.6 to 0.7 ms and ranks as float32 does (WordNet test MRR .2196 vs .2195,
-        docs/results.md, Speed). Training always scores in float32."""
-        if precision not in ("float32", "int8", "auto"):
-            raise ValueError(f"unknown scoring precision {precision!r}; choose float32, int8 or auto")
-        self.int8_scoring = precision == "int8" or (precision == "auto" and quantised_engine())
-
     def weights_changed(self) -> None:
         """Say that the encoder or head weights were changed in place (training, blending): the
         fingerprint is computed again on next use."""
         self._fingerprint = None
-
-    def swap_word_scoring(self, word_vectors: WordVectors | None = None, hub_penalty: HubPenalty | None = None
-                          ) -> tuple[WordVectors | None, HubPenalty | None]:
-        """Score with `word_vectors` and `hub_penalty` (default: neither) from now on; returns the
-        pair they replace, so that a caller changing the encoder can put the old pair back."""
-        previous = self.word_vectors, self.hub_penalty
-        self.word_vectors, self.hub_penalty = word_vectors, hub_penalty
-        return previous
 
     @property
     def fingerprint(self) -> str:
         """Identifies the exact encoder + head weights (the Vec2Sent decoder is tied to it)."""
         if self._fingerprint is None:
             self._fingerprint = fingerprint({**self.encoder.state_dict(),
-                                             **{"head." + k: v for k, v in self.head.own_state_dict().items()}})
+                                             **{"head." + k: v for k, v in self.words.head.own_state_dict().items()}})
         return self._fingerprint
 
     # ---- embeddings ---------------------------------------------------------------------------
@@ -379,21 +319,36 @@ class Engine(VectorReadout):
         """For each query, the top_k corpus rows by cosine: [{"corpus_id": j, "score": s}, ...]."""
         return semantic_search(query_embeddings, corpus_embeddings, top_k)
 
-    # ---- reverse dictionary -------------------------------------------------------------------
-    @torch.inference_mode()
-    def word_logits(self, vectors: np.ndarray | torch.Tensor) -> torch.Tensor:
-        """Word scores over the whole vocabulary for sentence vectors (n, d) -> (n, V): the head's
-        logits, plus scale * cos(u, word vector) when the engine has word vectors, minus the
-        hubness correction when it has one."""
-        u = torch.as_tensor(np.asarray(vectors, dtype=np.float32))
-        u = u.reshape(-1, u.shape[-1])  # (n, d)
-        logits = self.head(u.to(self.device), int8=self.int8_scoring).cpu()  # (n, V)
-        if self.word_vectors is not None:
-            logits = logits + self.word_vectors.scores(u, logits.shape[1], int8=self.int8_scoring)
-        if self.hub_penalty is not None:
-            logits = self.hub_penalty.apply(logits)
-        return logits
+    # ---- reading vectors back (core/readout.py) -----------------------------------------------
+    def set_decoder(self, decoder: str | Path | None = "auto", checkpoints: Path = CHECKPOINTS_DIR,
+                    precision: str = "auto") -> None:
+        """Choose the Vec2Sent decoder: "auto", a path or None (`VectorReader.set_decoder`)."""
+        self.reader.set_decoder(decoder, checkpoints, precision)
 
+    @property
+    def decoder(self) -> Vec2Sent | None:
+        """The Vec2Sent decoder for this encoder, or None."""
+        return self.reader.decoder
+
+    def decode(self, vectors: np.ndarray, beam: int = 5, max_length: int | None = None, rerank: bool = True,
+               refine: RefineSettings | None = None, correct: CorrectSettings | None = DEFAULT_CORRECTION
+               ) -> list[str]:
+        """One sentence per row of `vectors` (n, d) or for one vector (d,) (`VectorReader.decode`)."""
+        return self.reader.decode(vectors, beam, max_length, rerank, refine, correct)
+
+    def analogy(self, a: str, b: str, c: str, reference: Reference | None = None, k: int = 5, beam: int = 5,
+                expression: str = "b - a + c", refine: RefineSettings | None = None,
+                correct: CorrectSettings | None = DEFAULT_CORRECTION) -> AnalogyResult:
+        """Read b - a + c (or `expression`): its sentence, words and nearest texts (`VectorReader.analogy`)."""
+        return self.reader.analogy(a, b, c, reference, k, beam, expression, refine, correct)
+
+    def interpolate(self, x: str, y: str, steps: int = 5, reference: Reference | None = None, k: int = 5,
+                    beam: int = 5, refine: RefineSettings | None = None,
+                    correct: CorrectSettings | None = DEFAULT_CORRECTION) -> list[InterpolationPoint]:
+        """`steps` points from x to y, each read like an analogy (`VectorReader.interpolate`)."""
+        return self.reader.interpolate(x, y, steps, reference, k, beam, refine, correct)
+
+    # ---- reverse dictionary -------------------------------------------------------------------
     def predict_words(self, text: str, k: int = 10, exclude_query_words: bool = False,
                       **filters) -> list[tuple[str, float]]:
         """Top-k whole words for `text` with probabilities (softmax over all whole-word tokens).
@@ -407,43 +362,10 @@ class Engine(VectorReadout):
                             **filters) -> list[list[tuple[str, float]]]:
         """`predict_words` for many texts at once: one ranked list per text."""
         texts = check_texts(texts)
-        if self.open_vocab is None and self.open_vocabulary_on_first_use:
+        if self.words.open_vocab is None and self.open_vocabulary_on_first_use:
             self._open_vocabulary_now()
-        return self.words_for_vectors(self.encode(texts), k, WordFilter(**filters),
-                                      texts if exclude_query_words else None)
-
-    def words_for_vectors(self, vectors: np.ndarray, k: int = 10,
-                          word_filter: WordFilter = WordFilter(),
-                          exclude_words_of: Sequence[str] | None = None) -> list[list[tuple[str, float]]]:
-        """Ranked words for sentence vectors (any vector: an analogy, an interpolation point...):
-        phrases too once `enable_open_vocabulary` was called, else single-token words."""
-        scored = self.word_scores(vectors, word_filter, exclude_words_of)
-        results = []
-        for i in range(len(scored.scores)):
-            # ranked by score, not probability: far below the first, probabilities underflow to 0 and tie
-            scores = scored.scores[i].masked_fill(~scored.allowed[i], float("-inf"))
-            top = scores.topk(min(INFLECTION_SLACK * k, int(scored.allowed[i].sum())))
-            ranked = [(scored.vocab.words[j], float(scored.probabilities[i, j])) for j in top.indices.tolist()]
-            results.append(without_inflections(ranked)[:k])
-        return results
-
-    def word_scores(self, vectors: np.ndarray, word_filter: WordFilter = WordFilter(),
-                    exclude_words_of: Sequence[str] | None = None) -> "WordScores":
-        """Every candidate's score for each vector, what `words_for_vectors` ranks (the open
-        vocabulary's candidates once enabled, else the head's words)."""
-        logits = self.word_logits(vectors)  # (n, V)
-        vocab, open_vocab, temperature = self.vocab, self.open_vocab, 1.0  # read once: the warm-up may set it
-        if open_vocab is not None:
-            u = torch.as_tensor(np.asarray(vectors, dtype=np.float32)).reshape(len(logits), -1)  # (n, d)
-            logits = open_vocab.scores(u, logits)  # (n, C)
-            vocab, temperature = open_vocab.candidates.filters, open_vocab.temperature
-        logits = logits.masked_fill(~torch.from_numpy(vocab.candidate_mask), float("-inf"))  # (n, C)
-        allowed = torch.from_numpy(vocab.mask(word_filter)).repeat(len(logits), 1)  # (n, C)
-        for i, text in enumerate(exclude_words_of or ()):
-            for word in _words_in(text):
-                if (index := vocab.token_id(word)) is not None:
-                    allowed[i, index] = False
-        return WordScores(vocab, logits, (logits / temperature).softmax(-1), allowed)
+        return self.words.ranked(self.encode(texts), k, WordFilter(**filters),
+                                 texts if exclude_query_words else None)
 
     def enable_open_vocabulary(self, extra: Iterable[Entry] | None = None, cache_dir: str | Path | None = None,
                                progress: Callable[[int, int], None] | None = None,
@@ -464,7 +386,7 @@ class Engine(VectorReadout):
         (`open_vocab_parent_scorer`), though the reused vectors come from the encoder before
         fine-tuning; they are cached apart ("-reused") and flagged (`open_vocab_reused`) until a call
         without `reuse` embeds everything with this model."""
-        candidates = self.open_vocab_candidates(extra, dictionary)
+        candidates = self.words.candidates(extra, dictionary)
         name = self._open_vocab_cache_name(candidates)
         cache = Path(cache_dir) / name if cache_dir is not None else None
         stored = self._stored_open_vocab(name, [] if cache_dir is None else [Path(cache_dir)], compact)
@@ -483,10 +405,10 @@ class Engine(VectorReadout):
         # the tower (a copy of the encoder) is built only when the candidates are embedded, and dropped after
         scorer = open_scorer(lambda texts: self.word_encoder().encode(texts, batch_size=128, progress=on_words),
                              lambda texts: self.encode(texts, batch_size=128, progress=on_definitions),
-                             candidates, self.open_vocab_config, self.open_vocab_map, cache, parent)
-        self.open_vocab = scorer.quantize() if self.int8_scoring else scorer
-        self.open_vocab_reused = cache is not None and cache.stem.endswith(REUSED)
-        self.open_vocab_compact = cache is not None and cache.name == COMPACT_VECTORS
+                             candidates, self.words.config, self.words.word_map, cache, parent)
+        self.words.open_vocab = scorer.quantize() if self.words.int8 else scorer
+        self.words.reused = cache is not None and cache.stem.endswith(REUSED)
+        self.words.compact = cache is not None and cache.name == COMPACT_VECTORS
         return_freed_memory()
 
     def save_compact_open_vocab(self, subspaces: int = COMPACT_SUBSPACES,
@@ -498,11 +420,11 @@ class Engine(VectorReadout):
         float32 afterwards. Returns the file."""
         if self.checkpoint_dir is None:
             raise ValueError("compact vectors are saved into a checkpoint folder: load one, or save this model first")
-        self.set_scoring_precision("float32")  # keeps the float vectors to quantize
+        self.words.set_precision("float32")  # keeps the float vectors to quantize
         self.enable_open_vocabulary(cache_dir=user_cache_dir("open-vocab"), progress=progress, dictionary=dictionary,
                                     compact=False)
         target = self.checkpoint_dir / COMPACT_VECTORS
-        self.open_vocab.save_compact(target, self._open_vocab_cache_name(self.open_vocab.candidates), subspaces)
+        self.words.open_vocab.save_compact(target, self._open_vocab_cache_name(self.words.open_vocab.candidates), subspaces)
         return target
 
     def _stored_open_vocab(self, name: str, folders: list[Path], compact: bool = True) -> Path | None:
@@ -516,7 +438,7 @@ class Engine(VectorReadout):
     def _open_vocab_cache_name(self, candidates: Candidates, fingerprint: str | None = None) -> str:
         """The cache file of `candidates`' vectors embedded by the model of `fingerprint` (default:
         this one) with this model's word tower."""
-        return (f"{(fingerprint or self.fingerprint)[:16]}-{tower_fingerprint(self.open_vocab_tower)[:8]}-"
+        return (f"{(fingerprint or self.fingerprint)[:16]}-{tower_fingerprint(self.words.tower)[:8]}-"
                 f"{candidates.fingerprint()}.safetensors")
 
     def open_vocab_parent_scorer(self, folders: Sequence[Path], dictionary: Iterable[Entry] | None = None
@@ -527,18 +449,17 @@ class Engine(VectorReadout):
         parent = self.manifest.get("training", {}).get("open_vocab_parent")
         if not parent:
             return None
-        candidates = self.open_vocab_candidates(self.user_dictionary[:parent["user_entries"]], dictionary)
+        candidates = self.words.candidates(self.words.user_dictionary[:parent["user_entries"]], dictionary)
         name = self._open_vocab_cache_name(candidates, parent["fingerprint"])
         folders = [*folders, *([Path(parent["shipped"])] if parent.get("shipped") else [])]
         found = stored_vectors(name, folders, [Path(parent["compact"])] if parent.get("compact") else [])
-        return None if found is None else OpenScorer.load(found, candidates, self.open_vocab_config,
-                                                           self.open_vocab_map)
+        return None if found is None else OpenScorer.load(found, candidates, self.words.config, self.words.word_map)
 
     def open_vocab_parent_record(self) -> dict:
         """What a model fine-tuned from this one records (`training.open_vocab_parent`) so that its
         open vocabulary can reuse this one's vectors: the fingerprint, how many user entries this one
         has (the fine-tuned model's come after them) and where this one's shipped vectors are."""
-        record = {"fingerprint": self.fingerprint, "user_entries": len(self.user_dictionary)}
+        record = {"fingerprint": self.fingerprint, "user_entries": len(self.words.user_dictionary)}
         if self.checkpoint_dir is not None and (self.checkpoint_dir / SHIPPED_VECTORS).is_dir():
             record["shipped"] = str((self.checkpoint_dir / SHIPPED_VECTORS).resolve())
         if self.checkpoint_dir is not None and (self.checkpoint_dir / COMPACT_VECTORS).is_file():
@@ -549,9 +470,9 @@ class Engine(VectorReadout):
         """Every definition ("definition") or every word and phrase ("word") of the open vocabulary, as
         a reference collection for `analogy`, `interpolate` and search (core/explore/reference.py); built with
         the open vocabulary on first use, as `predict_words` does. ValueError when it is off."""
-        if self.open_vocab is None and self.open_vocabulary_on_first_use:
+        if self.words.open_vocab is None and self.open_vocabulary_on_first_use:
             self._open_vocabulary_now()
-        scorer = self.open_vocab
+        scorer = self.words.open_vocab
         if scorer is None:
             raise ValueError("This model answers without the open vocabulary, so its definitions and words "
                              f"cannot be searched; use the {REFERENCE_SIZE:,}-definition sample or your own texts.")
@@ -565,16 +486,16 @@ class Engine(VectorReadout):
     def vocabulary_layout_path(self) -> Path:
         """Where this model's map of every word is kept (core/explore/vocabulary_map.py; `python -m core
         vocabulary-map` builds it); ValueError without the open vocabulary."""
-        if self.open_vocab is None:
+        if self.words.open_vocab is None:
             raise ValueError("The map of every word needs the open vocabulary, which this model does not have.")
-        return layout_path(self._open_vocab_cache_name(self.open_vocab.candidates))
+        return layout_path(self._open_vocab_cache_name(self.words.open_vocab.candidates))
 
     def _open_vocabulary_now(self) -> None:
         """`enable_open_vocabulary` once, for `Engine.load`'s first word query, with a progress bar."""
         from tqdm.auto import tqdm
 
         with self._open_vocabulary_lock:
-            if self.open_vocab is not None or not self.open_vocabulary_on_first_use:
+            if self.words.open_vocab is not None or not self.open_vocabulary_on_first_use:
                 return
             with tqdm(desc="open vocabulary (embedded once per model, then read from the cache)",
                       unit="text", file=sys.stderr) as bar:
@@ -587,55 +508,14 @@ class Engine(VectorReadout):
     def reset_open_vocabulary(self) -> None:
         """Forget the open vocabulary's word tower, older map and weights (back to the defaults):
         they were fitted to an encoder this one no longer is."""
-        self.open_vocab, self.open_vocab_tower, self.open_vocab_map = None, None, None
-        self.open_vocab_config = DEFAULT_OPEN_VOCAB
+        self.words.reset_open_vocabulary()
         self.open_vocabulary_on_first_use = False
         self._vocabulary_references.clear()
-
-    def open_vocab_candidates(self, extra: Iterable[Entry] | None = None,
-                              dictionary: Iterable[Entry] | None = None) -> Candidates:
-        """The words and phrases `enable_open_vocabulary` answers with (same arguments)."""
-        entries = load_wordnet_lemmas() if dictionary is None else dictionary
-        extra = list(self.user_dictionary if extra is None else extra)
-        return Candidates([*entries, *extra], self.vocab, user_words=(e.word for e in extra))
 
     def word_encoder(self) -> SentenceEncoder:
         """What embeds the open vocabulary's candidates: the word tower when the model has one
         (a copy of the encoder with the tower's delta), else the encoder itself."""
-        return word_tower(self.encoder, self.open_vocab_tower) if self.open_vocab_tower else self.encoder
-
-
-@dataclass(frozen=True)
-class WordScores:
-    """Scores (n, C) of every candidate of `vocab` (-inf for what can never be an answer), their
-    probabilities (softmax over the candidates) and which candidates the filters allow (n, C)."""
-    vocab: WordVocabulary
-    scores: torch.Tensor
-    probabilities: torch.Tensor
-    allowed: torch.Tensor
-
-
-def without_inflections(ranked: list[tuple[str, float]]) -> list[tuple[str, float]]:
-    """`ranked` without the words whose plural-stripped form an earlier word already has
-    (trunk, trunks -> trunk): inflections of one word should not crowd the list."""
-    seen, kept = set(), []
-    for word, score in ranked:
-        stem = singular(word)
-        if stem not in seen:
-            seen.add(stem)
-            kept.append((word, score))
-    return kept
-
-
-def singular(word: str) -> str:
-    """A crude English singular (plural endings stripped): what counts as one word's inflections."""
-    if word.endswith("ies") and len(word) > 4:
-        return word[:-3] + "y"
-    if word.endswith(("ches", "shes", "sses", "xes")):
-        return word[:-2]
-    if word.endswith("s") and not word.endswith("ss") and len(word) > 3:
-        return word[:-1]
-    return word
+        return word_tower(self.encoder, self.words.tower) if self.words.tower else self.encoder
 
 
 def _freeze_embeddings(encoder: SentenceEncoder) -> None:
@@ -648,22 +528,3 @@ def _encoder_delta(trained: dict, base: dict) -> dict[str, torch.Tensor]:
     trained = {k: v.cpu() for k, v in trained.items()}
     return {k: (v.float() - base[k].float()) for k, v in trained.items()
             if v.is_floating_point() and not torch.equal(v, base[k])}
-
-
-def _words_in(text: str) -> list[str]:
-    """Lowercase words of a query, with simple inflections, for "exclude my query's words"."""
-    words = _WORD_RE.findall(text.lower())
-    return words + [w[:-1] for w in words if w.endswith("s") and len(w) > 3]
-
-
-def _pos_of_dictionary_words() -> dict[str, set[str]]:
-    """word -> parts of speech it has in the shipped WordNet dictionary ({} if it is absent)."""
-    try:
-        from .lexicon.dictionary import load_wordnet
-        entries = load_wordnet()
-    except (ImportError, FileNotFoundError):
-        return {}
-    pos_of: dict[str, set[str]] = {}
-    for entry in entries:
-        pos_of.setdefault(entry.word, set()).add(entry.pos)
-    return pos_of

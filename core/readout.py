@@ -1,5 +1,6 @@
 """Reading sentence vectors back: decoding them to text with a Vec2Sent decoder, their top words and
-nearest reference sentences, analogies and interpolations. `Engine` inherits these methods:
+nearest reference sentences, analogies and interpolations. The engine holds a `VectorReader` of itself
+(`engine.reader`) and offers `decode`, `analogy` and `interpolate` through it:
 
     engine = Engine.load()                 # + the decoder in checkpoints/ trained on this encoder
     engine.decode(engine.encode(["a dog barks"]), beam=5)        # one sentence per row
@@ -7,7 +8,7 @@ nearest reference sentences, analogies and interpolations. `Engine` inherits the
     engine.decode(vectors, beam=20, refine=RefineSettings())      # + one-word edits towards each vector
     engine.analogy("he eats pizza", "he visits italy", "she drinks wine")   # AnalogyResult of b - a + c
     engine.interpolate("a dog barks", "the king rules", steps=5)           # [InterpolationPoint, ...]
-    engine.evaluate_expression("b - a + c", {"a": "...", "b": "...", "c": "..."})  # (d,) float32
+    engine.reader.evaluate_expression("b - a + c", {"a": "...", "b": "...", "c": "..."})  # (d,) float32
 
 Without a decoder, `decode` raises NoDecoderError and analogies and interpolations carry
 `decoded=None` beside their words and neighbours: nothing is made up.
@@ -20,9 +21,10 @@ import random
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Generic, Mapping, TypeVar
+from typing import Callable, Generic, Mapping, Protocol, Sequence, TypeVar
 
 import numpy as np
+import torch
 
 from .checkpoint import CHECKPOINTS_DIR, CheckpointError, save_npy_atomically
 from .lexicon.dictionary import Entry, load_wordnet
@@ -34,6 +36,7 @@ from .vec2sent.expression import evaluate_expression
 from .vec2sent.refine import CorrectSettings, RefineSettings
 from .vec2sent.refine import correct as correct_by_vectors
 from .vec2sent.refine import refine as refine_by_edits
+from .words.scorer import WordScorer
 from .words.vocabulary import PART_OF_SPEECH
 
 # Every decoding corrects once by default: on 1,000 held-out sentences beam 5 reranked gives BLEU
@@ -259,14 +262,32 @@ class InterpolationPoint(Reading):
 
 # ---- the engine methods ---------------------------------------------------------------------------
 
-class VectorReadout:
-    """Decoder handling, decoding, analogy, interpolation and expressions; mixed into `Engine`,
-    whose `encode`, `similarity`, `words_for_vectors` and `fingerprint` they use."""
+class Embedder(Protocol):
+    """What a reader reads vectors with: an encoder and its words (core/engine.py's `Engine`)."""
+    words: WordScorer
+    manifest: dict
 
-    def __init__(self) -> None:
+    @property
+    def fingerprint(self) -> str: ...
+
+    @property
+    def device(self) -> torch.device: ...
+
+    def encode(self, texts: Sequence[str], batch_size: int = 64, normalize: bool = False,
+               progress: Callable[[int, int], None] | None = None) -> np.ndarray: ...
+
+    def similarity(self, a: Sequence[str] | np.ndarray, b: Sequence[str] | np.ndarray) -> np.ndarray: ...
+
+
+class VectorReader:
+    """Decoder handling, decoding, analogy, interpolation and expressions over the vectors of
+    `model` (the engine): its `encode`, `similarity`, `words` and `fingerprint`."""
+
+    def __init__(self, model: Embedder) -> None:
+        self.model = model
         self._decoder: Lazy[Vec2Sent | None] = Lazy(lambda: None)
         self._decoder_search: Path | None = None  # where "auto" looks, for the error message
-        self._reference: Lazy[EmbeddedTexts] = Lazy(lambda: dictionary_reference(self))
+        self._reference: Lazy[EmbeddedTexts] = Lazy(lambda: dictionary_reference(model))
 
     def set_decoder(self, decoder: str | Path | None = "auto", checkpoints: Path = CHECKPOINTS_DIR,
                     precision: str = "auto") -> None:
@@ -286,23 +307,24 @@ class VectorReadout:
             self._decoder = Lazy(lambda: self._auto_decoder(checkpoints, precision))
             self._decoder_search = checkpoints
         else:
-            loaded = load_decoder(decoder, self.fingerprint, precision, self.device)
+            loaded = load_decoder(decoder, self.model.fingerprint, precision, self.model.device)
             self._decoder, self._decoder_search = Lazy(lambda: loaded), None
 
     def _auto_decoder(self, checkpoints: Path, precision: str) -> Vec2Sent | None:
-        path = find_decoder_dir(self.fingerprint, checkpoints)
+        fingerprint, device = self.model.fingerprint, self.model.device
+        path = find_decoder_dir(fingerprint, checkpoints)
         if path is not None:
-            return load_decoder(path, self.fingerprint, precision, self.device)
+            return load_decoder(path, fingerprint, precision, device)
         borrowed = self.borrowed_decoding
         path = find_decoder_dir(borrowed["encoder_fingerprint"], checkpoints) if borrowed else None
-        return load_decoder(path, borrowed["encoder_fingerprint"], precision, self.device) if path is not None else None
+        return load_decoder(path, borrowed["encoder_fingerprint"], precision, device) if path is not None else None
 
     @property
     def borrowed_decoding(self) -> dict | None:
         """For a fine-tuned model without a decoder of its own: the decoder of the model it was
         fine-tuned from, which decodes it (the embedding space moves little), with the mean cosine
         of decoded sentences to their vectors before and after fine-tuning (`decoding_check`)."""
-        return self.manifest.get("training", {}).get("borrowed_decoding")
+        return self.model.manifest.get("training", {}).get("borrowed_decoding")
 
     @property
     def decoder(self) -> Vec2Sent | None:
@@ -326,22 +348,23 @@ class VectorReadout:
         def search(targets: np.ndarray) -> list[list[str]]:
             return decoder.hypotheses(targets, beam_width=int(beam), max_length=max_length)
 
-        corrected = None if correct is None else correct_by_vectors(search, vectors, self.encode, correct)
+        encode = self.model.encode
+        corrected = None if correct is None else correct_by_vectors(search, vectors, encode, correct)
         hypotheses = search(vectors) if corrected is None else corrected.hypotheses
         if refine is not None:
-            words = [[w for w, _ in ranked] for ranked in self.words_for_vectors(np.atleast_2d(vectors), refine.pool)]
-            return [decoder.cased(text) for text in refine_by_edits(hypotheses, vectors, self.encode, words, refine)]
+            words = [[w for w, _ in ranked] for ranked in self.model.words.ranked(np.atleast_2d(vectors), refine.pool)]
+            return [decoder.cased(text) for text in refine_by_edits(hypotheses, vectors, encode, words, refine)]
         if corrected is not None:
             return corrected.closest
         if rerank and beam > 1:
-            return closest_hypotheses(hypotheses, np.atleast_2d(vectors), self.encode)
+            return closest_hypotheses(hypotheses, np.atleast_2d(vectors), encode)
         return [texts[0] for texts in hypotheses]
 
     def _require_decoder(self) -> Vec2Sent:
         decoder = self.decoder
         if decoder is None:
             reason = (f"no checkpoint in {self._decoder_search} was trained on this encoder (fingerprint "
-                      f"{self.fingerprint})" if self._decoder_search else "none was chosen (decoder=None, or built with from_base)")
+                      f"{self.model.fingerprint})" if self._decoder_search else "none was chosen (decoder=None, or built with from_base)")
             raise NoDecoderError(f"this engine has no Vec2Sent decoder: {reason}. Load one with "
                                  f"Engine.load(decoder=PATH) or train one with python -m core vec2sent-train")
         return decoder
@@ -357,7 +380,7 @@ class VectorReadout:
         for name, text in sentences.items():
             if not isinstance(text, str) or not text.strip():
                 raise ValueError(f"sentence {name!r} is empty or not text: {text!r}")
-        vectors = self.encode(list(sentences.values())) if sentences else []
+        vectors = self.model.encode(list(sentences.values())) if sentences else []
         return dict(zip(sentences, vectors, strict=True))
 
     def default_reference(self) -> EmbeddedTexts:
@@ -387,7 +410,7 @@ class VectorReadout:
         ends = np.stack(list(self._embed_named({"x": x, "y": y}).values()))  # (2, d)
         alphas = np.linspace(0.0, 1.0, int(steps), dtype=np.float32)  # (steps,)
         vectors = (1 - alphas[:, None]) * ends[0] + alphas[:, None] * ends[1]  # (steps, d)
-        cosines = self.similarity(vectors, ends)  # (steps, 2)
+        cosines = self.model.similarity(vectors, ends)  # (steps, 2)
         decoded, words, nearest = self._read(vectors, reference, k, beam, refine, correct)
         return [InterpolationPoint(v, d, w, n, float(alpha), float(cos[0]), float(cos[1]))
                 for v, d, w, n, alpha, cos in zip(vectors, decoded, words, nearest, alphas, cosines, strict=True)]
@@ -401,7 +424,7 @@ class VectorReadout:
         reference = reference if reference is not None else self.default_reference()
         decoded = (self.decode(vectors, beam, refine=refine, correct=correct) if self.decoder is not None
                    else [None] * len(vectors))
-        return decoded, self.words_for_vectors(vectors, k), reference.nearest_texts(vectors, k)
+        return decoded, self.model.words.ranked(vectors, k), reference.nearest_texts(vectors, k)
 
 
 def _check_count(name: str, value: object, minimum: int) -> None:

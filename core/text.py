@@ -2,7 +2,8 @@
 
 Corpus sentences are stored normalised (see `normalize`); decoded pieces are joined back into text
 with the same spacing rules (`detokenize`); duplicates and benchmark overlaps are found by words
-alone (`match_key`).
+alone (`match_key`); a word's inflections by its crude singular (`singular`) and a query's own
+words by `query_words`.
 """
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ _QUOTES = str.maketrans({"\u201c": '"', "\u201d": '"', "\u2018": "'", "\u2019": 
 _NO_SPACE_BEFORE = {".", ",", ";", ":", "?", "!", ")", "]", "}", "%", "n't",
                     "'", "'s", "'t", "'re", "'ve", "'ll", "'d", "'m"}
 _NO_SPACE_AFTER = {"(", "[", "{", "$"}
+_QUERY_WORD = re.compile(r"[a-z]+(?:'[a-z]+)?")
 
 
 def normalize(text: str) -> str:
@@ -62,3 +64,20 @@ def detokenize(tokens: Iterable[str]) -> str:
         text += token if (glue_next or token in _NO_SPACE_BEFORE) else " " + token
         glue_next = token in _NO_SPACE_AFTER
     return text
+
+
+def singular(word: str) -> str:
+    """A crude English singular (plural endings stripped): what counts as one word's inflections."""
+    if word.endswith("ies") and len(word) > 4:
+        return word[:-3] + "y"
+    if word.endswith(("ches", "shes", "sses", "xes")):
+        return word[:-2]
+    if word.endswith("s") and not word.endswith("ss") and len(word) > 3:
+        return word[:-1]
+    return word
+
+
+def query_words(text: str) -> list[str]:
+    """The lowercase words of a query, with simple inflections, for "exclude my query's words"."""
+    words = _QUERY_WORD.findall(text.lower())
+    return words + [w[:-1] for w in words if w.endswith("s") and len(w) > 3]

@@ -103,7 +103,7 @@ def fit_head(engine, texts: Sequence[str], gold: np.ndarray, vectors: np.ndarray
     Returns the (cached) definition vectors so later stages need not recompute them.
     """
     vectors = engine.encode(texts) if vectors is None else vectors
-    head = engine.head.train()
+    head = engine.words.head.train()
     params = [p for n, p in head.named_parameters() if n != "embeddings" and (train_bias or n != "bias")]
     optimizer = torch.optim.AdamW(params, lr=lr, weight_decay=weight_decay)
     u_all, y_all = torch.from_numpy(vectors).to(engine.device), torch.from_numpy(gold).to(engine.device)
@@ -181,8 +181,8 @@ def _encoding_precision(engine, precision: str):
 def _train(engine, train_entries, dev_entries, config: TrainConfig, progress, should_stop, sts_dev) -> TrainResult:
     torch.manual_seed(config.seed)
     own = OwnWords.embed(engine, train_entries, dev_entries) if config.own_words else None
-    texts, gold = (own.texts, own.token_gold) if own else definition_pairs(train_entries, engine.vocab)
-    dev_texts, dev_gold = ([], None) if own else definition_pairs(dev_entries, engine.vocab)
+    texts, gold = (own.texts, own.token_gold) if own else definition_pairs(train_entries, engine.words.vocab)
+    dev_texts, dev_gold = ([], None) if own else definition_pairs(dev_entries, engine.words.vocab)
     if own is not None and not (texts and dev_entries):
         raise ValueError("training and dev splits need definitions")
     if own is None and not (texts and dev_texts):
@@ -192,7 +192,7 @@ def _train(engine, train_entries, dev_entries, config: TrainConfig, progress, sh
     params = _trainable_parameters(engine, config.trainable_layers, config.lora_rank)
     encoder = _data_parallel(engine.encoder)  # the module the steps call: gradients averaged over processes
     start_state = _snapshot(engine)  # after the low-rank deltas are attached (at zero): same weights
-    start_scoring = engine.swap_word_scoring()  # scored on the moving encoder: recomputed below
+    start_scoring = engine.words.swap()  # scored on the moving encoder: recomputed below
     optimizer = torch.optim.Adam(params, lr=config.lr)
     steps_per_epoch = math.ceil(len(texts) / config.batch_size)
     total = config.max_steps or max(1, int(config.epochs * steps_per_epoch))
@@ -221,7 +221,7 @@ def _train(engine, train_entries, dev_entries, config: TrainConfig, progress, sh
     def give_up(error: Exception):
         """Put the starting weights and word scoring back, then raise `error`: nothing was trained."""
         _restore(engine, start_state)
-        engine.swap_word_scoring(*start_scoring)
+        engine.words.swap(*start_scoring)
         raise error from None
 
     for step in range(1, total + 1):
@@ -250,7 +250,7 @@ def _train(engine, train_entries, dev_entries, config: TrainConfig, progress, sh
     if not distributed.is_main():  # rank 0 holds the selected weights and saves them
         return TrainResult(config, total, time.time() - t0, best["step"], best["dev"], history)
     _restore(engine, best["state"] or start_state)
-    engine.head.requires_grad_(False)
+    engine.words.head.requires_grad_(False)
     engine.weights_changed()
     engine.add_word_vectors(config.word_vector_scale)
     if config.hub_weight:  # references: the definitions of single-token words (the head's columns)
@@ -281,10 +281,10 @@ def _defsent_loss(engine, texts: list[str], gold: torch.Tensor, precision: str =
     device = engine.device
     with autocast(device, precision == "bfloat16"):
         u = (encoder or engine.encoder)(**engine.encoder.tokenize(texts, device))  # (B, H)
-        logits = engine.head(u)  # (B, V)
+        logits = engine.words.head(u)  # (B, V)
     u, logits = u.float(), logits.float()  # the loss in float32
-    if engine.word_vectors is not None:  # only with `word_vector_objective`; word vectors live on the CPU
-        logits = logits + engine.word_vectors.scores(u.cpu(), logits.shape[1]).to(device)
+    if engine.words.vectors is not None:  # only with `word_vector_objective`; word vectors live on the CPU
+        logits = logits + engine.words.vectors.scores(u.cpu(), logits.shape[1]).to(device)
     gold = gold.to(device)
     loss = (nn.functional.cross_entropy(logits, gold, ignore_index=NO_TOKEN) if bool((gold != NO_TOKEN).any())
             else logits.sum() * 0)
@@ -313,12 +313,12 @@ class OwnWords:
     @classmethod
     def embed(cls, engine, train_entries, dev_entries) -> "OwnWords":
         entries = [*train_entries, *dev_entries]
-        candidates = Candidates(entries, engine.vocab, user_words=(e.word for e in entries))
+        candidates = Candidates(entries, engine.words.vocab, user_words=(e.word for e in entries))
         dev_texts = {definition_key(e.definition) for e in dev_entries}
         kept = [definition_key(d) for d in candidates.definitions if definition_key(d) not in dev_texts]
         text_index = {key: g for g, key in enumerate(kept)}  # the index `without_definitions` leaves
         word_index = {w: i for i, w in enumerate(candidates.words)}
-        token = [engine.vocab.token_id(e.word) for e in train_entries]
+        token = [engine.words.vocab.token_id(e.word) for e in train_entries]
         own = cls(candidates, list(dev_entries), [e.definition for e in train_entries],
                   np.array([NO_TOKEN if t is None else t for t in token], dtype=np.int64),
                   torch.tensor([word_index[e.word] for e in train_entries]),
@@ -328,7 +328,7 @@ class OwnWords:
     def refresh(self, engine) -> None:
         """Embed the candidates (words by the word tower) with the encoder as it is now."""
         scorer = OpenScorer.compute(engine.word_encoder().encode, engine.encode, self.candidates,
-                                    engine.open_vocab_config, engine.open_vocab_map)
+                                    engine.words.config, engine.words.word_map)
         self.scorer = scorer.without_definitions(e.definition for e in self.dev)
         self.dictionary = self.scorer.with_config(replace(self.scorer.config, everyday_share=0.0))
 
@@ -344,7 +344,7 @@ class OwnWords:
         u = torch.from_numpy(engine.encode([e.definition for e in self.dev]))  # (n, d)
         index = {w: i for i, w in enumerate(self.candidates.words)}
         gold = torch.tensor([index[e.word] for e in self.dev])
-        return metrics_from_ranks(rank_of_gold(self.scorer.scores(u, engine.word_logits(u)), gold))
+        return metrics_from_ranks(rank_of_gold(self.scorer.scores(u, engine.words.logits(u)), gold))
 
 
 def _data_parallel(encoder: nn.Module) -> nn.Module:
@@ -364,13 +364,13 @@ def _refresh_word_vectors(engine, scale: float) -> None:
         engine.add_word_vectors(scale)
         return
     encode = lambda words: distributed.encode_sharded(engine.encode, words)  # noqa: E731
-    engine.swap_word_scoring(WordVectors.compute(encode, engine.vocab.words, scale) if scale else None)
+    engine.words.swap(WordVectors.compute(encode, engine.words.vocab.words, scale) if scale else None)
 
 
 def _trainable_parameters(engine, top_layers: int, lora_rank: int = 0) -> list[nn.Parameter]:
     """Freeze the head, the embeddings and (if top_layers > 0) all but the top transformer layers;
     with `lora_rank` freeze the whole encoder and return new low-rank deltas (core/lora.py)."""
-    for p in engine.head.parameters():
+    for p in engine.words.head.parameters():
         p.requires_grad_(False)
     backbone = engine.encoder.backbone
     if lora_rank:
@@ -391,12 +391,12 @@ def _trainable_parameters(engine, top_layers: int, lora_rank: int = 0) -> list[n
 def _snapshot(engine) -> dict[str, dict[str, torch.Tensor]]:
     """A copy of the weights training may change (encoder and head)."""
     return {"encoder": copy.deepcopy(engine.encoder.state_dict()),
-            "head": copy.deepcopy(engine.head.own_state_dict())}
+            "head": copy.deepcopy(engine.words.head.own_state_dict())}
 
 
 def _restore(engine, snapshot: dict[str, dict[str, torch.Tensor]]) -> None:
     engine.encoder.load_state_dict(snapshot["encoder"])
-    engine.head.load_state_dict(snapshot["head"], strict=False)
+    engine.words.head.load_state_dict(snapshot["head"], strict=False)
 
 
 def _epoch_orders(n: int, seed: int):
@@ -428,9 +428,9 @@ def head_stage(engine, split, method: str, epochs: int, seed: int, weight_decay:
         return engine.manifest["head"]["origin"]
     if method not in HEAD_STAGES:
         raise ValueError(f"unknown head stage {method!r}; choose one of {HEAD_STAGES}")
-    texts, gold = definition_pairs(split.train, engine.vocab)
+    texts, gold = definition_pairs(split.train, engine.words.vocab)
     if method == "definitions+words":
-        words, ids = vocabulary_self_examples(engine.vocab)
+        words, ids = vocabulary_self_examples(engine.words.vocab)
         texts, gold = texts + words, np.concatenate([gold, ids])
     # every process fits the same head (same data, same seed) on the vectors they encoded together
     fit_head(engine, texts, gold, distributed.encode_sharded(engine.encode, texts), epochs=epochs, seed=seed,

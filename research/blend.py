@@ -42,8 +42,8 @@ class BlendedEngine:
             for name, d in self.delta.items():
                 state[name].copy_(self.base[name] + alpha * d)
         self.engine.weights_changed()
-        if self.engine.word_vectors is not None:  # they come from the encoder: recompute
-            self.engine.add_word_vectors(self.engine.word_vectors.scale)
+        if self.engine.words.vectors is not None:  # they come from the encoder: recompute
+            self.engine.add_word_vectors(self.engine.words.vectors.scale)
         self.alpha = alpha
         return self.engine
 

@@ -21,9 +21,9 @@ def main() -> None:
     p.add_argument("--model", type=Path, default=Path("checkpoints/defsent-minilm"))
     args = p.parse_args()
     engine = Engine.load(args.model, decoder=None, precision="auto")
-    engine.set_scoring_precision("float32")
+    engine.words.set_precision("float32")
     engine.enable_open_vocabulary(cache_dir=CACHE)
-    scorer = engine.open_vocab
+    scorer = engine.words.open_vocab
     split = split_by_word(load_wordnet(), seed=engine.manifest.get("training", {}).get("split_seed", 0))
     sets = query_sets(extend_split(split, load_wordnet_lemmas()), set(scorer.candidates.words), read_gcide_dictd())
     test = Queries(engine, "gcide-test", sets["gcide-test"], scorer.candidates.words, CACHE)

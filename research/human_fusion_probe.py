@@ -20,7 +20,7 @@ from typing import Callable
 import torch
 
 from core import Engine
-from core.engine import _words_in, singular
+from core.text import query_words, singular
 from core.evaluation.reverse import MAX_RANK, Query, reverse_query_sets, summary
 from core.words.open_vocab_fit import read_gcide_dictd
 from core.paths import user_cache_dir
@@ -52,10 +52,10 @@ def channels(engine: Engine, queries: list[Query], scorer) -> Channels:
     word = scorer._cos(unit, "word")
     definition = scorer.definition_scores(unit, fallback=word)
     head = torch.zeros_like(word)
-    head[:, scorer.single] = engine.word_logits(u)[:, scorer.single_tokens]
+    head[:, scorer.single] = engine.words.logits(u)[:, scorer.single_tokens]
     allowed = torch.ones_like(word, dtype=torch.bool)
     for i, (text, _) in enumerate(queries):
-        for w in _words_in(text):
+        for w in query_words(text):
             if w in index:
                 allowed[i, index[w]] = False
     gold = [[index[w] for w in dict.fromkeys([word_, singular(word_)]) if w in index] for _, word_ in queries]
@@ -87,17 +87,17 @@ def main() -> None:
     p.add_argument("--save", type=Path, default=None, help="also save the channels here (torch.save)")
     args = p.parse_args()
     engine = Engine.load(args.model, decoder=None)
-    engine.set_scoring_precision("float32")
+    engine.words.set_precision("float32")
     engine.enable_open_vocabulary(cache_dir=user_cache_dir("open-vocab"))  # Engine.load's cache
-    config = engine.open_vocab_config
+    config = engine.words.config
     print("shipped config", config)
     sets = reverse_query_sets(engine, read_gcide_dictd())
     rng = random.Random(0)
-    multi = [q for q in sets["wordnet-test"][0] if " " in q.word or engine.vocab.token_id(q.word) is None]
+    multi = [q for q in sets["wordnet-test"][0] if " " in q.word or engine.words.vocab.token_id(q.word) is None]
     chosen = {"human-dev": sets["human-dev"], "defsent-table6": sets["defsent-table6"],
               "wordnet-multi": (rng.sample(multi, GUARD_SAMPLE), sets["wordnet-test"][1]),
               "gcide-test": (rng.sample(sets["gcide-test"][0], GUARD_SAMPLE), sets["gcide-test"][1])}
-    ch = {name: channels(engine, queries, index or engine.open_vocab) for name, (queries, index) in chosen.items()}
+    ch = {name: channels(engine, queries, index or engine.words.open_vocab) for name, (queries, index) in chosen.items()}
     if args.save:
         torch.save(ch, args.save)
     base = {"word_scale": config.word_scale, "head_weight": config.head_weight, "multi_bias": config.multi_bias,

@@ -22,7 +22,7 @@ def main() -> None:
     p.add_argument("--weights", type=float, nargs="+", default=[640, 960, 1280, 1920, 2560, 5120])
     args = p.parse_args()
     engine, _, sets = open_vocabulary_and_queries(args.model)
-    scorer = engine.open_vocab
+    scorer = engine.words.open_vocab
     index = scorer.without_definitions(near_copies(sets["gcide-dev"] + sets["gcide-test"], scorer.candidates))
     dev = Queries(engine, "gcide-dev", sets["gcide-dev"], scorer.candidates.words, CACHE)
     sample = torch.randperm(len(dev), generator=torch.Generator().manual_seed(0))[:WeightGrid().sample]  # as the fit

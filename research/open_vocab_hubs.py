@@ -27,11 +27,11 @@ def open_vocabulary_and_queries(model: Path) -> tuple[Engine, DictionarySplit, d
     """`model` with its float32 open vocabulary (vectors from CACHE), its split over all lemmas and
     the query sets of `core.words.open_vocab_fit.query_sets`."""
     engine = Engine.load(model, decoder=None, precision="auto")
-    engine.set_scoring_precision("float32")
+    engine.words.set_precision("float32")
     engine.enable_open_vocabulary(cache_dir=CACHE)
     seed = engine.manifest.get("training", {}).get("split_seed", 0)
     split = extend_split(split_by_word(load_wordnet(), seed=seed), load_wordnet_lemmas())
-    return engine, split, query_sets(split, set(engine.open_vocab.candidates.words), read_gcide_dictd())
+    return engine, split, query_sets(split, set(engine.words.open_vocab.candidates.words), read_gcide_dictd())
 
 
 def neighbourhood(targets: torch.Tensor, references: torch.Tensor, k: int) -> torch.Tensor:
@@ -50,13 +50,13 @@ def corrected_ranks(scorer, queries: Queries, rows: torch.Tensor, r_def: torch.T
                      a: float, b: float) -> torch.Tensor:
     """(n,) ranks of the gold words with both channels hubness-corrected. A candidate without a
     definition falls back on its corrected word cosine (lowered by b, not by a). Needs a float32
-    scorer (`Engine.set_scoring_precision("float32")`) of a word-tower checkpoint."""
+    scorer (`engine.words.set_precision("float32")`) of a word-tower checkpoint."""
     config = scorer.config
     definitions, words = scorer._pairs
     ranks = []
     for batch in rows.split(512):
         u = queries.vectors[batch]  # (b, d)
-        out = scorer.with_config(replace(config, definition_weight=0.0)).scores(u, queries.engine.word_logits(u))
+        out = scorer.with_config(replace(config, definition_weight=0.0)).scores(u, queries.engine.words.logits(u))
         out -= config.word_scale * b * r_word  # (b, C)
         if config.definition_weight:
             unit = torch.nn.functional.normalize(u.float(), dim=1)
@@ -77,7 +77,7 @@ def main() -> None:
     args = p.parse_args()
     torch.manual_seed(0)
     engine, split, sets = open_vocabulary_and_queries(args.model)
-    scorer = engine.open_vocab
+    scorer = engine.words.open_vocab
     words = scorer.candidates.words
     train = Queries(engine, "wordnet-train", split.train, words, CACHE)
     refs = torch.nn.functional.normalize(train.vectors[torch.randperm(len(train))[:args.references]].float(), dim=1)

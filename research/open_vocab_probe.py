@@ -40,12 +40,12 @@ def dev_sample(engine, cands, index, split, n: int = 3000):
     gold = torch.tensor([index[e.word] for e in dev])
     single = torch.from_numpy(cands.single_token)
     tokens = torch.from_numpy(cands.token_ids[cands.single_token])
-    return U, gold, single, ~single[gold], engine.word_logits(U)[:, tokens]
+    return U, gold, single, ~single[gold], engine.words.logits(U)[:, tokens]
 
 
 def main() -> None:
     engine = Engine.load("checkpoints/defsent-minilm", decoder=None)
-    cands = Candidates(load_wordnet_lemmas(), engine.vocab)
+    cands = Candidates(load_wordnet_lemmas(), engine.words.vocab)
     index = {w: i for i, w in enumerate(cands.words)}
     split = extend_split(split_by_word(load_wordnet(), seed=0), load_wordnet_lemmas())
     W = torch.nn.functional.normalize(load("*-words-*.npy"), dim=1)  # (C, d)
@@ -112,7 +112,7 @@ def probe_definitions() -> None:
     from core.lexicon.dictionary import definition_key
     from core.lexicon.gcide import read_gcide
     engine = Engine.load("checkpoints/defsent-minilm", decoder=None)
-    cands = Candidates(load_wordnet_lemmas(), engine.vocab)
+    cands = Candidates(load_wordnet_lemmas(), engine.words.vocab)
     index = {w: i for i, w in enumerate(cands.words)}
     split = extend_split(split_by_word(load_wordnet(), seed=0), load_wordnet_lemmas())
     W = torch.nn.functional.normalize(load("*-words-*.npy"), dim=1)
@@ -128,7 +128,7 @@ def probe_definitions() -> None:
     gold = torch.tensor([index[e.word] for e in gcide])
     multi = ~single[gold]
     base = 15 * (U @ W.T)
-    base[:, single] = engine.word_logits(U)[:, tokens]
+    base[:, single] = engine.words.logits(U)[:, tokens]
     best = definition_best(U, D, cands)
     print("gcide dev sample", len(U), "multi share", float(multi.float().mean()))
     for bias in (-2, -1, 0):
@@ -146,7 +146,7 @@ def probe_definitions() -> None:
     gold = torch.tensor([index[e.word] for e in dev])
     multi = ~single[gold]
     base = 15 * (U @ W.T)
-    base[:, single] = engine.word_logits(U)[:, tokens]
+    base[:, single] = engine.words.logits(U)[:, tokens]
     k = torch.from_numpy(keep)
     newidx = torch.cumsum(k.long(), 0) - 1
     pd, pw = torch.from_numpy(cands.pair_definition), torch.from_numpy(cands.pair_word)
@@ -169,7 +169,7 @@ def probe_definitions() -> None:
 
 def probe_map() -> None:
     engine = Engine.load("checkpoints/defsent-minilm", decoder=None)
-    cands = Candidates(load_wordnet_lemmas(), engine.vocab)
+    cands = Candidates(load_wordnet_lemmas(), engine.words.vocab)
     index = {w: i for i, w in enumerate(cands.words)}
     split = extend_split(split_by_word(load_wordnet(), seed=0), load_wordnet_lemmas())
     W = load("*-words-*.npy")

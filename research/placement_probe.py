@@ -32,7 +32,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     engine = Engine.load(decoder=None, open_vocabulary=False)
     engine.enable_open_vocabulary(cache_dir=user_cache_dir("open-vocab"), compact=False)
-    scorer = engine.open_vocab
+    scorer = engine.words.open_vocab
     every = torch.arange(len(scorer.candidates))
     words = torch.nn.functional.normalize(scorer.vectors_of("word", every).float(), dim=1).numpy()  # (C, d)
     rng = np.random.default_rng(args.seed)

@@ -54,10 +54,10 @@ def test_word_vectors_follow_the_blended_encoder(trained):
     engine.save_word_scoring(path)
     blend = BlendedEngine(path)
     for alpha in (1.0, 0.0):
-        words = [blend.engine.vocab.words[i] for i in blend.set_alpha(alpha).word_vectors.ids.tolist()]
+        words = [blend.engine.words.vocab.words[i] for i in blend.set_alpha(alpha).words.vectors.ids.tolist()]
         fresh = blend.engine.encode(words, normalize=True)
-        np.testing.assert_allclose(blend.engine.word_vectors.vectors.numpy(), fresh, atol=1e-5)
-    assert blend.engine.word_vectors.scale == 3.0
+        np.testing.assert_allclose(blend.engine.words.vectors.vectors.numpy(), fresh, atol=1e-5)
+    assert blend.engine.words.vectors.scale == 3.0
 
 
 def test_fingerprint_follows_the_weights(trained):

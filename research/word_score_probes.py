@@ -29,8 +29,8 @@ from core.words.word_eval import definition_pairs, metrics_from_ranks, rank_of_g
 
 def candidate_scores(engine: Engine, texts: list[str]) -> torch.Tensor:
     """The shipped ranking's scores (n, V), -1e9 for tokens that are not whole-word candidates."""
-    logits = engine.word_logits(engine.encode(texts, batch_size=128))
-    return logits.masked_fill(~torch.from_numpy(engine.vocab.candidate_mask), -1e9)
+    logits = engine.words.logits(engine.encode(texts, batch_size=128))
+    return logits.masked_fill(~torch.from_numpy(engine.words.vocab.candidate_mask), -1e9)
 
 
 def show(name: str, logits: torch.Tensor, gold: torch.Tensor) -> None:
@@ -42,8 +42,8 @@ def other_encoder(engine: Engine, texts: list[str], shipped: torch.Tensor, gold:
                   path: str, lambdas: list[float]) -> None:
     encoder, _ = SentenceEncoder.from_pretrained(path, pooling="mean")
     encoder.set_precision("auto")
-    words = [w or "" for w in engine.vocab.words]
-    ids = np.flatnonzero(engine.vocab.candidate_mask)
+    words = [w or "" for w in engine.words.vocab.words]
+    ids = np.flatnonzero(engine.words.vocab.candidate_mask)
     definitions = encoder.encode(texts, batch_size=128, normalize=True)  # (n, H)
     vectors = encoder.encode([words[i] for i in ids], batch_size=256, normalize=True)  # (C, H)
     other = torch.full_like(shipped, -1e9)
@@ -66,7 +66,7 @@ def query_word_penalty(engine: Engine, texts: list[str], shipped: torch.Tensor, 
     in_query = torch.zeros_like(shipped)
     for row, text in enumerate(texts):
         for word in re.findall(r"[a-z]+", text.lower()):
-            if (token := engine.vocab.token_id(word)) is not None:
+            if (token := engine.words.vocab.token_id(word)) is not None:
                 in_query[row, token] = 1.0
     print(f"gold word in its own definition: {in_query.gather(1, gold[:, None]).mean():.1%}")
     for penalty in penalties:
@@ -85,7 +85,7 @@ def main() -> int:
     torch.set_num_threads(args.threads)
     engine = Engine.load(args.model, decoder=None)
     engine.set_precision("auto")
-    texts, gold = definition_pairs(split_by_word(load_wordnet(), seed=0).dev, engine.vocab)
+    texts, gold = definition_pairs(split_by_word(load_wordnet(), seed=0).dev, engine.words.vocab)
     gold = torch.from_numpy(gold)
     shipped = candidate_scores(engine, texts)
     print("| ranking (WordNet dev) | MRR | top-10 |\n|---|---:|---:|")

@@ -72,7 +72,7 @@ def app_examples(engine: Engine, beam: int) -> None:
           "|---|---|---|---:|---|---:|")
     found = {"default": 0, "exact": 0}
     for example in ANALOGY_EXAMPLES:
-        vector = engine.evaluate_expression("b - a + c", {"a": example.a, "b": example.b, "c": example.c})
+        vector = engine.reader.evaluate_expression("b - a + c", {"a": example.a, "b": example.b, "c": example.c})
         cells = []
         for name, text in (("default", engine.decode(vector, beam=beam)[0]),
                            ("exact", engine.decode(vector, beam=APP_BEAM, **MOST_EXACT)[0])):

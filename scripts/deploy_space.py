@@ -62,7 +62,7 @@ def ship_vectors(root: Path) -> Path:
     from core.paths import user_cache_dir
 
     engine = Engine.load(root / FOLDERS[2], open_vocabulary=False, decoder=None, device="cpu")
-    name = engine._open_vocab_cache_name(engine.open_vocab_candidates())
+    name = engine._open_vocab_cache_name(engine.words.candidates())
     target = root / FOLDERS[2] / VECTORS / name
     cached = user_cache_dir("open-vocab") / name
     if not target.is_file():

@@ -238,8 +238,8 @@ def test_the_app_decodes_with_its_wider_beam(studio, monkeypatch):
     from core.vec2sent.refine import APP_BEAM, CorrectSettings
 
     engine, beams = studio.models.active().engine, []
-    monkeypatch.setattr(engine, "_decoder", Lazy(object))  # a decoder is present: analogy and interpolation decode
-    monkeypatch.setattr(engine, "decode", lambda vectors, beam=5, refine=None, correct=DEFAULT_CORRECTION, **kw:
+    monkeypatch.setattr(engine.reader, "_decoder", Lazy(object))  # a decoder is present: analogy and interpolation decode
+    monkeypatch.setattr(engine.reader, "decode", lambda vectors, beam=5, refine=None, correct=DEFAULT_CORRECTION, **kw:
                         beams.append((beam, refine, correct)) or ["x"] * len(vectors))
     decoded, _, _ = studio.analogy("a king", "a queen", "a boy", "b - a + c")
     rows, _ = studio.interpolation("a dog", "a king", 3)
@@ -528,7 +528,7 @@ def test_finetune_job_compares_saves_and_exports(engine, tiny_mlm_dir, dictionar
     with pytest.raises(ValueError, match="invalid checkpoint name"):
         save_finetuned(result, "../evil", tmp_path)
     trained = Engine.load(path)
-    assert {e.word for e in trained.user_dictionary} == set(DEFINITIONS) | {"zzzz"}  # answers in the app, zzzz too
+    assert {e.word for e in trained.words.user_dictionary} == set(DEFINITIONS) | {"zzzz"}  # answers in the app, zzzz too
     assert result.before["n"] == result.after["n"] == len(upload.split.test)  # every held-out word ranked
     folder = export_sentence_transformers(trained, tmp_path / "st", "mine-v1")
     assert (folder / "modules.json").is_file() and "sentence-transformers" in (folder / "README.md").read_text()
@@ -811,9 +811,9 @@ def test_validating_an_upload_deletes_it(studio, dictionary_file, tmp_path, monk
 
 def test_the_page_shows_the_open_vocabulary_building_with_its_progress(studio, monkeypatch):
     from app.handlers import prepare_model
-    import core.engine
+    import core.words.scorer
 
-    monkeypatch.setattr(core.engine, "load_wordnet_lemmas", lambda: [Entry(w, d) for w, d in DEFINITIONS.items()])
+    monkeypatch.setattr(core.words.scorer, "load_wordnet_lemmas", lambda: [Entry(w, d) for w, d in DEFINITIONS.items()])
     active = studio.models.active()
     seen = []
     real_encode = active.engine.encoder.encode
@@ -835,41 +835,41 @@ def test_an_activated_fine_tune_answers_with_its_parents_vectors_then_its_own(ti
 
     import torch
 
-    import core.engine
+    import core.words.scorer
     from app.handlers import prepare_model
     from app.models import ActiveModel
     from app.settings import cache_dir
 
     monkeypatch.setenv("DEFSENT_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.setattr(core.engine, "load_wordnet_lemmas", lambda: [Entry(w, d) for w, d in DEFINITIONS.items()])
+    monkeypatch.setattr(core.words.scorer, "load_wordnet_lemmas", lambda: [Entry(w, d) for w, d in DEFINITIONS.items()])
     parent = Engine.from_base(str(tiny_mlm_dir))
     parent.enable_open_vocabulary(cache_dir=cache_dir("open-vocab"))  # as the app cached the active model's
     fingerprint = parent.fingerprint
     with torch.no_grad():  # "fine-tuning"
         next(parent.encoder.parameters()).add_(0.01)
-    parent.user_dictionary = [Entry("zib zab", "a thing nobody has named before")]
+    parent.words.user_dictionary = [Entry("zib zab", "a thing nobody has named before")]
     path = parent.save(tmp_path / "checkpoints" / "tuned",
                        training={"open_vocab_parent": {"fingerprint": fingerprint, "user_entries": 0}})
     active = ActiveModel(ModelSpec("tuned", path), Engine.load(path, open_vocabulary=False, decoder=None))
     prepare_model(active)
-    assert active.engine.open_vocab is not None  # answering: the parent's vectors and its new word
+    assert active.engine.words.open_vocab is not None  # answering: the parent's vectors and its new word
     assert any(f.stem.endswith("-reused") for f in cache_dir("open-vocab").iterdir())
     for thread in threading.enumerate():
         if thread.name == "own-vectors":
             thread.join(timeout=60)
-    assert not active.engine.open_vocab_reused  # then its own, embedded in the background
-    assert "zib zab" in active.engine.open_vocab.candidates.words
+    assert not active.engine.words.reused  # then its own, embedded in the background
+    assert "zib zab" in active.engine.words.open_vocab.candidates.words
 
 
 def test_a_fresh_clone_answers_with_the_compact_vectors_then_embeds_exact_ones(tiny_mlm_dir, tmp_path, monkeypatch):
     import threading
 
     import app.handlers
-    import core.engine
+    import core.words.scorer
     from app.handlers import prepare_model
     from app.models import ActiveModel
 
-    monkeypatch.setattr(core.engine, "load_wordnet_lemmas", lambda: [Entry(w, d) for w, d in DEFINITIONS.items()])
+    monkeypatch.setattr(core.words.scorer, "load_wordnet_lemmas", lambda: [Entry(w, d) for w, d in DEFINITIONS.items()])
     monkeypatch.setenv("DEFSENT_CACHE_DIR", str(tmp_path / "build-cache"))
     path = Engine.from_base(str(tiny_mlm_dir)).save(tmp_path / "checkpoints" / "shipped")
     Engine.load(path, open_vocabulary=False, decoder=None).save_compact_open_vocab(subspaces=4)  # as shipped
@@ -878,10 +878,10 @@ def test_a_fresh_clone_answers_with_the_compact_vectors_then_embeds_exact_ones(t
     gate, real_embedding = threading.Event(), app.handlers.embed_own_vectors
     monkeypatch.setattr(app.handlers, "embed_own_vectors", lambda model: gate.wait(60) and real_embedding(model))
     prepare_model(active)
-    assert active.engine.open_vocab_compact
-    assert len(active.engine.open_vocab.candidates.words) == len(DEFINITIONS)  # every word, at once
+    assert active.engine.words.compact
+    assert len(active.engine.words.open_vocab.candidates.words) == len(DEFINITIONS)  # every word, at once
     gate.set()
     for thread in threading.enumerate():
         if thread.name == "own-vectors":
             thread.join(timeout=60)
-    assert not active.engine.open_vocab_compact  # then its own exact vectors, embedded in the background
+    assert not active.engine.words.compact  # then its own exact vectors, embedded in the background

@@ -145,7 +145,7 @@ def test_train_ends_with_the_open_vocabulary_fit_and_stores_it(tiny_base_dir, op
                                                       "wordnet-test, definition channel off"}
     assert manifest["training"]["open_vocab"]["grid"]["word_scales"] == [1, 30]
     engine = Engine.load(out, decoder=None)
-    assert engine.open_vocab_tower and engine.open_vocab_config.word_scale == chosen["word_scale"]
+    assert engine.words.tower and engine.words.config.word_scale == chosen["word_scale"]
 
 
 def test_training_from_a_checkpoint_without_the_fit_drops_its_word_tower_and_weights(
@@ -158,7 +158,7 @@ def test_training_from_a_checkpoint_without_the_fit_drops_its_word_tower_and_wei
     again = tmp_path / "again"  # the encoder trains on: the tower fitted to the old one must not follow
     assert main(_train_args(tiny_base_dir, open_vocab_data, again, "--init", str(first), "--no-open-vocab")) == 0
     assert "word_tower" not in json.loads((again / "manifest.json").read_text())["open_vocab"]
-    assert not Engine.load(again, decoder=None).open_vocab_tower
+    assert not Engine.load(again, decoder=None).words.tower
 
 
 def test_train_no_open_vocab_skips_the_fit_and_a_missing_gcide_fails_before_training(

@@ -24,7 +24,7 @@ def engine(tiny_mlm_dir) -> Engine:
 def test_a_loaded_engine_is_in_eval_mode_and_encode_keeps_it(engine):
     engine.encode(TEXTS)
     assert not any(module.training for module in engine.encoder.modules())
-    assert not any(module.training for module in engine.head.modules())
+    assert not any(module.training for module in engine.words.head.modules())
 
 
 def test_one_request_finishing_does_not_change_another_in_its_forward_pass(engine):

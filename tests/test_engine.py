@@ -160,7 +160,7 @@ def test_safe_checkpoint_name_accepts_plain_names():
 
 def test_part_of_speech_filter_uses_the_dictionary(engine):
     nouns = [w for w, _ in engine.predict_words("an animal", k=5, pos="n")]
-    assert nouns and all("n" in engine.vocab._pos_of[w] for w in nouns)
+    assert nouns and all("n" in engine.words.vocab._pos_of[w] for w in nouns)
     with pytest.raises(ValueError, match="unknown part of speech"):
         engine.predict_words("an animal", pos="x")
 

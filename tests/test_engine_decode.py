@@ -179,7 +179,7 @@ def test_analogy_reads_b_minus_a_plus_c(engine, reference):
     assert np.allclose(result.vector, by_hand, atol=1e-5) and result.expression == "b - a + c"
     assert engine.decode(by_hand - 2 * ub + 2 * ua) != engine.decode(by_hand)  # the decoder tells vectors apart
     assert result.decoded == engine.decode(by_hand, beam=5)[0]
-    by_hand_words = engine.words_for_vectors(by_hand[None], k=3)[0]  # b - a + c summed in another order
+    by_hand_words = engine.words.ranked(by_hand[None], k=3)[0]  # b - a + c summed in another order
     assert [w for w, _ in result.words] == [w for w, _ in by_hand_words]
     assert [p for _, p in result.words] == pytest.approx([p for _, p in by_hand_words], rel=1e-4)
     cosines = reference.vectors @ (by_hand / np.linalg.norm(by_hand))
@@ -215,20 +215,20 @@ def test_interpolation_needs_two_steps(engine, reference, steps):
 def test_evaluate_expression_over_sentences(engine):
     texts = {"a": "a dog", "b": "a cat", "c": "a king"}
     ua, ub, uc = engine.encode(list(texts.values()))
-    assert np.allclose(engine.evaluate_expression("b - a + c", texts), ub - ua + uc, atol=1e-5)
-    assert np.allclose(engine.evaluate_expression("2 * (a - b) / 4", texts), (ua - ub) / 2, atol=1e-5)
+    assert np.allclose(engine.reader.evaluate_expression("b - a + c", texts), ub - ua + uc, atol=1e-5)
+    assert np.allclose(engine.reader.evaluate_expression("2 * (a - b) / 4", texts), (ua - ub) / 2, atol=1e-5)
     with pytest.raises(ExpressionError, match="column 6") as err:  # the dot
-        engine.evaluate_expression("a + b.__class__", texts)
+        engine.reader.evaluate_expression("a + b.__class__", texts)
     assert err.value.column == 6
     with pytest.raises(ExpressionError, match="unknown name 'd'"):
-        engine.evaluate_expression("d - a", texts)
+        engine.reader.evaluate_expression("d - a", texts)
     with pytest.raises(ValueError, match="sentence 'b' is empty"):
         engine.analogy("a dog", "  ", "a king")
 
 
 def test_default_reference_is_a_cached_dictionary_sample(plain_engine):
-    reference = plain_engine.default_reference()
-    assert plain_engine.default_reference() is reference
+    reference = plain_engine.reader.default_reference()
+    assert plain_engine.reader.default_reference() is reference
     assert len(reference.texts) == 2000 and reference.vectors.shape == (2000, plain_engine.encoder.hidden_size)
     assert np.allclose(np.linalg.norm(reference.vectors, axis=1), 1, atol=1e-5)
     word, definition = reference.texts[0].split(": ", 1)
@@ -308,10 +308,10 @@ def test_a_fine_tuned_model_decodes_with_the_decoder_it_started_with(encoder_dir
     tuned = Engine.load(start.save(tmp_path / "tuned", training={"borrowed_decoding": recorded}))
     assert tuned.fingerprint != plain_engine.fingerprint
     assert tuned.decoder.manifest["name"] == "vec2sent-start"
-    assert tuned.borrowed_decoding == recorded and recorded["encoder_fingerprint"] == plain_engine.fingerprint
+    assert tuned.reader.borrowed_decoding == recorded and recorded["encoder_fingerprint"] == plain_engine.fingerprint
     assert len(tuned.decode(tuned.encode(["a dog"]))) == 1
     assert "decoder of encoder" in describe_borrowed(recorded) and "before fine-tuning" in describe_borrowed(recorded)
-    assert Engine.load(copy_encoder(encoder_dir, tmp_path / "other")).borrowed_decoding is None
+    assert Engine.load(copy_encoder(encoder_dir, tmp_path / "other")).reader.borrowed_decoding is None
 
     from app.handlers import Studio
     from app.models import Models, ModelSpec

@@ -138,7 +138,7 @@ def test_phrases_and_non_ascii_words_are_answers_and_junk_is_rejected_with_a_rea
 def test_unusable_dictionary_is_refused_with_a_reason(studio, uploads, name, content, message):
     path = write(uploads, name, content)
     active = studio.models.active()
-    entries, report = read_user_dictionary(path, vocab=lambda word: active.engine.vocab.token_id(word) is not None)
+    entries, report = read_user_dictionary(path, vocab=lambda word: active.engine.words.vocab.token_id(word) is not None)
     assert (entries, report.ok) == ([], False)
     assert message in report.summary()
     assert report.rows_read == report.rows_accepted + len(report.rejected) + len(report.set_aside)

@@ -51,31 +51,31 @@ def test_group_definitions_merges_synonyms_sharing_a_gloss():
 
 def test_engine_subtracts_the_penalty_and_a_checkpoint_keeps_it(engine, tmp_path):
     engine.add_word_vectors(scale=5.0)
-    texts, gold = definition_pairs(ENTRIES, engine.vocab)
+    texts, gold = definition_pairs(ENTRIES, engine.words.vocab)
     u = engine.encode(["water that runs to the sea"])
-    plain = engine.word_logits(u)
+    plain = engine.words.logits(u)
     engine.add_hub_penalty(texts, gold, k=2, weight=0.5)
-    torch.testing.assert_close(engine.word_logits(u), plain - 0.5 * engine.hub_penalty.penalty)
-    assert engine.hub_penalty.references == len(set(texts))
+    torch.testing.assert_close(engine.words.logits(u), plain - 0.5 * engine.words.hub_penalty.penalty)
+    assert engine.words.hub_penalty.references == len(set(texts))
     path = engine.save(tmp_path / "ckpt")
     manifest = json.loads((path / MANIFEST).read_text())
     assert manifest["hub_penalty"] == {"file": HUB_PENALTY, "k": 2, "weight": 0.5, "references": len(set(texts))}
     loaded = Engine.load(path)
-    torch.testing.assert_close(loaded.hub_penalty.penalty, engine.hub_penalty.penalty)
-    torch.testing.assert_close(loaded.word_logits(u), engine.word_logits(u), atol=0.05, rtol=0)  # int8 word vectors
-    assert Engine.load(path, untrained=True).hub_penalty is None  # it belongs to the trained encoder
+    torch.testing.assert_close(loaded.words.hub_penalty.penalty, engine.words.hub_penalty.penalty)
+    torch.testing.assert_close(loaded.words.logits(u), engine.words.logits(u), atol=0.05, rtol=0)  # int8 word vectors
+    assert Engine.load(path, untrained=True).words.hub_penalty is None  # it belongs to the trained encoder
     engine.add_word_vectors(scale=5.0)  # new word scores: the old correction no longer applies
-    assert engine.hub_penalty is None
+    assert engine.words.hub_penalty is None
 
 
 def test_training_recomputes_the_penalty_on_its_training_definitions(engine):
     engine.add_word_vectors(scale=5.0)
-    before = engine.hub_penalty
+    before = engine.words.hub_penalty
     train(engine, ENTRIES, ENTRIES[:2], TrainConfig(max_steps=2, batch_size=2, eval_every=1, hub_k=2))
-    assert engine.hub_penalty is not None and engine.hub_penalty is not before
-    assert engine.hub_penalty.k == 2 and engine.hub_penalty.references == len(definition_pairs(ENTRIES, engine.vocab)[0])
+    assert engine.words.hub_penalty is not None and engine.words.hub_penalty is not before
+    assert engine.words.hub_penalty.k == 2 and engine.words.hub_penalty.references == len(definition_pairs(ENTRIES, engine.words.vocab)[0])
     train(engine, ENTRIES, ENTRIES[:2], TrainConfig(max_steps=1, batch_size=2, hub_weight=0.0))
-    assert engine.hub_penalty is None
+    assert engine.words.hub_penalty is None
 
 
 def test_cli_sweeps_on_dev_and_writes_the_chosen_correction(engine, tmp_path, capsys):
@@ -87,5 +87,5 @@ def test_cli_sweeps_on_dev_and_writes_the_chosen_correction(engine, tmp_path, ca
     out = capsys.readouterr().out
     assert all(row in out for row in ("no correction", "k 1, weight 0.5", "k 2, weight 0.5", "hubness-corrected"))
     loaded = Engine.load(path)
-    assert (loaded.hub_penalty.k, loaded.hub_penalty.weight) == (2, 0.25)
+    assert (loaded.words.hub_penalty.k, loaded.words.hub_penalty.weight) == (2, 0.25)
     assert "test, hubness-corrected" in loaded.manifest["metrics"]

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from core import Engine
-from core.engine import without_inflections
+from core.words.scorer import without_inflections
 from core.lexicon.dictionary import Entry, definition_key, extend_split, load_wordnet, load_wordnet_lemmas, split_by_word
 from core.words.open_vocab import Candidates, OpenScorer, OpenVocabConfig
 from core.words.word_tower import WordTowerConfig, fit_word_tower, tower_fingerprint
@@ -27,7 +27,7 @@ def engine(tiny_mlm_dir) -> Engine:
 
 
 def test_candidates_know_tokens_phrases_and_shared_definitions(engine):
-    c = Candidates(DICTIONARY, engine.vocab)
+    c = Candidates(DICTIONARY, engine.words.vocab)
     assert c.words == ["dog", "give up", "ice cream", "king", "monarch", "red tape"]
     assert c.single_token.tolist() == [True, False, False, True, False, False]  # monarch: not in the tiny vocab
     assert len(c.definitions) == 5  # king and monarch share one
@@ -38,7 +38,7 @@ def test_candidates_know_tokens_phrases_and_shared_definitions(engine):
 def test_phrases_are_answers_and_filters_work_on_them(engine):
     engine.enable_open_vocabulary(dictionary=DICTIONARY)
     words = [w for w, _ in engine.predict_words("a frozen sweet food made of cream", k=6)]
-    assert sorted(words) == sorted(c for c in engine.open_vocab.candidates.words)
+    assert sorted(words) == sorted(c for c in engine.words.open_vocab.candidates.words)
     assert [w for w, _ in engine.predict_words("food", k=6, pattern="ice*")] == ["ice cream"]
     assert [w for w, _ in engine.predict_words("food", k=6, min_length=8, max_length=8)] == ["ice cream"]  # letters
     assert {w for w, _ in engine.predict_words("food", k=6, pos="v")} == {"give up"}
@@ -48,21 +48,21 @@ def test_phrases_are_answers_and_filters_work_on_them(engine):
 
 
 def test_scores_combine_the_word_head_and_word_channels_as_documented(engine):
-    c = Candidates(DICTIONARY, engine.vocab)
+    c = Candidates(DICTIONARY, engine.words.vocab)
     W = torch.randn(len(c), 32)
     config = OpenVocabConfig(word_scale=20.0, head_weight=0.5, multi_bias=3.0)
     scorer = OpenScorer(c, W, torch.randn(len(c.definitions), 32), config)
     u = torch.randn(3, 32)
-    logits = engine.word_logits(u)
+    logits = engine.words.logits(u)
     scores = scorer.scores(u, logits)
     cos = torch.nn.functional.normalize(u, dim=1) @ torch.nn.functional.normalize(W, dim=1).T
     dog, ice_cream = c.words.index("dog"), c.words.index("ice cream")
-    torch.testing.assert_close(scores[:, dog], 20 * cos[:, dog] + 0.5 * logits[:, engine.vocab.token_id("dog")])
+    torch.testing.assert_close(scores[:, dog], 20 * cos[:, dog] + 0.5 * logits[:, engine.words.vocab.token_id("dog")])
     torch.testing.assert_close(scores[:, ice_cream], 20 * cos[:, ice_cream] + 3.0)
 
 
 def test_definition_channel_votes_for_every_word_of_a_definition_and_can_leave_texts_out(engine):
-    c = Candidates(DICTIONARY, engine.vocab)
+    c = Candidates(DICTIONARY, engine.words.vocab)
     definitions = torch.eye(len(c.definitions), 32)  # definition g along axis g
     scorer = OpenScorer(c, torch.randn(len(c), 32), definitions, OpenVocabConfig(definition_weight=1.0))
     shared = c.definitions.index("a man who rules a country")
@@ -74,10 +74,10 @@ def test_definition_channel_votes_for_every_word_of_a_definition_and_can_leave_t
 
 
 def test_int8_scores_rank_like_float32(engine):
-    c = Candidates(DICTIONARY, engine.vocab)
+    c = Candidates(DICTIONARY, engine.words.vocab)
     args = (c, torch.randn(len(c), 32), torch.randn(len(c.definitions), 32), OpenVocabConfig(multi_bias=-1.0, definition_weight=5.0))
     u = torch.randn(4, 32)
-    logits = engine.word_logits(u)
+    logits = engine.words.logits(u)
     exact = OpenScorer(*args).scores(u, logits)
     quantised = OpenScorer(*args).quantize().scores(u, logits)
     assert (exact.argmax(1) == quantised.argmax(1)).all()
@@ -87,7 +87,7 @@ def test_int8_scores_rank_like_float32(engine):
 def test_vectors_are_cached_per_model_and_candidates(engine, tmp_path, monkeypatch):
     engine.enable_open_vocabulary(dictionary=DICTIONARY, cache_dir=tmp_path)
     u = engine.encode(["a frozen sweet food"])
-    first = engine.words_for_vectors(u, k=6)
+    first = engine.words.ranked(u, k=6)
     assert len(list(tmp_path.glob("*.safetensors"))) == 1 and not list(tmp_path.glob("*.tmp"))
 
     def no_encoding(*_, **__):
@@ -97,7 +97,7 @@ def test_vectors_are_cached_per_model_and_candidates(engine, tmp_path, monkeypat
     engine.enable_open_vocabulary(dictionary=DICTIONARY, cache_dir=tmp_path)
     # the same words and scores: a model answers alike whether its cache existed or was just written
     # (the load test's switched-to models differed by 0.01-0.1 points from the first instance)
-    assert engine.words_for_vectors(u, k=6) == first
+    assert engine.words.ranked(u, k=6) == first
     with pytest.raises(AssertionError, match="cached"):  # another candidate list is another file
         engine.enable_open_vocabulary(dictionary=DICTIONARY[:3], cache_dir=tmp_path)
 
@@ -130,13 +130,13 @@ def test_wordnet_lemmas_hold_phrases_and_the_open_split_has_no_trained_text():
 
 def test_word_tower_learns_to_put_each_word_next_to_its_definitions_and_leaves_the_encoder_alone(engine):
     torch.manual_seed(0)
-    c = Candidates(DICTIONARY, engine.vocab)
+    c = Candidates(DICTIONARY, engine.words.vocab)
     gold = torch.tensor([c.words.index(e.word) for e in DICTIONARY])
     definitions = torch.randn(len(DICTIONARY), 32)  # any fixed targets: the tower must move towards them
     before = {k: v.clone() for k, v in engine.encoder.state_dict().items()}
 
     def accuracy(tower_factors) -> float:
-        engine.open_vocab_tower = tower_factors
+        engine.words.tower = tower_factors
         words = torch.from_numpy(engine.word_encoder().encode(c.words))
         cos = torch.nn.functional.normalize(definitions, dim=1) @ torch.nn.functional.normalize(words, dim=1).T
         return float((cos.argmax(1) == gold).float().mean())
@@ -149,46 +149,46 @@ def test_word_tower_learns_to_put_each_word_next_to_its_definitions_and_leaves_t
 
 
 def test_open_vocabulary_weights_tower_and_older_map_travel_with_the_checkpoint(engine, tmp_path):
-    engine.open_vocab_config = OpenVocabConfig(word_scale=40.0, head_weight=0.5, multi_bias=6.0, definition_weight=30.0)
-    engine.open_vocab_map = torch.nn.Linear(32, 32).requires_grad_(False)
-    c = Candidates(DICTIONARY, engine.vocab)
-    engine.open_vocab_tower = fit_word_tower(engine.encoder, torch.randn(6, 32), torch.arange(6) % len(c), c.words,
+    engine.words.config = OpenVocabConfig(word_scale=40.0, head_weight=0.5, multi_bias=6.0, definition_weight=30.0)
+    engine.words.word_map = torch.nn.Linear(32, 32).requires_grad_(False)
+    c = Candidates(DICTIONARY, engine.words.vocab)
+    engine.words.tower = fit_word_tower(engine.encoder, torch.randn(6, 32), torch.arange(6) % len(c), c.words,
                                              WordTowerConfig(rank=2, batch_size=6, negatives=2, warmup_steps=1))
     engine.save(tmp_path / "model")
     loaded = Engine.load(tmp_path / "model", decoder=None)
-    assert loaded.open_vocab_config == engine.open_vocab_config
-    torch.testing.assert_close(loaded.open_vocab_map.weight, engine.open_vocab_map.weight)
-    assert tower_fingerprint(loaded.open_vocab_tower) == tower_fingerprint(engine.open_vocab_tower)
+    assert loaded.words.config == engine.words.config
+    torch.testing.assert_close(loaded.words.word_map.weight, engine.words.word_map.weight)
+    assert tower_fingerprint(loaded.words.tower) == tower_fingerprint(engine.words.tower)
     engine.enable_open_vocabulary(dictionary=DICTIONARY)
     loaded.enable_open_vocabulary(dictionary=DICTIONARY)
-    assert loaded.open_vocab.config == engine.open_vocab_config and loaded.open_vocab.word_map is loaded.open_vocab_map
+    assert loaded.words.open_vocab.config == engine.words.config and loaded.words.open_vocab.word_map is loaded.words.word_map
     u = torch.randn(3, 32)
-    torch.testing.assert_close(loaded.open_vocab.scores(u, loaded.word_logits(u)),
-                               engine.open_vocab.scores(u, engine.word_logits(u)))
-    for tower in (engine.open_vocab_tower, None):  # another tower, another cache file
-        engine.open_vocab_tower = tower
+    torch.testing.assert_close(loaded.words.open_vocab.scores(u, loaded.words.logits(u)),
+                               engine.words.open_vocab.scores(u, engine.words.logits(u)))
+    for tower in (engine.words.tower, None):  # another tower, another cache file
+        engine.words.tower = tower
         engine.enable_open_vocabulary(dictionary=DICTIONARY, cache_dir=tmp_path / "cache")
     assert len(list((tmp_path / "cache").iterdir())) == 2
 
 
 def test_a_fine_tuned_dictionary_travels_with_the_checkpoint_and_its_words_are_answers(engine, tmp_path, monkeypatch):
-    import core.engine
+    import core.words.scorer
 
     monkeypatch.setenv("DEFSENT_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.setattr(core.engine, "load_wordnet_lemmas", lambda: DICTIONARY)
+    monkeypatch.setattr(core.words.scorer, "load_wordnet_lemmas", lambda: DICTIONARY)
     mine = [Entry("hot dog", "a sausage in a bun", "n"), Entry("café", "a small restaurant", "")]
-    engine.user_dictionary = mine
+    engine.words.user_dictionary = mine
     engine.save(tmp_path / "model")  # no word tower: the base fine-tuned in the app
     loaded = Engine.load(tmp_path / "model", decoder=None)  # as a downloaded model is loaded (docs/app.md)
-    assert loaded.user_dictionary == mine
+    assert loaded.words.user_dictionary == mine
     assert [w for w, _ in loaded.predict_words("food", k=3, pattern="caf?")] == ["café"]  # no extra call
-    assert {"hot dog", "café", "ice cream"} <= set(loaded.open_vocab.candidates.words)
+    assert {"hot dog", "café", "ice cream"} <= set(loaded.words.open_vocab.candidates.words)
 
 
 def test_the_open_vocabulary_progress_only_goes_forward_to_one_total(engine):
     seen = []
     engine.enable_open_vocabulary(dictionary=DICTIONARY, progress=lambda done, total: seen.append((done, total)))
-    c = engine.open_vocab.candidates
+    c = engine.words.open_vocab.candidates
     assert {total for _, total in seen} == {len(c.words) + len(c.definitions)}
     assert [done for done, _ in seen] == sorted(done for done, _ in seen) and seen[-1][0] == seen[-1][1]
 
@@ -200,7 +200,7 @@ def test_inflections_of_one_word_do_not_crowd_the_list():
 
 
 def test_a_candidate_without_definitions_falls_back_on_its_mapped_word_vector(engine):
-    c = Candidates(DICTIONARY, engine.vocab)
+    c = Candidates(DICTIONARY, engine.words.vocab)
     W = torch.randn(len(c), 32)
     scorer = OpenScorer(c, W, torch.randn(len(c.definitions), 32), OpenVocabConfig(definition_weight=1.0))
     blind = scorer.without_definitions(["a frozen sweet food made of cream"])
@@ -219,7 +219,7 @@ def test_choose_weights_takes_the_best_dev_setting_of_each_stage_of_the_grid(eng
 
     from core.words.open_vocab_fit import Queries, WeightGrid, choose_weights
 
-    c = Candidates(DICTIONARY, engine.vocab)
+    c = Candidates(DICTIONARY, engine.words.vocab)
     scorer = OpenScorer.compute(engine.encode, engine.encode, c)
     queries = {name: Queries(engine, name, DICTIONARY, c.words, say=lambda _: None)
                for name in ("wordnet-dev", "gcide-dev")}
@@ -235,7 +235,7 @@ def test_choose_weights_takes_the_best_dev_setting_of_each_stage_of_the_grid(eng
                   for w in grid.definition_weights), key=lambda config: mrr("gcide-dev", config))
     assert chosen == replace(second, temperature=chosen.temperature) and chosen.temperature in grid.temperatures
     u = queries["gcide-dev"].vectors  # the chosen temperature gives the words the highest likelihood
-    scores = scorer.with_config(chosen).scores(u, engine.word_logits(u))
+    scores = scorer.with_config(chosen).scores(u, engine.words.logits(u))
     gold = queries["gcide-dev"].gold[:, None]
     likelihood = {t: float((scores / t).log_softmax(-1).gather(1, gold).mean()) for t in grid.temperatures}
     assert likelihood[chosen.temperature] == pytest.approx(max(likelihood.values()), abs=1e-5)
@@ -244,7 +244,7 @@ def test_choose_weights_takes_the_best_dev_setting_of_each_stage_of_the_grid(eng
 def test_near_copies_are_the_same_words_texts_that_share_most_content_words(engine):
     from core.words.open_vocab_fit import near_copies
 
-    c = Candidates(DICTIONARY + [Entry("dog", "the friend of man", "n")], engine.vocab)
+    c = Candidates(DICTIONARY + [Entry("dog", "the friend of man", "n")], engine.words.vocab)
     evaluated = [Entry("dog", "A domestic animal that barks.", "n"),  # two dictionaries alike: a copy
                  Entry("monarch", "the sovereign of a state", "n"),  # other words: no copy
                  Entry("give up", "to stop trying", "v")]  # the same text
@@ -260,11 +260,11 @@ def test_gcide_queries_are_scored_without_the_wordnet_texts_that_copy_them(engin
     split = DictionarySplit(train=DICTIONARY[1:3] + DICTIONARY[4:], dev=[DICTIONARY[3]], test=[DICTIONARY[0]],
                             seed=0, dropped_from_train=0, dropped_from_dev=0, leak_rate_before=0.0)
     gcide = [Entry("give up", "to stop trying", "v"), Entry("dog", "a domestic animal that barks", "n")]
-    engine.open_vocab_config = OpenVocabConfig(word_scale=1.0, head_weight=0.0, definition_weight=1e4)
+    engine.words.config = OpenVocabConfig(word_scale=1.0, head_weight=0.0, definition_weight=1e4)
     results = fit_open_vocabulary(engine, split, gcide, fit_tower=False, choose=False, dictionary=DICTIONARY,
                                   report=("gcide-dev", "gcide-test"), say=lambda _: None)
-    c = Candidates(DICTIONARY, engine.vocab)
-    scorer = OpenScorer.compute(engine.encode, engine.encode, c, engine.open_vocab_config)
+    c = Candidates(DICTIONARY, engine.words.vocab)
+    scorer = OpenScorer.compute(engine.encode, engine.encode, c, engine.words.config)
     for name, query in zip(("gcide-dev", "gcide-test"), gcide):
         queries = Queries(engine, name, [query], c.words, say=lambda _: None)
         assert queries.report(scorer)["all"]["acc@1"] == 1.0  # its copy in the index would answer it
@@ -281,53 +281,53 @@ def test_a_missing_gcide_is_named_with_its_fetch_script(tmp_path):
 
 def test_answers_are_ranked_by_score_even_where_probabilities_underflow_to_zero(engine):
     engine.enable_open_vocabulary(dictionary=DICTIONARY)
-    engine.open_vocab = engine.open_vocab.with_config(OpenVocabConfig(word_scale=5000.0))  # softmax: 1, 0, 0, ...
+    engine.words.open_vocab = engine.words.open_vocab.with_config(OpenVocabConfig(word_scale=5000.0))  # softmax: 1, 0, 0, ...
     u = torch.from_numpy(engine.encode(["a frozen sweet food made of cream"]))
-    scores = engine.open_vocab.scores(u, engine.word_logits(u))[0]  # (C,)
-    expected = [engine.open_vocab.candidates.words[j] for j in scores.argsort(descending=True).tolist()]
-    ranked = engine.words_for_vectors(u.numpy(), k=6)[0]
+    scores = engine.words.open_vocab.scores(u, engine.words.logits(u))[0]  # (C,)
+    expected = [engine.words.open_vocab.candidates.words[j] for j in scores.argsort(descending=True).tolist()]
+    ranked = engine.words.ranked(u.numpy(), k=6)[0]
     assert [w for w, _ in ranked] == expected and ranked[-1][1] == 0.0
 
 
 def test_shown_probabilities_are_the_softmax_of_scores_over_the_temperature(engine):
     engine.enable_open_vocabulary(dictionary=DICTIONARY)
-    engine.open_vocab = engine.open_vocab.with_config(OpenVocabConfig(word_scale=50.0, temperature=10.0))
+    engine.words.open_vocab = engine.words.open_vocab.with_config(OpenVocabConfig(word_scale=50.0, temperature=10.0))
     u = torch.from_numpy(engine.encode(["a frozen sweet food made of cream"]))
-    probs = (engine.open_vocab.scores(u, engine.word_logits(u))[0] / 10.0).softmax(-1)  # (C,)
-    for word, p in engine.words_for_vectors(u.numpy(), k=6)[0]:
-        assert p == pytest.approx(float(probs[engine.open_vocab.candidates.words.index(word)]), abs=1e-6)
+    probs = (engine.words.open_vocab.scores(u, engine.words.logits(u))[0] / 10.0).softmax(-1)  # (C,)
+    for word, p in engine.words.ranked(u.numpy(), k=6)[0]:
+        assert p == pytest.approx(float(probs[engine.words.open_vocab.candidates.words.index(word)]), abs=1e-6)
 
 
 def test_a_loaded_checkpoint_fitted_for_the_open_vocabulary_answers_with_it_from_the_first_query(
         engine, tmp_path, monkeypatch):
     """Engine.load answers as the app does (issue 38): the open vocabulary is embedded at the first word
     query and cached in the user cache; not for the untrained twin, nor when asked not to."""
-    import core.engine
+    import core.words.scorer
 
     monkeypatch.setenv("DEFSENT_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.setattr(core.engine, "load_wordnet_lemmas", lambda: DICTIONARY)
-    c = Candidates(DICTIONARY, engine.vocab)
-    engine.open_vocab_tower = fit_word_tower(engine.encoder, torch.randn(6, 32), torch.arange(6) % len(c), c.words,
+    monkeypatch.setattr(core.words.scorer, "load_wordnet_lemmas", lambda: DICTIONARY)
+    c = Candidates(DICTIONARY, engine.words.vocab)
+    engine.words.tower = fit_word_tower(engine.encoder, torch.randn(6, 32), torch.arange(6) % len(c), c.words,
                                              WordTowerConfig(rank=2, batch_size=6, negatives=2, warmup_steps=1))
     engine.save(tmp_path / "fitted")
     loaded = Engine.load(tmp_path / "fitted", decoder=None)
-    assert loaded.open_vocab is None and loaded.open_vocabulary_on_first_use
+    assert loaded.words.open_vocab is None and loaded.open_vocabulary_on_first_use
     words = [w for w, _ in loaded.predict_words("a frozen sweet food", k=6)]
-    assert loaded.open_vocab is not None and "ice cream" in words  # a phrase: the open vocabulary answered
+    assert loaded.words.open_vocab is not None and "ice cream" in words  # a phrase: the open vocabulary answered
     assert len(list((tmp_path / "cache" / "open-vocab").iterdir())) == 1
     assert not Engine.load(tmp_path / "fitted", decoder=None, open_vocabulary=False).open_vocabulary_on_first_use
     assert not Engine.load(tmp_path / "fitted", decoder=None, untrained=True).open_vocabulary_on_first_use
-    engine.open_vocab_tower = None
+    engine.words.tower = None
     engine.save(tmp_path / "plain")  # no tower: not fitted, the head's words as before
     assert not Engine.load(tmp_path / "plain", decoder=None).open_vocabulary_on_first_use
 
 
 def test_training_scores_are_the_dictionary_experts_less_each_querys_own_text(engine):
-    c = Candidates(DICTIONARY, engine.vocab)
+    c = Candidates(DICTIONARY, engine.words.vocab)
     config = OpenVocabConfig(word_scale=20.0, head_weight=0.5, multi_bias=3.0, definition_weight=7.0)
     scorer = OpenScorer(c, torch.randn(len(c), 32), torch.randn(len(c.definitions), 32), config)
     u = torch.randn(2, 32, requires_grad=True)
-    logits = engine.word_logits(u.detach())
+    logits = engine.words.logits(u.detach())
     trained = scorer.dictionary_scores(u, logits, torch.tensor([-1, -1]))
     torch.testing.assert_close(trained.detach(), scorer.scores(u.detach(), logits))
     trained.sum().backward()
@@ -340,33 +340,33 @@ def test_training_scores_are_the_dictionary_experts_less_each_querys_own_text(en
 
 def test_a_fine_tuned_model_reuses_its_parents_cached_vectors_and_embeds_only_its_new_words(engine, tmp_path):
     cache = tmp_path / "cache"
-    engine.set_scoring_precision("float32")  # keeps the float vectors, to compare them
+    engine.words.set_precision("float32")  # keeps the float vectors, to compare them
     engine.enable_open_vocabulary(dictionary=DICTIONARY, cache_dir=cache)  # the parent, as the app caches it
-    parent, parent_fingerprint = engine.open_vocab, engine.fingerprint
+    parent, parent_fingerprint = engine.words.open_vocab, engine.fingerprint
     mine = [Entry("zib zab", "a thing nobody has named before", "n"), Entry("dog", "a loyal friend", "n")]
     with torch.no_grad():  # "fine-tuning": another fingerprint
         next(engine.encoder.parameters()).add_(0.01)
-    engine.user_dictionary = mine
+    engine.words.user_dictionary = mine
     saved = engine.save(tmp_path / "tuned", training={"open_vocab_parent": {"fingerprint": parent_fingerprint,
                                                                              "user_entries": 0}})
     tuned = Engine.load(saved, decoder=None, open_vocabulary=False)
-    tuned.set_scoring_precision("float32")
+    tuned.words.set_precision("float32")
     embedded = []
     real_encode = tuned.encoder.encode
     tuned.encoder.encode = lambda texts, **kw: embedded.extend(texts) or real_encode(texts, **kw)
     tuned.enable_open_vocabulary(dictionary=DICTIONARY, cache_dir=cache, reuse=True)  # as the app activates it
     assert sorted(embedded) == ["a loyal friend", "a thing nobody has named before", "zib zab"]
-    c = tuned.open_vocab.candidates
+    c = tuned.words.open_vocab.candidates
     ice_cream = c.words.index("ice cream")
-    torch.testing.assert_close(tuned.open_vocab.word_vectors[ice_cream],
+    torch.testing.assert_close(tuned.words.open_vocab.word_vectors[ice_cream],
                                parent.word_vectors[parent.candidates.words.index("ice cream")], atol=0.01, rtol=0)
-    assert tuned.open_vocab_reused and len(list(cache.iterdir())) == 2  # cached in turn, marked "-reused"
+    assert tuned.words.reused and len(list(cache.iterdir())) == 2  # cached in turn, marked "-reused"
     again = Engine.load(saved, decoder=None, open_vocabulary=False)
     again.encoder.encode = lambda texts, **kw: pytest.fail("the reused vectors are read back, not embedded")
     again.enable_open_vocabulary(dictionary=DICTIONARY, cache_dir=cache, reuse=True)
-    assert again.open_vocab_reused
+    assert again.words.reused
     tuned.enable_open_vocabulary(dictionary=DICTIONARY, cache_dir=cache)  # by default its own, all embedded
-    assert not tuned.open_vocab_reused and len(list(cache.iterdir())) == 3
+    assert not tuned.words.reused and len(list(cache.iterdir())) == 3
 
 
 
@@ -380,7 +380,7 @@ def test_vectors_shipped_beside_a_checkpoint_are_read_instead_of_embedded(engine
     served = Engine.load(saved, decoder=None, open_vocabulary=False)
     served.encoder.encode = lambda texts, **kw: pytest.fail("shipped vectors are read, not embedded")
     served.enable_open_vocabulary(dictionary=DICTIONARY, cache_dir=tmp_path / "empty-cache")
-    assert served.open_vocab.candidates.words == built.open_vocab.candidates.words
+    assert served.words.open_vocab.candidates.words == built.words.open_vocab.candidates.words
     assert served.open_vocab_parent_record()["shipped"] == str((saved / SHIPPED_VECTORS).resolve())
 
 
@@ -396,11 +396,11 @@ def test_compact_vectors_in_a_checkpoint_are_read_instead_of_embedded_when_made_
     served = Engine.load(saved, decoder=None, open_vocabulary=False)
     served.encoder.encode = lambda texts, **kw: pytest.fail("compact vectors are read, not embedded")
     served.enable_open_vocabulary(dictionary=DICTIONARY, cache_dir=tmp_path / "empty-cache")
-    assert served.open_vocab_compact and not built.open_vocab_compact
-    assert served.open_vocab.candidates.words == built.open_vocab.candidates.words
+    assert served.words.compact and not built.words.compact
+    assert served.words.open_vocab.candidates.words == built.words.open_vocab.candidates.words
     u = torch.from_numpy(built.encode(["a frozen sweet food made of cream"]))
-    exact = built.open_vocab.scores(u, built.word_logits(u))
-    compact = served.open_vocab.scores(u, served.word_logits(u))
+    exact = built.words.open_vocab.scores(u, built.words.logits(u))
+    compact = served.words.open_vocab.scores(u, served.words.logits(u))
     assert torch.corrcoef(torch.stack([exact[0], compact[0]]))[0, 1] > 0.9
     assert served.open_vocab_parent_record()["compact"] == str(target.resolve())  # a fine-tune can reuse them
 
@@ -411,29 +411,29 @@ def test_compact_vectors_made_for_other_candidates_are_ignored(engine, tmp_path,
     monkeypatch.setenv("DEFSENT_CACHE_DIR", str(tmp_path / "cache"))
     saved = engine.save(tmp_path / "model")
     built = Engine.load(saved, decoder=None, open_vocabulary=False)
-    built.set_scoring_precision("float32")
+    built.words.set_precision("float32")
     built.enable_open_vocabulary(dictionary=DICTIONARY)
-    built.open_vocab.save_compact(saved / COMPACT_VECTORS, "another-model.safetensors", subspaces=4)
+    built.words.open_vocab.save_compact(saved / COMPACT_VECTORS, "another-model.safetensors", subspaces=4)
     served = Engine.load(saved, decoder=None, open_vocabulary=False)
     embedded = []
     real_encode = served.encoder.encode
     served.encoder.encode = lambda texts, **kw: embedded.extend(texts) or real_encode(texts, **kw)
     served.enable_open_vocabulary(dictionary=DICTIONARY, cache_dir=tmp_path / "empty-cache")
-    assert embedded and not served.open_vocab_compact
+    assert embedded and not served.words.compact
 
 
 @pytest.mark.parametrize("precision", ["float32", "int8"])
 def test_vocabulary_texts_search_the_open_vocabularys_own_vectors_exactly(engine, precision):
     from core.explore.reference import VocabularyTexts
 
-    engine.set_scoring_precision(precision)
+    engine.words.set_precision(precision)
     engine.enable_open_vocabulary(dictionary=DICTIONARY)
     definitions = engine.vocabulary_reference("definition")
     assert engine.vocabulary_reference("definition") is definitions  # built once for the scorer in use
     assert "king, monarch: a man who rules a country" in definitions.texts and len(definitions.texts) == 5
     assert definitions.name == "5 WordNet definitions"
     u = engine.encode(["a man who rules a country", "to give up"])  # (2, d)
-    for kind, collection in (("definition", definitions), ("word", VocabularyTexts(engine.open_vocab, "word"))):
+    for kind, collection in (("definition", definitions), ("word", VocabularyTexts(engine.words.open_vocab, "word"))):
         vectors = collection.rows(list(range(len(collection.texts))))  # (N, d) unit rows
         assert np.allclose(np.linalg.norm(vectors, axis=1), 1, atol=1e-5)
         exact = (u / np.linalg.norm(u, axis=1, keepdims=True)) @ vectors.T  # (2, N)
@@ -441,7 +441,7 @@ def test_vocabulary_texts_search_the_open_vocabularys_own_vectors_exactly(engine
         assert [[i for i, _ in row] for row in nearest] == np.argsort(-exact, axis=1)[:, :3].tolist()
         assert np.allclose([[c for _, c in row] for row in nearest], -np.sort(-exact, axis=1)[:, :3], atol=0.02)
     with pytest.raises(ValueError, match="unknown collection"):
-        VocabularyTexts(engine.open_vocab, "sentences")
+        VocabularyTexts(engine.words.open_vocab, "sentences")
     engine.reset_open_vocabulary()
     with pytest.raises(ValueError, match="without the open vocabulary"):
         engine.vocabulary_reference()

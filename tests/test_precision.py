@@ -81,16 +81,16 @@ def test_int8_scoring_ranks_like_float32_and_never_serves_training(saved_checkpo
     engine = Engine.load(saved_checkpoint, decoder=None)
     engine.add_word_vectors(scale=5.0)
     u = torch.from_numpy(engine.encode(["a small animal that people keep", "water that runs to the sea"]))
-    engine.set_scoring_precision("float32")
-    exact = engine.word_logits(u)
-    engine.set_scoring_precision("int8")
-    approx = engine.word_logits(u)
+    engine.words.set_precision("float32")
+    exact = engine.words.logits(u)
+    engine.words.set_precision("int8")
+    approx = engine.words.logits(u)
     assert torch.equal(approx.topk(1).indices, exact.topk(1).indices)
     assert (approx - exact).abs().max() < 0.05 * exact.abs().max()
     u.requires_grad_(True)  # with a gradient wanted, the head and vectors compute in float32
-    logits = engine.head(u, int8=True) + engine.word_vectors.scores(u, exact.shape[1], int8=True)
+    logits = engine.words.head(u, int8=True) + engine.words.vectors.scores(u, exact.shape[1], int8=True)
     assert logits.requires_grad
-    torch.testing.assert_close(logits.detach(), engine.head(u).detach() + engine.word_vectors.scores(u, exact.shape[1]).detach())
+    torch.testing.assert_close(logits.detach(), engine.words.head(u).detach() + engine.words.vectors.scores(u, exact.shape[1]).detach())
     with pytest.raises(ValueError, match="scoring precision"):
-        engine.set_scoring_precision("int4")
-    assert engine.int8_scoring
+        engine.words.set_precision("int4")
+    assert engine.words.int8

@@ -31,11 +31,11 @@ def test_splade_tiny_keeps_its_pretrained_mlm_head(splade_dir):
     assert engine.manifest["head"]["origin"] == "pretrained masked-LM head of the base"
     mlm = AutoModelForMaskedLM.from_pretrained(str(splade_dir)).eval()
     u = torch.from_numpy(engine.encode(["a person who is in charge", "a small dog"]))
-    engine.set_scoring_precision("float32")
+    engine.words.set_precision("float32")
     with torch.no_grad():
-        torch.testing.assert_close(engine.word_logits(u), mlm.cls(u), atol=1e-4, rtol=1e-4)
-    engine.set_scoring_precision("int8")  # the default where torch can: the same top words
-    int8_top = engine.word_logits(u).topk(10).indices
+        torch.testing.assert_close(engine.words.logits(u), mlm.cls(u), atol=1e-4, rtol=1e-4)
+    engine.words.set_precision("int8")  # the default where torch can: the same top words
+    int8_top = engine.words.logits(u).topk(10).indices
     assert (int8_top == mlm.cls(u).topk(10).indices).float().mean() >= 0.9
     words = engine.predict_words("a person who is in charge", k=20)
     assert len(words) == 20 and all(w.isalpha() for w, _ in words)
@@ -120,7 +120,7 @@ def shipped_compact_vocabulary(tmp_path_factory) -> Engine:
     """The shipped model as a fresh clone answers in its first minutes: the checkpoint's compact vectors."""
     engine = Engine.load(decoder=None)
     engine.enable_open_vocabulary(cache_dir=tmp_path_factory.mktemp("empty-cache"))
-    assert engine.open_vocab_compact
+    assert engine.words.compact
     return engine
 
 

@@ -33,36 +33,36 @@ def test_rank_metrics_by_hand():
 
 def test_fit_head_learns_training_pairs(tiny_base_dir):
     engine = Engine.from_base(str(tiny_base_dir), head_kind="mlm")
-    texts, gold = definition_pairs(ENTRIES, engine.vocab)
+    texts, gold = definition_pairs(ENTRIES, engine.words.vocab)
     before = evaluate_words(engine, ENTRIES)["mrr"]
-    bias_before = engine.head.bias.detach().clone()
+    bias_before = engine.words.head.bias.detach().clone()
     fit_head(engine, texts, gold, epochs=200, lr=1e-2, batch_size=8)
     assert evaluate_words(engine, ENTRIES)["mrr"] > max(0.5, before)
-    assert torch.equal(engine.head.bias, bias_before)  # bias stays zero unless asked
+    assert torch.equal(engine.words.head.bias, bias_before)  # bias stays zero unless asked
 
 
 def test_head_weight_decay_keeps_the_transform_smaller(tiny_base_dir):
     norms = []
     for weight_decay in (0.0, 5.0):
         engine = Engine.from_base(str(tiny_base_dir), head_kind="mlm")
-        texts, gold = definition_pairs(ENTRIES, engine.vocab)
+        texts, gold = definition_pairs(ENTRIES, engine.words.vocab)
         torch.manual_seed(0)
-        engine.head.dense.reset_parameters()  # the same start for both runs
+        engine.words.head.dense.reset_parameters()  # the same start for both runs
         fit_head(engine, texts, gold, epochs=30, lr=1e-2, batch_size=8, weight_decay=weight_decay)
-        norms.append(engine.head.dense.weight.norm().item())
+        norms.append(engine.words.head.dense.weight.norm().item())
     assert norms[1] < 0.8 * norms[0]
 
 
 def test_train_improves_mrr_and_keeps_head_frozen(tiny_mlm_dir):
     engine = Engine.from_base(str(tiny_mlm_dir))
-    head_before = {k: v.clone() for k, v in engine.head.own_state_dict().items()}
+    head_before = {k: v.clone() for k, v in engine.words.head.own_state_dict().items()}
     seen = []
     config = TrainConfig(lr=3e-3, max_steps=60, batch_size=8, eval_every=20, seed=1, word_vector_scale=0, hub_weight=0.0)  # scored as during selection
     result = train(engine, ENTRIES, ENTRIES, config, progress=seen.append)
     assert [p.step for p in seen] == list(range(1, 61))
     assert result.best_dev["mrr"] > result.history[0]["mrr"]
     assert evaluate_words(engine, ENTRIES)["mrr"] == pytest.approx(result.best_dev["mrr"], abs=1e-4)
-    assert all(torch.equal(v, head_before[k]) for k, v in engine.head.own_state_dict().items())
+    assert all(torch.equal(v, head_before[k]) for k, v in engine.words.head.own_state_dict().items())
 
 
 def test_bfloat16_training_learns_keeps_float32_weights_and_restores_the_precision(tiny_mlm_dir):
@@ -150,9 +150,9 @@ def test_cli_rejects_an_invalid_dictionary_and_writes_nothing(tiny_base_dir, tmp
 
 def test_vocabulary_self_examples_are_whole_alphabetic_words(tiny_base_dir):
     engine = Engine.from_base(str(tiny_base_dir))
-    words, ids = vocabulary_self_examples(engine.vocab)
+    words, ids = vocabulary_self_examples(engine.words.vocab)
     assert "dog" in words and "a" not in words and "##s" not in words and "[CLS]" not in words
-    assert all(engine.vocab.words[i] == w for w, i in zip(words, ids))
+    assert all(engine.words.vocab.words[i] == w for w, i in zip(words, ids))
 
 
 def test_cli_unit_rows_head_with_vocabulary_words(tiny_base_dir, tmp_path):
@@ -165,7 +165,7 @@ def test_cli_unit_rows_head_with_vocabulary_words(tiny_base_dir, tmp_path):
                  "--unit-rows", "--head-stage", "definitions+words", "--max-steps", "2", "--batch-size", "4",
                  "--eval-every", "2", "--head-epochs", "2", "--senteval", str(tmp_path / "absent")]) == 0
     loaded = Engine.load(out)
-    assert loaded.head.config.unit_rows
+    assert loaded.words.head.config.unit_rows
     assert "vocabulary words" in loaded.manifest["head"]["origin"]
 
 
@@ -177,7 +177,7 @@ GLOSSARY = [Entry("glorptix", "a small animal that people keep"), Entry("zib zab
 
 def test_a_glossary_of_words_the_head_cannot_score_trains_through_its_own_words(tiny_mlm_dir):
     engine = Engine.from_base(str(tiny_mlm_dir))
-    assert not definition_pairs(GLOSSARY, engine.vocab)[0]  # not one word is a single token
+    assert not definition_pairs(GLOSSARY, engine.words.vocab)[0]  # not one word is a single token
     with pytest.raises(ValueError, match="words the head can predict"):
         train(engine, GLOSSARY, GLOSSARY, TrainConfig(max_steps=1, word_vector_scale=0, hub_weight=0.0))
     own = OwnWords.embed(engine, GLOSSARY[:6], GLOSSARY[6:])
@@ -205,4 +205,4 @@ def test_the_hubness_correction_of_an_own_words_run_references_single_token_word
     train(engine, [*GLOSSARY[:4], *ENTRIES[:4]], [*GLOSSARY[4:], *ENTRIES[4:]], config)
     (texts, gold), = references
     assert sorted(texts) == sorted(e.definition for e in ENTRIES[:4])  # a glossary word has no column to correct
-    assert sorted(gold.tolist()) == sorted(engine.vocab.token_id(e.word) for e in ENTRIES[:4])  # no NO_TOKEN
+    assert sorted(gold.tolist()) == sorted(engine.words.vocab.token_id(e.word) for e in ENTRIES[:4])  # no NO_TOKEN

@@ -46,7 +46,7 @@ def fake_umap(monkeypatch) -> list:
 
 
 def test_the_layout_is_fitted_on_the_word_vectors_the_reverse_dictionary_scores(engine, fake_umap):
-    coords = build_layout(engine.open_vocab)
+    coords = build_layout(engine.words.open_vocab)
     (x, settings), = fake_umap
     words = engine.vocabulary_reference("word")
     np.testing.assert_allclose(x, words.rows(list(range(len(words.texts)))), atol=1e-6)
@@ -57,17 +57,17 @@ def test_a_vector_lands_among_its_nearest_words(engine):
     coords = np.random.default_rng(0).standard_normal((len(DICTIONARY), 2)).astype(np.float32)
     words = engine.vocabulary_reference("word")
     own = words.rows([words.texts.index("king")])
-    np.testing.assert_allclose(place(engine.open_vocab, coords, own)[0], coords[words.texts.index("king")])
-    landed = place(engine.open_vocab, coords, own, k=len(DICTIONARY))[0]  # a weighted mean: inside their box
+    np.testing.assert_allclose(place(engine.words.open_vocab, coords, own)[0], coords[words.texts.index("king")])
+    landed = place(engine.words.open_vocab, coords, own, k=len(DICTIONARY))[0]  # a weighted mean: inside their box
     assert ((coords.min(0) <= landed) & (landed <= coords.max(0))).all()
 
 
 def test_the_command_lays_out_the_map_the_app_then_draws_and_searches(engine, tiny_mlm_dir, fake_umap, monkeypatch,
                                                                         capsys):
-    import core.engine
+    import core.words.scorer
     from core.cli import main
 
-    monkeypatch.setattr(core.engine, "load_wordnet_lemmas", lambda: DICTIONARY)
+    monkeypatch.setattr(core.words.scorer, "load_wordnet_lemmas", lambda: DICTIONARY)
     studio = Studio(Models.from_engine(engine, ModelSpec("tiny", base=str(tiny_mlm_dir))), Projector(), JobManager())
     with pytest.raises(ValueError, match=f"vocabulary-map --model {tiny_mlm_dir}"):
         studio.draw_map(EVERY_WORD_MAP, 0, "", None, "UMAP", "2-D", "part of speech", Session())
@@ -93,10 +93,10 @@ def test_the_command_lays_out_the_map_the_app_then_draws_and_searches(engine, ti
 
 def test_no_map_of_every_word_from_compact_vectors(engine, tiny_mlm_dir):
     studio = Studio(Models.from_engine(engine, ModelSpec("tiny", base=str(tiny_mlm_dir))), Projector(), JobManager())
-    engine.open_vocab_compact = True
+    engine.words.compact = True
     with pytest.raises(ValueError, match="exact vectors"):
         studio.draw_map(EVERY_WORD_MAP, 0, "", None, "UMAP", "2-D", "part of speech", Session())
-    engine.open_vocab_compact = False
+    engine.words.compact = False
     save_layout(np.ones((len(DICTIONARY), 2), dtype=np.float32), engine.vocabulary_layout_path())
     assert not list(engine.vocabulary_layout_path().parent.glob("*.partial-*"))  # written whole
     _, _, session = studio.draw_map(EVERY_WORD_MAP, 0, "", None, "UMAP", "2-D", "part of speech", Session())
@@ -125,7 +125,7 @@ def test_regions_are_named_at_each_zoom_level_by_their_words(engine):
     from core.explore.vocabulary_map import region_labels
 
     coords = np.array([[0, 0], [0, 1], [10, 0], [10, 1], [20, 0], [20, 1]], dtype=np.float32)
-    levels = region_labels(engine.open_vocab, coords, levels=(1, 3))
+    levels = region_labels(engine.words.open_vocab, coords, levels=(1, 3))
     assert [len(regions) for regions in levels] == [1, 3]
     assert all(sum(r.size for r in regions) == len(DICTIONARY) for regions in levels)
     words = {e.word for e in DICTIONARY}
@@ -158,23 +158,23 @@ def test_the_map_of_every_word_carries_its_region_names_one_level_shown(engine, 
 
 def test_a_fine_tunes_map_is_aligned_to_its_parents_with_its_own_words_moves(engine, tiny_mlm_dir, tmp_path,
                                                                             fake_umap, monkeypatch):
-    import core.engine
+    import core.words.scorer
     from core.cli import main
     from core.explore.vocabulary_map import load_moves
 
-    monkeypatch.setattr(core.engine, "load_wordnet_lemmas", lambda: DICTIONARY)
+    monkeypatch.setattr(core.words.scorer, "load_wordnet_lemmas", lambda: DICTIONARY)
     parent = engine.save(tmp_path / "parent")
     assert main(["vocabulary-map", "--model", str(parent)]) == 0  # no words of its own: laid out alone
     child = Engine.load(parent, open_vocabulary=False, decoder=None)
-    child.user_dictionary = [Entry("zib zab", "a small animal that purrs")]
+    child.words.user_dictionary = [Entry("zib zab", "a small animal that purrs")]
     child_path = child.save(tmp_path / "child")
     assert main(["vocabulary-map", "--model", str(child_path), "--align-to", str(parent)]) == 0
     parent_engine, child_engine = (Engine.load(p, open_vocabulary=False, decoder=None) for p in (parent, child_path))
     for e in (parent_engine, child_engine):
         e.enable_open_vocabulary(cache_dir=tmp_path / "cache" / "open-vocab")
     before, after = np.load(parent_engine.vocabulary_layout_path()), np.load(child_engine.vocabulary_layout_path())
-    words = child_engine.open_vocab.candidates.words
-    shared = [words.index(w) for w in parent_engine.open_vocab.candidates.words]
+    words = child_engine.words.open_vocab.candidates.words
+    shared = [words.index(w) for w in parent_engine.words.open_vocab.candidates.words]
     np.testing.assert_allclose(after[shared], before, atol=1e-4)  # the parent's words keep their places
     new = after[words.index("zib zab")]
     assert any(np.allclose(new, p, atol=1e-4) for p in before)  # it starts on its nearest shared word

@@ -43,10 +43,10 @@ def test_a_users_own_word_is_as_likely_as_a_common_one():
 
 def test_the_everyday_expert_is_mixed_in_as_documented(engine):
     """p = (1 - share) softmax(dictionary / T) + share softmax(everyday / T), everyday with the prior."""
-    c = Candidates(DICTIONARY, engine.vocab)
+    c = Candidates(DICTIONARY, engine.words.vocab)
     W, D = torch.randn(len(c), 32), torch.randn(len(c.definitions), 32)
     u = torch.randn(2, 32)
-    logits = engine.word_logits(u)
+    logits = engine.words.logits(u)
     dictionary = OpenVocabConfig(word_scale=10.0, head_weight=0.5, definition_weight=5.0, temperature=4.0)
     everyday = OpenVocabConfig(word_scale=3.0, head_weight=2.0, multi_bias=-1.0, definition_weight=1.0,
                                temperature=4.0)
@@ -66,8 +66,8 @@ def test_the_everyday_expert_is_mixed_in_as_documented(engine):
 
 
 def test_user_dictionary_words_get_the_user_prior(engine):
-    engine.user_dictionary = [Entry("glorbix", "an invented word for a tool", "n", (), "")]
-    candidates = engine.open_vocab_candidates(dictionary=DICTIONARY)
+    engine.words.user_dictionary = [Entry("glorbix", "an invented word for a tool", "n", (), "")]
+    candidates = engine.words.candidates(dictionary=DICTIONARY)
     assert candidates.zipf[candidates.words.index("glorbix")] == USER_WORD_ZIPF
 
 

@@ -46,21 +46,21 @@ def test_int8_file_keeps_ids_and_cosines(tmp_path):
 
 
 def test_word_logits_add_the_cosine_term_and_a_word_finds_itself(engine):
-    engine.set_scoring_precision("float32")  # exact sums (int8 products: test_precision.py)
-    head_only = engine.word_logits(engine.encode(["king"]))
+    engine.words.set_precision("float32")  # exact sums (int8 products: test_precision.py)
+    head_only = engine.words.logits(engine.encode(["king"]))
     engine.add_word_vectors(scale=1000.0)
     u = engine.encode(["king"])
-    expected = head_only + engine.word_vectors.scores(torch.from_numpy(u), head_only.shape[1])
-    torch.testing.assert_close(engine.word_logits(u), expected)
+    expected = head_only + engine.words.vectors.scores(torch.from_numpy(u), head_only.shape[1])
+    torch.testing.assert_close(engine.words.logits(u), expected)
     assert engine.predict_words("king", k=1)[0][0] == "king"  # cos(u("king"), w_king) = 1
-    assert len(engine.word_vectors.ids) == int(engine.vocab.candidate_mask.sum())
+    assert len(engine.words.vectors.ids) == int(engine.words.vocab.candidate_mask.sum())
     engine.add_word_vectors(scale=0)
-    assert engine.word_vectors is None
+    assert engine.words.vectors is None
 
 
 def test_checkpoint_round_trip_and_untrained_load_uses_the_base(engine, tmp_path):
     engine.add_word_vectors(scale=7.0)
-    base_vectors = engine.word_vectors.vectors.clone()
+    base_vectors = engine.words.vectors.vectors.clone()
     weight = engine.encoder.backbone.encoder.layer[-1].output.dense.weight
     with torch.no_grad():  # "train": the saved encoder differs from its base
         weight.add_(0.2 * torch.randn(weight.shape, generator=torch.Generator().manual_seed(0)))
@@ -70,15 +70,15 @@ def test_checkpoint_round_trip_and_untrained_load_uses_the_base(engine, tmp_path
     assert manifest["word_vectors"]["scale"] == 7.0 and (path / WORD_VECTORS).is_file()
     assert all(f.stat().st_mode & 0o777 == 0o644 for f in path.iterdir())  # readable like any folder
     loaded = Engine.load(path)
-    assert loaded.word_vectors.scale == 7.0
+    assert loaded.words.vectors.scale == 7.0
     text = ["water that runs to the sea"]
     for e in (engine, loaded):  # int8 on disk vs float32 in memory: compare without int8 products too
-        e.set_scoring_precision("float32")
+        e.words.set_precision("float32")
     assert [w for w, _ in loaded.predict_words(text[0])] == [w for w, _ in engine.predict_words(text[0])]
     untrained = Engine.load(path, untrained=True)  # word vectors of the base encoder itself
-    assert untrained.word_vectors.scale == 7.0
-    np.testing.assert_allclose(untrained.word_vectors.vectors.numpy(), base_vectors.numpy(), atol=1e-6)
-    assert not torch.allclose(base_vectors, engine.word_vectors.vectors, atol=1e-3)
+    assert untrained.words.vectors.scale == 7.0
+    np.testing.assert_allclose(untrained.words.vectors.vectors.numpy(), base_vectors.numpy(), atol=1e-6)
+    assert not torch.allclose(base_vectors, engine.words.vectors.vectors, atol=1e-3)
 
 
 def test_save_word_scoring_keeps_encoder_files_and_fingerprint(engine, tmp_path):
@@ -92,7 +92,7 @@ def test_save_word_scoring_keeps_encoder_files_and_fingerprint(engine, tmp_path)
                                                                      "test, word vectors": {"mrr": 0.2}}
     assert all((path / name).read_bytes() == data for name, data in before.items())
     reloaded = Engine.load(path)
-    assert reloaded.fingerprint == fingerprint and reloaded.word_vectors.scale == 4.0
+    assert reloaded.fingerprint == fingerprint and reloaded.words.vectors.scale == 4.0
     reloaded.add_word_vectors(scale=0)
     reloaded.save_word_scoring(path)  # scale 0: removed again
     assert not (path / WORD_VECTORS).exists() and "word_vectors" not in json.loads((path / MANIFEST).read_text())
@@ -111,30 +111,30 @@ def test_save_word_scoring_refuses_a_checkpoint_of_another_base(engine, tmp_path
 
 def test_training_recomputes_word_vectors_with_the_trained_encoder(engine):
     engine.add_word_vectors(scale=5.0)
-    stale = engine.word_vectors.vectors.clone()
+    stale = engine.words.vectors.vectors.clone()
     train(engine, ENTRIES, ENTRIES, TrainConfig(lr=3e-3, max_steps=4, batch_size=4, eval_every=2,
                                                 word_vector_scale=6.0))
-    fresh = engine.encode([engine.vocab.words[i] for i in engine.word_vectors.ids.tolist()])
+    fresh = engine.encode([engine.words.vocab.words[i] for i in engine.words.vectors.ids.tolist()])
     fresh /= np.linalg.norm(fresh, axis=1, keepdims=True)
-    np.testing.assert_allclose(engine.word_vectors.vectors.numpy(), fresh, atol=1e-5)
-    assert engine.word_vectors.scale == 6.0 and not torch.allclose(engine.word_vectors.vectors, stale)
+    np.testing.assert_allclose(engine.words.vectors.vectors.numpy(), fresh, atol=1e-5)
+    assert engine.words.vectors.scale == 6.0 and not torch.allclose(engine.words.vectors.vectors, stale)
     train(engine, ENTRIES, ENTRIES, TrainConfig(max_steps=1, batch_size=4, word_vector_scale=0))
-    assert engine.word_vectors is None
+    assert engine.words.vectors is None
 
 
 def test_cancelled_training_keeps_the_starting_word_vectors(engine):
     engine.add_word_vectors(scale=5.0)
-    start = engine.word_vectors
+    start = engine.words.vectors
     with pytest.raises(TrainingCancelled):
         train(engine, ENTRIES, ENTRIES, TrainConfig(max_steps=5, batch_size=4), should_stop=lambda: True)
-    assert engine.word_vectors is start
+    assert engine.words.vectors is start
 
 
 def test_cli_writes_word_vectors_into_a_checkpoint(engine, tmp_path, capsys):
     path = engine.save(tmp_path / "ckpt")
     assert main(["word-vectors", "--model", str(path), "--write", "--scale", "12", "--record-split"]) == 0
     assert "scale 12" in capsys.readouterr().out
-    assert Engine.load(path).word_vectors.scale == 12.0
+    assert Engine.load(path).words.vectors.scale == 12.0
 
 
 def test_word_vector_objective_trains_through_the_cosine_term(engine):
@@ -143,7 +143,7 @@ def test_word_vector_objective_trains_through_the_cosine_term(engine):
     result = train(engine, ENTRIES, ENTRIES, config)
     assert result.best_dev["mrr"] > result.history[0]["mrr"]
     u = torch.from_numpy(engine.encode(["king"])).requires_grad_(True)
-    engine.word_vectors.scores(u, len(engine.vocab)).sum().backward()
+    engine.words.vectors.scores(u, len(engine.words.vocab)).sum().backward()
     assert u.grad.abs().sum() > 0  # the loss reaches the encoder through cos(u, w)
     assert evaluate_words(engine, ENTRIES)["mrr"] == pytest.approx(result.best_dev["mrr"], abs=1e-4)
 

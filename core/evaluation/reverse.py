@@ -25,7 +25,7 @@ import numpy as np
 import torch
 
 from core.runtime.cancel import check_cancelled
-from core.engine import singular
+from core.text import singular
 from core.paths import HUMAN_DESCRIPTIONS
 from core.words.vocabulary import WordFilter, letters
 
@@ -77,7 +77,7 @@ def ranks_by_mode(engine, queries: Sequence[Query], modes: Sequence[str] = FILTE
     for start in range(0, len(queries), batch_size):
         check_cancelled()
         batch = queries[start:start + batch_size]
-        scored = engine.word_scores(engine.encode([q.text for q in batch]), exclude_words_of=[q.text for q in batch])
+        scored = engine.words.scores(engine.encode([q.text for q in batch]), exclude_words_of=[q.text for q in batch])
         for mode in modes:
             out[mode].extend(_rows(scored, batch, mode, masks))
     return {mode: np.array(rows, dtype=np.int64) for mode, rows in out.items()}
@@ -126,23 +126,23 @@ def summary(r: np.ndarray) -> dict:
 @contextlib.contextmanager
 def scored_with(engine, scorer) -> Iterator[None]:
     """`engine` answers with the open-vocabulary `scorer` (a leak-free index) inside the block."""
-    kept = engine.open_vocab
-    engine.open_vocab = scorer
+    kept = engine.words.open_vocab
+    engine.words.open_vocab = scorer
     try:
         yield
     finally:
-        engine.open_vocab = kept
+        engine.words.open_vocab = kept
 
 
 def reverse_query_sets(engine, gcide: Sequence | None = None, human: Path = HUMAN_DESCRIPTIONS
                        ) -> dict[str, tuple[list[Query], object | None]]:
     """{set name: (queries, the open-vocabulary index to score them with, None for the engine's own)}
     for the sets the module docstring lists; a set whose data is missing is left out. Needs
-    `engine.open_vocab` in float32 (the leak-free indexes drop definitions)."""
+    `engine.words.open_vocab` in float32 (the leak-free indexes drop definitions)."""
     from core.lexicon.dictionary import extend_split, load_wordnet, load_wordnet_lemmas, split_by_word
     from core.words.open_vocab_fit import near_copies, query_sets
 
-    scorer = engine.open_vocab
+    scorer = engine.words.open_vocab
     sets: dict[str, tuple[list[Query], object | None]] = {"defsent-table6": (table6(), None)}
     if Path(human).is_file():
         sets["human-dev"] = (read_human_descriptions(human), None)
@@ -167,8 +167,8 @@ def evaluate_reverse(engine, sets: dict[str, tuple[list[Query], object | None]],
     for name, (queries, index) in sets.items():
         with scored_with(engine, index) if index is not None else contextlib.nullcontext():
             results[name] = {mode: summary(r) for mode, r in ranks_by_mode(engine, queries, modes).items()}
-            if name == "wordnet-test" and engine.open_vocab is not None:
-                multi = [q for q in queries if " " in q.word or engine.vocab.token_id(q.word) is None]
+            if name == "wordnet-test" and engine.words.open_vocab is not None:
+                multi = [q for q in queries if " " in q.word or engine.words.vocab.token_id(q.word) is None]
                 results[name]["multi-token"] = summary(ranks(engine, multi, "none"))
         say(f"{name}: {results[name]}")
     return results

@@ -8,14 +8,15 @@ from __future__ import annotations
 
 from tqdm.auto import tqdm
 
+from ..words.scorer import WordScorer
 from .base import EvaluationConfig, TaskResult, TextEncoder
 
 COLUMNS = {"mrr": "MRR", "top1": "top-1", "top3": "top-3", "top10": "top-10"}
 
 
 def has_word_head(encoder: TextEncoder) -> bool:
-    """True for encoders that rank words (an Engine: `word_logits` and a vocabulary)."""
-    return hasattr(encoder, "word_logits") and hasattr(encoder, "vocab")
+    """True for encoders that rank words (an Engine: its `words`, a WordScorer)."""
+    return isinstance(getattr(encoder, "words", None), WordScorer)
 
 
 def run_words(encoder: TextEncoder, config: EvaluationConfig) -> TaskResult:

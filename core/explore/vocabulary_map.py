@@ -96,22 +96,22 @@ def lay_out(engine, parent=None, seed: int = 0) -> tuple[np.ndarray, list[dict]]
     """(layout (C, 2), moves) of the Engine `engine`'s open vocabulary: aligned to the map of the Engine
     `parent` (its layout built), with the moves of `engine`'s own dictionary words; alone without one."""
     if parent is None:
-        return build_layout(engine.open_vocab, seed), []
+        return build_layout(engine.words.open_vocab, seed), []
     parent_path = parent.vocabulary_layout_path()
     if not parent_path.is_file():
         raise ValueError(f"The map to align to is not laid out yet ({parent_path.name}): run `python -m core "
                          f"vocabulary-map` for that model first.")
     parent_coords = np.load(parent_path)
-    words = engine.open_vocab.candidates.words
-    coords = aligned_layout(engine.open_vocab, parent.open_vocab.candidates.words, parent_coords, seed)
+    words = engine.words.open_vocab.candidates.words
+    coords = aligned_layout(engine.words.open_vocab, parent.words.open_vocab.candidates.words, parent_coords, seed)
     definitions: dict[str, list[str]] = {}
-    for entry in engine.user_dictionary:
+    for entry in engine.words.user_dictionary:
         definitions.setdefault(entry.word, []).append(entry.definition)
     own = list(definitions)[:MAX_MOVES]
     if not own:
         return coords, []
     before = np.stack([parent.encode(definitions[w], normalize=True).mean(0) for w in own])  # (n, d)
-    return coords, word_moves(parent.open_vocab, parent_coords, before, own, words, coords)
+    return coords, word_moves(parent.words.open_vocab, parent_coords, before, own, words, coords)
 
 
 def save_moves(moves: list[dict], layout: Path) -> None:

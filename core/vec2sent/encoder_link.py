@@ -43,7 +43,7 @@ def link_engine(path: Path, batch_size: int = 64, precision: str = "float32", de
         encode=lambda texts: engine.encode(texts, batch_size=batch_size, normalize=False),
         tokenizer=engine.encoder.tokenizer,
         top_word=lambda texts: top_words(engine, texts),
-        vector_words=lambda vectors, k: [[w for w, _ in ranked] for ranked in engine.words_for_vectors(vectors, k)],
+        vector_words=lambda vectors, k: [[w for w, _ in ranked] for ranked in engine.words.ranked(vectors, k)],
         precision=precision,
     )
 

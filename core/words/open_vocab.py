@@ -6,7 +6,7 @@ candidate c gets a score from two channels, computed for a sentence vector u:
     word(c)       = cos(u, tower(c))                              its own embedding by the word tower
                                                                   (core/words/word_tower.py); older checkpoints:
                                                                   cos(u, map(encode(c))), a linear map
-    head(c)       = Engine.word_logits(u)[token of c]            if c is one token (head + word vector)
+    head(c)       = WordScorer.logits(u)[token of c]             if c is one token (head + word vector)
                   = multi_bias / head_weight                      otherwise (stands in for the logit)
     definition(c) = max over c's definitions d of cos(u, encode(d))   (nearest glosses vote)
                   = word(c)                                       if c has none (held out in evaluation)
@@ -395,15 +395,15 @@ def evaluate_among(engine, test: Sequence[Entry], dictionary: Sequence[Entry], k
     texts. Returns (MRR / top-1/3/10 as `core.words.word_eval.metrics_from_ranks`, the top `k` words of each
     test definition). Every word of `dictionary` is the user's, with the prior the app gives such words
     (`Candidates` user_words). Small dictionaries: everything is embedded now."""
-    candidates = Candidates(dictionary, engine.vocab, user_words=(e.word for e in dictionary))
+    candidates = Candidates(dictionary, engine.words.vocab, user_words=(e.word for e in dictionary))
     words = engine.word_encoder()
     scorer = OpenScorer.compute(lambda texts: words.encode(texts, batch_size=batch_size),
                                 lambda texts: engine.encode(texts, batch_size=batch_size), candidates,
-                                engine.open_vocab_config, engine.open_vocab_map)
+                                engine.words.config, engine.words.word_map)
     scorer = scorer.without_definitions(e.definition for e in test)
     index = {w: i for i, w in enumerate(candidates.words)}
     u = torch.from_numpy(engine.encode([e.definition for e in test], batch_size=batch_size))  # (n, d)
-    scores = scorer.scores(u, engine.word_logits(u))  # (n, C)
+    scores = scorer.scores(u, engine.words.logits(u))  # (n, C)
     gold = torch.tensor([index[e.word] for e in test])
     top = scores.topk(min(k, scores.shape[1])).indices.tolist()
     return metrics_from_ranks(rank_of_gold(scores, gold)), [[candidates.words[j] for j in row] for row in top]

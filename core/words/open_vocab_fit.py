@@ -128,7 +128,7 @@ class Queries:
         """(gold (b,), candidate scores (b, C)) for `rows`, 512 queries at a time."""
         for batch in rows.split(512):
             u = self.vectors[batch]
-            yield self.gold[batch], scorer.scores(u, self.engine.word_logits(u))
+            yield self.gold[batch], scorer.scores(u, self.engine.words.logits(u))
 
     def ranks(self, scorer: OpenScorer, rows: torch.Tensor | None = None) -> torch.Tensor:
         """(n,) rank of each query's word among all candidates (1 = first)."""
@@ -208,31 +208,31 @@ def fit_open_vocabulary(engine, split: DictionarySplit, gcide: Sequence[Entry], 
                         report: Sequence[str] = QUERY_SETS, cache_dir: Path | None = None,
                         say: Say = print) -> dict:
     """Train `engine`'s open-vocabulary word tower (`fit_tower`) and choose its weights (`choose`)
-    as the module docstring says, setting `engine.open_vocab_tower` and `engine.open_vocab_config`
+    as the module docstring says, setting `engine.words.tower` and `engine.words.config`
     (what `Engine.save` / `save_word_scoring` store); with neither, only evaluate the engine's own.
 
     `split`: the split the model was trained on; `gcide`: GCIDE senses (`read_gcide_dictd`);
     `dictionary`: the candidates' entries (default all WordNet lemmas; the engine's user dictionary
     is added as `enable_open_vocabulary` does). Vectors are cached under `cache_dir` when given.
     Returns {"config": the weights, "word_tower": bool, set name: `Queries.report`} for the `report`
-    sets. Scores in float32 meanwhile; leaves the open vocabulary disabled (`engine.open_vocab`
+    sets. Scores in float32 meanwhile; leaves the open vocabulary disabled (`engine.words.open_vocab`
     None) when it changed the tower or the weights."""
-    int8_scoring = engine.int8_scoring
-    engine.set_scoring_precision("float32")  # the float32 scorer can be re-weighted and re-indexed
+    int8_scoring = engine.words.int8
+    engine.words.set_precision("float32")  # the float32 scorer can be re-weighted and re-indexed
     try:
         extended = extend_split(split, load_wordnet_lemmas() if dictionary is None else dictionary)
         if fit_tower:
-            words = engine.open_vocab_candidates(dictionary=dictionary).words
+            words = engine.words.candidates(dictionary=dictionary).words
             train = Queries(engine, "wordnet-train", extended.train, words, cache_dir, say)
             say(f"word tower: {tower_config}")
-            engine.open_vocab_tower = fit_word_tower(
+            engine.words.tower = fit_word_tower(
                 engine.encoder, train.vectors, train.gold, words, tower_config,
                 lambda step, steps, loss: say(f"word tower step {step}/{steps}: loss {loss:.3f}"))
-            engine.open_vocab_map = None  # an older checkpoint's map of the encoder's word vectors
+            engine.words.word_map = None  # an older checkpoint's map of the encoder's word vectors
         started = time.time()
         engine.enable_open_vocabulary(dictionary=dictionary, cache_dir=cache_dir,
                                       progress=progress("candidates and definitions", say))
-        scorer = engine.open_vocab
+        scorer = engine.words.open_vocab
         words = scorer.candidates.words
         say(f"open vocabulary: {len(words)} candidates ({int(scorer.candidates.single_token.sum())} single-token), "
             f"{len(scorer.candidates.definitions)} definitions ({time.time() - started:.0f} s)")
@@ -243,9 +243,9 @@ def fit_open_vocabulary(engine, split: DictionarySplit, gcide: Sequence[Entry], 
         wordnet_index = scorer.without_definitions(e.definition for e in extended.dev + extended.test)
         gcide_index = scorer.without_definitions(near_copies(sets["gcide-dev"] + sets["gcide-test"], scorer.candidates))
         if choose:  # wordnet-dev is scored with the definition channel off: any index serves it
-            engine.open_vocab_config = choose_weights(gcide_index, queries, engine.open_vocab_config, grid, say)
-        config = engine.open_vocab_config
-        results = {"config": asdict(config), "word_tower": bool(engine.open_vocab_tower)}
+            engine.words.config = choose_weights(gcide_index, queries, engine.words.config, grid, say)
+        config = engine.words.config
+        results = {"config": asdict(config), "word_tower": bool(engine.words.tower)}
         for name in report:
             index = wordnet_index if name.startswith("wordnet") else gcide_index
             results[name] = queries[name].report(index.with_config(config))
@@ -255,10 +255,10 @@ def fit_open_vocabulary(engine, split: DictionarySplit, gcide: Sequence[Entry], 
                 results[off] = queries[name].report(index.with_config(replace(config, definition_weight=0.0)))
                 say(f"{off}: {results[off]['all']}")
         if choose:
-            engine.open_vocab = None  # scored with the old weights: enable_open_vocabulary again
+            engine.words.open_vocab = None  # scored with the old weights: enable_open_vocabulary again
         return results
     finally:
-        engine.int8_scoring = int8_scoring
+        engine.words.int8 = int8_scoring
 
 
 def overall(results: dict) -> dict:

@@ -57,14 +57,14 @@ def evaluate_vectors(engine, vectors: np.ndarray, gold: np.ndarray, batch_size: 
     ranks = []
     for start in range(0, len(gold), batch_size):
         check_cancelled()
-        logits = engine.word_logits(vectors[start:start + batch_size])
+        logits = engine.words.logits(vectors[start:start + batch_size])
         ranks.append(rank_of_gold(logits, torch.from_numpy(gold[start:start + batch_size])))
     return metrics_from_ranks(torch.cat(ranks) if ranks else torch.zeros(0))
 
 
 def evaluate_words(engine, entries, batch_size: int = 128, progress=None) -> dict:
     """MRR / top-1/3/10 of `engine` on dictionary entries (words that are not one token skipped)."""
-    texts, gold = definition_pairs(entries, engine.vocab)
+    texts, gold = definition_pairs(entries, engine.words.vocab)
     if not texts:
         raise ValueError("none of the entries has a word the head can predict (one vocabulary token)")
     return evaluate_vectors(engine, engine.encode(texts, batch_size=batch_size, progress=progress), gold)

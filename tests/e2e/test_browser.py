@@ -53,7 +53,7 @@ def served_model(tiny_mlm_dir, tmp_path_factory) -> tuple[Path, str, str, Path]:
     if real:
         return Path(real).resolve(), *REAL_QUERY, REPO / "docs" / "screenshots"
     engine = Engine.from_base(str(tiny_mlm_dir))
-    texts, gold = definition_pairs([Entry(w, d) for w, d in TINY_PAIRS.items()], engine.vocab)
+    texts, gold = definition_pairs([Entry(w, d) for w, d in TINY_PAIRS.items()], engine.words.vocab)
     fit_head(engine, texts, gold, epochs=300, lr=1e-2, batch_size=8)
     query = TINY_PAIRS["king"]
     assert engine.predict_words(query, k=1)[0][0] == "king"
