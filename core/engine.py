@@ -379,12 +379,12 @@ class Engine:
         one total); with `cache_dir` the vectors are kept there per model and candidate list. Vectors
         precomputed in the checkpoint's SHIPPED_VECTORS folder are read instead (a Space's), else its
         product-quantized COMPACT_VECTORS when they were made for these candidates (a fresh clone's;
-        `open_vocab_compact`; not with `compact=False`, which embeds instead). With
+        `words.compact`; not with `compact=False`, which embeds instead). With
         `reuse` (the app's activation), a model fine-tuned in the app (`training.open_vocab_parent` in
         its manifest) whose parent's vectors are cached (in `cache_dir`, the user cache or the parent's
         shipped folder) reuses them and embeds only its new words and definitions: seconds
         (`open_vocab_parent_scorer`), though the reused vectors come from the encoder before
-        fine-tuning; they are cached apart ("-reused") and flagged (`open_vocab_reused`) until a call
+        fine-tuning; they are cached apart ("-reused") and flagged (`words.reused`) until a call
         without `reuse` embeds everything with this model."""
         candidates = self.words.candidates(extra, dictionary)
         name = self._open_vocab_cache_name(candidates)

@@ -45,7 +45,7 @@ def test_int8_file_keeps_ids_and_cosines(tmp_path):
         WordVectors(torch.arange(3), torch.randn(4, 16))
 
 
-def test_word_logits_add_the_cosine_term_and_a_word_finds_itself(engine):
+def test_word_scores_add_the_cosine_term_and_a_word_finds_itself(engine):
     engine.words.set_precision("float32")  # exact sums (int8 products: test_precision.py)
     head_only = engine.words.logits(engine.encode(["king"]))
     engine.add_word_vectors(scale=1000.0)

@@ -5,9 +5,11 @@ single-token words), `word_vectors` and `hubness` (the head's word scoring), `op
 WordNet word and phrase as an answer: the experts and their mixture) with `open_vocab_fit` (its
 weights) and `word_tower` (the words' own encoder delta), `word_prior` (how common a word is),
 `product_quantizer` (the compact vectors a checkpoint ships) and `word_eval` (word prediction scores).
-The engine (core/engine.py) holds them; the app reaches them through the engine.
+`scorer` holds them as one object, `WordScorer`, which the engine holds as `engine.words`; the app
+reaches them through the engine.
 """
 from .open_vocab import Candidates, OpenScorer, OpenVocabConfig, evaluate_among
+from .scorer import WordScorer
 from .vocabulary import WordFilter, WordVocabulary
 from .word_eval import definition_pairs, evaluate_words, format_table
 from .word_prior import FREQUENCY_BANDS, frequency_bands, zipf_frequencies
@@ -23,6 +25,7 @@ __all__ = [
     "OpenScorer",
     "OpenVocabConfig",
     "WordFilter",
+    "WordScorer",
     "WordVocabulary",
     "zipf_frequencies",
 ]
