@@ -1,4 +1,4 @@
-"""`python -m core COMMAND [flags]` (core/cli.py); `python -m core "a description"` is the reverse dictionary."""
+"""`python -m core COMMAND [flags]` (core/cli/); `python -m core "a description"` is the reverse dictionary."""
 import sys
 
 from .cli import main

@@ -1,4 +1,4 @@
-"""`python -m core`: one entry point dispatching to the commands of core/cli.py."""
+"""`python -m core`: one entry point dispatching to the commands of core/cli/."""
 import subprocess
 import sys
 from pathlib import Path
@@ -6,7 +6,8 @@ from pathlib import Path
 import pytest
 
 from core import Engine
-from core.cli import COMMANDS, add_config_flags, config_from_flags, main
+from core.cli import COMMANDS, main
+from core.cli.flags import add_config_flags, config_from_flags
 from core.lexicon.dictionary import load_wordnet, split_by_word
 from core.train import TrainConfig
 from core.words.word_eval import evaluate_words

@@ -135,12 +135,12 @@ def test_a_fine_tune_out_of_gpu_memory_tells_the_user_to_lower_the_batch():
 
 
 def test_the_training_command_says_out_of_memory_in_one_line(monkeypatch, tmp_path, capsys):
-    import core.cli
+    import core.cli.words
 
     def out_of_memory(*args, **kwargs):
         raise OutOfDeviceMemory("DefSent training ran out of memory on cuda:0 at batch size 16: try a smaller batch")
 
-    monkeypatch.setattr(core.cli, "_run_training", out_of_memory)
+    monkeypatch.setattr(core.cli.words, "_run_training", out_of_memory)
     assert cli(["train", "--out", str(tmp_path / "m"), "--no-open-vocab", "--device", "cpu"]) == 2
     assert capsys.readouterr().err.strip() == ("error: DefSent training ran out of memory on cuda:0 at batch size 16: "
                                                "try a smaller batch")

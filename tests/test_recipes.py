@@ -9,7 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from core.cli import config_from_flags, parse_with_recipe, train_parser, vec2sent_train_parser
+from core.cli.flags import config_from_flags, parse_with_recipe
+from core.cli.vec2sent import vec2sent_train_parser
+from core.cli.words import train_parser
 from core.train import TrainConfig
 from core.vec2sent.checkpoint import read_config
 from core.vec2sent.model import Vec2SentConfig

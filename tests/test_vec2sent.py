@@ -507,7 +507,7 @@ def test_learning_rate_is_constant_then_decays_linearly_to_its_floor():
 def test_the_commands_lstm_flags_build_a_decoder(tokenizer, tmp_path):
     """The command passes every config flag, max_length included (which once collided with the
     default for new decoders, so `vec2sent-train` without --init failed)."""
-    from core.cli import _decoder_overrides, vec2sent_train_parser
+    from core.cli.vec2sent import _decoder_overrides, vec2sent_train_parser
 
     args = vec2sent_train_parser().parse_args(["--encoder", "x", "--out", "y", "--emb-dim", "8", "--hidden", "16",
                                                "--layers", "1", "--max-length", "30"])

@@ -8,7 +8,7 @@
 Modules: model and transformer (the decoders), decode (greedy / beam search), refine and truecase
 (the decoding's corrections), checkpoint (save / load, encoder check), train, diagnostics (Id, PERM,
 BLEU), expression. Its training sentences are built by core/corpus/. The commands are `python -m core
-vec2sent-corpus`, `vec2sent-train` and `vec2sent-diagnostics` (core/cli.py); train and diagnostics
+vec2sent-corpus`, `vec2sent-train` and `vec2sent-diagnostics` (core/cli/vec2sent.py); train and diagnostics
 are not imported here, which keeps this import light.
 """
 from core.vec2sent.checkpoint import EncoderMismatchError, Vec2Sent, load_checkpoint, save_checkpoint

@@ -1,0 +1,190 @@
+"""The commands that build or inspect data: `dictionary` (a dictionary's counts and split), `wordnet`
+and `gcide` (the dictionaries from their sources, core/lexicon/), `corpus-index` (the app's corpus
+sentences, core/explore/corpus_index.py) and `vocabulary-map` (the map of every word,
+core/explore/vocabulary_map.py).
+"""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Callable, Sequence
+
+from ..paths import CACHE_DIR, MODERN_CORPUS_DIR
+from .flags import add_device_flag, add_threads_flag, command, device_from_flag, parser_for, set_threads
+
+
+# ---- data -----------------------------------------------------------------------------------------
+
+@command("dictionary")
+def dictionary(argv: Sequence[str]) -> int:
+    """Counts and the split report of a dictionary file (default: the shipped WordNet)."""
+    from ..lexicon.dictionary import WORDNET_PATH, largest_shared_definition_group, load_wordnet, split_by_word
+
+    parser = parser_for("dictionary", dictionary)
+    parser.add_argument("file", nargs="?", type=Path, default=WORDNET_PATH, help="gzip JSONL dictionary")
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args(argv)
+    entries = load_wordnet(args.file)
+    print(f"{len(entries)} pairs, {len({entry.word for entry in entries})} words")
+    print(f"largest group of words joined by shared definitions: {largest_shared_definition_group(entries)} words")
+    print(split_by_word(entries, seed=args.seed).report())
+    return 0
+
+
+@command("corpus-index")
+def corpus_index(argv: Sequence[str]) -> int:
+    """Embed a sentence file and index it for nearest-neighbour search: the app's corpus sentences.
+
+    python -m core corpus-index                                  # the modern corpus (vec2sent-corpus --modern)
+    python -m core corpus-index --corpus FILE --name mine --limit 100000
+
+    One sentence per line. Resumable: a rerun after a kill embeds only the chunks still missing.
+    The app offers the index named "modern" (the default) of its model from the user cache as its
+    corpus sentences (core/explore/corpus_index.py, docs/results.md)."""
+    from ..explore.corpus_index import MAX_ROWS, build_corpus_index, index_folder, read_sentences
+
+    parser = parser_for("corpus-index", corpus_index)
+    parser.add_argument("--corpus", type=Path, default=MODERN_CORPUS_DIR / "train.txt", help="one sentence a line")
+    parser.add_argument("--name", default="modern", help="the collection's name (letters, digits, '-')")
+    parser.add_argument("--limit", type=int, default=0, help=f"the first N sentences (0: all, at most {MAX_ROWS:,})")
+    parser.add_argument("--model", default=None, help="checkpoint directory (default: the shipped one)")
+    parser.add_argument("--out", type=Path, default=None, help="folder (default: the user cache, per model)")
+    parser.add_argument("--batch-size", type=int, default=128)
+    add_threads_flag(parser)
+    add_device_flag(parser)
+    args = parser.parse_args(argv)
+    device = device_from_flag(parser, args.device)
+    set_threads(args.threads)
+    from ..checkpoint import CheckpointError
+    from ..engine import Engine
+    try:
+        sentences = read_sentences(args.corpus, args.limit)
+        engine = Engine.load(args.model, decoder=None, open_vocabulary=False, device=device)
+        folder = args.out or index_folder(engine.fingerprint, args.name)
+        index = build_corpus_index(lambda texts: engine.encode(texts, batch_size=args.batch_size, normalize=True),
+                                   engine.fingerprint, sentences, folder, _stage_progress(), args.name)
+    except (CheckpointError, ValueError, OSError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    print(f"{index.name} in {folder} ({index.manifest['seconds']:.0f} s)")
+    return 0
+
+
+@command("vocabulary-map")
+def vocabulary_map(argv: Sequence[str]) -> int:
+    """Lay out every word of the open vocabulary on one 2-D map, once per model (core/explore/vocabulary_map.py).
+
+    python -m core vocabulary-map                      # the shipped model: UMAP of 147k words, minutes
+    python -m core vocabulary-map --model checkpoints/my-words   # a fine-tune: aligned to the shipped map
+
+    A fine-tune's map starts from the shipped model's (or --align-to's) and is mapped onto it, and keeps
+    where each of its own words moved (before: where that model read its definitions; after: its place now). Uses the model's exact vectors (embedded first when the user cache has none: minutes). The app's
+    Map tab draws the layout as "every word" once it exists."""
+    import time
+
+    from ..explore.vocabulary_map import lay_out, save_layout, save_moves
+
+    parser = parser_for("vocabulary-map", vocabulary_map)
+    parser.add_argument("--model", default=None, help="checkpoint directory (default: the shipped one)")
+    parser.add_argument("--align-to", default=None,
+                        help="the model whose map this one's is aligned to, with arrows for this model's own "
+                             "words (default: the shipped model, for a fine-tune with its own words; 'none')")
+    parser.add_argument("--seed", type=int, default=0)
+    add_threads_flag(parser)
+    args = parser.parse_args(argv)
+    set_threads(args.threads)
+    from ..checkpoint import CheckpointError
+    from ..engine import Engine
+    from ..words.open_vocab_fit import progress
+    from ..paths import user_cache_dir
+    from ..checkpoint import DEFAULT_CHECKPOINT
+    started = time.perf_counter()
+
+    def with_vectors(model: str | None) -> Engine:
+        engine = Engine.load(model, decoder=None, open_vocabulary=False)
+        engine.enable_open_vocabulary(cache_dir=user_cache_dir("open-vocab"), progress=progress("candidates"),
+                                      compact=False)
+        return engine
+    shipped = args.model is None or Path(args.model).resolve() == DEFAULT_CHECKPOINT.resolve()
+    try:
+        engine = with_vectors(args.model)
+        # a fine-tune (a model with its own words) is aligned to the shipped model's map by default
+        align_to = args.align_to or (str(DEFAULT_CHECKPOINT) if engine.words.user_dictionary and not shipped else "none")
+        parent = with_vectors(align_to) if align_to != "none" else None
+        coords, moves = lay_out(engine, parent, args.seed)
+        path = engine.vocabulary_layout_path()
+        save_layout(coords, path)
+        save_moves(moves, path)
+    except (CheckpointError, ValueError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    aligned = f", aligned to {align_to} with {len(moves)} of its own words' moves" if parent is not None else ""
+    print(f"{len(engine.words.open_vocab.candidates):,} words laid out in {path}{aligned} "
+          f"({time.perf_counter() - started:.0f} s)")
+    return 0
+
+
+def _stage_progress(every: float = 30.0) -> Callable[[str, int, int], None]:
+    """A (stage, done, total) callback printing each stage's progress, rate and time left every `every` s."""
+    import time
+    started: dict[str, tuple[float, int]] = {}
+    last = [0.0]
+
+    def report(stage: str, done: int, total: int) -> None:
+        begun, first = started.setdefault(stage, (time.monotonic(), done))
+        now = time.monotonic()
+        if now - last[0] < every and done < total:
+            return
+        last[0] = now
+        rate = (done - first) / max(now - begun, 1e-9)
+        left = f", {(total - done) / rate / 60:.1f} min left" if rate > 0 and done < total else ""
+        print(f"  {stage}: {done:,}/{total:,} ({rate:,.0f}/s{left})", flush=True)
+    return report
+
+
+def _by_pos(entries) -> str:
+    from collections import Counter
+    return ", ".join(f"{pos or '?'} {count}" for pos, count in sorted(Counter(e.pos for e in entries).items()))
+
+
+@command("wordnet")
+def wordnet(argv: Sequence[str]) -> int:
+    """Build core/data/wordnet.jsonl.gz (and the synsets file) from WordNet 3.0's data.* files (core/lexicon/wordnet.py).
+
+    python -m core wordnet --wordnet-dir data/cache/wordnet-deb/usr/share/wordnet --out core/data/wordnet.jsonl.gz
+    """
+    from ..paths import CORE_DATA_DIR
+    from ..lexicon.wordnet import write_wordnet
+
+    parser = parser_for("wordnet", wordnet)
+    parser.add_argument("--wordnet-dir", type=Path, required=True, help="folder with data.noun, data.verb, ...")
+    parser.add_argument("--vocab", type=Path, help="BERT vocab.txt (default: all-MiniLM-L6-v2's)")
+    parser.add_argument("--out", type=Path, default=CORE_DATA_DIR / "wordnet.jsonl.gz")
+    parser.add_argument("--synsets-out", type=Path,
+                        help="every synset with all its lemmas, the open vocabulary (default: "
+                             "wordnet-synsets.jsonl.gz beside --out)")
+    parser.add_argument("--copyright", type=Path,
+                        help="Debian copyright file (default: WORDNET_DIR/../doc/wordnet-base/copyright)")
+    args = parser.parse_args(argv)
+    synsets, entries = write_wordnet(args.wordnet_dir, args.out, args.vocab, args.synsets_out, args.copyright)
+    print(f"{len(synsets)} synsets, {sum(len(s.lemmas) for s in synsets)} lemmas -> {len(entries)} entries "
+          f"({len({entry.word for entry in entries})} words; {_by_pos(entries)}) written to {args.out}")
+    return 0
+
+
+@command("gcide")
+def gcide(argv: Sequence[str]) -> int:
+    """Extra training definitions from GCIDE's dictd files (core/lexicon/gcide.py).
+
+    python -m core gcide --dictd-dir data/cache/deb/gcide/usr/share/dictd --out data/cache/gcide.jsonl.gz
+    """
+    from ..lexicon.gcide import write_gcide
+
+    parser = parser_for("gcide", gcide)
+    parser.add_argument("--dictd-dir", type=Path, default=CACHE_DIR / "deb/gcide/usr/share/dictd")
+    parser.add_argument("--vocab", type=Path, help="BERT vocab.txt (default: all-MiniLM-L6-v2's)")
+    parser.add_argument("--out", type=Path, default=CACHE_DIR / "gcide.jsonl.gz")
+    args = parser.parse_args(argv)
+    entries = write_gcide(args.dictd_dir, args.out, args.vocab)
+    print(f"{len(entries)} entries ({len({e.word for e in entries})} words; {_by_pos(entries)}) written to {args.out}")
+    return 0

@@ -1,0 +1,216 @@
+"""The Vec2Sent commands: `vec2sent-corpus` builds the decoder's training corpus (core/corpus/),
+`vec2sent-train` trains a decoder on one encoder's embeddings of it (core/vec2sent/train.py), and
+`vec2sent-diagnostics` scores a decoder's reconstructions (core/vec2sent/diagnostics.py).
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import sys
+from pathlib import Path
+from typing import Sequence
+
+from ..paths import CACHE_DIR, CORPUS_DIR, MODERN_CORPUS_DIR, SENTEVAL_DIR
+from ..runtime.hardware import PRECISIONS, TRAINING_PRECISIONS
+from .flags import (add_config_flags, add_device_flag, add_threads_flag, command, config_from_flags,
+                    device_from_flag, parse_with_recipe, parser_for, set_threads)
+
+
+# ---- Vec2Sent ---------------------------------------------------------------------------------------
+
+@command("vec2sent-corpus")
+def vec2sent_corpus(argv: Sequence[str]) -> int:
+    """Build the Vec2Sent training corpus from packaged sources (core/corpus/classic.py).
+
+    python -m core vec2sent-corpus --out data/cache/corpus
+    python -m core vec2sent-corpus --modern --out data/cache/corpus-modern   # cased, broad (sources.py)
+    """
+    import json
+
+    from ..corpus.classic import TRAIN_ONLY_SOURCES, make_corpus
+
+    parser = parser_for("vec2sent-corpus", vec2sent_corpus)
+    parser.add_argument("--out", type=Path, default=None,
+                        help=f"default {CORPUS_DIR}, with --modern {MODERN_CORPUS_DIR}")
+    parser.add_argument("--modern", action="store_true",
+                        help="build the cased modern corpus (core/corpus/modern.py): 4-30 words, Debian "
+                        "documentation, e-mail, dialogue, fortunes, SentEval training splits and the old sources, "
+                        "with a held-out evaluation set (heldout.jsonl) of whole held-out documents and "
+                        "benchmark test sentences")
+    parser.add_argument("--heldout-size", type=int, default=1000, help="--modern: sentences in the held-out set")
+    parser.add_argument("--only", nargs="*", default=None,
+                        help="--modern: use only these new sources (names in sources.MODERN_SOURCES)")
+    parser.add_argument("--no-old", action="store_true", help="--modern: leave the first corpus' sources out")
+    parser.add_argument("--cache", type=Path, default=CACHE_DIR, help="where the npm and Debian packages are unpacked")
+    parser.add_argument("--senteval", type=Path, default=SENTEVAL_DIR)
+    parser.add_argument("--test-size", type=int, default=2000)
+    parser.add_argument("--seed", type=int, default=13)
+    parser.add_argument("--train-only", nargs="*", default=[], choices=sorted(TRAIN_ONLY_SOURCES),
+                        help="extra sources that add training sentences only (the test set stays the same)")
+    args = parser.parse_args(argv)
+    if args.modern:
+        from ..corpus.modern import make_modern_corpus
+
+        out = args.out or MODERN_CORPUS_DIR
+        modern = make_modern_corpus(out, args.cache, args.senteval, args.heldout_size, args.seed, args.only,
+                                    not args.no_old, log=lambda line: print(line, file=sys.stderr))
+        summary = {k: modern.stats[k] for k in ("train", "train_by_genre", "heldout", "seconds")}
+        print(json.dumps(summary, indent=2))
+        print(f"wrote {len(modern.train)} train / {len(modern.heldout)} held-out sentences to {out}", file=sys.stderr)
+        return 0
+    args.out = args.out or CORPUS_DIR
+    corpus = make_corpus(args.out, args.cache, args.senteval, args.test_size, args.seed, args.train_only)
+    removed = sum(s.get("in_sts_or_sick", 0) for s in corpus.stats["sources"].values())
+    print(json.dumps({k: v for k, v in corpus.stats.items() if "_train" not in k}, indent=2))
+    print(f"removed {removed} sentences that occur in STS-B or SICK", file=sys.stderr)
+    print(f"wrote {len(corpus.train)} train / {len(corpus.test)} test sentences to {args.out}", file=sys.stderr)
+    return 0
+
+
+@command("vec2sent-train")
+def vec2sent_train(argv: Sequence[str]) -> int:
+    """Train a Vec2Sent decoder on one encoder's embeddings of a corpus (core/vec2sent/train.py).
+
+    python -m core vec2sent-train --encoder CKPT --corpus data/cache/corpus --out checkpoints/vec2sent-NAME --minutes 80
+    python -m core vec2sent-train --recipe recipes/vec2sent-defsent-minilm.json --out checkpoints/NAME   # the shipped one
+    """
+    from ..runtime.device import OutOfDeviceMemory, resolve_precision
+    from ..vec2sent.train import TrainSettings
+
+    parser = vec2sent_train_parser()
+    args = parse_with_recipe(parser, argv)
+    set_threads(args.threads)
+    from ..vec2sent.encoder_link import link_engine
+    from ..vec2sent.train import RUNS_DIR, read_corpus, train_for_encoder
+
+    device = device_from_flag(parser, args.device)
+    settings = config_from_flags(TrainSettings, args, precision=resolve_precision(args.precision, device),
+                                 device=str(device))
+    sentences, corpus = read_corpus(args.corpus, args.corpus_sentences)
+    link = link_engine(args.encoder, batch_size=128, precision=args.encoder_precision, device=device)
+    try:
+        stats = train_for_encoder(sentences, link, args.out, _decoder_overrides(args), settings,
+                                  init=args.init, corpus=corpus,
+                                  run_dir=args.run_dir or RUNS_DIR / args.out.name, resume=args.resume)
+    except OutOfDeviceMemory as err:
+        print(f"error: {err} (the last checkpoint written stays whole; --resume goes on from it)", file=sys.stderr)
+        return 2
+    print(f"{stats.steps} steps, {stats.epochs:.2f} epochs, {stats.sentences_per_second:.0f} sentences/s, "
+          f"final loss {stats.curve[-1]['loss']}; saved {args.out}")
+    return 0
+
+
+def _decoder_overrides(args: argparse.Namespace) -> dict:
+    """The decoder's config fields from the flags: the transformer's size comes from --base."""
+    from ..vec2sent.model import Vec2SentConfig
+
+    if args.architecture == "transformer":
+        return {"architecture": "transformer", "base": args.base, "prefix_length": args.prefix_length,
+                "dropout": args.dropout}
+    skipped = {"vocab_size", "sent_dim"}  # from the corpus and the encoder
+    return {f.name: getattr(args, f.name) for f in dataclasses.fields(Vec2SentConfig) if f.name not in skipped}
+
+
+def vec2sent_train_parser() -> argparse.ArgumentParser:
+    """The flags of `python -m core vec2sent-train` (TrainSettings' and Vec2SentConfig's among them)."""
+    from ..checkpoint import DEFAULT_BASE
+    from ..vec2sent.model import Vec2SentConfig
+    from ..vec2sent.train import TrainSettings
+
+    parser = parser_for("vec2sent-train", vec2sent_train)
+    parser.add_argument("--encoder", type=Path, required=True, help="encoder checkpoint (core.engine)")
+    parser.add_argument("--corpus", type=Path, default=MODERN_CORPUS_DIR)
+    parser.add_argument("--corpus-sentences", type=int, default=0,
+                        help="train on the first N sentences of the corpus (its train.txt is shuffled), to embed "
+                             "and train within a budget (0: all)")
+    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--init", type=Path, help="start from this decoder, e.g. the decoder of the encoder "
+                        "this one was fine-tuned or blended from (another corpus' pieces are mapped)")
+    add_config_flags(parser, TrainSettings, skip=("precision", "device"))
+    add_device_flag(parser)
+    add_config_flags(parser, Vec2SentConfig, skip=("sent_dim", "architecture"))
+    parser.add_argument("--architecture", choices=("lstm", "transformer"), default="lstm",
+                        help="transformer: warm-started from --base (core/vec2sent/transformer.py); "
+                             "of the LSTM's flags it uses --dropout only")
+    parser.add_argument("--base", default=DEFAULT_BASE, help="the transformer's BERT checkpoint: package:NAME or a path")
+    parser.add_argument("--prefix-length", type=int, default=10, help="the transformer's prefix vectors")
+    parser.add_argument("--encoder-precision", default="float32", choices=TRAINING_PRECISIONS,
+                        help="precision in which the corpus is embedded (bfloat16: as the app encodes, 1.7x faster)")
+    parser.add_argument("--resume", action="store_true",
+                        help="go on from the run state in --run-dir (its seconds count against --minutes)")
+    parser.add_argument("--run-dir", type=Path, help="where the run's state is saved at each checkpoint "
+                        "(default data/cache/vec2sent-runs/OUT_NAME)")
+    parser.add_argument("--precision", choices=("auto", *TRAINING_PRECISIONS), default="auto",
+                        help="bfloat16 autocasts the forward pass (weights stay float32); auto: bfloat16 "
+                             "on a GPU or CPU with native bfloat16 matrix instructions, else float32")
+    add_threads_flag(parser, default=1, note="; decoder training: 2 threads measured 2.5x slower beside another job")
+    return parser
+
+
+@command("vec2sent-diagnostics")
+def vec2sent_diagnostics(argv: Sequence[str]) -> int:
+    """Vec2Sent diagnostics: Id, PERM, BLEU and the word-head round trip (core/vec2sent/diagnostics.py).
+
+    python -m core vec2sent-diagnostics --decoder CKPT --encoder CKPT --test data/cache/corpus-modern/heldout.jsonl
+    """
+    from ..vec2sent.refine import CorrectSettings
+
+    parser = parser_for("vec2sent-diagnostics", vec2sent_diagnostics)
+    parser.add_argument("--decoder", type=Path, required=True)
+    parser.add_argument("--encoder", type=Path, required=True)
+    parser.add_argument("--test", type=Path, required=True,
+                        help="one sentence a line, or a .jsonl file of {\"text\", \"genre\"} (scores by genre too)")
+    parser.add_argument("--limit", type=int, default=1000, help="first N test sentences")
+    parser.add_argument("--beams", type=int, nargs="+", default=[1, 4], help="beam widths (1 = greedy)")
+    parser.add_argument("--alpha", type=float, default=0.6, help="length normalisation exponent")
+    parser.add_argument("--rerank", action="store_true",
+                        help="also each beam width > 1 with its hypotheses reranked by cosine to the vector")
+    parser.add_argument("--refine", action="store_true",
+                        help="also each beam width > 1 refined by one-word edits (core/vec2sent/refine.py)")
+    parser.add_argument("--correct", type=int, default=None, metavar="ROUNDS",
+                        help="also each beam width with ROUNDS of correction in the embedding space "
+                             "(core/vec2sent/refine.py: correct), and refined too with --refine")
+    parser.add_argument("--correct-step", type=float, default=CorrectSettings.step,
+                        help="how far a correction round moves the target")
+    parser.add_argument("--examples", type=int, default=10, help="decoded examples to print")
+    add_threads_flag(parser, default=1)
+    parser.add_argument("--precision", default="auto", choices=PRECISIONS,
+                        help="decoder weights (auto: int8 where torch can; see load_checkpoint)")
+    parser.add_argument("--encoder-precision", default="float32", choices=TRAINING_PRECISIONS,
+                        help="the encoder's, for the test vectors, reranking and refining (the app: bfloat16)")
+    add_device_flag(parser)
+    args = parser.parse_args(argv)
+    set_threads(args.threads)
+    device = device_from_flag(parser, args.device)
+    from ..vec2sent.checkpoint import load_checkpoint, mean_cosine
+    from ..vec2sent.diagnostics import (decodings, format_table, read_test_sentences, round_trip_agreement,
+                                       score_reconstructions)
+    from ..vec2sent.encoder_link import link_engine
+
+    link = link_engine(args.encoder, precision=args.encoder_precision, device=device)
+    decoder = load_checkpoint(args.decoder, encoder_fingerprint=link.fingerprint, precision=args.precision,
+                              device=device)
+    references, genres = read_test_sentences(args.test, args.limit)
+    vectors = link.encode(references)
+    rows, by_genre = {}, {}
+    correct = None if args.correct is None else CorrectSettings(args.correct, args.correct_step)
+    for width in args.beams:
+        for name, (hypotheses, seconds) in decodings(decoder, link, vectors, width, args.alpha,
+                                                     args.rerank, args.refine, correct).items():
+            rows[f"{name} ({1000 * seconds / len(references):.0f} ms)"] = (
+                score_reconstructions(references, hypotheses),
+                round_trip_agreement(references, hypotheses, link.top_word),
+                mean_cosine(vectors, hypotheses, link.encode))
+            for genre in sorted(set(genres) - {None}):
+                rows_of = [i for i, g in enumerate(genres) if g == genre]
+                by_genre[f"{name}: {genre}"] = (score_reconstructions([references[i] for i in rows_of],
+                                                                      [hypotheses[i] for i in rows_of]), None,
+                                                mean_cosine(vectors[rows_of], [hypotheses[i] for i in rows_of],
+                                                            link.encode))
+            print(f"{name}:")
+            for ref, hyp in list(zip(references, hypotheses))[:args.examples]:
+                print(f"  in:  {ref}\n  out: {hyp}")
+    print(format_table(rows))
+    if by_genre:
+        print("\nby genre:\n" + format_table(by_genre))
+    return 0
