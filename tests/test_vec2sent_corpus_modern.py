@@ -6,10 +6,28 @@ import json
 from collections import Counter
 from pathlib import Path
 
-from core.corpus.modern import (Doc, build_modern_corpus, dedup_key, held_out, html_paragraphs, is_prose,
-                                   load_source, normalize_cased, pod_paragraphs, read_benchmark_tests,
-                                   roff_paragraphs, rst_paragraphs, sample_heldout, split_sentences,
-                                   untokenize_lowercased, write_modern_corpus)
+from core.corpus.modern import (
+    build_modern_corpus,
+    held_out,
+    load_source,
+    sample_heldout,
+    write_modern_corpus,
+)
+from core.corpus.readers import (
+    Doc,
+    html_paragraphs,
+    pod_paragraphs,
+    roff_paragraphs,
+    rst_paragraphs,
+)
+from core.corpus.sentences import (
+    dedup_key,
+    is_prose,
+    normalize_cased,
+    split_sentences,
+    untokenize_lowercased,
+)
+from core.corpus.sources import read_benchmark_tests
 
 
 def test_normalize_cased_keeps_case_digits_and_names():
