@@ -11,9 +11,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from core.lexicon.dictionary import (
-    Entry, RejectedRow, definition_key, is_predictable, largest_shared_definition_group, load_wordnet,
-    read_user_dictionary, read_vocab, split_by_word,
+    Entry, definition_key, is_predictable, largest_shared_definition_group, load_wordnet, read_vocab, split_by_word,
 )
+from core.lexicon.user_files import RejectedRow, read_user_dictionary
 from core.lexicon.wordnet import default_vocab_path, write_entries
 
 USER = Path(__file__).parent / "fixtures" / "user"

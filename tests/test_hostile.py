@@ -24,9 +24,9 @@ from app.finetune import FinetuneResult, validate_upload
 from app.handlers import Session, Studio
 from app.models import Models, ModelSpec
 from core import Engine
-from core.lexicon import dictionary
+from core.lexicon import user_files
 from core.checkpoint import safe_checkpoint_name
-from core.lexicon.dictionary import read_user_dictionary
+from core.lexicon.user_files import read_user_dictionary
 from core.encoder import SentenceEncoder
 from core.vec2sent.expression import ExpressionError, evaluate_expression
 
@@ -189,8 +189,8 @@ def test_one_gigabyte_text_file_for_search_is_refused_without_reading_it(studio,
 def test_a_million_rows_hit_the_row_cap(studio, uploads, monkeypatch):
     path = write(uploads, "million.tsv", "word\tdefinition\n" + "dog\ta pet\n" * 1_000_000)
     rows_parsed = []
-    parse = dictionary._row_to_entry
-    monkeypatch.setattr(dictionary, "_row_to_entry", lambda *args: rows_parsed.append(1) or parse(*args))
+    parse = user_files._row_to_entry
+    monkeypatch.setattr(user_files, "_row_to_entry", lambda *args: rows_parsed.append(1) or parse(*args))
     shown, session = studio.validate_upload(str(path), 0, Session())
     assert "more than 200,000 rows, over the limit; split the file" in shown
     assert "Rejected rows" not in shown  # a refused file lists no partial results

@@ -15,7 +15,7 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from core.lexicon.dictionary import read_user_dictionary
+from core.lexicon.user_files import read_user_dictionary
 from core.vec2sent.expression import ExpressionError, evaluate_expression
 
 FAST = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

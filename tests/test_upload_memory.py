@@ -14,7 +14,8 @@ import pytest
 from app import finetune
 from app.finetune import UPLOADS, UploadData, UploadStore, validate_upload
 from app.handlers import Session
-from core.lexicon.dictionary import MAX_REPORT_CHARS, ValidationReport, read_user_dictionary, split_by_word
+from core.lexicon.dictionary import split_by_word
+from core.lexicon.user_files import MAX_REPORT_CHARS, ValidationReport, read_user_dictionary
 from tests.test_app import DEFINITIONS, cache_in_tmp, engine, studio  # noqa: F401 (shared fixtures)
 
 GOOD_ROWS = "".join(f"{w},{d}\n" for w, d in DEFINITIONS.items())

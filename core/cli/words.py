@@ -142,7 +142,8 @@ def _run_training(args: argparse.Namespace, config, main_process: bool, device) 
     from tqdm import tqdm
 
     from ..runtime import distributed
-    from ..lexicon.dictionary import add_training_entries, load_wordnet, read_user_dictionary, split_by_word
+    from ..lexicon.dictionary import add_training_entries, load_wordnet, split_by_word
+    from ..lexicon.user_files import read_user_dictionary
     from ..engine import Engine
     from ..train import TrainProgress, head_stage, sts_dev_scorer
     from ..train import train as train_engine
