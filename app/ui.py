@@ -1,5 +1,6 @@
 """The whole app assembled: the model bar, then one tab per module of app/tabs/ (each lays itself out and
-wires its events through app/wiring.py's `handler` to a `Studio` method), styled by app/style.css."""
+wires its events through app/wiring.py's `handler` to its handlers beside it in app/handlers/), styled by
+app/style.css."""
 from __future__ import annotations
 
 from pathlib import Path

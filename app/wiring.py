@@ -1,5 +1,5 @@
-"""How every event reaches the engine: `handler` wraps a `Studio` method (readable errors, progress, work
-owned by its request), `wire` empties outputs first, the concurrency pools and the bounded queue."""
+"""How every event reaches the engine: `handler` wraps a handler method of app/handlers/ (readable errors,
+progress, work owned by its request), `wire` empties outputs first, the concurrency pools and the bounded queue."""
 from __future__ import annotations
 
 import functools
@@ -35,9 +35,9 @@ CANCELLED = "Cancelled: the request was stopped before it finished."
 
 
 def handler(fn: Callable) -> Callable:
-    """Wrap a Studio method for Gradio: readable errors, gr.Progress for a `progress` parameter, and
-    work owned by its request (app.work): it runs in a worker thread that stops at its next step when
-    the request is cancelled or its client leaves, and the request ends only once the work has."""
+    """Wrap a handler method (app/handlers/) for Gradio: readable errors, gr.Progress for a `progress`
+    parameter, and work owned by its request (app.work): it runs in a worker thread that stops at its next
+    step when the request is cancelled or its client leaves, and the request ends only once the work has."""
     signature = inspect.signature(fn)
 
     def call(*args, **kwargs):

@@ -51,14 +51,14 @@ def main() -> int:
     upload = Path(tempfile.mkdtemp(prefix="bench-faults-")) / "words.tsv"
     upload.write_text("word\tdefinition\n" + "".join(f"{e.word}\t{e.definition}\n"
                                                       for e in load_wordnet()[: args.words]), encoding="utf-8")
-    _, session = studio.validate_upload(str(upload), 0, Session())
-    job = studio.jobs.get(studio.start_finetune(session, 1, 5e-5, 16, 0, 100_000, 2, 0))
+    _, session = studio.finetune.validate_upload(str(upload), 0, Session())
+    job = studio.jobs.get(studio.finetune.start_finetune(session, 1, 5e-5, 16, 0, 100_000, 2, 0))
     first_step = wait_for_step(job, 1)
     five_steps = wait_for_step(job, 6)
     latencies = []
     for _ in range(args.requests):
         started = time.perf_counter()
-        studio.reverse_dictionary(QUERY, 10)
+        studio.reverse.reverse_dictionary(QUERY, 10)
         latencies.append(1000 * (time.perf_counter() - started))
     os.kill(job.pid, signal.SIGKILL)
     killed = time.perf_counter()

@@ -39,15 +39,15 @@ def main(argv: list[str] | None = None) -> int:
     studio = Studio(Models.from_engine(spec.load(), spec, DEFAULT_CHECKPOINT.parent))
     upload = Path(tempfile.mkdtemp(prefix="bench-finetune-app-")) / "glossary.tsv"
     upload.write_text("word\tdefinition\n" + "".join(f"{e.word}\t{e.definition}\n" for e in entries), encoding="utf-8")
-    _, session = studio.validate_upload(str(upload), 0, Session())
+    _, session = studio.finetune.validate_upload(str(upload), 0, Session())
     s = FinetuneSettings()
     started = time.perf_counter()
-    job = studio.jobs.get(studio.start_finetune(session, s.epochs, s.lr, s.batch_size, s.trainable_layers,
+    job = studio.jobs.get(studio.finetune.start_finetune(session, s.epochs, s.lr, s.batch_size, s.trainable_layers,
                                                 s.max_steps, s.evaluations, s.seed))
     latencies = []
     while job.status in ("queued", "running"):
         sent = time.perf_counter()
-        studio.reverse_dictionary(QUERY, 10)
+        studio.reverse.reverse_dictionary(QUERY, 10)
         latencies.append(1000 * (time.perf_counter() - sent))
         time.sleep(0.5)
     print(f"{len(entries)} rows, {training_threads(public=False)} training thread(s): Start -> {job.status} in "

@@ -73,7 +73,7 @@ CHECKPOINT_NAME = "load-test"
 P99_TARGET_S = 2.0  # reverse dictionary, phase 2
 HOSTILE_TARGET_S = 2.0  # delay a hostile request may add to another endpoint
 MEMORY_TARGET_MB = 200.0  # the app's growth over its warm state after the memory phase
-PENDING_NOTICE = "until the full vocabulary"  # app.handlers.OPEN_VOCABULARY_PENDING
+PENDING_NOTICE = "until the full vocabulary"  # app.handlers.reverse.OPEN_VOCABULARY_PENDING
 DESCRIPTIONS = ["a person who is in charge", "a place where books are kept", "a large grey animal with a trunk",
                 "to move quickly on foot", "feeling or showing pleasure", "a building where people live",
                 "the man who rules the country", "a drink made of grapes", "a small animal that people keep"]

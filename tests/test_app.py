@@ -98,19 +98,19 @@ def test_reverse_dictionary_answers_phrases_with_their_definitions_once_the_open
     engine = Engine.from_base(str(tiny_mlm_dir))
     studio = Studio(Models.from_engine(engine, ModelSpec("tiny", base=str(tiny_mlm_dir)), tmp_path), Projector(),
                     JobManager())
-    pending, _ = studio.reverse_dictionary("a frozen sweet food", 5)
+    pending, _ = studio.reverse.reverse_dictionary("a frozen sweet food", 5)
     assert "full vocabulary" in pending
     lemmas = [e for e in load_wordnet_lemmas() if e.word in ("ice cream", "red tape", "dog", "give up")]
     engine.enable_open_vocabulary(dictionary=lemmas)
     rows = sv.reverse_dictionary(engine, sv.WordQuery("a frozen sweet food", k=4))
     assert {r.word for r in rows} == {"ice cream", "red tape", "dog", "give up"}
     assert all(r.definitions and r.definitions[0].word == r.word for r in rows)
-    ready, _ = studio.reverse_dictionary("a frozen sweet food", 5)
+    ready, _ = studio.reverse.reverse_dictionary("a frozen sweet food", 5)
     assert "full vocabulary" not in ready and "ice cream" in ready
 
 
 def test_studio_reverse_escapes_html_and_compares(studio):
-    main, before = studio.reverse_dictionary("<script>alert(1)</script> a dog", 3, compare=True)
+    main, before = studio.reverse.reverse_dictionary("<script>alert(1)</script> a dog", 3, compare=True)
     assert "<script>" not in main and "ds-word" in main
     assert "nothing to compare" in before  # the active model is a base
 
@@ -119,7 +119,7 @@ def test_compare_with_checkpoint_uses_untrained_twin(engine, tiny_mlm_dir, tmp_p
     path = engine.save(tmp_path / "ckpt", name="ckpt")
     studio = Studio(Models.from_engine(Engine.load(path), ModelSpec("ckpt", path), tmp_path), Projector(),
                     JobManager())
-    _, before = studio.reverse_dictionary("a dog", 3, compare=True)
+    _, before = studio.reverse.reverse_dictionary("a dog", 3, compare=True)
     assert "before DefSent training" in before
     assert [s.name for s in available_specs(tmp_path)] == ["ckpt", BASE_LABEL]
 
@@ -127,26 +127,26 @@ def test_compare_with_checkpoint_uses_untrained_twin(engine, tiny_mlm_dir, tmp_p
 # ---- similarity and search ------------------------------------------------------------------------
 
 def test_similarity_and_heatmap(studio):
-    assert "1.0000" in studio.pair_similarity("a dog", "a dog")
-    figure = studio.heatmap("a dog\na cat\nwine")
+    assert "1.0000" in studio.similarity.pair_similarity("a dog", "a dog")
+    figure = studio.similarity.heatmap("a dog\na cat\nwine")
     assert np.asarray(figure.data[0].z).shape == (3, 3)
     with pytest.raises(ValueError, match="at least two"):
-        studio.heatmap("only one")
+        studio.similarity.heatmap("only one")
 
 
 def test_search_dictionary_and_uploaded_file(studio, tmp_path):
-    rows, _ = studio.search("an animal that barks", sv.SAMPLE, None, 3, Session())
+    rows, _ = studio.similarity.search("an animal that barks", sv.SAMPLE, None, 3, Session())
     assert len(rows) == 3 and rows[0][0] == 1 and rows[0][1] >= rows[1][1]
     corpus = tmp_path / "corpus.txt"
     corpus.write_text("a dog barks\nthe king rules\nbread is food\n", encoding="utf-8")
     session = Session()
-    rows, session = studio.search("a dog barks", "uploaded file", str(corpus), 2, session)
+    rows, session = studio.similarity.search("a dog barks", "uploaded file", str(corpus), 2, session)
     assert rows[0][2] == "a dog barks" and rows[0][1] == pytest.approx(1.0, abs=1e-4)
     cached = session.corpus
-    studio.search("bread", "uploaded file", str(corpus), 2, session)
+    studio.similarity.search("bread", "uploaded file", str(corpus), 2, session)
     assert session.corpus is cached  # embedded once per file and model
     with pytest.raises(ValueError, match="Upload a text file"):
-        studio.search("x", "uploaded file", None, 2, Session())
+        studio.similarity.search("x", "uploaded file", None, 2, Session())
 
 
 def test_search_analogy_and_interpolation_search_the_chosen_collection(tiny_mlm_dir, tmp_path):
@@ -155,24 +155,24 @@ def test_search_analogy_and_interpolation_search_the_chosen_collection(tiny_mlm_
     engine = Engine.from_base(str(tiny_mlm_dir))
     studio = Studio(Models.from_engine(engine, ModelSpec("tiny", base=str(tiny_mlm_dir)), tmp_path), Projector(),
                     JobManager())
-    rows, _ = studio.search("an animal that barks", sv.LARGEST_READY, None, 3, Session())
+    rows, _ = studio.similarity.search("an animal that barks", sv.LARGEST_READY, None, 3, Session())
     assert len(rows) == 3 and all(":" in text for *_, text in rows)  # no open vocabulary yet: the sample
     with pytest.raises(ValueError, match="needs the full vocabulary"):
-        studio.search("an animal", sv.EVERY_WORD, None, 3, Session())
+        studio.similarity.search("an animal", sv.EVERY_WORD, None, 3, Session())
     engine.enable_open_vocabulary(dictionary=[
         Entry("dog", "a domestic animal that barks", "n"), Entry("king", "a man who rules a country", "n"),
         Entry("monarch", "a man who rules a country", "n"), Entry("ice cream", "a frozen sweet food", "n")])
-    rows, _ = studio.search("an animal that barks", sv.LARGEST_READY, None, 5, Session())
+    rows, _ = studio.similarity.search("an animal that barks", sv.LARGEST_READY, None, 5, Session())
     assert sorted(text for *_, text in rows) == ["dog: a domestic animal that barks", "ice cream: a frozen sweet food",
                                                 "king, monarch: a man who rules a country"]
-    rows, _ = studio.search("an animal that barks", sv.EVERY_WORD, None, 5, Session())
+    rows, _ = studio.similarity.search("an animal that barks", sv.EVERY_WORD, None, 5, Session())
     assert sorted(text for *_, text in rows) == ["dog", "ice cream", "king", "monarch"]
-    _, _, nearest = studio.analogy("a king", "a queen", "a boy", "b - a + c", reference=sv.EVERY_WORD)
+    _, _, nearest = studio.analogy.analogy("a king", "a queen", "a boy", "b - a + c", reference=sv.EVERY_WORD)
     assert {row[2] for row in nearest} == {"dog", "ice cream", "king", "monarch"}
-    rows, figure = studio.interpolation("a dog", "a king", 3, reference=sv.EVERY_DEFINITION)
+    rows, figure = studio.analogy.interpolation("a dog", "a king", 3, reference=sv.EVERY_DEFINITION)
     assert len(rows) == 3 and len(figure.data) >= 2  # the path among the definitions' own vectors
     with pytest.raises(ValueError, match="Unknown reference texts"):
-        studio.search("x", "everything", None, 3, Session())
+        studio.similarity.search("x", "everything", None, 3, Session())
 
 
 def test_a_quick_build_does_not_wait_behind_a_slow_one_of_another_key(engine):
@@ -217,20 +217,20 @@ def test_bad_text_file(tmp_path):
 # ---- analogy and interpolation -----------------------------------------------------------------------
 
 def test_analogy_without_decoder_says_so(studio):
-    decoded, words, nearest = studio.analogy("a king", "a queen", "a boy", "b - a + c")
+    decoded, words, nearest = studio.analogy.analogy("a king", "a queen", "a boy", "b - a + c")
     assert "No Vec2Sent decoder" in decoded and len(words) == 10 and len(nearest) == 10
     with pytest.raises(ValueError, match="unknown name 'd'"):
-        studio.analogy("a", "b", "c", "d - a")
+        studio.analogy.analogy("a", "b", "c", "d - a")
     assert find_decoder_dir(studio.models.active().engine.fingerprint, studio.models.checkpoints) is None
 
 
 def test_interpolation_table_and_path(studio):
-    rows, figure = studio.interpolation("a dog", "a king", 5)
+    rows, figure = studio.analogy.interpolation("a dog", "a king", 5)
     assert [r[0] for r in rows] == [0.0, 0.25, 0.5, 0.75, 1.0]
     assert rows[0][3] == pytest.approx(1.0, abs=1e-4) and rows[-1][4] == pytest.approx(1.0, abs=1e-4)
     assert rows[0][1] == "(no decoder)" and "PCA" in figure.layout.title.text
     with pytest.raises(ValueError, match="between 2 and 50"):
-        studio.interpolation("a", "b", 1)
+        studio.analogy.interpolation("a", "b", 1)
 
 
 def test_the_app_decodes_with_its_wider_beam(studio, monkeypatch):
@@ -241,12 +241,12 @@ def test_the_app_decodes_with_its_wider_beam(studio, monkeypatch):
     monkeypatch.setattr(engine.reader, "_decoder", Lazy(object))  # a decoder is present: analogy and interpolation decode
     monkeypatch.setattr(engine.reader, "decode", lambda vectors, beam=5, refine=None, correct=DEFAULT_CORRECTION, **kw:
                         beams.append((beam, refine, correct)) or ["x"] * len(vectors))
-    decoded, _, _ = studio.analogy("a king", "a queen", "a boy", "b - a + c")
-    rows, _ = studio.interpolation("a dog", "a king", 3)
+    decoded, _, _ = studio.analogy.analogy("a king", "a queen", "a boy", "b - a + c")
+    rows, _ = studio.analogy.interpolation("a dog", "a king", 3)
     assert decoded == "**Decoded:** x" and [r[1] for r in rows] == ["x"] * 3
     # corrected once as the API does; corrected seven times by steps of 0.5 only when asked
-    studio.analogy("a king", "a queen", "a boy", "b - a + c", refine=True)
-    studio.interpolation("a dog", "a king", 3, refine=True)
+    studio.analogy.analogy("a king", "a queen", "a boy", "b - a + c", refine=True)
+    studio.analogy.interpolation("a dog", "a king", 3, refine=True)
     exact = (APP_BEAM, None, CorrectSettings(rounds=7, step=0.5))
     assert beams == [(APP_BEAM, None, DEFAULT_CORRECTION)] * 2 + [exact] * 2 and APP_BEAM > 5
 
@@ -255,25 +255,26 @@ def test_the_app_decodes_with_its_wider_beam(studio, monkeypatch):
 
 def test_draw_map_then_search(studio):
     session = Session()
-    figure, status, session = studio.draw_map("my sentences", 0, "a dog\na cat\nthe king\nwine", None, "UMAP",
+    figure, status, session = studio.map.draw_map("my sentences", 0, "a dog\na cat\nthe king\nwine", None, "UMAP",
                                               "3-D", "cluster", session)
     assert "PCA" in status and "UMAP needs at least 10 points" in status
     assert session.map.coords.shape == (4, 3) and figure.data[0].type == "scatter3d"
-    figure, note, rows = studio.search_map("dog", 2, session)
+    figure, note, rows = studio.map.search_map("dog", 2, session)
     assert "1 point(s)" in note and rows[0][2] == "a dog"
     assert figure.data[-1].name == "search hits"
     from app.services import SAMPLE
     with pytest.raises(ValueError, match="map of every word only"):  # this map's layout is its own
-        studio.search_map("dog", 2, session, SAMPLE)
+        studio.map.search_map("dog", 2, session, SAMPLE)
     with pytest.raises(ValueError, match="between 1 and 30"):
-        studio.search_map("dog", 31, session)
+        studio.map.search_map("dog", 31, session)
 
 
 def test_map_of_vocabulary_words_coloured_by_part_of_speech(studio):
-    figure, _, session = studio.draw_map("vocabulary words", 30, "", None, "PCA", "2-D", "part of speech", Session())
+    figure, _, session = studio.map.draw_map("vocabulary words", 30, "", None, "PCA", "2-D", "part of speech",
+                                             Session())
     assert {t.name for t in figure.data} <= {"noun", "verb", "adjective", "adverb"}
     assert len(session.map.corpus.texts) == 30
-    figure, _, session = studio.draw_map("vocabulary words", 30, "", None, "PCA", "2-D", "frequency", Session())
+    figure, _, session = studio.map.draw_map("vocabulary words", 30, "", None, "PCA", "2-D", "frequency", Session())
     assert session.map.groups == frequency_bands(session.map.corpus.texts)
     assert [t.name for t in figure.data] == list(dict.fromkeys(session.map.groups))
 
@@ -283,39 +284,41 @@ def test_a_selection_on_the_map_lists_its_points_and_their_csv(studio, monkeypat
     import html
 
     from app.export import _inert
-    from app.handlers import _plain
+    from app.handlers.map import _plain
 
     assert [_inert(v) for v in ("=1+1", "-x", "ok", 3)] == ["'=1+1", "'-x", "ok", 3]  # no formula runs
     monkeypatch.setattr("app.export.download_dir", lambda: tmp_path / "downloads")
     with pytest.raises(ValueError, match="Draw a map first"):
-        studio.select_map("[[0, 0]]", Session())
-    figure, _, session = studio.draw_map("vocabulary words", 30, "", None, "PCA", "2-D", "part of speech", Session())
+        studio.map.select_map("[[0, 0]]", Session())
+    figure, _, session = studio.map.draw_map("vocabulary words", 30, "", None, "PCA", "2-D", "part of speech",
+                                             Session())
     trace = len(figure.data) - 1  # the browser names points by trace and position: map them back
     pairs = [[trace, p] for p in range(len(figure.data[trace].x))] + [[trace + 5, 0]]  # a search's trace: not a point
-    rows, note, path = studio.select_map(json.dumps(pairs), session)
+    rows, note, path = studio.map.select_map(json.dumps(pairs), session)
     names = [html.unescape(t) for t in figure.data[trace].text]  # hover texts: escaped words
     assert note.startswith(f"{len(names)} point(s) selected") and sorted(r[0] for r in rows) == sorted(names)
     assert {r[1] for r in rows} == {figure.data[trace].name}
     with open(path, encoding="utf-8") as f:
         assert list(csv.reader(f))[1:] == [[str(v) for v in r] for r in rows]
-    assert studio.select_map("[]", session)[2] is None
+    assert studio.map.select_map("[]", session)[2] is None
     word, group = rows[0][0], rows[0][1]
-    clicked = studio.map_point(json.dumps([[trace, names.index(word)]]), session)  # a click: the word, defined
+    clicked = studio.map.map_point(json.dumps([[trace, names.index(word)]]), session)  # a click: the word, defined
     assert clicked.startswith(f"**{_plain(word)}** ({_plain(group)})") and "\n- *" in clicked
     assert _plain("*x* [y](z) <b>") == "\\*x\\* \\[y\\]\\(z\\) &lt;b&gt;"  # a user's text shows as itself
-    assert studio.map_point(json.dumps([[trace + 5, 0]]), session) == ""  # not a point: nothing to show
+    assert studio.map.map_point(json.dumps([[trace + 5, 0]]), session) == ""  # not a point: nothing to show
     for bad in ("not json", "[[0]]", "[[-1, 0]]", '[["a", 0]]', json.dumps([[0, 0]] * 61), " " * 10_000):
         with pytest.raises(ValueError, match="could not be read"):
-            studio.select_map(bad, session)
+            studio.map.select_map(bad, session)
 
 
 def test_map_of_an_uploaded_file_reuses_its_embeddings(studio, tmp_path):
     corpus = tmp_path / "lines.txt"
     corpus.write_text("".join(f"sentence number {i}\n" for i in range(12)), encoding="utf-8")
     session = Session()
-    studio.search("number", "uploaded file", str(corpus), 2, session)
+    studio.similarity.search("number", "uploaded file", str(corpus), 2, session)
     embedded = session.corpus
-    _, status, session = studio.draw_map("uploaded file", 0, "", str(corpus), "PCA", "2-D", "part of speech", session)
+    _, status, session = studio.map.draw_map("uploaded file", 0, "", str(corpus), "PCA", "2-D", "part of speech",
+                                             session)
     assert session.map.corpus is embedded and status.startswith("12 points, PCA")
 
 
@@ -325,11 +328,11 @@ def test_a_map_goes_out_as_projector_files_and_projector_files_come_in(studio, t
     from core.explore.projector import read_projector
 
     monkeypatch.setenv("DEFSENT_CACHE_DIR", str(tmp_path / "cache"))
-    _, _, session = studio.draw_map("my sentences", 0, "a dog\na cat\nthe king\nwine", None, "PCA", "2-D",
+    _, _, session = studio.map.draw_map("my sentences", 0, "a dog\na cat\nthe king\nwine", None, "PCA", "2-D",
                                     "cluster", Session())
     with pytest.raises(ValueError, match="Draw a map first"):
-        studio.export_map(Session())
-    with zipfile.ZipFile(studio.export_map(session)) as archive:
+        studio.map.export_map(Session())
+    with zipfile.ZipFile(studio.map.export_map(session)) as archive:
         archive.extractall(tmp_path / "out")
     folder = tmp_path / "out" / "defsent-map"
     exported = read_projector(folder / "vectors.tsv", folder / "metadata.tsv")
@@ -337,39 +340,39 @@ def test_a_map_goes_out_as_projector_files_and_projector_files_come_in(studio, t
     assert exported.columns["text"] == ["a dog", "a cat", "the king", "wine"] and set(exported.columns) == set("xy") | {
         "text", "group"}
     files = [str(folder / "vectors.tsv"), str(folder / "metadata.tsv")]
-    _, status, again = studio.draw_map("uploaded file", 0, "", files, "PCA", "2-D", "part of speech", Session())
+    _, status, again = studio.map.draw_map("uploaded file", 0, "", files, "PCA", "2-D", "part of speech", Session())
     assert status.startswith("4 points") and again.map.corpus.texts == ["a dog", "a cat", "the king", "wine"]
-    _, _, rows = studio.search_map("king", 2, again)  # this model's width: the query is embedded among them
+    _, _, rows = studio.map.search_map("king", 2, again)  # this model's width: the query is embedded among them
     assert rows[0][2] == "the king"
     foreign = tmp_path / "vectors.tsv"  # another model's 3-d vectors, without metadata
     foreign.write_text("1\t0\t0\n0.9\t0.1\t0\n0\t0\t1\n", encoding="utf-8")
-    _, _, other = studio.draw_map("uploaded file", 0, "", [str(foreign)], "PCA", "2-D", "part of speech", Session())
-    _, note, rows = studio.search_map("point 1", 2, other)  # placed by its match: the label's own vector
+    _, _, other = studio.map.draw_map("uploaded file", 0, "", [str(foreign)], "PCA", "2-D", "part of speech", Session())
+    _, note, rows = studio.map.search_map("point 1", 2, other)  # placed by its match: the label's own vector
     assert "nearest neighbours of 'point 1'" in note and [r[2] for r in rows] == ["point 1", "point 2"]
     with pytest.raises(ValueError, match="another model"):
-        studio.search_map("a dog", 2, other)
+        studio.map.search_map("a dog", 2, other)
     foreign.write_text("1\t0\n0\tnan\n", encoding="utf-8")
     with pytest.raises(ValueError, match="vectors.tsv line 2: NaN"):
-        studio.draw_map("uploaded file", 0, "", [str(foreign)], "PCA", "2-D", "cluster", Session())
+        studio.map.draw_map("uploaded file", 0, "", [str(foreign)], "PCA", "2-D", "cluster", Session())
 
 
 def test_map_errors(studio):
     with pytest.raises(ValueError, match="Draw a map first"):
-        studio.search_map("dog", 3, Session())
+        studio.map.search_map("dog", 3, Session())
     with pytest.raises(ValueError, match="Unknown point set"):
-        studio.draw_map("nothing", 10, "", None, "PCA", "2-D", "cluster", Session())
+        studio.map.draw_map("nothing", 10, "", None, "PCA", "2-D", "cluster", Session())
     with pytest.raises(ValueError, match="Unknown projection"):
         Projector().project(np.zeros((5, 3)), "tSNE")
 
 
 def test_candidates_map(studio):
-    figure, table = studio.candidates_map("an animal", 4, "PCA")
+    figure, table = studio.map.candidates_map("an animal", 4, "PCA")
     assert len(table) == 4 and figure.data[0].name == "your description"
 
 
 def test_candidates_map_leaves_out_the_descriptions_words_as_the_reverse_dictionary_does(studio):
     text = " ".join(TINY_WORDS[:40])  # most of the head's words: unexcluded, some would be candidates
-    _, table = studio.candidates_map(text, 10, "PCA")
+    _, table = studio.map.candidates_map(text, 10, "PCA")
     query = sv.WordQuery(text, 10, exclude_query_words=True)  # the Reverse dictionary tab's default
     assert [row[0] for row in table] == [r.word for r in sv.reverse_dictionary(studio.models.active().engine, query)]
     assert table and not {row[0] for row in table} & set(text.split())
@@ -459,12 +462,12 @@ def test_job_view_while_queued_and_running(studio):
     while studio.jobs.get(running.id).status != "running":
         time.sleep(0.01)
     time.sleep(0.05)
-    assert "Queued behind 1 job" in studio.job_view(queued.id)[0]
-    html = studio.job_view(running.id)[0]
+    assert "Queued behind 1 job" in studio.finetune.job_view(queued.id)[0]
+    html = studio.finetune.job_view(running.id)[0]
     assert "step 3/10, loss 1.5000, dev MRR 0.2500" in html and "width:30.0%" in html
-    assert studio.job_active(running.id) and studio.job_view("") == ("", None, [], [])
+    assert studio.finetune.job_active(running.id) and studio.finetune.job_view("") == ("", None, [], [])
     release.set()
-    assert wait_for(studio.jobs, queued.id).status == DONE and not studio.job_active(running.id)
+    assert wait_for(studio.jobs, queued.id).status == DONE and not studio.finetune.job_active(running.id)
     assert "starting..." in views.job_progress_html({})  # no stage yet: a pulsing bar, no step count
 
 
@@ -541,43 +544,43 @@ def test_finetune_job_compares_saves_and_exports(engine, tiny_mlm_dir, dictionar
 
 def test_finetune_through_the_studio(studio, dictionary_file):
     session = Session()
-    report, session = studio.validate_upload(str(dictionary_file), 0, session)
+    report, session = studio.finetune.validate_upload(str(dictionary_file), 0, session)
     assert "Ready" in report
-    job_id = studio.start_finetune(session, 1, 1e-3, 4, 0, 4, 2, 0)
+    job_id = studio.finetune.start_finetune(session, 1, 1e-3, 4, 0, 4, 2, 0)
     assert wait_for(studio.jobs, job_id).status == DONE, studio.jobs.get(job_id).error
-    progress, figure, comparison, examples = studio.job_view(job_id)
+    progress, figure, comparison, examples = studio.finetune.job_view(job_id)
     assert "Done in" in progress and comparison and examples and figure is not None
     stages = studio.jobs.get(job_id).result.training["stage_seconds"]  # where the time went, shown above
     assert "training" in stages and all(seconds >= 0 for seconds in stages.values())
     assert not any("decoder" in stage for stage in stages)  # measuring the decoder is asked for, not default
     with pytest.raises(ValueError, match="Save the model"):
-        studio.activate_finetuned(job_id)
-    assert "Saved" in studio.save_finetuned(job_id, "from-studio")
-    assert "from-studio" in studio.activate_finetuned(job_id)
+        studio.finetune.activate_finetuned(job_id)
+    assert "Saved" in studio.finetune.save_finetuned(job_id, "from-studio")
+    assert "from-studio" in studio.finetune.activate_finetuned(job_id)
     assert [value for _, value in studio.model_choices()[0]] == ["from-studio", BASE_LABEL, "tiny"]
-    checkpoint_zip, st_zip = studio.download_finetuned(job_id)
+    checkpoint_zip, st_zip = studio.finetune.download_finetuned(job_id)
     assert Path(checkpoint_zip).is_file() and Path(st_zip).is_file()
 
 
 def test_finetune_can_be_cancelled(studio, dictionary_file):
-    _, session = studio.validate_upload(str(dictionary_file), 0, Session())
-    job_id = studio.start_finetune(session, 1, 1e-3, 4, 0, 100_000, 2, 0)
+    _, session = studio.finetune.validate_upload(str(dictionary_file), 0, Session())
+    job_id = studio.finetune.start_finetune(session, 1, 1e-3, 4, 0, 100_000, 2, 0)
     while studio.jobs.get(job_id).progress.get("stage") != "training":
         time.sleep(0.01)
-    assert "Cancellation requested" in studio.cancel_job(job_id)
+    assert "Cancellation requested" in studio.finetune.cancel_job(job_id)
     assert wait_for(studio.jobs, job_id).status == CANCELLED
-    assert "Job cancelled: cancelled at step" in studio.job_view(job_id)[0]
+    assert "Job cancelled: cancelled at step" in studio.finetune.job_view(job_id)[0]
 
 
 def test_a_session_runs_one_job_at_a_time(studio, dictionary_file):
-    _, session = studio.validate_upload(str(dictionary_file), 0, Session())
-    job_id = studio.start_finetune(session, 1, 1e-3, 4, 0, 100_000, 2, 0)
+    _, session = studio.finetune.validate_upload(str(dictionary_file), 0, Session())
+    job_id = studio.finetune.start_finetune(session, 1, 1e-3, 4, 0, 100_000, 2, 0)
     with pytest.raises(ValueError, match=f"Your fine-tuning job {job_id} is still (queued|running)"):
-        studio.start_finetune(session, 1, 1e-3, 4, 0, 4, 2, 0)  # a second Start click
+        studio.finetune.start_finetune(session, 1, 1e-3, 4, 0, 4, 2, 0)  # a second Start click
     assert [job.id for job in studio.jobs.unfinished()] == [job_id]
-    studio.cancel_job(job_id)
+    studio.finetune.cancel_job(job_id)
     wait_for(studio.jobs, job_id)
-    second = studio.start_finetune(session, 1, 1e-3, 4, 0, 4, 2, 0)  # once it has ended, a new one starts
+    second = studio.finetune.start_finetune(session, 1, 1e-3, 4, 0, 4, 2, 0)  # once it has ended, a new one starts
     assert second != job_id and wait_for(studio.jobs, second).status == DONE
 
 
@@ -590,21 +593,21 @@ def test_cancelling_shows_in_the_jobs_progress_until_it_ends(studio):
     job = studio.jobs.submit(stops_when_released, "ignores cancellation until released")
     while studio.jobs.get(job.id).status != "running":
         time.sleep(0.01)
-    assert "Cancellation requested" in studio.cancel_job(job.id)
-    assert "Cancelling" in studio.job_view(job.id)[0]  # what the polled progress shows meanwhile
+    assert "Cancellation requested" in studio.finetune.cancel_job(job.id)
+    assert "Cancelling" in studio.finetune.job_view(job.id)[0]  # what the polled progress shows meanwhile
     release.set()
     wait_for(studio.jobs, job.id)
-    assert "Cancelling" not in studio.job_view(job.id)[0]
-    assert f"already {studio.jobs.get(job.id).status}: nothing to cancel" in studio.cancel_job(job.id)
+    assert "Cancelling" not in studio.finetune.job_view(job.id)[0]
+    assert f"already {studio.jobs.get(job.id).status}: nothing to cancel" in studio.finetune.cancel_job(job.id)
 
 
 def test_finetune_rejects_bad_settings_and_missing_upload(studio, dictionary_file):
     with pytest.raises(ValueError, match="validate a dictionary"):
-        studio.start_finetune(Session(), 1, 1e-3, 4, 0, 4, 2, 0)
-    _, session = studio.validate_upload(str(dictionary_file), 0, Session())
+        studio.finetune.start_finetune(Session(), 1, 1e-3, 4, 0, 4, 2, 0)
+    _, session = studio.finetune.validate_upload(str(dictionary_file), 0, Session())
     with pytest.raises(ValueError, match="Learning rate must be a number above 0 and at most 0.01"):
-        studio.start_finetune(session, 1, -1, 4, 0, 4, 2, 0)
-    report, session = studio.validate_upload(None, 0, session)
+        studio.finetune.start_finetune(session, 1, -1, 4, 0, 4, 2, 0)
+    report, session = studio.finetune.validate_upload(None, 0, session)
     assert session.upload is None and "Upload" in report
 
 
@@ -612,15 +615,15 @@ def test_finetune_rejects_bad_settings_and_missing_upload(studio, dictionary_fil
 
 def test_evaluate_words_and_sts(studio, monkeypatch):
     monkeypatch.setenv("DEFSENT_EVALUATION_DATA", str(FIXTURES / "senteval"))  # an operator-allowed folder
-    rows = studio.evaluate_words(30, True)
+    rows = studio.evaluate.evaluate_words(30, True)
     assert len(rows) == 1 and rows[0][1] <= 30  # a base: no "before" row
-    markdown = studio.evaluate_sts(str(FIXTURES / "senteval"), ["STS-B", "SICK-R"])
+    markdown = studio.evaluate.evaluate_sts(str(FIXTURES / "senteval"), ["STS-B", "SICK-R"])
     assert "STS-B" in markdown and "DefSent-BERT-base" in markdown
     # one subset each: pooled and averaged agree, so one row of ours (issue 27: no "(all)" and "(mean)" twins)
     assert "**tiny** |" in markdown and "(mean)" not in markdown and "(all)" not in markdown
-    assert "**tiny** (mean)" in studio.evaluate_sts(str(FIXTURES / "senteval"), ["STS12", "STS-B"])
+    assert "**tiny** (mean)" in studio.evaluate.evaluate_sts(str(FIXTURES / "senteval"), ["STS12", "STS-B"])
     with pytest.raises(ValueError, match="No SentEval data folder"):
-        studio.evaluate_sts("/nonexistent", ["STS-B"])
+        studio.evaluate.evaluate_sts("/nonexistent", ["STS-B"])
     with pytest.raises(ValueError, match="Choose datasets"):
         sts_markdown(studio.models.active().engine, "m", str(FIXTURES / "senteval"), ["STS99"])
     assert word_prediction_rows({}, 5) == []
@@ -636,10 +639,10 @@ def test_dataset_names_and_data_dir_match_core():
 
 
 def test_recorded_metrics_come_from_the_manifest(studio, monkeypatch):
-    assert "records no word-prediction metrics" in studio.recorded_metrics()
+    assert "records no word-prediction metrics" in studio.evaluate.recorded_metrics()
     metrics = {"test": {"n": 5, "mrr": 0.5, "top1": 0.4, "top3": 0.6, "top10": 0.8}}
     monkeypatch.setitem(studio.models.active().engine.manifest, "metrics", metrics)
-    assert "| tiny (test) | 5 | 0.5000 |" in studio.recorded_metrics()
+    assert "| tiny (test) | 5 | 0.5000 |" in studio.evaluate.recorded_metrics()
 
 
 def test_about_shows_manifest(studio):
@@ -684,7 +687,7 @@ def test_ui_builds_and_errors_are_readable(studio):
     demo = build_app(studio)
     assert {"reverse_dictionary", "draw_map", "start_finetune"} <= {d.api_name for d in demo.fns.values()}
     with pytest.raises(gr.Error, match="enter a description"):
-        asyncio.run(handler(studio.reverse_dictionary)(""))
+        asyncio.run(handler(studio.reverse.reverse_dictionary)(""))
     with pytest.raises(gr.Error, match="Something went wrong \\(ZeroDivisionError\\)"):
         asyncio.run(handler(lambda: 1 / 0)())
 
@@ -789,11 +792,11 @@ def test_uploads_are_deleted_once_read_but_only_inside_the_upload_folder(tmp_pat
 
 def test_validating_an_upload_returns_the_freed_heap_valid_or_not(studio, dictionary_file, tmp_path, monkeypatch):
     calls = []
-    monkeypatch.setattr("app.handlers.return_freed_memory", lambda: calls.append(1))
-    studio.validate_upload(str(dictionary_file), 0, Session())
+    monkeypatch.setattr("app.handlers.finetune.return_freed_memory", lambda: calls.append(1))
+    studio.finetune.validate_upload(str(dictionary_file), 0, Session())
     bad = tmp_path / "bad.tsv"
     bad.write_text("no header here\n")
-    studio.validate_upload(str(bad), 0, Session())
+    studio.finetune.validate_upload(str(bad), 0, Session())
     assert len(calls) == 2
 
 
@@ -804,7 +807,7 @@ def test_validating_an_upload_deletes_it(studio, dictionary_file, tmp_path, monk
     upload = tmp_path / "gradio" / "ab12" / dictionary_file.name
     upload.parent.mkdir(parents=True)
     shutil.copy(dictionary_file, upload)
-    report, session = studio.validate_upload(str(upload), 0, Session())
+    report, session = studio.finetune.validate_upload(str(upload), 0, Session())
     assert "Ready" in report and session.upload is not None
     assert not upload.exists() and dictionary_file.is_file()
 
@@ -820,14 +823,14 @@ def test_the_page_shows_the_open_vocabulary_building_with_its_progress(studio, m
 
     def encode_and_look(texts, **kwargs):  # what a user sees while the vocabulary is embedded
         if kwargs.get("progress") is not None:  # a batch of the vocabulary's, not the query's own
-            seen.append(studio.reverse_dictionary("a small animal")[0])
+            seen.append(studio.reverse.reverse_dictionary("a small animal")[0])
         return real_encode(texts, **kwargs)
 
     monkeypatch.setattr(active.engine.encoder, "encode", encode_and_look)
     prepare_model(active)
     shown = [page for page in seen if "ds-progress-fill" in page]
     assert shown and all("once per model; about" in page for page in shown)
-    assert "ds-progress" not in studio.reverse_dictionary("a small animal")[0]  # ready: no notice, no bar
+    assert "ds-progress" not in studio.reverse.reverse_dictionary("a small animal")[0]  # ready: no notice, no bar
 
 
 def test_an_activated_fine_tune_answers_with_its_parents_vectors_then_its_own(tiny_mlm_dir, tmp_path, monkeypatch):
@@ -864,7 +867,7 @@ def test_an_activated_fine_tune_answers_with_its_parents_vectors_then_its_own(ti
 def test_a_fresh_clone_answers_with_the_compact_vectors_then_embeds_exact_ones(tiny_mlm_dir, tmp_path, monkeypatch):
     import threading
 
-    import app.handlers
+    import app.handlers.studio
     import core.words.scorer
     from app.handlers import prepare_model
     from app.models import ActiveModel
@@ -875,8 +878,8 @@ def test_a_fresh_clone_answers_with_the_compact_vectors_then_embeds_exact_ones(t
     Engine.load(path, open_vocabulary=False, decoder=None).save_compact_open_vocab(subspaces=4)  # as shipped
     monkeypatch.setenv("DEFSENT_CACHE_DIR", str(tmp_path / "fresh-cache"))  # another machine: nothing cached
     active = ActiveModel(ModelSpec("shipped", path), Engine.load(path, open_vocabulary=False, decoder=None))
-    gate, real_embedding = threading.Event(), app.handlers.embed_own_vectors
-    monkeypatch.setattr(app.handlers, "embed_own_vectors", lambda model: gate.wait(60) and real_embedding(model))
+    gate, real_embedding = threading.Event(), app.handlers.studio.embed_own_vectors
+    monkeypatch.setattr(app.handlers.studio, "embed_own_vectors", lambda model: gate.wait(60) and real_embedding(model))
     prepare_model(active)
     assert active.engine.words.compact
     assert len(active.engine.words.open_vocab.candidates.words) == len(DEFINITIONS)  # every word, at once

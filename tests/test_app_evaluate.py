@@ -37,7 +37,7 @@ def studio(tiny_mlm_dir, tmp_path_factory) -> Studio:
 
 def test_senteval_runs_the_chosen_tasks_beside_the_papers_rows(studio):
     calls = []
-    markdown = studio.evaluate_senteval(str(SENTEVAL), ["SST-2", "TREC", "MRPC"], WHOLE,
+    markdown = studio.evaluate.evaluate_senteval(str(SENTEVAL), ["SST-2", "TREC", "MRPC"], WHOLE,
                                         progress=lambda fraction, desc: calls.append((fraction, desc)))
     assert "| Model | SST-2 | TREC | MRPC | Avg. |" in markdown
     assert "| SBERT-NLI-base | 88.96 | 89.60 | 76.00 | 84.85 |" in markdown  # avg over the columns shown
@@ -49,7 +49,7 @@ def test_senteval_runs_the_chosen_tasks_beside_the_papers_rows(studio):
 
 
 def test_a_sampled_run_says_its_scores_are_indicative(studio):
-    markdown = studio.evaluate_senteval(str(SENTEVAL), ["SST-2"], SAMPLED)
+    markdown = studio.evaluate.evaluate_senteval(str(SENTEVAL), ["SST-2"], SAMPLED)
     assert "| Model | SST-2 | Avg. |" in markdown
     assert "Quick run: at most 5 examples per split and 3-fold cross-validation" in markdown
 
@@ -58,7 +58,7 @@ def test_missing_task_files_are_named(studio, tmp_path, monkeypatch):
     data = Path(shutil.copytree(SENTEVAL, tmp_path / "senteval"))
     monkeypatch.setenv(evaluation.DATA_FOLDERS_ENV, str(data))
     (data / "TREC" / "TREC_10.label").unlink()
-    markdown = studio.evaluate_senteval(str(data), ["SST-2", "TREC"], WHOLE)
+    markdown = studio.evaluate.evaluate_senteval(str(data), ["SST-2", "TREC"], WHOLE)
     assert "| Model | SST-2 | Avg. |" in markdown
     assert "Skipped TREC: missing TREC/TREC_10.label" in markdown  # relative to the data folder
     assert str(tmp_path) not in markdown and "get_transfer_data.bash" in markdown
@@ -72,7 +72,7 @@ def test_missing_task_files_are_named(studio, tmp_path, monkeypatch):
 ])
 def test_bad_input_is_refused_with_a_message(studio, data_dir, tasks, size, message):
     with pytest.raises(ValueError, match=message):
-        studio.evaluate_senteval(data_dir, tasks, size)
+        studio.evaluate.evaluate_senteval(data_dir, tasks, size)
 
 
 def test_task_names_and_sizes_match_core():
@@ -103,7 +103,7 @@ def test_the_bundled_smoke_set_is_a_few_hundred_pairs_of_every_kind():
 
 
 def test_the_smoke_set_runs_offline_and_says_it_is_no_benchmark(studio):
-    markdown = studio.evaluate_smoke(True)
+    markdown = studio.evaluate.evaluate_smoke(True)
     assert "| tiny |" in markdown and "mean cosine: paraphrase" in markdown
     assert "hand-written" in markdown and "not a benchmark" in markdown
     assert "nothing to compare" not in markdown  # the tiny model is a base: one row, no untrained twin

@@ -317,7 +317,7 @@ def test_a_fine_tuned_model_decodes_with_the_decoder_it_started_with(encoder_dir
     from app.models import Models, ModelSpec
 
     studio = Studio(Models.from_engine(tuned, ModelSpec("tuned", tmp_path / "tuned"), tmp_path))
-    decoded, _, _ = studio.analogy("a king", "a queen", "a boy", "b - a + c")
+    decoded, _, _ = studio.analogy.analogy("a king", "a queen", "a boy", "b - a + c")
     assert decoded.startswith("**Decoded:**") and describe_borrowed(recorded) in decoded  # the user sees the cost
 
 
@@ -335,11 +335,11 @@ def test_the_app_decodes_with_the_engines_decoder(encoder_dir, plain_engine, tmp
     assert [s.name for s in available_specs(folder)] == ["encoder", BASE_LABEL]  # a decoder is not a model
     engine = spec.load()
     studio = Studio(Models.from_engine(engine, spec, folder))
-    decoded, words, nearest = studio.analogy("a king", "a queen", "a boy", "b - a + c")
+    decoded, words, nearest = studio.analogy.analogy("a king", "a queen", "a boy", "b - a + c")
     ua, ub, uc = engine.encode(["a king", "a queen", "a boy"])
     assert decoded == f"**Decoded:** {engine.decode(ub - ua + uc, beam=APP_BEAM)[0]}"
     assert len(words) == len(nearest) == 10
-    rows, _ = studio.interpolation("a dog", "a king", 3)
+    rows, _ = studio.analogy.interpolation("a dog", "a king", 3)
     ux, uy = engine.encode(["a dog", "a king"])
     assert [row[1] for row in rows] == engine.decode(np.stack([ux, (ux + uy) / 2, uy]), beam=APP_BEAM)
     assert "loaded" in studio.about()[0]

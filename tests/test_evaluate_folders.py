@@ -40,37 +40,37 @@ def folders(tmp_path, monkeypatch) -> dict[str, Path]:
                                       "data/senteval/STS"])
 def test_any_other_folder_is_refused_alike_without_reading_it(studio, folders, data_dir):
     with pytest.raises(ValueError) as error:
-        studio.evaluate_sts(data_dir, ["STS-B"])
+        studio.evaluate.evaluate_sts(data_dir, ["STS-B"])
     message = str(error.value)
     assert message == ("No SentEval data folder of that name: this server reads SentEval data only from "
                        "data/senteval or ../shared/data/senteval (or a folder its operator lists in "
                        "$DEFSENT_EVALUATION_DATA).")
     with pytest.raises(ValueError, match="No SentEval data folder of that name"):
-        studio.evaluate_senteval(data_dir, ["MR"], next(iter(evaluation.TRANSFER_SIZES)))
+        studio.evaluate.evaluate_senteval(data_dir, ["MR"], next(iter(evaluation.TRANSFER_SIZES)))
 
 
 def test_the_allowed_folders_are_read_by_name(studio, folders):
     assert evaluation.default_data_dir() == "data/senteval"  # a name, not the server's path
-    markdown = studio.evaluate_sts("data/senteval", ["STS-B"])
+    markdown = studio.evaluate.evaluate_sts("data/senteval", ["STS-B"])
     assert "| **tiny** |" in markdown and str(folders["data/senteval"]) not in markdown
-    assert "| **tiny** |" in studio.evaluate_sts("", ["STS-B"])  # empty: the first folder that exists
+    assert "| **tiny** |" in studio.evaluate.evaluate_sts("", ["STS-B"])  # empty: the first folder that exists
 
 
 def test_a_missing_folder_says_how_to_get_the_data_without_a_server_path(studio, folders, tmp_path):
     with pytest.raises(ValueError) as error:
-        studio.evaluate_sts("../shared/data/senteval", ["STS-B"])
+        studio.evaluate.evaluate_sts("../shared/data/senteval", ["STS-B"])
     message = str(error.value)
     assert message.startswith("No SentEval data folder at ../shared/data/senteval on this server yet.")
     assert "data/downstream" in message and "get_transfer_data.bash" in message and "data/senteval" in message
     assert str(tmp_path) not in message
     shutil.rmtree(folders["data/senteval"])
     with pytest.raises(ValueError, match="^No SentEval data folder on this server yet. To get SentEval's data"):
-        studio.evaluate_sts("", ["STS-B"])
+        studio.evaluate.evaluate_sts("", ["STS-B"])
 
 
 def test_missing_files_are_named_relative_to_the_data_folder_with_the_download_script(studio, folders, tmp_path):
     shutil.rmtree(folders["data/senteval"] / "STS" / "STSBenchmark")
-    markdown = studio.evaluate_sts("data/senteval", ["STS-B", "SICK-R"])
+    markdown = studio.evaluate.evaluate_sts("data/senteval", ["STS-B", "SICK-R"])
     assert "Skipped STS-B: missing STS/STSBenchmark/sts-test.csv" in markdown
     assert "./get_transfer_data.bash" in markdown and "github.com/facebookresearch/SentEval" in markdown
     assert str(tmp_path) not in markdown
@@ -80,4 +80,4 @@ def test_an_operator_can_add_folders_by_absolute_path(studio, folders, monkeypat
     extra = Path(shutil.copytree(SENTEVAL, tmp_path / "elsewhere"))
     monkeypatch.setenv(evaluation.DATA_FOLDERS_ENV, f"relative/ignored{':'}{extra}")
     assert list(evaluation.data_folders()) == ["data/senteval", "../shared/data/senteval", str(extra)]
-    assert "| **tiny** |" in studio.evaluate_sts(str(extra), ["STS-B"])
+    assert "| **tiny** |" in studio.evaluate.evaluate_sts(str(extra), ["STS-B"])

@@ -121,7 +121,7 @@ def make_studio(checkpoints: Path, spec: ModelSpec, jobs: JobManager | None = No
 def upload_session(studio: Studio, tmp_path: Path) -> Session:
     path = tmp_path / "words.tsv"
     path.write_text("word\tdefinition\n" + "".join(f"{w}\t{d}\n" for w, d in WORDS.items()), encoding="utf-8")
-    report, session = studio.validate_upload(str(path), 0, Session())
+    report, session = studio.finetune.validate_upload(str(path), 0, Session())
     assert "Ready" in report, report
     return session
 
@@ -148,13 +148,13 @@ def assert_previous_intact(checkpoints: Path, previous: tuple[Path, str]) -> Non
 def start_training(checkpoints: Path, tmp_path: Path, steps: int) -> tuple[Studio, Job]:
     """A studio serving the previous checkpoint and a long job of it, once `steps` steps are done."""
     studio = make_studio(checkpoints, ModelSpec("previous", checkpoints / "previous"))
-    job = studio.jobs.get(studio.start_finetune(upload_session(studio, tmp_path), *LONG_RUN))
+    job = studio.jobs.get(studio.finetune.start_finetune(upload_session(studio, tmp_path), *LONG_RUN))
     wait_until(lambda: job.progress.get("step", 0) >= steps, what="training steps")
     return studio, job
 
 
 def assert_still_serving(studio: Studio) -> None:
-    assert "ds-word" in studio.reverse_dictionary("an animal that barks", 3)[0]
+    assert "ds-word" in studio.reverse.reverse_dictionary("an animal that barks", 3)[0]
 
 
 # ---- SIGKILL of the training process -----------------------------------------------------------------
@@ -163,23 +163,23 @@ def assert_still_serving(studio: Studio) -> None:
 def test_sigkill_mid_training_fails_the_job_and_loses_nothing(checkpoints, previous, tmp_path):
     studio, job = start_training(checkpoints, tmp_path, steps=3)
     job_id = job.id
-    assert "training: step" in studio.job_view(job_id)[0]  # progress streams from the child
+    assert "training: step" in studio.finetune.job_view(job_id)[0]  # progress streams from the child
     os.kill(job.pid, signal.SIGKILL)
     assert finished(studio, job_id).status == FAILED
     assert job.error == "training process was killed (signal 9); nothing was saved"
-    assert "Job failed: training process was killed (signal 9)" in studio.job_view(job_id)[0]
+    assert "Job failed: training process was killed (signal 9)" in studio.finetune.job_view(job_id)[0]
     assert not staged_folder(job).exists()
     assert_previous_intact(checkpoints, previous)
     assert_still_serving(studio)
     with pytest.raises(ValueError, match="job is failed"):
-        studio.save_finetuned(job_id, "never")
+        studio.finetune.save_finetuned(job_id, "never")
 
 
 @pytest.mark.slow
 def test_sigkill_while_the_training_process_saves(checkpoints, previous, tmp_path):
     marker = tmp_path / "paused"
     studio = make_studio(checkpoints, PausingSaveSpec("previous", checkpoints / "previous", marker=str(marker)))
-    job_id = studio.start_finetune(upload_session(studio, tmp_path), 1, 1e-3, 4, 0, 3, 1, 0)
+    job_id = studio.finetune.start_finetune(upload_session(studio, tmp_path), 1, 1e-3, 4, 0, 3, 1, 0)
     job = studio.jobs.get(job_id)
     wait_until(marker.exists, what="the training process to pause in its save")
     folder = staged_folder(job)
@@ -279,10 +279,10 @@ def _dead_pid() -> int:
 @pytest.mark.slow
 def test_crash_in_a_training_step_is_reported_and_the_app_keeps_serving(checkpoints, previous, tmp_path):
     studio = make_studio(checkpoints, CrashingSpec("previous", checkpoints / "previous"))
-    job_id = studio.start_finetune(upload_session(studio, tmp_path), *LONG_RUN)
+    job_id = studio.finetune.start_finetune(upload_session(studio, tmp_path), *LONG_RUN)
     job = finished(studio, job_id)
     assert job.status == FAILED and job.error == "RuntimeError: injected failure in a training step"
-    assert "Job failed: RuntimeError: injected failure" in studio.job_view(job_id)[0]
+    assert "Job failed: RuntimeError: injected failure" in studio.finetune.job_view(job_id)[0]
     assert not staged_folder(job).exists()
     assert_still_serving(studio)
     assert_previous_intact(checkpoints, previous)
@@ -294,7 +294,7 @@ def test_crash_in_a_training_step_is_reported_and_the_app_keeps_serving(checkpoi
 def test_cancel_terminates_the_training_process(checkpoints, previous, tmp_path):
     studio, job = start_training(checkpoints, tmp_path, steps=1)
     pid = job.pid
-    studio.cancel_job(job.id)
+    studio.finetune.cancel_job(job.id)
     assert finished(studio, job.id).status == CANCELLED and job.error.startswith("cancelled at step")
     assert not process_alive(pid) and not staged_folder(job).exists()
     assert_previous_intact(checkpoints, previous)
@@ -445,6 +445,6 @@ def test_studio_refuses_a_job_when_the_queue_is_full(checkpoints, tmp_path):
     busy = studio.jobs.submit(lambda j: release.wait(30), "another user's training")
     wait_until(lambda: busy.status == RUNNING, what="the other job")
     with pytest.raises(ValueError, match="The server is busy"):
-        studio.start_finetune(upload_session(studio, tmp_path), *LONG_RUN)
+        studio.finetune.start_finetune(upload_session(studio, tmp_path), *LONG_RUN)
     release.set()
     assert not staging_dir().exists() or not any(staging_dir().iterdir())

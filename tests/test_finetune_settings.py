@@ -19,7 +19,7 @@ GOOD = {"epochs": 1, "lr": 1e-3, "batch_size": 4, "trainable_layers": 0, "max_st
 def session(studio, tmp_path) -> Session:
     path = tmp_path / "mine.tsv"
     path.write_text("word\tdefinition\n" + "".join(f"{w}\t{d}\n" for w, d in DEFINITIONS.items()), encoding="utf-8")
-    report, session = studio.validate_upload(str(path), 0, Session())
+    report, session = studio.finetune.validate_upload(str(path), 0, Session())
     assert "Ready" in report, report
     return session
 
@@ -54,7 +54,7 @@ def session(studio, tmp_path) -> Session:
 ])
 def test_a_setting_out_of_range_is_refused_by_name_and_nothing_starts(studio, session, field, value, message):
     with pytest.raises(ValueError) as error:
-        studio.start_finetune(session, **{**GOOD, field: value})
+        studio.finetune.start_finetune(session, **{**GOOD, field: value})
     assert str(error.value).startswith(message)
     assert studio.jobs.unfinished() == []  # no job queued, no training process started
 
@@ -92,6 +92,6 @@ def test_the_bounds_are_one_table_and_name_every_form_field(engine):
 def test_the_split_seed_of_an_upload_is_bounded_too(studio, tmp_path):
     path = Path(tmp_path / "mine.tsv")
     path.write_text("word\tdefinition\n" + "".join(f"{w}\t{d}\n" for w, d in DEFINITIONS.items()), encoding="utf-8")
-    report, session = studio.validate_upload(str(path), -5, Session())
+    report, session = studio.finetune.validate_upload(str(path), -5, Session())
     assert report.startswith("Not usable:\nSeed must be a whole number from 0 to 2,147,483,647 (got -5)")
     assert session.upload is None

@@ -26,7 +26,7 @@ from app.models import Models, ModelSpec
 from core import Engine
 from core.lexicon import user_files
 from core.checkpoint import safe_checkpoint_name
-from core.lexicon.user_files import read_user_dictionary
+from core.lexicon.dictionary import read_user_dictionary
 from core.encoder import SentenceEncoder
 from core.vec2sent.expression import ExpressionError, evaluate_expression
 
@@ -142,11 +142,11 @@ def test_unusable_dictionary_is_refused_with_a_reason(studio, uploads, name, con
     assert (entries, report.ok) == ([], False)
     assert message in report.summary()
     assert report.rows_read == report.rows_accepted + len(report.rejected) + len(report.set_aside)
-    shown, session = studio.validate_upload(str(path), 0, Session())
+    shown, session = studio.finetune.validate_upload(str(path), 0, Session())
     assert shown.startswith("Not usable:") and message in shown
     assert session.upload is None
     assert all(line.isprintable() for line in shown.splitlines())  # no terminal escapes echoed
-    assert user_error(studio.start_finetune, session, 1, 1e-4, 4, 0, 0, 1, 0) == \
+    assert user_error(studio.finetune.start_finetune, session, 1, 1e-4, 4, 0, 0, 1, 0) == \
         "Upload and validate a dictionary first."
     assert sorted(p.name for p in uploads.iterdir()) == [name]
     assert_unchanged(studio, active)
@@ -171,7 +171,7 @@ def test_one_gigabyte_upload_is_refused_by_size_without_reading_it(studio, uploa
     active = studio.models.active()
     with no_file_opened(monkeypatch):
         _, report = read_user_dictionary(path)
-        shown, session = studio.validate_upload(str(path), 0, Session())
+        shown, session = studio.finetune.validate_upload(str(path), 0, Session())
     assert report.error == "the file has 1,073,741,824 bytes, over the limit of 20,000,000 bytes"
     assert report.error in shown and session.upload is None
     assert_unchanged(studio, active)
@@ -182,7 +182,7 @@ def test_one_gigabyte_text_file_for_search_is_refused_without_reading_it(studio,
     path.write_bytes(b"")
     os.truncate(path, GIGABYTE)
     with no_file_opened(monkeypatch):
-        message = user_error(studio.search, "a dog", "uploaded file", str(path), 5, Session())
+        message = user_error(studio.similarity.search, "a dog", "uploaded file", str(path), 5, Session())
     assert message == f"The file has 1,073,741,824 bytes; the limit is {sv.MAX_TEXT_FILE_BYTES:,}."
 
 
@@ -191,7 +191,7 @@ def test_a_million_rows_hit_the_row_cap(studio, uploads, monkeypatch):
     rows_parsed = []
     parse = user_files._row_to_entry
     monkeypatch.setattr(user_files, "_row_to_entry", lambda *args: rows_parsed.append(1) or parse(*args))
-    shown, session = studio.validate_upload(str(path), 0, Session())
+    shown, session = studio.finetune.validate_upload(str(path), 0, Session())
     assert "more than 200,000 rows, over the limit; split the file" in shown
     assert "Rejected rows" not in shown  # a refused file lists no partial results
     assert session.upload is None
@@ -228,9 +228,9 @@ def test_formula_injection_is_neutralised_in_the_report(engine, uploads):
 
 def test_a_vanished_upload_asks_for_a_new_one_without_showing_server_paths(studio, uploads):
     gone = str(uploads / "deleted-by-gradio.tsv")
-    shown, session = studio.validate_upload(gone, 0, Session())
+    shown, session = studio.finetune.validate_upload(gone, 0, Session())
     assert (shown, session.upload) == ("Not usable: the uploaded file is gone; upload it again.", None)
-    assert user_error(studio.search, "a dog", "uploaded file", gone, 5, Session()) == \
+    assert user_error(studio.similarity.search, "a dog", "uploaded file", gone, 5, Session()) == \
         "The uploaded file is gone or not a regular file; upload it again."
 
 
@@ -245,11 +245,11 @@ def test_special_files_are_refused_without_blocking(studio, uploads):
     device = uploads / "zero.csv"
     device.symlink_to("/dev/zero")
     for path in (fifo, device, uploads):
-        shown, session = studio.validate_upload(str(path), 0, Session())
+        shown, session = studio.finetune.validate_upload(str(path), 0, Session())
         assert shown == f'Not usable:\n"{path.name}" (unknown format): 0 rows read, 0 accepted, 0 rejected, ' \
                         '0 set aside.\nNot usable: not a regular file'
         assert session.upload is None
-    assert user_error(studio.search, "a dog", "uploaded file", str(fifo), 5, Session()) == \
+    assert user_error(studio.similarity.search, "a dog", "uploaded file", str(fifo), 5, Session()) == \
         "The uploaded file is gone or not a regular file; upload it again."
 
 
@@ -258,8 +258,8 @@ def test_bad_text_files_for_search(studio, uploads):
              "empty.txt": (b"", "Please enter some lines in the file"),
              "long-line.txt": (("short\n" + "x" * 5000 + "\n").encode(), "Line 2 is 5,000 characters long")}
     for name, (content, message) in cases.items():
-        assert message in user_error(studio.search, "a dog", "uploaded file", str(write(uploads, name, content)),
-                                     5, Session())
+        assert message in user_error(studio.similarity.search, "a dog", "uploaded file",
+                                     str(write(uploads, name, content)), 5, Session())
 
 
 # ---- checkpoint names ------------------------------------------------------------------------------
@@ -276,7 +276,7 @@ def finished(studio, tmp_path, monkeypatch) -> FinetuneResult:
     staged.mkdir()
     (staged / "weights.safetensors").write_bytes(b"not read for a refused name")
     result = FinetuneResult(staged, {}, {}, [], {})
-    monkeypatch.setattr(studio, "_finished", lambda job_id: result)
+    monkeypatch.setattr(studio.finetune, "_finished", lambda job_id: result)
     return result
 
 
@@ -284,7 +284,7 @@ def finished(studio, tmp_path, monkeypatch) -> FinetuneResult:
 def test_unsafe_checkpoint_names_are_refused_and_nothing_is_written(studio, finished, tmp_path, monkeypatch, name):
     monkeypatch.chdir(tmp_path)  # where a shell would have created "pwned"
     active = studio.models.active()
-    message = user_error(studio.save_finetuned, "job", name)
+    message = user_error(studio.finetune.save_finetuned, "job", name)
     assert message.startswith("invalid checkpoint name") and len(message) < 250
     assert finished.saved is None
     assert not {"escape", "pwned", "absolute"} & {p.name for p in tmp_path.rglob("*")}
@@ -301,7 +301,7 @@ def test_an_existing_checkpoint_is_never_overwritten(studio, finished):
     existing = studio.models.checkpoints / "mine"
     existing.mkdir(parents=True)
     (existing / "notes.txt").write_text("keep me")
-    assert user_error(studio.save_finetuned, "job", "mine") == \
+    assert user_error(studio.finetune.save_finetuned, "job", "mine") == \
         "A checkpoint called 'mine' already exists; choose another name."
     assert [p.name for p in existing.iterdir()] == ["notes.txt"] and finished.saved is None
 
@@ -366,7 +366,7 @@ def test_hostile_expressions_are_refused_with_a_column(expression, message, tmp_
 
 def test_hostile_expressions_through_the_app(studio):
     for expression, message in HOSTILE_EXPRESSIONS[:12]:
-        text = user_error(studio.analogy, "a dog", "a cat", "a king", expression)
+        text = user_error(studio.analogy.analogy, "a dog", "a cat", "a king", expression)
         assert message in text and "(at column" in text
 
 
@@ -379,12 +379,12 @@ NO_WORDS = {"emoji": "😀🐶🔥" * 10, "control characters": "\x00\x01\x07\x1
 
 @pytest.mark.parametrize("call", ["reverse", "similarity", "search", "analogy", "interpolation", "candidates"])
 def test_very_long_query_text_is_refused_before_anything_is_embedded(studio, call, monkeypatch):
-    calls = {"reverse": (studio.reverse_dictionary, LONG),
-             "similarity": (studio.pair_similarity, LONG, "a dog"),
-             "search": (studio.search, LONG, sv.LARGEST_READY, None, 5, Session()),
-             "analogy": (studio.analogy, "a dog", LONG, "a cat", "b - a + c"),
-             "interpolation": (studio.interpolation, "a dog", LONG, 5),
-             "candidates": (studio.candidates_map, LONG, 5, "PCA")}
+    calls = {"reverse": (studio.reverse.reverse_dictionary, LONG),
+             "similarity": (studio.similarity.pair_similarity, LONG, "a dog"),
+             "search": (studio.similarity.search, LONG, sv.LARGEST_READY, None, 5, Session()),
+             "analogy": (studio.analogy.analogy, "a dog", LONG, "a cat", "b - a + c"),
+             "interpolation": (studio.analogy.interpolation, "a dog", LONG, 5),
+             "candidates": (studio.map.candidates_map, LONG, 5, "PCA")}
     def no_encoding(*_args, **_kwargs):
         raise AssertionError("the text was embedded before it was refused")
     monkeypatch.setattr(SentenceEncoder, "encode", no_encoding)
@@ -395,24 +395,25 @@ def test_very_long_query_text_is_refused_before_anything_is_embedded(studio, cal
 @pytest.mark.parametrize("kind", NO_WORDS)
 def test_text_without_words_is_refused(studio, kind):
     text = NO_WORDS[kind]
-    assert "this text has no letters or digits" in user_error(studio.reverse_dictionary, text)
-    assert "this text has no letters or digits" in user_error(studio.pair_similarity, "a dog", text)
-    assert "this text has no letters or digits" in user_error(studio.search, text, "dictionary definitions",
+    assert "this text has no letters or digits" in user_error(studio.reverse.reverse_dictionary, text)
+    assert "this text has no letters or digits" in user_error(studio.similarity.pair_similarity, "a dog", text)
+    assert "this text has no letters or digits" in user_error(studio.similarity.search, text, "dictionary definitions",
                                                                   None, 5, Session())
-    assert "sentence c in words" in user_error(studio.analogy, "a dog", "a cat", text, "b - a + c")
+    assert "sentence c in words" in user_error(studio.analogy.analogy, "a dog", "a cat", text, "b - a + c")
 
 
 def test_long_or_many_lines_are_refused(studio):
-    assert "Line 3 is 2,000 characters long" in user_error(studio.heatmap, "a dog\n\n" + "x" * 2000 + "\na cat")
-    assert "51 sentences given; the limit is 50" in user_error(studio.heatmap, "a dog\n" * 51)
+    too_long = "a dog\n\n" + "x" * 2000 + "\na cat"
+    assert "Line 3 is 2,000 characters long" in user_error(studio.similarity.heatmap, too_long)
+    assert "51 sentences given; the limit is 50" in user_error(studio.similarity.heatmap, "a dog\n" * 51)
     session = Session()
     assert "Line 1 is 5,000 characters long" in user_error(
-        studio.draw_map, "my sentences", 10, "y" * 5000, None, "PCA", "2-D", "part of speech", session)
+        studio.map.draw_map, "my sentences", 10, "y" * 5000, None, "PCA", "2-D", "part of speech", session)
     assert session.map is None
 
 
 def test_emoji_inside_words_are_fine(studio):
-    html, _ = asyncio.run(handler(studio.reverse_dictionary)("a dog 🐶 that barks"))
+    html, _ = asyncio.run(handler(studio.reverse.reverse_dictionary)("a dog 🐶 that barks"))
     assert "ds-word" in html
 
 

@@ -74,14 +74,15 @@ def finished_job(studio: Studio, staged: Path) -> str:
 def test_a_visitor_choosing_a_model_changes_nothing_for_another(tiny_mlm_dir, checkpoints):
     studio = make_studio(tiny_mlm_dir, checkpoints)
     alice, bob = Session(), Session()
-    before = studio.reverse_dictionary("an animal that barks", 5, session=bob)
+    before = studio.reverse.reverse_dictionary("an animal that barks", 5, session=bob)
     status, alice = studio.choose_model("other", alice)
     assert "Your model: **other**" in status and "other visitors are not affected" in status
     assert studio.models.active().spec.name == "tiny"  # the server's model is unchanged
     assert studio.model_choices(alice)[1] == "other" and studio.model_choices(bob)[1] == "tiny"
     assert "other" not in studio.model_status(bob)
-    assert studio.reverse_dictionary("an animal that barks", 5, session=bob) == before
-    assert studio.reverse_dictionary("an animal that barks", 5, session=alice) != before  # alice's model answers
+    assert studio.reverse.reverse_dictionary("an animal that barks", 5, session=bob) == before
+    # alice's model answers
+    assert studio.reverse.reverse_dictionary("an animal that barks", 5, session=alice) != before
     assert "**Active model:** other" in studio.about(alice)[0] and "**Active model:** tiny" in studio.about(bob)[0]
 
 
@@ -135,7 +136,7 @@ def test_while_a_visitors_model_loads_only_its_own_requests_wait(tiny_mlm_dir, c
         assert loading.wait(30)
         assert alice.model == ""  # alice's requests are answered by her previous model meanwhile
         answered = threading.Event()
-        threading.Thread(target=lambda: (studio.reverse_dictionary("a dog", 3, session=bob), answered.set()),
+        threading.Thread(target=lambda: (studio.reverse.reverse_dictionary("a dog", 3, session=bob), answered.set()),
                          daemon=True).start()
         assert answered.wait(30)  # bob is not held up by alice's load (before: one lock for all loads)
     finally:
@@ -164,14 +165,14 @@ def test_a_visitors_save_is_theirs_alone_and_deleted_with_their_session(tiny_mlm
     studio = make_studio(tiny_mlm_dir, checkpoints)
     alice, bob = Session(), Session()
     job = finished_job(studio, other_checkpoint)
-    message = studio.save_finetuned(job, "DEFSENT-MINILM", alice)
+    message = studio.finetune.save_finetuned(job, "DEFSENT-MINILM", alice)
     assert f"`{YOURS}DEFSENT-MINILM`" in message and "for this session only" in message
     assert sorted(p.name for p in checkpoints.iterdir()) == ["other"]  # nothing in the shared checkpoints
     assert f"{YOURS}DEFSENT-MINILM" in [name for _, name in studio.model_choices(alice)[0]]
     assert not any(name.startswith(YOURS) for _, name in studio.model_choices(bob)[0])
     with pytest.raises(ValueError, match="Save the model under a name first"):
-        studio.activate_finetuned(job, bob)  # bob knows the job id but saved nothing
-    assert "Your model: **yours/DEFSENT-MINILM**" in studio.activate_finetuned(job, alice)
+        studio.finetune.activate_finetuned(job, bob)  # bob knows the job id but saved nothing
+    assert "Your model: **yours/DEFSENT-MINILM**" in studio.finetune.activate_finetuned(job, alice)
     assert alice.model == f"{YOURS}DEFSENT-MINILM" and studio.models.active().spec.name == "tiny"
     assert studio.model_choices(bob)[1] == "tiny"
     folder = public_saves_dir() / alice.key
@@ -179,7 +180,7 @@ def test_a_visitors_save_is_theirs_alone_and_deleted_with_their_session(tiny_mlm
     studio.end_session(alice)
     assert not folder.exists()
     with pytest.raises(ValueError, match="no longer kept on this server"):
-        studio.reverse_dictionary("a dog", 3, session=alice)
+        studio.reverse.reverse_dictionary("a dog", 3, session=alice)
 
 
 def test_saves_and_downloads_share_a_disk_budget(tiny_mlm_dir, checkpoints, other_checkpoint):
@@ -188,14 +189,14 @@ def test_saves_and_downloads_share_a_disk_budget(tiny_mlm_dir, checkpoints, othe
     studio = make_studio(tiny_mlm_dir, checkpoints, PublicLimits(disk_bytes=int(size * 1.5)))
     job = finished_job(studio, other_checkpoint)
     alice, bob = Session(), Session()
-    studio.save_finetuned(job, "mine", alice)
+    studio.finetune.save_finetuned(job, "mine", alice)
     with pytest.raises(ValueError, match="storage for visitors' models is full .* nothing was written"):
-        studio.save_finetuned(job, "mine", bob)
+        studio.finetune.save_finetuned(job, "mine", bob)
     assert not (public_saves_dir() / bob.folder_key()).exists()
     with pytest.raises(ValueError, match="downloads"):  # the zips do not fit beside alice's save either
-        studio.download_finetuned(job, alice)
+        studio.finetune.download_finetuned(job, alice)
     os.utime(public_saves_dir() / alice.key, (0, 0))  # alice's session expired long ago
-    assert "for this session only" in studio.save_finetuned(job, "mine", bob)
+    assert "for this session only" in studio.finetune.save_finetuned(job, "mine", bob)
     assert not (public_saves_dir() / alice.key).exists()
 
 
@@ -215,7 +216,7 @@ def validated(tmp_path):
     path.write_text("word\tdefinition\n" + "".join(f"{w}\t{d}\n" for w, d in WORDS.items()), encoding="utf-8")
 
     def session_for(studio: Studio) -> Session:
-        report, session = studio.validate_upload(str(path), 0, Session())
+        report, session = studio.finetune.validate_upload(str(path), 0, Session())
         assert "Ready" in report, report
         return session
     return session_for
@@ -223,13 +224,13 @@ def validated(tmp_path):
 
 def test_fine_tunes_per_session_are_limited(tiny_mlm_dir, checkpoints, validated, monkeypatch):
     studio = make_studio(tiny_mlm_dir, checkpoints, PublicLimits(finetunes_per_session=1))
-    monkeypatch.setattr("app.handlers.FinetuneJob.__call__", lambda self, job: None)  # no training process
+    monkeypatch.setattr("app.finetune.FinetuneJob.__call__", lambda self, job: None)  # no training process
     session = validated(studio)
-    studio.start_finetune(session, 1, 5e-5, 4, 0, 1, 1, 0)
+    studio.finetune.start_finetune(session, 1, 5e-5, 4, 0, 1, 1, 0)
     while studio.jobs.unfinished():
         threading.Event().wait(0.01)
     with pytest.raises(ValueError, match="started its 1 fine-tunes, the limit per visitor"):
-        studio.start_finetune(session, 1, 5e-5, 4, 0, 1, 1, 0)
+        studio.finetune.start_finetune(session, 1, 5e-5, 4, 0, 1, 1, 0)
     assert QUOTA_USED.format(n=1).startswith("This session has started its 1")
 
 
@@ -237,7 +238,7 @@ def test_a_public_fine_tune_has_a_step_limit(tiny_mlm_dir, checkpoints, validate
     studio = make_studio(tiny_mlm_dir, checkpoints, PublicLimits(max_training_steps=10))
     session = validated(studio)
     with pytest.raises(ValueError, match="make 11 training steps; this public server trains at most 10 a job"):
-        studio.start_finetune(session, 1, 5e-5, 4, 0, 11, 1, 0)
+        studio.finetune.start_finetune(session, 1, 5e-5, 4, 0, 11, 1, 0)
     assert not studio.jobs.unfinished() and session.jobs == []
 
 
@@ -249,7 +250,7 @@ def test_the_training_slot_is_one_at_a_time_with_no_waiting_line(tiny_mlm_dir, c
     session = validated(studio)
     try:
         with pytest.raises(ValueError, match="The training slot is busy"):
-            studio.start_finetune(session, 1, 5e-5, 4, 0, 1, 1, 0)
+            studio.finetune.start_finetune(session, 1, 5e-5, 4, 0, 1, 1, 0)
         assert session.jobs == [] and session.job == ""  # refused: it does not count
     finally:
         release.set()
@@ -263,7 +264,7 @@ def test_fine_tunes_waiting_to_be_saved_count_in_the_disk_budget(tiny_mlm_dir, c
     (staging_dir() / "another-visitors-job" / "model.safetensors").write_bytes(b"0" * need)
     session = validated(studio)
     with pytest.raises(ValueError, match="storage for visitors' models is full .* the fine-tuned model needs"):
-        studio.start_finetune(session, 1, 5e-5, 4, 0, 1, 1, 0)
+        studio.finetune.start_finetune(session, 1, 5e-5, 4, 0, 1, 1, 0)
     assert not studio.jobs.unfinished() and session.jobs == []  # refused: nothing queued, nothing counted
 
 
@@ -272,7 +273,7 @@ def test_a_visitors_saved_model_keeps_its_caches_in_its_session_folder_and_goes_
     from app.public import model_cache_dir
     studio = make_studio(tiny_mlm_dir, checkpoints)
     alice = Session()
-    studio.save_finetuned(finished_job(studio, other_checkpoint), "mine", alice)
+    studio.finetune.save_finetuned(finished_job(studio, other_checkpoint), "mine", alice)
     mine = public_saves_dir() / alice.key / "mine"
     cache = model_cache_dir(mine, "open-vocab")  # its open vocabulary: ~100 MB for all of WordNet
     assert cache == public_saves_dir() / alice.key / ".caches" / "open-vocab"  # in the disk budget
@@ -293,16 +294,16 @@ def test_a_sessions_fine_tune_goes_with_the_session(tiny_mlm_dir, checkpoints, v
         (staged_folder(job) / "model.safetensors").write_bytes(b"0" * 100)
         while not (finish.is_set() or job.cancel_requested.is_set()):  # a long run
             threading.Event().wait(0.01)
-    monkeypatch.setattr("app.handlers.FinetuneJob.__call__", stage)
+    monkeypatch.setattr("app.finetune.FinetuneJob.__call__", stage)
     studio = make_studio(tiny_mlm_dir, checkpoints)
     session = validated(studio)
-    first = studio.jobs.get(studio.start_finetune(session, 1, 5e-5, 4, 0, 1, 1, 0))
+    first = studio.jobs.get(studio.finetune.start_finetune(session, 1, 5e-5, 4, 0, 1, 1, 0))
     finish.set()
     while studio.jobs.unfinished():
         threading.Event().wait(0.01)
     finish.clear()
     assert staged_folder(first).is_dir()
-    second = studio.jobs.get(studio.start_finetune(session, 1, 5e-5, 4, 0, 1, 1, 0))  # the session's quota: 2
+    second = studio.jobs.get(studio.finetune.start_finetune(session, 1, 5e-5, 4, 0, 1, 1, 0))  # the session's quota: 2
     studio.end_session(session)
     assert not staged_folder(first).exists()  # nobody can save it any more
     assert second.cancel_requested.is_set()  # a cancelled FinetuneJob deletes what it staged (test_faults.py)
@@ -313,21 +314,21 @@ def test_a_sessions_fine_tune_goes_with_the_session(tiny_mlm_dir, checkpoints, v
 def test_a_refined_interpolation_has_a_step_limit(tiny_mlm_dir, checkpoints, monkeypatch):
     studio = make_studio(tiny_mlm_dir, checkpoints, PublicLimits(refined_interpolation_steps=4))
     decoded = []
-    monkeypatch.setattr(Studio, "_path_map", lambda self, points, reference: None)
+    monkeypatch.setattr(studio.analogy, "_path_map", lambda points, reference: None)
     engine = studio.models.active().engine
     monkeypatch.setattr(engine, "interpolate", lambda x, y, steps, **kw: decoded.append(steps) or [])
     with pytest.raises(ValueError, match="refines at most 4 steps of an interpolation, not 5"):
-        studio.interpolation("a dog", "a king", 5, refine=True, session=Session())
-    studio.interpolation("a dog", "a king", 4, refine=True, session=Session())
-    studio.interpolation("a dog", "a king", 20, session=Session())  # unrefined: the usual bound
+        studio.analogy.interpolation("a dog", "a king", 5, refine=True, session=Session())
+    studio.analogy.interpolation("a dog", "a king", 4, refine=True, session=Session())
+    studio.analogy.interpolation("a dog", "a king", 20, session=Session())  # unrefined: the usual bound
     assert decoded == [4, 20]
 
 
 def test_evaluate_reads_no_senteval_folder_in_public_mode(tiny_mlm_dir, checkpoints):
     studio = make_studio(tiny_mlm_dir, checkpoints)
-    assert "| tiny |" in studio.evaluate_smoke(False, Session())  # the bundled smoke set works
-    for run in (lambda: studio.evaluate_sts("data/senteval", ["STS-B"]),
-                lambda: studio.evaluate_senteval("data/senteval", ["MR"], "quick")):
+    assert "| tiny |" in studio.evaluate.evaluate_smoke(False, Session())  # the bundled smoke set works
+    for run in (lambda: studio.evaluate.evaluate_sts("data/senteval", ["STS-B"]),
+                lambda: studio.evaluate.evaluate_senteval("data/senteval", ["MR"], "quick")):
         with pytest.raises(ValueError, match="reads only the bundled smoke set"):
             run()
 

@@ -90,10 +90,10 @@ def test_the_studio_tells_the_second_saver_the_name_is_taken(staged, tiny_mlm_di
     models = Models.from_engine(Engine.from_base(str(tiny_mlm_dir)), ModelSpec("tiny", base=str(tiny_mlm_dir)),
                                 tmp_path / "checkpoints")
     studio = Studio(models, Projector(), JobManager())
-    monkeypatch.setattr(studio, "_finished", lambda job_id: staged[int(job_id)])
-    assert studio.save_finetuned("0", "Mine").startswith("Saved as checkpoint `Mine`")
+    monkeypatch.setattr(studio.finetune, "_finished", lambda job_id: staged[int(job_id)])
+    assert studio.finetune.save_finetuned("0", "Mine").startswith("Saved as checkpoint `Mine`")
     with pytest.raises(ValueError, match="The name 'mine' is already taken by the checkpoint 'Mine'"):
-        studio.save_finetuned("1", "mine")
+        studio.finetune.save_finetuned("1", "mine")
     assert staged[1].saved is None
 
 

@@ -86,7 +86,7 @@ def test_a_session_keeps_a_ticket_and_the_server_the_rows_packed(studio, tmp_pat
                    for i in range(500) for w, d in DEFINITIONS.items())  # 10,000 rows, 800 kB
     path = write(tmp_path, "big.csv", "word,definition\n" + rows)
     size = path.stat().st_size
-    report, session = studio.validate_upload(str(path), 0, Session())
+    report, session = studio.finetune.validate_upload(str(path), 0, Session())
     assert "Ready" in report
     assert len(pickle.dumps(session)) < 3_000  # before: every row, as objects, in the session
     data = UPLOADS.get(session.upload)
@@ -98,24 +98,25 @@ def test_a_session_keeps_a_ticket_and_the_server_the_rows_packed(studio, tmp_pat
 
 def test_a_new_upload_replaces_the_sessions_previous_one(studio, tmp_path):
     path = write(tmp_path, "mine.csv", "word,definition\n" + GOOD_ROWS)
-    _, session = studio.validate_upload(str(path), 0, Session())
+    _, session = studio.finetune.validate_upload(str(path), 0, Session())
     first = session.upload
-    _, session = studio.validate_upload(str(write(tmp_path, "mine.csv", "word,definition\n" + GOOD_ROWS)), 0, session)
+    mine = write(tmp_path, "mine.csv", "word,definition\n" + GOOD_ROWS)
+    _, session = studio.finetune.validate_upload(str(mine), 0, session)
     with pytest.raises(ValueError, match="no longer kept on the server"):
         UPLOADS.get(first)
     UPLOADS.get(session.upload)
-    studio.validate_upload(None, 0, session)  # the file was cleared: nothing kept
+    studio.finetune.validate_upload(None, 0, session)  # the file was cleared: nothing kept
     assert session.upload is None
 
 
 def test_uploads_expire_and_starting_then_asks_for_the_file_again(studio, tmp_path, monkeypatch):
     monkeypatch.setattr(finetune.UPLOADS, "lifetime", 0.05)
-    _, session = studio.validate_upload(str(write(tmp_path, "mine.csv", "word,definition\n" + GOOD_ROWS)), 0,
+    _, session = studio.finetune.validate_upload(str(write(tmp_path, "mine.csv", "word,definition\n" + GOOD_ROWS)), 0,
                                         Session())
     time.sleep(0.1)
     with pytest.raises(ValueError, match="The validated dictionary 'mine.csv' is no longer kept on the server "
                                          r"\(uploads are kept for 0 minutes, fewer when many are waiting\); upload"):
-        studio.start_finetune(session, 1, 1e-3, 4, 0, 4, 2, 0)
+        studio.finetune.start_finetune(session, 1, 1e-3, 4, 0, 4, 2, 0)
     assert studio.jobs.unfinished() == []
 
 

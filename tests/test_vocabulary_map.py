@@ -70,36 +70,36 @@ def test_the_command_lays_out_the_map_the_app_then_draws_and_searches(engine, ti
     monkeypatch.setattr(core.words.scorer, "load_wordnet_lemmas", lambda: DICTIONARY)
     studio = Studio(Models.from_engine(engine, ModelSpec("tiny", base=str(tiny_mlm_dir))), Projector(), JobManager())
     with pytest.raises(ValueError, match=f"vocabulary-map --model {tiny_mlm_dir}"):
-        studio.draw_map(EVERY_WORD_MAP, 0, "", None, "UMAP", "2-D", "part of speech", Session())
+        studio.map.draw_map(EVERY_WORD_MAP, 0, "", None, "UMAP", "2-D", "part of speech", Session())
     assert main(["vocabulary-map", "--model", str(tiny_mlm_dir)]) == 0
     assert f"{len(DICTIONARY)} words laid out" in capsys.readouterr().out
-    figure, status, session = studio.draw_map(EVERY_WORD_MAP, 0, "", None, "UMAP", "2-D", "part of speech",
+    figure, status, session = studio.map.draw_map(EVERY_WORD_MAP, 0, "", None, "UMAP", "2-D", "part of speech",
                                               Session())
     assert status.startswith(f"{len(DICTIONARY)} points") and "part of speech" in status
     assert {trace.name for trace in figure.data if trace.mode == "markers"} == {"noun", "verb", "adjective"}
-    figure, note, rows = studio.search_map("a small animal", 2, session)
+    figure, note, rows = studio.map.search_map("a small animal", 2, session)
     assert figure.data[-1].name == "your search" and len(rows) == 2
     assert note.startswith("'a small animal' is not on this map; nearest neighbours")  # and offers the nearest
     from app.services import EVERY_DEFINITION
-    figure, note, rows = studio.search_map("a small animal", 2, session, EVERY_DEFINITION)  # another collection
+    figure, note, rows = studio.map.search_map("a small animal", 2, session, EVERY_DEFINITION)  # another collection
     definitions = studio.models.active().reference_texts(EVERY_DEFINITION).texts
     hits, star = figure.data[-2], figure.data[-1]
     assert hits.name.startswith("nearest in") and len(hits.x) == 2 and star.name == "your search"
     assert [r[2] for r in rows] == list(hits.text) and set(hits.text) <= set(definitions)
     assert "each on its nearest word" in note
-    assert studio.search_map("dog", 2, session)[1].startswith("1 point(s) contain 'dog'")
-    assert studio.export_map(session).endswith(".zip")
+    assert studio.map.search_map("dog", 2, session)[1].startswith("1 point(s) contain 'dog'")
+    assert studio.map.export_map(session).endswith(".zip")
 
 
 def test_no_map_of_every_word_from_compact_vectors(engine, tiny_mlm_dir):
     studio = Studio(Models.from_engine(engine, ModelSpec("tiny", base=str(tiny_mlm_dir))), Projector(), JobManager())
     engine.words.compact = True
     with pytest.raises(ValueError, match="exact vectors"):
-        studio.draw_map(EVERY_WORD_MAP, 0, "", None, "UMAP", "2-D", "part of speech", Session())
+        studio.map.draw_map(EVERY_WORD_MAP, 0, "", None, "UMAP", "2-D", "part of speech", Session())
     engine.words.compact = False
     save_layout(np.ones((len(DICTIONARY), 2), dtype=np.float32), engine.vocabulary_layout_path())
     assert not list(engine.vocabulary_layout_path().parent.glob("*.partial-*"))  # written whole
-    _, _, session = studio.draw_map(EVERY_WORD_MAP, 0, "", None, "UMAP", "2-D", "part of speech", Session())
+    _, _, session = studio.map.draw_map(EVERY_WORD_MAP, 0, "", None, "UMAP", "2-D", "part of speech", Session())
     assert (session.map.coords == 1).all()
 
 
@@ -112,9 +112,9 @@ def test_the_map_of_every_word_is_drawn_once_per_layout_while_the_model_is_prepa
     prepare_model(active)
     prepared = [v for k, v in active._cache.items() if k.startswith("figure-")]
     assert len(prepared) == 1 and vocabulary_figure(active) is prepared[0]  # built while preparing, then kept
-    figure, _, session = studio.draw_map(EVERY_WORD_MAP, 0, "", None, "UMAP", "2-D", "part of speech", Session())
+    figure, _, session = studio.map.draw_map(EVERY_WORD_MAP, 0, "", None, "UMAP", "2-D", "part of speech", Session())
     traces = len(figure.data)
-    studio.search_map("a small animal", 2, session)
+    studio.map.search_map("a small animal", 2, session)
     assert figure is prepared[0] and len(figure.data) == traces  # a search draws its own figure
     save_layout(np.zeros((len(DICTIONARY), 2), dtype=np.float32), engine.vocabulary_layout_path())
     relaid = vocabulary_figure(active)  # laid out again: drawn again
@@ -141,17 +141,17 @@ def test_the_map_of_every_word_carries_its_region_names_one_level_shown(engine, 
     save_layout(np.random.default_rng(0).standard_normal((len(DICTIONARY), 2)).astype(np.float32),
                 engine.vocabulary_layout_path())
     studio = Studio(Models.from_engine(engine, ModelSpec("tiny", base=str(tiny_mlm_dir))), Projector(), JobManager())
-    figure, _, session = studio.draw_map(EVERY_WORD_MAP, 0, "", None, "UMAP", "2-D", "part of speech", Session())
+    figure, _, session = studio.map.draw_map(EVERY_WORD_MAP, 0, "", None, "UMAP", "2-D", "part of speech", Session())
     labels = [t for t in figure.data if t.name == REGION_LABELS]
     assert [t.meta for t in labels] == list(range(len(labels))) and len(labels) >= 2
     assert [t.visible for t in labels] == [True] + [False] * (len(labels) - 1)
-    searched, _, _ = studio.search_map("a small animal", 2, session)  # a search keeps them
+    searched, _, _ = studio.map.search_map("a small animal", 2, session)  # a search keeps them
     assert [t.meta for t in searched.data if t.name == REGION_LABELS] == [t.meta for t in labels]
-    by_region, status, _ = studio.draw_map(EVERY_WORD_MAP, 0, "", None, "UMAP", "2-D", "cluster", Session())
+    by_region, status, _ = studio.map.draw_map(EVERY_WORD_MAP, 0, "", None, "UMAP", "2-D", "cluster", Session())
     middle = {name for t in by_region.data if t.name == REGION_LABELS and t.meta == 1 for name in t.text}
     assert status.endswith("coloured by region.") and {t.name for t in by_region.data if t.mode == "markers"} == {
         html.unescape(name) for name in middle}  # each word coloured by its region at the middle zoom level
-    by_frequency, _, _ = studio.draw_map(EVERY_WORD_MAP, 0, "", None, "UMAP", "2-D", "frequency", Session())
+    by_frequency, _, _ = studio.map.draw_map(EVERY_WORD_MAP, 0, "", None, "UMAP", "2-D", "frequency", Session())
     bands = {t.name: list(t.text) for t in by_frequency.data if t.mode == "markers"}
     assert "dog" in bands["common (Zipf 4+)"] and "ice cream" not in bands.get("rarest or unknown", [])
 
@@ -181,7 +181,7 @@ def test_a_fine_tunes_map_is_aligned_to_its_parents_with_its_own_words_moves(eng
     (move,) = load_moves(child_engine.vocabulary_layout_path())
     assert move["word"] == "zib zab" and np.allclose(move["after"], new, atol=1e-4)
     studio = Studio(Models.from_engine(child_engine, ModelSpec("child", child_path)), Projector(), JobManager())
-    figure, _, _ = studio.draw_map(EVERY_WORD_MAP, 0, "", None, "UMAP", "2-D", "part of speech", Session())
+    figure, _, _ = studio.map.draw_map(EVERY_WORD_MAP, 0, "", None, "UMAP", "2-D", "part of speech", Session())
     assert [a.text for a in figure.layout.annotations] == ["zib zab"]  # its arrow, named
 
 

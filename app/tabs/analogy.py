@@ -28,7 +28,7 @@ def create(studio: Studio, session: gr.State) -> None:
         # Widths in % of the table: without them the sentence column grows past the table's right edge.
         nearest = gr.Dataframe(headers=["rank", "cosine", "reference sentence"], label="Nearest reference sentences",
                                wrap=True, column_widths=["12%", "16%", "72%"], scale=2, elem_id="an-nearest")
-    wire([analogy_button.click], handler(studio.analogy),
+    wire([analogy_button.click], handler(studio.analogy.analogy),
          [a, b, c, expression, analogy_refine, analogy_reference, session],
          [decoded, words, nearest], api_name="analogy", **DECODE)
     gr.Examples([[e.a, e.b, e.c] for e in ANALOGY_EXAMPLES], [a, b, c], label="Examples (click one, then Compute)")
@@ -45,5 +45,5 @@ def create(studio: Studio, session: gr.State) -> None:
     table = gr.Dataframe(headers=["alpha", "decoded", "top words", "cos to From", "cos to To"], wrap=True,
                          column_widths=["10%", "38%", "28%", "12%", "12%"], elem_id="an-path")
     path = gr.Plot()
-    wire([path_button.click], handler(studio.interpolation), [start, end, steps, path_refine, path_reference, session],
-         [table, path], api_name="interpolate", **DECODE)
+    wire([path_button.click], handler(studio.analogy.interpolation),
+         [start, end, steps, path_refine, path_reference, session], [table, path], api_name="interpolate", **DECODE)

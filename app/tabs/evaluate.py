@@ -23,16 +23,16 @@ def create(tab: gr.Tab, studio: Studio, session: gr.State) -> None:
         compare = gr.Checkbox(True, label="Also the model before DefSent training")
         words_button = gr.Button("Evaluate word prediction")
     words = gr.Dataframe(headers=["model", "n", "MRR", "top-1", "top-3", "top-10"], elem_id="eval-words")
-    wire([words_button.click], handler(studio.evaluate_words), [size, compare, session], [words],
+    wire([words_button.click], handler(studio.evaluate.evaluate_words), [size, compare, session], [words],
          api_name="evaluate_words", **EVALUATE)
-    tab.select(handler(studio.recorded_metrics), session, recorded, api_visibility="private")
+    tab.select(handler(studio.evaluate.recorded_metrics), session, recorded, api_visibility="private")
 
     gr.Markdown("### Smoke set (bundled: works offline)")
     with gr.Row():
         smoke_compare = gr.Checkbox(True, label="Also the model before DefSent training", scale=3)
         smoke_button = gr.Button("Run the smoke set", scale=1, elem_id="eval-smoke-go")
     smoke = gr.Markdown(elem_id="eval-smoke")
-    wire([smoke_button.click], handler(studio.evaluate_smoke), [smoke_compare, session], [smoke],
+    wire([smoke_button.click], handler(studio.evaluate.evaluate_smoke), [smoke_compare, session], [smoke],
          api_name="evaluate_smoke", **EVALUATE)
 
     gr.Markdown("### STS (Spearman x100), next to the papers' numbers")
@@ -45,7 +45,7 @@ def create(tab: gr.Tab, studio: Studio, session: gr.State) -> None:
         datasets = gr.CheckboxGroup(list(STS_DATASETS), value=list(QUICK_STS), label="Datasets", scale=3)
         sts_button = gr.Button("Run STS", scale=1)
     sts = gr.Markdown(elem_id="eval-sts")
-    wire([sts_button.click], handler(studio.evaluate_sts), [data_dir, datasets, session], [sts],
+    wire([sts_button.click], handler(studio.evaluate.evaluate_sts), [data_dir, datasets, session], [sts],
          api_name="evaluate_sts", **EVALUATE)
 
     gr.Markdown("### SentEval transfer tasks (accuracy %, logistic regression on the embeddings)")
@@ -54,5 +54,5 @@ def create(tab: gr.Tab, studio: Studio, session: gr.State) -> None:
         run_size = gr.Radio(list(TRANSFER_SIZES), value=next(iter(TRANSFER_SIZES)), label="Run size", scale=3)
         senteval_button = gr.Button("Run SentEval", scale=1)
     senteval = gr.Markdown(elem_id="eval-senteval")
-    wire([senteval_button.click], handler(studio.evaluate_senteval), [data_dir, tasks, run_size, session],
+    wire([senteval_button.click], handler(studio.evaluate.evaluate_senteval), [data_dir, tasks, run_size, session],
          [senteval], api_name="evaluate_senteval", **EVALUATE)

@@ -53,9 +53,9 @@ def create(demo: gr.Blocks, studio: Studio, session: gr.State, stored: gr.Browse
         st_file = gr.File(label="sentence-transformers folder (zip)", elem_id="ft-st-zip")
     timer = gr.Timer(1.0, active=False)
 
-    file.change(handler(studio.validate_upload), [file, seed, session], [report, session], api_name="validate",
+    file.change(handler(studio.finetune.validate_upload), [file, seed, session], [report, session], api_name="validate",
                 **HEAVY)
-    start_job = handler(studio.start_finetune)
+    start_job = handler(studio.finetune.start_finetune)
 
     async def start_and_remember(state, *settings):
         job = await start_job(state, *settings)  # records the job in the session: a second Start is refused
@@ -63,26 +63,26 @@ def create(demo: gr.Blocks, studio: Studio, session: gr.State, stored: gr.Browse
     start.click(start_and_remember, [session, epochs, lr, batch, layers, max_steps, evaluations, seed, measure_decoder],
                 [job_id, stored, session, timer], api_name="start_finetune", **QUICK)
     job_id.submit(lambda j: gr.Timer(active=True), job_id, timer, api_visibility="private")
-    gr.api(handler(studio.job_active), api_name="job_active", **QUICK)  # for API clients waiting on a job
+    gr.api(handler(studio.finetune.job_active), api_name="job_active", **QUICK)  # for API clients waiting on a job
 
-    view = handler(studio.job_view)
+    view = handler(studio.finetune.job_view)
 
     async def poll(job):
-        return (*await view(job), gr.Timer(active=studio.job_active(job)))
+        return (*await view(job), gr.Timer(active=studio.finetune.job_active(job)))
     timer.tick(poll, job_id, [progress, curve, comparison, examples, timer], show_progress="hidden",
                api_visibility="private")
     # Into the job's progress, which the polling then replaces ("Cancelling...", then the outcome).
-    cancel.click(handler(studio.cancel_job), job_id, progress, api_name="cancel_finetune", **QUICK).success(
+    cancel.click(handler(studio.finetune.cancel_job), job_id, progress, api_name="cancel_finetune", **QUICK).success(
         lambda: gr.Timer(active=True), None, timer, api_visibility="private")
     refresh_models, model_components = model_bar
-    save_fn = and_session(studio.save_finetuned)
+    save_fn = and_session(studio.finetune.save_finetuned)
     save.click(save_fn, [job_id, name, session], [message, session], api_name="save_finetuned", **MODEL).success(
         refresh_models, session, model_components, api_visibility="private")
     name.submit(save_fn, [job_id, name, session], [message, session], api_visibility="private", **MODEL).success(
         refresh_models, session, model_components, api_visibility="private")
-    activate.click(and_session(studio.activate_finetuned), [job_id, session], [message, session],
+    activate.click(and_session(studio.finetune.activate_finetuned), [job_id, session], [message, session],
                    api_name="activate_finetuned", **MODEL).success(
         refresh_models, session, model_components, api_visibility="private")
-    download.click(handler(studio.download_finetuned), [job_id, session], [zip_file, st_file],
+    download.click(handler(studio.finetune.download_finetuned), [job_id, session], [zip_file, st_file],
                    api_name="download_finetuned", **HEAVY)
     demo.load(lambda j: (j, gr.Timer(active=bool(j))), stored, [job_id, timer], api_visibility="private")

@@ -47,7 +47,7 @@ MAP_JS = """() => {
 
 
 def create(demo: gr.Blocks, studio: Studio, session: gr.State) -> None:
-    umap_status = gr.Markdown(studio.umap_status(), elem_id="umap-status")
+    umap_status = gr.Markdown(studio.map.umap_status(), elem_id="umap-status")
     with gr.Row():
         source = gr.Radio(list(MAP_SOURCES), value=MAP_SOURCES[0], label="Points")
         size = gr.Dropdown([500, 1000, 2000, 5000], value=1000, label="Sample size")
@@ -63,7 +63,7 @@ def create(demo: gr.Blocks, studio: Studio, session: gr.State) -> None:
     plot = gr.Plot(views.placeholder_figure("Choose the points above, then press Draw map."), elem_id="map-plot")
     point = gr.Markdown("Click a point to read it whole, with its definitions.", elem_id="map-point")
     clicked = gr.Textbox(elem_id="map-click", container=False)  # written by MAP_JS, as #map-selection below
-    clicked.change(handler(studio.map_point), [clicked, session], [point], api_name="map_point", **QUICK)
+    clicked.change(handler(studio.map.map_point), [clicked, session], [point], api_name="map_point", **QUICK)
     with gr.Row():
         search = gr.Textbox(label="Search the map", scale=3)
         k = gr.Slider(1, MAX_MAP_NEIGHBOURS, value=10, step=1, label="Neighbours", scale=1)
@@ -73,9 +73,9 @@ def create(demo: gr.Blocks, studio: Studio, session: gr.State) -> None:
     note = gr.Markdown()
     neighbours = gr.Dataframe(headers=["rank", "cosine", "text"], wrap=True, column_widths=["12%", "16%", "72%"],
                               elem_id="map-neighbours")
-    wire([draw.click], handler(studio.draw_map), [source, size, sentences, file, method, dims, colour, session],
+    wire([draw.click], handler(studio.map.draw_map), [source, size, sentences, file, method, dims, colour, session],
          [plot, status, session], api_name="draw_map", **HEAVY)
-    wire([search_button.click, search.submit], handler(studio.search_map), [search, k, session, among],
+    wire([search_button.click, search.submit], handler(studio.map.search_map), [search, k, session, among],
          [plot, note, neighbours], api_name="search_map", **HEAVY)
     gr.Markdown("Select points with **Box Select** or **Lasso Select** (above the map) to list them here.")
     # the browser writes it (MAP_JS); listened to by "change": a value written by a script sends no "input"
@@ -84,13 +84,13 @@ def create(demo: gr.Blocks, studio: Studio, session: gr.State) -> None:
     selected = gr.Dataframe(headers=["text", "group", "x", "y"], wrap=True, elem_id="map-selected",
                             column_widths=["58%", "18%", "12%", "12%"])
     selected_csv = gr.File(label="The selection as CSV", elem_id="map-selected-csv")
-    selection.change(handler(studio.select_map), [selection, session], [selected, selected_note, selected_csv],
+    selection.change(handler(studio.map.select_map), [selection, session], [selected, selected_note, selected_csv],
                     api_name="select_map", **HEAVY)
     demo.load(None, js=MAP_JS)
     with gr.Row():
         export = gr.Button("Download this map as Projector files (vectors.tsv, metadata.tsv)", scale=1)
         exported = gr.File(label="Projector files", scale=2)
-    wire([export.click], handler(studio.export_map), [session], [exported], api_name="export_map", **QUICK)
+    wire([export.click], handler(studio.map.export_map), [session], [exported], api_name="export_map", **QUICK)
 
     gr.Markdown("### A description, its candidate words and their definitions on one map")
     with gr.Row():
@@ -101,7 +101,7 @@ def create(demo: gr.Blocks, studio: Studio, session: gr.State) -> None:
     candidates_plot = gr.Plot(elem_id="cand-plot")
     candidates = gr.Dataframe(headers=["word", "probability", "definitions"], wrap=True, elem_id="cand-table",
                               column_widths=["16%", "12%", "72%"])
-    wire([candidates_button.click, query.submit], handler(studio.candidates_map),
+    wire([candidates_button.click, query.submit], handler(studio.map.candidates_map),
          [query, top, candidates_method, session],
          [candidates_plot, candidates], api_name="candidates_map", **HEAVY)
 
@@ -109,7 +109,7 @@ def create(demo: gr.Blocks, studio: Studio, session: gr.State) -> None:
     timer = gr.Timer(3.0, active=studio.projector.umap_pending)
 
     def umap_now():
-        return studio.umap_status(), gr.Timer(active=studio.projector.umap_pending)
+        return studio.map.umap_status(), gr.Timer(active=studio.projector.umap_pending)
     timer.tick(umap_now, None, [umap_status, timer], api_visibility="private", show_progress="hidden")
     # The page holds the status of when the app was built: a load shows today's at once, not at the first tick.
     demo.load(umap_now, None, [umap_status, timer], api_visibility="private", show_progress="hidden")

@@ -36,6 +36,6 @@ def create(studio: Studio, session: gr.State) -> None:
         with gr.Column(scale=2):
             before = gr.HTML(elem_id="rd-before")
     inputs = [text, k, pos, min_length, max_length, initial, pattern, exclude, compare, session]
-    wire([go_button.click, text.submit], handler(studio.reverse_dictionary), inputs, [words, before],
+    wire([go_button.click, text.submit], handler(studio.reverse.reverse_dictionary), inputs, [words, before],
          api_name="reverse_dictionary", **QUICK)
     gr.Examples(EXAMPLES, [text], label="Examples (click one, then Find words)")

@@ -15,14 +15,15 @@ def create(studio: Studio, session: gr.State) -> None:
         a = gr.Textbox(label="Text A", value="A man is playing a guitar.")
         b = gr.Textbox(label="Text B", value="Someone plays an instrument.")
     pair_button, cosine = gr.Button("Compare"), gr.Markdown()
-    wire([pair_button.click, a.submit, b.submit], handler(studio.pair_similarity), [a, b, session], [cosine],
+    wire([pair_button.click, a.submit, b.submit], handler(studio.similarity.pair_similarity), [a, b, session], [cosine],
          api_name="similarity", **QUICK)
 
     gr.Markdown("### Similarity heatmap")
     sentences = gr.Textbox(label="Sentences, one per line", lines=5, value="A cat sits on the mat.\n"
                            "A dog lies on the rug.\nThe stock market fell sharply.\nShares dropped today.")
     heat_button, heat = gr.Button("Draw heatmap"), gr.Plot()
-    wire([heat_button.click], handler(studio.heatmap), [sentences, session], [heat], api_name="heatmap", **HEAVY)
+    wire([heat_button.click], handler(studio.similarity.heatmap), [sentences, session], [heat], api_name="heatmap",
+         **HEAVY)
 
     gr.Markdown("### Semantic search")
     with gr.Row():
@@ -34,5 +35,5 @@ def create(studio: Studio, session: gr.State) -> None:
         file = gr.File(label="Text file, one sentence per line", file_types=[".txt"])
     search_button = gr.Button("Search")
     hits = gr.Dataframe(headers=["rank", "cosine", "text"], label="Results", wrap=True, elem_id="sim-hits")
-    wire([search_button.click, query.submit], handler(studio.search), [query, source, file, k, session],
+    wire([search_button.click, query.submit], handler(studio.similarity.search), [query, source, file, k, session],
          [hits, session], api_name="search", **HEAVY)

@@ -1,0 +1,74 @@
+"""The Analogy & interpolation tab's handlers (app/tabs/analogy.py): b - a + c and the path between two
+sentences, decoded by Vec2Sent, with the nearest reference sentences."""
+from __future__ import annotations
+
+import numpy as np
+
+from core.readout import InterpolationPoint, Reference, describe_borrowed
+from core.vec2sent import APP_BEAM, MOST_EXACT
+
+from .. import services as sv
+from .. import views
+from .backend import TabHandlers
+from .session import Session
+
+REFINED_STEPS = ("Refine takes about 2 seconds a step; this public server refines at most {limit} steps of an "
+                 "interpolation, not {steps}: use fewer steps or turn Refine off.")
+NO_DECODER = ("No Vec2Sent decoder is available for the active encoder (none in checkpoints/ was trained on "
+              "its fingerprint {fp}), so no sentence is decoded; the top words and the nearest reference "
+              "sentences below are read off the vector directly. Train one with `python -m core vec2sent-train`.")
+
+
+class AnalogyHandlers(TabHandlers):
+    """Arithmetic on sentence vectors, read back as sentences, words and nearest texts."""
+
+    def analogy(self, a: str, b: str, c: str, expression: str, refine: bool = False,
+                reference: str = sv.LARGEST_READY, session: Session | None = None,
+                progress: sv.Progress = sv.no_progress) -> tuple[str, list[list], list[list]]:
+        """(decoded sentence or why there is none, top-word rows, rows of the nearest texts of
+        `reference`, one of sv.REFERENCE_CHOICES); `refine`: decode with the most exact setting
+        (MOST_EXACT: more correction rounds, core/vec2sent/refine.py)."""
+        sentences = {name: sv.check_text(text, f"sentence {name}") for name, text in zip("abc", (a, b, c))}
+        active = self.backend.model_for(session)
+        result = active.engine.analogy(**sentences, reference=active.reference_texts(reference, progress), k=10,
+                                       beam=APP_BEAM, expression=expression, **_exactness(refine))
+        decoded = (f"**Decoded:** {result.decoded}" if result.decoded is not None
+                   else NO_DECODER.format(fp=active.engine.fingerprint))
+        borrowed = active.engine.reader.borrowed_decoding
+        if result.decoded is not None and borrowed:
+            decoded += f"\n\n{describe_borrowed(borrowed)}"
+        return (decoded, [[w, round(p, 4)] for w, p in result.words], views.scored_rows(result.nearest))
+
+    def interpolation(self, a: str, b: str, steps: int, refine: bool = False, reference: str = sv.LARGEST_READY,
+                      session: Session | None = None, progress: sv.Progress = sv.no_progress):
+        """(table rows per step, a 2-D map of the path among the nearest texts of `reference`);
+        `refine` and `reference` as in `analogy`, for every step."""
+        public = self.backend.public
+        if not 2 <= int(steps) <= 50:
+            raise ValueError("The number of steps must be between 2 and 50.")
+        if refine and public is not None and int(steps) > public.refined_interpolation_steps:
+            raise ValueError(REFINED_STEPS.format(steps=int(steps), limit=public.refined_interpolation_steps))
+        x, y = sv.check_text(a, "sentence A"), sv.check_text(b, "sentence B")
+        active = self.backend.model_for(session)
+        reference = active.reference_texts(reference, progress)
+        points = active.engine.interpolate(x, y, int(steps), reference=reference, k=3,
+                                          beam=APP_BEAM, **_exactness(refine))
+        rows = [[round(p.alpha, 3), p.decoded or "(no decoder)", views.word_list(p.words), round(p.cos_x, 4),
+                 round(p.cos_y, 4)] for p in points]
+        return rows, self._path_map(points, reference)
+
+    def _path_map(self, points: list[InterpolationPoint], reference: Reference):
+        vectors = np.stack([p.vector for p in points])  # (steps, d)
+        unit = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+        k = max(len(p.nearest) for p in points)  # the rows of the texts each point shows, searched again by index
+        rows = list(dict.fromkeys(i for hits in reference.nearest(unit, k) for i, _ in hits))
+        neighbours, context = [reference.texts[i] for i in rows], reference.rows(rows)
+        projection = self.backend.projector.project(np.vstack([unit, context]), "UMAP", 2)
+        n = len(points)
+        return views.path_figure(projection.coords[:n], [f"α={p.alpha:.2f}" for p in points],
+                                 f"Interpolation path ({projection.method})", projection.coords[n:], neighbours)
+
+
+def _exactness(refine: bool) -> dict:
+    """The decode settings of the most exact setting when `refine`, else none (the engine's defaults)."""
+    return MOST_EXACT if refine else {}

@@ -1,0 +1,156 @@
+"""What every tab's handlers share, between all users: the models, the projector, the job manager and
+the public limits; which model answers a session; and the handlers of the model bar and the About tab,
+which speak of that model.
+
+Per-user data travels in a `Session` (app.handlers.session); nothing per-user is stored here.
+Invalid input raises ValueError with a readable message (the UI shows it as an error toast).
+"""
+from __future__ import annotations
+
+import json
+
+from .. import services as sv
+from ..finetune import UPLOADS, discard_staged, remove_leftovers
+from ..jobs import QUEUED, RUNNING, Job, JobManager
+from ..models import ActiveModel, Models, ModelSpec, checkpoint_specs
+from ..projection import Projector
+from ..public import (
+    YOURS,
+    PublicLimits,
+    remove_all_sessions,
+    remove_session,
+    session_folder,
+)
+from .session import Session
+
+# The base before DefSent training is offered for comparison only: its word head was never trained.
+BASE_WARNING_SHORT = "untrained, word predictions are noise"
+BASE_WARNING = ("**Warning:** this is the untrained base: its word head was never trained, so its word predictions are "
+                "noise (reverse dictionary, top words). It is here to compare with; similarity still works.")
+
+
+class Backend:
+    """Shared between users: models, projector, jobs. Each tab's handlers hold it (app.handlers.Studio).
+
+    Starting one removes what killed processes left behind (see finetune.remove_leftovers).
+    """
+
+    def __init__(self, models: Models, projector: Projector | None = None, jobs: JobManager | None = None,
+                 public: PublicLimits | None = None):
+        self.models = models
+        self.projector = projector or Projector()
+        # Public mode (app.public): per-session models and saves, quotas, a disk budget; None: a private server.
+        self.public = public
+        if public is not None:  # models chosen by sessions stay loaded, a few at a time
+            models.keep_loaded = public.loaded_models
+        # In public mode the training slots have no waiting line: a Start while they are taken is refused.
+        self.jobs = jobs or (JobManager(public.training_slots, 0) if public else JobManager())
+        remove_leftovers(models.checkpoints)
+        if public is not None:
+            remove_all_sessions()
+
+    # ---- the model a request uses -----------------------------------------------------------------
+    def _session_model(self, session: Session | None) -> str:
+        """The model this session chose: "" on a private server (one model for all) or when it chose none."""
+        return session.model if self.public is not None and session is not None else ""
+
+    def model_for(self, session: Session | None = None, progress: sv.Progress = sv.no_progress) -> ActiveModel:
+        """The model that answers this session: its own choice in public mode, else the active model."""
+        name = self._session_model(session)
+        if not name:
+            return self.models.active()
+        return self.models.shared(self._spec_named(name, session), progress)
+
+    def _specs(self, session: Session | None) -> list[ModelSpec]:
+        """The models one can choose: the server's, and in public mode this session's saved ones."""
+        specs = self.models.specs()
+        if self.public is not None and session is not None and session.key:
+            specs += checkpoint_specs(session_folder(session.key), YOURS)
+        return specs
+
+    def _spec_named(self, name: str, session: Session | None) -> ModelSpec:
+        for spec in self._specs(session):
+            if spec.name == name:
+                return spec
+        if name.startswith(YOURS):
+            raise ValueError(f"Your model {name!r} is no longer kept on this server (a session's saved models are "
+                             "deleted when it ends or expires); choose another.")
+        raise ValueError(f"No model called {name!r}; choose one from the list.")
+
+    def end_session(self, session: Session) -> None:
+        """A session ended (its tab was closed, or its state expired): drop its upload; in public mode
+        also its saved models (unloaded too) and its fine-tunes (nobody can save them any more): a
+        running one is cancelled (its run deletes what it staged), a finished one's model deleted."""
+        UPLOADS.discard(session.upload)
+        if self.public is None:
+            return
+        if session.key:
+            self.models.forget(checkpoint_specs(session_folder(session.key), YOURS))
+        remove_session(session.key)
+        for job in filter(None, map(self.known_job, session.jobs)):
+            if job.status in (QUEUED, RUNNING):
+                self.jobs.cancel(job.id)
+            else:
+                discard_staged(job)
+
+    def known_job(self, job_id: str) -> Job | None:
+        """The job with this id, or None if there is none (forgotten, or the server restarted)."""
+        try:
+            return self.jobs.get(job_id) if job_id else None
+        except ValueError:
+            return None
+
+    # ---- active model ---------------------------------------------------------------------------
+    def model_choices(self, session: Session | None = None) -> tuple[list[tuple[str, str]], str | None]:
+        """((label, name) of each model one can switch to, the chosen one's name or None while loading):
+        the active model's, or in public mode the session's choice. The untrained base's label says what it is."""
+        active = self.models.active(timeout=0) if self.models.ready else None
+        choices = [(f"{spec.name}: {BASE_WARNING_SHORT}" if spec.path is None else spec.name, spec.name)
+                   for spec in self._specs(session)]
+        return choices, self._session_model(session) or (active.spec.name if active else None)
+
+    def model_status(self, session: Session | None = None) -> str:
+        """The model that answers this user, with a warning when it is the untrained base."""
+        name = self._session_model(session)
+        if name:
+            base = any(spec.name == name and spec.path is None for spec in self._specs(session))
+            status = f"Your model: **{name}** (for this session only: other visitors are not affected)"
+        else:
+            active = self.models.active(timeout=0) if self.models.ready else None
+            base = active is not None and active.is_base
+            status = self.models.status()
+        return status + (f"\n\n{BASE_WARNING}" if base else "")
+
+    def switch_model(self, name: str, progress: sv.Progress = sv.no_progress) -> str:
+        """Load and prepare the named model, then make it active for every user."""
+        self.models.switch(self.models.spec_named(name), progress)
+        return self.model_status()
+
+    def choose_model(self, name: str, session: Session, progress: sv.Progress = sv.no_progress
+                     ) -> tuple[str, Session]:
+        """The model chooser: in public mode the choice is this session's alone (the model is loaded,
+        or shared with the sessions that chose it); on a private server it switches the active model."""
+        if self.public is None:
+            return self.switch_model(name, progress), session
+        spec = self._spec_named(name, session)
+        self.models.shared(spec, progress)  # loaded and prepared before the session's requests use it
+        session.model = spec.name
+        return self.model_status(session), session
+
+    # ---- about ----------------------------------------------------------------------------------
+    def about(self, session: Session | None = None) -> tuple[str, str]:
+        """(the active checkpoint and decoder in Markdown, its manifest as JSON text)."""
+        active = self.model_for(session)
+        decoder = active.engine.decoder
+        lines = [f"**Active model:** {active.spec.name}", f"**Encoder fingerprint:** `{active.engine.fingerprint}`",
+                 "**Vec2Sent decoder:** " + ("loaded" if decoder is not None else "none trained for this encoder")]
+        if active.is_base:
+            lines.append("This is the untrained base: its word head is untrained, so word predictions are noise.")
+        return "\n\n".join(lines), json.dumps(active.engine.manifest, indent=2)
+
+
+class TabHandlers:
+    """One tab's handlers (app/handlers/<tab>.py): plain methods over the backend that every tab shares."""
+
+    def __init__(self, backend: Backend):
+        self.backend = backend

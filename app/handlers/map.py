@@ -1,0 +1,256 @@
+"""The Map tab's handlers (app/tabs/map.py): projections of texts, the map of every word, search on a
+map, the points a user selects or clicks, Projector files, a description's candidate words on one map."""
+from __future__ import annotations
+
+import json
+import re
+import time
+from html import escape
+
+from core.explore import place
+from core.readout import EmbeddedTexts
+from core.words import frequency_bands
+
+from .. import services as sv
+from .. import views
+from ..export import csv_download, projector_download
+from ..models import ActiveModel
+from .backend import TabHandlers
+from .session import MapData, Session
+
+EVERY_WORD_MAP = "every word (laid out once per model)"
+MAX_HIGHLIGHTS = 200  # points ringed because their text contains the search (on the map of every word: many)
+MAP_SOURCES = ("dictionary definitions", "vocabulary words", "my sentences", "uploaded file", EVERY_WORD_MAP)
+MAP_POINTS = "this map's points"  # what the map's search looks among, unless the user picks a collection
+MAX_MAP_NEIGHBOURS = 30
+MAX_SELECTION_ROWS = 1_000  # rows of a map selection the table shows; its CSV holds every selected point
+MAX_EXPORT_POINTS = 20_000  # Projector files of a map: its vectors as text, about 3.5 kB a 384-d point
+COLOUR_BY = ("part of speech", "cluster", "frequency")
+
+
+class MapHandlers(TabHandlers):
+    """Maps of texts for a session, which keeps the last one drawn (`Session.map`) for searching and selecting."""
+
+    def umap_status(self) -> str:
+        """The state of UMAP in one line, shown above the map (see Projector.status)."""
+        return self.backend.projector.status()
+
+    def draw_map(self, source: str, size: int, sentences: str, file: str | None, method: str, dims: str,
+                 colour: str, session: Session, progress: sv.Progress = sv.no_progress):
+        """(figure, a status line, the session with this map kept for searching)."""
+        active = self.backend.model_for(session)
+        if source == EVERY_WORD_MAP:
+            return self._vocabulary_map(active, colour, session)
+        corpus = self._map_corpus(active, source, int(size), sentences, file, session, progress)
+        progress(0.9, desc=f"projecting {len(corpus.texts):,} points")
+        projection = self.backend.projector.project(corpus.vectors, method, 3 if dims == "3-D" else 2)
+        groups = _colour_groups(corpus, colour)
+        title = f"{corpus.name}: {projection.method} {dims}"
+        session.map = MapData(corpus, projection.coords, groups, title)
+        status = f"{len(corpus.texts):,} points, {projection.method} in {projection.seconds:.1f} s. {projection.note}"
+        return views.scatter_figure(projection.coords, corpus.texts, groups, title), status, session
+
+    def _vocabulary_map(self, active: ActiveModel, colour: str, session: Session):
+        """The map of every word: the model's precomputed layout (`python -m core vocabulary-map`),
+        coloured by part of speech, region ("cluster") or frequency."""
+        engine = active.engine
+        if engine.words.open_vocab is None or engine.words.compact:
+            raise ValueError("The map of every word is drawn from the full vocabulary's exact vectors, which this "
+                             "model does not have yet (the Reverse dictionary tab shows their progress).")
+        if colour not in COLOUR_BY:
+            raise ValueError(f"Colour by one of: {', '.join(COLOUR_BY)}.")
+        started = time.perf_counter()
+        session.map, figure = vocabulary_map_data(active, colour), vocabulary_figure(active, colour)
+        shown = "region" if colour == "cluster" else colour
+        status = f"{len(session.map.coords):,} points in {time.perf_counter() - started:.1f} s, coloured by {shown}."
+        return figure, status, session
+
+    def _map_corpus(self, active: ActiveModel, source: str, size: int, sentences: str, file: str | None,
+                    session: Session, progress: sv.Progress) -> EmbeddedTexts:
+        if source == "dictionary definitions":
+            return active.reference(progress, size)
+        if source == "vocabulary words":
+            words = sv.vocabulary_sample(active.engine, size)
+            return sv.embed_corpus(active.engine, [w for w, _ in words], [sv.POS_NAMES[p] for _, p in words],
+                                   f"{len(words):,} vocabulary words", progress)
+        if source == "my sentences":
+            lines = sv.text_lines(sentences, sv.MAX_CORPUS_LINES)
+            return sv.embed_corpus(active.engine, lines, name=f"{len(lines)} sentences", progress=progress)
+        if source == "uploaded file":
+            files = [file] if isinstance(file, str) else list(file or [])
+            if any(str(f).lower().endswith(".tsv") for f in files):  # the Embedding Projector's files
+                return sv.projector_corpus(files)
+            return session.uploaded_corpus(active, files[0] if files else None, progress)
+        raise ValueError(f"Unknown point set {source!r}.")
+
+    def search_map(self, query: str, k: int, session: Session, collection: str = MAP_POINTS):
+        """Highlight texts containing the query and its nearest neighbours (original space) among the
+        map's points, or (`collection`, one of REFERENCE_CHOICES) the nearest texts of a collection,
+        each landed on the map of every word."""
+        if session.map is None:
+            raise ValueError("Draw a map first.")
+        if not 1 <= int(k) <= MAX_MAP_NEIGHBOURS:
+            raise ValueError(f"Show between 1 and {MAX_MAP_NEIGHBOURS} neighbours.")
+        m, query = session.map, sv.check_text(query, "a search text")
+        if collection != MAP_POINTS:
+            return self._search_collection_on_map(m, query, int(k), collection, session)
+        matches = [i for i, t in enumerate(m.corpus.texts) if query.lower() in t.lower()]
+        vector = self.backend.model_for(session).engine.encode([query], normalize=True)
+        neighbours_of = "nearest neighbours by cosine in the original space:"
+        # only uploaded vectors can come from another model (the collections are this model's own)
+        width = m.corpus.vectors.shape[1] if isinstance(m.corpus, EmbeddedTexts) else vector.shape[1]
+        if vector.shape[1] != width:  # imported vectors of another model: start from the query's match
+            if not matches:
+                raise ValueError(f"No point's label contains {query!r}, and these {width}-d vectors come from "
+                                 f"another model, so the query cannot be placed among them.")
+            vector = m.corpus.rows(matches[:1])
+            neighbours_of = f"nearest neighbours of {m.corpus.texts[matches[0]]!r} by cosine in the original space:"
+        hits = m.corpus.nearest(vector, int(k))[0]
+        highlight = list(dict.fromkeys(matches[:MAX_HIGHLIGHTS] + [i for i, _ in hits]))
+        fig = _map_figure(m, highlight)
+        if m.place is not None:  # a fixed layout: the query lands where its nearest words are
+            views.add_marker(fig, m.place(vector)[0], query)
+        found = f"{len(matches)} point(s) contain {query!r}" if matches else f"{query!r} is not on this map"
+        note = f"{found}; {neighbours_of}"
+        return fig, note, views.scored_rows([(m.corpus.texts[i], s) for i, s in hits])
+
+    def _search_collection_on_map(self, m: MapData, query: str, k: int, collection: str, session: Session):
+        if m.place is None:
+            raise ValueError("Another collection's texts land on the map of every word only, whose layout is "
+                             "fixed; search this map's own points, or draw the map of every word.")
+        active = self.backend.model_for(session)
+        reference = active.reference_texts(collection)
+        vector = active.engine.encode([query], normalize=True)  # (1, d)
+        hits = reference.nearest(vector, k)[0]
+        texts = [reference.texts[i] for i, _ in hits]
+        fig = views.add_points(_map_figure(m), m.place(reference.rows([i for i, _ in hits])), texts,
+                               f"nearest in {reference.name}")
+        views.add_marker(fig, m.place(vector)[0], query)
+        note = f"The {len(hits)} texts of {reference.name} nearest {query!r} by cosine, each on its nearest word:"
+        return fig, note, views.scored_rows(list(zip(texts, (s for _, s in hits))))
+
+    def export_map(self, session: Session) -> str:
+        """The last map drawn as the Embedding Projector's files, zipped: vectors.tsv (the points'
+        vectors) and metadata.tsv (text, colour group and map coordinates)."""
+        if session.map is None:
+            raise ValueError("Draw a map first.")
+        m = session.map
+        if len(m.coords) > MAX_EXPORT_POINTS:
+            raise ValueError(f"This map holds {len(m.coords):,} points; Projector files are made for at most "
+                             f"{MAX_EXPORT_POINTS:,} (about 3.5 kB of text a point): draw a sample instead.")
+        columns = {"text": list(m.corpus.texts), "group": list(m.groups),
+                   **{axis: [f"{x:.5g}" for x in m.coords[:, j]] for j, axis in enumerate("xyz"[:m.coords.shape[1]])}}
+        return str(projector_download(m.corpus.rows(list(range(len(m.coords)))), columns))
+
+    def select_map(self, selection: str, session: Session):
+        """(table rows, a note, a CSV of every selected point or None) for a box or lasso selection on the
+        last map drawn; `selection` is the browser's JSON list of [trace, point] pairs (app/tabs/map.py)."""
+        if session.map is None:
+            raise ValueError("Draw a map first.")
+        m = session.map
+        picked = _picked_points(selection, m, 2 * len(m.coords))
+        if not picked:
+            return [], "No point selected: choose Box Select or Lasso Select above the map, then drag.", None
+        axes = "xyz"[:m.coords.shape[1]]
+        rows = [[m.corpus.texts[i], str(m.groups[i]), *[round(float(v), 4) for v in m.coords[i]]] for i in picked]
+        note = f"{len(picked):,} point(s) selected"
+        if len(picked) > MAX_SELECTION_ROWS:
+            note += f"; the table shows the first {MAX_SELECTION_ROWS:,}, the CSV holds all of them"
+        return rows[:MAX_SELECTION_ROWS], note + ".", str(csv_download(["text", "group", *axes], rows, "selection"))
+
+    def map_point(self, clicked: str, session: Session) -> str:
+        """Markdown on the point clicked on the last map (`clicked`: the browser's [[trace, point]]): its
+        whole text and group and, for a word or phrase, its WordNet definitions."""
+        if session.map is None:
+            raise ValueError("Draw a map first.")
+        m = session.map
+        picked = _picked_points(clicked, m, 1)
+        if not picked:
+            return ""
+        text, group = m.corpus.texts[picked[0]], str(m.groups[picked[0]])
+        definitions = [f"- *{_plain(sv.POS_NAMES.get(e.pos, e.pos))}* {_plain(e.definition)}"
+                       for e in sv.definitions_of(text)]
+        return "\n".join([f"**{_plain(text)}** ({_plain(group)})", *definitions])
+
+    def candidates_map(self, text: str, k: int, method: str, session: Session | None = None,
+                       progress: sv.Progress = sv.no_progress):
+        """A query, its top-k candidate words and their definitions on one map, plus a table. The
+        description's own words are left out, as in the Reverse dictionary tab by default."""
+        active = self.backend.model_for(session)
+        rows = sv.reverse_dictionary(active.engine, sv.WordQuery(text, int(k), exclude_query_words=True))
+        texts, groups = [text.strip()], ["your description"]
+        for row in rows:
+            texts += [row.word] + [f"{row.word}: {e.definition}" for e in row.definitions]
+            groups += [row.word] * (1 + len(row.definitions))
+        vectors = active.engine.encode(texts, normalize=True)
+        projection = self.backend.projector.project(vectors, method, 2)
+        fig = views.scatter_figure(projection.coords, texts, groups,
+                                   f"Description, candidate words and their definitions ({projection.method})",
+                                   symbols={"your description": "star"})
+        table = [[r.word, round(r.probability, 4), " | ".join(e.definition for e in r.definitions)] for r in rows]
+        return fig, table
+
+
+def _map_figure(m: MapData, highlight: list[int] = ()):
+    """The map `m` drawn again (with its region names and moves, if any), `highlight` points ringed."""
+    fig = views.add_moves(views.scatter_figure(m.coords, m.corpus.texts, m.groups, m.title, highlight), m.moves)
+    return views.add_region_labels(fig, m.regions) if m.regions else fig
+
+
+def _plain(text: str) -> str:
+    """`text` shown as itself in Markdown: HTML escaped, Markdown's marks backslashed (a user's own text)."""
+    return re.sub(r"([\\`*_{}\[\]()#+!|<>~-])", r"\\\1", escape(text, quote=False)) if text else text
+
+
+def _picked_points(selection: str, m: MapData, limit: int) -> list[int]:
+    """The points of map `m` (sorted indices) that the browser's [[trace, point], ...] names; the
+    traces after the points' own (search hits, region names, a search's star) are not points."""
+    traces = m.traces
+    return sorted({traces[t][p] for t, p in _selected_pairs(selection, limit)
+                   if t < len(traces) and p < len(traces[t])})
+
+
+def _selected_pairs(selection: str, limit: int) -> list[tuple[int, int]]:
+    """[(trace, point), ...] from the browser's JSON; ValueError for anything else or more than `limit`."""
+    pairs = None
+    if len(selection or "") <= 32 * (limit + 1):  # "[123,45678]," is 12 characters: far more is not a selection
+        try:
+            pairs = json.loads(selection or "[]")
+        except ValueError:
+            pass
+    if not (isinstance(pairs, list) and len(pairs) <= limit and all(
+            isinstance(pair, list) and len(pair) == 2 and all(isinstance(v, int) and v >= 0 for v in pair)
+            for pair in pairs)):
+        raise ValueError("The selection could not be read; select the points again.")
+    return [(t, p) for t, p in pairs]
+
+
+def vocabulary_map_data(active: ActiveModel, colour: str = "part of speech") -> MapData:
+    """The map of every word of `active` (its layout from `python -m core vocabulary-map`): new vectors
+    land on their nearest words, coloured as `colour` says."""
+    words, coords = active.engine.vocabulary_reference("word"), active.vocabulary_layout()
+    return MapData(words, coords, active.word_groups(colour),
+                   f"{words.name}: one map, laid out once for this model (UMAP)",
+                   lambda vectors: place(words.scorer, coords, vectors), active.vocabulary_regions(),
+                   active.vocabulary_moves())
+
+
+def vocabulary_figure(active: ActiveModel, colour: str = "part of speech"):
+    """The map of every word as a figure: the same each time, so built once per layout and colour
+    (0.4-0.8 s) and never changed after (a search draws a figure of its own)."""
+    return active.once(f"figure-{colour}-{active.vocabulary_layout_key()}",
+                       lambda: _map_figure(vocabulary_map_data(active, colour)))
+
+
+def _colour_groups(corpus: EmbeddedTexts, colour: str) -> list[str]:
+    """Group label of each point: its part of speech, a k-means cluster of the vectors, or its frequency band."""
+    if colour not in COLOUR_BY:
+        raise ValueError(f"Colour by one of: {', '.join(COLOUR_BY)}.")
+    if colour == "part of speech":
+        return [label or "sentence" for label in corpus.labels]
+    if colour == "frequency":  # of the text as a word or phrase: a sentence reads as unknown
+        return frequency_bands(corpus.texts)
+    from sklearn.cluster import KMeans
+    k = min(8, len(corpus.texts))
+    clusters = KMeans(n_clusters=k, n_init=3, random_state=0).fit_predict(corpus.vectors)
+    return [f"cluster {c + 1}" for c in clusters]

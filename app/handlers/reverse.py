@@ -1,0 +1,36 @@
+"""The Reverse dictionary tab's handler (app/tabs/reverse.py): a description's ranked words, as HTML."""
+from __future__ import annotations
+
+from .. import services as sv
+from .. import views
+from .backend import TabHandlers
+from .session import Session
+
+OPEN_VOCABULARY_PENDING = ("Answers come from the 21.7k words the word head knows until the full vocabulary "
+                           "(147k WordNet words and phrases) is ready: seconds after the model loads when its "
+                           "checkpoint ships compact vectors, else a few minutes once per model (then cached).")
+
+
+class ReverseHandlers(TabHandlers):
+    """Describe a word, get words: over the model that answers each session."""
+
+    def reverse_dictionary(self, text: str, k: int = 10, pos: str = "any", min_length: int = 0,
+                           max_length: int = 0, initial: str = "", pattern: str = "",
+                           exclude_query_words: bool = False, compare: bool = False,
+                           session: Session | None = None) -> tuple[str, str]:
+        """(ranked words of the active model, the same for the untrained base if `compare`) as HTML."""
+        active = self.backend.model_for(session)
+        query = sv.WordQuery(text, int(k), pos, int(min_length or 0), int(max_length or 0), initial or "",
+                             pattern or "", bool(exclude_query_words))
+        main = views.words_html(sv.reverse_dictionary(active.engine, query), active.spec.name)
+        if active.engine.words.open_vocab is None:
+            building = active.open_vocab_progress
+            main = (views.notice_html(OPEN_VOCABULARY_PENDING)
+                    + (views.progress_html(building[0] / building[1], views.embedding_progress(*building))
+                       if building else "") + main)
+        if not compare:
+            return main, ""
+        if active.is_base:
+            return main, views.notice_html("The active model is the untrained base: nothing to compare with.")
+        before = sv.reverse_dictionary(active.untrained(), query)
+        return main, views.words_html(before, "before DefSent training (same head)")

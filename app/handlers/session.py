@@ -1,0 +1,76 @@
+"""Per-user data: a `Session` (a gr.State in the UI, one per browser tab) and the map it last drew.
+
+Everything else the handlers use is shared between users (app.handlers.backend); nothing here knows gradio.
+"""
+from __future__ import annotations
+
+import functools
+import hashlib
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from core.readout import EmbeddedTexts, Reference
+
+from .. import services as sv
+from .. import views
+from ..finetune import Upload
+from ..models import ActiveModel
+
+
+@dataclass
+class MapData:
+    """The last map a user drew: its points and their coordinates; `place` puts new vectors (n, d) on a
+    fixed layout (the map of every word), None where the layout was computed for these points alone."""
+    corpus: Reference
+    coords: np.ndarray
+    groups: list[str]
+    title: str
+    place: Callable[[np.ndarray], np.ndarray] | None = None
+    regions: list | None = None  # named regions by zoom level (core.explore.vocabulary_map.region_labels), if any
+    moves: list = field(default_factory=list)  # a fine-tune's own words: before/after arrows on an aligned map
+
+    @functools.cached_property
+    def traces(self) -> list[list[int]]:
+        """The points of each of the figure's group traces, in order (what the browser's selections name)."""
+        return list(views.group_indices(self.groups).values())
+
+
+@dataclass
+class Session:
+    """Per-user state: an uploaded search corpus, the last map, the validated fine-tune upload; in
+    public mode also the model this user chose and saved (app.public)."""
+    corpus: EmbeddedTexts | None = None
+    corpus_key: str = ""
+    map: MapData | None = None
+    upload: Upload | None = None
+    jobs: list[str] = field(default_factory=list)  # ids of the fine-tuning jobs started here, oldest first
+    model: str = ""  # public mode: the name of the model this session chose ("": the server's)
+    saved: dict[str, str] = field(default_factory=dict)  # public mode: job id -> the session's saved checkpoint
+    key: str = ""  # public mode: names the session's folder of saved models; drawn on first use
+
+    @property
+    def job(self) -> str:
+        """The id of the last fine-tuning job started here ("" if none)."""
+        return self.jobs[-1] if self.jobs else ""
+
+    def folder_key(self) -> str:
+        """The session's key, drawn now if it has none (gr.State copies one initial Session per user)."""
+        if not self.key:
+            self.key = uuid.uuid4().hex
+        return self.key
+
+    def uploaded_corpus(self, active: ActiveModel, file: str | None, progress: sv.Progress) -> EmbeddedTexts:
+        """The user's uploaded corpus, embedded once per file and model (kept here): the Similarity tab
+        searches it, the Map tab draws it."""
+        if not file:
+            raise ValueError("Upload a text file first (one sentence per line).")
+        lines = sv.read_text_file(file)
+        key = active.engine.fingerprint + hashlib.sha1("\n".join(lines).encode()).hexdigest()
+        if self.corpus_key != key:
+            self.corpus = sv.embed_corpus(active.engine, lines, name=Path(file).name, progress=progress)
+            self.corpus_key = key
+        return self.corpus

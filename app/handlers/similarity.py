@@ -1,0 +1,29 @@
+"""The Similarity tab's handlers (app/tabs/similarity.py): a pair's cosine, a heatmap, semantic search."""
+from __future__ import annotations
+
+from .. import services as sv
+from .. import views
+from .backend import TabHandlers
+from .session import Session
+
+
+class SimilarityHandlers(TabHandlers):
+    """Compare texts with the model that answers each session."""
+
+    def pair_similarity(self, a: str, b: str, session: Session | None = None) -> str:
+        return f"**cosine similarity: {sv.pair_cosine(self.backend.model_for(session).engine, a, b):.4f}**"
+
+    def heatmap(self, text: str, session: Session | None = None):
+        sentences, matrix = sv.similarity_matrix(self.backend.model_for(session).engine, text)
+        return views.heatmap_figure(sentences, matrix)
+
+    def search(self, query: str, source: str, file: str | None, k: int, session: Session,
+               progress: sv.Progress = sv.no_progress) -> tuple[list[list], Session]:
+        """Top-k texts of `source` (one of sv.REFERENCE_CHOICES, or the uploaded file) for the query."""
+        sv.check_text(query, "a query")  # before the corpus is embedded, which can take a while
+        active = self.backend.model_for(session)
+        if source == sv.UPLOADED_FILE:
+            corpus = session.uploaded_corpus(active, file, progress)
+        else:
+            corpus = active.reference_texts(source, progress)
+        return views.scored_rows(sv.semantic_search(active.engine, query, corpus, int(k))), session

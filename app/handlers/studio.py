@@ -1,0 +1,122 @@
+"""The Studio assembled: the shared backend with each tab's handlers beside it (`studio.map.draw_map`,
+...), how a model is prepared before it answers, and a studio started with its model loading.
+
+Everything the UI calls is here, as plain methods without gradio; app/tabs/ wires them to the page.
+"""
+from __future__ import annotations
+
+import functools
+import logging
+import os
+import sys
+import threading
+import time
+from pathlib import Path
+
+from .. import services as sv
+from .. import views
+from ..jobs import BACKGROUND_NICENESS, JobManager
+from ..models import ActiveModel, Models, ModelSpec
+from ..projection import Projector
+from ..public import PublicLimits, is_visitors_model, model_cache_dir
+from .analogy import AnalogyHandlers
+from .backend import Backend
+from .evaluate import EvaluateHandlers
+from .finetune import FinetuneHandlers
+from .map import MapHandlers, vocabulary_figure
+from .reverse import ReverseHandlers
+from .similarity import SimilarityHandlers
+
+log = logging.getLogger(__name__)
+
+
+class Studio(Backend):
+    """Everything the UI calls: the backend shared by every tab (models, projector, jobs, the model each
+    session uses: the model bar and the About tab) and, composed over it, one object of handlers per tab."""
+
+    def __init__(self, models: Models, projector: Projector | None = None, jobs: JobManager | None = None,
+                 public: PublicLimits | None = None):
+        super().__init__(models, projector, jobs, public)
+        self.reverse = ReverseHandlers(self)
+        self.similarity = SimilarityHandlers(self)
+        self.analogy = AnalogyHandlers(self)
+        self.map = MapHandlers(self)
+        self.finetune = FinetuneHandlers(self)
+        self.evaluate = EvaluateHandlers(self)
+
+
+def start_studio(spec: ModelSpec, checkpoints: Path, warm_up_umap: bool = True, delay: float = 10.0,
+                 open_vocabulary: bool = True, public: PublicLimits | None = None) -> Studio:
+    """A Studio whose model loads in the background and is served at once; `delay` seconds later
+    (so that the first requests get the CPU) it is prepared (`prepare_model`) and UMAP is warmed up,
+    in the same thread. Models switched to later are prepared before they answer (`Models`)."""
+    studio = Studio(Models(checkpoints, functools.partial(prepare_model, open_vocabulary=open_vocabulary)),
+                    public=public)
+    if warm_up_umap:
+        studio.projector.expect_warm_up()
+
+    def after_load(active: ActiveModel) -> None:
+        time.sleep(delay)
+        studio.models.prepare_first(active)
+        if warm_up_umap:
+            studio.projector.warm_up()
+    studio.models.load_in_background(spec, then=after_load)
+    return studio
+
+
+def prepare_model(active: ActiveModel, progress: sv.Progress = sv.no_progress, open_vocabulary: bool = True) -> None:
+    """Build, in this order, what a model's answers need: the word scoring (a reverse-dictionary
+    query builds its int8 matrices), the open vocabulary (`Engine.enable_open_vocabulary`, cached per
+    model: minutes the first time), the reference sentences, the Vec2Sent decoder and the untrained
+    twin that "compare" uses (~20 s)."""
+    active.engine.predict_words("a word")
+    if open_vocabulary and active.engine.words.open_vocab is None:
+        started = time.monotonic()
+
+        def embedded(done: int, total: int) -> None:
+            left = (time.monotonic() - started) * (total - done) / max(done, 1)
+            active.open_vocab_progress = (done, total, left)
+            progress(0.1 + 0.6 * done / total, desc=f"open vocabulary: {views.embedding_progress(done, total, left)}")
+        try:  # a fine-tuned model starts with its parent's vectors: seconds, where all would take minutes
+            active.engine.enable_open_vocabulary(cache_dir=open_vocab_cache(active), progress=embedded, reuse=True)
+        finally:
+            active.open_vocab_progress = None
+    progress(0.7, desc="embedding the reference sentences")
+    active.reference()
+    progress(0.85, desc="loading the decoder and the untrained twin")
+    _ = active.engine.decoder  # found and loaded now rather than by the first analogy
+    _ = active.untrained()
+    engine = active.engine
+    if engine.words.open_vocab is not None and not engine.words.compact and engine.vocabulary_layout_path().is_file():
+        try:  # the map of every word, when it was laid out: its first draw is then instant
+            vocabulary_figure(active)
+        except Exception:  # the map is optional: the model answers without it, and the Map tab says why
+            log.warning("the map of every word could not be prepared", exc_info=True)
+    # then its own exact vectors, in the background, where it answers with its parent's or with the shipped
+    # compact ones; not for a visitor's model, which may go with its session first
+    approximate = active.engine.words.reused or active.engine.words.compact
+    if approximate and not is_visitors_model(active.spec.path):
+        threading.Thread(target=embed_own_vectors, args=(active,), name="own-vectors", daemon=True).start()
+
+
+def open_vocab_cache(active: ActiveModel) -> Path:
+    return model_cache_dir(active.spec.path, "open-vocab")
+
+
+_OWN_VECTORS = threading.Lock()  # one background re-embedding at a time: each takes the CPU for minutes
+
+
+def embed_own_vectors(active: ActiveModel) -> None:
+    """In the background, at a lower priority than requests: embed a model's whole open vocabulary with
+    the model itself and answer with it once done. Its vectors until then were approximate: its
+    parent's (a fine-tune's activation) or the checkpoint's compact ones (a fresh clone): docs/results.md."""
+    if sys.platform.startswith("linux"):  # this thread only, on Linux (torch's work runs here at --threads 1)
+        try:
+            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), BACKGROUND_NICENESS)
+        except OSError:  # not allowed here: the embedding still runs, at the server's priority
+            log.warning("could not lower the priority of the background embedding")
+    with _OWN_VECTORS:
+        try:
+            active.engine.enable_open_vocabulary(cache_dir=open_vocab_cache(active), compact=False)
+        except Exception:  # the reused vectors keep answering
+            log.exception("embedding the open vocabulary of %s again failed", active.spec.name)
