@@ -26,7 +26,7 @@ from app.models import Models, ModelSpec
 from core import Engine
 from core.lexicon import user_files
 from core.checkpoint import safe_checkpoint_name
-from core.lexicon.dictionary import read_user_dictionary
+from core.lexicon.user_files import read_user_dictionary
 from core.encoder import SentenceEncoder
 from core.vec2sent.expression import ExpressionError, evaluate_expression
 
