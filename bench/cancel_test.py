@@ -37,7 +37,8 @@ from pathlib import Path
 import numpy as np
 
 from bench.bench_app import first_answer
-from bench.load_test import Call, linked_checkpoint, new_client, rss_mb, running_app, send, tiny_checkpoints
+from bench.load_phases import linked_checkpoint, rss_mb, running_app, tiny_checkpoints
+from bench.load_requests import Call, new_client, send
 
 LIGHT = [Call("reverse dictionary", "/reverse_dictionary", ("a person who is in charge", 10, "any", 0, 0, "", "",
                                                             True, False)),

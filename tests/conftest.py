@@ -3,9 +3,14 @@ from __future__ import annotations
 
 import threading
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 import torch
+
+if TYPE_CHECKING:
+    from app.handlers import Studio
+    from core import Engine
 
 # Tiny models gain nothing from intra-op threads, and on a busy 2-core machine OpenMP threads that
 # wait on each other make them many times slower.
@@ -64,6 +69,49 @@ def shared_dir() -> Path:
     path = Path(__file__).resolve().parents[1].parent / "shared"
     if not path.is_dir():
         pytest.skip("../shared is not present (it exists in dev sessions and CI only)")
+    return path
+
+
+# The app's handlers against a tiny engine (tests/test_app*.py, test_finetune_settings.py,
+# test_upload_memory.py). Each of those modules puts the cache in tmp_path for every test with
+# `pytestmark = pytest.mark.usefixtures("cache_in_tmp")`.
+DEFINITIONS = {"dog": "an animal that barks", "cat": "a small animal that says meow", "king": "a man who rules",
+               "queen": "a woman who rules", "river": "water that runs to the sea", "bread": "food made of flour",
+               "car": "a thing to drive on a road", "teacher": "a person who helps a child learn",
+               "song": "music with words", "tree": "a large plant with wood", "house": "a place to live",
+               "fire": "it is hot and burns", "wine": "a drink made of grapes", "road": "a way for cars",
+               "doctor": "a person who treats the sick", "city": "a large town", "book": "pages to read",
+               "boy": "a young man", "girl": "a young woman", "water": "what you drink"}
+
+
+@pytest.fixture
+def cache_in_tmp(tmp_path, monkeypatch):
+    monkeypatch.setenv("DEFSENT_CACHE_DIR", str(tmp_path / "cache"))
+
+
+@pytest.fixture(scope="module")
+def engine(tiny_mlm_dir) -> Engine:
+    from core import Engine
+
+    return Engine.from_base(str(tiny_mlm_dir))
+
+
+@pytest.fixture
+def studio(engine, tiny_mlm_dir, tmp_path) -> Studio:
+    from app.handlers import Studio
+    from app.jobs import JobManager
+    from app.models import Models, ModelSpec
+    from app.projection import Projector
+
+    models = Models.from_engine(engine, ModelSpec("tiny", base=str(tiny_mlm_dir)), tmp_path / "checkpoints")
+    return Studio(models, Projector(), JobManager())
+
+
+@pytest.fixture
+def dictionary_file(tmp_path) -> Path:
+    path = tmp_path / "mine.tsv"
+    path.write_text("word\tdefinition\n" + "".join(f"{w}\t{d}\n" for w, d in DEFINITIONS.items())
+                    + "zzzz\tnot a word the head knows\n", encoding="utf-8")
     return path
 
 

@@ -9,7 +9,9 @@ import pytest
 
 from app.finetune import MAX_TOTAL_STEPS, FinetuneSettings, model_layers, setting_bounds
 from app.handlers import Session
-from tests.test_app import DEFINITIONS, cache_in_tmp, engine, studio  # noqa: F401 (shared fixtures)
+from tests.conftest import DEFINITIONS
+
+pytestmark = pytest.mark.usefixtures("cache_in_tmp")  # the cache in tmp_path: tests/conftest.py
 
 # epochs, lr, batch size, trainable layers, max steps, evaluations, seed: a valid form
 GOOD = {"epochs": 1, "lr": 1e-3, "batch_size": 4, "trainable_layers": 0, "max_steps": 4, "evaluations": 2, "seed": 0}

@@ -219,18 +219,18 @@ def test_concurrent_clients_while_a_job_runs_get_the_answers_they_get_alone():
 def test_load_test_compares_answers_and_fails_on_a_difference():
     """The comparison counts an answer that differs from its reference, and `passed` fails on it; a
     request that overlapped a model switch may match either model's reference."""
-    from bench import load_test
+    from bench import load_requests
 
-    call = load_test.Call("similarity", "/similarity", ("a", "b"))
-    same = load_test.Outcome(call, 0.0, 1.0, answer='"0.5"')
-    other = load_test.Outcome(call, 0.0, 1.0, answer='"0.50001"')
-    comparison = load_test.compare([same, other], lambda o: [{call.key: '"0.5"'}])
+    call = load_requests.Call("similarity", "/similarity", ("a", "b"))
+    same = load_requests.Outcome(call, 0.0, 1.0, answer='"0.5"')
+    other = load_requests.Outcome(call, 0.0, 1.0, answer='"0.50001"')
+    comparison = load_requests.compare([same, other], lambda o: [{call.key: '"0.5"'}])
     assert (comparison.compared, comparison.differing, len(comparison.examples)) == (2, 1, 1)
-    either = load_test.compare([other], lambda o: [{call.key: '"0.5"'}, {call.key: '"0.50001"'}])
+    either = load_requests.compare([other], lambda o: [{call.key: '"0.5"'}, {call.key: '"0.50001"'}])
     assert (either.compared, either.differing) == (1, 0)
     # The map's status line says how long the projection took and whether it was cached: masked.
-    drawn = load_test.Call(load_test.MAP, "/draw_map", ())
-    assert (load_test.normalize(drawn, [{"plot": 1}, "12 points, PCA in 0.0 s. "])
-            == load_test.normalize(drawn, [{"plot": 1}, "12 points, PCA in 1.3 s. cached result"]))
-    assert (load_test.normalize(drawn, [{"plot": 1}, "12 points, PCA in 0.0 s. "])
-            != load_test.normalize(drawn, [{"plot": 2}, "12 points, PCA in 0.0 s. "]))
+    drawn = load_requests.Call(load_requests.MAP, "/draw_map", ())
+    assert (load_requests.normalize(drawn, [{"plot": 1}, "12 points, PCA in 0.0 s. "])
+            == load_requests.normalize(drawn, [{"plot": 1}, "12 points, PCA in 1.3 s. cached result"]))
+    assert (load_requests.normalize(drawn, [{"plot": 1}, "12 points, PCA in 0.0 s. "])
+            != load_requests.normalize(drawn, [{"plot": 2}, "12 points, PCA in 0.0 s. "]))

@@ -16,7 +16,9 @@ from app.finetune import UPLOADS, UploadData, UploadStore, validate_upload
 from app.handlers import Session
 from core.lexicon.dictionary import split_by_word
 from core.lexicon.user_files import MAX_REPORT_CHARS, ValidationReport, read_user_dictionary
-from tests.test_app import DEFINITIONS, cache_in_tmp, engine, studio  # noqa: F401 (shared fixtures)
+from tests.conftest import DEFINITIONS
+
+pytestmark = pytest.mark.usefixtures("cache_in_tmp")  # the cache in tmp_path: tests/conftest.py
 
 GOOD_ROWS = "".join(f"{w},{d}\n" for w, d in DEFINITIONS.items())
 

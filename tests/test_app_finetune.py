@@ -1,0 +1,208 @@
+"""The job queue and the Fine-tune tab's handlers against a tiny random engine: jobs in order and
+cancelled, their progress, uploads validated, fine-tuning run, saved, exported and cancelled. The
+fixtures are in tests/conftest.py.
+"""
+from __future__ import annotations
+
+import json
+import threading
+import time
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from app import views
+from app.export import export_sentence_transformers, zip_folder
+from app.finetune import FinetuneSettings, comparison_rows, run_finetune, save_finetuned, validate_upload
+from app.handlers import Session
+from app.jobs import CANCELLED, DONE, FAILED, Job, JobCancelled, JobManager
+from app.models import BASE_LABEL
+from core import Engine
+from tests.conftest import DEFINITIONS
+
+pytestmark = pytest.mark.usefixtures("cache_in_tmp")  # the cache in tmp_path: tests/conftest.py
+
+
+# ---- jobs --------------------------------------------------------------------------------------------
+
+def wait_for(jobs: JobManager, job_id: str, timeout: float = 900.0) -> Job:  # a hang guard: a job process imports torch
+    deadline = time.time() + timeout
+    while jobs.get(job_id).status in ("queued", "running"):
+        assert time.time() < deadline, f"job did not finish; last progress: {jobs.get(job_id).progress}"
+        time.sleep(0.05)
+    return jobs.get(job_id)
+
+
+def test_jobs_run_in_order_and_cancel():
+    jobs = JobManager()
+    release = threading.Event()  # holds the first job
+    first = jobs.submit(lambda job: release.wait(10) and "first", "holds the worker")
+    second = jobs.submit(lambda job: "second", "queued")
+    third = jobs.submit(lambda job: 1 / 0, "fails")
+    assert jobs.queue_position(second.id) == 1 and jobs.queue_position(third.id) == 2
+    jobs.cancel(second.id)
+    release.set()
+    assert wait_for(jobs, first.id).result == "first"
+    assert wait_for(jobs, third.id).status == FAILED and "ZeroDivisionError" in third.error
+    assert jobs.get(second.id).status == CANCELLED
+    with pytest.raises(ValueError, match="No job"):
+        jobs.get("nope")
+
+
+def test_job_view_while_queued_and_running(studio):
+    release = threading.Event()
+    running = studio.jobs.submit(lambda job: job.report(stage="training", step=3, total=10, loss=1.5,
+                                                        dev_mrr=0.25) or release.wait(10), "runs")
+    queued = studio.jobs.submit(lambda job: None, "waits")
+    while studio.jobs.get(running.id).status != "running":
+        time.sleep(0.01)
+    time.sleep(0.05)
+    assert "Queued behind 1 job" in studio.finetune.job_view(queued.id)[0]
+    html = studio.finetune.job_view(running.id)[0]
+    assert "step 3/10, loss 1.5000, dev MRR 0.2500" in html and "width:30.0%" in html
+    assert studio.finetune.job_active(running.id) and studio.finetune.job_view("") == ("", None, [], [])
+    release.set()
+    assert wait_for(studio.jobs, queued.id).status == DONE and not studio.finetune.job_active(running.id)
+    assert "starting..." in views.job_progress_html({})  # no stage yet: a pulsing bar, no step count
+
+
+# ---- fine-tune ---------------------------------------------------------------------------------------
+
+def test_a_stage_without_a_step_count_pulses_instead_of_showing_a_full_bar():
+    after = {"stage": "scoring the held-out words after training", "step": 40, "total": 40, "loss": 0.5}
+    html = views.job_progress_html(after)  # the training's step count is still in the job's progress
+    assert "ds-progress-pulse" in html and "width:100.0%" not in html
+    assert "scoring the held-out words after training" in html and "step" not in html
+    training = views.job_progress_html({"stage": "training", "step": 10, "total": 40})
+    assert "width:25.0%" in training and "ds-progress-pulse" not in training
+    assert "ds-progress-pulse" in views.job_progress_html({"stage": "loading a copy of the model", "total": 0})
+
+
+def test_validate_upload_reports_and_splits(engine, dictionary_file, tmp_path):
+    upload = validate_upload(engine, dictionary_file)
+    assert len(upload.entries) == len(DEFINITIONS) + 1  # zzzz too: every word is an answer
+    assert f"{len(DEFINITIONS) + 1} words, all of them answers" in upload.report
+    assert "train the encoder, every word of them" in upload.report and "1 of several pieces" in upload.report
+    assert max(len(line) for line in upload.report.splitlines()) < 120
+    assert upload.split.train and upload.split.dev and upload.split.test
+    small = tmp_path / "small.csv"
+    small.write_text("word,definition\ndog,an animal\ncat,another animal\n", encoding="utf-8")
+    with pytest.raises(ValueError, match="at least 10"):
+        validate_upload(engine, small)
+    with pytest.raises(ValueError, match="missing column"):
+        validate_upload(engine, _write(tmp_path, "x.tsv", "a\tb\n1\t2\n"))
+    invented = "".join(f"zq{chr(97 + i)}x{chr(97 + j)},a thing number {i} {j}\n" for i in range(4) for j in range(4))
+    assert validate_upload(engine, _write(tmp_path, "glossary.csv", "word,definition\n" + invented)).split.train
+
+
+def _write(folder: Path, name: str, text: str) -> Path:
+    (folder / name).write_text(text, encoding="utf-8")
+    return folder / name
+
+
+@pytest.mark.parametrize("native, expected", [(True, "bfloat16"), (False, "float32")])
+def test_finetune_trains_in_bfloat16_only_where_the_cpu_has_it(monkeypatch, native, expected):
+    import core.runtime.hardware
+
+    monkeypatch.setattr(core.runtime.hardware, "native_bfloat16", lambda: native)
+    assert FinetuneSettings().train_config(100).precision == expected
+    assert FinetuneSettings(precision="float32").train_config(100).precision == "float32"
+
+
+def test_finetune_job_compares_saves_and_exports(engine, tiny_mlm_dir, dictionary_file, tmp_path):
+    upload = validate_upload(engine, dictionary_file)
+    job = Job("j", "test", lambda j: None)
+    settings = FinetuneSettings(lr=1e-3, batch_size=4, max_steps=6, evaluations=3)
+    result = run_finetune(job, lambda: Engine.from_base(str(tiny_mlm_dir)), upload, settings, "tiny",
+                          tmp_path / "staged")
+    assert job.progress["step"] == 6 and len(job.progress["history"]) == 6
+    assert [row[0] for row in comparison_rows(result)] == ["MRR", "top-1", "top-3", "top-10"]
+    assert result.examples and {"word", "definition", "before", "after"} <= set(result.examples[0])
+    path = save_finetuned(result, "mine-v1", tmp_path)
+    manifest = json.loads((path / "manifest.json").read_text())
+    assert manifest["training"]["data"] == "mine.tsv" and "user_test" in manifest["metrics"]
+    with pytest.raises(ValueError, match="already exists"):
+        save_finetuned(result, "mine-v1", tmp_path)
+    with pytest.raises(ValueError, match="invalid checkpoint name"):
+        save_finetuned(result, "../evil", tmp_path)
+    trained = Engine.load(path)
+    assert {e.word for e in trained.words.user_dictionary} == set(DEFINITIONS) | {"zzzz"}  # answers in the app, zzzz too
+    assert result.before["n"] == result.after["n"] == len(upload.split.test)  # every held-out word ranked
+    folder = export_sentence_transformers(trained, tmp_path / "st", "mine-v1")
+    assert (folder / "modules.json").is_file() and "sentence-transformers" in (folder / "README.md").read_text()
+    with zipfile.ZipFile(zip_folder(path, tmp_path / "zips")) as archive:
+        assert "mine-v1/manifest.json" in archive.namelist()
+    st = pytest.importorskip("sentence_transformers")
+    vectors = st.SentenceTransformer(str(folder), device="cpu").encode(["a dog"])
+    assert np.allclose(vectors, trained.encode(["a dog"]), atol=1e-4)
+
+
+def test_finetune_through_the_studio(studio, dictionary_file):
+    session = Session()
+    report, session = studio.finetune.validate_upload(str(dictionary_file), 0, session)
+    assert "Ready" in report
+    job_id = studio.finetune.start_finetune(session, 1, 1e-3, 4, 0, 4, 2, 0)
+    assert wait_for(studio.jobs, job_id).status == DONE, studio.jobs.get(job_id).error
+    progress, figure, comparison, examples = studio.finetune.job_view(job_id)
+    assert "Done in" in progress and comparison and examples and figure is not None
+    stages = studio.jobs.get(job_id).result.training["stage_seconds"]  # where the time went, shown above
+    assert "training" in stages and all(seconds >= 0 for seconds in stages.values())
+    assert not any("decoder" in stage for stage in stages)  # measuring the decoder is asked for, not default
+    with pytest.raises(ValueError, match="Save the model"):
+        studio.finetune.activate_finetuned(job_id)
+    assert "Saved" in studio.finetune.save_finetuned(job_id, "from-studio")
+    assert "from-studio" in studio.finetune.activate_finetuned(job_id)
+    assert [value for _, value in studio.model_choices()[0]] == ["from-studio", BASE_LABEL, "tiny"]
+    checkpoint_zip, st_zip = studio.finetune.download_finetuned(job_id)
+    assert Path(checkpoint_zip).is_file() and Path(st_zip).is_file()
+
+
+def test_finetune_can_be_cancelled(studio, dictionary_file):
+    _, session = studio.finetune.validate_upload(str(dictionary_file), 0, Session())
+    job_id = studio.finetune.start_finetune(session, 1, 1e-3, 4, 0, 100_000, 2, 0)
+    while studio.jobs.get(job_id).progress.get("stage") != "training":
+        time.sleep(0.01)
+    assert "Cancellation requested" in studio.finetune.cancel_job(job_id)
+    assert wait_for(studio.jobs, job_id).status == CANCELLED
+    assert "Job cancelled: cancelled at step" in studio.finetune.job_view(job_id)[0]
+
+
+def test_a_session_runs_one_job_at_a_time(studio, dictionary_file):
+    _, session = studio.finetune.validate_upload(str(dictionary_file), 0, Session())
+    job_id = studio.finetune.start_finetune(session, 1, 1e-3, 4, 0, 100_000, 2, 0)
+    with pytest.raises(ValueError, match=f"Your fine-tuning job {job_id} is still (queued|running)"):
+        studio.finetune.start_finetune(session, 1, 1e-3, 4, 0, 4, 2, 0)  # a second Start click
+    assert [job.id for job in studio.jobs.unfinished()] == [job_id]
+    studio.finetune.cancel_job(job_id)
+    wait_for(studio.jobs, job_id)
+    second = studio.finetune.start_finetune(session, 1, 1e-3, 4, 0, 4, 2, 0)  # once it has ended, a new one starts
+    assert second != job_id and wait_for(studio.jobs, second).status == DONE
+
+
+def test_cancelling_shows_in_the_jobs_progress_until_it_ends(studio):
+    release = threading.Event()
+
+    def stops_when_released(job):  # as a training process does, at its next step
+        release.wait(10)
+        raise JobCancelled("cancelled at step 1 of 9")
+    job = studio.jobs.submit(stops_when_released, "ignores cancellation until released")
+    while studio.jobs.get(job.id).status != "running":
+        time.sleep(0.01)
+    assert "Cancellation requested" in studio.finetune.cancel_job(job.id)
+    assert "Cancelling" in studio.finetune.job_view(job.id)[0]  # what the polled progress shows meanwhile
+    release.set()
+    wait_for(studio.jobs, job.id)
+    assert "Cancelling" not in studio.finetune.job_view(job.id)[0]
+    assert f"already {studio.jobs.get(job.id).status}: nothing to cancel" in studio.finetune.cancel_job(job.id)
+
+
+def test_finetune_rejects_bad_settings_and_missing_upload(studio, dictionary_file):
+    with pytest.raises(ValueError, match="validate a dictionary"):
+        studio.finetune.start_finetune(Session(), 1, 1e-3, 4, 0, 4, 2, 0)
+    _, session = studio.finetune.validate_upload(str(dictionary_file), 0, Session())
+    with pytest.raises(ValueError, match="Learning rate must be a number above 0 and at most 0.01"):
+        studio.finetune.start_finetune(session, 1, -1, 4, 0, 4, 2, 0)
+    report, session = studio.finetune.validate_upload(None, 0, session)
+    assert session.upload is None and "Upload" in report

@@ -1,0 +1,195 @@
+"""The Map tab's handlers against a tiny random engine (no browser; UMAP stubbed or absent): maps of
+sentences, words and files, selections, projector files in and out, the projection cache and UMAP's
+warm-up. The fixtures are in tests/conftest.py.
+"""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from app import services as sv
+from app.handlers import Session
+from app.projection import Projector, pca
+from core.words.word_prior import frequency_bands
+from tests.conftest import TINY_WORDS
+
+pytestmark = pytest.mark.usefixtures("cache_in_tmp")  # the cache in tmp_path: tests/conftest.py
+
+
+# ---- map ---------------------------------------------------------------------------------------------
+
+def test_draw_map_then_search(studio):
+    session = Session()
+    figure, status, session = studio.map.draw_map("my sentences", 0, "a dog\na cat\nthe king\nwine", None, "UMAP",
+                                              "3-D", "cluster", session)
+    assert "PCA" in status and "UMAP needs at least 10 points" in status
+    assert session.map.coords.shape == (4, 3) and figure.data[0].type == "scatter3d"
+    figure, note, rows = studio.map.search_map("dog", 2, session)
+    assert "1 point(s)" in note and rows[0][2] == "a dog"
+    assert figure.data[-1].name == "search hits"
+    from app.services import SAMPLE
+    with pytest.raises(ValueError, match="map of every word only"):  # this map's layout is its own
+        studio.map.search_map("dog", 2, session, SAMPLE)
+    with pytest.raises(ValueError, match="between 1 and 30"):
+        studio.map.search_map("dog", 31, session)
+
+
+def test_map_of_vocabulary_words_coloured_by_part_of_speech(studio):
+    figure, _, session = studio.map.draw_map("vocabulary words", 30, "", None, "PCA", "2-D", "part of speech",
+                                             Session())
+    assert {t.name for t in figure.data} <= {"noun", "verb", "adjective", "adverb"}
+    assert len(session.map.corpus.texts) == 30
+    figure, _, session = studio.map.draw_map("vocabulary words", 30, "", None, "PCA", "2-D", "frequency", Session())
+    assert session.map.groups == frequency_bands(session.map.corpus.texts)
+    assert [t.name for t in figure.data] == list(dict.fromkeys(session.map.groups))
+
+
+def test_a_selection_on_the_map_lists_its_points_and_their_csv(studio, monkeypatch, tmp_path):
+    import csv
+    import html
+
+    from app.export import _inert
+    from app.handlers.map import _plain
+
+    assert [_inert(v) for v in ("=1+1", "-x", "ok", 3)] == ["'=1+1", "'-x", "ok", 3]  # no formula runs
+    monkeypatch.setattr("app.export.download_dir", lambda: tmp_path / "downloads")
+    with pytest.raises(ValueError, match="Draw a map first"):
+        studio.map.select_map("[[0, 0]]", Session())
+    figure, _, session = studio.map.draw_map("vocabulary words", 30, "", None, "PCA", "2-D", "part of speech",
+                                             Session())
+    trace = len(figure.data) - 1  # the browser names points by trace and position: map them back
+    pairs = [[trace, p] for p in range(len(figure.data[trace].x))] + [[trace + 5, 0]]  # a search's trace: not a point
+    rows, note, path = studio.map.select_map(json.dumps(pairs), session)
+    names = [html.unescape(t) for t in figure.data[trace].text]  # hover texts: escaped words
+    assert note.startswith(f"{len(names)} point(s) selected") and sorted(r[0] for r in rows) == sorted(names)
+    assert {r[1] for r in rows} == {figure.data[trace].name}
+    with open(path, encoding="utf-8") as f:
+        assert list(csv.reader(f))[1:] == [[str(v) for v in r] for r in rows]
+    assert studio.map.select_map("[]", session)[2] is None
+    word, group = rows[0][0], rows[0][1]
+    clicked = studio.map.map_point(json.dumps([[trace, names.index(word)]]), session)  # a click: the word, defined
+    assert clicked.startswith(f"**{_plain(word)}** ({_plain(group)})") and "\n- *" in clicked
+    assert _plain("*x* [y](z) <b>") == "\\*x\\* \\[y\\]\\(z\\) &lt;b&gt;"  # a user's text shows as itself
+    assert studio.map.map_point(json.dumps([[trace + 5, 0]]), session) == ""  # not a point: nothing to show
+    for bad in ("not json", "[[0]]", "[[-1, 0]]", '[["a", 0]]', json.dumps([[0, 0]] * 61), " " * 10_000):
+        with pytest.raises(ValueError, match="could not be read"):
+            studio.map.select_map(bad, session)
+
+
+def test_map_of_an_uploaded_file_reuses_its_embeddings(studio, tmp_path):
+    corpus = tmp_path / "lines.txt"
+    corpus.write_text("".join(f"sentence number {i}\n" for i in range(12)), encoding="utf-8")
+    session = Session()
+    studio.similarity.search("number", "uploaded file", str(corpus), 2, session)
+    embedded = session.corpus
+    _, status, session = studio.map.draw_map("uploaded file", 0, "", str(corpus), "PCA", "2-D", "part of speech",
+                                             session)
+    assert session.map.corpus is embedded and status.startswith("12 points, PCA")
+
+
+def test_a_map_goes_out_as_projector_files_and_projector_files_come_in(studio, tmp_path, monkeypatch):
+    import zipfile
+
+    from core.explore.projector import read_projector
+
+    monkeypatch.setenv("DEFSENT_CACHE_DIR", str(tmp_path / "cache"))
+    _, _, session = studio.map.draw_map("my sentences", 0, "a dog\na cat\nthe king\nwine", None, "PCA", "2-D",
+                                    "cluster", Session())
+    with pytest.raises(ValueError, match="Draw a map first"):
+        studio.map.export_map(Session())
+    with zipfile.ZipFile(studio.map.export_map(session)) as archive:
+        archive.extractall(tmp_path / "out")
+    folder = tmp_path / "out" / "defsent-map"
+    exported = read_projector(folder / "vectors.tsv", folder / "metadata.tsv")
+    np.testing.assert_allclose(exported.vectors, session.map.corpus.vectors, atol=1e-5)
+    assert exported.columns["text"] == ["a dog", "a cat", "the king", "wine"] and set(exported.columns) == set("xy") | {
+        "text", "group"}
+    files = [str(folder / "vectors.tsv"), str(folder / "metadata.tsv")]
+    _, status, again = studio.map.draw_map("uploaded file", 0, "", files, "PCA", "2-D", "part of speech", Session())
+    assert status.startswith("4 points") and again.map.corpus.texts == ["a dog", "a cat", "the king", "wine"]
+    _, _, rows = studio.map.search_map("king", 2, again)  # this model's width: the query is embedded among them
+    assert rows[0][2] == "the king"
+    foreign = tmp_path / "vectors.tsv"  # another model's 3-d vectors, without metadata
+    foreign.write_text("1\t0\t0\n0.9\t0.1\t0\n0\t0\t1\n", encoding="utf-8")
+    _, _, other = studio.map.draw_map("uploaded file", 0, "", [str(foreign)], "PCA", "2-D", "part of speech", Session())
+    _, note, rows = studio.map.search_map("point 1", 2, other)  # placed by its match: the label's own vector
+    assert "nearest neighbours of 'point 1'" in note and [r[2] for r in rows] == ["point 1", "point 2"]
+    with pytest.raises(ValueError, match="another model"):
+        studio.map.search_map("a dog", 2, other)
+    foreign.write_text("1\t0\n0\tnan\n", encoding="utf-8")
+    with pytest.raises(ValueError, match="vectors.tsv line 2: NaN"):
+        studio.map.draw_map("uploaded file", 0, "", [str(foreign)], "PCA", "2-D", "cluster", Session())
+
+
+def test_map_errors(studio):
+    with pytest.raises(ValueError, match="Draw a map first"):
+        studio.map.search_map("dog", 3, Session())
+    with pytest.raises(ValueError, match="Unknown point set"):
+        studio.map.draw_map("nothing", 10, "", None, "PCA", "2-D", "cluster", Session())
+    with pytest.raises(ValueError, match="Unknown projection"):
+        Projector().project(np.zeros((5, 3)), "tSNE")
+
+
+def test_candidates_map(studio):
+    figure, table = studio.map.candidates_map("an animal", 4, "PCA")
+    assert len(table) == 4 and figure.data[0].name == "your description"
+
+
+def test_candidates_map_leaves_out_the_descriptions_words_as_the_reverse_dictionary_does(studio):
+    text = " ".join(TINY_WORDS[:40])  # most of the head's words: unexcluded, some would be candidates
+    _, table = studio.map.candidates_map(text, 10, "PCA")
+    query = sv.WordQuery(text, 10, exclude_query_words=True)  # the Reverse dictionary tab's default
+    assert [row[0] for row in table] == [r.word for r in sv.reverse_dictionary(studio.models.active().engine, query)]
+    assert table and not {row[0] for row in table} & set(text.split())
+
+
+def test_pca_and_projection_cache():
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(200, 16)) * np.linspace(5, 0.1, 16)
+    coords = pca(x, 3)
+    assert coords.shape == (200, 3) and np.var(coords[:, 0]) >= np.var(coords[:, 1]) >= np.var(coords[:, 2])
+    projector = Projector()
+    first = projector.project(x, "PCA", 2)
+    assert projector.project(x, "PCA", 2).note == "cached result"
+    assert np.array_equal(first.coords, projector.project(x, "PCA", 2).coords)
+    assert pca(x[:2, :1], 2).shape == (2, 2)
+    cold = projector.project(x, "UMAP", 2)  # UMAP not warmed up: PCA now, and the note says so
+    assert cold.method == "PCA" and "showing PCA meanwhile" in cold.note and "PCA (instant)." in projector.status()
+    assert not projector.umap_pending  # nothing to poll for
+    projector.expect_warm_up()
+    assert projector.umap_pending and "PCA (instant) until it is ready" in projector.status()
+
+
+@pytest.mark.parametrize("works", [True, False])
+def test_umap_warm_up_ends_the_polling_whether_it_works_or_not(works, monkeypatch):
+    import app.projection
+
+    def fit(vectors, dims=2, seed=0):
+        if not works:
+            raise ImportError("no umap here")
+        return vectors[:, :dims]
+    monkeypatch.setattr(app.projection, "umap_fit", fit)
+    projector = Projector()
+    projector.expect_warm_up()
+    projector.warm_up(sizes=(20,))
+    assert not projector.umap_pending and projector.umap_ready == works
+    assert ("UMAP is ready" if works else "UMAP is unavailable (ImportError: no umap here)") in projector.status()
+
+
+def test_a_page_load_shows_the_umap_status_of_that_moment(studio, monkeypatch):
+    pytest.importorskip("gradio")
+    import app.projection
+    from app.ui import build_app
+
+    studio.projector.expect_warm_up()
+    demo = build_app(studio)  # built while UMAP waits to warm up: the status it was built with says so
+    monkeypatch.setattr(app.projection, "umap_fit", lambda vectors, dims=2, seed=0: vectors[:, :dims])
+    studio.projector.warm_up(sizes=(20,))
+    status_id = next(i for i, b in demo.blocks.items() if getattr(b, "elem_id", None) == "umap-status")
+    on_load = [f for f in demo.fns.values() if ("load" in [name for _, name in f.targets])
+               and status_id in [o._id for o in f.outputs]]
+    assert len(on_load) == 1
+    status, timer = on_load[0].fn()
+    assert "UMAP is ready" in status and timer.active is False  # at once, not after the first 3 s poll
