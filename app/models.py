@@ -19,11 +19,11 @@ from core.checkpoint import (CHECKPOINTS_DIR, DEFAULT_BASE, DEFAULT_CHECKPOINT, 
 from core.explore import INDEX, CorpusIndex, index_folder
 from core.engine import Engine
 from core.readout import REFERENCE_SIZE, EmbeddedTexts, Reference
-from core.explore import LABEL_LEVELS, Region, load_moves, region_labels
+from core.explore import LABEL_LEVELS, Region, definition_layout, load_moves, region_labels
 from core.words import frequency_bands
 
-from .services import (CORPUS_NAME, CORPUS_SENTENCES, EVERY_DEFINITION, LARGEST_READY, REFERENCE_CHOICES, SAMPLE,
-                       UPLOADED_FILE, VOCABULARY_REFERENCES, Progress, no_progress, reference_corpus)
+from .services import (CORPUS_NAME, CORPUS_SENTENCES, EVERY_DEFINITION, LARGEST_READY, POS_NAMES, REFERENCE_CHOICES,
+                       SAMPLE, UPLOADED_FILE, VOCABULARY_REFERENCES, Progress, no_progress, reference_corpus)
 from .settings import model_device
 
 log = logging.getLogger(__name__)
@@ -163,6 +163,37 @@ class ActiveModel:
                 groups[row] = region.name
         return groups
 
+    def definition_positions(self) -> np.ndarray:
+        """Every definition of the open vocabulary on the map of every word (G, 2): on its nearest word, a
+        little jittered (core.explore.vocabulary_map.definition_layout); read from the user cache, or placed
+        once per layout and kept there."""
+        layout = self.vocabulary_layout()
+        return self.once(f"definitions-{self.vocabulary_layout_key()}", lambda: definition_layout(
+            self.engine.words.open_vocab, layout, self.engine.vocabulary_layout_path()))
+
+    def definition_groups(self, colour: str = "part of speech") -> list[str]:
+        """Each definition's colour on the map of every word: its part of speech, the region (the middle zoom
+        level's) whose centre is nearest it on the map, or the frequency band of the first word it defines."""
+        candidates = self.engine.words.open_vocab.candidates
+        if colour == "cluster":
+            return self.once(f"definition-groups-region-{self.vocabulary_layout_key()}", self._definition_regions)
+        if colour == "frequency":
+            bands = self.word_groups("frequency")
+            return self.once(f"definition-groups-frequency-{candidates.fingerprint()}",
+                             lambda: [bands[i] for i in first_defined(candidates).tolist()])
+        if colour != "part of speech":
+            raise ValueError(f"unknown colour {colour!r}")
+        return self.once(f"definition-groups-pos-{candidates.fingerprint()}",
+                         lambda: [POS_NAMES.get(tag, "other") for tag in candidates.definition_pos])
+
+    def _definition_regions(self) -> list[str]:
+        regions = self.vocabulary_regions()[len(LABEL_LEVELS) // 2]
+        centres = np.array([[r.x, r.y] for r in regions], dtype=np.float32)  # (R, 2)
+        positions = self.definition_positions()  # (G, 2)
+        nearest = np.concatenate([((part[:, None] - centres[None]) ** 2).sum(-1).argmin(1)  # (<= 16,384 x R)
+                                  for part in np.array_split(positions, max(1, len(positions) // 16_384))])
+        return [regions[i].name for i in nearest.tolist()]
+
     def corpus_folder(self) -> Path:
         """Where `python -m core corpus-index` puts this model's index of the modern corpus."""
         return index_folder(self.engine.fingerprint, CORPUS_NAME)
@@ -197,6 +228,12 @@ class ActiveModel:
                              f"(the Reverse dictionary tab shows its progress); meanwhile choose {LARGEST_READY!r} "
                              f"or {SAMPLE!r}.")
         return self.engine.vocabulary_reference(VOCABULARY_REFERENCES[choice])
+
+
+def first_defined(candidates) -> np.ndarray:
+    """(G,) the row of the first word (alphabetically) that each of `candidates.definitions` defines."""
+    _, first = np.unique(candidates.pair_definition, return_index=True)  # pairs go word by word
+    return candidates.pair_word[first]
 
 
 Prepare = Callable[[ActiveModel, Progress], None]

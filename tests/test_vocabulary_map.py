@@ -1,11 +1,13 @@
 """The map of every word (core/explore/vocabulary_map.py, the Map tab's "every word") on a tiny model."""
 from __future__ import annotations
 
+import html
 import sys
 import types
 
 import numpy as np
 import pytest
+import torch
 
 from app.handlers import EVERY_WORD_MAP, Session, Studio
 from app.jobs import JobManager
@@ -193,3 +195,87 @@ def test_the_alignment_undoes_a_rotation_each_axis_own_scale_and_a_shift():
     rotation = np.array([[np.cos(angle), -np.sin(angle)], [np.sin(angle), np.cos(angle)]])
     source = target @ rotation * np.array([3.0, 0.5]) + np.array([10.0, -4.0])  # UMAP rescales axes apart
     np.testing.assert_allclose(affine_fit(source, target)(source), target, atol=1e-9)
+
+
+def test_each_definition_lands_within_the_jitter_of_its_nearest_word(engine):
+    from core.explore.vocabulary_map import DEFINITION_JITTER, place_definitions, word_spacing
+
+    coords = np.random.default_rng(0).standard_normal((len(DICTIONARY), 2)).astype(np.float32)
+    scorer = engine.words.open_vocab
+    definitions = engine.vocabulary_reference("definition")
+    vectors = definitions.rows(list(range(len(definitions.texts))))  # (G, d)
+    nearest = scorer.cosines(torch.from_numpy(vectors), "word").argmax(1).numpy()  # (G,)
+    landed = place_definitions(scorer, coords, batch=2)  # in batches of 2
+    radius = DEFINITION_JITTER * word_spacing(coords)
+    distance = np.linalg.norm(landed - coords[nearest], axis=1)  # (G,)
+    assert landed.shape == (len(DICTIONARY), 2) and landed.dtype == np.float32 and radius > 0
+    assert (distance <= radius + 1e-5).all() and (distance > 0).all()  # near its word, not on its pixel
+    np.testing.assert_array_equal(landed, place_definitions(scorer, coords))  # seeded: the same map each time
+
+
+def test_the_definitions_positions_are_kept_beside_the_layout_until_it_changes(engine, monkeypatch):
+    import os
+
+    import core.explore.vocabulary_map as vocabulary_map
+
+    scorer, path = engine.words.open_vocab, engine.vocabulary_layout_path()
+    coords = np.random.default_rng(0).standard_normal((len(DICTIONARY), 2)).astype(np.float32)
+    save_layout(coords, path)
+    os.utime(path, ns=(1_000_000_000, 1_000_000_000))  # older than the definitions placed on it below
+    first = vocabulary_map.definition_layout(scorer, coords, path)
+    assert vocabulary_map.definitions_path(path).is_file() and not list(path.parent.glob("*.partial-*"))
+
+    def fail(*args, **kwargs):
+        raise AssertionError("placed again")
+    with monkeypatch.context() as patched:
+        patched.setattr(vocabulary_map, "place_definitions", fail)
+        np.testing.assert_array_equal(vocabulary_map.definition_layout(scorer, coords, path), first)  # reused
+    save_layout(coords + 100, path)  # laid out again: newer than the definitions
+    moved = vocabulary_map.definition_layout(scorer, coords + 100, path)
+    np.testing.assert_allclose(moved, first + 100, atol=1e-4)
+
+
+def test_the_map_of_every_definition_is_drawn_searched_and_selected_on_the_map_of_every_word(engine, tiny_mlm_dir):
+    import json
+
+    from app.handlers import EVERY_DEFINITION_MAP, MAP_SOURCES
+    from app.views import REGION_LABELS
+
+    assert EVERY_DEFINITION_MAP in MAP_SOURCES
+    studio = Studio(Models.from_engine(engine, ModelSpec("tiny", base=str(tiny_mlm_dir))), Projector(), JobManager())
+    with pytest.raises(ValueError, match="vocabulary-map"):  # no layout yet: as for the map of every word
+        studio.map.draw_map(EVERY_DEFINITION_MAP, 0, "", None, "UMAP", "2-D", "part of speech", Session())
+    coords = np.random.default_rng(0).standard_normal((len(DICTIONARY), 2)).astype(np.float32) * 10
+    save_layout(coords, engine.vocabulary_layout_path())
+    figure, status, session = studio.map.draw_map(EVERY_DEFINITION_MAP, 0, "", None, "UMAP", "2-D",
+                                                  "part of speech", Session())
+    assert status.startswith(f"{len(DICTIONARY)} points") and "part of speech" in status
+    points = {t.name: list(t.text) for t in figure.data if t.mode == "markers"}
+    assert set(points) == {"noun", "verb", "adjective"} and points["verb"] == ["run: to move fast on foot"]
+    assert any(t.name == REGION_LABELS for t in figure.data)  # the word map's region names: the same map
+    again, _, _ = studio.map.draw_map(EVERY_DEFINITION_MAP, 0, "", None, "UMAP", "2-D", "part of speech", Session())
+    assert again is figure  # built once per layout and colour
+    figure, note, rows = studio.map.search_map("purrs", 2, session)
+    assert note.startswith("1 point(s) contain 'purrs'") and len(rows) == 2
+    assert figure.data[-1].name == "your search"
+    star = [figure.data[-1].x[0], figure.data[-1].y[0]]
+    np.testing.assert_allclose(star, place(engine.words.open_vocab, coords, engine.encode(["purrs"], normalize=True))[0])
+    assert any(np.allclose(star, c) for c in coords)  # on its nearest word, as on the map of every word
+    traces = session.map.traces
+    noun = list(points).index("noun")
+    rows, note, csv = studio.map.select_map(json.dumps([[noun, p] for p in range(len(traces[noun]))]), session)
+    assert note.startswith(f"{len(points['noun'])} point(s) selected") and csv.endswith(".csv")
+    assert sorted(r[0] for r in rows) == sorted(points["noun"]) and {r[1] for r in rows} == {"noun"}
+    verb = list(points).index("verb")
+    assert studio.map.map_point(json.dumps([[verb, 0]]), session).endswith("defines: run")
+    by_frequency, _, _ = studio.map.draw_map(EVERY_DEFINITION_MAP, 0, "", None, "UMAP", "2-D", "frequency",
+                                             Session())
+    bands = {t.name: list(t.text) for t in by_frequency.data if t.mode == "markers"}
+    assert "dog: a domestic animal that barks" in bands["common (Zipf 4+)"]  # the band of the word it defines
+    by_region, status, _ = studio.map.draw_map(EVERY_DEFINITION_MAP, 0, "", None, "UMAP", "2-D", "cluster", Session())
+    middle = {name for t in by_region.data if t.name == REGION_LABELS and t.meta == 1 for name in t.text}
+    assert status.endswith("coloured by region.")
+    assert {t.name for t in by_region.data if t.mode == "markers"} <= {html.unescape(n) for n in middle}
+    engine.words.compact = True
+    with pytest.raises(ValueError, match="exact vectors"):
+        studio.map.draw_map(EVERY_DEFINITION_MAP, 0, "", None, "UMAP", "2-D", "part of speech", Session())

@@ -7,7 +7,7 @@ import re
 import time
 from html import escape
 
-from core.explore import place
+from core.explore import VocabularyTexts, place
 from core.readout import EmbeddedTexts
 from core.words import frequency_bands
 
@@ -19,8 +19,10 @@ from .backend import TabHandlers
 from .session import MapData, Session
 
 EVERY_WORD_MAP = "every word (laid out once per model)"
+EVERY_DEFINITION_MAP = "every definition (on the map of every word)"
 MAX_HIGHLIGHTS = 200  # points ringed because their text contains the search (on the map of every word: many)
-MAP_SOURCES = ("dictionary definitions", "vocabulary words", "my sentences", "uploaded file", EVERY_WORD_MAP)
+MAP_SOURCES = ("dictionary definitions", "vocabulary words", "my sentences", "uploaded file", EVERY_WORD_MAP,
+               EVERY_DEFINITION_MAP)
 MAP_POINTS = "this map's points"  # what the map's search looks among, unless the user picks a collection
 MAX_MAP_NEIGHBOURS = 30
 MAX_SELECTION_ROWS = 1_000  # rows of a map selection the table shows; its CSV holds every selected point
@@ -39,8 +41,8 @@ class MapHandlers(TabHandlers):
                  colour: str, session: Session, progress: sv.Progress = sv.no_progress):
         """(figure, a status line, the session with this map kept for searching)."""
         active = self.backend.model_for(session)
-        if source == EVERY_WORD_MAP:
-            return self._vocabulary_map(active, colour, session)
+        if source in (EVERY_WORD_MAP, EVERY_DEFINITION_MAP):
+            return self._vocabulary_map(active, colour, session, definitions=source == EVERY_DEFINITION_MAP)
         corpus = self._map_corpus(active, source, int(size), sentences, file, session, progress)
         progress(0.9, desc=f"projecting {len(corpus.texts):,} points")
         projection = self.backend.projector.project(corpus.vectors, method, 3 if dims == "3-D" else 2)
@@ -50,9 +52,10 @@ class MapHandlers(TabHandlers):
         status = f"{len(corpus.texts):,} points, {projection.method} in {projection.seconds:.1f} s. {projection.note}"
         return views.scatter_figure(projection.coords, corpus.texts, groups, title), status, session
 
-    def _vocabulary_map(self, active: ActiveModel, colour: str, session: Session):
+    def _vocabulary_map(self, active: ActiveModel, colour: str, session: Session, definitions: bool = False):
         """The map of every word: the model's precomputed layout (`python -m core vocabulary-map`),
-        coloured by part of speech, region ("cluster") or frequency."""
+        coloured by part of speech, region ("cluster") or frequency; with `definitions`, every definition
+        on that map instead of the words (each on its nearest word: placed once per layout, then kept)."""
         engine = active.engine
         if engine.words.open_vocab is None or engine.words.compact:
             raise ValueError("The map of every word is drawn from the full vocabulary's exact vectors, which this "
@@ -60,7 +63,10 @@ class MapHandlers(TabHandlers):
         if colour not in COLOUR_BY:
             raise ValueError(f"Colour by one of: {', '.join(COLOUR_BY)}.")
         started = time.perf_counter()
-        session.map, figure = vocabulary_map_data(active, colour), vocabulary_figure(active, colour)
+        if definitions:
+            session.map, figure = definitions_map_data(active, colour), definitions_figure(active, colour)
+        else:
+            session.map, figure = vocabulary_map_data(active, colour), vocabulary_figure(active, colour)
         shown = "region" if colour == "cluster" else colour
         status = f"{len(session.map.coords):,} points in {time.perf_counter() - started:.1f} s, coloured by {shown}."
         return figure, status, session
@@ -160,7 +166,8 @@ class MapHandlers(TabHandlers):
 
     def map_point(self, clicked: str, session: Session) -> str:
         """Markdown on the point clicked on the last map (`clicked`: the browser's [[trace, point]]): its
-        whole text and group and, for a word or phrase, its WordNet definitions."""
+        whole text and group and, for a word or phrase, its WordNet definitions (for a definition of the
+        open vocabulary, every word it defines)."""
         if session.map is None:
             raise ValueError("Draw a map first.")
         m = session.map
@@ -168,6 +175,10 @@ class MapHandlers(TabHandlers):
         if not picked:
             return ""
         text, group = m.corpus.texts[picked[0]], str(m.groups[picked[0]])
+        if isinstance(m.corpus, VocabularyTexts) and m.corpus.kind == "definition":  # the words it defines, all
+            candidates = m.corpus.scorer.candidates
+            words = [candidates.words[i] for i in candidates.pair_word[candidates.pair_definition == picked[0]]]
+            return f"**{_plain(text)}** ({_plain(group)})\n\ndefines: {_plain(', '.join(words))}"
         definitions = [f"- *{_plain(sv.POS_NAMES.get(e.pos, e.pos))}* {_plain(e.definition)}"
                        for e in sv.definitions_of(text)]
         return "\n".join([f"**{_plain(text)}** ({_plain(group)})", *definitions])
@@ -240,6 +251,22 @@ def vocabulary_figure(active: ActiveModel, colour: str = "part of speech"):
     (0.4-0.8 s) and never changed after (a search draws a figure of its own)."""
     return active.once(f"figure-{colour}-{active.vocabulary_layout_key()}",
                        lambda: _map_figure(vocabulary_map_data(active, colour)))
+
+
+def definitions_map_data(active: ActiveModel, colour: str = "part of speech") -> MapData:
+    """Every definition of `active`'s open vocabulary on its map of every word (same layout, same region
+    names): each on its nearest word, a little jittered; new vectors land on their nearest words, as there."""
+    words, coords = active.engine.vocabulary_reference("word"), active.vocabulary_layout()
+    definitions = active.engine.vocabulary_reference("definition")
+    return MapData(definitions, active.definition_positions(), active.definition_groups(colour),
+                   f"{definitions.name} on the map of every word, each by its nearest word",
+                   lambda vectors: place(words.scorer, coords, vectors), active.vocabulary_regions())
+
+
+def definitions_figure(active: ActiveModel, colour: str = "part of speech"):
+    """The map of every definition as a figure, built once per layout and colour (as `vocabulary_figure`)."""
+    return active.once(f"definitions-figure-{colour}-{active.vocabulary_layout_key()}",
+                       lambda: _map_figure(definitions_map_data(active, colour)))
 
 
 def _colour_groups(corpus: EmbeddedTexts, colour: str) -> list[str]:

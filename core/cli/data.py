@@ -78,11 +78,12 @@ def vocabulary_map(argv: Sequence[str]) -> int:
     python -m core vocabulary-map --model checkpoints/my-words   # a fine-tune: aligned to the shipped map
 
     A fine-tune's map starts from the shipped model's (or --align-to's) and is mapped onto it, and keeps
-    where each of its own words moved (before: where that model read its definitions; after: its place now). Uses the model's exact vectors (embedded first when the user cache has none: minutes). The app's
-    Map tab draws the layout as "every word" once it exists."""
+    where each of its own words moved (before: where that model read its definitions; after: its place now). Uses the model's exact vectors (embedded first when the user cache has none: minutes). Every
+    definition is then placed on the map, on its nearest word, and kept beside it. The app's Map tab draws
+    the layout as "every word" and "every definition" once it exists."""
     import time
 
-    from ..explore.vocabulary_map import lay_out, save_layout, save_moves
+    from ..explore.vocabulary_map import definition_layout, lay_out, save_layout, save_moves
 
     parser = parser_for("vocabulary-map", vocabulary_map)
     parser.add_argument("--model", default=None, help="checkpoint directory (default: the shipped one)")
@@ -115,12 +116,13 @@ def vocabulary_map(argv: Sequence[str]) -> int:
         path = engine.vocabulary_layout_path()
         save_layout(coords, path)
         save_moves(moves, path)
+        placed = len(definition_layout(engine.words.open_vocab, coords, path, args.seed))
     except (CheckpointError, ValueError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
     aligned = f", aligned to {align_to} with {len(moves)} of its own words' moves" if parent is not None else ""
-    print(f"{len(engine.words.open_vocab.candidates):,} words laid out in {path}{aligned} "
-          f"({time.perf_counter() - started:.0f} s)")
+    print(f"{len(engine.words.open_vocab.candidates):,} words laid out in {path}{aligned}, and {placed:,} "
+          f"definitions on it ({time.perf_counter() - started:.0f} s)")
     return 0
 
 

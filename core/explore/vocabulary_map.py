@@ -3,6 +3,9 @@ model and kept, so that the map stays the same and can be learned like a real on
 
     python -m core vocabulary-map          # UMAP of the shipped model's words: minutes on 2 cores, once
 
+The definitions (117k WordNet glosses) are points of the same map: each on its nearest word, plus a small
+seeded jitter (`definition_layout`), computed once per layout and kept beside it.
+
 The layout is UMAP (cosine, 15 neighbours) of the word vectors the reverse dictionary scores
 (`OpenScorer.vectors_of("word")`), saved in the user cache under the open vocabulary's cache name, so a
 fine-tuned model gets its own. New points (a description, an analogy's vector) land on it without
@@ -13,6 +16,7 @@ nearest word keeps the most of a new point's 10 nearest words around it on the m
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -27,6 +31,8 @@ from ..words.word_prior import zipf_frequencies
 LABEL_LEVELS = (12, 48, 192)  # regions named at each zoom level: the whole map, about x4, about x16
 LABEL_WORDS = 2  # words that name a region
 LABEL_POOL = 200  # a region's words nearest its mean vector, of which the most common name it
+DEFINITION_BATCH = 1_024  # definitions placed at a time: a (1,024 x 147k) float32 cosine product, 0.6 GB
+DEFINITION_JITTER = 0.5  # a definition's distance from its nearest word, at most, in typical word spacings
 MAX_MOVES = 500  # the user's words whose before/after move an aligned layout keeps (the first ones)
 PLACEMENT_NEIGHBOURS = 1  # the nearest word's position: a mean of several lands between their clusters
 UMAP_NEIGHBOURS = 15
@@ -147,6 +153,64 @@ def place(scorer: OpenScorer, coords: np.ndarray, vectors: np.ndarray, k: int = 
     top = scorer.cosines(unit, "word").topk(min(k, len(coords)))  # (B, k)
     weights = top.values.clamp(min=1e-3).numpy()  # (B, k)
     return (coords[top.indices.numpy()] * weights[..., None]).sum(1) / weights.sum(1, keepdims=True)
+
+
+def definitions_path(layout: Path) -> Path:
+    """Where the definitions' positions on the layout file `layout` are kept, beside it."""
+    return layout.with_suffix(".definitions.npy")
+
+
+def place_definitions(scorer: OpenScorer, coords: np.ndarray, seed: int = 0,
+                      batch: int = DEFINITION_BATCH) -> np.ndarray:
+    """(G, 2) float32 positions of `scorer.candidates.definitions` on the word layout `coords` (C, 2): each on
+    its nearest word (what `place` does with k = 1, the measured best way to land a new point), `batch`
+    definitions at a time so memory stays bounded, then moved by a seeded jitter, uniform in a disc of
+    DEFINITION_JITTER times the typical distance between neighbouring words. Why the jitter: many
+    definitions share a nearest word (a word's own senses, a hub word's many neighbours), and without it
+    they would be one point, a pixel hiding all but one of them; within half the typical spacing each
+    stays nearer its word than the neighbouring words are, so the map still reads as the map of words.
+
+    The cosines are float products of the unit vectors the scorer holds (`vectors_of`), not its int8
+    product (`cosines`, what `place` uses), which multiplies one query row at a time: 3.5 min for the
+    shipped model's 117k definitions on 2 busy cores, where `place` would take 35-60 min; 255 of 256
+    sampled definitions land on the same word either way (docs/results.md)."""
+    count = len(scorer.candidates.definitions)
+    words = scorer.vectors_of("word", torch.arange(len(coords))).float()  # (C, d) unit
+    landed = np.empty((count, 2), dtype=np.float32)
+    for start in range(0, count, batch):
+        rows = torch.arange(start, min(start + batch, count))
+        unit = torch.nn.functional.normalize(scorer.vectors_of("definition", rows).float(), dim=1)  # (b, d)
+        landed[start:start + len(rows)] = coords[(unit @ words.T).argmax(1).numpy()]  # (b, C) cosines
+    rng = np.random.default_rng(seed)
+    radius = DEFINITION_JITTER * word_spacing(coords) * np.sqrt(rng.random(count))  # (G,) uniform in the disc
+    angle = 2 * np.pi * rng.random(count)  # (G,)
+    return (landed + np.stack([radius * np.cos(angle), radius * np.sin(angle)], 1)).astype(np.float32)
+
+
+def word_spacing(coords: np.ndarray, sample: int = 20_000, seed: int = 0) -> float:
+    """The typical distance between neighbouring words of the layout `coords` (C, 2): the median distance
+    from a word (a sample of `sample`) to its nearest other word; 0 for fewer than 2 words."""
+    from scipy.spatial import cKDTree
+
+    if len(coords) < 2:
+        return 0.0
+    rows = np.random.default_rng(seed).choice(len(coords), min(sample, len(coords)), replace=False)
+    distances = cKDTree(coords).query(coords[rows], k=2)[0][:, 1]  # (n,) the first is the word itself
+    return float(np.median(distances))
+
+
+def definition_layout(scorer: OpenScorer, coords: np.ndarray, layout: Path, seed: int = 0) -> np.ndarray:
+    """(G, 2) positions of every definition on the word layout `coords` kept in the file `layout`: read
+    from beside it (`definitions_path`) when written after it for as many definitions, else placed
+    (`place_definitions`) and written there atomically, once per model and layout."""
+    path, count = definitions_path(layout), len(scorer.candidates.definitions)
+    if path.is_file() and os.stat(path).st_mtime_ns > os.stat(layout).st_mtime_ns:  # not older than the layout
+        kept = np.load(path)
+        if kept.shape == (count, 2):
+            return kept
+    positions = place_definitions(scorer, coords, seed)
+    save_npy_atomically(path, positions)
+    return positions
 
 
 @dataclass

@@ -96,7 +96,8 @@ class Candidates:
     """The candidate answers: words and phrases with their parts of speech and definitions.
 
     words[i] is lowercase ("ice cream"); token_ids[i] is its vocabulary token id when it is one
-    whole-word token of the head, else -1. definitions[g] are the distinct definition texts, and
+    whole-word token of the head, else -1. definitions[g] are the distinct definition texts,
+    definition_pos[g] the part-of-speech tag of the first entry giving it ("" if none), and
     (pair_definition[p], pair_word[p]) says that definition g defines word i. zipf[i] is the word's
     prior (core/words/word_prior.py), at least USER_WORD_ZIPF for the `user_words`.
     """
@@ -110,6 +111,7 @@ class Candidates:
         pos_of = {w: {e.pos for e in by_word[w] if e.pos} for w in self.words}
         self.filters = WordVocabulary.of_words(self.words, pos_of)
         self.definitions: list[str] = []
+        self.definition_pos: list[str] = []
         index: dict[str, int] = {}
         pairs = []
         for i, word in enumerate(self.words):
@@ -117,6 +119,7 @@ class Candidates:
                 g = index.setdefault(definition_key(entry.definition), len(self.definitions))
                 if g == len(self.definitions):
                     self.definitions.append(entry.definition)
+                    self.definition_pos.append(entry.pos or "")
                 pairs.append((g, i))
         self.pair_definition, self.pair_word = (np.array(col, dtype=np.int64) for col in zip(*pairs))
         self.zipf = zipf_frequencies(self.words, user_words)  # (C,)
