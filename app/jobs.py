@@ -15,6 +15,7 @@ import collections
 import logging
 import multiprocessing
 import os
+import sys
 import threading
 import time
 import uuid
@@ -281,6 +282,24 @@ def death_reason(exitcode: int | None) -> str:
     if exitcode is not None and exitcode < 0:
         return f"training process was killed (signal {-exitcode}); nothing was saved"
     return f"training process exited with code {exitcode} without a result; nothing was saved"
+
+
+def in_background(work: Callable[[], None], name: str) -> threading.Thread:
+    """Run `work` now in a daemon thread at a lower priority than requests (BACKGROUND_NICENESS, for this
+    thread only, on Linux, where torch's work runs in the calling thread at --threads 1); its errors are logged."""
+    def run() -> None:
+        if sys.platform.startswith("linux"):
+            try:
+                os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), BACKGROUND_NICENESS)
+            except OSError:  # not allowed here: the work still runs, at the server's priority
+                log.warning("could not lower the priority of %s", name)
+        try:
+            work()
+        except Exception:
+            log.exception("%s failed", name)
+    thread = threading.Thread(target=run, name=name, daemon=True)
+    thread.start()
+    return thread
 
 
 def _child_main(connection, threads: int, target: Callable[..., Any], args: tuple) -> None:

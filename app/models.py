@@ -19,11 +19,12 @@ from core.checkpoint import (CHECKPOINTS_DIR, DEFAULT_BASE, DEFAULT_CHECKPOINT, 
 from core.explore import INDEX, CorpusIndex, index_folder
 from core.engine import Engine
 from core.readout import REFERENCE_SIZE, EmbeddedTexts, Reference
-from core.explore import LABEL_LEVELS, Region, definition_layout, load_moves, region_labels
+from core.explore import LABEL_LEVELS, Region, definition_layout, kept_definitions, load_moves, region_labels
 from core.words import frequency_bands
 
 from .services import (CORPUS_NAME, CORPUS_SENTENCES, EVERY_DEFINITION, LARGEST_READY, POS_NAMES, REFERENCE_CHOICES,
                        SAMPLE, UPLOADED_FILE, VOCABULARY_REFERENCES, Progress, no_progress, reference_corpus)
+from .jobs import in_background
 from .settings import model_device
 
 log = logging.getLogger(__name__)
@@ -93,6 +94,8 @@ class ActiveModel:
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)  # guards _key_locks
     _key_locks: dict = field(default_factory=dict, repr=False)
     _cache: dict = field(default_factory=dict, repr=False)
+    _placing: threading.Thread | None = field(default=None, repr=False)  # definitions being placed on the map
+    _placing_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)  # guards _placing
 
     def once(self, key: str, build: Callable[[], object]):
         """`build()` the first time, shared by every request after: a cancelled request does not stop it.
@@ -170,6 +173,21 @@ class ActiveModel:
         layout = self.vocabulary_layout()
         return self.once(f"definitions-{self.vocabulary_layout_key()}", lambda: definition_layout(
             self.engine.words.open_vocab, layout, self.engine.vocabulary_layout_path()))
+
+    def definitions_placed(self) -> bool:
+        """Whether every definition's place on the map of every word is ready (kept or built)."""
+        if f"definitions-{self.vocabulary_layout_key()}" in self._cache:
+            return True
+        count = len(self.engine.words.open_vocab.candidates.definitions)
+        return kept_definitions(self.engine.vocabulary_layout_path(), count) is not None
+
+    def place_definitions_soon(self) -> None:
+        """Place every definition on the map of every word in the background (minutes on 2 cores, once per
+        layout: `definition_positions`), unless they are placed or being placed."""
+        with self._placing_lock:
+            if self.definitions_placed() or self._placing is not None and self._placing.is_alive():
+                return
+            self._placing = in_background(self.definition_positions, "definitions-on-the-map")
 
     def definition_groups(self, colour: str = "part of speech") -> list[str]:
         """Each definition's colour on the map of every word: its part of speech, the region (the middle zoom

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import html
 import sys
+import time
 import types
 
 import numpy as np
@@ -247,6 +248,12 @@ def test_the_map_of_every_definition_is_drawn_searched_and_selected_on_the_map_o
         studio.map.draw_map(EVERY_DEFINITION_MAP, 0, "", None, "UMAP", "2-D", "part of speech", Session())
     coords = np.random.default_rng(0).standard_normal((len(DICTIONARY), 2)).astype(np.float32) * 10
     save_layout(coords, engine.vocabulary_layout_path())
+    with pytest.raises(ValueError, match=r"Placing the \d+ definitions"):  # placed in the background, not in the request
+        studio.map.draw_map(EVERY_DEFINITION_MAP, 0, "", None, "UMAP", "2-D", "part of speech", Session())
+    active = studio.models.active()
+    deadline = time.monotonic() + 30
+    while not active.definitions_placed() and time.monotonic() < deadline:
+        time.sleep(0.05)
     figure, status, session = studio.map.draw_map(EVERY_DEFINITION_MAP, 0, "", None, "UMAP", "2-D",
                                                   "part of speech", Session())
     assert status.startswith(f"{len(DICTIONARY)} points") and "part of speech" in status

@@ -64,6 +64,11 @@ class MapHandlers(TabHandlers):
             raise ValueError(f"Colour by one of: {', '.join(COLOUR_BY)}.")
         started = time.perf_counter()
         if definitions:
+            if not active.definitions_placed():
+                active.place_definitions_soon()
+                raise ValueError(f"Placing the {len(engine.words.open_vocab.candidates.definitions):,} definitions on "
+                                 "the map of every word, each on its nearest word: about 4 minutes on 2 cores, once "
+                                 "per model, in the background. Draw again in a few minutes.")
             session.map, figure = definitions_map_data(active, colour), definitions_figure(active, colour)
         else:
             session.map, figure = vocabulary_map_data(active, colour), vocabulary_figure(active, colour)

@@ -7,15 +7,13 @@ from __future__ import annotations
 
 import functools
 import logging
-import os
-import sys
 import threading
 import time
 from pathlib import Path
 
 from .. import services as sv
 from .. import views
-from ..jobs import BACKGROUND_NICENESS, JobManager
+from ..jobs import JobManager, in_background
 from ..models import ActiveModel, Models, ModelSpec
 from ..projection import Projector
 from ..public import PublicLimits, is_visitors_model, model_cache_dir
@@ -92,11 +90,12 @@ def prepare_model(active: ActiveModel, progress: sv.Progress = sv.no_progress, o
             vocabulary_figure(active)
         except Exception:  # the map is optional: the model answers without it, and the Map tab says why
             log.warning("the map of every word could not be prepared", exc_info=True)
+        active.place_definitions_soon()  # minutes once per layout, in the background
     # then its own exact vectors, in the background, where it answers with its parent's or with the shipped
     # compact ones; not for a visitor's model, which may go with its session first
     approximate = active.engine.words.reused or active.engine.words.compact
     if approximate and not is_visitors_model(active.spec.path):
-        threading.Thread(target=embed_own_vectors, args=(active,), name="own-vectors", daemon=True).start()
+        in_background(lambda: embed_own_vectors(active), "own-vectors")
 
 
 def open_vocab_cache(active: ActiveModel) -> Path:
@@ -110,11 +109,6 @@ def embed_own_vectors(active: ActiveModel) -> None:
     """In the background, at a lower priority than requests: embed a model's whole open vocabulary with
     the model itself and answer with it once done. Its vectors until then were approximate: its
     parent's (a fine-tune's activation) or the checkpoint's compact ones (a fresh clone): docs/results.md."""
-    if sys.platform.startswith("linux"):  # this thread only, on Linux (torch's work runs here at --threads 1)
-        try:
-            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), BACKGROUND_NICENESS)
-        except OSError:  # not allowed here: the embedding still runs, at the server's priority
-            log.warning("could not lower the priority of the background embedding")
     with _OWN_VECTORS:
         try:
             active.engine.enable_open_vocabulary(cache_dir=open_vocab_cache(active), compact=False)

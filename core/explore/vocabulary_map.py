@@ -203,14 +203,22 @@ def definition_layout(scorer: OpenScorer, coords: np.ndarray, layout: Path, seed
     """(G, 2) positions of every definition on the word layout `coords` kept in the file `layout`: read
     from beside it (`definitions_path`) when written after it for as many definitions, else placed
     (`place_definitions`) and written there atomically, once per model and layout."""
-    path, count = definitions_path(layout), len(scorer.candidates.definitions)
-    if path.is_file() and os.stat(path).st_mtime_ns > os.stat(layout).st_mtime_ns:  # not older than the layout
-        kept = np.load(path)
-        if kept.shape == (count, 2):
-            return kept
+    kept = kept_definitions(layout, len(scorer.candidates.definitions))
+    if kept is not None:
+        return kept
     positions = place_definitions(scorer, coords, seed)
-    save_npy_atomically(path, positions)
+    save_npy_atomically(definitions_path(layout), positions)
     return positions
+
+
+def kept_definitions(layout: Path, count: int) -> np.ndarray | None:
+    """The `count` definitions' positions kept beside the layout file `layout`, or None when there are
+    none written after it (placed on an older layout) for as many definitions."""
+    path = definitions_path(layout)
+    if not path.is_file() or os.stat(path).st_mtime_ns <= os.stat(layout).st_mtime_ns:
+        return None
+    kept = np.load(path)
+    return kept if kept.shape == (count, 2) else None
 
 
 @dataclass
