@@ -1,8 +1,9 @@
 """The map of every word in Chromium: from pressing Draw to the 147k points drawn (issue 39's 3 s target),
 what travels to the browser, and how long a search takes to land on the map (engine side).
 
-    python -m core vocabulary-map            # once: the layout (minutes)
+    python -m core vocabulary-map            # once: the layout (minutes) and the definitions placed on it
     python -m bench.bench_map_browser        # Debian's chromium through playwright
+    python -m bench.bench_map_browser --definitions   # the map of every definition (117k points) instead
 
 The app runs the shipped model with the user cache (its exact vectors and the layout must be there);
 the draws start once the app has prepared its model and warmed UMAP up; the time is measured in the
@@ -23,11 +24,12 @@ CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networki
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--draws", type=int, default=3)
+    parser.add_argument("--definitions", action="store_true", help="draw every definition on the map instead")
     args = parser.parse_args(argv)
-    engine_side()
+    engine_side(args.definitions)
     from playwright.sync_api import sync_playwright
 
-    from app.handlers import EVERY_WORD_MAP
+    from app.handlers import EVERY_DEFINITION_MAP, EVERY_WORD_MAP
     from bench.bench_app import first_answer, free_port, launch, until_full_vocabulary
 
     port = free_port()
@@ -43,7 +45,7 @@ def main(argv: list[str] | None = None) -> int:
             # meanwhile shares the 2 cores with that work, so the measured draws come after it
             page.get_by_role("tab", name="Map").click()
             page.locator("#umap-status").get_by_text("UMAP is ready").wait_for(timeout=600_000)
-            page.get_by_label(EVERY_WORD_MAP).check()
+            page.get_by_label(EVERY_DEFINITION_MAP if args.definitions else EVERY_WORD_MAP).check()
             for draw in range(args.draws):
                 page.evaluate("window.__drawn = 0; document.querySelectorAll('#map-plot .js-plotly-plot')"
                               ".forEach(e => e.remove())")
@@ -77,8 +79,9 @@ def zoom_levels(page) -> dict[int, list[int]]:
     return shown
 
 
-def engine_side() -> None:
-    """The figure's size as plotly JSON (what Gradio sends) and a search's landing time, in this process."""
+def engine_side(definitions: bool = False) -> None:
+    """The figure's size as plotly JSON (what Gradio sends) and a search's landing time, in this process;
+    with `definitions`, the figure of every definition (placed first when they are not yet: minutes)."""
     from app import views
     from app.models import ActiveModel, ModelSpec
     from core.checkpoint import DEFAULT_CHECKPOINT
@@ -90,9 +93,15 @@ def engine_side() -> None:
     engine.enable_open_vocabulary(cache_dir=user_cache_dir("open-vocab"), compact=False)
     active = ActiveModel(ModelSpec(DEFAULT_CHECKPOINT.name, DEFAULT_CHECKPOINT), engine)
     words, coords = engine.vocabulary_reference("word"), active.vocabulary_layout()
+    points, texts, groups = coords, words.texts, active.word_groups
+    if definitions:
+        placing = time.perf_counter()
+        points, texts, groups = (active.definition_positions(), engine.vocabulary_reference("definition").texts,
+                                 active.definition_groups)
+        print(f"definitions placed or read in {time.perf_counter() - placing:.1f} s")
     started = time.perf_counter()
-    figure = views.scatter_figure(coords, words.texts, active.word_groups(), "every word")
-    print(f"figure of {len(coords):,} points built in {time.perf_counter() - started:.2f} s, "
+    figure = views.scatter_figure(points, texts, groups(), "every definition" if definitions else "every word")
+    print(f"figure of {len(points):,} points built in {time.perf_counter() - started:.2f} s, "
           f"{len(figure.to_json()) / 1e6:.1f} MB as plotly JSON")
     for text in ("a person who is in charge", "He visits Italy - He eats pizza + She drinks wine"):
         started = time.perf_counter()
