@@ -284,19 +284,24 @@ def death_reason(exitcode: int | None) -> str:
     return f"training process exited with code {exitcode} without a result; nothing was saved"
 
 
+_BACKGROUND_WORK = threading.Lock()  # one `in_background` work at a time: each takes the CPU for minutes
+
+
 def in_background(work: Callable[[], None], name: str) -> threading.Thread:
-    """Run `work` now in a daemon thread at a lower priority than requests (BACKGROUND_NICENESS, for this
-    thread only, on Linux, where torch's work runs in the calling thread at --threads 1); its errors are logged."""
+    """Run `work` in a daemon thread, after any other `in_background` work, at a lower priority than requests
+    (BACKGROUND_NICENESS, for this thread only, on Linux, where torch's work runs in the calling thread at
+    --threads 1); its errors are logged."""
     def run() -> None:
         if sys.platform.startswith("linux"):
             try:
                 os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), BACKGROUND_NICENESS)
             except OSError:  # not allowed here: the work still runs, at the server's priority
                 log.warning("could not lower the priority of %s", name)
-        try:
-            work()
-        except Exception:
-            log.exception("%s failed", name)
+        with _BACKGROUND_WORK:
+            try:
+                work()
+            except Exception:
+                log.exception("%s failed", name)
     thread = threading.Thread(target=run, name=name, daemon=True)
     thread.start()
     return thread

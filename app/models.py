@@ -19,7 +19,8 @@ from core.checkpoint import (CHECKPOINTS_DIR, DEFAULT_BASE, DEFAULT_CHECKPOINT, 
 from core.explore import INDEX, CorpusIndex, index_folder
 from core.engine import Engine
 from core.readout import REFERENCE_SIZE, EmbeddedTexts, Reference
-from core.explore import LABEL_LEVELS, Region, definition_layout, kept_definitions, load_moves, region_labels
+from core.explore import (LABEL_LEVELS, Region, definition_layout, kept_definition_positions, layout_stamp,
+                          load_moves, region_labels)
 from core.words import frequency_bands
 
 from .services import (CORPUS_NAME, CORPUS_SENTENCES, EVERY_DEFINITION, LARGEST_READY, POS_NAMES, REFERENCE_CHOICES,
@@ -96,6 +97,7 @@ class ActiveModel:
     _cache: dict = field(default_factory=dict, repr=False)
     _placing: threading.Thread | None = field(default=None, repr=False)  # definitions being placed on the map
     _placing_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)  # guards _placing
+    _placing_failed: Exception | None = field(default=None, repr=False)  # why the last placing failed
 
     def once(self, key: str, build: Callable[[], object]):
         """`build()` the first time, shared by every request after: a cancelled request does not stop it.
@@ -126,7 +128,7 @@ class ActiveModel:
         return "" if shipped else f" --model {self.spec.path or self.spec.base}"
 
     def vocabulary_layout(self) -> np.ndarray:
-        """The model's map of every word (C, 2), loaded once; ValueError saying how to build it."""
+        """The model's map of every word (C, 2), loaded once a version; ValueError saying how to build it."""
         return self.once(self.vocabulary_layout_key(), lambda: np.load(self.engine.vocabulary_layout_path()))
 
     def vocabulary_regions(self) -> list[list[Region]]:
@@ -143,11 +145,15 @@ class ActiveModel:
 
     def vocabulary_layout_key(self) -> str:
         """Names the current layout file's version: what is derived from the layout is cached under it."""
+        return f"layout-{self.engine.vocabulary_layout_path().name}-{self.vocabulary_layout_stamp()}"
+
+    def vocabulary_layout_stamp(self) -> int:
+        """The current layout file's version (core.explore.layout_stamp); ValueError saying how to build it."""
         path = self.engine.vocabulary_layout_path()
         if not path.is_file():
             raise ValueError(f"No map of every word for this model yet: lay it out once with `python -m core "
                              f"vocabulary-map{self._model_flag()}` (minutes; docs/results.md), then draw again.")
-        return f"layout-{path.name}-{path.stat().st_mtime_ns}"
+        return layout_stamp(path)
 
     def word_groups(self, colour: str = "part of speech") -> list[str]:
         """Each open-vocabulary word's colour on the map of every word: its main part of speech, its
@@ -169,25 +175,38 @@ class ActiveModel:
     def definition_positions(self) -> np.ndarray:
         """Every definition of the open vocabulary on the map of every word (G, 2): on its nearest word, a
         little jittered (core.explore.vocabulary_map.definition_layout); read from the user cache, or placed
-        once per layout and kept there."""
+        once per layout version and kept there."""
+        stamp = self.vocabulary_layout_stamp()  # taken before the layout is read: positions never outlive it
         layout = self.vocabulary_layout()
-        return self.once(f"definitions-{self.vocabulary_layout_key()}", lambda: definition_layout(
-            self.engine.words.open_vocab, layout, self.engine.vocabulary_layout_path()))
+        return self.once(f"definitions-{stamp}", lambda: definition_layout(
+            self.engine.words.open_vocab, layout, self.engine.vocabulary_layout_path(), stamp))
 
     def definitions_placed(self) -> bool:
-        """Whether every definition's place on the map of every word is ready (kept or built)."""
-        if f"definitions-{self.vocabulary_layout_key()}" in self._cache:
+        """Whether every definition's place on the current map of every word is ready (kept or built)."""
+        stamp = self.vocabulary_layout_stamp()
+        if f"definitions-{stamp}" in self._cache:
             return True
         count = len(self.engine.words.open_vocab.candidates.definitions)
-        return kept_definitions(self.engine.vocabulary_layout_path(), count) is not None
+        return kept_definition_positions(self.engine.vocabulary_layout_path(), stamp, count) is not None
 
     def place_definitions_soon(self) -> None:
         """Place every definition on the map of every word in the background (minutes on 2 cores, once per
-        layout: `definition_positions`), unless they are placed or being placed."""
+        layout: `definition_positions`), unless they are placed or being placed. The last failure, if any,
+        is raised instead (and forgotten: the next call tries again)."""
         with self._placing_lock:
+            failed, self._placing_failed = self._placing_failed, None
+            if failed is not None:
+                raise failed
             if self.definitions_placed() or self._placing is not None and self._placing.is_alive():
                 return
-            self._placing = in_background(self.definition_positions, "definitions-on-the-map")
+            self._placing = in_background(self._place_definitions, "definitions-on-the-map")
+
+    def _place_definitions(self) -> None:
+        try:
+            self.definition_positions()
+        except Exception as err:  # shown at the next draw
+            self._placing_failed = err
+            raise
 
     def definition_groups(self, colour: str = "part of speech") -> list[str]:
         """Each definition's colour on the map of every word: its part of speech, the region (the middle zoom
@@ -208,8 +227,8 @@ class ActiveModel:
         regions = self.vocabulary_regions()[len(LABEL_LEVELS) // 2]
         centres = np.array([[r.x, r.y] for r in regions], dtype=np.float32)  # (R, 2)
         positions = self.definition_positions()  # (G, 2)
-        nearest = np.concatenate([((part[:, None] - centres[None]) ** 2).sum(-1).argmin(1)  # (<= 16,384 x R)
-                                  for part in np.array_split(positions, max(1, len(positions) // 16_384))])
+        parts = np.array_split(positions, max(1, -(-len(positions) // 16_384)))  # at most 16,384 rows each
+        nearest = np.concatenate([((part[:, None] - centres[None]) ** 2).sum(-1).argmin(1) for part in parts])  # (n x R)
         return [regions[i].name for i in nearest.tolist()]
 
     def corpus_folder(self) -> Path:

@@ -260,7 +260,7 @@ class InterpolationPoint(Reading):
     cos_y: float
 
 
-# ---- the engine methods ---------------------------------------------------------------------------
+# ---- the reader ----------------------------------------------------------------------------------
 
 class Embedder(Protocol):
     """What a reader reads vectors with: an encoder and its words (core/engine.py's `Engine`)."""

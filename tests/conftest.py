@@ -115,8 +115,9 @@ def dictionary_file(tmp_path) -> Path:
     return path
 
 
-# The app's finite background threads: model loads and their warm-ups (app/models.py).
-BACKGROUND_THREADS = ("load-model",)
+# The app's finite background threads: model loads and their warm-ups (app/models.py), a model's own
+# vectors and its definitions placed on the map (app/jobs.py in_background).
+BACKGROUND_THREADS = ("load-model", "own-vectors", "definitions-on-the-map")
 
 
 def pytest_sessionfinish(session, exitstatus):

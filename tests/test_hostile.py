@@ -65,7 +65,7 @@ def write(folder: Path, name: str, content: str | bytes) -> Path:
 
 
 def user_error(call, *args) -> str:
-    """The readable message a Studio method gives through the UI wrapper (fails on any other outcome)."""
+    """The readable message a handler (`studio.<tab>.<method>`) gives through the UI wrapper (fails on any other outcome)."""
     with pytest.raises(gr.Error) as info:
         asyncio.run(handler(call)(*args))
     message = info.value.message

@@ -214,26 +214,46 @@ def test_each_definition_lands_within_the_jitter_of_its_nearest_word(engine):
     np.testing.assert_array_equal(landed, place_definitions(scorer, coords))  # seeded: the same map each time
 
 
-def test_the_definitions_positions_are_kept_beside_the_layout_until_it_changes(engine, monkeypatch):
-    import os
-
+def test_the_definitions_positions_are_kept_for_one_version_of_the_layout(engine, monkeypatch):
     import core.explore.vocabulary_map as vocabulary_map
 
     scorer, path = engine.words.open_vocab, engine.vocabulary_layout_path()
     coords = np.random.default_rng(0).standard_normal((len(DICTIONARY), 2)).astype(np.float32)
     save_layout(coords, path)
-    os.utime(path, ns=(1_000_000_000, 1_000_000_000))  # older than the definitions placed on it below
-    first = vocabulary_map.definition_layout(scorer, coords, path)
-    assert vocabulary_map.definitions_path(path).is_file() and not list(path.parent.glob("*.partial-*"))
+    stamp = vocabulary_map.layout_stamp(path)
+    first = vocabulary_map.definition_layout(scorer, coords, path, stamp)
+    assert vocabulary_map.definitions_path(path, stamp).is_file() and not list(path.parent.glob("*.partial-*"))
 
     def fail(*args, **kwargs):
         raise AssertionError("placed again")
     with monkeypatch.context() as patched:
         patched.setattr(vocabulary_map, "place_definitions", fail)
-        np.testing.assert_array_equal(vocabulary_map.definition_layout(scorer, coords, path), first)  # reused
-    save_layout(coords + 100, path)  # laid out again: newer than the definitions
-    moved = vocabulary_map.definition_layout(scorer, coords + 100, path)
+        np.testing.assert_array_equal(vocabulary_map.definition_layout(scorer, coords, path, stamp), first)  # kept
+    save_layout(coords + 100, path)  # laid out again: a new version
+    new_stamp = vocabulary_map.layout_stamp(path)
+    assert new_stamp != stamp and vocabulary_map.kept_definition_positions(path, new_stamp, len(first)) is None
+    moved = vocabulary_map.definition_layout(scorer, coords + 100, path, new_stamp)
     np.testing.assert_allclose(moved, first + 100, atol=1e-4)
+    assert not vocabulary_map.definitions_path(path, stamp).exists()  # the old version's positions are gone
+    vocabulary_map.definitions_path(path, new_stamp).write_bytes(b"not an array")  # unreadable: placed again
+    assert vocabulary_map.kept_definition_positions(path, new_stamp, len(first)) is None
+
+
+def test_a_failed_placing_of_the_definitions_is_said_at_the_next_draw_then_tried_again(engine, tiny_mlm_dir,
+                                                                                       monkeypatch):
+    import app.models
+
+    active = Models.from_engine(engine, ModelSpec("tiny", base=str(tiny_mlm_dir))).active()
+    save_layout(np.zeros((len(DICTIONARY), 2), dtype=np.float32), engine.vocabulary_layout_path())
+    with monkeypatch.context() as patched:
+        patched.setattr(app.models, "definition_layout", lambda *args: (_ for _ in ()).throw(MemoryError("full")))
+        active.place_definitions_soon()
+        active._placing.join(30)
+        with pytest.raises(MemoryError, match="full"):
+            active.place_definitions_soon()
+    active.place_definitions_soon()  # tried again
+    active._placing.join(30)
+    assert active.definitions_placed()
 
 
 def test_the_map_of_every_definition_is_drawn_searched_and_selected_on_the_map_of_every_word(engine, tiny_mlm_dir):

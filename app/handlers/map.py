@@ -2,6 +2,7 @@
 map, the points a user selects or clicks, Projector files, a description's candidate words on one map."""
 from __future__ import annotations
 
+import functools
 import json
 import re
 import time
@@ -57,21 +58,20 @@ class MapHandlers(TabHandlers):
         coloured by part of speech, region ("cluster") or frequency; with `definitions`, every definition
         on that map instead of the words (each on its nearest word: placed once per layout, then kept)."""
         engine = active.engine
-        if engine.words.open_vocab is None or engine.words.compact:
+        # definitions are placed once and kept: by the model's own vectors, not its parent's (`reused`)
+        if engine.words.open_vocab is None or engine.words.compact or definitions and engine.words.reused:
             raise ValueError("The map of every word is drawn from the full vocabulary's exact vectors, which this "
                              "model does not have yet (the Reverse dictionary tab shows their progress).")
         if colour not in COLOUR_BY:
             raise ValueError(f"Colour by one of: {', '.join(COLOUR_BY)}.")
         started = time.perf_counter()
-        if definitions:
-            if not active.definitions_placed():
-                active.place_definitions_soon()
-                raise ValueError(f"Placing the {len(engine.words.open_vocab.candidates.definitions):,} definitions on "
-                                 "the map of every word, each on its nearest word: about 4 minutes on 2 cores, once "
-                                 "per model, in the background. Draw again in a few minutes.")
-            session.map, figure = definitions_map_data(active, colour), definitions_figure(active, colour)
-        else:
-            session.map, figure = vocabulary_map_data(active, colour), vocabulary_figure(active, colour)
+        if definitions and not active.definitions_placed():
+            active.place_definitions_soon()
+            raise ValueError(f"Placing the {len(engine.words.open_vocab.candidates.definitions):,} definitions on "
+                             "the map of every word, each on its nearest word: about 4 minutes on 2 cores, once "
+                             "per model, in the background. Draw again in a few minutes.")
+        kind = "definition" if definitions else "word"
+        session.map, figure = vocabulary_map_data(active, colour, kind), vocabulary_figure(active, colour, kind)
         shown = "region" if colour == "cluster" else colour
         status = f"{len(session.map.coords):,} points in {time.perf_counter() - started:.1f} s, coloured by {shown}."
         return figure, status, session
@@ -241,37 +241,27 @@ def _selected_pairs(selection: str, limit: int) -> list[tuple[int, int]]:
     return [(t, p) for t, p in pairs]
 
 
-def vocabulary_map_data(active: ActiveModel, colour: str = "part of speech") -> MapData:
-    """The map of every word of `active` (its layout from `python -m core vocabulary-map`): new vectors
-    land on their nearest words, coloured as `colour` says."""
+def vocabulary_map_data(active: ActiveModel, colour: str = "part of speech", kind: str = "word") -> MapData:
+    """The map of every word of `active` (its layout from `python -m core vocabulary-map`), or with `kind`
+    "definition" every definition on it (each on its nearest word, a little jittered: same layout, same
+    region names); new vectors land on their nearest words, coloured as `colour` says."""
     words, coords = active.engine.vocabulary_reference("word"), active.vocabulary_layout()
-    return MapData(words, coords, active.word_groups(colour),
-                   f"{words.name}: one map, laid out once for this model (UMAP)",
-                   lambda vectors: place(words.scorer, coords, vectors), active.vocabulary_regions(),
-                   active.vocabulary_moves())
-
-
-def vocabulary_figure(active: ActiveModel, colour: str = "part of speech"):
-    """The map of every word as a figure: the same each time, so built once per layout and colour
-    (0.4-0.8 s) and never changed after (a search draws a figure of its own)."""
-    return active.once(f"figure-{colour}-{active.vocabulary_layout_key()}",
-                       lambda: _map_figure(vocabulary_map_data(active, colour)))
-
-
-def definitions_map_data(active: ActiveModel, colour: str = "part of speech") -> MapData:
-    """Every definition of `active`'s open vocabulary on its map of every word (same layout, same region
-    names): each on its nearest word, a little jittered; new vectors land on their nearest words, as there."""
-    words, coords = active.engine.vocabulary_reference("word"), active.vocabulary_layout()
+    land = functools.partial(place, words.scorer, coords)  # new vectors (B, d) -> their places (B, 2)
+    if kind == "word":
+        return MapData(words, coords, active.word_groups(colour),
+                       f"{words.name}: one map, laid out once for this model (UMAP)", land,
+                       active.vocabulary_regions(), active.vocabulary_moves())
     definitions = active.engine.vocabulary_reference("definition")
     return MapData(definitions, active.definition_positions(), active.definition_groups(colour),
-                   f"{definitions.name} on the map of every word, each by its nearest word",
-                   lambda vectors: place(words.scorer, coords, vectors), active.vocabulary_regions())
+                   f"{definitions.name} on the map of every word, each by its nearest word", land,
+                   active.vocabulary_regions())
 
 
-def definitions_figure(active: ActiveModel, colour: str = "part of speech"):
-    """The map of every definition as a figure, built once per layout and colour (as `vocabulary_figure`)."""
-    return active.once(f"definitions-figure-{colour}-{active.vocabulary_layout_key()}",
-                       lambda: _map_figure(definitions_map_data(active, colour)))
+def vocabulary_figure(active: ActiveModel, colour: str = "part of speech", kind: str = "word"):
+    """`vocabulary_map_data`'s map as a figure: the same each time, so built once per layout, kind and colour
+    (0.3-0.8 s) and never changed after (a search draws a figure of its own)."""
+    return active.once(f"figure-{kind}-{colour}-{active.vocabulary_layout_key()}",
+                       lambda: _map_figure(vocabulary_map_data(active, colour, kind)))
 
 
 def _colour_groups(corpus: EmbeddedTexts, colour: str) -> list[str]:

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import functools
 import logging
-import threading
 import time
 from pathlib import Path
 
@@ -88,9 +87,10 @@ def prepare_model(active: ActiveModel, progress: sv.Progress = sv.no_progress, o
     if engine.words.open_vocab is not None and not engine.words.compact and engine.vocabulary_layout_path().is_file():
         try:  # the map of every word, when it was laid out: its first draw is then instant
             vocabulary_figure(active)
+            if not engine.words.reused:  # definitions are placed by the model's own vectors (minutes, once)
+                active.place_definitions_soon()
         except Exception:  # the map is optional: the model answers without it, and the Map tab says why
             log.warning("the map of every word could not be prepared", exc_info=True)
-        active.place_definitions_soon()  # minutes once per layout, in the background
     # then its own exact vectors, in the background, where it answers with its parent's or with the shipped
     # compact ones; not for a visitor's model, which may go with its session first
     approximate = active.engine.words.reused or active.engine.words.compact
@@ -102,15 +102,12 @@ def open_vocab_cache(active: ActiveModel) -> Path:
     return model_cache_dir(active.spec.path, "open-vocab")
 
 
-_OWN_VECTORS = threading.Lock()  # one background re-embedding at a time: each takes the CPU for minutes
-
-
 def embed_own_vectors(active: ActiveModel) -> None:
-    """In the background, at a lower priority than requests: embed a model's whole open vocabulary with
-    the model itself and answer with it once done. Its vectors until then were approximate: its
-    parent's (a fine-tune's activation) or the checkpoint's compact ones (a fresh clone): docs/results.md."""
-    with _OWN_VECTORS:
-        try:
-            active.engine.enable_open_vocabulary(cache_dir=open_vocab_cache(active), compact=False)
-        except Exception:  # the reused vectors keep answering
-            log.exception("embedding the open vocabulary of %s again failed", active.spec.name)
+    """Embed a model's whole open vocabulary with the model itself and answer with it once done (started in
+    the background by `prepare_model`, at a lower priority than requests). Its vectors until then were
+    approximate: its parent's (a fine-tune's activation) or the checkpoint's compact ones (a fresh clone):
+    docs/results.md."""
+    try:
+        active.engine.enable_open_vocabulary(cache_dir=open_vocab_cache(active), compact=False)
+    except Exception:  # the reused vectors keep answering
+        log.exception("embedding the open vocabulary of %s again failed", active.spec.name)

@@ -83,7 +83,7 @@ def vocabulary_map(argv: Sequence[str]) -> int:
     the layout as "every word" and "every definition" once it exists."""
     import time
 
-    from ..explore.vocabulary_map import definition_layout, lay_out, save_layout, save_moves
+    from ..explore.vocabulary_map import definition_layout, lay_out, layout_stamp, save_layout, save_moves
 
     parser = parser_for("vocabulary-map", vocabulary_map)
     parser.add_argument("--model", default=None, help="checkpoint directory (default: the shipped one)")
@@ -116,7 +116,7 @@ def vocabulary_map(argv: Sequence[str]) -> int:
         path = engine.vocabulary_layout_path()
         save_layout(coords, path)
         save_moves(moves, path)
-        placed = len(definition_layout(engine.words.open_vocab, coords, path, args.seed))
+        placed = len(definition_layout(engine.words.open_vocab, coords, path, layout_stamp(path), args.seed))
     except (CheckpointError, ValueError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2

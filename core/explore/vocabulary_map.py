@@ -155,9 +155,15 @@ def place(scorer: OpenScorer, coords: np.ndarray, vectors: np.ndarray, k: int = 
     return (coords[top.indices.numpy()] * weights[..., None]).sum(1) / weights.sum(1, keepdims=True)
 
 
-def definitions_path(layout: Path) -> Path:
-    """Where the definitions' positions on the layout file `layout` are kept, beside it."""
-    return layout.with_suffix(".definitions.npy")
+def layout_stamp(layout: Path) -> int:
+    """The version of the layout file `layout` (its modification time, ns): what is derived from it is kept
+    under it. Layouts are replaced atomically, so a layout read after its stamp is at least that new."""
+    return os.stat(layout).st_mtime_ns
+
+
+def definitions_path(layout: Path, stamp: int) -> Path:
+    """Where the definitions' positions on version `stamp` of the layout file `layout` are kept, beside it."""
+    return layout.with_name(f"{layout.stem}.definitions-{stamp}.npy")
 
 
 def place_definitions(scorer: OpenScorer, coords: np.ndarray, seed: int = 0,
@@ -167,8 +173,8 @@ def place_definitions(scorer: OpenScorer, coords: np.ndarray, seed: int = 0,
     definitions at a time so memory stays bounded, then moved by a seeded jitter, uniform in a disc of
     DEFINITION_JITTER times the typical distance between neighbouring words. Why the jitter: many
     definitions share a nearest word (a word's own senses, a hub word's many neighbours), and without it
-    they would be one point, a pixel hiding all but one of them; within half the typical spacing each
-    stays nearer its word than the neighbouring words are, so the map still reads as the map of words.
+    they would be one point, a pixel hiding all but one of them; half the typical spacing keeps most of
+    them nearer their own word than the next one, so the map still reads as the map of words.
 
     The cosines are float products of the unit vectors the scorer holds (`vectors_of`), not its int8
     product (`cosines`, what `place` uses), which multiplies one query row at a time: 3.5 min for the
@@ -199,25 +205,29 @@ def word_spacing(coords: np.ndarray, sample: int = 20_000, seed: int = 0) -> flo
     return float(np.median(distances))
 
 
-def definition_layout(scorer: OpenScorer, coords: np.ndarray, layout: Path, seed: int = 0) -> np.ndarray:
-    """(G, 2) positions of every definition on the word layout `coords` kept in the file `layout`: read
-    from beside it (`definitions_path`) when written after it for as many definitions, else placed
-    (`place_definitions`) and written there atomically, once per model and layout."""
-    kept = kept_definitions(layout, len(scorer.candidates.definitions))
+def definition_layout(scorer: OpenScorer, coords: np.ndarray, layout: Path, stamp: int, seed: int = 0) -> np.ndarray:
+    """(G, 2) positions of every definition on the word layout `coords`, version `stamp` of the file `layout`
+    (read after taking the stamp): kept beside it (`definitions_path`) once placed (`place_definitions`),
+    written atomically, the positions on older versions removed."""
+    kept = kept_definition_positions(layout, stamp, len(scorer.candidates.definitions))
     if kept is not None:
         return kept
     positions = place_definitions(scorer, coords, seed)
-    save_npy_atomically(definitions_path(layout), positions)
+    path = definitions_path(layout, stamp)
+    save_npy_atomically(path, positions)
+    for older in layout.parent.glob(f"{layout.stem}.definitions-*.npy"):
+        if older != path:
+            older.unlink(missing_ok=True)
     return positions
 
 
-def kept_definitions(layout: Path, count: int) -> np.ndarray | None:
-    """The `count` definitions' positions kept beside the layout file `layout`, or None when there are
-    none written after it (placed on an older layout) for as many definitions."""
-    path = definitions_path(layout)
-    if not path.is_file() or os.stat(path).st_mtime_ns <= os.stat(layout).st_mtime_ns:
+def kept_definition_positions(layout: Path, stamp: int, count: int) -> np.ndarray | None:
+    """The `count` definitions' positions kept for version `stamp` of the layout file `layout`, or None
+    (none placed on that version, or a file that cannot be read as such)."""
+    try:
+        kept = np.load(definitions_path(layout, stamp))
+    except (OSError, ValueError):
         return None
-    kept = np.load(path)
     return kept if kept.shape == (count, 2) else None
 
 
