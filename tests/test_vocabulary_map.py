@@ -119,6 +119,11 @@ def test_the_map_of_every_word_is_drawn_once_per_layout_while_the_model_is_prepa
     traces = len(figure.data)
     studio.map.search_map("a small animal", 2, session)
     assert figure is prepared[0] and len(figure.data) == traces  # a search draws its own figure
+    deadline = time.monotonic() + 30  # preparing started placing the definitions in the background
+    while not active.definitions_placed() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    prepare_model(active)  # once placed, the map of every definition is drawn while preparing too
+    assert [k for k in active._cache if k.startswith("figure-definition-")]
     save_layout(np.zeros((len(DICTIONARY), 2), dtype=np.float32), engine.vocabulary_layout_path())
     relaid = vocabulary_figure(active)  # laid out again: drawn again
     assert relaid is not figure and (np.concatenate([t.x for t in relaid.data]) == 0).all()

@@ -87,7 +87,10 @@ def prepare_model(active: ActiveModel, progress: sv.Progress = sv.no_progress, o
     if engine.words.open_vocab is not None and not engine.words.compact and engine.vocabulary_layout_path().is_file():
         try:  # the map of every word, when it was laid out: its first draw is then instant
             vocabulary_figure(active)
-            if not engine.words.reused:  # definitions are placed by the model's own vectors (minutes, once)
+            own = not engine.words.reused  # definitions are placed by the model's own vectors only
+            if own and active.definitions_placed():  # the map of every definition's first draw: instant too
+                vocabulary_figure(active, kind="definition")
+            elif own:  # minutes, once per layout, in the background
                 active.place_definitions_soon()
         except Exception:  # the map is optional: the model answers without it, and the Map tab says why
             log.warning("the map of every word could not be prepared", exc_info=True)
