@@ -187,7 +187,10 @@ class ActiveModel:
         if f"definitions-{stamp}" in self._cache:
             return True
         count = len(self.engine.words.open_vocab.candidates.definitions)
-        return kept_definition_positions(self.engine.vocabulary_layout_path(), stamp, count) is not None
+        kept = kept_definition_positions(self.engine.vocabulary_layout_path(), stamp, count)
+        if kept is not None:  # read once: `definition_positions` takes them from here
+            self.once(f"definitions-{stamp}", lambda: kept)
+        return kept is not None
 
     def place_definitions_soon(self) -> None:
         """Place every definition on the map of every word in the background (minutes on 2 cores, once per
@@ -217,7 +220,7 @@ class ActiveModel:
         if colour == "frequency":
             bands = self.word_groups("frequency")
             return self.once(f"definition-groups-frequency-{candidates.fingerprint()}",
-                             lambda: [bands[i] for i in first_defined(candidates).tolist()])
+                             lambda: [bands[rows[0]] for rows in candidates.defined_rows])
         if colour != "part of speech":
             raise ValueError(f"unknown colour {colour!r}")
         return self.once(f"definition-groups-pos-{candidates.fingerprint()}",
@@ -265,12 +268,6 @@ class ActiveModel:
                              f"(the Reverse dictionary tab shows its progress); meanwhile choose {LARGEST_READY!r} "
                              f"or {SAMPLE!r}.")
         return self.engine.vocabulary_reference(VOCABULARY_REFERENCES[choice])
-
-
-def first_defined(candidates) -> np.ndarray:
-    """(G,) the row of the first word (alphabetically) that each of `candidates.definitions` defines."""
-    _, first = np.unique(candidates.pair_definition, return_index=True)  # pairs go word by word
-    return candidates.pair_word[first]
 
 
 Prepare = Callable[[ActiveModel, Progress], None]

@@ -182,7 +182,7 @@ class MapHandlers(TabHandlers):
         text, group = m.corpus.texts[picked[0]], str(m.groups[picked[0]])
         if isinstance(m.corpus, VocabularyTexts) and m.corpus.kind == "definition":  # the words it defines, all
             candidates = m.corpus.scorer.candidates
-            words = [candidates.words[i] for i in candidates.pair_word[candidates.pair_definition == picked[0]]]
+            words = [candidates.words[i] for i in candidates.defined_rows[picked[0]]]
             return f"**{_plain(text)}** ({_plain(group)})\n\ndefines: {_plain(', '.join(words))}"
         definitions = [f"- *{_plain(sv.POS_NAMES.get(e.pos, e.pos))}* {_plain(e.definition)}"
                        for e in sv.definitions_of(text)]

@@ -110,7 +110,4 @@ def embed_own_vectors(active: ActiveModel) -> None:
     the background by `prepare_model`, at a lower priority than requests). Its vectors until then were
     approximate: its parent's (a fine-tune's activation) or the checkpoint's compact ones (a fresh clone):
     docs/results.md."""
-    try:
-        active.engine.enable_open_vocabulary(cache_dir=open_vocab_cache(active), compact=False)
-    except Exception:  # the reused vectors keep answering
-        log.exception("embedding the open vocabulary of %s again failed", active.spec.name)
+    active.engine.enable_open_vocabulary(cache_dir=open_vocab_cache(active), compact=False)  # failing, the old ones answer

@@ -41,8 +41,6 @@ class VocabularyTexts(Reference):
 
 def definition_texts(candidates: Candidates) -> list[str]:
     """"word, word: definition" for each of `candidates.definitions`, naming up to WORDS_SHOWN words."""
-    words: list[list[str]] = [[] for _ in candidates.definitions]
-    for g, i in zip(candidates.pair_definition.tolist(), candidates.pair_word.tolist()):
-        words[g].append(candidates.words[i])
+    words = [[candidates.words[i] for i in rows] for rows in candidates.defined_rows]
     return [f"{', '.join(named[:WORDS_SHOWN])}{', ...' if len(named) > WORDS_SHOWN else ''}: {definition}"
             for named, definition in zip(words, candidates.definitions)]

@@ -33,6 +33,7 @@ index must never hold the text being evaluated: `OpenScorer.without_definitions`
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import math
 from dataclasses import dataclass
@@ -126,6 +127,14 @@ class Candidates:
 
     def __len__(self) -> int:
         return len(self.words)
+
+    @functools.cached_property
+    def defined_rows(self) -> list[list[int]]:
+        """defined_rows[g]: the rows of the words definition g defines, alphabetically (the pairs go word by word)."""
+        rows: list[list[int]] = [[] for _ in self.definitions]
+        for g, i in zip(self.pair_definition.tolist(), self.pair_word.tolist()):
+            rows[g].append(i)
+        return rows
 
     @property
     def single_token(self) -> np.ndarray:
