@@ -42,8 +42,7 @@ def fake_umap(monkeypatch) -> list:
 
         def fit_transform(self, x):
             fitted.append((x, self.settings))
-            start = self.settings.get("init")
-            return (start if isinstance(start, np.ndarray) else x[:, :2]).astype(np.float64)
+            return x[:, :2].astype(np.float64)
     monkeypatch.setitem(sys.modules, "umap", types.SimpleNamespace(UMAP=UMAP))
     return fitted
 
@@ -185,22 +184,51 @@ def test_a_fine_tunes_map_is_aligned_to_its_parents_with_its_own_words_moves(eng
     shared = [words.index(w) for w in parent_engine.words.open_vocab.candidates.words]
     np.testing.assert_allclose(after[shared], before, atol=1e-4)  # the parent's words keep their places
     new = after[words.index("zib zab")]
-    assert any(np.allclose(new, p, atol=1e-4) for p in before)  # it starts on its nearest shared word
+    assert any(np.allclose(new, p, atol=1e-4) for p in before)  # it lands on its nearest shared word
     (move,) = load_moves(child_engine.vocabulary_layout_path())
-    assert move["word"] == "zib zab" and np.allclose(move["after"], new, atol=1e-4)
+    read = {name: place(e.words.open_vocab, coords, e.encode(["a small animal that purrs"], normalize=True))[0]
+            for name, e, coords in (("before", parent_engine, before), ("after", child_engine, after))}
+    assert move["word"] == "zib zab" and all(np.allclose(move[k], read[k], atol=1e-4) for k in read)
     studio = Studio(Models.from_engine(child_engine, ModelSpec("child", child_path)), Projector(), JobManager())
     figure, _, _ = studio.map.draw_map(EVERY_WORD_MAP, 0, "", None, "UMAP", "2-D", "part of speech", Session())
     assert [a.text for a in figure.layout.annotations] == ["zib zab"]  # its arrow, named
 
 
-def test_the_alignment_undoes_a_rotation_each_axis_own_scale_and_a_shift():
-    from core.explore.vocabulary_map import affine_fit
+class _Words:
+    """What `aligned_layout` reads of an OpenScorer: its candidate words and their unit vectors."""
 
-    target = np.random.default_rng(0).standard_normal((50, 2))
-    angle = 0.7
-    rotation = np.array([[np.cos(angle), -np.sin(angle)], [np.sin(angle), np.cos(angle)]])
-    source = target @ rotation * np.array([3.0, 0.5]) + np.array([10.0, -4.0])  # UMAP rescales axes apart
-    np.testing.assert_allclose(affine_fit(source, target)(source), target, atol=1e-9)
+    def __init__(self, words: list[str], vectors: np.ndarray):
+        self.candidates = types.SimpleNamespace(words=words)
+        self.vectors = torch.nn.functional.normalize(torch.from_numpy(vectors).float(), dim=1)
+
+    def vectors_of(self, kind: str, rows: torch.Tensor) -> torch.Tensor:
+        return self.vectors[rows]
+
+
+def test_a_fine_tunes_map_keeps_the_words_it_did_not_move_and_lands_the_rest_on_their_new_meaning():
+    from core.explore.vocabulary_map import aligned_layout
+
+    rng = np.random.default_rng(0)
+    vectors = rng.standard_normal((40, 16))  # (C, d) the parent's word vectors
+    parent = _Words([f"w{i}" for i in range(40)], vectors)
+    turned = vectors @ np.linalg.qr(rng.standard_normal((16, 16)))[0]  # the whole space rotated, as a fine-tune does
+    turned[5] = turned[7] + 0.01 * rng.standard_normal(16)  # w5 now means what w7 means
+    child = _Words(parent.candidates.words + ["new"], np.vstack([turned, turned[9]]))  # a new word meaning w9
+    coords = rng.standard_normal((40, 2)).astype(np.float32)  # the parent's map
+    landed = aligned_layout(child, parent, coords, batch=8)
+    kept = [i for i in range(40) if i != 5]
+    np.testing.assert_array_equal(landed[kept], coords[kept])  # not UMAP again: every kept word stays exactly
+    np.testing.assert_array_equal(landed[5], coords[7])
+    np.testing.assert_array_equal(landed[40], coords[9])
+
+
+def test_procrustes_finds_the_rotation_between_two_spaces():
+    from core.explore.vocabulary_map import procrustes
+
+    rng = np.random.default_rng(1)
+    rotation = torch.from_numpy(np.linalg.qr(rng.standard_normal((8, 8)))[0]).float()
+    source = torch.from_numpy(rng.standard_normal((50, 8))).float()
+    torch.testing.assert_close(procrustes(source, source @ rotation), rotation, atol=1e-4, rtol=0)
 
 
 def test_each_definition_lands_within_the_jitter_of_its_nearest_word(engine):
