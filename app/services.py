@@ -17,7 +17,7 @@ import numpy as np
 
 from core.lexicon import Entry, load_wordnet_lemmas
 from core.encoder import l2_normalize
-from core.explore import read_projector
+from core.explore import read_projector, table_columns
 from core.readout import PART_OF_SPEECH, REFERENCE_SIZE, EmbeddedTexts, Reference, dictionary_reference
 
 from .settings import cache_dir, upload_dir
@@ -52,6 +52,11 @@ def check_text(text: str | None, what: str = "the text") -> str:
 def text_lines(text: str | None, limit: int, what: str = "sentences") -> list[str]:
     """Non-empty stripped lines of `text`; ValueError when there are none, more than `limit`, or one is too long."""
     numbered = [(n, line.strip()) for n, line in enumerate((text or "").splitlines(), start=1) if line.strip()]
+    return _checked_lines(numbered, limit, what)
+
+
+def _checked_lines(numbered: list[tuple[int, str]], limit: int, what: str) -> list[str]:
+    """The texts of (line number, non-empty text) pairs; ValueError for none, more than `limit`, one too long."""
     if not numbered:
         raise ValueError(f"Please enter some {what}, one per line.")
     if len(numbered) > limit:
@@ -74,8 +79,12 @@ def discard_upload(path: str | Path, uploads: Path | None = None) -> bool:
     return True
 
 
-def read_text_file(path: str | Path, limit: int = MAX_CORPUS_LINES) -> list[str]:
-    """Lines of an uploaded UTF-8 text file (one sentence per line); its size is checked before reading."""
+def read_text_file(path: str | Path, limit: int = MAX_CORPUS_LINES) -> tuple[list[str], dict[str, list[str]]]:
+    """(texts, columns) of an uploaded UTF-8 text file; its size is checked before reading. A file whose
+    first line holds a tab is a table, read by the Projector's metadata rule (core.explore.table_columns):
+    that line names the columns, the first column holds the texts and the others are kept as `columns`
+    (name -> one value a text); a row without text is skipped. Any other file: one text a line, blank
+    lines skipped, no columns."""
     path = Path(path)
     if not path.is_file():  # gone, or e.g. a FIFO, which would block the read
         raise ValueError("The uploaded file is gone or not a regular file; upload it again.")
@@ -86,7 +95,13 @@ def read_text_file(path: str | Path, limit: int = MAX_CORPUS_LINES) -> list[str]
         text = path.read_text(encoding="utf-8-sig")
     except UnicodeDecodeError:
         raise ValueError("The file is not UTF-8 text; save it as UTF-8 with one sentence per line.") from None
-    return text_lines(text, limit, "lines in the file")
+    if "\t" not in text.split("\n", 1)[0]:
+        return text_lines(text, limit, "lines in the file"), {}
+    columns = table_columns(text, path.name)
+    first = columns.pop(next(iter(columns)))
+    kept = [i for i, value in enumerate(first) if value.strip()]  # skipped, as a plain file's blank lines
+    texts = _checked_lines([(i + 2, first[i].strip()) for i in kept], limit, "lines in the file")  # line 1: header
+    return texts, {name: [values[i] for i in kept] for name, values in columns.items()}
 
 
 # ---- the dictionary -------------------------------------------------------------------------------
@@ -213,7 +228,8 @@ UPLOADED_FILE = "uploaded file"
 def projector_corpus(files: list[str]) -> EmbeddedTexts:
     """Points of the Embedding Projector's files (core/explore/projector.py): one vectors.tsv and, if it has
     one, its metadata.tsv (the file whose name holds "meta"), at most MAX_CORPUS_LINES points. Labels
-    are the first metadata column; the second, if any, colours the map."""
+    are the first metadata column; the second, if any, colours the map by "part of speech"; every column
+    is kept as the points' `columns`."""
     tsv = [Path(f) for f in files if str(f).lower().endswith(".tsv")]
     metadata = [path for path in tsv if "meta" in path.name.lower()]
     vectors = [path for path in tsv if path not in metadata]
@@ -223,7 +239,7 @@ def projector_corpus(files: list[str]) -> EmbeddedTexts:
     points = read_projector(vectors[0], metadata[0] if metadata else None, MAX_CORPUS_LINES)
     unit = l2_normalize(points.vectors)  # (n, d)
     colour = list(points.columns.values())[1] if len(points.columns) > 1 else []
-    return EmbeddedTexts(points.labels, unit, colour, f"{len(unit):,} points of {vectors[0].name}")
+    return EmbeddedTexts(points.labels, unit, colour, f"{len(unit):,} points of {vectors[0].name}", points.columns)
 
 
 def reference_corpus(engine, size: int = REFERENCE_SIZE, progress: Progress = no_progress) -> EmbeddedTexts:

@@ -93,15 +93,19 @@ class Reference:
 
 @dataclass
 class EmbeddedTexts(Reference):
-    """Texts with their unit-length embeddings (n, d); `labels` (e.g. part of speech) colour maps."""
+    """Texts with their unit-length embeddings (n, d); `labels` (e.g. part of speech) colour maps, and so
+    can `columns`, the named columns of a user's file (name -> one value a text)."""
     texts: list[str]
     vectors: np.ndarray
     labels: list[str] = field(default_factory=list)
     name: str = ""
+    columns: dict[str, list[str]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if len(self.vectors) != len(self.texts):
             raise ValueError(f"{len(self.texts)} texts but {len(self.vectors)} vectors")
+        if any(len(values) != len(self.texts) for values in self.columns.values()):
+            raise ValueError(f"a column without one value for each of the {len(self.texts)} texts")
         self.labels = list(self.labels) or [""] * len(self.texts)
 
     def nearest(self, vectors: np.ndarray, k: int) -> list[list[tuple[int, float]]]:

@@ -123,6 +123,81 @@ def test_a_map_goes_out_as_projector_files_and_projector_files_come_in(studio, t
         studio.map.draw_map("uploaded file", 0, "", [str(foreign)], "PCA", "2-D", "cluster", Session())
 
 
+def test_a_projector_files_third_metadata_column_colours_the_map_and_goes_out_with_it(studio, tmp_path, monkeypatch):
+    import zipfile
+
+    from app.handlers import FILE_COLUMN
+    from core.explore.projector import read_projector
+
+    monkeypatch.setenv("DEFSENT_CACHE_DIR", str(tmp_path / "cache"))
+    rng = np.random.default_rng(0)
+    (tmp_path / "vectors.tsv").write_text("".join("\t".join(f"{x:.4f}" for x in row) + "\n"
+                                                  for row in rng.normal(size=(6, 4))), encoding="utf-8")
+    sources = ["news", "novel", "news", "", "novel", "news"]
+    (tmp_path / "metadata.tsv").write_text("word\tpos\tsource\n" + "".join(
+        f"w{i}\tnoun\t{s}\n" for i, s in enumerate(sources)), encoding="utf-8")
+    files = [str(tmp_path / "vectors.tsv"), str(tmp_path / "metadata.tsv")]
+    figure, status, session = studio.map.draw_map("uploaded file", 0, "", files, "PCA", "2-D", FILE_COLUMN,
+                                                  Session(), "source")
+    assert session.map.groups == ["news", "novel", "news", "(empty)", "novel", "news"]
+    assert [t.name for t in figure.data] == ["news", "novel", "(empty)"] and "column 'source'" in status
+    assert studio.map.map_columns(session) == ["word", "pos", "source"]  # the Column dropdown's choices
+    _, status, first = studio.map.draw_map("uploaded file", 0, "", files, "PCA", "2-D", FILE_COLUMN, Session())
+    assert first.map.groups == [f"w{i}" for i in range(6)] and "column 'word'" in status  # none chosen: the first
+    with zipfile.ZipFile(studio.map.export_map(session)) as archive:
+        archive.extractall(tmp_path / "out")
+    folder = tmp_path / "out" / "defsent-map"
+    exported = read_projector(folder / "vectors.tsv", folder / "metadata.tsv").columns
+    assert list(exported) == ["text", "group", "x", "y", "word", "pos", "source"] and exported["source"] == sources
+
+
+def test_a_table_of_texts_colours_the_map_by_its_columns(studio, tmp_path):
+    from app.handlers import FILE_COLUMN
+
+    rows = [(f"sentence number {i}", "odd" if i % 2 else "even", f"{i * 1.5}") for i in range(12)]
+    table = tmp_path / "sentences.tsv"  # a .tsv of texts, not the Projector's vectors: its first cell is a name
+    table.write_text("sentence\ttopic\tscore\n" + "".join("\t".join(r) + "\n" for r in rows) + "\t\t\n",
+                     encoding="utf-8")  # the last row has no text: skipped, as a blank line
+    session = Session()
+    _, status, session = studio.map.draw_map("uploaded file", 0, "", [str(table)], "PCA", "2-D", FILE_COLUMN,
+                                             session, "topic")
+    assert session.map.corpus.texts == [r[0] for r in rows] and status.startswith("12 points")
+    assert session.map.groups == [r[1] for r in rows] and studio.map.map_columns(session) == ["topic", "score"]
+    embedded = session.map.corpus
+    _, _, session = studio.map.draw_map("uploaded file", 0, "", [str(table)], "PCA", "2-D", FILE_COLUMN,
+                                        session, "score")  # 12 numbers: in 5 bins by quantile
+    assert session.map.groups[:3] == ["0 to 3.3"] * 3 and session.map.groups[-3:] == ["13.2 to 16.5"] * 3
+    assert len(set(session.map.groups)) == 5 and session.map.corpus is embedded
+    table.write_text("sentence\ttopic\n" + "".join(f"{r[0]}\tt{i}\n" for i, r in enumerate(rows)), encoding="utf-8")
+    _, _, session = studio.map.draw_map("uploaded file", 0, "", [str(table)], "PCA", "2-D", FILE_COLUMN,
+                                        session, "topic")  # the same texts, other columns: not embedded again
+    assert session.map.corpus.vectors is embedded.vectors and session.map.corpus.columns == {
+        "topic": [f"t{i}" for i in range(12)]}
+    assert session.map.groups == [f"t{i}" for i in range(9)] + ["(other)"] * 3  # the 9 most common, then the rest
+    assert sv.read_text_file(table)[0] == [r[0] for r in rows]  # the Similarity tab searches its texts alone
+
+
+def test_colouring_by_a_column_refuses_points_and_columns_that_are_not_there(studio, tmp_path):
+    from app.handlers import EVERY_WORD_MAP, FILE_COLUMN
+
+    figure, _, session = studio.map.draw_map("my sentences", 0, "a dog\na cat\nthe king", None, "PCA", "2-D",
+                                             "cluster", Session())
+    kept = session.map
+    for source in ("my sentences", "vocabulary words", EVERY_WORD_MAP):
+        with pytest.raises(ValueError, match="These points have no columns of a file of yours"):
+            studio.map.draw_map(source, 20, "a dog\na cat", None, "PCA", "2-D", FILE_COLUMN, session, "pos")
+    table = tmp_path / "table.txt"
+    table.write_text("text\ttopic\tnote\na dog\tanimal\t\na king\tperson\t \n", encoding="utf-8")
+    with pytest.raises(ValueError, match="no column 'colour'; its columns: topic, note"):
+        studio.map.draw_map("uploaded file", 0, "", str(table), "PCA", "2-D", FILE_COLUMN, session, "colour")
+    with pytest.raises(ValueError, match="The column 'note' is empty"):
+        studio.map.draw_map("uploaded file", 0, "", str(table), "PCA", "2-D", FILE_COLUMN, session, "note")
+    assert session.map is kept and studio.map.map_columns(session) == []  # each refusal changed nothing
+    table.write_text("text\ttopic\na dog\tanimal\na king\n", encoding="utf-8")
+    with pytest.raises(ValueError, match="table.txt line 3: 1 columns, where the header has 2"):
+        studio.map.draw_map("uploaded file", 0, "", str(table), "PCA", "2-D", FILE_COLUMN, session, "topic")
+
+
 def test_map_errors(studio):
     with pytest.raises(ValueError, match="Draw a map first"):
         studio.map.search_map("dog", 3, Session())

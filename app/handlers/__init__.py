@@ -15,6 +15,7 @@ from .map import (
     COLOUR_BY,
     EVERY_DEFINITION_MAP,
     EVERY_WORD_MAP,
+    FILE_COLUMN,
     MAP_POINTS,
     MAP_SOURCES,
     MAX_MAP_NEIGHBOURS,
@@ -23,6 +24,6 @@ from .map import (
 from .session import Session
 from .studio import Studio, prepare_model, start_studio
 
-__all__ = ["BASE_WARNING_SHORT", "COLOUR_BY", "EVERY_DEFINITION_MAP", "EVERY_WORD_MAP", "MAP_POINTS", "MAP_SOURCES",
-           "MAX_MAP_NEIGHBOURS", "PUBLIC_EVALUATE", "QUOTA_USED", "Session", "Studio", "prepare_model", "start_studio",
-           "vocabulary_figure"]
+__all__ = ["BASE_WARNING_SHORT", "COLOUR_BY", "EVERY_DEFINITION_MAP", "EVERY_WORD_MAP", "FILE_COLUMN", "MAP_POINTS",
+           "MAP_SOURCES", "MAX_MAP_NEIGHBOURS", "PUBLIC_EVALUATE", "QUOTA_USED", "Session", "Studio", "prepare_model",
+           "start_studio", "vocabulary_figure"]

@@ -4,11 +4,16 @@ from __future__ import annotations
 
 import functools
 import json
+import math
 import re
 import time
+from collections import Counter
 from html import escape
+from pathlib import Path
 
-from core.explore import VocabularyTexts, place
+import numpy as np
+
+from core.explore import VocabularyTexts, holds_vectors, place
 from core.readout import EmbeddedTexts
 from core.words import frequency_bands
 
@@ -28,7 +33,14 @@ MAP_POINTS = "this map's points"  # what the map's search looks among, unless th
 MAX_MAP_NEIGHBOURS = 30
 MAX_SELECTION_ROWS = 1_000  # rows of a map selection the table shows; its CSV holds every selected point
 MAX_EXPORT_POINTS = 20_000  # Projector files of a map: its vectors as text, about 3.5 kB a 384-d point
-COLOUR_BY = ("part of speech", "cluster", "frequency")
+FILE_COLUMN = "a column of my file"
+COLOUR_BY = ("part of speech", "cluster", "frequency", FILE_COLUMN)
+MAX_COLUMN_GROUPS = 10  # plotly's 10 colours: a column's 9 most common values and OTHER
+OTHER, EMPTY = "(other)", "(empty)"
+QUANTILES = 5  # bins of a column of many numbers
+NO_COLUMNS = ("These points have no columns of a file of yours: upload a table (a .txt or .tsv file whose first "
+              "line names its columns, separated by tabs; the first column holds the texts) or the Projector's "
+              "vectors.tsv with a metadata.tsv of several columns.")
 
 
 class MapHandlers(TabHandlers):
@@ -39,24 +51,37 @@ class MapHandlers(TabHandlers):
         return self.backend.projector.status()
 
     def draw_map(self, source: str, size: int, sentences: str, file: str | None, method: str, dims: str,
-                 colour: str, session: Session, progress: sv.Progress = sv.no_progress):
-        """(figure, a status line, the session with this map kept for searching)."""
+                 colour: str, session: Session, column: str | None = None, progress: sv.Progress = sv.no_progress):
+        """(figure, a status line, the session with this map kept for searching); `column` names the
+        column of the user's file that colours the map under FILE_COLUMN (its first column if empty; None
+        by default, which makes it optional for API clients)."""
         active = self.backend.model_for(session)
         if source in (EVERY_WORD_MAP, EVERY_DEFINITION_MAP):
             return self._vocabulary_map(active, colour, session, definitions=source == EVERY_DEFINITION_MAP)
         corpus = self._map_corpus(active, source, int(size), sentences, file, session, progress)
+        coloured = ""
+        if colour == FILE_COLUMN:
+            column = _file_column(corpus.columns, (column or "").strip())
+            coloured = f"Coloured by the column {column!r}."
+        groups = _colour_groups(corpus, colour, column)  # before projecting: a bad choice costs nothing
         progress(0.9, desc=f"projecting {len(corpus.texts):,} points")
         projection = self.backend.projector.project(corpus.vectors, method, 3 if dims == "3-D" else 2)
-        groups = _colour_groups(corpus, colour)
         title = f"{corpus.name}: {projection.method} {dims}"
         session.map = MapData(corpus, projection.coords, groups, title)
-        status = f"{len(corpus.texts):,} points, {projection.method} in {projection.seconds:.1f} s. {projection.note}"
+        status = " ".join(filter(None, [f"{len(corpus.texts):,} points, {projection.method} in "
+                                        f"{projection.seconds:.1f} s.", projection.note, coloured]))
         return views.scatter_figure(projection.coords, corpus.texts, groups, title), status, session
+
+    def map_columns(self, session: Session) -> list[str]:
+        """The names of the columns of the user's file that the last map drawn came from (none for others)."""
+        return list(session.map.columns) if session.map is not None else []
 
     def _vocabulary_map(self, active: ActiveModel, colour: str, session: Session, definitions: bool = False):
         """The map of every word: the model's precomputed layout (`python -m core vocabulary-map`),
         coloured by part of speech, region ("cluster") or frequency; with `definitions`, every definition
         on that map instead of the words (each on its nearest word: placed once per layout, then kept)."""
+        if colour == FILE_COLUMN:  # its points are the vocabulary's, not a file's
+            raise ValueError(NO_COLUMNS)
         engine = active.engine
         # definitions are placed once and kept: by the model's own vectors, not its parent's (`reused`)
         if engine.words.open_vocab is None or engine.words.compact or definitions and engine.words.reused:
@@ -89,7 +114,8 @@ class MapHandlers(TabHandlers):
             return sv.embed_corpus(active.engine, lines, name=f"{len(lines)} sentences", progress=progress)
         if source == "uploaded file":
             files = [file] if isinstance(file, str) else list(file or [])
-            if any(str(f).lower().endswith(".tsv") for f in files):  # the Embedding Projector's files
+            # the Embedding Projector's files hold a vectors.tsv; any other .tsv is a table of texts
+            if any(str(f).lower().endswith(".tsv") and holds_vectors(Path(f)) for f in files):
                 return sv.projector_corpus(files)
             return session.uploaded_corpus(active, files[0] if files else None, progress)
         raise ValueError(f"Unknown point set {source!r}.")
@@ -142,7 +168,8 @@ class MapHandlers(TabHandlers):
 
     def export_map(self, session: Session) -> str:
         """The last map drawn as the Embedding Projector's files, zipped: vectors.tsv (the points'
-        vectors) and metadata.tsv (text, colour group and map coordinates)."""
+        vectors) and metadata.tsv (text, colour group and map coordinates, then the columns of the user's
+        file the points came from, less any named as one of those)."""
         if session.map is None:
             raise ValueError("Draw a map first.")
         m = session.map
@@ -151,6 +178,7 @@ class MapHandlers(TabHandlers):
                              f"{MAX_EXPORT_POINTS:,} (about 3.5 kB of text a point): draw a sample instead.")
         columns = {"text": list(m.corpus.texts), "group": list(m.groups),
                    **{axis: [f"{x:.5g}" for x in m.coords[:, j]] for j, axis in enumerate("xyz"[:m.coords.shape[1]])}}
+        columns.update({name: values for name, values in m.columns.items() if name not in columns})
         return str(projector_download(m.corpus.rows(list(range(len(m.coords)))), columns))
 
     def select_map(self, selection: str, session: Session):
@@ -264,10 +292,13 @@ def vocabulary_figure(active: ActiveModel, colour: str = "part of speech", kind:
                        lambda: _map_figure(vocabulary_map_data(active, colour, kind)))
 
 
-def _colour_groups(corpus: EmbeddedTexts, colour: str) -> list[str]:
-    """Group label of each point: its part of speech, a k-means cluster of the vectors, or its frequency band."""
+def _colour_groups(corpus: EmbeddedTexts, colour: str, column: str = "") -> list[str]:
+    """Group label of each point: its part of speech, a k-means cluster of the vectors, its frequency band,
+    or (FILE_COLUMN) its value in `column`, one of `corpus.columns` (see `_file_column`, `_column_groups`)."""
     if colour not in COLOUR_BY:
         raise ValueError(f"Colour by one of: {', '.join(COLOUR_BY)}.")
+    if colour == FILE_COLUMN:
+        return _column_groups(corpus.columns[column], column)
     if colour == "part of speech":
         return [label or "sentence" for label in corpus.labels]
     if colour == "frequency":  # of the text as a word or phrase: a sentence reads as unknown
@@ -276,3 +307,44 @@ def _colour_groups(corpus: EmbeddedTexts, colour: str) -> list[str]:
     k = min(8, len(corpus.texts))
     clusters = KMeans(n_clusters=k, n_init=3, random_state=0).fit_predict(corpus.vectors)
     return [f"cluster {c + 1}" for c in clusters]
+
+
+def _file_column(columns: dict[str, list[str]], column: str) -> str:
+    """`column` if `columns` has it, their first if `column` is empty; ValueError (listing them) otherwise."""
+    if not columns:
+        raise ValueError(NO_COLUMNS)
+    if column and column not in columns:
+        raise ValueError(f"This file has no column {column!r}; its columns: {', '.join(columns)}.")
+    return column or next(iter(columns))
+
+
+def _column_groups(values: list[str], column: str) -> list[str]:
+    """Each point's group by its value in a file's `column`: for more than MAX_COLUMN_GROUPS - 1 distinct
+    numbers, QUANTILES bins by quantile ("0.5 to 2.1"); else its value if one of the MAX_COLUMN_GROUPS - 1
+    most common, OTHER if not. An empty value reads EMPTY; ValueError for a column without any value."""
+    cells = [value.strip() for value in values]
+    if not any(cells):
+        raise ValueError(f"The column {column!r} is empty: choose another.")
+    numbers = _numbers(cells)
+    if numbers is not None and len(set(numbers.values())) >= MAX_COLUMN_GROUPS:
+        return _quantile_bins(cells, numbers)
+    common = {value for value, _ in Counter(cells).most_common(MAX_COLUMN_GROUPS - 1)}
+    return [(cell or EMPTY) if cell in common else OTHER for cell in cells]
+
+
+def _numbers(cells: list[str]) -> dict[str, float] | None:
+    """{cell: its number} for the non-empty cells, or None if one of them is not a finite number."""
+    try:
+        numbers = {cell: float(cell) for cell in set(cells) if cell}
+    except ValueError:
+        return None
+    return numbers if all(math.isfinite(x) for x in numbers.values()) else None
+
+
+def _quantile_bins(cells: list[str], numbers: dict[str, float]) -> list[str]:
+    """Each cell's quantile bin among the column's non-empty cells, named by its range; EMPTY if empty."""
+    x = np.array([numbers[cell] for cell in cells if cell])
+    edges = np.unique(np.quantile(x, np.linspace(0, 1, QUANTILES + 1)))  # ties can merge bins
+    names = [f"{lo:.3g} to {hi:.3g}" for lo, hi in zip(edges[:-1], edges[1:])]
+    return [names[int(np.searchsorted(edges[1:-1], numbers[cell], side="right"))] if cell else EMPTY
+            for cell in cells]

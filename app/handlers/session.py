@@ -4,6 +4,7 @@ Everything else the handlers use is shared between users (app.handlers.backend);
 """
 from __future__ import annotations
 
+import dataclasses
 import functools
 import hashlib
 import uuid
@@ -32,6 +33,11 @@ class MapData:
     place: Callable[[np.ndarray], np.ndarray] | None = None
     regions: list | None = None  # named regions by zoom level (core.explore.vocabulary_map.region_labels), if any
     moves: list = field(default_factory=list)  # a fine-tune's own words: before/after arrows on an aligned map
+
+    @property
+    def columns(self) -> dict[str, list[str]]:
+        """The named columns of the user's file its points came from (name -> one value a point); {} if none."""
+        return self.corpus.columns if isinstance(self.corpus, EmbeddedTexts) else {}
 
     @functools.cached_property
     def traces(self) -> list[list[int]]:
@@ -64,13 +70,15 @@ class Session:
         return self.key
 
     def uploaded_corpus(self, active: ActiveModel, file: str | None, progress: sv.Progress) -> EmbeddedTexts:
-        """The user's uploaded corpus, embedded once per file and model (kept here): the Similarity tab
-        searches it, the Map tab draws it."""
+        """The user's uploaded corpus with its columns, if a table (sv.read_text_file), embedded once per
+        texts and model (kept here): the Similarity tab searches it, the Map tab draws it."""
         if not file:
             raise ValueError("Upload a text file first (one sentence per line).")
-        lines = sv.read_text_file(file)
+        lines, columns = sv.read_text_file(file)
         key = active.engine.fingerprint + hashlib.sha1("\n".join(lines).encode()).hexdigest()
         if self.corpus_key != key:
             self.corpus = sv.embed_corpus(active.engine, lines, name=Path(file).name, progress=progress)
             self.corpus_key = key
+        if self.corpus.columns != columns:  # the same texts under other columns: their vectors still hold
+            self.corpus = dataclasses.replace(self.corpus, columns=columns)
         return self.corpus

@@ -5,7 +5,7 @@ import gradio as gr
 
 from .. import services as sv
 from .. import views
-from ..handlers import COLOUR_BY, MAP_POINTS, MAP_SOURCES, MAX_MAP_NEIGHBOURS, Studio
+from ..handlers import COLOUR_BY, FILE_COLUMN, MAP_POINTS, MAP_SOURCES, MAX_MAP_NEIGHBOURS, Studio
 from ..projection import METHODS
 from ..wiring import HEAVY, QUICK, handler, wire
 
@@ -54,9 +54,13 @@ def create(demo: gr.Blocks, studio: Studio, session: gr.State) -> None:
         method = gr.Radio(list(METHODS), value="UMAP", label="Projection")
         dims = gr.Radio(["2-D", "3-D"], value="2-D", label="Dimensions")
         colour = gr.Radio(list(COLOUR_BY), value=COLOUR_BY[0], label="Colour by")
+        # filled with the file's columns once its map is drawn; a name typed before that is checked on drawing
+        column = gr.Dropdown([], value=None, label="Column", allow_custom_value=True,
+                             info=f"of your table or metadata.tsv, for '{FILE_COLUMN}' (empty: the first)")
     with gr.Row():
         sentences = gr.Textbox(label="My sentences (one per line)", lines=3)
-        file = gr.File(label="Or a text file, or the Embedding Projector's vectors.tsv (+ metadata.tsv)",
+        file = gr.File(label="Or a text file (one text a line, or a table: a header line, then a text and its "
+                             "columns a line, separated by tabs), or the Projector's vectors.tsv (+ metadata.tsv)",
                        file_types=[".txt", ".tsv"], file_count="multiple")
     draw = gr.Button("Draw map", variant="primary", elem_id="map-draw")
     status = gr.Markdown(elem_id="map-status")
@@ -73,8 +77,10 @@ def create(demo: gr.Blocks, studio: Studio, session: gr.State) -> None:
     note = gr.Markdown()
     neighbours = gr.Dataframe(headers=["rank", "cosine", "text"], wrap=True, column_widths=["12%", "16%", "72%"],
                               elem_id="map-neighbours")
-    wire([draw.click], handler(studio.map.draw_map), [source, size, sentences, file, method, dims, colour, session],
-         [plot, status, session], api_name="draw_map", **HEAVY)
+    wire([draw.click], handler(studio.map.draw_map),
+         [source, size, sentences, file, method, dims, colour, session, column],
+         [plot, status, session], api_name="draw_map", **HEAVY).success(
+        lambda state: gr.Dropdown(choices=studio.map.map_columns(state)), session, column, api_visibility="private")
     wire([search_button.click, search.submit], handler(studio.map.search_map), [search, k, session, among],
          [plot, note, neighbours], api_name="search_map", **HEAVY)
     gr.Markdown("Select points with **Box Select** or **Lasso Select** (above the map) to list them here.")

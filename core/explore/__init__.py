@@ -2,7 +2,7 @@
 `corpus_index` (a large sentence file embedded and indexed), `vocabulary_map` (one 2-D map of every word)
 and `projector` (the Embedding Projector's TSV files in and out)."""
 from .corpus_index import INDEX, CorpusIndex, build_corpus_index, index_folder
-from .projector import ProjectorPoints, read_projector, write_projector
+from .projector import ProjectorPoints, holds_vectors, read_projector, table_columns, write_projector
 from .reference import VocabularyTexts
 from .vocabulary_map import (
     LABEL_LEVELS,
@@ -26,6 +26,7 @@ __all__ = [
     "kept_definition_positions",
     "layout_stamp",
     "CorpusIndex",
+    "holds_vectors",
     "INDEX",
     "index_folder",
     "LABEL_LEVELS",
@@ -36,6 +37,7 @@ __all__ = [
     "read_projector",
     "Region",
     "region_labels",
+    "table_columns",
     "VocabularyTexts",
     "write_projector",
 ]

@@ -64,13 +64,20 @@ def write_projector(folder: Path, points: ProjectorPoints) -> tuple[Path, Path]:
 
 
 def _lines(path: Path) -> list[str]:
+    return _split_lines(_read(path))
+
+
+def _read(path: Path) -> str:
     size = path.stat().st_size
     if size > MAX_FILE_BYTES:
         raise ValueError(f"{path.name} is {size / 1e6:.0f} MB; at most {MAX_FILE_BYTES / 1e6:.0f} MB can be loaded")
     try:
-        text = path.read_text(encoding="utf-8")
+        return path.read_text(encoding="utf-8")
     except UnicodeDecodeError as err:
         raise ValueError(f"{path.name} is not UTF-8 text (byte {err.start})") from None
+
+
+def _split_lines(text: str) -> list[str]:
     lines = text.split("\n")
     return lines[:-1] if lines[-1] == "" else lines  # an empty line inside is an empty label, or a bad vector
 
@@ -88,18 +95,45 @@ def _vector_row(line: str, number: int, name: str) -> list[float]:
     return row
 
 
-def _metadata(path: Path, points: int) -> dict[str, list[str]]:
-    rows = [line.rstrip("\r").split("\t") for line in _lines(path)]
+def table_columns(text: str, name: str) -> dict[str, list[str]]:
+    """The columns of a tab-separated `text` (a file named `name`) by the Projector's metadata rule: one
+    column without a header ("label"), or several under a header line naming them; ValueError naming
+    the line of a header naming a column twice, or of a row whose width differs from the header's.
+    Uploaded tables of texts are read so too."""
+    rows = [line.rstrip("\r").split("\t") for line in _split_lines(text)]
     header = rows[0] if rows and len(rows[0]) > 1 else None  # the Projector: a header only with several columns
     body = rows[1:] if header else rows
-    if len(body) != points:
-        raise ValueError(f"{path.name} has {len(body):,} rows{' under its header' if header else ''} "
-                         f"for {points:,} vectors")
     names = header or ["label"]
+    twice = [column for j, column in enumerate(names) if column in names[:j]]
+    if twice:  # one column would hide the other
+        raise ValueError(f"{name} line 1: the column name {twice[0]!r} is used twice")
     for number, row in enumerate(body, 2 if header else 1):
         if len(row) != len(names):
-            raise ValueError(f"{path.name} line {number}: {len(row)} columns, where the header has {len(names)}")
-    return {name: [row[j] for row in body] for j, name in enumerate(names)}
+            raise ValueError(f"{name} line {number}: {len(row)} columns, where the header has {len(names)}")
+    return {column: [row[j] for row in body] for j, column in enumerate(names)}
+
+
+def holds_vectors(path: Path) -> bool:
+    """Whether `path` reads as a vectors.tsv: its first cell is a number (a table of texts starts with a
+    header naming its columns, a list of texts with a text); the rest is checked by `read_projector`."""
+    if not path.is_file():  # gone, or e.g. a FIFO, which would block the read: not vectors to read
+        return False
+    with open(path, encoding="utf-8", errors="replace") as f:
+        first = f.readline(64).split("\t")[0]
+    try:
+        float(first)
+    except ValueError:
+        return False
+    return True
+
+
+def _metadata(path: Path, points: int) -> dict[str, list[str]]:
+    columns = table_columns(_read(path), path.name)
+    rows = len(next(iter(columns.values())))
+    if rows != points:
+        raise ValueError(f"{path.name} has {rows:,} rows{' under its header' if len(columns) > 1 else ''} "
+                         f"for {points:,} vectors")
+    return columns
 
 
 def _cell(value: str) -> str:
