@@ -41,7 +41,8 @@ def main() -> None:
     print(f"{untaught.sum():,} words the fine-tune did not teach: median move {np.median(moved):.3f} "
           f"({np.median(moved) / spacing:.0f} word spacings, {100 * np.median(moved) / width:.1f} % of the map's "
           f"width), 90th percentile {100 * np.percentile(moved, 90) / width:.1f} %, within 1 % of the width: "
-          f"{(moved < 0.01 * width).mean():.3f}")
+          f"{(moved < 0.01 * width).mean():.3f}, moved at all: {(moved > 0).sum():,} (the largest move "
+          f"{100 * moved.max() / width:.1f} %)")
     moves = load_moves(child.vocabulary_layout_path())
     lengths = np.array([np.linalg.norm(np.subtract(m["after"], m["before"])) for m in moves])
     if len(lengths):

@@ -79,7 +79,7 @@ def vocabulary_map(argv: Sequence[str]) -> int:
 
     A fine-tune's map is the shipped model's (or --align-to's): a word the fine-tune kept keeps its place, a
     word it moved or added lands on the word it now means; it keeps where each of its own words moved
-    (before: where that model read its definitions; after: where the fine-tune reads them). Uses the model's exact vectors (embedded first when the user cache has none: minutes). Every
+    (before: where that model read its definitions; after: its place now). Uses the model's exact vectors (embedded first when the user cache has none: minutes). Every
     definition is then placed on the map, on its nearest word, and kept beside it. The app's Map tab draws
     the layout as "every word" and "every definition" once it exists."""
     import time

@@ -88,17 +88,23 @@ def procrustes(source: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
     return u @ vt
 
 
-def word_moves(words: list[str], before: np.ndarray, after: np.ndarray) -> list[dict]:
-    """[{word, before: [x, y], after: [x, y]}] for `words`, from their positions `before` and `after` (n, 2)."""
-    return [{"word": w, "before": [float(x) for x in before[i]], "after": [float(x) for x in after[i]]}
-            for i, w in enumerate(words)]
+def word_moves(parent: OpenScorer, parent_coords: np.ndarray, before: np.ndarray, words: list[str],
+               child_words: list[str], child_coords: np.ndarray) -> list[dict]:
+    """[{word, before: [x, y], after: [x, y]}] for `words`: before, where the parent model's vectors
+    `before` (n, d) of them (their definitions, as the parent read them) land on its map; after,
+    their place on the fine-tuned model's map. Not where the fine-tune reads the definitions: a
+    description lands on its nearest word by cosine, which a fine-tune hardly changes (the median move
+    of a real one's own words was 0), while what it taught is that the definitions answer the word."""
+    row = {w: i for i, w in enumerate(child_words)}
+    landed = place(parent, parent_coords, before)  # (n, 2)
+    return [{"word": w, "before": [float(x) for x in landed[i]], "after": [float(x) for x in child_coords[row[w]]]}
+            for i, w in enumerate(words) if w in row]
 
 
 def lay_out(engine, parent=None, seed: int = 0) -> tuple[np.ndarray, list[dict]]:
     """(layout (C, 2), moves) of the Engine `engine`'s open vocabulary: on the map of the Engine `parent`
-    (its layout built; `aligned_layout`), with the moves of `engine`'s own dictionary words (before: where
-    `parent` reads their definitions on its map; after: where `engine` reads them on its own); alone
-    (UMAP) without one."""
+    (its layout built; `aligned_layout`), with the moves of `engine`'s own dictionary words; alone (UMAP)
+    without one."""
     if parent is None:
         return build_layout(engine.words.open_vocab, seed), []
     parent_path = parent.vocabulary_layout_path()
@@ -106,6 +112,7 @@ def lay_out(engine, parent=None, seed: int = 0) -> tuple[np.ndarray, list[dict]]
         raise ValueError(f"The map to align to is not laid out yet ({parent_path.name}): run `python -m core "
                          f"vocabulary-map` for that model first.")
     parent_coords = np.load(parent_path)
+    words = engine.words.open_vocab.candidates.words
     coords = aligned_layout(engine.words.open_vocab, parent.words.open_vocab, parent_coords)
     definitions: dict[str, list[str]] = {}
     for entry in engine.words.user_dictionary:
@@ -113,11 +120,8 @@ def lay_out(engine, parent=None, seed: int = 0) -> tuple[np.ndarray, list[dict]]
     own = list(definitions)[:MAX_MOVES]
     if not own:
         return coords, []
-
-    def reading(model, layout: np.ndarray) -> np.ndarray:  # (n, 2): where `model` reads each word's definitions
-        meaning = np.stack([model.encode(definitions[w], normalize=True).mean(0) for w in own])  # (n, d)
-        return place(model.words.open_vocab, layout, meaning)
-    return coords, word_moves(own, reading(parent, parent_coords), reading(engine, coords))
+    before = np.stack([parent.encode(definitions[w], normalize=True).mean(0) for w in own])  # (n, d)
+    return coords, word_moves(parent.words.open_vocab, parent_coords, before, own, words, coords)
 
 
 def save_moves(moves: list[dict], layout: Path) -> None:
