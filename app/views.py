@@ -145,6 +145,7 @@ def placeholder_figure(hint: str) -> go.Figure:
     return fig
 
 
+SEARCH_ZOOM = 8  # how much closer a search on a fixed map shows where it lands (the 48 region names show there)
 REGION_LABELS = "region names"  # the label traces' name: app/tabs/map.py's MAP_JS shows one level at a time
 
 
@@ -184,6 +185,17 @@ def add_marker(fig: go.Figure, xy: np.ndarray, label: str) -> go.Figure:
     fig.add_trace(go.Scattergl(x=[xy[0]], y=[xy[1]], mode="markers+text", name="your search",
                                text=[escape(shorten(label, HOVER_CHARS))], textposition="top center",
                                marker=dict(size=16, symbol="star", color="black")))
+    return fig
+
+
+def fly_to(fig: go.Figure, xy: np.ndarray, coords: np.ndarray, zoom: float = SEARCH_ZOOM) -> go.Figure:
+    """The view `zoom` times closer than the whole map `coords` (n, 2), centred on `xy` (2,): a search flies
+    to where it lands. The whole map's x range goes with the figure (`layout.meta.full_x`), so the page's
+    script (app/tabs/map.py MAP_JS) names the regions of the zoom level it opens at."""
+    low, high = coords.min(0), coords.max(0)  # (2,), (2,)
+    half = (high - low).max() / (2 * zoom)
+    fig.update_layout(xaxis_range=[xy[0] - half, xy[0] + half], yaxis_range=[xy[1] - half, xy[1] + half],
+                      meta={"full_x": [float(low[0]), float(high[0])]})
     return fig
 
 

@@ -7,7 +7,8 @@ what travels to the browser, and how long a search takes to land on the map (eng
 
 The app runs the shipped model with the user cache (its exact vectors and the layout must be there);
 the draws start once the app has prepared its model and warmed UMAP up; the time is measured in the
-page, from the click to plotly's first drawing of the new figure.
+page, from the click to plotly's first drawing of the new figure. Then it zooms (the region names shown at
+each zoom level) and searches (how close the view flies, and the names shown there).
 """
 from __future__ import annotations
 
@@ -56,6 +57,8 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"draw {draw + 1}: {time.perf_counter() - started:.2f} s from the click to the drawn map "
                       f"({page.locator('#map-status').inner_text().strip()})", flush=True)
             print(f"region names shown by zoom: {zoom_levels(page)}", flush=True)
+            zoom, levels = search_view(page, "a large body of water")
+            print(f"a search flew {zoom:.1f} times closer; region names shown there: {levels}", flush=True)
             browser.close()
     finally:
         process.terminate()
@@ -77,6 +80,23 @@ def zoom_levels(page) -> dict[int, list[int]]:
           return div.data.filter(t => t.name === name && t.visible !== false).map(t => t.meta); }""",
                                     [zoom, REGION_LABELS])
     return shown
+
+
+def search_view(page, query: str) -> tuple[float, list[int]]:
+    """(how many times closer than the whole map the view is after searching `query`, the levels of region
+    names visible there)."""
+    from app.views import REGION_LABELS
+
+    page.get_by_label("Search the map").fill(query)
+    page.get_by_role("button", name="Highlight").click()
+    page.wait_for_function("() => { const d = document.querySelector('#map-plot .js-plotly-plot');"
+                           " return d && d.data.some(t => t.name === 'your search') && d._dsBound === d._ev; }")
+    page.wait_for_timeout(300)
+    return tuple(page.evaluate("""(name) => {
+      const div = document.querySelector('#map-plot .js-plotly-plot'), [a, b] = div._dsFull;
+      const range = div._fullLayout.xaxis.range;
+      return [(b - a) / (range[1] - range[0]),
+              div.data.filter(t => t.name === name && t.visible !== false).map(t => t.meta)]; }""", REGION_LABELS))
 
 
 def engine_side(definitions: bool = False) -> None:

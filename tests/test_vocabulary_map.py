@@ -11,6 +11,7 @@ import pytest
 import torch
 
 from app.handlers import EVERY_WORD_MAP, Session, Studio
+from app.views import SEARCH_ZOOM
 from app.jobs import JobManager
 from app.models import Models, ModelSpec
 from app.projection import Projector
@@ -81,6 +82,10 @@ def test_the_command_lays_out_the_map_the_app_then_draws_and_searches(engine, ti
     assert {trace.name for trace in figure.data if trace.mode == "markers"} == {"noun", "verb", "adjective"}
     figure, note, rows = studio.map.search_map("a small animal", 2, session)
     assert figure.data[-1].name == "your search" and len(rows) == 2
+    star, coords = (figure.data[-1].x[0], figure.data[-1].y[0]), session.map.coords
+    (x0, x1), (y0, y1), width = figure.layout.xaxis.range, figure.layout.yaxis.range, np.ptp(coords, 0).max()
+    assert np.allclose([(x0 + x1) / 2, (y0 + y1) / 2], star) and np.isclose(x1 - x0, width / SEARCH_ZOOM)  # flew there
+    assert np.allclose(figure.layout.meta["full_x"], [coords[:, 0].min(), coords[:, 0].max()])  # for the zoom levels
     assert note.startswith("'a small animal' is not on this map; nearest neighbours")  # and offers the nearest
     from app.services import EVERY_DEFINITION
     figure, note, rows = studio.map.search_map("a small animal", 2, session, EVERY_DEFINITION)  # another collection

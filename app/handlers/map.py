@@ -145,8 +145,9 @@ class MapHandlers(TabHandlers):
         hits = m.corpus.nearest(vector, int(k))[0]
         highlight = list(dict.fromkeys(matches[:MAX_HIGHLIGHTS] + [i for i, _ in hits]))
         fig = _map_figure(m, highlight)
-        if m.place is not None:  # a fixed layout: the query lands where its nearest words are
-            views.add_marker(fig, m.place(vector)[0], query)
+        if m.place is not None:  # a fixed layout: the query lands where its nearest words are, and the view flies there
+            landed = m.place(vector)[0]
+            views.fly_to(views.add_marker(fig, landed, query), landed, m.coords)
         found = f"{len(matches)} point(s) contain {query!r}" if matches else f"{query!r} is not on this map"
         note = f"{found}; {neighbours_of}"
         return fig, note, views.scored_rows([(m.corpus.texts[i], s) for i, s in hits])
@@ -162,7 +163,8 @@ class MapHandlers(TabHandlers):
         texts = [reference.texts[i] for i, _ in hits]
         fig = views.add_points(_map_figure(m), m.place(reference.rows([i for i, _ in hits])), texts,
                                f"nearest in {reference.name}")
-        views.add_marker(fig, m.place(vector)[0], query)
+        landed = m.place(vector)[0]
+        views.fly_to(views.add_marker(fig, landed, query), landed, m.coords)
         note = f"The {len(hits)} texts of {reference.name} nearest {query!r} by cosine, each on its nearest word:"
         return fig, note, views.scored_rows(list(zip(texts, (s for _, s in hits))))
 

@@ -36,8 +36,10 @@ MAP_JS = """() => {
   const bind = () => document.querySelectorAll('#map-plot .js-plotly-plot').forEach(div => {
     if (typeof div.on !== 'function' || !div._fullLayout || div._dsBound === div._ev) return;  // bound already
     const axis = div._fullLayout.xaxis;  // a 3-D map has none: no zoom levels there
-    div._dsFull = axis && axis.range ? axis.range.slice() : null;  // drawn: the whole map is in view
+    const meta = div.layout && div.layout.meta;  // a search's view flew closer: the whole map's range comes with it
+    div._dsFull = meta && meta.full_x ? meta.full_x : axis && axis.range ? axis.range.slice() : null;
     div._dsBound = div._ev;
+    showLevel(div);
     div.on('plotly_selected', (ev) => send('map-selection', pairs(ev)));
     div.on('plotly_click', (ev) => send('map-click', pairs(ev).slice(0, 1)));
     div.on('plotly_relayout', () => showLevel(div));
