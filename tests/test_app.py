@@ -114,6 +114,22 @@ def test_search_dictionary_and_uploaded_file(studio, tmp_path):
         studio.similarity.search("x", "uploaded file", None, 2, Session())
 
 
+def test_the_analogy_interpolation_and_map_search_look_among_the_file_a_user_uploaded(studio, tmp_path):
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("a dog barks\nthe king rules\nbread is food\n", encoding="utf-8")
+    session = Session()
+    with pytest.raises(ValueError, match="Upload a text file in the Similarity tab"):  # none yet: a clear message
+        studio.analogy.analogy("a king", "a queen", "a boy", "b - a + c", reference=sv.UPLOADED_FILE, session=session)
+    studio.similarity.search("a dog", sv.UPLOADED_FILE, str(corpus), 1, session)  # uploaded and searched there
+    _, _, nearest = studio.analogy.analogy("a king", "a queen", "a boy", "b - a + c", reference=sv.UPLOADED_FILE,
+                                           session=session)
+    assert {row[2] for row in nearest} == {"a dog barks", "the king rules", "bread is food"}
+    rows, _ = studio.analogy.interpolation("a dog", "a king", 3, reference=sv.UPLOADED_FILE, session=session)
+    assert len(rows) == 3
+    with pytest.raises(ValueError, match="Upload a text file"):  # another user's session has none
+        studio.analogy.interpolation("a dog", "a king", 3, reference=sv.UPLOADED_FILE, session=Session())
+
+
 def test_search_analogy_and_interpolation_search_the_chosen_collection(tiny_mlm_dir, tmp_path):
     from core.lexicon.dictionary import Entry
 

@@ -66,7 +66,7 @@ def test_a_vector_lands_among_its_nearest_words(engine):
 
 
 def test_the_command_lays_out_the_map_the_app_then_draws_and_searches(engine, tiny_mlm_dir, fake_umap, monkeypatch,
-                                                                        capsys):
+                                                                        capsys, tmp_path):
     import core.words.scorer
     from core.cli import main
 
@@ -94,6 +94,11 @@ def test_the_command_lays_out_the_map_the_app_then_draws_and_searches(engine, ti
     assert hits.name.startswith("nearest in") and len(hits.x) == 2 and star.name == "your search"
     assert [r[2] for r in rows] == list(hits.text) and set(hits.text) <= set(definitions)
     assert "each on its nearest word" in note
+    own = tmp_path / "mine.txt"
+    own.write_text("a cat sleeps\na king rules\n", encoding="utf-8")
+    studio.similarity.search("a cat", "uploaded file", str(own), 1, session)  # the user's file, uploaded there
+    figure, _, rows = studio.map.search_map("a small animal", 2, session, "uploaded file")
+    assert {r[2] for r in rows} == {"a cat sleeps", "a king rules"} == set(figure.data[-2].text)  # landed too
     assert studio.map.search_map("dog", 2, session)[1].startswith("1 point(s) contain 'dog'")
     assert studio.map.export_map(session).endswith(".zip")
 

@@ -26,11 +26,11 @@ class AnalogyHandlers(TabHandlers):
                 reference: str = sv.LARGEST_READY, session: Session | None = None,
                 progress: sv.Progress = sv.no_progress) -> tuple[str, list[list], list[list]]:
         """(decoded sentence or why there is none, top-word rows, rows of the nearest texts of
-        `reference`, one of sv.REFERENCE_CHOICES); `refine`: decode with the most exact setting
-        (MOST_EXACT: more correction rounds, core/vec2sent/refine.py)."""
+        `reference`, one of sv.REFERENCE_CHOICES or sv.UPLOADED_FILE: see Session.reference); `refine`:
+        decode with the most exact setting (MOST_EXACT: more correction rounds, core/vec2sent/refine.py)."""
         sentences = {name: sv.check_text(text, f"sentence {name}") for name, text in zip("abc", (a, b, c))}
-        active = self.backend.model_for(session)
-        result = active.engine.analogy(**sentences, reference=active.reference_texts(reference, progress), k=10,
+        active, session = self.backend.model_for(session), session or Session()
+        result = active.engine.analogy(**sentences, reference=session.reference(active, reference, progress), k=10,
                                        beam=APP_BEAM, expression=expression, **_exactness(refine))
         decoded = (f"**Decoded:** {result.decoded}" if result.decoded is not None
                    else NO_DECODER.format(fp=active.engine.fingerprint))
@@ -49,8 +49,8 @@ class AnalogyHandlers(TabHandlers):
         if refine and public is not None and int(steps) > public.refined_interpolation_steps:
             raise ValueError(REFINED_STEPS.format(steps=int(steps), limit=public.refined_interpolation_steps))
         x, y = sv.check_text(a, "sentence A"), sv.check_text(b, "sentence B")
-        active = self.backend.model_for(session)
-        reference = active.reference_texts(reference, progress)
+        active, session = self.backend.model_for(session), session or Session()
+        reference = session.reference(active, reference, progress)
         points = active.engine.interpolate(x, y, int(steps), reference=reference, k=3,
                                           beam=APP_BEAM, **_exactness(refine))
         rows = [[round(p.alpha, 3), p.decoded or "(no decoder)", views.word_list(p.words), round(p.cos_x, 4),

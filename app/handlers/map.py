@@ -122,7 +122,7 @@ class MapHandlers(TabHandlers):
 
     def search_map(self, query: str, k: int, session: Session, collection: str = MAP_POINTS):
         """Highlight texts containing the query and its nearest neighbours (original space) among the
-        map's points, or (`collection`, one of REFERENCE_CHOICES) the nearest texts of a collection,
+        map's points, or (`collection`, one of REFERENCE_CHOICES or UPLOADED_FILE) the nearest texts of a collection,
         each landed on the map of every word."""
         if session.map is None:
             raise ValueError("Draw a map first.")
@@ -157,7 +157,7 @@ class MapHandlers(TabHandlers):
             raise ValueError("Another collection's texts land on the map of every word only, whose layout is "
                              "fixed; search this map's own points, or draw the map of every word.")
         active = self.backend.model_for(session)
-        reference = active.reference_texts(collection)
+        reference = session.reference(active, collection)
         vector = active.engine.encode([query], normalize=True)  # (1, d)
         hits = reference.nearest(vector, k)[0]
         texts = [reference.texts[i] for i, _ in hits]

@@ -12,10 +12,11 @@ REFINE_LABEL = (f"Refine: correct {EXACT_ROUNDS} times instead of once, each tim
                 "moved along what the last sentence missed (reconstructs more sentences exactly; about 2 seconds "
                 "per sentence)")
 REFERENCE_INFO = (f"{sv.LARGEST_READY!r}: the modern corpus's million sentences where this server indexed them, "
-                  f"else every WordNet definition once the full vocabulary is ready, until then the {sv.SAMPLE}")
+                  f"else every WordNet definition once the full vocabulary is ready, until then the {sv.SAMPLE}; "
+                  f"{sv.UPLOADED_FILE!r}: the file you uploaded last, in the Similarity or the Map tab")
 
 
 def reference_choice() -> gr.Dropdown:
     """Where an analogy's or interpolation's nearest sentences come from."""
-    return gr.Dropdown(list(sv.REFERENCE_CHOICES), value=sv.LARGEST_READY, label="Nearest sentences from",
+    return gr.Dropdown([*sv.REFERENCE_CHOICES, sv.UPLOADED_FILE], value=sv.LARGEST_READY, label="Nearest sentences from",
                        info=REFERENCE_INFO)
