@@ -73,8 +73,8 @@ def create(demo: gr.Blocks, studio: Studio, session: gr.State) -> None:
     with gr.Row():
         search = gr.Textbox(label="Search the map", scale=3)
         k = gr.Slider(1, MAX_MAP_NEIGHBOURS, value=10, step=1, label="Neighbours", scale=1)
-        among = gr.Dropdown([MAP_POINTS, *sv.REFERENCE_CHOICES, sv.UPLOADED_FILE], value=MAP_POINTS, label="Among", scale=2,
-                            info="another collection's texts land on the map of every word")
+        among = gr.Dropdown([MAP_POINTS, *sv.REFERENCE_CHOICES, sv.UPLOADED_FILE], value=MAP_POINTS, label="Among",
+                            scale=2, info="another collection's texts land on the map of every word")
         search_button = gr.Button("Highlight", scale=1)
     note = gr.Markdown()
     neighbours = gr.Dataframe(headers=["rank", "cosine", "text"], wrap=True, column_widths=["12%", "16%", "72%"],

@@ -18,5 +18,5 @@ REFERENCE_INFO = (f"{sv.LARGEST_READY!r}: the modern corpus's million sentences 
 
 def reference_choice() -> gr.Dropdown:
     """Where an analogy's or interpolation's nearest sentences come from."""
-    return gr.Dropdown([*sv.REFERENCE_CHOICES, sv.UPLOADED_FILE], value=sv.LARGEST_READY, label="Nearest sentences from",
-                       info=REFERENCE_INFO)
+    return gr.Dropdown([*sv.REFERENCE_CHOICES, sv.UPLOADED_FILE], value=sv.LARGEST_READY,
+                       label="Nearest sentences from", info=REFERENCE_INFO)

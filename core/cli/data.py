@@ -79,9 +79,10 @@ def vocabulary_map(argv: Sequence[str]) -> int:
 
     A fine-tune's map is the shipped model's (or --align-to's): a word the fine-tune kept keeps its place, a
     word it moved or added lands on the word it now means; it keeps where each of its own words moved
-    (before: where that model read its definitions; after: its place now). Uses the model's exact vectors (embedded first when the user cache has none: minutes). Every
-    definition is then placed on the map, on its nearest word, and kept beside it. The app's Map tab draws
-    the layout as "every word" and "every definition" once it exists."""
+    (before: where that model read its definitions; after: its place now). Uses the model's exact vectors
+    (embedded first when the user cache has none: minutes). Every definition is then placed on the map, on
+    its nearest word, and kept beside it. The app's Map tab draws the layout as "every word" and "every
+    definition" once it exists."""
     import time
 
     from ..explore.vocabulary_map import definition_layout, lay_out, layout_stamp, save_layout, save_moves
