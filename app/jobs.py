@@ -307,6 +307,38 @@ def in_background(work: Callable[[], None], name: str) -> threading.Thread:
     return thread
 
 
+class BackgroundOnce:
+    """Work run in the background (`in_background`) until it succeeds once: `start` starts it unless
+    `done()` or it is running; a failure is raised by the next `start`, then forgotten (that call does
+    not start it again; the one after does)."""
+
+    def __init__(self, name: str, work: Callable[[], None], done: Callable[[], bool]):
+        self.name, self.work, self.done = name, work, done
+        self.thread: threading.Thread | None = None
+        self.started = 0.0  # time.monotonic() of the last start
+        self._lock = threading.Lock()  # guards thread and _failed
+        self._failed: Exception | None = None
+
+    def start(self) -> None:
+        with self._lock:
+            failed, self._failed = self._failed, None
+            if failed is not None:
+                raise failed
+            if not self.running() and not self.done():
+                self.started, self.thread = time.monotonic(), in_background(self._run, self.name)
+
+    def running(self) -> bool:
+        return self.thread is not None and self.thread.is_alive()
+
+    def _run(self) -> None:
+        try:
+            self.work()
+        except Exception as err:  # said by the next start
+            with self._lock:
+                self._failed = err
+            raise
+
+
 def _child_main(connection, threads: int, target: Callable[..., Any], args: tuple) -> None:
     """The child process: run the target and send ("done", result) or ("failed", reason)."""
     import torch

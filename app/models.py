@@ -19,13 +19,13 @@ from core.checkpoint import (CHECKPOINTS_DIR, DEFAULT_BASE, DEFAULT_CHECKPOINT, 
 from core.explore import INDEX, CorpusIndex, index_folder
 from core.engine import Engine
 from core.readout import REFERENCE_SIZE, EmbeddedTexts, Reference
-from core.explore import (LABEL_LEVELS, Region, definition_layout, kept_definition_positions, layout_stamp,
-                          load_moves, region_labels)
+from core.explore import (LABEL_LEVELS, Region, build_map, default_parent, definition_layout, kept_definition_positions,
+                          layout_stamp, load_moves, region_labels, with_exact_vectors)
 from core.words import frequency_bands
 
 from .services import (CORPUS_NAME, CORPUS_SENTENCES, EVERY_DEFINITION, LARGEST_READY, POS_NAMES, REFERENCE_CHOICES,
                        SAMPLE, UPLOADED_FILE, VOCABULARY_REFERENCES, Progress, no_progress, reference_corpus)
-from .jobs import in_background
+from .jobs import BackgroundOnce
 from .settings import model_device
 
 log = logging.getLogger(__name__)
@@ -95,9 +95,12 @@ class ActiveModel:
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)  # guards _key_locks
     _key_locks: dict = field(default_factory=dict, repr=False)
     _cache: dict = field(default_factory=dict, repr=False)
-    _placing: threading.Thread | None = field(default=None, repr=False)  # definitions being placed on the map
-    _placing_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)  # guards _placing
-    _placing_failed: Exception | None = field(default=None, repr=False)  # why the last placing failed
+    placing: BackgroundOnce = field(init=False, repr=False)  # every definition placed on the map of every word
+    laying_out: BackgroundOnce = field(init=False, repr=False)  # the map of every word laid out
+
+    def __post_init__(self) -> None:
+        self.placing = BackgroundOnce("definitions-on-the-map", self.definition_positions, self.definitions_placed)
+        self.laying_out = BackgroundOnce("map-of-every-word", self._lay_out, self._laid_out)
 
     def once(self, key: str, build: Callable[[], object]):
         """`build()` the first time, shared by every request after: a cancelled request does not stop it.
@@ -151,9 +154,18 @@ class ActiveModel:
         """The current layout file's version (core.explore.layout_stamp); ValueError saying how to build it."""
         path = self.engine.vocabulary_layout_path()
         if not path.is_file():
-            raise ValueError(f"No map of every word for this model yet: lay it out once with `python -m core "
-                             f"vocabulary-map{self._model_flag()}` (minutes; docs/results.md), then draw again.")
+            raise ValueError(f"No map of every word for this model yet: the Map tab lays it out, or `python -m core "
+                             f"vocabulary-map{self._model_flag()}` (minutes; docs/results.md).")
         return layout_stamp(path)
+
+    def _laid_out(self) -> bool:
+        return self.engine.vocabulary_layout_path().is_file()
+
+    def _lay_out(self) -> None:
+        """This model's map of every word, laid out and kept (core.explore.vocabulary_map.build_map): a fine-tune's
+        on the shipped model's map, loaded for this with its exact vectors (and laid out first if need be)."""
+        parent = default_parent(self.engine, self.spec.path)
+        build_map(self.engine, with_exact_vectors(parent) if parent is not None else None)
 
     def word_groups(self, colour: str = "part of speech") -> list[str]:
         """Each open-vocabulary word's colour on the map of every word: its main part of speech, its
@@ -191,25 +203,6 @@ class ActiveModel:
         if kept is not None:  # read once: `definition_positions` takes them from here
             self.once(f"definitions-{stamp}", lambda: kept)
         return kept is not None
-
-    def place_definitions_soon(self) -> None:
-        """Place every definition on the map of every word in the background (minutes on 2 cores, once per
-        layout: `definition_positions`), unless they are placed or being placed. The last failure, if any,
-        is raised instead (and forgotten: the next call tries again)."""
-        with self._placing_lock:
-            failed, self._placing_failed = self._placing_failed, None
-            if failed is not None:
-                raise failed
-            if self.definitions_placed() or self._placing is not None and self._placing.is_alive():
-                return
-            self._placing = in_background(self._place_definitions, "definitions-on-the-map")
-
-    def _place_definitions(self) -> None:
-        try:
-            self.definition_positions()
-        except Exception as err:  # shown at the next draw
-            self._placing_failed = err
-            raise
 
     def definition_groups(self, colour: str = "part of speech") -> list[str]:
         """Each definition's colour on the map of every word: its part of speech, the region (the middle zoom

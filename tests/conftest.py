@@ -117,7 +117,7 @@ def dictionary_file(tmp_path) -> Path:
 
 # The app's finite background threads: model loads and their warm-ups (app/models.py), a model's own
 # vectors and its definitions placed on the map (app/jobs.py in_background).
-BACKGROUND_THREADS = ("load-model", "own-vectors", "definitions-on-the-map")
+BACKGROUND_THREADS = ("load-model", "own-vectors", "definitions-on-the-map", "map-of-every-word")
 
 
 def pytest_sessionfinish(session, exitstatus):

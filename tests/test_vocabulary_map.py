@@ -73,7 +73,7 @@ def test_the_command_lays_out_the_map_the_app_then_draws_and_searches(engine, ti
     monkeypatch.setattr(core.words.scorer, "load_wordnet_lemmas", lambda: DICTIONARY)
     studio = Studio(Models.from_engine(engine, ModelSpec("tiny", base=str(tiny_mlm_dir))), Projector(), JobManager())
     with pytest.raises(ValueError, match=f"vocabulary-map --model {tiny_mlm_dir}"):
-        studio.map.draw_map(EVERY_WORD_MAP, 0, "", None, "UMAP", "2-D", "part of speech", Session())
+        studio.models.active().vocabulary_layout_stamp()  # no map yet: says how to make one
     assert main(["vocabulary-map", "--model", str(tiny_mlm_dir)]) == 0
     assert f"{len(DICTIONARY)} words laid out" in capsys.readouterr().out
     figure, status, session = studio.map.draw_map(EVERY_WORD_MAP, 0, "", None, "UMAP", "2-D", "part of speech",
@@ -101,6 +101,17 @@ def test_the_command_lays_out_the_map_the_app_then_draws_and_searches(engine, ti
     assert {r[2] for r in rows} == {"a cat sleeps", "a king rules"} == set(figure.data[-2].text)  # landed too
     assert studio.map.search_map("dog", 2, session)[1].startswith("1 point(s) contain 'dog'")
     assert studio.map.export_map(session).endswith(".zip")
+
+
+def test_the_map_tab_lays_the_map_out_in_the_background_then_draws_it(engine, tiny_mlm_dir, fake_umap):
+    studio = Studio(Models.from_engine(engine, ModelSpec("tiny", base=str(tiny_mlm_dir))), Projector(), JobManager())
+    active = studio.models.active()
+    with pytest.raises(ValueError, match="Laying out the map of every word for this model in the background"):
+        studio.map.draw_map(EVERY_WORD_MAP, 0, "", None, "UMAP", "2-D", "part of speech", Session())
+    active.laying_out.thread.join(60)
+    assert engine.vocabulary_layout_path().is_file() and len(fake_umap) == 1  # laid out once, alone: no parent
+    _, status, _ = studio.map.draw_map(EVERY_WORD_MAP, 0, "", None, "UMAP", "2-D", "part of speech", Session())
+    assert status.startswith(f"{len(DICTIONARY)} points")
 
 
 def test_no_map_of_every_word_from_compact_vectors(engine, tiny_mlm_dir):
@@ -181,11 +192,11 @@ def test_a_fine_tunes_map_is_aligned_to_its_parents_with_its_own_words_moves(eng
 
     monkeypatch.setattr(core.words.scorer, "load_wordnet_lemmas", lambda: DICTIONARY)
     parent = engine.save(tmp_path / "parent")
-    assert main(["vocabulary-map", "--model", str(parent)]) == 0  # no words of its own: laid out alone
     child = Engine.load(parent, open_vocabulary=False, decoder=None)
     child.words.user_dictionary = [Entry("zib zab", "a small animal that purrs")]
     child_path = child.save(tmp_path / "child")
-    assert main(["vocabulary-map", "--model", str(child_path), "--align-to", str(parent)]) == 0
+    assert main(["vocabulary-map", "--model", str(child_path), "--align-to", str(parent)]) == 0  # the parent's first
+    assert len(fake_umap) == 1  # the parent's map only: the child's goes on it
     parent_engine, child_engine = (Engine.load(p, open_vocabulary=False, decoder=None) for p in (parent, child_path))
     for e in (parent_engine, child_engine):
         e.enable_open_vocabulary(cache_dir=tmp_path / "cache" / "open-vocab")
@@ -290,12 +301,12 @@ def test_a_failed_placing_of_the_definitions_is_said_at_the_next_draw_then_tried
     save_layout(np.zeros((len(DICTIONARY), 2), dtype=np.float32), engine.vocabulary_layout_path())
     with monkeypatch.context() as patched:
         patched.setattr(app.models, "definition_layout", lambda *args: (_ for _ in ()).throw(MemoryError("full")))
-        active.place_definitions_soon()
-        active._placing.join(30)
+        active.placing.start()
+        active.placing.thread.join(30)
         with pytest.raises(MemoryError, match="full"):
-            active.place_definitions_soon()
-    active.place_definitions_soon()  # tried again
-    active._placing.join(30)
+            active.placing.start()
+    active.placing.start()  # tried again
+    active.placing.thread.join(30)
     assert active.definitions_placed()
 
 
@@ -307,8 +318,6 @@ def test_the_map_of_every_definition_is_drawn_searched_and_selected_on_the_map_o
 
     assert EVERY_DEFINITION_MAP in MAP_SOURCES
     studio = Studio(Models.from_engine(engine, ModelSpec("tiny", base=str(tiny_mlm_dir))), Projector(), JobManager())
-    with pytest.raises(ValueError, match="vocabulary-map"):  # no layout yet: as for the map of every word
-        studio.map.draw_map(EVERY_DEFINITION_MAP, 0, "", None, "UMAP", "2-D", "part of speech", Session())
     coords = np.random.default_rng(0).standard_normal((len(DICTIONARY), 2)).astype(np.float32) * 10
     save_layout(coords, engine.vocabulary_layout_path())
     with pytest.raises(ValueError, match=r"Placing the \d+ definitions"):  # placed in the background, not in the request

@@ -21,6 +21,7 @@ from .. import services as sv
 from .. import views
 from ..export import csv_download, projector_download
 from ..models import ActiveModel
+from ..public import is_visitors_model
 from .backend import TabHandlers
 from .session import MapData, Session
 
@@ -90,8 +91,10 @@ class MapHandlers(TabHandlers):
         if colour not in COLOUR_BY:
             raise ValueError(f"Colour by one of: {', '.join(COLOUR_BY)}.")
         started = time.perf_counter()
+        if not engine.vocabulary_layout_path().is_file():
+            self._lay_out_soon(active)
         if definitions and not active.definitions_placed():
-            active.place_definitions_soon()
+            active.placing.start()
             raise ValueError(f"Placing the {len(engine.words.open_vocab.candidates.definitions):,} definitions on "
                              "the map of every word, each on its nearest word: about 4 minutes on 2 cores, once "
                              "per model, in the background. Draw again in a few minutes.")
@@ -100,6 +103,20 @@ class MapHandlers(TabHandlers):
         shown = "region" if colour == "cluster" else colour
         status = f"{len(session.map.coords):,} points in {time.perf_counter() - started:.1f} s, coloured by {shown}."
         return figure, status, session
+
+    @staticmethod
+    def _lay_out_soon(active: ActiveModel) -> None:
+        """Start laying out the model's map of every word in the background (once per model); ValueError
+        saying so, or why it cannot be (a visitor's model, vectors borrowed from its parent)."""
+        if is_visitors_model(active.spec.path) or active.engine.words.reused:
+            active.vocabulary_layout_stamp()  # its ValueError says how to lay the map out
+        active.laying_out.start()
+        if not active.laying_out.running():  # it has just finished
+            return
+        minutes = (time.monotonic() - active.laying_out.started) / 60
+        raise ValueError(f"Laying out the map of every word for this model in the background ({minutes:.0f} min so "
+                         "far; once per model, 3 to 8 minutes on 2 cores: a fine-tune's words go on the shipped "
+                         "model's map, whose map is laid out first if need be). Draw again in a few minutes.")
 
     def _map_corpus(self, active: ActiveModel, source: str, size: int, sentences: str, file: str | None,
                     session: Session, progress: sv.Progress) -> EmbeddedTexts:

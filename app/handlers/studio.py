@@ -91,7 +91,7 @@ def prepare_model(active: ActiveModel, progress: sv.Progress = sv.no_progress, o
             if own and active.definitions_placed():  # the map of every definition's first draw: instant too
                 vocabulary_figure(active, kind="definition")
             elif own:  # minutes, once per layout, in the background
-                active.place_definitions_soon()
+                active.placing.start()
         except Exception:  # the map is optional: the model answers without it, and the Map tab says why
             log.warning("the map of every word could not be prepared", exc_info=True)
     # then its own exact vectors, in the background, where it answers with its parent's or with the shipped

@@ -85,7 +85,7 @@ def vocabulary_map(argv: Sequence[str]) -> int:
     definition" once it exists."""
     import time
 
-    from ..explore.vocabulary_map import definition_layout, lay_out, layout_stamp, save_layout, save_moves
+    from ..explore.vocabulary_map import build_map, default_parent, with_exact_vectors
 
     parser = parser_for("vocabulary-map", vocabulary_map)
     parser.add_argument("--model", default=None, help="checkpoint directory (default: the shipped one)")
@@ -97,28 +97,13 @@ def vocabulary_map(argv: Sequence[str]) -> int:
     args = parser.parse_args(argv)
     set_threads(args.threads)
     from ..checkpoint import CheckpointError
-    from ..engine import Engine
     from ..words.open_vocab_fit import progress
-    from ..paths import user_cache_dir
-    from ..checkpoint import DEFAULT_CHECKPOINT
     started = time.perf_counter()
-
-    def with_vectors(model: str | None) -> Engine:
-        engine = Engine.load(model, decoder=None, open_vocabulary=False)
-        engine.enable_open_vocabulary(cache_dir=user_cache_dir("open-vocab"), progress=progress("candidates"),
-                                      compact=False)
-        return engine
-    shipped = args.model is None or Path(args.model).resolve() == DEFAULT_CHECKPOINT.resolve()
     try:
-        engine = with_vectors(args.model)
-        # a fine-tune (a model with its own words) is aligned to the shipped model's map by default
-        align_to = args.align_to or (str(DEFAULT_CHECKPOINT) if engine.words.user_dictionary and not shipped else "none")
-        parent = with_vectors(align_to) if align_to != "none" else None
-        coords, moves = lay_out(engine, parent, args.seed)
-        path = engine.vocabulary_layout_path()
-        save_layout(coords, path)
-        save_moves(moves, path)
-        placed = len(definition_layout(engine.words.open_vocab, coords, path, layout_stamp(path), args.seed))
+        engine = with_exact_vectors(args.model, progress("candidates"))
+        align_to = args.align_to or str(default_parent(engine, args.model) or "none")
+        parent = with_exact_vectors(align_to, progress("candidates")) if align_to != "none" else None
+        path, moves, placed = build_map(engine, parent, args.seed)
     except (CheckpointError, ValueError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2

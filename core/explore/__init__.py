@@ -9,6 +9,8 @@ from .vocabulary_map import (
     Region,
     aligned_layout,
     build_layout,
+    build_map,
+    default_parent,
     definition_layout,
     kept_definition_positions,
     layout_stamp,
@@ -16,10 +18,13 @@ from .vocabulary_map import (
     load_moves,
     place,
     region_labels,
+    with_exact_vectors,
 )
 
 __all__ = [
     "aligned_layout",
+    "build_map",
+    "default_parent",
     "build_corpus_index",
     "build_layout",
     "definition_layout",
@@ -37,6 +42,7 @@ __all__ = [
     "read_projector",
     "Region",
     "region_labels",
+    "with_exact_vectors",
     "table_columns",
     "VocabularyTexts",
     "write_projector",

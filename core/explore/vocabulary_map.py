@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from ..checkpoint import save_json_atomically, save_npy_atomically
+from ..checkpoint import DEFAULT_CHECKPOINT, save_json_atomically, save_npy_atomically
 from ..paths import user_cache_dir
 from ..words.open_vocab import OpenScorer
 from ..words.word_prior import zipf_frequencies
@@ -122,6 +122,36 @@ def lay_out(engine, parent=None, seed: int = 0) -> tuple[np.ndarray, list[dict]]
         return coords, []
     before = np.stack([parent.encode(definitions[w], normalize=True).mean(0) for w in own])  # (n, d)
     return coords, word_moves(parent.words.open_vocab, parent_coords, before, own, words, coords)
+
+
+def build_map(engine, parent=None, seed: int = 0) -> tuple[Path, list[dict], int]:
+    """Lay out the Engine `engine`'s map of every word (on the Engine `parent`'s map when given, which is
+    laid out first if it has none: `lay_out`), keep it and its moves in the user cache, then place every
+    definition on it; returns (the layout's path, the moves, the number of definitions placed)."""
+    if parent is not None and not parent.vocabulary_layout_path().is_file():
+        build_map(parent, seed=seed)
+    coords, moves = lay_out(engine, parent, seed)
+    path = engine.vocabulary_layout_path()
+    save_layout(coords, path)
+    save_moves(moves, path)
+    return path, moves, len(definition_layout(engine.words.open_vocab, coords, path, layout_stamp(path), seed))
+
+
+def default_parent(engine, model: str | Path | None) -> Path | None:
+    """The model whose map the map of `engine` (loaded from `model`; None: the shipped one) goes on by
+    default: the shipped model's, for a fine-tune with its own words; None (laid out alone) otherwise."""
+    shipped = model is None or Path(model).resolve() == DEFAULT_CHECKPOINT.resolve()
+    return DEFAULT_CHECKPOINT if engine.words.user_dictionary and not shipped else None
+
+
+def with_exact_vectors(model: str | Path | None, progress=None):
+    """The Engine of `model` (None: the shipped one) with its open vocabulary's exact vectors, which the map
+    is drawn from (embedded first, minutes, when the user cache has none)."""
+    from ..engine import Engine  # here: the engine module imports this one
+
+    engine = Engine.load(model, decoder=None, open_vocabulary=False)
+    engine.enable_open_vocabulary(cache_dir=user_cache_dir("open-vocab"), progress=progress, compact=False)
+    return engine
 
 
 def save_moves(moves: list[dict], layout: Path) -> None:
