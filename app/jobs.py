@@ -309,8 +309,8 @@ def in_background(work: Callable[[], None], name: str) -> threading.Thread:
 
 class BackgroundOnce:
     """Work run in the background (`in_background`) until it succeeds once: `start` starts it unless
-    `done()` or it is running; a failure is raised by the next `start`, then forgotten (that call does
-    not start it again; the one after does)."""
+    `done()` or it is running, and it runs unless `done()` by then; a failure (of `work` or `done`) is
+    raised by the next `start`, then forgotten (that call does not start it again; the one after does)."""
 
     def __init__(self, name: str, work: Callable[[], None], done: Callable[[], bool]):
         self.name, self.work, self.done = name, work, done
@@ -332,7 +332,8 @@ class BackgroundOnce:
 
     def _run(self) -> None:
         try:
-            self.work()
+            if not self.done():  # it may have waited behind other background work that did it
+                self.work()
         except Exception as err:  # said by the next start
             with self._lock:
                 self._failed = err

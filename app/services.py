@@ -81,10 +81,10 @@ def discard_upload(path: str | Path, uploads: Path | None = None) -> bool:
 
 def read_text_file(path: str | Path, limit: int = MAX_CORPUS_LINES) -> tuple[list[str], dict[str, list[str]]]:
     """(texts, columns) of an uploaded UTF-8 text file; its size is checked before reading. A file whose
-    first line holds a tab is a table, read by the Projector's metadata rule (core.explore.table_columns):
-    that line names the columns, the first column holds the texts and the others are kept as `columns`
-    (name -> one value a text); a row without text is skipped. Any other file: one text a line, blank
-    lines skipped, no columns."""
+    first line holds a tab, as do most of its lines (blank ones aside) as many, is a table, read by the
+    Projector's metadata rule (core.explore.table_columns): its first line names the columns, the first
+    column holds the texts and the others are kept as `columns` (name -> one value a text); a row without
+    text is skipped. Any other file: one text a line, blank lines skipped, no columns."""
     path = Path(path)
     if not path.is_file():  # gone, or e.g. a FIFO, which would block the read
         raise ValueError("The uploaded file is gone or not a regular file; upload it again.")
@@ -95,9 +95,11 @@ def read_text_file(path: str | Path, limit: int = MAX_CORPUS_LINES) -> tuple[lis
         text = path.read_text(encoding="utf-8-sig")
     except UnicodeDecodeError:
         raise ValueError("The file is not UTF-8 text; save it as UTF-8 with one sentence per line.") from None
-    if "\t" not in text.split("\n", 1)[0]:
+    rows = [line for line in text.splitlines() if line.strip()]  # blank lines are skipped in either kind
+    width = rows[0].count("\t") if rows else 0
+    if not width or 2 * sum(row.count("\t") == width for row in rows) <= len(rows):  # a tab in a sentence
         return text_lines(text, limit, "lines in the file"), {}
-    columns = table_columns(text, path.name)
+    columns = table_columns("\n".join(rows), path.name)
     first = columns.pop(next(iter(columns)))
     kept = [i for i, value in enumerate(first) if value.strip()]  # skipped, as a plain file's blank lines
     texts = _checked_lines([(i + 2, first[i].strip()) for i in kept], limit, "lines in the file")  # line 1: header
@@ -228,8 +230,8 @@ UPLOADED_FILE = "uploaded file"
 def projector_corpus(files: list[str]) -> EmbeddedTexts:
     """Points of the Embedding Projector's files (core/explore/projector.py): one vectors.tsv and, if it has
     one, its metadata.tsv (the file whose name holds "meta"), at most MAX_CORPUS_LINES points. Labels
-    are the first metadata column; the second, if any, colours the map by "part of speech"; every column
-    is kept as the points' `columns`."""
+    are the first metadata column; the second, if any, colours the map by "part of speech"; the columns
+    after the first are kept as the points' `columns`."""
     tsv = [Path(f) for f in files if str(f).lower().endswith(".tsv")]
     metadata = [path for path in tsv if "meta" in path.name.lower()]
     vectors = [path for path in tsv if path not in metadata]
@@ -238,8 +240,9 @@ def projector_corpus(files: list[str]) -> EmbeddedTexts:
                          "name holds 'meta').")
     points = read_projector(vectors[0], metadata[0] if metadata else None, MAX_CORPUS_LINES)
     unit = l2_normalize(points.vectors)  # (n, d)
-    colour = list(points.columns.values())[1] if len(points.columns) > 1 else []
-    return EmbeddedTexts(points.labels, unit, colour, f"{len(unit):,} points of {vectors[0].name}", points.columns)
+    columns = dict(list(points.columns.items())[1:])  # the first holds the labels: the texts, as a table's does
+    colour = next(iter(columns.values()), [])
+    return EmbeddedTexts(points.labels, unit, colour, f"{len(unit):,} points of {vectors[0].name}", columns)
 
 
 def reference_corpus(engine, size: int = REFERENCE_SIZE, progress: Progress = no_progress) -> EmbeddedTexts:

@@ -141,14 +141,15 @@ def test_a_projector_files_third_metadata_column_colours_the_map_and_goes_out_wi
                                                   Session(), "source")
     assert session.map.groups == ["news", "novel", "news", "(empty)", "novel", "news"]
     assert [t.name for t in figure.data] == ["news", "novel", "(empty)"] and "column 'source'" in status
-    assert studio.map.map_columns(session) == ["word", "pos", "source"]  # the Column dropdown's choices
+    assert studio.map.map_columns(session) == ["pos", "source"]  # the Column dropdown's: the labels are the texts
     _, status, first = studio.map.draw_map("uploaded file", 0, "", files, "PCA", "2-D", FILE_COLUMN, Session())
-    assert first.map.groups == [f"w{i}" for i in range(6)] and "column 'word'" in status  # none chosen: the first
+    assert first.map.groups == ["noun"] * 6 and "column 'pos'" in status  # none chosen: the first after the labels
     with zipfile.ZipFile(studio.map.export_map(session)) as archive:
         archive.extractall(tmp_path / "out")
     folder = tmp_path / "out" / "defsent-map"
     exported = read_projector(folder / "vectors.tsv", folder / "metadata.tsv").columns
-    assert list(exported) == ["text", "group", "x", "y", "word", "pos", "source"] and exported["source"] == sources
+    assert list(exported) == ["text", "group", "x", "y", "pos", "source"] and exported["source"] == sources
+    assert exported["text"] == [f"w{i}" for i in range(6)]  # the labels, as the texts
 
 
 def test_a_table_of_texts_colours_the_map_by_its_columns(studio, tmp_path):
@@ -268,3 +269,15 @@ def test_a_page_load_shows_the_umap_status_of_that_moment(studio, monkeypatch):
     assert len(on_load) == 1
     status, timer = on_load[0].fn()
     assert "UMAP is ready" in status and timer.active is False  # at once, not after the first 3 s poll
+
+
+def test_a_tab_inside_a_sentence_makes_no_table_and_number_bins_read_plainly(tmp_path):
+    from app.handlers.map import _column_groups
+
+    plain = tmp_path / "plain.txt"
+    plain.write_text("a dog\tbarks\nthe king rules\nbread is food\n\n", encoding="utf-8")
+    assert sv.read_text_file(plain) == (["a dog\tbarks", "the king rules", "bread is food"], {})
+    years = _column_groups([str(y) for y in range(1990, 2021)], "year")  # 31 numbers: 5 bins by quantile
+    assert len(set(years)) == 5 and years[0] == "1990 to 1996" and not any("e+" in g for g in years)
+    close = _column_groups([f"{1000 + i / 100:.2f}" for i in range(50)], "price")
+    assert len(set(close)) == 5  # bins whose edges differ in the second decimal keep apart names

@@ -103,11 +103,19 @@ def test_the_command_lays_out_the_map_the_app_then_draws_and_searches(engine, ti
     assert studio.map.export_map(session).endswith(".zip")
 
 
-def test_the_map_tab_lays_the_map_out_in_the_background_then_draws_it(engine, tiny_mlm_dir, fake_umap):
+def test_the_map_tab_lays_the_map_out_in_the_background_then_draws_it(engine, tiny_mlm_dir, fake_umap,
+                                                                       monkeypatch):
+    import threading
+
+    import app.models
+
+    gate, build_map = threading.Event(), app.models.build_map
+    monkeypatch.setattr(app.models, "build_map", lambda *args: gate.wait(30) and build_map(*args))
     studio = Studio(Models.from_engine(engine, ModelSpec("tiny", base=str(tiny_mlm_dir))), Projector(), JobManager())
     active = studio.models.active()
     with pytest.raises(ValueError, match="Laying out the map of every word for this model in the background"):
         studio.map.draw_map(EVERY_WORD_MAP, 0, "", None, "UMAP", "2-D", "part of speech", Session())
+    gate.set()
     active.laying_out.thread.join(60)
     assert engine.vocabulary_layout_path().is_file() and len(fake_umap) == 1  # laid out once, alone: no parent
     _, status, _ = studio.map.draw_map(EVERY_WORD_MAP, 0, "", None, "UMAP", "2-D", "part of speech", Session())
@@ -119,7 +127,11 @@ def test_no_map_of_every_word_from_compact_vectors(engine, tiny_mlm_dir):
     engine.words.compact = True
     with pytest.raises(ValueError, match="exact vectors"):
         studio.map.draw_map(EVERY_WORD_MAP, 0, "", None, "UMAP", "2-D", "part of speech", Session())
-    engine.words.compact = False
+    engine.words.compact, engine.words.reused = False, True
+    with pytest.raises(ValueError, match="still answers with its parent's vectors"):  # not laid out from those
+        studio.map.draw_map(EVERY_WORD_MAP, 0, "", None, "UMAP", "2-D", "part of speech", Session())
+    assert studio.models.active().laying_out.thread is None
+    engine.words.reused = False
     save_layout(np.ones((len(DICTIONARY), 2), dtype=np.float32), engine.vocabulary_layout_path())
     assert not list(engine.vocabulary_layout_path().parent.glob("*.partial-*"))  # written whole
     _, _, session = studio.map.draw_map(EVERY_WORD_MAP, 0, "", None, "UMAP", "2-D", "part of speech", Session())
@@ -205,7 +217,12 @@ def test_a_fine_tunes_map_is_aligned_to_its_parents_with_its_own_words_moves(eng
     shared = [words.index(w) for w in parent_engine.words.open_vocab.candidates.words]
     np.testing.assert_allclose(after[shared], before, atol=1e-4)  # the parent's words keep their places
     new = after[words.index("zib zab")]
-    assert any(np.allclose(new, p, atol=1e-4) for p in before)  # it lands on its nearest shared word
+    from core.explore.vocabulary_map import procrustes
+    ours, theirs = (e.words.open_vocab.vectors_of("word", torch.arange(len(e.words.open_vocab.candidates.words)))
+                    .float() for e in (child_engine, parent_engine))
+    rotation = procrustes(ours[shared], theirs)
+    nearest = int((ours[words.index("zib zab")] @ rotation @ theirs.T).argmax())
+    np.testing.assert_allclose(new, before[nearest], atol=1e-4)  # on the parent word nearest its rotated vector
     (move,) = load_moves(child_engine.vocabulary_layout_path())
     read = place(parent_engine.words.open_vocab, before, parent_engine.encode(["a small animal that purrs"]))[0]
     assert move["word"] == "zib zab" and np.allclose(move["before"], read, atol=1e-4)  # where the parent read it

@@ -59,6 +59,8 @@ class MapHandlers(TabHandlers):
         active = self.backend.model_for(session)
         if source in (EVERY_WORD_MAP, EVERY_DEFINITION_MAP):
             return self._vocabulary_map(active, colour, session, definitions=source == EVERY_DEFINITION_MAP)
+        if colour == FILE_COLUMN and source != "uploaded file":  # before embedding: a bad choice costs nothing
+            raise ValueError(NO_COLUMNS)
         corpus = self._map_corpus(active, source, int(size), sentences, file, session, progress)
         coloured = ""
         if colour == FILE_COLUMN:
@@ -69,8 +71,8 @@ class MapHandlers(TabHandlers):
         projection = self.backend.projector.project(corpus.vectors, method, 3 if dims == "3-D" else 2)
         title = f"{corpus.name}: {projection.method} {dims}"
         session.map = MapData(corpus, projection.coords, groups, title)
-        status = " ".join(filter(None, [f"{len(corpus.texts):,} points, {projection.method} in "
-                                        f"{projection.seconds:.1f} s.", projection.note, coloured]))
+        status = (f"{len(corpus.texts):,} points, {projection.method} in {projection.seconds:.1f} s. "
+                  f"{projection.note}") + (f" {coloured}" if coloured else "")  # bench/load_requests.py reads it
         return views.scatter_figure(projection.coords, corpus.texts, groups, title), status, session
 
     def map_columns(self, session: Session) -> list[str]:
@@ -78,7 +80,7 @@ class MapHandlers(TabHandlers):
         return list(session.map.columns) if session.map is not None else []
 
     def _vocabulary_map(self, active: ActiveModel, colour: str, session: Session, definitions: bool = False):
-        """The map of every word: the model's precomputed layout (`python -m core vocabulary-map`),
+        """The map of every word: the model's layout (laid out once: `_lay_out_soon`, or `python -m core vocabulary-map`),
         coloured by part of speech, region ("cluster") or frequency; with `definitions`, every definition
         on that map instead of the words (each on its nearest word: placed once per layout, then kept)."""
         if colour == FILE_COLUMN:  # its points are the vocabulary's, not a file's
@@ -107,13 +109,20 @@ class MapHandlers(TabHandlers):
     @staticmethod
     def _lay_out_soon(active: ActiveModel) -> None:
         """Start laying out the model's map of every word in the background (once per model); ValueError
-        saying so, or why it cannot be (a visitor's model, vectors borrowed from its parent)."""
-        if is_visitors_model(active.spec.path) or active.engine.words.reused:
-            active.vocabulary_layout_stamp()  # its ValueError says how to lay the map out
-        active.laying_out.start()
-        if not active.laying_out.running():  # it has just finished
-            return
-        minutes = (time.monotonic() - active.laying_out.started) / 60
+        saying so, why it cannot be (a visitor's model, vectors borrowed from its parent), or why it failed."""
+        if is_visitors_model(active.spec.path):
+            raise ValueError("A visitor's model has no map of every word here: fine-tune and lay it out on your "
+                             "own machine (`python -m core vocabulary-map --model <it>`).")
+        if active.engine.words.reused:
+            raise ValueError("This model still answers with its parent's vectors; its map of every word is laid out "
+                             "from its own, which the Reverse dictionary tab shows the progress of. Draw again then.")
+        laying_out = active.laying_out
+        laying_out.start()
+        if not laying_out.running():  # done just now, or failed just now: the second start says why
+            if laying_out.done():
+                return
+            laying_out.start()
+        minutes = (time.monotonic() - laying_out.started) / 60
         raise ValueError(f"Laying out the map of every word for this model in the background ({minutes:.0f} min so "
                          "far; once per model, 3 to 8 minutes on 2 cores: a fine-tune's words go on the shipped "
                          "model's map, whose map is laid out first if need be). Draw again in a few minutes.")
@@ -289,7 +298,7 @@ def _selected_pairs(selection: str, limit: int) -> list[tuple[int, int]]:
 
 
 def vocabulary_map_data(active: ActiveModel, colour: str = "part of speech", kind: str = "word") -> MapData:
-    """The map of every word of `active` (its layout from `python -m core vocabulary-map`), or with `kind`
+    """The map of every word of `active` (its layout, laid out once per model), or with `kind`
     "definition" every definition on it (each on its nearest word, a little jittered: same layout, same
     region names); new vectors land on their nearest words, coloured as `colour` says."""
     words, coords = active.engine.vocabulary_reference("word"), active.vocabulary_layout()
@@ -360,10 +369,22 @@ def _numbers(cells: list[str]) -> dict[str, float] | None:
     return numbers if all(math.isfinite(x) for x in numbers.values()) else None
 
 
+def _distinct_numbers(values: np.ndarray) -> list[str]:
+    """`values` (distinct, sorted) written plainly with the fewest digits (3 at least) that tell them apart:
+    1990 stays 1990, not 1.99e+03, and 1000.25 is not written as 1000.2 next to 1000.2."""
+    for digits in range(3, 17):
+        shown = [np.format_float_positional(v, precision=digits, unique=False, fractional=False, trim="-")
+                 for v in values]
+        if len(set(shown)) == len(shown):
+            break
+    return shown
+
+
 def _quantile_bins(cells: list[str], numbers: dict[str, float]) -> list[str]:
     """Each cell's quantile bin among the column's non-empty cells, named by its range; EMPTY if empty."""
     x = np.array([numbers[cell] for cell in cells if cell])
     edges = np.unique(np.quantile(x, np.linspace(0, 1, QUANTILES + 1)))  # ties can merge bins
-    names = [f"{lo:.3g} to {hi:.3g}" for lo, hi in zip(edges[:-1], edges[1:])]
+    shown = _distinct_numbers(edges)
+    names = [f"{lo} to {hi}" for lo, hi in zip(shown[:-1], shown[1:])]
     return [names[int(np.searchsorted(edges[1:-1], numbers[cell], side="right"))] if cell else EMPTY
             for cell in cells]

@@ -70,13 +70,13 @@ class Session:
         return self.key
 
     def reference(self, active: ActiveModel, choice: str, progress: sv.Progress = sv.no_progress) -> Reference:
-        """The texts `choice` names for searching: one of sv.REFERENCE_CHOICES, or sv.UPLOADED_FILE, the file
-        this user uploaded last (in the Similarity or the Map tab) as `active`'s model embedded it."""
+        """The texts `choice` names for searching: one of sv.REFERENCE_CHOICES, or sv.UPLOADED_FILE, the text
+        file this user last searched (Similarity tab) or drew (Map tab), as `active`'s model embedded it."""
         if choice != sv.UPLOADED_FILE:
             return active.reference_texts(choice, progress)
         if self.corpus is None or not self.corpus_key.startswith(active.engine.fingerprint):
             raise ValueError(f"{sv.UPLOADED_FILE.capitalize()}: none yet for this model. Upload a text file in the "
-                             "Similarity tab (and search it) or in the Map tab (and draw it) first.")
+                             "Similarity tab and search it, or in the Map tab and draw it, first.")
         return self.corpus
 
     def uploaded_corpus(self, active: ActiveModel, file: str | None, progress: sv.Progress) -> EmbeddedTexts:

@@ -13,7 +13,7 @@ REFINE_LABEL = (f"Refine: correct {EXACT_ROUNDS} times instead of once, each tim
                 "per sentence)")
 REFERENCE_INFO = (f"{sv.LARGEST_READY!r}: the modern corpus's million sentences where this server indexed them, "
                   f"else every WordNet definition once the full vocabulary is ready, until then the {sv.SAMPLE}; "
-                  f"{sv.UPLOADED_FILE!r}: the file you uploaded last, in the Similarity or the Map tab")
+                  f"{sv.UPLOADED_FILE!r}: the text file you last searched (Similarity tab) or drew (Map tab)")
 
 
 def reference_choice() -> gr.Dropdown:

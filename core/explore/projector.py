@@ -103,7 +103,7 @@ def table_columns(text: str, name: str) -> dict[str, list[str]]:
     rows = [line.rstrip("\r").split("\t") for line in _split_lines(text)]
     header = rows[0] if rows and len(rows[0]) > 1 else None  # the Projector: a header only with several columns
     body = rows[1:] if header else rows
-    names = header or ["label"]
+    names = [column.strip() for column in header] if header else ["label"]
     twice = [column for j, column in enumerate(names) if column in names[:j]]
     if twice:  # one column would hide the other
         raise ValueError(f"{name} line 1: the column name {twice[0]!r} is used twice")

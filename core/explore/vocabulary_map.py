@@ -132,8 +132,8 @@ def build_map(engine, parent=None, seed: int = 0) -> tuple[Path, list[dict], int
         build_map(parent, seed=seed)
     coords, moves = lay_out(engine, parent, seed)
     path = engine.vocabulary_layout_path()
+    save_moves(moves, path)  # first: a layout read in between would be kept with no moves for its version
     save_layout(coords, path)
-    save_moves(moves, path)
     return path, moves, len(definition_layout(engine.words.open_vocab, coords, path, layout_stamp(path), seed))
 
 
