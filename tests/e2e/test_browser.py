@@ -15,6 +15,7 @@ import sys
 import time
 import urllib.request
 from pathlib import Path
+from urllib.parse import urlparse
 
 import pytest
 
@@ -212,6 +213,24 @@ def test_map_draws_and_highlights(page, served_model):
     assert_column_fits(page, "#cand-table", "definitions")
     assert_column_fits(page, "#map-neighbours", "text")  # the neighbours' text ran past the table's edge
     shoot(page, shots, "4-map")
+
+
+def test_the_page_and_its_map_fetch_nothing_from_elsewhere(browser, app_url, served_model):
+    """Every script, style and font comes from the app itself (it runs offline, issue 39: nothing from a CDN):
+    no request of the page, the Map tab and a drawn map leaves the app's host."""
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    host, elsewhere = urlparse(app_url).netloc, []
+    page.on("request", lambda r: elsewhere.append(r.url) if urlparse(r.url).netloc not in (host, "") else None)
+    try:
+        page.goto(app_url)
+        wait_for_text(page, "#model-status", "Active model")
+        open_tab(page, "Map")
+        page.locator("#map-draw").click()
+        page.locator("#map-status").get_by_text("points, ").wait_for()
+        page.wait_for_timeout(1_000)  # the figure's own late requests (gradio keeps a stream open: never idle)
+        assert elsewhere == []
+    finally:
+        page.close()
 
 
 def test_a_box_selection_on_the_map_fills_the_table_and_its_csv(page, served_model):
