@@ -20,7 +20,7 @@ from core.explore import INDEX, CorpusIndex, index_folder
 from core.engine import Engine
 from core.readout import REFERENCE_SIZE, EmbeddedTexts, Reference
 from core.explore import (LABEL_LEVELS, Region, build_map, default_parent, definition_layout, kept_definition_positions,
-                          layout_stamp, load_moves, region_labels, with_exact_vectors)
+                          layout_stamp, load_moves, region_labels)
 from core.words import frequency_bands
 
 from .services import (CORPUS_NAME, CORPUS_SENTENCES, EVERY_DEFINITION, LARGEST_READY, POS_NAMES, REFERENCE_CHOICES,
@@ -165,7 +165,7 @@ class ActiveModel:
         """This model's map of every word, laid out and kept (core.explore.vocabulary_map.build_map): a fine-tune's
         on the shipped model's map, loaded for this with its exact vectors (and laid out first if need be)."""
         parent = default_parent(self.engine, self.spec.path)
-        build_map(self.engine, with_exact_vectors(parent) if parent is not None else None)
+        build_map(self.engine, Engine.load_with_exact_vectors(parent) if parent is not None else None)
 
     def word_groups(self, colour: str = "part of speech") -> list[str]:
         """Each open-vocabulary word's colour on the map of every word: its main part of speech, its

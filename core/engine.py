@@ -136,6 +136,14 @@ class Engine:
         return engine
 
     @classmethod
+    def load_with_exact_vectors(cls, path: str | Path | None = None, progress=None) -> "Engine":
+        """`load` without a decoder, with the open vocabulary's exact vectors (what the map of every word is
+        drawn from), embedded first (minutes, `progress`) when the user cache has none."""
+        engine = cls.load(path, decoder=None, open_vocabulary=False)
+        engine.enable_open_vocabulary(cache_dir=user_cache_dir("open-vocab"), progress=progress, compact=False)
+        return engine
+
+    @classmethod
     def _load_encoder(cls, path: Path, untrained: bool) -> "Engine":
         if path.is_dir() and not (path / MANIFEST).exists() and (path / "config.json").exists():
             return cls.from_base(str(path))

@@ -85,7 +85,7 @@ def vocabulary_map(argv: Sequence[str]) -> int:
     definition" once it exists."""
     import time
 
-    from ..explore.vocabulary_map import build_map, default_parent, with_exact_vectors
+    from ..explore.vocabulary_map import build_map, default_parent
 
     parser = parser_for("vocabulary-map", vocabulary_map)
     parser.add_argument("--model", default=None, help="checkpoint directory (default: the shipped one)")
@@ -97,12 +97,13 @@ def vocabulary_map(argv: Sequence[str]) -> int:
     args = parser.parse_args(argv)
     set_threads(args.threads)
     from ..checkpoint import CheckpointError
+    from ..engine import Engine
     from ..words.open_vocab_fit import progress
     started = time.perf_counter()
     try:
-        engine = with_exact_vectors(args.model, progress("candidates"))
+        engine = Engine.load_with_exact_vectors(args.model, progress("candidates"))
         align_to = args.align_to or str(default_parent(engine, args.model) or "none")
-        parent = with_exact_vectors(align_to, progress("candidates")) if align_to != "none" else None
+        parent = Engine.load_with_exact_vectors(align_to, progress("candidates")) if align_to != "none" else None
         path, moves, placed = build_map(engine, parent, args.seed)
     except (CheckpointError, ValueError) as err:
         print(f"error: {err}", file=sys.stderr)

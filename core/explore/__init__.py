@@ -18,7 +18,6 @@ from .vocabulary_map import (
     load_moves,
     place,
     region_labels,
-    with_exact_vectors,
 )
 
 __all__ = [
@@ -42,7 +41,6 @@ __all__ = [
     "read_projector",
     "Region",
     "region_labels",
-    "with_exact_vectors",
     "table_columns",
     "VocabularyTexts",
     "write_projector",

@@ -144,16 +144,6 @@ def default_parent(engine, model: str | Path | None) -> Path | None:
     return DEFAULT_CHECKPOINT if engine.words.user_dictionary and not shipped else None
 
 
-def with_exact_vectors(model: str | Path | None, progress=None):
-    """The Engine of `model` (None: the shipped one) with its open vocabulary's exact vectors, which the map
-    is drawn from (embedded first, minutes, when the user cache has none)."""
-    from ..engine import Engine  # here: the engine module imports this one
-
-    engine = Engine.load(model, decoder=None, open_vocabulary=False)
-    engine.enable_open_vocabulary(cache_dir=user_cache_dir("open-vocab"), progress=progress, compact=False)
-    return engine
-
-
 def save_moves(moves: list[dict], layout: Path) -> None:
     """Write `moves` beside `layout` atomically; no moves: no file (an older one is removed)."""
     path = moves_path(layout)
