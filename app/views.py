@@ -153,10 +153,10 @@ def add_region_labels(fig: go.Figure, levels: Sequence[Sequence]) -> go.Figure:
     """One text trace per level of `levels` (each a list of core.explore.vocabulary_map.Region, coarse to fine);
     only the first shows until the page's script (MAP_JS) shows the level that suits the zoom."""
     for level, regions in enumerate(levels):
-        fig.add_trace(go.Scatter(x=[r.x for r in regions], y=[r.y for r in regions], mode="text",
-                                 text=[escape(r.name) for r in regions], name=REGION_LABELS, meta=level,
-                                 visible=level == 0, showlegend=False, hoverinfo="skip",
-                                 textfont=dict(size=13 if level == 0 else 11, color="#222")))
+        fig.add_trace(go.Scattergl(x=[r.x for r in regions], y=[r.y for r in regions], mode="text",
+                                   text=[escape(r.name) for r in regions], name=REGION_LABELS, meta=level,
+                                   visible=level == 0, showlegend=False, hoverinfo="skip",
+                                   textfont=dict(size=13 if level == 0 else 11, color="#222")))
     return fig
 
 
@@ -184,7 +184,7 @@ def add_marker(fig: go.Figure, xy: np.ndarray, label: str) -> go.Figure:
     """A star at `xy` (2,) named `label`: where a search lands on a fixed map."""
     fig.add_trace(go.Scattergl(x=[xy[0]], y=[xy[1]], mode="markers+text", name="your search",
                                text=[escape(shorten(label, HOVER_CHARS))], textposition="top center",
-                               marker=dict(size=16, symbol="star", color="black")))
+                               marker=dict(size=20, symbol="star", color="gold", line=dict(width=1.5, color="black"))))
     return fig
 
 

@@ -185,6 +185,7 @@ def test_the_map_of_every_word_carries_its_region_names_one_level_shown(engine, 
     labels = [t for t in figure.data if t.name == REGION_LABELS]
     assert [t.meta for t in labels] == list(range(len(labels))) and len(labels) >= 2
     assert [t.visible for t in labels] == [True] + [False] * (len(labels) - 1)
+    assert {t.type for t in labels} == {"scattergl"}  # drawn above the WebGL points, where an SVG trace hid under them
     searched, _, _ = studio.map.search_map("a small animal", 2, session)  # a search keeps them
     assert [t.meta for t in searched.data if t.name == REGION_LABELS] == [t.meta for t in labels]
     by_region, status, _ = studio.map.draw_map(EVERY_WORD_MAP, 0, "", None, "UMAP", "2-D", "cluster", Session())
