@@ -81,8 +81,9 @@ class MapHandlers(TabHandlers):
 
     def _vocabulary_map(self, active: ActiveModel, colour: str, session: Session, definitions: bool = False):
         """The map of every word: the model's layout (laid out once: `_lay_out_soon`, or `python -m core
-        vocabulary-map`), coloured by part of speech, region ("cluster") or frequency; with `definitions`, every definition
-        on that map instead of the words (each on its nearest word: placed once per layout, then kept)."""
+        vocabulary-map`), coloured by part of speech, region ("cluster") or frequency; with `definitions`,
+        every definition on that map instead of the words (each on its nearest word: placed once per layout,
+        then kept)."""
         if colour == FILE_COLUMN:  # its points are the vocabulary's, not a file's
             raise ValueError(NO_COLUMNS)
         engine = active.engine
