@@ -28,7 +28,7 @@ from .session import MapData, Session
 EVERY_WORD_MAP = "every word (laid out once per model)"
 EVERY_DEFINITION_MAP = "every definition (on the map of every word)"
 MAX_HIGHLIGHTS = 200  # points ringed because their text contains the search (on the map of every word: many)
-MAP_SOURCES = ("dictionary definitions", "vocabulary words", "my sentences", "uploaded file", EVERY_WORD_MAP,
+MAP_SOURCES = ("dictionary definitions", "vocabulary words", "my sentences", sv.UPLOADED_FILE, EVERY_WORD_MAP,
                EVERY_DEFINITION_MAP)
 MAP_POINTS = "this map's points"  # what the map's search looks among, unless the user picks a collection
 MAX_MAP_NEIGHBOURS = 30
@@ -59,7 +59,7 @@ class MapHandlers(TabHandlers):
         active = self.backend.model_for(session)
         if source in (EVERY_WORD_MAP, EVERY_DEFINITION_MAP):
             return self._vocabulary_map(active, colour, session, definitions=source == EVERY_DEFINITION_MAP)
-        if colour == FILE_COLUMN and source != "uploaded file":  # before embedding: a bad choice costs nothing
+        if colour == FILE_COLUMN and source != sv.UPLOADED_FILE:  # before embedding: a bad choice costs nothing
             raise ValueError(NO_COLUMNS)
         corpus = self._map_corpus(active, source, int(size), sentences, file, session, progress)
         coloured = ""
@@ -139,7 +139,7 @@ class MapHandlers(TabHandlers):
         if source == "my sentences":
             lines = sv.text_lines(sentences, sv.MAX_CORPUS_LINES)
             return sv.embed_corpus(active.engine, lines, name=f"{len(lines)} sentences", progress=progress)
-        if source == "uploaded file":
+        if source == sv.UPLOADED_FILE:
             files = [file] if isinstance(file, str) else list(file or [])
             # the Embedding Projector's files hold a vectors.tsv; any other .tsv is a table of texts
             if any(str(f).lower().endswith(".tsv") and holds_vectors(Path(f)) for f in files):
@@ -149,8 +149,8 @@ class MapHandlers(TabHandlers):
 
     def search_map(self, query: str, k: int, session: Session, collection: str = MAP_POINTS):
         """Highlight texts containing the query and its nearest neighbours (original space) among the
-        map's points, or (`collection`, one of REFERENCE_CHOICES or UPLOADED_FILE) the nearest texts of a collection,
-        each landed on the map of every word."""
+        map's points, or (`collection`, one of REFERENCE_CHOICES or UPLOADED_FILE) the nearest texts of a
+        collection, each landed on the map of every word."""
         if session.map is None:
             raise ValueError("Draw a map first.")
         if not 1 <= int(k) <= MAX_MAP_NEIGHBOURS:
