@@ -21,6 +21,7 @@ from .settings import configure_numba_cache
 log = logging.getLogger(__name__)
 METHODS = ("UMAP", "PCA")
 MIN_UMAP_POINTS = 10
+CACHED = "Cached result."  # a projection's note when the cache answered (its seconds: when it was computed)
 WARMUP_SIZES = (1000, 5000)  # below 4,096 points UMAP finds neighbours exactly, above by NN-descent
 
 
@@ -133,7 +134,7 @@ class Projector:
             cached = self._cache.get(key)
             if cached is not None:
                 self._cache.move_to_end(key)
-                return Projection(cached.coords, cached.method, cached.seconds, note or "cached result")
+                return Projection(cached.coords, cached.method, cached.seconds, note or CACHED)
         start = time.perf_counter()
         coords = umap_fit(vectors, dims) if method == "UMAP" else pca(vectors, dims)
         result = Projection(coords, method, time.perf_counter() - start, note)

@@ -4,6 +4,7 @@ All user-provided text is HTML-escaped before it is put into markup.
 """
 from __future__ import annotations
 
+import re
 from html import escape
 from typing import Sequence
 
@@ -13,6 +14,9 @@ import plotly.graph_objects as go
 from .services import POS_NAMES, WordRow
 
 HOVER_CHARS = 90
+# A point's second hover line (a word's first definition on the map of every word): 147k of them add
+# about 8 MB to the figure, and longer ones more (docs/results.md "One map of every word")
+DETAIL_CHARS = 56
 # Above this many points markers are drawn 3 px wide, not 5: Chromium without a GPU fills every marker's
 # pixels in software, so the first draw of the 147k-word map took 1.4 s a frame at 5 px, 1.0 s at 3 px
 # (bench/bench_map_browser.py; docs/results.md "One map of every word").
@@ -100,21 +104,39 @@ def heatmap_figure(sentences: Sequence[str], matrix: np.ndarray) -> go.Figure:
 
 
 def scatter_figure(coords: np.ndarray, texts: Sequence[str], groups: Sequence[str], title: str,
-                   highlight: Sequence[int] = (), symbols: dict[str, str] | None = None) -> go.Figure:
-    """One trace per group (legend = colour), hover shows the text; `highlight` points are ringed."""
+                   highlight: Sequence[int] = (), symbols: dict[str, str] | None = None,
+                   details: Sequence[str] | None = None) -> go.Figure:
+    """One trace per group (legend = colour), hover shows the text (and below it its `details`, shortened);
+    `highlight` points are ringed."""
     coords = np.asarray(coords)
     three_d = coords.shape[1] == 3
     size = 9 if symbols else 3 if len(coords) > DENSE_POINTS else 5
+    hovers = [hover_text(t, details[i] if details else "") for i, t in enumerate(texts)]
     fig = go.Figure()
-    for group, idx in group_indices(groups).items():
-        fig.add_trace(_points(coords[idx], [texts[i] for i in idx], str(group), three_d,
+    indices = group_indices(groups)
+    ranks = legend_ranks([str(g) for g in indices])
+    for group, idx in indices.items():
+        fig.add_trace(_points(coords[idx], [hovers[i] for i in idx], str(group), three_d,
                               marker=dict(size=size, symbol=(symbols or {}).get(group, "circle"))))
+        fig.data[-1].legendrank = ranks[str(group)]
     if len(highlight):
         idx = list(highlight)
-        fig.add_trace(_points(coords[idx], [texts[i] for i in idx], "search hits", three_d,
+        fig.add_trace(_points(coords[idx], [hovers[i] for i in idx], "search hits", three_d,
                               marker=dict(size=14, color="rgba(0,0,0,0)", line=dict(width=3, color="black"))))
     fig.update_layout(title=title, margin=dict(l=10, r=10, t=40, b=10), legend=dict(itemsizing="constant"))
     return fig
+
+
+def legend_ranks(names: Sequence[str]) -> dict[str, int]:
+    """{group name: its place in the legend}: by the first number in the names when each has one (numbers'
+    bins "1990 to 1996", clusters, years), else as they come; "(other)"-like names last either way. The
+    traces keep their order (`group_indices`), which selections name points by."""
+    first_number = {n: re.search(r"-?\d+(?:\.\d+)?", n) for n in names}
+    named = [n for n in names if not n.startswith("(")]
+    if named and all(first_number[n] for n in named):
+        named.sort(key=lambda n: (float(first_number[n].group()), n))
+    order = named + [n for n in names if n.startswith("(")]
+    return {name: 1000 + rank for rank, name in enumerate(order)}  # plotly's default rank is 1000
 
 
 def group_indices(groups: Sequence[str]) -> dict[str, list[int]]:
@@ -126,13 +148,20 @@ def group_indices(groups: Sequence[str]) -> dict[str, list[int]]:
     return indices
 
 
-def _points(xyz: np.ndarray, texts: Sequence[str], name: str, three_d: bool, marker: dict):
-    hover = [escape(shorten(t, HOVER_CHARS)) for t in texts]
+def hover_text(text: str, detail: str = "") -> str:
+    """A point's hover: its text shortened, and below it `detail` (if any) shorter still, both HTML-escaped."""
+    shown = escape(shorten(text, HOVER_CHARS))
+    return f"{shown}<br>{escape(shorten(detail, DETAIL_CHARS))}" if detail else shown
+
+
+def _points(xyz: np.ndarray, hover: Sequence[str], name: str, three_d: bool, **style):
+    """A trace of markers at `xyz` (n, 2 or 3), each hovering its (escaped) `hover` text; `style`: the
+    trace's other settings (marker, legendrank)."""
     if three_d:
         return go.Scatter3d(x=xyz[:, 0], y=xyz[:, 1], z=xyz[:, 2], mode="markers", name=name, text=hover,
-                            hoverinfo="text", marker=marker)
+                            hoverinfo="text", **style)
     return go.Scattergl(x=xyz[:, 0], y=xyz[:, 1], mode="markers", name=name, text=hover, hoverinfo="text",
-                        marker=marker)
+                        **style)
 
 
 def placeholder_figure(hint: str) -> go.Figure:
@@ -163,7 +192,7 @@ def add_region_labels(fig: go.Figure, levels: Sequence[Sequence]) -> go.Figure:
 def add_points(fig: go.Figure, xy: np.ndarray, labels: Sequence[str], name: str) -> go.Figure:
     """Diamonds at `xy` (n, 2), each hovering its label: texts of another collection landed on a map."""
     fig.add_trace(go.Scattergl(x=xy[:, 0], y=xy[:, 1], mode="markers", name=name, hoverinfo="text",
-                               text=[escape(shorten(t, HOVER_CHARS)) for t in labels],
+                               text=[hover_text(t) for t in labels],
                                marker=dict(size=11, symbol="diamond", color="crimson",
                                            line=dict(width=1, color="white"))))
     return fig

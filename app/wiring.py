@@ -92,10 +92,11 @@ def and_session(fn: Callable) -> Callable:
     return run
 
 
-def wire(triggers: list, fn: Callable, inputs, outputs: list, **kwargs):
-    """Run `fn` on `triggers` after emptying its shown outputs (in the browser's request, outside the
-    queue): a user error is only a toast, which would leave the previous result under the new input."""
-    shown = [o for o in outputs if not isinstance(o, gr.State)]
+def wire(triggers: list, fn: Callable, inputs, outputs: list, keep: tuple = (), **kwargs):
+    """Run `fn` on `triggers` after emptying its shown outputs but `keep` (in the browser's request, outside
+    the queue): a user error is only a toast, which would leave the previous result under the new input.
+    Kept: what the new input only adds to (a map that a search highlights on), which an error leaves as it was."""
+    shown = [o for o in outputs if not isinstance(o, gr.State) and all(o is not k for k in keep)]
     cleared = gr.on(triggers, lambda: {o: None for o in shown}, None, shown, queue=False,
                     show_progress="hidden", api_visibility="private")
     return cleared.then(fn, inputs, outputs, **kwargs)

@@ -7,8 +7,9 @@ what travels to the browser, and how long a search takes to land on the map (eng
 
 The app runs the shipped model with the user cache (its exact vectors and the layout must be there);
 the draws start once the app has prepared its model and warmed UMAP up; the time is measured in the
-page, from the click to plotly's first drawing of the new figure. Then it zooms (the region names shown at
-each zoom level) and searches (how close the view flies, and the names shown there).
+page, from the click to plotly's first drawing of the new figure. Then it hovers a point (what its label
+shows), zooms (the region names shown at each zoom level) and searches (how close the view flies, and the
+names shown there).
 """
 from __future__ import annotations
 
@@ -56,6 +57,7 @@ def main(argv: list[str] | None = None) -> int:
                 page.locator("#map-plot .js-plotly-plot canvas").first.wait_for(state="attached")
                 print(f"draw {draw + 1}: {time.perf_counter() - started:.2f} s from the click to the drawn map "
                       f"({page.locator('#map-status').inner_text().strip()})", flush=True)
+            print(f"hovering a point shows: {hover_label(page)!r}", flush=True)
             print(f"region names shown by zoom: {zoom_levels(page)}", flush=True)
             zoom, levels = search_view(page, "a large body of water")
             print(f"a search flew {zoom:.1f} times closer; region names shown there: {levels}", flush=True)
@@ -64,6 +66,19 @@ def main(argv: list[str] | None = None) -> int:
         process.terminate()
         process.wait(timeout=30)
     return 0
+
+
+def hover_label(page) -> str:
+    """The text of plotly's hover label with the mouse on the first point of the map's first trace."""
+    x, y = page.evaluate("""() => { const div = document.querySelector('#map-plot .js-plotly-plot');
+      const box = div.querySelector('.nsewdrag').getBoundingClientRect(), full = div._fullLayout;
+      const t = div._fullData[0];
+      return [box.left + full.xaxis.l2p(t.x[0]), box.top + full.yaxis.l2p(t.y[0])]; }""")
+    page.mouse.move(x + 1, y + 1)
+    page.mouse.move(x, y)
+    label = page.locator("#map-plot .hoverlayer .hovertext").first
+    label.wait_for(timeout=10_000)
+    return " / ".join(t.strip() for t in label.locator("tspan.line").all_inner_texts())
 
 
 def zoom_levels(page) -> dict[int, list[int]]:
@@ -102,7 +117,7 @@ def search_view(page, query: str) -> tuple[float, list[int]]:
 def engine_side(definitions: bool = False) -> None:
     """The figure's size as plotly JSON (what Gradio sends) and a search's landing time, in this process;
     with `definitions`, the figure of every definition (placed first when they are not yet: minutes)."""
-    from app import views
+    from app.handlers import vocabulary_figure
     from app.models import ActiveModel, ModelSpec
     from core.checkpoint import DEFAULT_CHECKPOINT
     from core.engine import Engine
@@ -112,16 +127,15 @@ def engine_side(definitions: bool = False) -> None:
     engine = Engine.load(decoder=None, open_vocabulary=False)
     engine.enable_open_vocabulary(cache_dir=user_cache_dir("open-vocab"), compact=False)
     active = ActiveModel(ModelSpec(DEFAULT_CHECKPOINT.name, DEFAULT_CHECKPOINT), engine)
-    words, coords = engine.vocabulary_reference("word"), active.vocabulary_layout()
-    points, texts, groups = coords, words.texts, active.word_groups
+    coords = active.vocabulary_layout()
     if definitions:
         placing = time.perf_counter()
-        points, texts, groups = (active.definition_positions(), engine.vocabulary_reference("definition").texts,
-                                 active.definition_groups)
+        active.definition_positions()
         print(f"definitions placed or read in {time.perf_counter() - placing:.1f} s")
     started = time.perf_counter()
-    figure = views.scatter_figure(points, texts, groups(), "every definition" if definitions else "every word")
-    print(f"figure of {len(points):,} points built in {time.perf_counter() - started:.2f} s, "
+    figure = vocabulary_figure(active, kind="definition" if definitions else "word")
+    points = sum(len(t.x) for t in figure.data if t.mode == "markers")
+    print(f"figure of {points:,} points (region names included) built in {time.perf_counter() - started:.2f} s, "
           f"{len(figure.to_json()) / 1e6:.1f} MB as plotly JSON")
     for text in ("a person who is in charge", "He visits Italy - He eats pizza + She drinks wine"):
         started = time.perf_counter()

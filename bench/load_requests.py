@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from app.projection import CACHED
+
 REQUEST_TIMEOUT = 300.0  # seconds; a request with no answer by then is counted as failed (a hang)
 DESCRIPTIONS = ["a person who is in charge", "a place where books are kept", "a large grey animal with a trunk",
                 "to move quickly on foot", "feeling or showing pleasure", "a building where people live",
@@ -28,8 +30,8 @@ SENTENCES = ["The man is walking.", "The woman is walking.", "The man is running
 MAP_POINTS = 12
 RD = "reverse dictionary"
 MAP = f"map of {MAP_POINTS} sentences"
-# A map's status line: "12 points, PCA in 0.0 s. " + a note ("cached result" when the projection cache answered)
-MAP_TIMING = re.compile(r" in \d+(?:\.\d+)? s\. (?:cached result)?")
+# A map's status line: "12 points, PCA in 0.0 s. " + a note (projection.CACHED when the projection cache answered)
+MAP_TIMING = re.compile(r" in \d+(?:\.\d+)? s\. " + f"(?:{re.escape(CACHED)})?")
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ import pytest
 
 from app import services as sv
 from app.handlers import Session
-from app.projection import Projector, pca
+from app.projection import CACHED, Projector, pca
 from core.words.word_prior import frequency_bands
 from tests.conftest import TINY_WORDS
 
@@ -155,7 +155,7 @@ def test_a_projector_files_third_metadata_column_colours_the_map_and_goes_out_wi
 def test_a_table_of_texts_colours_the_map_by_its_columns(studio, tmp_path):
     from app.handlers import FILE_COLUMN
 
-    rows = [(f"sentence number {i}", "odd" if i % 2 else "even", f"{i * 1.5}") for i in range(12)]
+    rows = [(f"sentence number {i}", "odd" if i % 2 else "even", f"{i * 5 % 12 * 1.5}") for i in range(12)]
     table = tmp_path / "sentences.tsv"  # a .tsv of texts, not the Projector's vectors: its first cell is a name
     table.write_text("sentence\ttopic\tscore\n" + "".join("\t".join(r) + "\n" for r in rows) + "\t\t\n",
                      encoding="utf-8")  # the last row has no text: skipped, as a blank line
@@ -165,10 +165,13 @@ def test_a_table_of_texts_colours_the_map_by_its_columns(studio, tmp_path):
     assert session.map.corpus.texts == [r[0] for r in rows] and status.startswith("12 points")
     assert session.map.groups == [r[1] for r in rows] and studio.map.map_columns(session) == ["topic", "score"]
     embedded = session.map.corpus
-    _, _, session = studio.map.draw_map("uploaded file", 0, "", [str(table)], "PCA", "2-D", FILE_COLUMN,
-                                        session, "score")  # 12 numbers: in 5 bins by quantile
-    assert session.map.groups[:3] == ["0 to 3.3"] * 3 and session.map.groups[-3:] == ["13.2 to 16.5"] * 3
+    figure, _, session = studio.map.draw_map("uploaded file", 0, "", [str(table)], "PCA", "2-D", FILE_COLUMN,
+                                             session, "score")  # 12 numbers (0 to 16.5): in 5 bins by quantile
+    by_score = dict(zip((float(r[2]) for r in rows), session.map.groups))
+    assert [by_score[x] for x in (0, 1.5, 3.0)] == ["0 to 3.3"] * 3 and by_score[16.5] == "13.2 to 16.5"
     assert len(set(session.map.groups)) == 5 and session.map.corpus is embedded
+    legend = [t.name for t in sorted(figure.data, key=lambda t: t.legendrank)]
+    assert legend[0] == "0 to 3.3" and legend[-1] == "13.2 to 16.5" and legend != [t.name for t in figure.data]
     table.write_text("sentence\ttopic\n" + "".join(f"{r[0]}\tt{i}\n" for i, r in enumerate(rows)), encoding="utf-8")
     _, _, session = studio.map.draw_map("uploaded file", 0, "", [str(table)], "PCA", "2-D", FILE_COLUMN,
                                         session, "topic")  # the same texts, other columns: not embedded again
@@ -228,7 +231,7 @@ def test_pca_and_projection_cache():
     assert coords.shape == (200, 3) and np.var(coords[:, 0]) >= np.var(coords[:, 1]) >= np.var(coords[:, 2])
     projector = Projector()
     first = projector.project(x, "PCA", 2)
-    assert projector.project(x, "PCA", 2).note == "cached result"
+    assert projector.project(x, "PCA", 2).note == CACHED
     assert np.array_equal(first.coords, projector.project(x, "PCA", 2).coords)
     assert pca(x[:2, :1], 2).shape == (2, 2)
     cold = projector.project(x, "UMAP", 2)  # UMAP not warmed up: PCA now, and the note says so

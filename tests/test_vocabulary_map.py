@@ -161,6 +161,21 @@ def test_the_map_of_every_word_is_drawn_once_per_layout_while_the_model_is_prepa
     assert relaid is not figure and (np.concatenate([t.x for t in relaid.data]) == 0).all()
 
 
+def test_each_word_on_the_map_hovers_its_first_definition(tiny_mlm_dir, tmp_path, monkeypatch):
+    from app.views import DETAIL_CHARS, hover_text
+
+    monkeypatch.setenv("DEFSENT_CACHE_DIR", str(tmp_path / "cache"))
+    engine = Engine.from_base(str(tiny_mlm_dir))
+    engine.enable_open_vocabulary(dictionary=DICTIONARY + [Entry("dog", "a dull unattractive <unpleasant> girl", "n")])
+    save_layout(np.ones((len(DICTIONARY), 2), dtype=np.float32), engine.vocabulary_layout_path())
+    studio = Studio(Models.from_engine(engine, ModelSpec("tiny", base=str(tiny_mlm_dir))), Projector(), JobManager())
+    figure, _, _ = studio.map.draw_map(EVERY_WORD_MAP, 0, "", None, "UMAP", "2-D", "part of speech", Session())
+    hovers = sorted(h for trace in figure.data if trace.name in ("noun", "verb", "adjective") for h in trace.text)
+    assert hovers == sorted(f"{e.word}<br>{e.definition}" for e in DICTIONARY)  # dog: its first sense only
+    long = "a " * DETAIL_CHARS
+    assert hover_text("<b>", long) == f"&lt;b&gt;<br>{long[:DETAIL_CHARS - 1]}…"  # escaped, the detail shortened
+
+
 def test_regions_are_named_at_each_zoom_level_by_their_words(engine):
     from core.explore.vocabulary_map import region_labels
 
@@ -193,7 +208,7 @@ def test_the_map_of_every_word_carries_its_region_names_one_level_shown(engine, 
     assert status.endswith("coloured by region.") and {t.name for t in by_region.data if t.mode == "markers"} == {
         html.unescape(name) for name in middle}  # each word coloured by its region at the middle zoom level
     by_frequency, _, _ = studio.map.draw_map(EVERY_WORD_MAP, 0, "", None, "UMAP", "2-D", "frequency", Session())
-    bands = {t.name: list(t.text) for t in by_frequency.data if t.mode == "markers"}
+    bands = {t.name: [h.split("<br>")[0] for h in t.text] for t in by_frequency.data if t.mode == "markers"}
     assert "dog" in bands["common (Zipf 4+)"] and "ice cream" not in bands.get("rarest or unknown", [])
 
 

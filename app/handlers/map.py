@@ -266,7 +266,8 @@ class MapHandlers(TabHandlers):
 
 def _map_figure(m: MapData, highlight: list[int] = ()):
     """The map `m` drawn again (with its region names and moves, if any), `highlight` points ringed."""
-    fig = views.add_moves(views.scatter_figure(m.coords, m.corpus.texts, m.groups, m.title, highlight), m.moves)
+    fig = views.add_moves(views.scatter_figure(m.coords, m.corpus.texts, m.groups, m.title, highlight,
+                                               details=m.details), m.moves)
     return views.add_region_labels(fig, m.regions) if m.regions else fig
 
 
@@ -299,15 +300,17 @@ def _selected_pairs(selection: str, limit: int) -> list[tuple[int, int]]:
 
 
 def vocabulary_map_data(active: ActiveModel, colour: str = "part of speech", kind: str = "word") -> MapData:
-    """The map of every word of `active` (its layout, laid out once per model), or with `kind`
-    "definition" every definition on it (each on its nearest word, a little jittered: same layout, same
-    region names); new vectors land on their nearest words, coloured as `colour` says."""
+    """The map of every word of `active` (its layout, laid out once per model; each word hovers its first
+    definition too), or with `kind` "definition" every definition on it (each on its nearest word, a little
+    jittered: same layout, same region names); new vectors land on their nearest words, coloured as
+    `colour` says."""
     words, coords = active.engine.vocabulary_reference("word"), active.vocabulary_layout()
     land = functools.partial(place, words.scorer, coords)  # new vectors (B, d) -> their places (B, 2)
     if kind == "word":
         return MapData(words, coords, active.word_groups(colour),
                        f"{words.name}: one map, laid out once for this model (UMAP)", land,
-                       active.vocabulary_regions(), active.vocabulary_moves())
+                       active.vocabulary_regions(), active.vocabulary_moves(),
+                       details=words.scorer.candidates.first_definitions)
     definitions = active.engine.vocabulary_reference("definition")
     return MapData(definitions, active.definition_positions(), active.definition_groups(colour),
                    f"{definitions.name} on the map of every word, each by its nearest word", land,

@@ -33,6 +33,7 @@ class MapData:
     place: Callable[[np.ndarray], np.ndarray] | None = None
     regions: list | None = None  # named regions by zoom level (core.explore.vocabulary_map.region_labels), if any
     moves: list = field(default_factory=list)  # a fine-tune's own words: before/after arrows on an aligned map
+    details: list[str] | None = None  # each point's second hover line (a word's first definition), if any
 
     @property
     def columns(self) -> dict[str, list[str]]:

@@ -84,7 +84,7 @@ def create(demo: gr.Blocks, studio: Studio, session: gr.State) -> None:
          [plot, status, session], api_name="draw_map", **HEAVY).success(
         lambda state: gr.Dropdown(choices=studio.map.map_columns(state)), session, column, api_visibility="private")
     wire([search_button.click, search.submit], handler(studio.map.search_map), [search, k, session, among],
-         [plot, note, neighbours], api_name="search_map", **HEAVY)
+         [plot, note, neighbours], keep=(plot,), api_name="search_map", **HEAVY)  # a failed search keeps the map
     gr.Markdown("Select points with **Box Select** or **Lasso Select** (above the map) to list them here.")
     # the browser writes it (MAP_JS); listened to by "change": a value written by a script sends no "input"
     selection = gr.Textbox(elem_id="map-selection", container=False)

@@ -136,6 +136,12 @@ class Candidates:
             rows[g].append(i)
         return rows
 
+    @functools.cached_property
+    def first_definitions(self) -> list[str]:
+        """first_definitions[i]: the first definition of words[i] in dictionary order (every word has one)."""
+        _, first_pair = np.unique(self.pair_word, return_index=True)  # (C,) the pairs go word by word
+        return [self.definitions[g] for g in self.pair_definition[first_pair].tolist()]
+
     @property
     def single_token(self) -> np.ndarray:
         """Boolean (C,): True where the head can score the candidate."""

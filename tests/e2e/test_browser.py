@@ -213,6 +213,11 @@ def test_map_draws_and_highlights(page, served_model):
     assert_column_fits(page, "#cand-table", "definitions")
     assert_column_fits(page, "#map-neighbours", "text")  # the neighbours' text ran past the table's edge
     shoot(page, shots, "4-map")
+    page.get_by_label("Search the map").fill("")
+    page.get_by_role("button", name="Highlight").click()
+    page.get_by_text("Please enter a search text.").first.wait_for()
+    page.wait_for_timeout(500)  # the map was emptied (Gradio's error badge in its place) before the error came
+    assert page.locator("#map-plot .js-plotly-plot").count() == 1  # a failed search keeps the map
 
 
 def test_the_page_and_its_map_fetch_nothing_from_elsewhere(browser, app_url, served_model):
