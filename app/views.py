@@ -14,8 +14,8 @@ import plotly.graph_objects as go
 from .services import POS_NAMES, WordRow
 
 HOVER_CHARS = 90
-# A point's second hover line (a word's first definition on the map of every word): 147k of them add
-# about 8 MB to the figure, and longer ones more (docs/results.md "One map of every word")
+# A point's second hover line (a word's first definition on the map of every word): 147k of them are
+# about 9 MB of JSON, sent after the map is drawn (`trace_details`; docs/results.md "One map of every word")
 DETAIL_CHARS = 56
 # Above this many points markers are drawn 3 px wide, not 5: Chromium without a GPU fills every marker's
 # pixels in software, so the first draw of the 147k-word map took 1.4 s a frame at 5 px, 1.0 s at 3 px
@@ -104,14 +104,12 @@ def heatmap_figure(sentences: Sequence[str], matrix: np.ndarray) -> go.Figure:
 
 
 def scatter_figure(coords: np.ndarray, texts: Sequence[str], groups: Sequence[str], title: str,
-                   highlight: Sequence[int] = (), symbols: dict[str, str] | None = None,
-                   details: Sequence[str] | None = None) -> go.Figure:
-    """One trace per group (legend = colour), hover shows the text (and below it its `details`, shortened);
-    `highlight` points are ringed."""
+                   highlight: Sequence[int] = (), symbols: dict[str, str] | None = None) -> go.Figure:
+    """One trace per group (legend = colour), hover shows the text; `highlight` points are ringed."""
     coords = np.asarray(coords)
     three_d = coords.shape[1] == 3
     size = 9 if symbols else 3 if len(coords) > DENSE_POINTS else 5
-    hovers = [hover_text(t, details[i] if details else "") for i, t in enumerate(texts)]
+    hovers = [hover_text(t) for t in texts]
     fig = go.Figure()
     indices = group_indices(groups)
     ranks = legend_ranks([str(g) for g in indices])
@@ -148,10 +146,17 @@ def group_indices(groups: Sequence[str]) -> dict[str, list[int]]:
     return indices
 
 
-def hover_text(text: str, detail: str = "") -> str:
-    """A point's hover: its text shortened, and below it `detail` (if any) shorter still, both HTML-escaped."""
-    shown = escape(shorten(text, HOVER_CHARS))
-    return f"{shown}<br>{escape(shorten(detail, DETAIL_CHARS))}" if detail else shown
+def hover_text(text: str) -> str:
+    """A point's hover: its text shortened, HTML-escaped."""
+    return escape(shorten(text, HOVER_CHARS))
+
+
+def trace_details(groups: Sequence[str], details: Sequence[str]) -> list[dict]:
+    """[{"name": trace name, "details": the second hover line of each of its points}] for the group traces
+    of `scatter_figure`: `details[i]` (of point i) shortened and HTML-escaped. The page's script
+    (app/tabs/map.py MAP_JS) adds them to the drawn map's hover texts: sent after the draw, they do not slow it."""
+    return [{"name": str(group), "details": [escape(shorten(details[i], DETAIL_CHARS)) for i in points]}
+            for group, points in group_indices(groups).items()]
 
 
 def _points(xyz: np.ndarray, hover: Sequence[str], name: str, three_d: bool, **style):

@@ -49,15 +49,21 @@ def main(argv: list[str] | None = None) -> int:
             page.locator("#umap-status").get_by_text("UMAP is ready").wait_for(timeout=600_000)
             page.get_by_label(EVERY_DEFINITION_MAP if args.definitions else EVERY_WORD_MAP).check()
             for draw in range(args.draws):
-                page.evaluate("window.__drawn = 0; document.querySelectorAll('#map-plot .js-plotly-plot')"
-                              ".forEach(e => e.remove())")
+                # the last draw's definitions are dropped too: the new map waits for its own
+                page.evaluate("window.__dsDetails = null; "
+                              "document.querySelectorAll('#map-plot .js-plotly-plot').forEach(e => e.remove())")
                 started = time.perf_counter()
                 page.locator("#map-draw").click()
                 page.locator("#map-status").get_by_text("points in").wait_for()
                 page.locator("#map-plot .js-plotly-plot canvas").first.wait_for(state="attached")
                 print(f"draw {draw + 1}: {time.perf_counter() - started:.2f} s from the click to the drawn map "
                       f"({page.locator('#map-status').inner_text().strip()})", flush=True)
-            print(f"hovering a point shows: {hover_label(page)!r}", flush=True)
+                if not args.definitions:  # the words' definitions come after the map, into its hover texts
+                    page.wait_for_function("() => { const d = document.querySelector('#map-plot .js-plotly-plot');"
+                                           " return d && d._dsDetails; }")
+                    print(f"  the words' definitions in its hover texts at {time.perf_counter() - started:.2f} s",
+                          flush=True)
+            print(f"hovering the first point shows: {hover_label(page)!r}", flush=True)
             print(f"region names shown by zoom: {zoom_levels(page)}", flush=True)
             zoom, levels = search_view(page, "a large body of water")
             print(f"a search flew {zoom:.1f} times closer; region names shown there: {levels}", flush=True)
@@ -70,6 +76,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def hover_label(page) -> str:
     """The text of plotly's hover label with the mouse on the first point of the map's first trace."""
+    page.locator("#map-plot .js-plotly-plot").scroll_into_view_if_needed()
     x, y = page.evaluate("""() => { const div = document.querySelector('#map-plot .js-plotly-plot');
       const box = div.querySelector('.nsewdrag').getBoundingClientRect(), full = div._fullLayout;
       const t = div._fullData[0];
@@ -77,8 +84,9 @@ def hover_label(page) -> str:
     page.mouse.move(x + 1, y + 1)
     page.mouse.move(x, y)
     label = page.locator("#map-plot .hoverlayer .hovertext").first
-    label.wait_for(timeout=10_000)
-    return " / ".join(t.strip() for t in label.locator("tspan.line").all_inner_texts())
+    label.wait_for(timeout=30_000)
+    lines = label.evaluate("e => Array.from(e.querySelectorAll('tspan.line')).map(t => t.textContent)")
+    return " / ".join(lines) if lines else label.text_content()
 
 
 def zoom_levels(page) -> dict[int, list[int]]:

@@ -162,18 +162,24 @@ def test_the_map_of_every_word_is_drawn_once_per_layout_while_the_model_is_prepa
 
 
 def test_each_word_on_the_map_hovers_its_first_definition(tiny_mlm_dir, tmp_path, monkeypatch):
-    from app.views import DETAIL_CHARS, hover_text
+    from app.views import DETAIL_CHARS, trace_details
 
     monkeypatch.setenv("DEFSENT_CACHE_DIR", str(tmp_path / "cache"))
     engine = Engine.from_base(str(tiny_mlm_dir))
     engine.enable_open_vocabulary(dictionary=DICTIONARY + [Entry("dog", "a dull unattractive <unpleasant> girl", "n")])
     save_layout(np.ones((len(DICTIONARY), 2), dtype=np.float32), engine.vocabulary_layout_path())
     studio = Studio(Models.from_engine(engine, ModelSpec("tiny", base=str(tiny_mlm_dir))), Projector(), JobManager())
-    figure, _, _ = studio.map.draw_map(EVERY_WORD_MAP, 0, "", None, "UMAP", "2-D", "part of speech", Session())
-    hovers = sorted(h for trace in figure.data if trace.name in ("noun", "verb", "adjective") for h in trace.text)
-    assert hovers == sorted(f"{e.word}<br>{e.definition}" for e in DICTIONARY)  # dog: its first sense only
+    assert studio.map.map_details(Session()) is None  # no map yet
+    figure, _, session = studio.map.draw_map(EVERY_WORD_MAP, 0, "", None, "UMAP", "2-D", "part of speech", Session())
+    details = studio.map.map_details(session)  # sent after the map, added to its hover texts by the page
+    assert [d["name"] for d in details] == [t.name for t in figure.data[:len(details)]]
+    hovers = [f"{word}<br>{detail}" for trace, d in zip(figure.data, details)
+              for word, detail in zip(trace.text, d["details"])]
+    assert sorted(hovers) == sorted(f"{e.word}<br>{e.definition}" for e in DICTIONARY)  # dog: its first sense only
     long = "a " * DETAIL_CHARS
-    assert hover_text("<b>", long) == f"&lt;b&gt;<br>{long[:DETAIL_CHARS - 1]}…"  # escaped, the detail shortened
+    assert trace_details(["g"], ["<b> " + long]) == [{"name": "g", "details": [f"&lt;b&gt; {long[:DETAIL_CHARS - 5]}…"]}]
+    _, _, sample = studio.map.draw_map("vocabulary words", 5, "", None, "PCA", "2-D", "part of speech", Session())
+    assert studio.map.map_details(sample) is None  # a map of a sample: its points hover their text alone
 
 
 def test_regions_are_named_at_each_zoom_level_by_their_words(engine):
@@ -208,7 +214,7 @@ def test_the_map_of_every_word_carries_its_region_names_one_level_shown(engine, 
     assert status.endswith("coloured by region.") and {t.name for t in by_region.data if t.mode == "markers"} == {
         html.unescape(name) for name in middle}  # each word coloured by its region at the middle zoom level
     by_frequency, _, _ = studio.map.draw_map(EVERY_WORD_MAP, 0, "", None, "UMAP", "2-D", "frequency", Session())
-    bands = {t.name: [h.split("<br>")[0] for h in t.text] for t in by_frequency.data if t.mode == "markers"}
+    bands = {t.name: list(t.text) for t in by_frequency.data if t.mode == "markers"}
     assert "dog" in bands["common (Zipf 4+)"] and "ice cream" not in bands.get("rarest or unknown", [])
 
 

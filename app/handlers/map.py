@@ -79,6 +79,12 @@ class MapHandlers(TabHandlers):
         """The names of the columns of the user's file that the last map drawn came from (none for others)."""
         return list(session.map.columns) if session.map is not None else []
 
+    def map_details(self, session: Session) -> list[dict] | None:
+        """The second hover line of each point of the last map drawn, trace by trace (`views.trace_details`):
+        on the map of every word, each word's first definition; None for a map without them."""
+        m = session.map
+        return None if m is None or m.details is None else views.trace_details(m.groups, m.details)
+
     def _vocabulary_map(self, active: ActiveModel, colour: str, session: Session, definitions: bool = False):
         """The map of every word: the model's layout (laid out once: `_lay_out_soon`, or `python -m core
         vocabulary-map`), coloured by part of speech, region ("cluster") or frequency; with `definitions`,
@@ -266,8 +272,7 @@ class MapHandlers(TabHandlers):
 
 def _map_figure(m: MapData, highlight: list[int] = ()):
     """The map `m` drawn again (with its region names and moves, if any), `highlight` points ringed."""
-    fig = views.add_moves(views.scatter_figure(m.coords, m.corpus.texts, m.groups, m.title, highlight,
-                                               details=m.details), m.moves)
+    fig = views.add_moves(views.scatter_figure(m.coords, m.corpus.texts, m.groups, m.title, highlight), m.moves)
     return views.add_region_labels(fig, m.regions) if m.regions else fig
 
 

@@ -12,8 +12,26 @@ from ..wiring import HEAVY, QUICK, handler, wire
 # Plotly reports a selection, a click and a zoom to the page only. Each drawn map gets listeners: a box or
 # lasso selection writes its [trace, point] pairs into the hidden #map-selection box (a click: #map-click),
 # whose change asks the server for the rows (the point's definitions); a zoom shows the level of region
-# names that suits it (one level per x4 zoom).
+# names that suits it (one level per x4 zoom). Once a map is drawn the page asks for its points' second hover
+# lines (#map-details-ask; `MapHandlers.map_details`: the words' definitions on the map of every word), which
+# go straight into the hover texts plotly reads: no redraw, and the server's work does not slow the drawing.
 MAP_JS = """() => {
+  const applyDetails = () => {
+    const details = window.__dsDetails;
+    if (!details) return;
+    document.querySelectorAll('#map-plot .js-plotly-plot').forEach(div => {
+      const data = div.data;
+      if (!data || div._dsDetails === details || !details.every((t, i) => data[i] && data[i].name === t.name
+          && Array.isArray(data[i].text) && data[i].text.length === t.details.length)) return;
+      details.forEach((t, i) => {
+        const text = data[i].text.map((w, j) => w.split('<br>')[0] + '<br>' + t.details[j]);
+        data[i].text = text;  // what plotly's next restyle reads
+        if (div._fullData && div._fullData[i]) div._fullData[i].text = text;  // what its hover reads now
+      });
+      div._dsDetails = details;
+    });
+  };
+  window.__dsShowDetails = (details) => { window.__dsDetails = details; applyDetails(); };
   const send = (id, points) => {
     const box = document.querySelector(`#${id} textarea`);
     if (!box) return;
@@ -40,12 +58,14 @@ MAP_JS = """() => {
     div._dsFull = meta && meta.full_x ? meta.full_x : axis && axis.range ? axis.range.slice() : null;
     div._dsBound = div._ev;
     showLevel(div);
+    send('map-details-ask', Date.now());
     div.on('plotly_selected', (ev) => send('map-selection', pairs(ev)));
     div.on('plotly_click', (ev) => send('map-click', pairs(ev).slice(0, 1)));
     div.on('plotly_relayout', () => showLevel(div));
   });
-  setInterval(bind, 500);
+  setInterval(() => { bind(); applyDetails(); }, 500);
 }""" % views.REGION_LABELS
+SHOW_DETAILS_JS = "(details) => { window.__dsShowDetails && window.__dsShowDetails(details); }"
 
 
 def create(demo: gr.Blocks, studio: Studio, session: gr.State) -> None:
@@ -85,6 +105,10 @@ def create(demo: gr.Blocks, studio: Studio, session: gr.State) -> None:
         lambda state: gr.Dropdown(choices=studio.map.map_columns(state)), session, column, api_visibility="private")
     wire([search_button.click, search.submit], handler(studio.map.search_map), [search, k, session, among],
          [plot, note, neighbours], keep=(plot,), api_name="search_map", **HEAVY)  # a failed search keeps the map
+    asked = gr.Textbox(elem_id="map-details-ask", container=False)  # written by MAP_JS once a map is drawn
+    details = gr.JSON(visible=False)  # the drawn map's second hover lines, for MAP_JS
+    asked.change(handler(studio.map.map_details), session, details, api_visibility="private", **QUICK).then(
+        None, details, None, js=SHOW_DETAILS_JS, api_visibility="private")
     gr.Markdown("Select points with **Box Select** or **Lasso Select** (above the map) to list them here.")
     # the browser writes it (MAP_JS); listened to by "change": a value written by a script sends no "input"
     selection = gr.Textbox(elem_id="map-selection", container=False)

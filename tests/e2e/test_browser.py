@@ -9,6 +9,7 @@ docs/screenshots/ (what the README shows); otherwise they go to the test's tempo
 from __future__ import annotations
 
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -218,6 +219,22 @@ def test_map_draws_and_highlights(page, served_model):
     page.get_by_text("Please enter a search text.").first.wait_for()
     page.wait_for_timeout(500)  # the map was emptied (Gradio's error badge in its place) before the error came
     assert page.locator("#map-plot .js-plotly-plot").count() == 1  # a failed search keeps the map
+
+
+def test_a_drawn_map_takes_its_points_second_hover_lines(page, served_model):
+    """The map of every word's definitions come after the map (app/tabs/map.py MAP_JS): the page's script
+    puts them into the drawn map's hover texts, and hovering a point shows its text, then its line."""
+    from bench.bench_map_browser import hover_label
+
+    open_tab(page, "Map")
+    page.locator("#map-draw").click()
+    page.locator("#map-status").get_by_text("points, UMAP in" if DOCS_MODE else "points, PCA in").wait_for()
+    page.locator("#map-plot .js-plotly-plot").wait_for()
+    traces = page.evaluate("() => document.querySelector('#map-plot .js-plotly-plot').data"
+                           ".filter(t => t.mode === 'markers').map(t => [t.name, t.text.length])")
+    page.evaluate("(traces) => window.__dsShowDetails(traces.map(([name, n]) => ({name, details: "
+                  "Array.from({length: n}, (_, j) => `line ${j} &lt;b&gt;`)})))", traces)
+    assert re.fullmatch(r".+ / line \d+ <b>", hover_label(page))  # the point hovered (or one on it), then its line
 
 
 def test_the_page_and_its_map_fetch_nothing_from_elsewhere(browser, app_url, served_model):
