@@ -18,20 +18,17 @@ of a dev or test word (as if those words were unseen in both dictionaries).
 """
 from __future__ import annotations
 
-import argparse
 import contextlib
 import itertools
-import random
 
 import torch
 
 from core import Engine
 from core.evaluation.reverse import reverse_query_sets, scored_with, summary
 from core.lexicon.dictionary import extend_split, load_wordnet, load_wordnet_lemmas, split_by_word
-from core.paths import user_cache_dir
 from core.words.open_vocab_fit import read_gcide_dictd
 from research.base_channel_probe import ranks
-from research.human_fusion_probe import channels
+from research.human_fusion_probe import channels, guard_samples, pool_probe_arguments, probe_engine
 
 WEIGHTS = (0, 1, 2, 4, 8, 16, 32)
 FLOORS = (0.0, 0.5, 0.6, 0.65, 0.7, 0.75)
@@ -64,14 +61,8 @@ def with_bonus(shipped, gcide, ch, weight: float, floor: float):
 
 
 def main() -> None:
-    p = argparse.ArgumentParser()
-    p.add_argument("--model", default="checkpoints/defsent-minilm")
-    p.add_argument("--pool", type=int, default=100)
-    p.add_argument("--guards", type=int, default=0, help="queries of each dictionary guard sample (0: none)")
-    args = p.parse_args()
-    engine = Engine.load(args.model, decoder=None)
-    engine.words.set_precision("float32")
-    engine.enable_open_vocabulary(cache_dir=user_cache_dir("open-vocab"))
+    args = pool_probe_arguments()
+    engine = probe_engine(args.model)
     gcide = read_gcide_dictd()
     glosses: dict[str, list[str]] = {}
     for entry in gcide:
@@ -88,13 +79,7 @@ def main() -> None:
     split = extend_split(split_by_word(load_wordnet(), seed=seed), load_wordnet_lemmas())
     unseen = {e.word for e in split.dev + split.test}
     seen_glosses = {w: g for w, g in glosses.items() if w not in unseen}
-    rng = random.Random(0)
-    wordnet, wordnet_index = sets["wordnet-test"]
-    multi = [q for q in wordnet if " " in q.word or engine.words.vocab.token_id(q.word) is None]
-    guards = {"defsent-table6": (sets["defsent-table6"][0], None),
-              "wordnet-multi": (rng.sample(multi, args.guards), wordnet_index),
-              "gcide-test": (rng.sample(sets["gcide-test"][0], args.guards), sets["gcide-test"][1])}
-    for name, (guard_queries, index) in guards.items():
+    for name, (guard_queries, index) in guard_samples(engine, sets, args.guards).items():
         inputs = scored(engine, guard_queries, index, seen_glosses, args.pool)
         for weight, floor in GUARD_POINTS:
             print(name, weight, floor, summary(with_bonus(*inputs, weight, floor)), flush=True)

@@ -13,10 +13,8 @@ Judged on the 179 human descriptions (dev only), guards as in research/gcide_glo
 """
 from __future__ import annotations
 
-import argparse
 import contextlib
 import math
-import random
 import re
 from collections import Counter
 
@@ -24,10 +22,9 @@ import torch
 
 from core import Engine
 from core.evaluation.reverse import reverse_query_sets, scored_with, summary
-from core.paths import user_cache_dir
 from core.words.open_vocab_fit import read_gcide_dictd
 from research.base_channel_probe import ranks
-from research.human_fusion_probe import channels
+from research.human_fusion_probe import channels, guard_samples, pool_probe_arguments, probe_engine
 
 WEIGHTS = (0, 0.05, 0.1, 0.25, 0.5, 1, 2, 4, 8, 16)
 GUARD_WEIGHTS = (0, 1, 2, 4)
@@ -77,28 +74,15 @@ def scored(engine: Engine, queries, index, pool: int):
 
 
 def main() -> None:
-    p = argparse.ArgumentParser()
-    p.add_argument("--model", default="checkpoints/defsent-minilm")
-    p.add_argument("--pool", type=int, default=100)
-    p.add_argument("--guards", type=int, default=0, help="queries of each dictionary guard sample (0: none)")
-    args = p.parse_args()
-    engine = Engine.load(args.model, decoder=None)
-    engine.words.set_precision("float32")
-    engine.enable_open_vocabulary(cache_dir=user_cache_dir("open-vocab"))
+    args = pool_probe_arguments()
+    engine = probe_engine(args.model)
     sets = reverse_query_sets(engine, read_gcide_dictd() if args.guards else None)
     shipped, overlap, ch = scored(engine, sets["human-dev"][0], None, args.pool)
     for weight in WEIGHTS:
         print("human-dev", weight, summary(ranks(shipped + weight * overlap, ch)), flush=True)
     if not args.guards:
         return
-    rng = random.Random(0)
-    wordnet, wordnet_index = sets["wordnet-test"]
-    multi = [q for q in wordnet if " " in q.word or engine.words.vocab.token_id(q.word) is None]
-    guards = {"defsent-table6": (sets["defsent-table6"][0], None),
-              "wordnet-multi": (rng.sample(multi, args.guards), wordnet_index)}
-    if "gcide-test" in sets:
-        guards["gcide-test"] = (rng.sample(sets["gcide-test"][0], args.guards), sets["gcide-test"][1])
-    for name, (queries, index) in guards.items():
+    for name, (queries, index) in guard_samples(engine, sets, args.guards).items():
         shipped, overlap, ch = scored(engine, queries, index, args.pool)
         for weight in GUARD_WEIGHTS:
             print(name, weight, summary(ranks(shipped + weight * overlap, ch)), flush=True)

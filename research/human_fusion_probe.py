@@ -81,22 +81,46 @@ def ranks(ch: Channels, w: dict) -> torch.Tensor:
 GUARD_SAMPLE = 600  # queries of each dictionary set (fixed seed): enough to see a guard move
 
 
+def probe_engine(model: str) -> Engine:
+    """`model` answering from its open vocabulary in float32 (vectors from Engine.load's cache): what the
+    probes score."""
+    engine = Engine.load(model, decoder=None)
+    engine.words.set_precision("float32")
+    engine.enable_open_vocabulary(cache_dir=user_cache_dir("open-vocab"))
+    return engine
+
+
+def pool_probe_arguments() -> argparse.Namespace:
+    """The command line of a probe that rescores a pool of first answers: --model, --pool, --guards."""
+    p = argparse.ArgumentParser()
+    p.add_argument("--model", default="checkpoints/defsent-minilm")
+    p.add_argument("--pool", type=int, default=100, help="first answers of each query rescored")
+    p.add_argument("--guards", type=int, default=0, help="queries of each dictionary guard sample (0: none)")
+    return p.parse_args()
+
+
+def guard_samples(engine: Engine, sets: dict, size: int) -> dict:
+    """The dictionary guards, {name: (queries, their index)}: DefSent's Table 6 whole, then `size` random
+    (seed 0) multi-token WordNet-test queries and as many GCIDE-test ones (when `sets` has them)."""
+    rng = random.Random(0)
+    multi = [q for q in sets["wordnet-test"][0] if " " in q.word or engine.words.vocab.token_id(q.word) is None]
+    guards = {"defsent-table6": sets["defsent-table6"],
+              "wordnet-multi": (rng.sample(multi, size), sets["wordnet-test"][1])}
+    if "gcide-test" in sets:
+        guards["gcide-test"] = (rng.sample(sets["gcide-test"][0], size), sets["gcide-test"][1])
+    return guards
+
+
 def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("--model", default="checkpoints/defsent-minilm")
     p.add_argument("--save", type=Path, default=None, help="also save the channels here (torch.save)")
     args = p.parse_args()
-    engine = Engine.load(args.model, decoder=None)
-    engine.words.set_precision("float32")
-    engine.enable_open_vocabulary(cache_dir=user_cache_dir("open-vocab"))  # Engine.load's cache
+    engine = probe_engine(args.model)
     config = engine.words.config
     print("shipped config", config)
     sets = reverse_query_sets(engine, read_gcide_dictd())
-    rng = random.Random(0)
-    multi = [q for q in sets["wordnet-test"][0] if " " in q.word or engine.words.vocab.token_id(q.word) is None]
-    chosen = {"human-dev": sets["human-dev"], "defsent-table6": sets["defsent-table6"],
-              "wordnet-multi": (rng.sample(multi, GUARD_SAMPLE), sets["wordnet-test"][1]),
-              "gcide-test": (rng.sample(sets["gcide-test"][0], GUARD_SAMPLE), sets["gcide-test"][1])}
+    chosen = {"human-dev": sets["human-dev"], **guard_samples(engine, sets, GUARD_SAMPLE)}
     ch = {name: channels(engine, queries, index or engine.words.open_vocab) for name, (queries, index) in chosen.items()}
     if args.save:
         torch.save(ch, args.save)
