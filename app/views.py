@@ -115,8 +115,8 @@ def scatter_figure(coords: np.ndarray, texts: Sequence[str], groups: Sequence[st
     ranks = legend_ranks([str(g) for g in indices])
     for group, idx in indices.items():
         fig.add_trace(_points(coords[idx], [hovers[i] for i in idx], str(group), three_d,
-                              marker=dict(size=size, symbol=(symbols or {}).get(group, "circle"))))
-        fig.data[-1].legendrank = ranks[str(group)]
+                              marker=dict(size=size, symbol=(symbols or {}).get(group, "circle")),
+                              legendrank=ranks[str(group)]))
     if len(highlight):
         idx = list(highlight)
         fig.add_trace(_points(coords[idx], [hovers[i] for i in idx], "search hits", three_d,
@@ -126,15 +126,15 @@ def scatter_figure(coords: np.ndarray, texts: Sequence[str], groups: Sequence[st
 
 
 def legend_ranks(names: Sequence[str]) -> dict[str, int]:
-    """{group name: its place in the legend}: by the first number in the names when each has one (numbers'
-    bins "1990 to 1996", clusters, years), else as they come; "(other)"-like names last either way. The
-    traces keep their order (`group_indices`), which selections name points by."""
-    first_number = {n: re.search(r"-?\d+(?:\.\d+)?", n) for n in names}
+    """{group name: its place in the legend}: by number when each name starts or ends with one (numbers'
+    bins "1990 to 1996", years, "cluster 12"), else as they come; "(other)"-like names after them. Ranks
+    stay below plotly's default (1000), so the traces added after the groups (search hits, a search's
+    star) follow them. The traces keep their order (`group_indices`), which selections name points by."""
+    numbers = {n: re.match(r"-?\d+(?:\.\d+)?", n) or re.search(r"(?<![\d.])\d+(?:\.\d+)?$", n) for n in names}
     named = [n for n in names if not n.startswith("(")]
-    if named and all(first_number[n] for n in named):
-        named.sort(key=lambda n: (float(first_number[n].group()), n))
-    order = named + [n for n in names if n.startswith("(")]
-    return {name: 1000 + rank for rank, name in enumerate(order)}  # plotly's default rank is 1000
+    if named and all(numbers[n] for n in named):
+        named.sort(key=lambda n: (float(numbers[n].group()), n))
+    return {name: rank for rank, name in enumerate(named + [n for n in names if n.startswith("(")])}
 
 
 def group_indices(groups: Sequence[str]) -> dict[str, list[int]]:
@@ -217,7 +217,7 @@ def add_moves(fig: go.Figure, moves: Sequence[dict]) -> go.Figure:
 def add_marker(fig: go.Figure, xy: np.ndarray, label: str) -> go.Figure:
     """A star at `xy` (2,) named `label`: where a search lands on a fixed map."""
     fig.add_trace(go.Scattergl(x=[xy[0]], y=[xy[1]], mode="markers+text", name="your search",
-                               text=[escape(shorten(label, HOVER_CHARS))], textposition="top center",
+                               text=[hover_text(label)], textposition="top center",
                                marker=dict(size=20, symbol="star", color="gold", line=dict(width=1.5, color="black"))))
     return fig
 

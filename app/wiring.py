@@ -95,7 +95,8 @@ def and_session(fn: Callable) -> Callable:
 def wire(triggers: list, fn: Callable, inputs, outputs: list, keep: tuple = (), **kwargs):
     """Run `fn` on `triggers` after emptying its shown outputs but `keep` (in the browser's request, outside
     the queue): a user error is only a toast, which would leave the previous result under the new input.
-    Kept: what the new input only adds to (a map that a search highlights on), which an error leaves as it was."""
+    Kept: what the new input draws on (the map a search highlights on), which an error leaves as it was drawn
+    last (with the last search's rings, if any)."""
     shown = [o for o in outputs if not isinstance(o, gr.State) and all(o is not k for k in keep)]
     cleared = gr.on(triggers, lambda: {o: None for o in shown}, None, shown, queue=False,
                     show_progress="hidden", api_visibility="private")

@@ -143,7 +143,7 @@ def engine_side(definitions: bool = False) -> None:
     started = time.perf_counter()
     figure = vocabulary_figure(active, kind="definition" if definitions else "word")
     points = sum(len(t.x) for t in figure.data if t.mode == "markers")
-    print(f"figure of {points:,} points (region names included) built in {time.perf_counter() - started:.2f} s, "
+    print(f"figure of {points:,} points and their region names built in {time.perf_counter() - started:.2f} s, "
           f"{len(figure.to_json()) / 1e6:.1f} MB as plotly JSON")
     for text in ("a person who is in charge", "He visits Italy - He eats pizza + She drinks wine"):
         started = time.perf_counter()

@@ -28,10 +28,11 @@ from research.human_fusion_probe import channels, guard_samples, pool_probe_argu
 
 WEIGHTS = (0, 0.05, 0.1, 0.25, 0.5, 1, 2, 4, 8, 16)
 GUARD_WEIGHTS = (0, 1, 2, 4)
+UNSEEN_IDF = 10.0
 STOPWORDS = set("""a an the of to and or in on at for with by from as is are be been being that which who whom
 whose what when where how it its this these those something someone somebody anything thing one ones you your
 we our they their he his she her i my me not no very so such than then there do does did done have has had
-can may might must will would shall should into out up down over under about very more most some any all
+can may might must will would shall should into out up down over under about more most some any all
 """.split())
 
 
@@ -59,9 +60,10 @@ def overlaps(engine: Engine, texts: list[str], shipped: torch.Tensor, blocked: t
     top = (shipped + blocked).topk(pool).indices
     for b, text in enumerate(texts):
         query = content(text)
-        total = sum(idf.get(w, 10.0) for w in query) or 1.0
+        # a word no gloss holds counts as the rarest (log of 117k glosses is 11.7): it cannot match anyway
+        total = sum(idf.get(w, UNSEEN_IDF) for w in query) or 1.0
         for i in top[b].tolist():
-            out[b, i] = sum(idf.get(w, 10.0) for w in query & by_word.get(i, set())) / total
+            out[b, i] = sum(idf.get(w, UNSEEN_IDF) for w in query & by_word.get(i, set())) / total
     return out
 
 

@@ -172,6 +172,10 @@ def test_a_table_of_texts_colours_the_map_by_its_columns(studio, tmp_path):
     assert len(set(session.map.groups)) == 5 and session.map.corpus is embedded
     legend = [t.name for t in sorted(figure.data, key=lambda t: t.legendrank)]
     assert legend[0] == "0 to 3.3" and legend[-1] == "13.2 to 16.5" and legend != [t.name for t in figure.data]
+    searched = studio.map.search_map("sentence number 3", 2, session)[0]
+    ranks = [1000 if t.legendrank is None else t.legendrank for t in searched.data]  # plotly's default: 1000
+    legend = [searched.data[i].name for i in sorted(range(len(ranks)), key=lambda i: (ranks[i], i))]
+    assert legend[0] == "0 to 3.3" and legend[-1] == "search hits"
     table.write_text("sentence\ttopic\n" + "".join(f"{r[0]}\tt{i}\n" for i, r in enumerate(rows)), encoding="utf-8")
     _, _, session = studio.map.draw_map("uploaded file", 0, "", [str(table)], "PCA", "2-D", FILE_COLUMN,
                                         session, "topic")  # the same texts, other columns: not embedded again

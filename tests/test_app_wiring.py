@@ -91,6 +91,22 @@ def test_a_request_first_empties_its_results(studio, api_name):
     assert shown and clear.fn() == {o: None for o in shown if all(o is not k for k in kept)} and not clear.queue
 
 
+def test_the_page_asks_for_a_drawn_maps_hover_details_and_hands_them_to_its_script(studio):
+    """#map-details-ask (written by the page's script once a map is drawn) -> map_details -> a hidden JSON
+    -> SHOW_DETAILS_JS, which gives them to the script (its side: the browser test)."""
+    pytest.importorskip("gradio")
+    from app.tabs.map import SHOW_DETAILS_JS
+    from app.ui import build_app
+
+    demo = build_app(studio)
+    (name, _, (details,)), = _events(demo, "change", elem_id="map-details-ask")[:1]
+    assert name == "map_details" and not demo.blocks[details].visible
+    asked = next(f for f in demo.fns.values() if f.name == "map_details")
+    shown = [f for f in demo.fns.values() if f.trigger_after == asked._id]
+    assert [(f.js, [b._id for b in f.inputs], f.trigger_only_on_success) for f in shown] == [
+        (SHOW_DETAILS_JS, [details], False)]
+
+
 def test_app_binds_localhost_by_default(monkeypatch):
     monkeypatch.delenv("GRADIO_SERVER_NAME", raising=False)
     import importlib.util

@@ -177,7 +177,8 @@ def test_each_word_on_the_map_hovers_its_first_definition(tiny_mlm_dir, tmp_path
               for word, detail in zip(trace.text, d["details"])]
     assert sorted(hovers) == sorted(f"{e.word}<br>{e.definition}" for e in DICTIONARY)  # dog: its first sense only
     long = "a " * DETAIL_CHARS
-    assert trace_details(["g"], ["<b> " + long]) == [{"name": "g", "details": [f"&lt;b&gt; {long[:DETAIL_CHARS - 5]}…"]}]
+    shortened = f"&lt;b&gt; {long[:DETAIL_CHARS - 5]}…"  # escaped after shortening
+    assert trace_details(["g"], ["<b> " + long]) == [{"name": "g", "details": [shortened]}]
     _, _, sample = studio.map.draw_map("vocabulary words", 5, "", None, "PCA", "2-D", "part of speech", Session())
     assert studio.map.map_details(sample) is None  # a map of a sample: its points hover their text alone
 

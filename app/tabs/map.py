@@ -16,13 +16,15 @@ from ..wiring import HEAVY, QUICK, handler, wire
 # lines (#map-details-ask; `MapHandlers.map_details`: the words' definitions on the map of every word), which
 # go straight into the hover texts plotly reads: no redraw, and the server's work does not slow the drawing.
 MAP_JS = """() => {
+  // the details fit a map whose first traces have their names and lengths (the same words, grouped alike)
+  const fits = (div, details) => !!details && !!div.data && details.every((t, i) => div.data[i]
+      && div.data[i].name === t.name && Array.isArray(div.data[i].text)
+      && div.data[i].text.length === t.details.length);
   const applyDetails = () => {
     const details = window.__dsDetails;
-    if (!details) return;
     document.querySelectorAll('#map-plot .js-plotly-plot').forEach(div => {
+      if (div._dsDetails === details || !fits(div, details)) return;
       const data = div.data;
-      if (!data || div._dsDetails === details || !details.every((t, i) => data[i] && data[i].name === t.name
-          && Array.isArray(data[i].text) && data[i].text.length === t.details.length)) return;
       details.forEach((t, i) => {
         const text = data[i].text.map((w, j) => w.split('<br>')[0] + '<br>' + t.details[j]);
         data[i].text = text;  // what plotly's next restyle reads
@@ -58,7 +60,10 @@ MAP_JS = """() => {
     div._dsFull = meta && meta.full_x ? meta.full_x : axis && axis.range ? axis.range.slice() : null;
     div._dsBound = div._ev;
     showLevel(div);
-    send('map-details-ask', Date.now());
+    // a search redraws the same map: the details held fit it (the same traces) and are not asked again
+    if (!fits(div, window.__dsDetails) && div.data.some(t => Array.isArray(t.text) && t.text.length)) {
+      send('map-details-ask', Date.now());
+    }
     div.on('plotly_selected', (ev) => send('map-selection', pairs(ev)));
     div.on('plotly_click', (ev) => send('map-click', pairs(ev).slice(0, 1)));
     div.on('plotly_relayout', () => showLevel(div));
@@ -104,7 +109,8 @@ def create(demo: gr.Blocks, studio: Studio, session: gr.State) -> None:
          [plot, status, session], api_name="draw_map", **HEAVY).success(
         lambda state: gr.Dropdown(choices=studio.map.map_columns(state)), session, column, api_visibility="private")
     wire([search_button.click, search.submit], handler(studio.map.search_map), [search, k, session, among],
-         [plot, note, neighbours], keep=(plot,), api_name="search_map", **HEAVY)  # a failed search keeps the map
+         [plot, note, neighbours], keep=(plot,), show_progress_on=[note, neighbours], api_name="search_map",
+         **HEAVY)  # a failed search keeps the map last drawn, shown: its error goes to the note and table
     asked = gr.Textbox(elem_id="map-details-ask", container=False)  # written by MAP_JS once a map is drawn
     details = gr.JSON(visible=False)  # the drawn map's second hover lines, for MAP_JS
     asked.change(handler(studio.map.map_details), session, details, api_visibility="private", **QUICK).then(

@@ -217,13 +217,16 @@ def test_map_draws_and_highlights(page, served_model):
     page.get_by_label("Search the map").fill("")
     page.get_by_role("button", name="Highlight").click()
     page.get_by_text("Please enter a search text.").first.wait_for()
-    page.wait_for_timeout(500)  # the map was emptied (Gradio's error badge in its place) before the error came
-    assert page.locator("#map-plot .js-plotly-plot").count() == 1  # a failed search keeps the map
+    page.wait_for_timeout(500)  # the error's badge shows where the request's progress showed
+    assert page.locator("#map-plot .js-plotly-plot").count() == 1  # a failed search keeps the map, in sight
+    assert "Error" not in page.locator("#map-plot").inner_text()
+    assert "Error" in page.locator("#map-neighbours").inner_text()  # the error shows on the search's results
 
 
 def test_a_drawn_map_takes_its_points_second_hover_lines(page, served_model):
     """The map of every word's definitions come after the map (app/tabs/map.py MAP_JS): the page's script
-    puts them into the drawn map's hover texts, and hovering a point shows its text, then its line."""
+    puts them into the drawn map's hover texts, and hovering a point shows its text, then its line. The
+    details are given to the script here (a sample map has none); the server's side: test_app_wiring."""
     from bench.bench_map_browser import hover_label
 
     open_tab(page, "Map")
