@@ -138,8 +138,9 @@ class Candidates:
 
     @functools.cached_property
     def first_definitions(self) -> list[str]:
-        """first_definitions[i]: the first definition of words[i] in dictionary order (every word has one)."""
-        _, first_pair = np.unique(self.pair_word, return_index=True)  # (C,) the pairs go word by word
+        """first_definitions[i]: the definition of words[i]'s first entry, in the dictionary's order."""
+        # every word has a pair (it comes from an entry), and its pairs follow its entries' order
+        _, first_pair = np.unique(self.pair_word, return_index=True)  # (C,)
         return [self.definitions[g] for g in self.pair_definition[first_pair].tolist()]
 
     @property
