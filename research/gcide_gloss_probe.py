@@ -28,7 +28,7 @@ from core.evaluation.reverse import reverse_query_sets, scored_with, summary
 from core.lexicon.dictionary import extend_split, load_wordnet, load_wordnet_lemmas, split_by_word
 from core.words.open_vocab_fit import read_gcide_dictd
 from research.base_channel_probe import ranks
-from research.human_fusion_probe import channels, guard_samples, pool_probe_arguments, probe_engine
+from research.human_fusion_probe import channels, guard_samples, probe_arguments, probe_engine
 
 WEIGHTS = (0, 1, 2, 4, 8, 16, 32)
 FLOORS = (0.0, 0.5, 0.6, 0.65, 0.7, 0.75)
@@ -61,7 +61,7 @@ def with_bonus(shipped, gcide, ch, weight: float, floor: float):
 
 
 def main() -> None:
-    args = pool_probe_arguments()
+    args = probe_arguments()
     engine = probe_engine(args.model)
     gcide = read_gcide_dictd()
     glosses: dict[str, list[str]] = {}

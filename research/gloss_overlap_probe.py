@@ -24,7 +24,7 @@ from core import Engine
 from core.evaluation.reverse import reverse_query_sets, scored_with, summary
 from core.words.open_vocab_fit import read_gcide_dictd
 from research.base_channel_probe import ranks
-from research.human_fusion_probe import channels, guard_samples, pool_probe_arguments, probe_engine
+from research.human_fusion_probe import channels, guard_samples, probe_arguments, probe_engine
 
 WEIGHTS = (0, 0.05, 0.1, 0.25, 0.5, 1, 2, 4, 8, 16)
 GUARD_WEIGHTS = (0, 1, 2, 4)
@@ -76,7 +76,7 @@ def scored(engine: Engine, queries, index, pool: int):
 
 
 def main() -> None:
-    args = pool_probe_arguments()
+    args = probe_arguments()
     engine = probe_engine(args.model)
     sets = reverse_query_sets(engine, read_gcide_dictd() if args.guards else None)
     shipped, overlap, ch = scored(engine, sets["human-dev"][0], None, args.pool)

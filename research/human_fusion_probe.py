@@ -90,11 +90,12 @@ def probe_engine(model: str) -> Engine:
     return engine
 
 
-def pool_probe_arguments() -> argparse.Namespace:
-    """The command line of a probe that rescores a pool of first answers: --model, --pool, --guards."""
+def probe_arguments(pool: bool = True) -> argparse.Namespace:
+    """A probe's command line: --model, --guards and (with `pool`: it rescores the first answers) --pool."""
     p = argparse.ArgumentParser()
     p.add_argument("--model", default="checkpoints/defsent-minilm")
-    p.add_argument("--pool", type=int, default=100, help="first answers of each query rescored")
+    if pool:
+        p.add_argument("--pool", type=int, default=100, help="first answers of each query rescored")
     p.add_argument("--guards", type=int, default=0, help="queries of each dictionary guard sample (0: none)")
     return p.parse_args()
 
