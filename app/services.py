@@ -95,14 +95,17 @@ def read_text_file(path: str | Path, limit: int = MAX_CORPUS_LINES) -> tuple[lis
         text = path.read_text(encoding="utf-8-sig")
     except UnicodeDecodeError:
         raise ValueError("The file is not UTF-8 text; save it as UTF-8 with one sentence per line.") from None
-    rows = [line for line in text.splitlines() if line.strip()]  # blank lines are skipped in either kind
+    lines = text.splitlines()
+    rows = [line for line in lines if line.strip()]  # blank lines are skipped in either kind
     width = rows[0].count("\t") if rows else 0
     if not width or 2 * sum(row.count("\t") == width for row in rows) <= len(rows):  # a tab in a sentence
         return text_lines(text, limit, "lines in the file"), {}
-    columns = table_columns("\n".join(rows), path.name)
+    header = lines.index(rows[0])  # 0-based; the blank lines below it stay, as rows without text: each
+    table = [line if line.strip() else "\t" * width for line in lines[header:]]  # line keeps its number
+    columns = table_columns("\n".join(table), path.name, first_line=header + 1)
     first = columns.pop(next(iter(columns)))
     kept = [i for i, value in enumerate(first) if value.strip()]  # skipped, as a plain file's blank lines
-    texts = _checked_lines([(i + 2, first[i].strip()) for i in kept], limit, "lines in the file")  # line 1: header
+    texts = _checked_lines([(header + i + 2, first[i].strip()) for i in kept], limit, "lines in the file")
     return texts, {name: [values[i] for i in kept] for name, values in columns.items()}
 
 

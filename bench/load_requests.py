@@ -30,8 +30,8 @@ SENTENCES = ["The man is walking.", "The woman is walking.", "The man is running
 MAP_POINTS = 12
 RD = "reverse dictionary"
 MAP = f"map of {MAP_POINTS} sentences"
-# A map's status line: "12 points, PCA in 0.0 s. " + a note (projection.CACHED when the projection cache answered)
-MAP_TIMING = re.compile(r" in \d+(?:\.\d+)? s\. " + f"(?:{re.escape(CACHED)})?")
+# A map's status line: "12 points, PCA in 0.0 s." and a note (projection.CACHED when the projection cache answered)
+MAP_TIMING = re.compile(r" in \d+(?:\.\d+)? s\." + f"(?: {re.escape(CACHED)})?")
 
 
 @dataclass(frozen=True)
@@ -120,7 +120,7 @@ def client_calls(pool: dict[str, list[Call]], n: int, seed: int) -> list[Call]:
 def normalize(call: Call, result) -> str:
     """The answer as JSON (sorted keys), the map's projection time and cache note masked."""
     if call.kind == MAP and isinstance(result, (list, tuple)) and len(result) > 1 and isinstance(result[1], str):
-        result = [result[0], MAP_TIMING.sub(" in (time) s. ", result[1]), *result[2:]]
+        result = [result[0], MAP_TIMING.sub(" in (time) s.", result[1]), *result[2:]]
     return json.dumps(result, sort_keys=True, default=str)
 
 

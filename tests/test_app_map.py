@@ -204,6 +204,11 @@ def test_colouring_by_a_column_refuses_points_and_columns_that_are_not_there(stu
     table.write_text("text\ttopic\na dog\tanimal\na king\n", encoding="utf-8")
     with pytest.raises(ValueError, match="table.txt line 3: 1 columns, where the header has 2"):
         studio.map.draw_map("uploaded file", 0, "", str(table), "PCA", "2-D", FILE_COLUMN, session, "topic")
+    table.write_text("\ntext\ttopic\n\na dog\tanimal\na king\tperson\tx\n", encoding="utf-8")
+    with pytest.raises(ValueError, match="table.txt line 5: 3 columns, where the header has 2"):  # blank lines count
+        sv.read_text_file(table)
+    table.write_text("text\ttopic\n\na dog\tanimal\n\n", encoding="utf-8")
+    assert sv.read_text_file(table) == (["a dog"], {"topic": ["animal"]})  # blank lines: no rows
 
 
 def test_map_errors(studio):

@@ -230,7 +230,7 @@ def test_load_test_compares_answers_and_fails_on_a_difference():
     assert (either.compared, either.differing) == (1, 0)
     # The map's status line says how long the projection took and whether it was cached: masked.
     drawn = load_requests.Call(load_requests.MAP, "/draw_map", ())
-    assert (load_requests.normalize(drawn, [{"plot": 1}, "12 points, PCA in 0.0 s. "])
+    assert (load_requests.normalize(drawn, [{"plot": 1}, "12 points, PCA in 0.0 s."])
             == load_requests.normalize(drawn, [{"plot": 1}, "12 points, PCA in 1.3 s. Cached result."]))
-    assert (load_requests.normalize(drawn, [{"plot": 1}, "12 points, PCA in 0.0 s. "])
-            != load_requests.normalize(drawn, [{"plot": 2}, "12 points, PCA in 0.0 s. "]))
+    assert (load_requests.normalize(drawn, [{"plot": 1}, "12 points, PCA in 0.0 s."])
+            != load_requests.normalize(drawn, [{"plot": 2}, "12 points, PCA in 0.0 s."]))

@@ -71,8 +71,8 @@ class MapHandlers(TabHandlers):
         projection = self.backend.projector.project(corpus.vectors, method, 3 if dims == "3-D" else 2)
         title = f"{corpus.name}: {projection.method} {dims}"
         session.map = MapData(corpus, projection.coords, groups, title)
-        status = (f"{len(corpus.texts):,} points, {projection.method} in {projection.seconds:.1f} s. "
-                  f"{projection.note}") + (f" {coloured}" if coloured else "")  # bench/load_requests.py reads it
+        status = " ".join(filter(None, [f"{len(corpus.texts):,} points, {projection.method} in "
+                                        f"{projection.seconds:.1f} s.", projection.note, coloured]))
         return views.scatter_figure(projection.coords, corpus.texts, groups, title), status, session
 
     def map_columns(self, session: Session) -> list[str]:

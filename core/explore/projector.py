@@ -95,19 +95,19 @@ def _vector_row(line: str, number: int, name: str) -> list[float]:
     return row
 
 
-def table_columns(text: str, name: str) -> dict[str, list[str]]:
-    """The columns of a tab-separated `text` (a file named `name`) by the Projector's metadata rule: one
-    column without a header ("label"), or several under a header line naming them; ValueError naming
-    the line of a header naming a column twice, or of a row whose width differs from the header's.
-    Uploaded tables of texts are read so too."""
+def table_columns(text: str, name: str, first_line: int = 1) -> dict[str, list[str]]:
+    """The columns of a tab-separated `text` (a file named `name`, of which it starts at line `first_line`)
+    by the Projector's metadata rule: one column without a header ("label"), or several under a header line
+    naming them; ValueError naming the line of a header naming a column twice, or of a row whose width
+    differs from the header's. Uploaded tables of texts are read so too."""
     rows = [line.rstrip("\r").split("\t") for line in _split_lines(text)]
     header = rows[0] if rows and len(rows[0]) > 1 else None  # the Projector: a header only with several columns
     body = rows[1:] if header else rows
     names = [column.strip() for column in header] if header else ["label"]
     twice = [column for j, column in enumerate(names) if column in names[:j]]
     if twice:  # one column would hide the other
-        raise ValueError(f"{name} line 1: the column name {twice[0]!r} is used twice")
-    for number, row in enumerate(body, 2 if header else 1):
+        raise ValueError(f"{name} line {first_line}: the column name {twice[0]!r} is used twice")
+    for number, row in enumerate(body, first_line + 1 if header else first_line):
         if len(row) != len(names):
             raise ValueError(f"{name} line {number}: {len(row)} columns, where the header has {len(names)}")
     return {column: [row[j] for row in body] for j, column in enumerate(names)}
