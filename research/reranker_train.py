@@ -6,7 +6,10 @@ layers of the DefSent encoder (low-rank deltas, a linear score on the mean of it
 score of the k-th first answer is rerank + beta * -log(1 + k), beta learned with it (the first stage's
 order is evidence the reranker adds to), then re-chosen on dev.
 
-    python -m research.reranker_train --lists data/cache/reranker/lists.pt --layers 2 --steps 1000
+    python -m research.reranker_train --export        # the bundle: backbone, tokenizer, lists (here)
+    python -m research.reranker_train --layers 6 --rank 16 --queries-per-step 32 --steps 800 --device cuda
+
+Findings (docs/results.md, "A cross-encoder reranker"): it learns GCIDE's lists and makes people's worse.
 """
 from __future__ import annotations
 
