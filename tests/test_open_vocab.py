@@ -199,6 +199,18 @@ def test_inflections_of_one_word_do_not_crowd_the_list():
     assert [w for w, _ in without_inflections(ranked)] == ["trunk", "elephant", "berries", "boxes", "glass", "gas"]
 
 
+def test_two_spellings_of_one_word_take_one_place():
+    ranked = [("traveller", 0.4), ("traveler", 0.3), ("colours", 0.2), ("color", 0.1), ("pool", 0.05), ("pond", 0.01)]
+    assert [w for w, _ in without_inflections(ranked)] == ["traveller", "colours", "pool", "pond"]
+
+
+def test_a_querys_word_in_another_spelling_is_left_out_too(engine):
+    engine.enable_open_vocabulary(dictionary=DICTIONARY + [Entry("gray", "a colour between black and white", "n")])
+    every = len(engine.words.open_vocab.candidates)
+    assert "gray" in [w for w, _ in engine.predict_words("a grey colour", k=every)]
+    assert "gray" not in [w for w, _ in engine.predict_words("a grey colour", k=every, exclude_query_words=True)]
+
+
 def test_a_candidate_without_definitions_falls_back_on_its_mapped_word_vector(engine):
     c = Candidates(DICTIONARY, engine.words.vocab)
     W = torch.randn(len(c), 32)

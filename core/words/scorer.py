@@ -18,6 +18,7 @@ import numpy as np
 import torch
 
 from ..lexicon.dictionary import Entry, load_wordnet, load_wordnet_lemmas, read_entries, write_entries
+from ..lexicon.spelling import spelling_key, spellings
 from ..runtime.hardware import quantised_engine
 from ..text import query_words, singular
 from .hubness import HUB_PENALTY, HubPenalty
@@ -153,8 +154,9 @@ class WordScorer:
         allowed = torch.from_numpy(vocab.mask(word_filter)).repeat(len(logits), 1)  # (n, C)
         for i, text in enumerate(exclude_words_of or ()):
             for word in query_words(text):
-                if (index := vocab.token_id(word)) is not None:
-                    allowed[i, index] = False
+                for spelling in spellings(word):  # "grey" leaves out "gray" too
+                    if (index := vocab.token_id(spelling)) is not None:
+                        allowed[i, index] = False
         return WordScores(vocab, logits, (logits / temperature).softmax(-1), allowed)
 
     def ranked(self, vectors: np.ndarray, k: int = 10, word_filter: WordFilter = WordFilter(),
@@ -183,11 +185,11 @@ class WordScores:
 
 
 def without_inflections(ranked: list[tuple[str, float]]) -> list[tuple[str, float]]:
-    """`ranked` without the words whose plural-stripped form an earlier word already has
-    (trunk, trunks -> trunk): inflections of one word should not crowd the list."""
+    """`ranked` without the words whose plural-stripped form, in one spelling, an earlier word already
+    has (trunk, trunks -> trunk; traveller, traveler): one word's forms should not crowd the list."""
     seen, kept = set(), []
     for word, score in ranked:
-        stem = singular(word)
+        stem = spelling_key(singular(word))
         if stem not in seen:
             seen.add(stem)
             kept.append((word, score))

@@ -1,0 +1,88 @@
+"""One word's spellings ("grey" and "gray", "colour" and "color", "traveller" and "traveler").
+
+The reverse dictionary treats them as one word (issue 38, item 4): a query's word in either spelling is
+left out of its answers, as the word itself is ("a large grey animal" does not answer "gray"), and two
+spellings of one word do not both take a place in the list (traveller, traveler).
+
+Two words are spellings of one word when WordNet puts them in one synset and one rewrite of REWRITES
+turns one into the other: the rewrites alone would join "four" and "for", the synset alone "pond" and
+"pool".
+"""
+from __future__ import annotations
+
+import functools
+import itertools
+import os
+from typing import Iterable
+
+from .dictionary import Entry, load_wordnet_lemmas
+
+# (British, American) pieces of a word, rewritten once, anywhere in it
+REWRITES = (("our", "or"), ("re", "er"), ("ise", "ize"), ("yse", "yze"), ("ll", "l"), ("ence", "ense"),
+            ("ey", "ay"), ("ae", "e"), ("oe", "e"), ("ogue", "og"), ("yre", "ire"), ("mme", "m"))
+
+
+def spelling_groups(entries: Iterable[Entry]) -> dict[str, str]:
+    """{word: the spelling that stands for its group (the alphabetically first)} for each word with
+    another spelling among `entries` (module docstring); words with one spelling are not keys."""
+    synsets: dict[str, set[str]] = {}
+    for entry in entries:
+        if entry.synset:
+            synsets.setdefault(entry.synset, set()).add(entry.word)
+    parent: dict[str, str] = {}  # union-find, each group's root its alphabetically first word
+    for words in synsets.values():
+        for word, other in itertools.combinations(sorted(words), 2):
+            if _differ_little(word, other) and other in _rewritten(word):
+                a, b = _root(parent, word), _root(parent, other)
+                parent[a], parent[b] = min(a, b), min(a, b)
+    return {word: _root(parent, word) for word in parent}
+
+
+def _differ_little(a: str, b: str) -> bool:
+    """True when a and b differ in at most 4 letters in one place (a cheap test before the rewrites)."""
+    if abs(len(a) - len(b)) > 2:
+        return False
+    head = len(os.path.commonprefix([a, b]))
+    tail = len(os.path.commonprefix([a[head:][::-1], b[head:][::-1]]))
+    return max(len(a), len(b)) - head - tail <= 4
+
+
+def _rewritten(word: str) -> set[str]:
+    """`word` with one piece of REWRITES replaced by its other spelling (both ways), once."""
+    out = set()
+    for a, b in REWRITES:
+        for old, new in ((a, b), (b, a)):
+            start = word.find(old)
+            while start >= 0:
+                out.add(word[:start] + new + word[start + len(old):])
+                start = word.find(old, start + 1)
+    return out
+
+
+def _root(parent: dict[str, str], word: str) -> str:
+    while parent.get(word, word) != word:
+        word = parent[word]
+    return word
+
+
+@functools.cache
+def _wordnet_groups() -> tuple[dict[str, str], dict[str, tuple[str, ...]]]:
+    try:
+        groups = spelling_groups(load_wordnet_lemmas())  # cached: the open vocabulary has read it
+    except FileNotFoundError:  # a checkout without the shipped WordNet: every word has one spelling
+        groups = {}
+    members: dict[str, list[str]] = {}
+    for word, first in sorted(groups.items()):
+        members.setdefault(first, []).append(word)
+    return groups, {first: tuple(words) for first, words in members.items()}
+
+
+def spelling_key(word: str) -> str:
+    """The spelling that stands for `word` and its other spellings (WordNet's): `word` if it has none."""
+    return _wordnet_groups()[0].get(word, word)
+
+
+def spellings(word: str) -> tuple[str, ...]:
+    """`word` and its other spellings (WordNet's), `word` first."""
+    others = _wordnet_groups()[1].get(spelling_key(word), ())
+    return (word, *(w for w in others if w != word))

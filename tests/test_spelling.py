@@ -1,0 +1,20 @@
+"""One word's spellings (core/lexicon/spelling.py)."""
+from __future__ import annotations
+
+from core.lexicon.dictionary import Entry
+from core.lexicon.spelling import spelling_groups, spelling_key, spellings
+
+
+def test_spellings_are_words_of_one_synset_that_one_rewrite_joins():
+    entries = [Entry("grey", "a colour", "n", (), "1-n"), Entry("gray", "a colour", "n", (), "1-n"),
+               Entry("colour", "a hue", "n", (), "2-n"), Entry("color", "a hue", "n", (), "2-n"),
+               Entry("colour", "a quality", "n", (), "3-n"), Entry("coloring", "a quality", "n", (), "3-n"),
+               Entry("pond", "still water", "n", (), "4-n"), Entry("pool", "still water", "n", (), "4-n"),
+               Entry("four", "a number", "n", (), "5-n"), Entry("for", "towards", "r", (), "6-r")]
+    assert spelling_groups(entries) == {"grey": "gray", "gray": "gray", "colour": "color", "color": "color"}
+
+
+def test_wordnet_gives_the_british_and_american_spellings():
+    assert spellings("grey") == ("grey", "gray") and spellings("traveller") == ("traveller", "traveler")
+    assert spelling_key("colour") == spelling_key("color") and spelling_key("centre") == spelling_key("center")
+    assert spellings("four") == ("four",) and spelling_key("pond") != spelling_key("pool")
