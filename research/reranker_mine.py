@@ -99,6 +99,8 @@ def main() -> None:
     p.add_argument("--min-zipf", type=float, default=3.0)
     p.add_argument("--pool", type=int, default=30)
     p.add_argument("--gcide", type=Path, default=GCIDE_DICTD)
+    p.add_argument("--descriptions", type=Path, help="train on these description<TAB>word lines instead of GCIDE "
+                   "(research/lm_descriptions.py)")
     p.add_argument("--out", type=Path, required=True)
     args = p.parse_args()
     engine = probe_engine(args.model)
@@ -106,9 +108,13 @@ def main() -> None:
     out = {"human": mine(engine, [q.text for q in human], [[q.word, singular(q.word)] for q in human], set(),
                          args.pool)}
     print("human gold within the pool:", float((out["human"]["gold_at"] >= 0).float().mean()))
-    train = training_queries(engine.words.open_vocab, read_gcide_dictd(args.gcide), args.queries, args.senses,
-                             args.min_zipf)
-    copies = near_copies(train, engine.words.open_vocab.candidates)
+    if args.descriptions:  # not glosses: no dictionary text copies them
+        train, copies = [Entry(w, t) for t, w in (line.split("\t") for line in
+                                                  args.descriptions.read_text(encoding="utf-8").splitlines())], set()
+    else:
+        train = training_queries(engine.words.open_vocab, read_gcide_dictd(args.gcide), args.queries, args.senses,
+                                 args.min_zipf)
+        copies = near_copies(train, engine.words.open_vocab.candidates)
     out["train"] = mine(engine, [e.definition for e in train], [[e.word] for e in train], copies, args.pool)
     at = out["train"]["gold_at"]
     print("train gold within the pool:", float((at >= 0).float().mean()), "first:", float((at == 0).float().mean()))

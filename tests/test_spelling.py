@@ -18,3 +18,10 @@ def test_wordnet_gives_the_british_and_american_spellings():
     assert spellings("grey") == ("grey", "gray") and spellings("traveller") == ("traveller", "traveler")
     assert spelling_key("colour") == spelling_key("color") and spelling_key("centre") == spelling_key("center")
     assert spellings("four") == ("four",) and spelling_key("pond") != spelling_key("pool")
+
+
+def test_the_shipped_table_is_what_the_shipped_wordnet_gives():
+    from core.lexicon.dictionary import load_wordnet_lemmas
+    from core.lexicon.spelling import read_groups
+
+    assert read_groups() == spelling_groups(load_wordnet_lemmas())  # else: python scripts/build_spellings.py

@@ -6,16 +6,23 @@ spellings of one word do not both take a place in the list (traveller, traveler)
 
 Two words are spellings of one word when WordNet puts them in one synset and one rewrite of REWRITES
 turns one into the other: the rewrites alone would join "four" and "for", the synset alone "pond" and
-"pool".
+"pool". The groups of all WordNet lemmas are shipped as core/data/spellings.tsv (`word<TAB>the spelling
+that stands for its group`), read in milliseconds where building them takes seconds:
+
+    python scripts/build_spellings.py
 """
 from __future__ import annotations
 
 import functools
 import itertools
 import os
+from pathlib import Path
 from typing import Iterable
 
-from .dictionary import Entry, load_wordnet_lemmas
+from ..paths import CORE_DATA_DIR
+from .dictionary import Entry
+
+SPELLINGS_FILE = CORE_DATA_DIR / "spellings.tsv"
 
 # (British, American) pieces of a word, rewritten once, anywhere in it
 REWRITES = (("our", "or"), ("re", "er"), ("ise", "ize"), ("yse", "yze"), ("ll", "l"), ("ence", "ense"),
@@ -65,12 +72,17 @@ def _root(parent: dict[str, str], word: str) -> str:
     return word
 
 
+def write_groups(groups: dict[str, str], path: Path = SPELLINGS_FILE) -> None:
+    path.write_text("".join(f"{word}\t{first}\n" for word, first in sorted(groups.items())), encoding="utf-8")
+
+
+def read_groups(path: Path = SPELLINGS_FILE) -> dict[str, str]:
+    return dict(line.split("\t") for line in path.read_text(encoding="utf-8").splitlines())
+
+
 @functools.cache
 def _wordnet_groups() -> tuple[dict[str, str], dict[str, tuple[str, ...]]]:
-    try:
-        groups = spelling_groups(load_wordnet_lemmas())  # cached: the open vocabulary has read it
-    except FileNotFoundError:  # a checkout without the shipped WordNet: every word has one spelling
-        groups = {}
+    groups = read_groups()
     members: dict[str, list[str]] = {}
     for word, first in sorted(groups.items()):
         members.setdefault(first, []).append(word)
