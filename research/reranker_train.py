@@ -160,7 +160,7 @@ def main() -> None:
     backbone, tokenizer, data = load_bundle(args.bundle)
     train, human = data["train"], data["human"]
     usable = [q for q in range(len(train["texts"])) if 0 <= int(train["gold_at"][q]) < 50]
-    held, usable = usable[:300], usable[300:]  # GCIDE lists never trained on: is the task learnt at all?
+    held, usable = usable[:len(usable) // 10], usable[len(usable) // 10:]  # lists never trained on: is the task learnt?
     print(f"{len(usable)} training lists with their word in the first 50, {len(held)} held out", flush=True)
     model = CrossReranker(backbone, args.layers, args.rank).to(args.device)
     betas = [model.beta]
