@@ -10,8 +10,11 @@ def test_spellings_are_words_of_one_synset_that_one_rewrite_joins():
                Entry("colour", "a hue", "n", (), "2-n"), Entry("color", "a hue", "n", (), "2-n"),
                Entry("colour", "a quality", "n", (), "3-n"), Entry("coloring", "a quality", "n", (), "3-n"),
                Entry("pond", "still water", "n", (), "4-n"), Entry("pool", "still water", "n", (), "4-n"),
-               Entry("four", "a number", "n", (), "5-n"), Entry("for", "towards", "r", (), "6-r")]
-    assert spelling_groups(entries) == {"grey": "gray", "gray": "gray", "colour": "color", "color": "color"}
+               Entry("four", "a number", "n", (), "5-n"), Entry("for", "towards", "r", (), "6-r"),
+               Entry("peck", "eat in small bites", "v", (), "7-v"), Entry("pick", "eat in small bites", "v", (), "7-v"),
+               Entry("organisation", "a group", "n", (), "8-n"), Entry("organization", "a group", "n", (), "8-n")]
+    assert spelling_groups(entries) == {"grey": "gray", "gray": "gray", "colour": "color", "color": "color",
+                                        "organisation": "organisation", "organization": "organisation"}
 
 
 def test_wordnet_gives_the_british_and_american_spellings():

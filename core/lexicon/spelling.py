@@ -1,4 +1,5 @@
-"""One word's spellings ("grey" and "gray", "colour" and "color", "traveller" and "traveler").
+"""One word's spellings ("grey" and "gray", "colour" and "color", "traveller" and "traveler", "sulphur" and
+"sulfur").
 
 The reverse dictionary treats them as one word (issue 38, item 4): a query's word in either spelling is
 left out of its answers, as the word itself is ("a large grey animal" does not answer "gray"), and two
@@ -6,7 +7,8 @@ spellings of one word do not both take a place in the list (traveller, traveler)
 
 Two words are spellings of one word when WordNet puts them in one synset and one rewrite of REWRITES
 turns one into the other: the rewrites alone would join "four" and "for", the synset alone "pond" and
-"pool". The groups of all WordNet lemmas are shipped as core/data/spellings.tsv (`word<TAB>the spelling
+"pool". A pair joins for all its senses where WordNet shares one (timber, timbre: only the sense of tone);
+then the lower-ranked of the two is the one hidden, rarely the word meant. The groups of all WordNet lemmas are shipped as core/data/spellings.tsv (`word<TAB>the spelling
 that stands for its group`), read in milliseconds where building them takes seconds:
 
     python scripts/build_spellings.py
@@ -24,9 +26,14 @@ from .dictionary import Entry
 
 SPELLINGS_FILE = CORE_DATA_DIR / "spellings.tsv"
 
-# (British, American) pieces of a word, rewritten once, anywhere in it
-REWRITES = (("our", "or"), ("re", "er"), ("ise", "ize"), ("yse", "yze"), ("ll", "l"), ("ence", "ense"),
-            ("ey", "ay"), ("ae", "e"), ("oe", "e"), ("ogue", "og"), ("yre", "ire"), ("mme", "m"))
+# Pieces of a word and their other spelling (British first), rewritten once, anywhere in it: colour,
+# mould, centre, organisation, traveller, defence, grey, whiskey, anaemia, foetus, catalogue, tyre,
+# programme, plough, sulphur, sceptic, aluminium, judgement, ageing, axe, yoghurt, jewellery, enquire,
+# despatch, artefact, euclidean, liquefy. Single letters only for s/z: e/i would join peck and pick.
+REWRITES = (("ou", "o"), ("ou", "u"), ("re", "er"), ("s", "z"), ("ll", "l"), ("ence", "ense"), ("ey", "ay"),
+            ("ey", "y"), ("ae", "e"), ("oe", "e"), ("ogue", "og"), ("yre", "ire"), ("mme", "m"), ("ough", "ow"),
+            ("ph", "f"), ("sc", "sk"), ("ium", "um"), ("ement", "ment"), ("eing", "ing"), ("xe", "x"), ("gh", "g"),
+            ("ellery", "elry"), ("en", "in"), ("es", "is"), ("te", "ti"), ("ean", "ian"), ("ef", "if"))
 
 
 def spelling_groups(entries: Iterable[Entry]) -> dict[str, str]:
@@ -46,7 +53,8 @@ def spelling_groups(entries: Iterable[Entry]) -> dict[str, str]:
 
 
 def _differ_little(a: str, b: str) -> bool:
-    """True when a and b differ in at most 4 letters in one place (a cheap test before the rewrites)."""
+    """True when a and b differ in at most 4 letters in one place: a cheap test that never changes the
+    groups (no rewrite changes more), only halves the time to build them."""
     if abs(len(a) - len(b)) > 2:
         return False
     head = len(os.path.commonprefix([a, b]))
@@ -67,21 +75,25 @@ def _rewritten(word: str) -> set[str]:
 
 
 def _root(parent: dict[str, str], word: str) -> str:
+    """The root of `word`'s group in the union-find `parent` (itself when it has none)."""
     while parent.get(word, word) != word:
         word = parent[word]
     return word
 
 
 def write_groups(groups: dict[str, str], path: Path = SPELLINGS_FILE) -> None:
+    """`groups` as `word<TAB>its group's spelling` lines, sorted."""
     path.write_text("".join(f"{word}\t{first}\n" for word, first in sorted(groups.items())), encoding="utf-8")
 
 
 def read_groups(path: Path = SPELLINGS_FILE) -> dict[str, str]:
+    """The groups `write_groups` wrote."""
     return dict(line.split("\t") for line in path.read_text(encoding="utf-8").splitlines())
 
 
 @functools.cache
 def _wordnet_groups() -> tuple[dict[str, str], dict[str, tuple[str, ...]]]:
+    """The shipped groups: ({word: its group's spelling}, {group's spelling: the group's words}), read once."""
     groups = read_groups()
     members: dict[str, list[str]] = {}
     for word, first in sorted(groups.items()):
