@@ -8,8 +8,9 @@ spellings of one word do not both take a place in the list (traveller, traveler)
 Two words are spellings of one word when WordNet puts them in one synset and one rewrite of REWRITES
 turns one into the other: the rewrites alone would join "four" and "for", the synset alone "pond" and
 "pool". A pair joins for all its senses where WordNet shares one (timber, timbre: only the sense of tone);
-then the lower-ranked of the two is the one hidden, rarely the word meant. The groups of all WordNet lemmas are shipped as core/data/spellings.tsv (`word<TAB>the spelling
-that stands for its group`), read in milliseconds where building them takes seconds:
+then the lower-ranked of the two is the one hidden, rarely the word meant. The groups of all WordNet lemmas
+are shipped as core/data/spellings.tsv (`word<TAB>the spelling that stands for its group`), read in
+milliseconds where building them takes seconds:
 
     python scripts/build_spellings.py
 """
@@ -26,7 +27,7 @@ from .dictionary import Entry
 
 SPELLINGS_FILE = CORE_DATA_DIR / "spellings.tsv"
 
-# Pieces of a word and their other spelling (British first), rewritten once, anywhere in it: colour,
+# Pieces of a word and their other spelling (the British or older one first), rewritten once, anywhere in it: colour,
 # mould, centre, organisation, traveller, defence, grey, whiskey, anaemia, foetus, catalogue, tyre,
 # programme, plough, sulphur, sceptic, aluminium, judgement, ageing, axe, yoghurt, jewellery, enquire,
 # despatch, artefact, euclidean, liquefy. Single letters only for s/z: e/i would join peck and pick.
