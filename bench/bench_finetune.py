@@ -145,11 +145,11 @@ def main(argv: list[str] | None = None) -> int:
     import torch
 
     from core import Engine
-    from core.lexicon.dictionary import extend_split, load_wordnet, load_wordnet_lemmas, split_by_word, write_entries
+    from core.lexicon.dictionary import lemma_split, split_by_word, write_entries
 
     torch.set_num_threads(args.threads)
     vocab = Engine.load(args.model, open_vocabulary=False, decoder=None).words.vocab
-    held_out = extend_split(split_by_word(load_wordnet(), seed=0), load_wordnet_lemmas()).test  # as the tower's
+    held_out = lemma_split().test  # as the tower's
     test_phrases = [e for e in held_out if " " in e.word]
     entries, kinds = glossary(read_gcide_dictd(args.gcide), test_phrases, vocab)
     write_entries(entries, CACHE_DIR / "finetune-bench.jsonl.gz")

@@ -25,7 +25,7 @@ import torch
 
 from core import Engine
 from core.evaluation.reverse import reverse_query_sets, scored_with, summary
-from core.lexicon.dictionary import extend_split, load_wordnet, load_wordnet_lemmas, split_by_word
+from core.lexicon.dictionary import lemma_split
 from core.words.open_vocab_fit import read_gcide_dictd
 from research.base_channel_probe import ranks
 from research.human_fusion_probe import channels, guard_samples, probe_arguments, probe_engine
@@ -76,7 +76,7 @@ def main() -> None:
     if not args.guards:
         return
     seed = int(engine.manifest.get("training", {}).get("split_seed", 0))
-    split = extend_split(split_by_word(load_wordnet(), seed=seed), load_wordnet_lemmas())
+    split = lemma_split(seed)
     unseen = {e.word for e in split.dev + split.test}
     seen_glosses = {w: g for w, g in glosses.items() if w not in unseen}
     for name, (guard_queries, index) in guard_samples(engine, sets, args.guards).items():

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import torch
 
-from core.lexicon.dictionary import extend_split, load_wordnet, load_wordnet_lemmas, split_by_word
+from core.lexicon.dictionary import lemma_split
 from core.words.word_prior import zipf_frequencies
 
 PROMPT = "Explain the word '{w}' to a child in a few words, without saying '{w}'."
@@ -26,7 +26,7 @@ MEANS = (re.compile(r"\bmeans\s+(.+)$", re.I), re.compile(r"\b(?:is|are)\s+(.+)$
 
 def train_words(count: int, min_zipf: float) -> list[str]:
     """Common one-word WordNet train words (seeded sample)."""
-    split = extend_split(split_by_word(load_wordnet(), seed=0), load_wordnet_lemmas())
+    split = lemma_split()
     words = sorted({e.word for e in split.train if e.word.isalpha()})
     zipf = zipf_frequencies(words)
     common = [w for w, z in zip(words, zipf) if z >= min_zipf]

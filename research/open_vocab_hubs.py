@@ -16,7 +16,7 @@ from pathlib import Path
 import torch
 
 from core import Engine
-from core.lexicon.dictionary import DictionarySplit, definition_key, extend_split, load_wordnet, load_wordnet_lemmas, split_by_word
+from core.lexicon.dictionary import DictionarySplit, definition_key, lemma_split
 from core.words.open_vocab_fit import Queries, metrics, near_copies, query_sets, read_gcide_dictd
 from core.words.word_eval import rank_of_gold
 
@@ -30,7 +30,7 @@ def open_vocabulary_and_queries(model: Path) -> tuple[Engine, DictionarySplit, d
     engine.words.set_precision("float32")
     engine.enable_open_vocabulary(cache_dir=CACHE)
     seed = engine.manifest.get("training", {}).get("split_seed", 0)
-    split = extend_split(split_by_word(load_wordnet(), seed=seed), load_wordnet_lemmas())
+    split = lemma_split(seed)
     return engine, split, query_sets(split, set(engine.words.open_vocab.candidates.words), read_gcide_dictd())
 
 

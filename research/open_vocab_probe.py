@@ -9,7 +9,7 @@ import numpy as np
 import torch
 
 from core import Engine
-from core.lexicon.dictionary import extend_split, load_wordnet, load_wordnet_lemmas, split_by_word
+from core.lexicon.dictionary import lemma_split, load_wordnet_lemmas
 from core.words.open_vocab import Candidates
 
 CACHE = Path("data/cache/open-vocab")
@@ -47,7 +47,7 @@ def main() -> None:
     engine = Engine.load("checkpoints/defsent-minilm", decoder=None)
     cands = Candidates(load_wordnet_lemmas(), engine.words.vocab)
     index = {w: i for i, w in enumerate(cands.words)}
-    split = extend_split(split_by_word(load_wordnet(), seed=0), load_wordnet_lemmas())
+    split = lemma_split()
     W = torch.nn.functional.normalize(load("*-words-*.npy"), dim=1)  # (C, d)
     U, gold, single, multi, logits = dev_sample(engine, cands, index, split)
     cos = U @ W.T  # (n, C)
@@ -114,7 +114,7 @@ def probe_definitions() -> None:
     engine = Engine.load("checkpoints/defsent-minilm", decoder=None)
     cands = Candidates(load_wordnet_lemmas(), engine.words.vocab)
     index = {w: i for i, w in enumerate(cands.words)}
-    split = extend_split(split_by_word(load_wordnet(), seed=0), load_wordnet_lemmas())
+    split = lemma_split()
     W = torch.nn.functional.normalize(load("*-words-*.npy"), dim=1)
     D = torch.nn.functional.normalize(load("*-defs-*.npy"), dim=1)
     single = torch.from_numpy(cands.single_token)
@@ -171,7 +171,7 @@ def probe_map() -> None:
     engine = Engine.load("checkpoints/defsent-minilm", decoder=None)
     cands = Candidates(load_wordnet_lemmas(), engine.words.vocab)
     index = {w: i for i, w in enumerate(cands.words)}
-    split = extend_split(split_by_word(load_wordnet(), seed=0), load_wordnet_lemmas())
+    split = lemma_split()
     W = load("*-words-*.npy")
     Utr = load(f"*-wordnet-train-{len(split.train)}.npy")
     gtr = torch.tensor([index[e.word] for e in split.train])

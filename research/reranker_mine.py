@@ -21,7 +21,7 @@ import numpy as np
 import torch
 
 from core.evaluation.reverse import read_human_descriptions
-from core.lexicon.dictionary import Entry, definition_key, extend_split, load_wordnet, load_wordnet_lemmas, split_by_word
+from core.lexicon.dictionary import Entry, definition_key, lemma_split
 from core.text import singular
 from core.words.open_vocab_fit import GCIDE_DICTD, near_copies, read_gcide_dictd
 from research.human_fusion_probe import probe_engine
@@ -29,7 +29,7 @@ from research.human_fusion_probe import probe_engine
 
 def training_queries(scorer, gcide: list[Entry], count: int, senses: int, min_zipf: float) -> list[Entry]:
     """GCIDE senses of WordNet train words that are candidates, common words only, `senses` a word."""
-    split = extend_split(split_by_word(load_wordnet(), seed=0), load_wordnet_lemmas())
+    split = lemma_split()
     train_words = {e.word for e in split.train}
     row = {w: i for i, w in enumerate(scorer.candidates.words)}
     zipf = scorer.candidates.zipf

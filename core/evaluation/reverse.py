@@ -139,7 +139,7 @@ def reverse_query_sets(engine, gcide: Sequence | None = None, human: Path = HUMA
     """{set name: (queries, the open-vocabulary index to score them with, None for the engine's own)}
     for the sets the module docstring lists; a set whose data is missing is left out. Needs
     `engine.words.open_vocab` in float32 (the leak-free indexes drop definitions)."""
-    from core.lexicon.dictionary import extend_split, load_wordnet, load_wordnet_lemmas, split_by_word
+    from core.lexicon.dictionary import lemma_split
     from core.words.open_vocab_fit import near_copies, query_sets
 
     scorer = engine.words.open_vocab
@@ -149,7 +149,7 @@ def reverse_query_sets(engine, gcide: Sequence | None = None, human: Path = HUMA
     if scorer is None:  # single-token words only: the dictionary sets' words are mostly not candidates
         return sets
     seed = int(engine.manifest.get("training", {}).get("split_seed", 0))
-    split = extend_split(split_by_word(load_wordnet(), seed=seed), load_wordnet_lemmas())
+    split = lemma_split(seed)
     entries = query_sets(split, set(scorer.candidates.words), gcide or [])
     sets["wordnet-test"] = ([Query(e.definition, e.word) for e in entries["wordnet-test"]],
                             scorer.without_definitions(e.definition for e in split.dev + split.test))

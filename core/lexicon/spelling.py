@@ -93,7 +93,7 @@ def read_groups(path: Path = SPELLINGS_FILE) -> dict[str, str]:
 
 
 @functools.cache
-def _wordnet_groups() -> tuple[dict[str, str], dict[str, tuple[str, ...]]]:
+def _shipped_groups() -> tuple[dict[str, str], dict[str, tuple[str, ...]]]:
     """The shipped groups: ({word: its group's spelling}, {group's spelling: the group's words}), read once."""
     groups = read_groups()
     members: dict[str, list[str]] = {}
@@ -104,10 +104,10 @@ def _wordnet_groups() -> tuple[dict[str, str], dict[str, tuple[str, ...]]]:
 
 def spelling_key(word: str) -> str:
     """The spelling that stands for `word` and its other spellings (WordNet's): `word` if it has none."""
-    return _wordnet_groups()[0].get(word, word)
+    return _shipped_groups()[0].get(word, word)
 
 
 def spellings(word: str) -> tuple[str, ...]:
     """`word` and its other spellings (WordNet's), `word` first."""
-    others = _wordnet_groups()[1].get(spelling_key(word), ())
+    others = _shipped_groups()[1].get(spelling_key(word), ())
     return (word, *(w for w in others if w != word))
