@@ -87,11 +87,30 @@ def exposure_warnings(host: str, share: bool, public: bool = False) -> list[str]
     return warnings
 
 
+def serve(demo, args: argparse.Namespace) -> None:
+    """Start serving `demo` as `args` say, without blocking; returns once the server listens.
+
+    Gradio's launch then asks for its own page once (HEAD / with a 3 s timeout) and, if that fails, stops
+    with "When localhost is not accessible, a shareable link must be created": on a busy machine, or while
+    the model loads beside it, a first page can take longer, and the app died at start. The server listens
+    on the address we bound by then, so that check is skipped (`_frontend=False` skips nothing else).
+    """
+    from starlette.middleware import Middleware
+
+    from app.request_limits import RequestBodyLimit
+    from app.settings import MAX_UPLOAD_BYTES
+    from app.ui import CSS, theme
+    demo.launch(server_name=args.host, server_port=args.port, share=args.share, auth=args.auth, theme=theme(),
+                css=CSS, prevent_thread_lock=True, footer_links=["api"], max_file_size=MAX_UPLOAD_BYTES,
+                app_kwargs={"middleware": [Middleware(RequestBodyLimit)]},  # any body over ~21 MB: 413
+                _frontend=False)
+
+
 def main(argv: list[str] | None = None) -> int:
     started = time.perf_counter()
     args = parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    from app.settings import MAX_UPLOAD_BYTES, configure_numba_cache, limit_threads
+    from app.settings import configure_numba_cache, limit_threads
     limit_threads(max(1, args.threads))
     os.environ[DEVICE_ENV] = args.device  # read where models load, training processes included (app/settings.py)
     configure_numba_cache()
@@ -105,17 +124,12 @@ def main(argv: list[str] | None = None) -> int:
     public = PublicLimits() if public_mode(args.public) else None
     studio = start_studio(spec, checkpoints, not args.no_umap_warmup, args.warm_up_delay,
                           open_vocabulary=not args.single_token_words, public=public)
-    from starlette.middleware import Middleware
-
-    from app.request_limits import RequestBodyLimit
-    from app.ui import CSS, build_app, theme
+    from app.ui import build_app
     from app.wiring import enable_queue
     demo = enable_queue(build_app(studio), max_size=args.queue_size)
     for warning in exposure_warnings(args.host, args.share, public is not None):
         print(warning, file=sys.stderr)
-    demo.launch(server_name=args.host, server_port=args.port, share=args.share, auth=args.auth, theme=theme(),
-                css=CSS, prevent_thread_lock=True, footer_links=["api"], max_file_size=MAX_UPLOAD_BYTES,
-                app_kwargs={"middleware": [Middleware(RequestBodyLimit)]})  # any body over ~21 MB: 413
+    serve(demo, args)
     print(f"DefSent Studio listening on http://{args.host}:{args.port} "
           f"({time.perf_counter() - started:.1f} s after start; serving {spec.name} on {args.device}"
           f"{'; public mode' if public else ''}{'; login required' if args.auth else ''})", flush=True)

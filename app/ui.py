@@ -25,7 +25,7 @@ def build_app(studio: Studio) -> gr.Blocks:
     with gr.Blocks(title="DefSent Studio", analytics_enabled=False, delete_cache=UPLOAD_LIFETIME) as demo:
         # Public mode: a session's state (its model choice and saved models) ends after a lifetime unchanged.
         lifetime = studio.public.session_lifetime if studio.public is not None else None
-        session = gr.State(Session(), time_to_live=lifetime, delete_callback=studio.end_session)
+        session = gr.State(Session(), time_to_live=lifetime, delete_callback=_session_ender(studio))
         stored_job = gr.BrowserState("", storage_key=JOB_STORAGE_KEY)  # outside the tabs: read at page load
         gr.Markdown("# DefSent Studio\nWhat sentence embeddings mean: describe a word, compare sentences, "
                     "walk between them, map them, fine-tune on your own dictionary.")
@@ -48,6 +48,15 @@ def build_app(studio: Studio) -> gr.Blocks:
         # Outside the queue: it answers even while every pool is busy, and it only reads two counters.
         gr.api(running_work, api_name="running_work", queue=False)
     return demo
+
+
+def _session_ender(studio: Studio) -> Callable[[Session], None]:
+    """`studio.end_session` as a plain function. Gradio deep-copies every component's config at each page
+    load, the State's delete callback included: a bound method is copied with its object (every model and
+    vector, seconds and gigabytes a load), while a function is copied as itself."""
+    def end_session(session: Session) -> None:
+        studio.end_session(session)
+    return end_session
 
 
 def _model_bar(demo: gr.Blocks, studio: Studio, session: gr.State

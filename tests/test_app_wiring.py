@@ -107,6 +107,32 @@ def test_the_page_asks_for_a_drawn_maps_hover_details_and_hands_them_to_its_scri
         (SHOW_DETAILS_JS, [details], False)]
 
 
+def test_a_page_load_copies_nothing_of_the_backend(studio, monkeypatch):
+    """Gradio deep-copies the page's config at every `GET /` and `/config`; the session state's delete
+    callback is in it, and a bound method of the backend made that a copy of every model and vector."""
+    pytest.importorskip("gradio")
+    import httpx
+
+    from app.handlers.backend import Backend
+    from app.models import Models
+    from app.ui import build_app
+    from bench.bench_app import free_port
+    from core import Engine
+
+    copied = []
+    for cls in (Backend, Models, Engine):
+        monkeypatch.setattr(cls, "__deepcopy__", lambda self, memo, cls=cls: copied.append(cls.__name__) or self,
+                            raising=False)
+    demo = build_app(studio)
+    demo.launch(server_name="127.0.0.1", server_port=free_port(), prevent_thread_lock=True, quiet=True)
+    try:
+        for path in ("/", "/config"):
+            assert httpx.get(demo.local_url.rstrip("/") + path, timeout=60).status_code == 200
+    finally:
+        demo.close()
+    assert copied == []
+
+
 def test_app_binds_localhost_by_default(monkeypatch):
     monkeypatch.delenv("GRADIO_SERVER_NAME", raising=False)
     import importlib.util
@@ -115,6 +141,26 @@ def test_app_binds_localhost_by_default(monkeypatch):
     spec.loader.exec_module(module)
     args = module.parse_args([])
     assert (args.host, args.port, args.share) == ("127.0.0.1", 7860, False)
+
+
+def test_the_server_starts_when_its_first_page_is_slow(studio, monkeypatch):
+    """Gradio's launch asks for its own page once (a 3 s HEAD /) and stopped the app when that timed out,
+    as it did on a busy machine; the launcher's server starts whatever that check would say."""
+    pytest.importorskip("gradio")
+    import httpx
+    from gradio import networking
+
+    from app.launch import parse_args, serve
+    from app.ui import build_app
+    from bench.bench_app import free_port
+
+    monkeypatch.setattr(networking, "url_ok", lambda url: False)  # what a 3 s timeout answers
+    demo = build_app(studio)
+    serve(demo, parse_args(["--port", str(free_port())]))
+    try:
+        assert httpx.get(demo.local_url + "config", timeout=60).status_code == 200
+    finally:
+        demo.close()
 
 
 def test_download_folders_are_removed_after_their_lifetime(engine, tiny_mlm_dir, tmp_path):

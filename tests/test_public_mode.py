@@ -350,7 +350,11 @@ def test_the_ui_keeps_the_model_choice_and_saves_in_the_session(tiny_mlm_dir, ch
     studio = make_studio(tiny_mlm_dir, checkpoints, PublicLimits(session_lifetime=600))
     demo = build_app(studio)
     state = next(b for b in demo.blocks.values() if isinstance(b, gr.State))
-    assert state.time_to_live == 600 and state.delete_callback == studio.end_session
+    assert state.time_to_live == 600
+    ended = []
+    studio.end_session = ended.append  # the callback ends the session through the studio
+    state.delete_callback(alice := Session())
+    assert ended == [alice]
     chooser = next(b for b in demo.blocks.values() if getattr(b, "elem_id", None) == "model-choice")
     assert "this session only" in chooser.label
     for name in ("switch_model", "save_finetuned", "activate_finetuned"):
