@@ -21,6 +21,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Sequence
 
 REPO = Path(__file__).resolve().parents[1]
 QUERY = ["a person who is in charge", 10, "any", 0, 0, "", "", False, False]
@@ -32,10 +33,11 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def launch(model: Path | None, port: int, log: Path, cache: Path | None = None) -> tuple[subprocess.Popen, float]:
-    """Start `python app.py` (with `cache` as its user cache: an empty one is a fresh clone's); return the
-    process and the moment it was started."""
-    command = [sys.executable, "app.py", "--port", str(port)] + (["--model", str(model)] if model else [])
+def launch(model: Path | None, port: int, log: Path, cache: Path | None = None, flags: Sequence[str] = ()
+           ) -> tuple[subprocess.Popen, float]:
+    """Start `python app.py` with `flags` (and `cache` as its user cache: an empty one is a fresh clone's);
+    return the process and the moment it was started."""
+    command = [sys.executable, "app.py", "--port", str(port), *flags] + (["--model", str(model)] if model else [])
     env = {**os.environ, **({"DEFSENT_CACHE_DIR": str(cache)} if cache else {})}
     started = time.perf_counter()
     process = subprocess.Popen(command, cwd=REPO, stdout=log.open("w"), stderr=subprocess.STDOUT, env=env)

@@ -235,7 +235,7 @@ class Engine:
         manifest = read_manifest(path)
         if manifest["base"]["fingerprint"] != self.base_fingerprint:
             raise CheckpointError(f"{path} holds a checkpoint of another base model")
-        for written_again in ("word_vectors", "hub_penalty", "open_vocab", "user_dictionary"):
+        for written_again in ("word_vectors", "hub_penalty", "open_vocab", "user_dictionary", "everyday_adapter"):
             manifest.pop(written_again, None)
         manifest["metrics"] = {**manifest.get("metrics", {}), **(metrics or {})}
         with atomic_directory(path) as tmp:

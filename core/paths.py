@@ -19,6 +19,11 @@ HELDOUT_SENTENCES = MODERN_CORPUS_DIR / "heldout.jsonl"  # sources the decoder n
 SENTEVAL_DIR = REPO_ROOT.parent / "shared" / "data" / "senteval"
 # People's descriptions of words (dev only: the reverse dictionary's judge, never trained on; issue 38)
 HUMAN_DESCRIPTIONS = REPO_ROOT.parent / "shared" / "data" / "human-descriptions" / "thorat2016.tsv"
+# People's descriptions of 3,722 words (Buchanan et al. 2019, GPL-3.0; issue 53): training data. In ../shared on
+# development machines and in CI, else where `bash scripts/fetch_feature_norms.sh` builds it.
+_SHARED_NORMS = REPO_ROOT.parent / "shared" / "data" / "feature-norms" / "feature-norms.tsv"
+FETCHED_NORMS = CACHE_DIR / "feature-norms" / "feature-norms.tsv"
+FEATURE_NORMS = _SHARED_NORMS if _SHARED_NORMS.is_file() else FETCHED_NORMS
 
 
 def user_cache_dir(*parts: str) -> Path:

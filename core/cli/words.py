@@ -343,3 +343,56 @@ def hubness(argv: Sequence[str]) -> int:
         write_word_scoring(engine, args.model, split, ("dev", "test"), "hubness-corrected")
         print(f"wrote {args.model / HUB_PENALTY} (k {args.k}, weight {args.weight:g})")
     return 0
+
+
+@command("everyday-adapter")
+def everyday_adapter(argv: Sequence[str]) -> int:
+    """The everyday expert's query adapter (core/words/query_adapter.py): trained on descriptions people wrote
+    (the feature norms, core/lexicon/norms.py) and the dictionary's glosses (core/words/adapter_fit.py), measured
+    on the norms' held-out words, and written into the checkpoint (its encoder and head unchanged).
+
+    python -m core everyday-adapter --recipe recipes/everyday-adapter.json    # the shipped adapter
+    python -m core everyday-adapter --steps 300 --no-write                    # train and measure only
+    """
+    from ..checkpoint import DEFAULT_CHECKPOINT
+    from ..lexicon.norms import HELD_OUT_SHARE
+    from ..paths import FEATURE_NORMS, user_cache_dir
+    from ..words.adapter_fit import AdapterFitConfig
+
+    parser = parser_for("everyday-adapter", everyday_adapter)
+    parser.add_argument("--model", type=Path, default=DEFAULT_CHECKPOINT, help="the checkpoint to train it for")
+    parser.add_argument("--norms", type=Path, default=FEATURE_NORMS,
+                        help="the feature norms' word<TAB>response file (scripts/fetch_feature_norms.sh)")
+    parser.add_argument("--split-seed", type=int, default=0, help="the seed of the norms' and WordNet's word splits")
+    parser.add_argument("--held-out-share", type=float, default=HELD_OUT_SHARE, help="the norms' words never trained on")
+    parser.add_argument("--write", action=argparse.BooleanOptionalAction, default=True,
+                        help="write the adapter into --model (default) or only train and measure")
+    add_config_flags(parser, AdapterFitConfig)
+    add_threads_flag(parser)
+    args = parse_with_recipe(parser, argv)
+    set_threads(args.threads)
+    try:
+        config = config_from_flags(AdapterFitConfig, args)
+    except ValueError as err:
+        parser.error(str(err))
+    from ..engine import Engine
+    from ..lexicon.norms import read_norms
+    from ..words.adapter_fit import embedded_texts, summary, train_everyday_adapter
+    from ..words.open_vocab_fit import progress
+
+    try:
+        descriptions = read_norms(args.norms)
+    except FileNotFoundError as err:
+        parser.error(str(err))
+    engine = Engine.load(args.model, decoder=None, open_vocabulary=False)
+    engine.words.set_precision("float32")  # the adapter trains through float32 vectors
+    engine.enable_open_vocabulary(cache_dir=user_cache_dir("open-vocab"), progress=progress("candidates", print),
+                                  compact=False)  # the exact vectors, as the app answers once they are in
+    say = lambda line: print(line, flush=True)  # noqa: E731
+    vectors = embedded_texts(engine, [d.text for d in descriptions], user_cache_dir("norms"), say)
+    result = train_everyday_adapter(engine, descriptions, vectors, args.split_seed, args.held_out_share, config, say)
+    say(f"held-out words, before: {summary(result['before'])}\n                 after:  {summary(result['after'])}")
+    if args.write:
+        engine.save_word_scoring(args.model)
+        say(f"wrote the adapter into {args.model}")
+    return 0

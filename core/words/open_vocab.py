@@ -221,23 +221,40 @@ class OpenScorer:
         return 1.0 if self.config.everyday_share > 0 else self.config.temperature
 
     @torch.inference_mode()
-    def scores(self, u: torch.Tensor, token_logits: torch.Tensor) -> torch.Tensor:
+    def scores(self, u: torch.Tensor, token_logits: torch.Tensor,
+               everyday: tuple[torch.Tensor, torch.Tensor] | None = None) -> torch.Tensor:
         """u (B, d) and the engine's token scores (B, V) -> candidate scores (B, C): score(c), or
-        log p(c) of the mixture with the everyday expert (module docstring)."""
+        log p(c) of the mixture with the everyday expert (module docstring). `everyday`: what that expert
+        reads instead, (u_e (B, d), its token scores (B, V)) from the query adapter
+        (core/words/query_adapter.py); default u itself."""
+        return self.mixture(u, token_logits, everyday)
+
+    def mixture(self, u: torch.Tensor, token_logits: torch.Tensor,
+                everyday: tuple[torch.Tensor, torch.Tensor] | None = None, own: torch.Tensor | None = None
+                ) -> torch.Tensor:
+        """`scores` with gradients (training the adapter: core/words/adapter_fit.py; float32 only). own[b]
+        is the index of query b's own text among the definitions, left out of the definition channel
+        (-1: it is none of them)."""
         c = self.config
         unit = torch.nn.functional.normalize(u.float(), dim=1)  # (B, d)
         word = self._cos(unit, "word")  # (B, C)
         head = token_logits[:, self.single_tokens]  # (B, S)
-        definition = self.definition_scores(unit, fallback=word) if c.definition_weight or c.everyday_share else None
+        definition = (self.definition_scores(unit, fallback=word, leave_out=own)
+                      if c.definition_weight or c.everyday_share else None)
         dictionary = self._expert(word, head, definition, c.word_scale, c.head_weight, c.multi_bias, c.definition_weight)
         if c.everyday_share <= 0:
             return dictionary
-        everyday = self._expert(word, head, definition, c.everyday_word_scale, c.everyday_head_weight,
-                                c.everyday_multi_bias, c.everyday_definition_weight)
-        everyday += c.frequency_weight * self.prior + c.phrase_bias * self.phrase
+        if everyday is not None:  # the adapter's reading of the query: its own three channels
+            unit = torch.nn.functional.normalize(everyday[0].float(), dim=1)  # (B, d)
+            word = self._cos(unit, "word")  # (B, C)
+            head = everyday[1][:, self.single_tokens]  # (B, S)
+            definition = self.definition_scores(unit, fallback=word, leave_out=own)
+        everyday_scores = self._expert(word, head, definition, c.everyday_word_scale, c.everyday_head_weight,
+                                       c.everyday_multi_bias, c.everyday_definition_weight)
+        everyday_scores = everyday_scores + c.frequency_weight * self.prior + c.phrase_bias * self.phrase
         t = c.mixture_temperature
         return torch.logaddexp(math.log1p(-c.everyday_share) + (dictionary / t).log_softmax(-1),
-                               math.log(c.everyday_share) + (everyday / t).log_softmax(-1))
+                               math.log(c.everyday_share) + (everyday_scores / t).log_softmax(-1))
 
     def dictionary_scores(self, u: torch.Tensor, token_logits: torch.Tensor, own: torch.Tensor) -> torch.Tensor:
         """The dictionary expert's score(c) (B, C) for training (core/train.py, own words): gradient

@@ -24,6 +24,7 @@ from ..text import query_words, singular
 from .hubness import HUB_PENALTY, HubPenalty
 from .open_vocab import (DEFAULT_OPEN_VOCAB, OPEN_VOCAB_MAP, Candidates, OpenScorer, OpenVocabConfig,
                          load_word_map, save_word_map)
+from .query_adapter import EVERYDAY_ADAPTER, QueryAdapter, load_adapter, save_adapter
 from .vocabulary import WordFilter, WordVocabulary
 from .word_head import WordHead
 from .word_tower import WORD_TOWER, Factors, load_word_tower, save_word_tower
@@ -48,6 +49,8 @@ class WordScorer:
         self.tower: Factors | None = None  # the word tower's low-rank factors (core/words/word_tower.py)
         self.word_map: torch.nn.Linear | None = None  # an older checkpoint's linear map of word vectors
         self.config = DEFAULT_OPEN_VOCAB  # the open vocabulary's weights; a checkpoint's own when it has them
+        self.adapter: QueryAdapter | None = None  # what the everyday expert reads a query as (query_adapter.py)
+        self.adapter_training: dict = {}  # how and on what the adapter was trained (the manifest's record)
         self.reused = False  # the open vocabulary's vectors are partly the parent model's
         self.compact = False  # ... or the checkpoint's product-quantized ones
         self.user_dictionary: list[Entry] = []  # a fine-tune's dictionary: its words are answers too
@@ -74,6 +77,10 @@ class WordScorer:
             self.word_map = load_word_map(directory / OPEN_VOCAB_MAP)
         if "user_dictionary" in manifest:
             self.user_dictionary = read_entries(directory / USER_DICTIONARY)
+        if "everyday_adapter" in manifest:
+            described = manifest["everyday_adapter"]
+            self.adapter = load_adapter(directory / described["file"], described["config"])
+            self.adapter_training = described.get("training", {})
 
     def save(self, directory: Path, manifest: dict) -> None:
         """Write the word scoring (the head apart) into `directory` and name its files in `manifest`."""
@@ -87,6 +94,10 @@ class WordScorer:
         if self.word_map is not None:
             save_word_map(self.word_map, directory / OPEN_VOCAB_MAP)
             manifest["open_vocab"]["word_map"] = OPEN_VOCAB_MAP
+        if self.adapter is not None:
+            manifest["everyday_adapter"] = {"file": EVERYDAY_ADAPTER,
+                                            "config": save_adapter(self.adapter, directory / EVERYDAY_ADAPTER),
+                                            "training": self.adapter_training}
         if self.hub_penalty is not None:
             self.hub_penalty.save(directory / HUB_PENALTY)
             manifest["hub_penalty"] = self.hub_penalty.describe()
@@ -132,13 +143,25 @@ class WordScorer:
         """Word scores over the head's vocabulary for sentence vectors (n, d) -> (n, V), on the CPU: the
         head's logits, plus scale * cos(u, word vector) with word vectors, minus the hubness correction."""
         u = torch.as_tensor(np.asarray(vectors, dtype=np.float32))
-        u = u.reshape(-1, u.shape[-1])  # (n, d)
-        logits = self.head(u.to(self.head.bias.device), int8=self.int8).cpu()  # (n, V): computed where the head is
+        return self.token_scores(u.reshape(-1, u.shape[-1]), int8=self.int8)
+
+    def token_scores(self, u: torch.Tensor, int8: bool = False) -> torch.Tensor:
+        """`logits` of u (n, d), with gradients through u unless `int8` (training the query adapter)."""
+        logits = self.head(u.to(self.head.bias.device), int8=int8).cpu()  # (n, V): computed where the head is
         if self.vectors is not None:
-            logits = logits + self.vectors.scores(u, logits.shape[1], int8=self.int8)
+            logits = logits + self.vectors.scores(u, logits.shape[1], int8=int8)
         if self.hub_penalty is not None:
             logits = self.hub_penalty.apply(logits)
         return logits
+
+    @torch.inference_mode()
+    def everyday_query(self, u: torch.Tensor, config: OpenVocabConfig) -> tuple[torch.Tensor, torch.Tensor] | None:
+        """(u_e (n, d), its word scores (n, V)): the query as the everyday expert reads it, through the adapter;
+        None without one (or without an everyday expert): it reads u itself."""
+        if self.adapter is None or config.everyday_share <= 0:
+            return None
+        everyday = self.adapter(u)  # (n, d)
+        return everyday, self.logits(everyday)
 
     def scores(self, vectors: np.ndarray, word_filter: WordFilter = WordFilter(),
                exclude_words_of: Sequence[str] | None = None) -> WordScores:
@@ -148,7 +171,7 @@ class WordScorer:
         vocab, open_vocab, temperature = self.vocab, self.open_vocab, 1.0  # read once: the warm-up may set it
         if open_vocab is not None:
             u = torch.as_tensor(np.asarray(vectors, dtype=np.float32)).reshape(len(logits), -1)  # (n, d)
-            logits = open_vocab.scores(u, logits)  # (n, C)
+            logits = open_vocab.scores(u, logits, self.everyday_query(u, open_vocab.config))  # (n, C)
             vocab, temperature = open_vocab.candidates.filters, open_vocab.temperature
         logits = logits.masked_fill(~torch.from_numpy(vocab.candidate_mask), float("-inf"))  # (n, C)
         allowed = torch.from_numpy(vocab.mask(word_filter)).repeat(len(logits), 1)  # (n, C)

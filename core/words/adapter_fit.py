@@ -1,0 +1,209 @@
+"""Training the everyday expert's query adapter (core/words/query_adapter.py) on descriptions people wrote.
+
+    adapter = fit_adapter(engine, people, dictionary, AdapterFitConfig())
+
+Each step scores `people_batch` descriptions people wrote (core/lexicon/norms.py, training words only) and
+`dictionary_batch` glosses of the dictionary's training words (their own gloss left out of the definition
+channel, as in training the word tower) against every candidate, through the whole mixture of the open
+vocabulary (core/words/open_vocab.py), the adapter feeding the everyday expert. The loss is the negative
+log-probability of the described word. The glosses keep what the adapter learns general: without them it
+would learn the 3,300 words people described (issue 53 asks that words outside the norms lose nothing).
+The encoder, head, tower and every vector stay fixed, so each text is embedded once (cached).
+"""
+from __future__ import annotations
+
+import hashlib
+import math
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Callable, Sequence
+
+import numpy as np
+import torch
+
+from ..lexicon.dictionary import lemma_split
+from ..lexicon.norms import HELD_OUT_SHARE, NORMS_SOURCE, Description, split_norm_words
+from ..text import singular
+from .query_adapter import AdapterConfig, QueryAdapter
+
+Progress = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class AdapterFitConfig:
+    """How `fit_adapter` trains (a recipe's "adapter" block; saved in the manifest)."""
+    hidden: int = 512
+    steps: int = 1500
+    people_batch: int = 64
+    dictionary_batch: int = 64
+    lr: float = 1e-3
+    weight_decay: float = 0.01
+    warmup_steps: int = 100
+    seed: int = 0
+    eval_every: int = 250
+
+    def __post_init__(self) -> None:
+        if self.steps < 1 or self.people_batch < 1 or self.dictionary_batch < 0 or self.hidden < 1:
+            raise ValueError("steps, people_batch and hidden must be at least 1, dictionary_batch at least 0")
+
+
+@dataclass
+class Examples:
+    """Queries for training or measuring: vectors (n, d), the candidate row of each one's word (n,), and the
+    definition each one is (n,; -1: a description, no definition to leave out)."""
+    vectors: torch.Tensor
+    gold: torch.Tensor
+    own: torch.Tensor
+
+    def __len__(self) -> int:
+        return len(self.gold)
+
+    def take(self, rows: torch.Tensor) -> "Examples":
+        return Examples(self.vectors[rows], self.gold[rows], self.own[rows])
+
+
+def embedded_texts(engine, texts: Sequence[str], cache_dir: Path | None, say: Progress = print) -> np.ndarray:
+    """engine.encode(texts) (n, d), cached in `cache_dir` by the encoder's fingerprint and the texts."""
+    digest = hashlib.sha256("\n".join(texts).encode()).hexdigest()[:16]
+    path = None if cache_dir is None else Path(cache_dir) / f"{engine.fingerprint}-{digest}.npy"
+    if path is not None and path.is_file():
+        return np.load(path)
+    say(f"embedding {len(texts):,} descriptions (once; cached)")
+    step = max(1, len(texts) // 20)
+    vectors = engine.encode(list(texts), batch_size=128,
+                            progress=lambda done, total: done % step < 128 and say(f"  {done:,}/{total:,}"))
+    if path is not None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(path.name + ".tmp.npy")
+        np.save(tmp, vectors.astype(np.float32))
+        tmp.replace(path)
+    return vectors
+
+
+def people_examples(engine, descriptions: Sequence[Description], vectors: np.ndarray) -> Examples:
+    """The descriptions (with their vectors (n, d), `embedded_texts`) whose word, or its singular, is a
+    candidate of the engine's open vocabulary."""
+    index = {w: i for i, w in enumerate(engine.words.open_vocab.candidates.words)}
+    gold = torch.tensor([index.get(d.word, index.get(singular(d.word), -1)) for d in descriptions], dtype=torch.long)
+    known = gold >= 0
+    return Examples(torch.from_numpy(np.asarray(vectors, dtype=np.float32))[known], gold[known],
+                    torch.full((int(known.sum()),), -1, dtype=torch.long))
+
+
+def dictionary_examples(scorer, words: set[str]) -> Examples:
+    """Every definition of the open vocabulary whose words are all in `words` (a dictionary split's training
+    words), as a query for its first word, with its own vector (the encoder's, as the index holds it)."""
+    candidates = scorer.candidates
+    rows = [(g, defined[0]) for g, defined in enumerate(candidates.defined_rows)
+            if defined and all(candidates.words[i] in words for i in defined)]
+    own = torch.tensor([g for g, _ in rows], dtype=torch.long)
+    return Examples(scorer.definition_vectors[own], torch.tensor([i for _, i in rows], dtype=torch.long), own)
+
+
+def log_probabilities(engine, adapter: QueryAdapter | None, batch: Examples) -> torch.Tensor:
+    """(B, C) log p(c) of the mixture for the batch's queries, the adapter reading them for the everyday
+    expert (None: no adapter, as before it); each query's own definition left out."""
+    words, scorer = engine.words, engine.words.open_vocab
+    with torch.no_grad():
+        logits = words.token_scores(batch.vectors)  # (B, V)
+    everyday = None
+    if adapter is not None:
+        u_e = adapter(batch.vectors)  # (B, d)
+        everyday = (u_e, words.token_scores(u_e))
+    return scorer.mixture(batch.vectors, logits, everyday, own=batch.own)
+
+
+def ranks(engine, adapter: QueryAdapter | None, examples: Examples, batch_size: int = 256) -> np.ndarray:
+    """(n,) 1-based rank of each query's word among all candidates (ties against it)."""
+    out = []
+    with torch.no_grad():
+        for start in range(0, len(examples), batch_size):
+            batch = examples.take(torch.arange(start, min(start + batch_size, len(examples))))
+            scores = log_probabilities(engine, adapter, batch)  # (B, C)
+            gold = scores.gather(1, batch.gold[:, None])  # (B, 1)
+            out.append(((scores > gold).sum(1) + 1).numpy())
+    return np.concatenate(out) if out else np.zeros(0, dtype=np.int64)
+
+
+def summary(r: np.ndarray) -> str:
+    return (f"acc@1 {np.mean(r <= 1):.3f} acc@10 {np.mean(r <= 10):.3f} MRR {np.mean(1 / r):.3f} "
+            f"median {np.median(r):.0f} (n {len(r)})")
+
+
+def fit_adapter(engine, people: Examples, dictionary: Examples, config: AdapterFitConfig = AdapterFitConfig(),
+                checks: dict[str, Examples] | None = None, say: Progress = print) -> QueryAdapter:
+    """A query adapter trained as the module docstring says; `checks` ({name: examples}) are ranked every
+    `eval_every` steps and at the end (said, not used to choose anything). The engine's open vocabulary
+    must hold float32 vectors (`set_precision("float32")` before enabling it)."""
+    torch.manual_seed(config.seed)
+    generator = torch.Generator().manual_seed(config.seed)
+    adapter = QueryAdapter(AdapterConfig(dim=people.vectors.shape[1], hidden=config.hidden))
+    optimizer = torch.optim.AdamW(adapter.parameters(), lr=config.lr, weight_decay=config.weight_decay)
+    losses = []
+    for step in range(1, config.steps + 1):
+        for group in optimizer.param_groups:
+            group["lr"] = config.lr * _schedule(step, config)
+        batch = _concat(people.take(torch.randint(len(people), (config.people_batch,), generator=generator)),
+                        dictionary.take(torch.randint(len(dictionary), (config.dictionary_batch,), generator=generator))
+                        if config.dictionary_batch and len(dictionary) else None)
+        loss = -log_probabilities(engine, adapter, batch).gather(1, batch.gold[:, None]).mean()
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+        if step % config.eval_every == 0 or step == config.steps:
+            say(f"step {step}/{config.steps}: loss {np.mean(losses[-config.eval_every:]):.3f}")
+            for name, examples in (checks or {}).items():
+                say(f"  {name}: {summary(ranks(engine, adapter.eval(), examples))}")
+            adapter.train()
+    return adapter.eval().requires_grad_(False)
+
+
+def _schedule(step: int, config: AdapterFitConfig) -> float:
+    """Linear warm-up, then cosine decay to 0."""
+    if step <= config.warmup_steps:
+        return step / config.warmup_steps
+    return 0.5 * (1 + math.cos(math.pi * (step - config.warmup_steps) / max(1, config.steps - config.warmup_steps)))
+
+
+def _concat(a: Examples, b: Examples | None) -> Examples:
+    if b is None:
+        return a
+    return Examples(torch.cat([a.vectors, b.vectors]), torch.cat([a.gold, b.gold]), torch.cat([a.own, b.own]))
+
+
+
+def train_everyday_adapter(engine, descriptions: Sequence[Description], vectors: np.ndarray, split_seed: int = 0,
+                           held_out_share: float = HELD_OUT_SHARE, config: AdapterFitConfig = AdapterFitConfig(),
+                           say: Progress = print) -> dict:
+    """Fit the adapter on the norms' training words and the dictionary's training glosses, set it on the engine
+    (`engine.words.adapter`, with the manifest's record) and return the held-out words' ranks before and after.
+
+    `descriptions` and their `vectors` (n, d) are all of the norms; the split holds out a seeded share of their
+    words (`split_norm_words`) and keeps the WordNet split's dev and test words (`lemma_split(split_seed)`, the
+    dictionary guards' words) out of training."""
+    split = lemma_split(split_seed)
+    train_words = {e.word for e in split.train}
+    norms = split_norm_words({d.word for d in descriptions}, split_seed, held_out_share,
+                             not_trained={e.word for e in split.dev + split.test})
+    rows = {part: [i for i, d in enumerate(descriptions) if d.word in getattr(norms, part)]
+            for part in ("train", "held_out")}
+    people, held_out = (people_examples(engine, [descriptions[i] for i in rows[part]], vectors[rows[part]])
+                        for part in ("train", "held_out"))
+    dictionary = dictionary_examples(engine.words.open_vocab, train_words)
+    say(f"training on {len(people):,} descriptions of {len(norms.train):,} words and {len(dictionary):,} glosses; "
+        f"{len(held_out):,} descriptions of {len(norms.held_out):,} held-out words measured")
+    engine.words.adapter = None
+    before = ranks(engine, None, held_out)
+    checks = {"held-out words (a sample)": held_out.take(torch.randperm(len(held_out))[:2000])}
+    adapter = fit_adapter(engine, people, dictionary, config, checks, say)
+    after = ranks(engine, adapter, held_out)
+    engine.words.adapter = adapter
+    engine.words.adapter_training = {
+        "config": asdict(config), "split_seed": split_seed, "held_out_share": held_out_share,
+        "trained_on": [{**NORMS_SOURCE, "descriptions": len(people), "words": len(norms.train)},
+                       {"name": "WordNet 3.0 glosses of the training split's words", "license": "WordNet 3.0 license",
+                        "glosses": len(dictionary)}],
+        "held_out": {"words": len(norms.held_out), "descriptions": len(held_out),
+                     "before": summary(before), "after": summary(after)}}
+    return {"before": before, "after": after}

@@ -1,0 +1,124 @@
+"""People's descriptions as training data (core/lexicon/norms.py) and the everyday expert's query adapter
+(core/words/query_adapter.py, core/words/adapter_fit.py) on a tiny model and a small dictionary."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from core import Engine
+from core.lexicon.dictionary import Entry
+from core.lexicon.norms import Description, mask_word, norm_word, read_norms, split_norm_words
+from core.words.adapter_fit import AdapterFitConfig, Examples, dictionary_examples, fit_adapter, people_examples, ranks
+from core.words.open_vocab import DEFAULT_OPEN_VOCAB
+from core.words.query_adapter import AdapterConfig, QueryAdapter
+
+DICTIONARY = [Entry(w, d, "n", (), f"{i}-n") for i, (w, d) in enumerate([
+    ("dog", "a domestic animal that barks"), ("cat", "a small animal that says meow"),
+    ("king", "a man who rules a country"), ("queen", "a woman who rules a country"),
+    ("river", "water that runs to the sea"), ("bread", "food made of flour"),
+    ("car", "a thing to drive on a road"), ("tree", "a large plant with wood")])]
+
+
+@pytest.fixture()
+def engine(tiny_mlm_dir) -> Engine:
+    engine = Engine.from_base(str(tiny_mlm_dir))
+    engine.words.set_precision("float32")
+    engine.enable_open_vocabulary(dictionary=DICTIONARY)
+    return engine
+
+
+# ---- the norms -------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("word, text, masked", [
+    ("elephant", "elephant: is gray, has a trunk", "is gray, has a trunk"),
+    ("run", "Running fast; runs, ran, a runner", "fast; , ran, a"),  # ran is another word: kept
+    ("dance", "dancing dancer dances done to music", "done to music"),
+    ("happy", "happily smiling, happier than sad", "smiling, than sad"),
+    ("grey", "the color gray, like a grey cloud", "the color , like a cloud"),  # both spellings
+    ("cat", "a catalogue of cats and category", "a catalogue of and category"),  # only whole words
+])
+def test_a_description_loses_every_form_and_spelling_of_its_own_word(word, text, masked):
+    assert mask_word(text, word) == masked
+
+
+def test_the_norms_file_is_read_masked_and_named_words_cleaned(tmp_path):
+    path = tmp_path / "norms.tsv"
+    path.write_text("word\tresponse\nelephant\telephant: large gray animal\nword_con\tto trick someone\n"
+                    "dog\tdogs\n", encoding="utf-8")
+    assert read_norms(path) == [Description("elephant", "large gray animal"), Description("con", "to trick someone")]
+    assert norm_word(" Word_Con ") == "con"
+    with pytest.raises(FileNotFoundError, match="fetch_feature_norms"):
+        read_norms(tmp_path / "missing.tsv")
+
+
+def test_the_word_split_is_seeded_disjoint_and_keeps_dictionary_test_words_out_of_training():
+    words = [f"w{i}" for i in range(200)]
+    split = split_norm_words(words, seed=3, not_trained={"w1", "w2"})
+    assert split == split_norm_words(reversed(words), seed=3, not_trained={"w1", "w2"})  # order does not matter
+    assert len(split.held_out) == 20 and not split.train & split.held_out
+    assert {"w1", "w2"}.isdisjoint(split.train) and len(split.train | split.held_out) >= 198
+    assert split_norm_words(words, seed=4).held_out != split.held_out
+    with pytest.raises(ValueError, match="between 0 and 1"):
+        split_norm_words(words, share=0)
+
+
+def test_the_shared_norms_are_read_with_their_words_masked(shared_dir):
+    descriptions = read_norms(shared_dir / "data" / "feature-norms" / "feature-norms.tsv")
+    assert len({d.word for d in descriptions}) == 3722 and len(descriptions) > 170_000
+    elephant = [d.text for d in descriptions if d.word == "elephant"]
+    assert elephant and not any("elephant" in text.lower().split() for text in elephant)
+
+
+# ---- the adapter ----------------------------------------------------------------------------------
+
+def test_a_new_adapter_is_the_identity_and_an_engine_with_it_answers_as_before(engine):
+    u = torch.randn(4, 32)
+    adapter = QueryAdapter(AdapterConfig(dim=32, hidden=8))
+    torch.testing.assert_close(adapter(u), u)
+    before = engine.words.scores(u.numpy()).scores
+    engine.words.adapter = adapter
+    torch.testing.assert_close(engine.words.scores(u.numpy()).scores, before)
+
+
+def test_the_everyday_expert_reads_the_adapters_query_and_the_dictionary_expert_does_not(engine):
+    u = torch.randn(2, 32)
+    adapter = QueryAdapter(AdapterConfig(dim=32, hidden=8))
+    torch.nn.init.normal_(adapter.down.weight)
+    engine.words.adapter = adapter
+    with_adapter = engine.words.scores(u.numpy()).scores
+    assert not torch.allclose(with_adapter, engine.words.open_vocab.scores(u, engine.words.logits(u)))
+    engine.words.open_vocab.config = DEFAULT_OPEN_VOCAB.__class__(**{**DEFAULT_OPEN_VOCAB.__dict__, "everyday_share": 0})
+    dictionary_only = engine.words.scores(u.numpy()).scores
+    engine.words.adapter = None
+    torch.testing.assert_close(engine.words.scores(u.numpy()).scores, dictionary_only)
+
+
+def test_fitting_the_adapter_teaches_descriptions_their_words_and_leaves_the_encoder_alone(engine):
+    """Descriptions that the model ranks badly ("barks loudly" -> dog) are learnt; the encoder is untouched."""
+    people = [Description("dog", "barks loudly at night"), Description("cat", "purrs on your lap"),
+              Description("bread", "toasted in the morning"), Description("car", "has four wheels and an engine")] * 4
+    vectors = engine.encode([d.text for d in people])
+    examples = people_examples(engine, people, vectors)
+    dictionary = dictionary_examples(engine.words.open_vocab, {"king", "queen", "river", "tree"})
+    assert len(examples) == 16 and sorted(dictionary.gold.tolist()) == sorted(
+        engine.words.open_vocab.candidates.words.index(w) for w in ("king", "queen", "river", "tree"))
+    before = ranks(engine, None, examples)
+    encoder_before = {k: v.clone() for k, v in engine.encoder.state_dict().items()}
+    adapter = fit_adapter(engine, examples, dictionary, AdapterFitConfig(hidden=16, steps=200, people_batch=8,
+                          dictionary_batch=4, lr=3e-2, warmup_steps=5, eval_every=200), say=lambda _: None)
+    after = ranks(engine, adapter, examples)
+    assert np.mean(after) < np.mean(before) and (after == 1).mean() > (before == 1).mean()
+    assert all(torch.equal(v, engine.encoder.state_dict()[k]) for k, v in encoder_before.items())
+
+
+def test_the_adapter_and_its_training_record_travel_with_the_checkpoint(engine, tmp_path):
+    adapter = QueryAdapter(AdapterConfig(dim=32, hidden=8))
+    torch.nn.init.normal_(adapter.down.weight)
+    engine.words.adapter = adapter.eval().requires_grad_(False)
+    engine.words.adapter_training = {"trained_on": [{"name": "norms", "license": "GPL-3.0"}]}
+    engine.save(tmp_path / "model")
+    loaded = Engine.load(tmp_path / "model", decoder=None)
+    assert loaded.manifest["everyday_adapter"]["training"]["trained_on"][0]["license"] == "GPL-3.0"
+    u = torch.randn(3, 32)
+    torch.testing.assert_close(loaded.words.adapter(u), adapter(u))
