@@ -122,3 +122,19 @@ def test_the_adapter_and_its_training_record_travel_with_the_checkpoint(engine, 
     assert loaded.manifest["everyday_adapter"]["training"]["trained_on"][0]["license"] == "GPL-3.0"
     u = torch.randn(3, 32)
     torch.testing.assert_close(loaded.words.adapter(u), adapter(u))
+
+
+def test_the_norms_file_is_built_from_the_authors_folder_of_one_file_a_word(tmp_path):
+    folder = tmp_path / "_fixed"
+    folder.mkdir()
+    (folder / "zebra.txt").write_text("striped  horse\n\nstriped horse\nlives in africa\n", encoding="utf-8")
+    (folder / "cafe R.txt").write_bytes("a place for caf\xe9 au lait\n".encode("latin-1"))
+    out = tmp_path / "norms" / "feature-norms.tsv"
+    from core.lexicon.norms import build_norms_file
+    assert build_norms_file(folder, out) == 3
+    assert out.read_text(encoding="utf-8").splitlines() == [
+        "word\tresponse", "cafe\ta place for caf\xe9 au lait", "zebra\tstriped horse", "zebra\tlives in africa"]
+    assert [d.word for d in read_norms(out)] == ["cafe", "zebra", "zebra"]
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(ValueError, match="no responses"):
+        build_norms_file(tmp_path / "empty", tmp_path / "again.tsv")

@@ -101,6 +101,7 @@ def evaluate_reverse(argv: Sequence[str]) -> int:
 
     python -m core eval-reverse                       # every set, no filter / initial / initial+length
     python -m core eval-reverse --sets human-dev --out results/reverse.json
+    python -m core eval-reverse --sets human-dev human-dev/in-norms human-dev/not-in-norms norms-heldout
 
     acc@1/3/10/100, MRR and median rank of the described word among all candidates (core/evaluation/
     reverse.py says how each set is scored). The open vocabulary's vectors are cached in the user cache,
@@ -112,7 +113,7 @@ def evaluate_reverse(argv: Sequence[str]) -> int:
     from ..engine import Engine
     from ..evaluation.reverse import FILTERS, evaluate_reverse as run, reverse_query_sets
     from ..words.open_vocab_fit import GCIDE_DICTD, missing_gcide, progress, read_gcide_dictd
-    from ..paths import user_cache_dir
+    from ..paths import FEATURE_NORMS, user_cache_dir
 
     parser = parser_for("eval-reverse", evaluate_reverse)
     parser.add_argument("--model", type=Path, default=DEFAULT_CHECKPOINT)
@@ -123,10 +124,16 @@ def evaluate_reverse(argv: Sequence[str]) -> int:
     parser.add_argument("--gcide", type=Path, default=GCIDE_DICTD, help="unpacked dict-gcide (scripts/fetch_gcide.sh)")
     parser.add_argument("--weights", nargs="+", default=[], metavar="NAME=VALUE",
                         help="open-vocabulary weights instead of the checkpoint's, e.g. frequency_weight=16")
+    parser.add_argument("--norms", type=Path, default=FEATURE_NORMS,
+                        help="the feature norms (their held-out words are a set; scripts/fetch_feature_norms.sh)")
+    parser.add_argument("--norms-sample", type=int, default=0,
+                        help="score a seeded sample of this many held-out norms descriptions (default 0: all)")
     parser.add_argument("--out", type=Path, default=None, help="also write the results here as JSON")
     add_threads_flag(parser)
     add_device_flag(parser)
     args = parser.parse_args(argv)
+    if args.norms_sample < 0:
+        parser.error("--norms-sample must be 0 (all) or more")
     set_threads(args.threads)
     engine = Engine.load(args.model, decoder=None, open_vocabulary=False,  # enabled below, in float32
                          device=device_from_flag(parser, args.device))
@@ -139,7 +146,7 @@ def evaluate_reverse(argv: Sequence[str]) -> int:
         engine.enable_open_vocabulary(cache_dir=user_cache_dir("open-vocab"), progress=progress("candidates", print),
                                       compact=False)  # the exact vectors, as the app answers once they are in
     gcide = None if args.single_token_words or missing_gcide(args.gcide) else read_gcide_dictd(args.gcide)
-    sets = reverse_query_sets(engine, gcide)
+    sets = reverse_query_sets(engine, gcide, norms=args.norms, norms_sample=args.norms_sample)
     unknown = sorted(set(args.sets or ()) - set(sets))
     if unknown:
         parser.error(f"no data for set(s) {', '.join(unknown)} (available: {', '.join(sets)})")

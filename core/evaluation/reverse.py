@@ -9,6 +9,9 @@ Query sets (`reverse_query_sets`):
 - "wordnet-test": WordNet test definitions of words never trained on, scored with an index that holds
   no dev or test definition (leak-free), as core/words/open_vocab_fit.py does; also apart for multi-token words.
 - "gcide-test": GCIDE's definitions of those test words, with an index without their near copies.
+- "norms-heldout": people's descriptions of the feature norms' held-out words (core/lexicon/norms.py: never
+  trained on), and the human dev set apart for the words the norms describe ("human-dev/in-norms") and
+  the others ("human-dev/not-in-norms"), when the norms are there.
 Each with no filter, with the word's initial letter given, and with its length given as well (the app's
 filters). A rank past `MAX_RANK` counts as `MAX_RANK` (the dev set's README asks for 1000).
 
@@ -17,6 +20,7 @@ filters). A rank past `MAX_RANK` counts as `MAX_RANK` (the dev set's README asks
 from __future__ import annotations
 
 import contextlib
+import random
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator, Sequence
@@ -26,7 +30,8 @@ import torch
 
 from core.runtime.cancel import check_cancelled
 from core.text import singular
-from core.paths import HUMAN_DESCRIPTIONS
+from core.lexicon.norms import read_norms, split_norm_words
+from core.paths import FEATURE_NORMS, HUMAN_DESCRIPTIONS
 from core.words.vocabulary import WordFilter, letters
 
 MAX_RANK = 1000
@@ -134,11 +139,13 @@ def scored_with(engine, scorer) -> Iterator[None]:
         engine.words.open_vocab = kept
 
 
-def reverse_query_sets(engine, gcide: Sequence | None = None, human: Path = HUMAN_DESCRIPTIONS
+def reverse_query_sets(engine, gcide: Sequence | None = None, human: Path = HUMAN_DESCRIPTIONS,
+                       norms: Path | None = FEATURE_NORMS, norms_sample: int = 0
                        ) -> dict[str, tuple[list[Query], object | None]]:
     """{set name: (queries, the open-vocabulary index to score them with, None for the engine's own)}
     for the sets the module docstring lists; a set whose data is missing is left out. Needs
-    `engine.words.open_vocab` in float32 (the leak-free indexes drop definitions)."""
+    `engine.words.open_vocab` in float32 (the leak-free indexes drop definitions). `norms_sample`: score
+    a seeded sample of that many of the held-out norms' descriptions (0: all of them)."""
     from core.lexicon.dictionary import lemma_split
     from core.words.open_vocab_fit import near_copies, query_sets
 
@@ -146,6 +153,8 @@ def reverse_query_sets(engine, gcide: Sequence | None = None, human: Path = HUMA
     sets: dict[str, tuple[list[Query], object | None]] = {"defsent-table6": (table6(), None)}
     if Path(human).is_file():
         sets["human-dev"] = (read_human_descriptions(human), None)
+    if norms is not None and Path(norms).is_file():
+        sets |= norms_query_sets(engine, read_norms(norms), sets.get("human-dev", ([], None))[0], norms_sample)
     if scorer is None:  # single-token words only: the dictionary sets' words are mostly not candidates
         return sets
     seed = int(engine.manifest.get("training", {}).get("split_seed", 0))
@@ -157,6 +166,23 @@ def reverse_query_sets(engine, gcide: Sequence | None = None, human: Path = HUMA
         copies = near_copies(entries["gcide-dev"] + entries["gcide-test"], scorer.candidates)
         sets["gcide-test"] = ([Query(e.definition, e.word) for e in entries["gcide-test"]],
                               scorer.without_definitions(copies))
+    return sets
+
+
+def norms_query_sets(engine, descriptions: Sequence, human: Sequence[Query], sample: int = 0
+                     ) -> dict[str, tuple[list[Query], None]]:
+    """The human dev set split by whether the norms describe its word, and the held-out norm words'
+    descriptions (the split the everyday adapter was trained with; a seeded `sample` of them if above 0)."""
+    words = {d.word for d in descriptions}
+    seed = int(engine.manifest.get("everyday_adapter", {}).get("training", {}).get("split_seed", 0))
+    held_out = split_norm_words(words, seed).held_out
+    queries = [Query(d.text, d.word) for d in descriptions if d.word in held_out]
+    if 0 < sample < len(queries):
+        queries = random.Random(seed).sample(queries, sample)
+    sets = {"norms-heldout": (queries, None)}
+    if human:
+        sets["human-dev/in-norms"] = ([q for q in human if q.word in words], None)
+        sets["human-dev/not-in-norms"] = ([q for q in human if q.word not in words], None)
     return sets
 
 

@@ -61,6 +61,31 @@ def read_norms(path: Path = FEATURE_NORMS) -> list[Description]:
     return out
 
 
+def build_norms_file(folder: Path, out: Path) -> int:
+    """The norms file (`word<TAB>response`, a header line, sorted by word) from the authors' folder of one
+    file a word, one participant's answer a line ('1.5 raw words no wiki/_fixed'): blank and repeated lines
+    of a word dropped, whitespace collapsed, a file that is not UTF-8 read as Latin-1, a name's " R" suffix
+    dropped. Returns the rows written."""
+    rows = []
+    for path in sorted(p for p in Path(folder).iterdir() if p.is_file()):
+        raw = path.read_bytes()
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            text = raw.decode("latin-1")
+        word = path.stem.removesuffix(" R")
+        answers = dict.fromkeys(" ".join(line.split()) for line in text.splitlines())
+        rows += [f"{word}\t{answer}" for answer in answers if answer]
+    if not rows:
+        raise ValueError(f"{folder} holds no responses: expected one text file a word")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_name(out.name + ".tmp")
+    tmp.write_text("word\tresponse\n" + "\n".join(sorted(rows, key=lambda r: r.split("\t", 1)[0])) + "\n",
+                   encoding="utf-8")
+    tmp.replace(out)
+    return len(rows)
+
+
 def norm_word(name: str) -> str:
     """The word a norms entry names: lowercase, without the repository's "word_" prefix (its file for "con"
     is word_con, a name Windows reserves)."""
