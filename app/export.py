@@ -87,12 +87,27 @@ embeddings = model.encode(["a person who is in charge", "the leader of a group"]
 The word head is not part of this format; use the DefSent Studio checkpoint zip for the reverse
 dictionary.
 
+## Training data
+
+{_training_data(manifest)}
+
 ## Metrics recorded at training time
 
 ```json
 {metrics}
 ```
 """
+
+
+def _training_data(manifest: dict) -> str:
+    """The sources a checkpoint was trained on, with their licences, as Markdown list items."""
+    lines = [f"- Encoder and word head: {manifest.get('training', {}).get('data', 'WordNet 3.0')} "
+             "(WordNet 3.0 licence)"]
+    for source in manifest.get("everyday_adapter", {}).get("training", {}).get("trained_on", []):
+        cite = f"; cite: {source['citation']}" if source.get("citation") else ""
+        lines.append(f"- The reverse dictionary's everyday query adapter (not part of the sentence-transformers "
+                     f"format): {source['name']} ({source['license']}{cite})")
+    return "\n".join(lines)
 
 
 def _write_json(path: Path, data: object) -> None:

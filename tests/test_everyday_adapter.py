@@ -138,3 +138,26 @@ def test_the_norms_file_is_built_from_the_authors_folder_of_one_file_a_word(tmp_
     (tmp_path / "empty").mkdir()
     with pytest.raises(ValueError, match="no responses"):
         build_norms_file(tmp_path / "empty", tmp_path / "again.tsv")
+
+
+def test_eval_reverse_splits_the_human_set_by_the_norms_and_scores_their_held_out_words(engine):
+    from core.evaluation.reverse import Query, norms_query_sets
+
+    descriptions = [Description(f"w{i}", f"text {i} {j}") for i in range(40) for j in range(2)]
+    human = [Query("a text", "w1"), Query("another", "zebra")]
+    sets = norms_query_sets(engine, descriptions, human)
+    held_out = split_norm_words({d.word for d in descriptions}, 0).held_out
+    assert {q.word for q, in zip(sets["norms-heldout"][0])} == held_out and len(sets["norms-heldout"][0]) == 8
+    assert [q.word for q in sets["human-dev/in-norms"][0]] == ["w1"]
+    assert [q.word for q in sets["human-dev/not-in-norms"][0]] == ["zebra"]
+    assert len(norms_query_sets(engine, descriptions, human, sample=3)["norms-heldout"][0]) == 3
+
+
+def test_the_model_card_names_every_training_source_with_its_license(engine):
+    from app.export import model_card
+    from core.lexicon.norms import NORMS_SOURCE
+
+    assert "WordNet 3.0 licence" in model_card(engine, "mine") and "GPL-3.0" not in model_card(engine, "mine")
+    engine.manifest["everyday_adapter"] = {"training": {"trained_on": [NORMS_SOURCE]}}
+    card = model_card(engine, "mine")
+    assert "feature production norms" in card and "GPL-3.0" in card and "Buchanan" in card

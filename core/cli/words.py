@@ -70,6 +70,8 @@ def train(argv: Sequence[str]) -> int:
 
         if missing_gcide(args.open_vocab_gcide):
             p.error(missing_gcide(args.open_vocab_gcide) + " (or --no-open-vocab to skip the fit)")
+        if args.everyday_adapter and _missing_adapter_data(args.everyday_adapter):
+            p.error(_missing_adapter_data(args.everyday_adapter))
     set_threads(args.threads)
     device = device_from_flag(p, args.device)
     from ..runtime import distributed
@@ -134,6 +136,9 @@ def train_parser() -> argparse.ArgumentParser:
                    help="definition weights tried on GCIDE dev")
     p.add_argument("--open-vocab-temperatures", type=float, nargs="+", default=list(grid.temperatures),
                    help="temperatures of the shown probabilities tried on GCIDE dev (likelihood)")
+    p.add_argument("--everyday-adapter", type=Path, metavar="RECIPE",
+                   help="end with the everyday expert's query adapter trained on the feature norms, as this recipe "
+                        "of `python -m core everyday-adapter` says (after the open vocabulary's fit)")
     return p
 
 
@@ -197,6 +202,8 @@ def _run_training(args: argparse.Namespace, config, main_process: bool, device) 
         engine.reset_open_vocabulary()
         if not args.no_open_vocab:
             print("open vocabulary: not fitted (a --dictionary run fits it only over --open-vocab-lemmas)")
+    if args.everyday_adapter and _fits_open_vocabulary(args):
+        _fit_everyday_adapter(engine, args.everyday_adapter)
     engine.save(args.out, name=args.out.name, metrics=metrics,
                 training={"data": source, "split_seed": args.split_seed, "split": split.stats(),
                           "extra_train": {"file": str(args.extra_train), **extra_counts} if extra_counts else None,
@@ -204,6 +211,38 @@ def _run_training(args: argparse.Namespace, config, main_process: bool, device) 
                           "head_stage": args.head_stage, "result": result.to_dict(), "open_vocab": open_vocab})
     print(f"saved {args.out} (best step {result.best_step} of {result.steps}, {result.seconds / 60:.1f} min)")
     return 0
+
+
+def _adapter_flags(recipe: Path) -> dict:
+    import json
+    return json.loads(Path(recipe).read_text(encoding="utf-8"))["flags"]
+
+
+def _missing_adapter_data(recipe: Path) -> str | None:
+    """What is missing for the adapter `recipe` trains: the recipe or its norms file (None: nothing)."""
+    from ..lexicon.norms import missing_norms
+    from ..paths import FEATURE_NORMS
+
+    if not Path(recipe).is_file():
+        return f"--everyday-adapter: no recipe at {recipe}"
+    return missing_norms(Path(_adapter_flags(recipe).get("norms", FEATURE_NORMS)))
+
+
+def _fit_everyday_adapter(engine, recipe: Path) -> None:
+    """The query adapter of `recipe` (recipes/everyday-adapter.json: the flags of `everyday-adapter`) set on
+    `engine` (core/words/adapter_fit.py)."""
+    import dataclasses
+
+    from ..lexicon.norms import HELD_OUT_SHARE
+    from ..paths import FEATURE_NORMS
+    from ..words.adapter_fit import AdapterFitConfig, adapt_engine, summary
+
+    flags = _adapter_flags(recipe)
+    config = AdapterFitConfig(**{f.name: flags[f.name] for f in dataclasses.fields(AdapterFitConfig) if f.name in flags})
+    print(f"everyday adapter: trained on the feature norms ({recipe})", flush=True)
+    result = adapt_engine(engine, Path(flags.get("norms", FEATURE_NORMS)), config, flags.get("split_seed", 0),
+                          flags.get("held_out_share", HELD_OUT_SHARE), lambda line: print(line, flush=True))
+    print(f"everyday adapter, held-out words: {summary(result['before'])} -> {summary(result['after'])}")
 
 
 def _fits_open_vocabulary(args: argparse.Namespace) -> bool:
@@ -355,8 +394,8 @@ def everyday_adapter(argv: Sequence[str]) -> int:
     python -m core everyday-adapter --steps 300 --no-write                    # train and measure only
     """
     from ..checkpoint import DEFAULT_CHECKPOINT
-    from ..lexicon.norms import HELD_OUT_SHARE
-    from ..paths import FEATURE_NORMS, user_cache_dir
+    from ..lexicon.norms import HELD_OUT_SHARE, missing_norms
+    from ..paths import FEATURE_NORMS
     from ..words.adapter_fit import AdapterFitConfig
 
     parser = parser_for("everyday-adapter", everyday_adapter)
@@ -375,22 +414,14 @@ def everyday_adapter(argv: Sequence[str]) -> int:
         config = config_from_flags(AdapterFitConfig, args)
     except ValueError as err:
         parser.error(str(err))
+    if missing_norms(args.norms):
+        parser.error(missing_norms(args.norms))
     from ..engine import Engine
-    from ..lexicon.norms import read_norms
-    from ..words.adapter_fit import embedded_texts, summary, train_everyday_adapter
-    from ..words.open_vocab_fit import progress
+    from ..words.adapter_fit import adapt_engine, summary
 
-    try:
-        descriptions = read_norms(args.norms)
-    except FileNotFoundError as err:
-        parser.error(str(err))
     engine = Engine.load(args.model, decoder=None, open_vocabulary=False)
-    engine.words.set_precision("float32")  # the adapter trains through float32 vectors
-    engine.enable_open_vocabulary(cache_dir=user_cache_dir("open-vocab"), progress=progress("candidates", print),
-                                  compact=False)  # the exact vectors, as the app answers once they are in
     say = lambda line: print(line, flush=True)  # noqa: E731
-    vectors = embedded_texts(engine, [d.text for d in descriptions], user_cache_dir("norms"), say)
-    result = train_everyday_adapter(engine, descriptions, vectors, args.split_seed, args.held_out_share, config, say)
+    result = adapt_engine(engine, args.norms, config, args.split_seed, args.held_out_share, say)
     say(f"held-out words, before: {summary(result['before'])}\n                 after:  {summary(result['after'])}")
     if args.write:
         engine.save_word_scoring(args.model)

@@ -31,6 +31,7 @@ NORMS_SOURCE = {
                 "norms: An extended database of 4436 concepts. Behavior Research Methods, 51, 1849-1863.",
     "repository": "doomlab/Word-Norms-2, folder '1.5 raw words no wiki/_fixed', commit ad7a771",
     "license": "GPL-3.0",
+    "license_file": "core/data/FEATURE_NORMS_LICENSE",
 }
 HELD_OUT_SHARE = 0.1  # of the words: never trained on, measured (python -m core eval-reverse, "norms-heldout")
 MIN_WORDS = 1  # a response left with fewer words once its own word is masked is dropped
@@ -48,9 +49,8 @@ def read_norms(path: Path = FEATURE_NORMS) -> list[Description]:
     """Every response of the norms file with its own word masked (`mask_word`), those left empty dropped;
     FileNotFoundError (saying where the file comes from) when it is not there."""
     path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"{path} is missing: the feature norms are in ../shared/data beside the repository "
-                                "on development machines, or built by `bash scripts/fetch_feature_norms.sh`")
+    if missing_norms(path):
+        raise FileNotFoundError(missing_norms(path))
     out = []
     for line in path.read_text(encoding="utf-8").splitlines()[1:]:  # a header line: word<TAB>response
         word, _, response = line.partition("\t")
@@ -59,6 +59,14 @@ def read_norms(path: Path = FEATURE_NORMS) -> list[Description]:
         if word and len(text.split()) >= MIN_WORDS:
             out.append(Description(word, text))
     return out
+
+
+def missing_norms(path: Path = FEATURE_NORMS) -> str | None:
+    """What to do when the norms file is not at `path` (None when it is)."""
+    if Path(path).is_file():
+        return None
+    return (f"{path} is missing: the feature norms are in ../shared/data beside the repository on development "
+            "machines, or built by `bash scripts/fetch_feature_norms.sh`")
 
 
 def build_norms_file(folder: Path, out: Path) -> int:

@@ -207,3 +207,20 @@ def train_everyday_adapter(engine, descriptions: Sequence[Description], vectors:
         "held_out": {"words": len(norms.held_out), "descriptions": len(held_out),
                      "before": summary(before), "after": summary(after)}}
     return {"before": before, "after": after}
+
+
+def adapt_engine(engine, norms: Path, config: AdapterFitConfig = AdapterFitConfig(), split_seed: int = 0,
+                 held_out_share: float = HELD_OUT_SHARE, say: Progress = print) -> dict:
+    """`train_everyday_adapter` from the norms file: the engine answers with its exact open-vocabulary vectors
+    in float32 (embedded, or read from the user cache), the descriptions are embedded once (cached too).
+    Returns the held-out words' ranks before and after."""
+    from ..lexicon.norms import read_norms
+    from ..paths import user_cache_dir
+    from .open_vocab_fit import progress
+
+    descriptions = read_norms(norms)
+    engine.words.set_precision("float32")  # the adapter trains through float32 vectors
+    engine.enable_open_vocabulary(cache_dir=user_cache_dir("open-vocab"), progress=progress("candidates", say),
+                                  compact=False)
+    vectors = embedded_texts(engine, [d.text for d in descriptions], user_cache_dir("norms"), say)
+    return train_everyday_adapter(engine, descriptions, vectors, split_seed, held_out_share, config, say)
