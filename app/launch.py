@@ -95,14 +95,12 @@ def serve(demo, args: argparse.Namespace) -> None:
     the model loads beside it, a first page can take longer, and the app died at start. The server listens
     on the address we bound by then, so that check is skipped (`_frontend=False` skips nothing else).
     """
-    from starlette.middleware import Middleware
-
-    from app.request_limits import RequestBodyLimit
+    from app.server import middleware
     from app.settings import MAX_UPLOAD_BYTES
     from app.ui import CSS, theme
     demo.launch(server_name=args.host, server_port=args.port, share=args.share, auth=args.auth, theme=theme(),
                 css=CSS, prevent_thread_lock=True, footer_links=["api"], max_file_size=MAX_UPLOAD_BYTES,
-                app_kwargs={"middleware": [Middleware(RequestBodyLimit)]},  # any body over ~21 MB: 413
+                app_kwargs={"middleware": middleware(demo)},  # any body over ~21 MB: 413; cancels reach their events
                 _frontend=False)
 
 
@@ -124,9 +122,11 @@ def main(argv: list[str] | None = None) -> int:
     public = PublicLimits() if public_mode(args.public) else None
     studio = start_studio(spec, checkpoints, not args.no_umap_warmup, args.warm_up_delay,
                           open_vocabulary=not args.single_token_words, public=public)
+    from app.server import PUBLIC_SHARES, QueueShares
     from app.ui import build_app
     from app.wiring import enable_queue
-    demo = enable_queue(build_app(studio), max_size=args.queue_size)
+    demo = enable_queue(build_app(studio), max_size=args.queue_size,
+                        shares=PUBLIC_SHARES if public else QueueShares())
     for warning in exposure_warnings(args.host, args.share, public is not None):
         print(warning, file=sys.stderr)
     serve(demo, args)

@@ -14,6 +14,7 @@ from core.checkpoint import CheckpointError
 from core.runtime import Cancelled
 
 from .models import ModelUnavailable
+from .server import QueueShares, bound_per_client
 from .settings import QUEUE_SIZE
 from .work import RUNNING, run_owned
 
@@ -103,13 +104,16 @@ def wire(triggers: list, fn: Callable, inputs, outputs: list, keep: tuple = (), 
     return cleared.then(fn, inputs, outputs, **kwargs)
 
 
-def enable_queue(demo: gr.Blocks, max_size: int = QUEUE_SIZE, concurrency: int = EVENT_CONCURRENCY) -> gr.Blocks:
-    """Bound the request queue: at most `max_size` requests wait; one more is refused at once (HTTP 503:
-    the browser shows "This application is currently busy. Please try again.", gradio_client raises
-    QueueError("Queue is full! Please try again.")) instead of waiting behind an endless queue."""
+def enable_queue(demo: gr.Blocks, max_size: int = QUEUE_SIZE, concurrency: int = EVENT_CONCURRENCY,
+                 shares: QueueShares = QueueShares()) -> gr.Blocks:
+    """Bound the request queue: at most `max_size` requests wait, and at most `shares` of them one client's
+    (app.server); one more is refused at once (HTTP 503: the browser shows "This application is currently
+    busy. Please try again.", gradio_client raises QueueError) instead of waiting behind an endless queue."""
     if max_size < 1 or concurrency < 1:
         raise ValueError("The queue size and the concurrency must be at least 1.")
-    return demo.queue(max_size=max_size, default_concurrency_limit=concurrency)
+    demo.queue(max_size=max_size, default_concurrency_limit=concurrency)
+    bound_per_client(demo._queue, shares)
+    return demo
 
 
 def running_work() -> dict:

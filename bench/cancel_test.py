@@ -13,9 +13,15 @@ outlived its cancelled request used to pile up in threads and slow every visitor
    (/running_work) must be 0. Then the light requests' latency again (p99 within `--p99-ratio` x of
    alone), resident memory (within `--memory-mb` of alone), and one uncancelled request of every
    kind, light and slow: each answer must equal its answer alone.
+4. **Early cancels** (issue 55): `--early-batches` batches of `--early-rounds` refined analogies, each
+   submitted by one gradio_client and cancelled at once (before the client knows the event id, so the
+   cancel carries event_id null), while a second session sends light requests: none of those may be
+   refused, their p99 stays within `--early-p99-ratio` x of alone, and 10 s after each batch's last
+   cancel no work runs.
 
     python bench/cancel_test.py                    # the shipped model, 4 clients, 100 rounds
     python bench/cancel_test.py --tiny --rounds 12  # the CI form: a tiny random model
+    python bench/cancel_test.py --rounds 0 --early-batches 2 --early-rounds 60  # phase 4 only
 
 The app runs with --single-token-words (no open vocabulary to wait for) and --no-umap-warmup (maps
 use PCA: their seconds go to embedding, which a cancel stops between batches; UMAP's epochs are
@@ -69,12 +75,18 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--threads", type=int, default=1, help="the app's torch threads (default 1)")
     parser.add_argument("--p99-ratio", type=float, default=1.5, help="target: light p99 after / alone")
     parser.add_argument("--memory-mb", type=float, default=200.0, help="target: resident memory after - alone")
+    parser.add_argument("--early-rounds", type=int, default=60, help="early cancels a batch (default 60)")
+    parser.add_argument("--early-batches", type=int, default=2, help="batches of early cancels (default 2; 0: none)")
+    parser.add_argument("--early-p99-ratio", type=float, default=2.0,
+                        help="target: light p99 during the early cancels / alone")
     parser.add_argument("--json", type=Path, default=None, help="also write the results to this JSON file")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
     args.single_token_words = True
-    if args.clients < 1 or args.rounds < 1 or args.probes < 1 or args.max_wait < 0:
-        parser.error("--clients, --rounds and --probes must be at least 1, --max-wait at least 0")
+    if args.clients < 1 or args.rounds < 0 or args.probes < 1 or args.max_wait < 0 or args.early_rounds < 1 \
+            or args.early_batches < 0:
+        parser.error("--clients, --probes and --early-rounds must be at least 1, --rounds, --early-batches and "
+                     "--max-wait at least 0")
     return args
 
 
@@ -115,9 +127,38 @@ def attack(url: str, clients: int, rounds: int, max_wait: float, seed: int) -> d
 
     with ThreadPoolExecutor(clients) as pool:
         list(pool.map(one, range(clients)))
-    cancel_s = seen.pop("cancel_s")
+    cancel_s = seen.pop("cancel_s") or [0.0]
     return {**seen, "cancel_answer_s_max": round(max(cancel_s), 2),
             "cancel_answer_s_median": round(float(np.median(cancel_s)), 3)}
+
+
+def early_cancels(url: str, rounds: int) -> dict:
+    """One batch of phase 4: `rounds` refined analogies submitted by one client and each cancelled at once, while
+    another session sends light requests until 10 s after the last cancel; then the running work."""
+    from bench.load_requests import Outcome
+
+    attacker, prober, stop = new_client(url), new_client(url), threading.Event()
+    probes: list[Outcome] = []
+
+    def probe() -> None:
+        while not stop.is_set():
+            probes.extend(send(prober, call) for call in LIGHT)
+
+    with ThreadPoolExecutor(1) as pool:
+        probing = pool.submit(probe)
+        started = time.perf_counter()
+        for _ in range(rounds):
+            attacker.submit(*SLOW[0].args, api_name=SLOW[0].api).cancel()
+        cancelled_s = time.perf_counter() - started
+        time.sleep(10.0)
+        running = attacker.predict(api_name="/running_work")["total"]
+        stop.set()
+        probing.result()
+    ms = [o.seconds * 1000 for o in probes if not o.error]
+    return {"rounds": rounds, "cancels_s": round(cancelled_s, 1), "running_10s_after": running,
+            "light": len(probes), "light_refused": len(probes) - len(ms),
+            "light_errors": sorted({o.error for o in probes if o.error})[:3],
+            "light_p99_ms": round(float(np.percentile(ms, 99)), 1) if ms else None}
 
 
 def joined(job, timeout: float = 60.0) -> None:
@@ -152,7 +193,8 @@ def measure(url: str, process: subprocess.Popen, args: argparse.Namespace) -> di
     threads_cancelled = threads_of(pid)
     after, probes = latencies(client, args.probes)
     again = [send(client, call) for call in SLOW]
-    return {"alone": before, "after": after, "attack": {**rounds, "seconds": round(attack_s, 1)},
+    early = [early_cancels(url, args.early_rounds) for _ in range(args.early_batches)]
+    return {"early": early, "alone": before, "after": after, "attack": {**rounds, "seconds": round(attack_s, 1)},
             "running_after_cancels": running, "threads": {"alone": threads_before, "after_cancels": threads_cancelled},
             "rss_mb": {"alone": round(rss_before), "after": round(rss_mb(pid))},
             "comparison": compare(alone, probes + again)}
@@ -170,14 +212,20 @@ def run(args: argparse.Namespace) -> dict:
         with running_app(model, work, args) as (url, process):
             result = measure(url, process, args)
     result.update(model="tiny" if args.tiny else str(model.resolve()), clients=args.clients, rounds=args.rounds,
-                  targets={"p99_ratio": args.p99_ratio, "memory_mb": args.memory_mb})
+                  targets={"p99_ratio": args.p99_ratio, "memory_mb": args.memory_mb,
+                           "early_p99_ratio": args.early_p99_ratio})
     return result
 
 
 def verdicts(result: dict) -> dict[str, bool]:
     """Each target: met or not."""
-    alone, after = result["alone"], result["after"]
-    return {"no work running once the cancels are answered": result["running_after_cancels"]["total"] == 0,
+    alone, after, early = result["alone"], result["after"], result["early"]
+    early_p99 = result["targets"]["early_p99_ratio"] * alone["p99_ms"]
+    return {"early cancels: no light request refused": all(not b["light_refused"] for b in early),
+            "early cancels: light p99 within the ratio of alone": all(
+                b["light_p99_ms"] is not None and b["light_p99_ms"] <= early_p99 for b in early),
+            "early cancels: no work running 10 s after": all(not b["running_10s_after"] for b in early),
+            "no work running once the cancels are answered": result["running_after_cancels"]["total"] == 0,
             "light p99 within the ratio of alone": (not after["failed"] and "p99_ms" in after and
                                                      after["p99_ms"] <= result["targets"]["p99_ratio"] * alone["p99_ms"]),
             "memory within the bound of alone": (result["rss_mb"]["after"] - result["rss_mb"]["alone"]
@@ -200,7 +248,11 @@ def report(result: dict) -> str:
              f"{result['rss_mb']['after']} |", "",
              f"Answers compared with alone: {result['comparison']['compared']}, differing "
              f"{result['comparison']['differing']} {result['comparison']['kinds_differing'] or ''}", ""]
-    lines += [f"- {name}: {'met' if ok else 'MISSED'}" for name, ok in verdicts(result).items()]
+    lines += [f"Early cancels, batch {i + 1}: {b['rounds']} refined analogies submitted and cancelled at once in "
+              f"{b['cancels_s']} s; light requests meanwhile {b['light']}, refused {b['light_refused']} "
+              f"{b['light_errors'] or ''}, p99 {b['light_p99_ms']} ms; work running 10 s after the last cancel: "
+              f"{b['running_10s_after']}" for i, b in enumerate(result["early"])]
+    lines += ["", *[f"- {name}: {'met' if ok else 'MISSED'}" for name, ok in verdicts(result).items()]]
     return "\n".join(lines)
 
 

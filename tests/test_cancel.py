@@ -41,8 +41,10 @@ class LongWork:
     def __init__(self) -> None:
         self.started, self.stopped = threading.Event(), threading.Event()
         self.outcome = ""
+        self.calls = 0  # how many times it was started
 
     def __call__(self, *_args, **_kwargs):
+        self.calls += 1
         self.started.set()
         deadline = time.monotonic() + LONG_S
         try:
@@ -149,6 +151,7 @@ def test_a_finished_request_returns_its_answer_and_its_errors():
 def live_app(tiny_mlm_dir, tmp_path):
     """The app on a free local port, its analogy replaced by long work in steps; (url, the work)."""
     pytest.importorskip("gradio")
+    from app.server import middleware
     from app.ui import build_app
     from app.wiring import enable_queue
 
@@ -158,7 +161,8 @@ def live_app(tiny_mlm_dir, tmp_path):
     work = LongWork()
     engine.analogy = work
     demo = enable_queue(build_app(studio))
-    demo.launch(server_name="127.0.0.1", server_port=free_port(), prevent_thread_lock=True, quiet=True)
+    demo.launch(server_name="127.0.0.1", server_port=free_port(), prevent_thread_lock=True, quiet=True,
+                app_kwargs={"middleware": middleware(demo)})
     try:
         yield demo.local_url, work
     finally:
@@ -204,6 +208,106 @@ def test_an_analogy_whose_page_went_away_stops(live_app):
     # The stream is closed: the work must stop within a few client checks.
     assert work.stopped.wait(10), "the work went on after its page left"
     assert work.outcome == "cancelled"
+
+
+def join(url: str, session: str, data: list, api_name: str = "analogy") -> httpx.Response:
+    """A raw /queue/join of `api_name` for `session`, as a script would send it."""
+    return httpx.post(url.rstrip("/") + "/gradio_api/queue/join", timeout=30, json={
+        "data": data + [None], "fn_index": fn_index(url, api_name), "session_hash": session, "event_data": None,
+        "trigger_id": None})
+
+
+def fn_index(url: str, api_name: str) -> int:
+    config = httpx.get(url.rstrip("/") + "/config", timeout=30).json()
+    return next(d["id"] for d in config["dependencies"] if d.get("api_name") == api_name)
+
+
+def until(condition, seconds: float) -> bool:
+    """Whether `condition()` turns true within `seconds`."""
+    deadline = time.monotonic() + seconds
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
+
+
+def test_cancels_sent_before_the_event_id_stop_every_request(live_app):
+    """gradio_client's job.cancel() right after submit() carries event_id null (issue 55): Gradio refused it (422)
+    and all the requests ran. Now the cancel removes the session's waiting requests and stops the running one,
+    and a cancel that beat its join is made good by the reset the client sends once it knows the event id."""
+    from gradio_client import Client
+
+    url, work = live_app
+    client = Client(url, verbose=False, download_files=False, httpx_kwargs={"timeout": 60})
+    jobs = [client.submit(*ANALOGY, api_name="/analogy") for _ in range(4)]
+    for job in jobs:
+        job.cancel()
+    time.sleep(1.0)  # the joins and resets sent after the cancels have arrived
+    assert until(lambda: running_total(client) == 0, 10), "work went on after every request was cancelled"
+    time.sleep(1.0)
+    assert running_total(client) == 0 and work.outcome != "ran to its end"
+    assert work.calls <= len(jobs)
+
+
+def test_a_cancel_without_event_id_removes_the_sessions_waiting_requests(live_app):
+    url, work = live_app
+    for _ in range(3):  # one runs (the decode pool runs one at a time), two wait
+        assert join(url, "script", ANALOGY).status_code == 200
+    assert work.started.wait(60)
+    answer = httpx.post(url.rstrip("/") + "/gradio_api/cancel", timeout=30, json={
+        "session_hash": "script", "fn_index": fn_index(url, "analogy"), "event_id": None})
+    assert answer.status_code == 200, answer.text
+    assert work.stopped.wait(10) and work.outcome == "cancelled"
+    time.sleep(1.0)  # a waiting request would have started by now
+    assert work.calls == 1
+
+
+def test_a_reset_after_an_early_cancel_removes_the_request_it_names(live_app):
+    url, work = live_app
+    httpx.post(url.rstrip("/") + "/gradio_api/cancel", timeout=30, json={  # before the join: nothing to cancel
+        "session_hash": "early", "fn_index": fn_index(url, "analogy"), "event_id": None})
+    event_id = join(url, "early", ANALOGY).json()["event_id"]
+    assert work.started.wait(60)
+    assert httpx.post(url.rstrip("/") + "/gradio_api/reset", timeout=30, json={"event_id": event_id}).status_code == 200
+    assert work.stopped.wait(10) and work.outcome == "cancelled"
+
+
+def test_one_session_cannot_fill_the_shared_queue(live_app):
+    """One client submitting in a loop held all 64 slots (issue 55): now it gets its share, and nobody else is
+    refused."""
+    from app.server import QueueShares
+
+    url, work = live_app
+    share = QueueShares().per_session
+    answers = [join(url, "greedy", ANALOGY) for _ in range(share + 2)]  # one running, `share` waiting, one more
+    assert work.started.wait(60)
+    assert [a.status_code for a in answers[:share + 1]] == [200] * (share + 1)
+    assert answers[-1].status_code == 503 and "requests waiting" in answers[-1].json()["detail"]
+    assert join(url, "someone-else", ANALOGY).status_code == 200
+    httpx.post(url.rstrip("/") + "/gradio_api/cancel", timeout=30, json={
+        "session_hash": "greedy", "fn_index": fn_index(url, "analogy"), "event_id": None})
+    httpx.post(url.rstrip("/") + "/gradio_api/cancel", timeout=30, json={
+        "session_hash": "someone-else", "fn_index": fn_index(url, "analogy"), "event_id": None})
+
+
+def test_in_public_mode_one_address_cannot_fill_the_queue_with_made_up_sessions():
+    from types import SimpleNamespace
+
+    from app.server import QueueShares, client_address, share_refusal
+
+    def request(peer: str, forwarded: str = ""):
+        return SimpleNamespace(client=SimpleNamespace(host=peer), headers={"x-forwarded-for": forwarded})
+
+    # Behind a proxy on a private address, the address the proxy appended; a direct client's own header is ignored.
+    assert client_address(request("10.0.0.2", "1.2.3.4, 5.6.7.8")) == "5.6.7.8"
+    assert client_address(request("5.6.7.8", "1.2.3.4")) == "5.6.7.8"
+    shares = QueueShares(per_session=2, per_address=3)
+    events = [SimpleNamespace(session_hash=f"made-up-{i}", request=request("5.6.7.8")) for i in range(3)]
+    queue = SimpleNamespace(event_queue_per_concurrency_id={"decode": SimpleNamespace(queue=events)})
+    assert "network address" in share_refusal(queue, "made-up-9", request("5.6.7.8"), shares)
+    assert share_refusal(queue, "made-up-9", request("9.9.9.9"), shares) is None
+    assert "requests waiting" in share_refusal(queue, "made-up-1", request("9.9.9.9"), QueueShares(per_session=1))
 
 
 @pytest.mark.slow
