@@ -18,6 +18,7 @@ import numpy as np
 from core.engine import Engine
 from core.explore import ProjectorPoints, write_projector
 
+from .public import guard_write
 from .settings import download_dir, folder_bytes
 
 DOWNLOAD_PREFIX = "defsent-download-"
@@ -147,6 +148,7 @@ def fresh_download_folder(root: Path | None, expected_bytes: int, keep_seconds: 
     root.mkdir(parents=True, exist_ok=True)
     remove_old_downloads(root, keep_seconds)
     make_room(root, expected_bytes, max_bytes)
+    guard_write(2 * expected_bytes, "this download")  # the file, and the copy Gradio serves it from
     return Path(tempfile.mkdtemp(prefix=DOWNLOAD_PREFIX, dir=root))
 
 

@@ -9,9 +9,11 @@ visitor can hold the server's CPU or fill its disk.
   `training_slots` jobs on the whole server at a time, with no waiting line (a Start while the slot is
   taken is refused).
 - Disk: a session's saved models live in its own folder of the cache (`public_saves_dir()/KEY/`),
-  never in checkpoints/. Saves of all sessions, fine-tuned models waiting to be saved and the download
-  zips take at most `disk_bytes`; expired sessions' saves and old downloads are deleted first to make
-  room, else the save, fine-tune or download is refused. A session's folder, and its fine-tune (running
+  never in checkpoints/. Everything a visitor can make the server write takes at most `disk_bytes`
+  together (`disk_used`): saves of all sessions with their caches (a chosen model's vocabulary cache),
+  fine-tuned models waiting to be saved, the download zips, and Gradio's temp folder (raw uploads and its
+  copies of the zips it serves). Before each such write (`guard_write`) expired sessions' saves, old
+  downloads and old files of Gradio's are deleted to make room, else the write is refused with a message. A session's folder, and its fine-tune (running
   or waiting to be saved), are deleted when the session ends (the tab is closed or its state expires
   after `session_lifetime`); the folders also at every start.
 - The Evaluate tab reads only the bundled smoke set (app/data), no SentEval folder.
@@ -28,7 +30,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from .settings import cache_dir, download_dir, folder_bytes, staging_root
+from .settings import UPLOAD_LIFETIME_S, cache_dir, download_dir, folder_bytes, staging_root, upload_dir
 
 PUBLIC_ENV = "SPACE_ID"  # set by Hugging Face Spaces
 YOURS = "yours/"  # the prefix of a session's own models in the model list: no checkpoint name has a "/"
@@ -72,8 +74,9 @@ def models_bytes() -> int:
 
 
 def disk_used() -> int:
-    """Bytes of public mode's disk use: visitors' models and the download folder."""
-    return models_bytes() + folder_bytes(download_dir())
+    """Bytes of public mode's disk use: visitors' models (with their caches), the download folder, and
+    Gradio's temp folder (uploads, and the copies of returned files it serves)."""
+    return models_bytes() + folder_bytes(download_dir()) + folder_bytes(upload_dir())
 
 
 def is_visitors_model(checkpoint: Path | None) -> bool:
@@ -116,16 +119,45 @@ def remove_all_sessions() -> None:
     public_saves_dir()
 
 
+def remove_old_temp_files(lifetime: float = UPLOAD_LIFETIME_S, now: float | None = None) -> None:
+    """Delete what Gradio's temp folder holds unchanged for `lifetime` (uploads and served copies of ended
+    requests; Gradio itself deletes them only every ten minutes)."""
+    cutoff = (now or time.time()) - lifetime
+    folder = upload_dir()
+    for entry in folder.iterdir() if folder.is_dir() else []:
+        try:
+            if entry.lstat().st_mtime < cutoff:
+                shutil.rmtree(entry, ignore_errors=True) if entry.is_dir() else entry.unlink(missing_ok=True)
+        except OSError:  # gone meanwhile
+            continue
+
+
 def make_room(needed: int, limits: PublicLimits, what: str) -> None:
-    """Make `needed` bytes fit in `limits.disk_bytes` (expired sessions' saves and downloads older than
-    their lifetime go first); ValueError saying so when they still do not fit."""
+    """Make `needed` bytes fit in `limits.disk_bytes` (expired sessions' saves, downloads and Gradio's temp files
+    older than their lifetime go first); ValueError saying so when they still do not fit."""
     from .export import DOWNLOAD_LIFETIME, remove_old_downloads
 
     remove_expired(limits.session_lifetime)
     remove_old_downloads(download_dir(), DOWNLOAD_LIFETIME)
+    remove_old_temp_files()
     used = disk_used()
     if used + needed > limits.disk_bytes:
-        raise ValueError(f"This public server's storage for visitors' models is full ({used / 1e6:,.0f} MB of "
+        raise ValueError(f"This public server's storage for visitors' files is full ({used / 1e6:,.0f} MB of "
                          f"{limits.disk_bytes / 1e6:,.0f} MB used; {what} needs {needed / 1e6:,.0f} MB), so nothing "
-                         "was written. Try again later (saves and downloads expire), or run DefSent Studio on your "
-                         "own machine.")
+                         "was written. Try again later (saves, uploads and downloads expire), or run DefSent Studio "
+                         "on your own machine.")
+
+
+_BUDGET: list[PublicLimits] = []  # the disk budget of this server (public mode), set by the Studio
+
+
+def set_disk_budget(limits: PublicLimits | None) -> None:
+    """The budget `guard_write` holds every visitor's writes to (None: a private server, no budget)."""
+    _BUDGET[:] = [limits] if limits is not None else []
+
+
+def guard_write(needed: int, what: str) -> None:
+    """Before writing `needed` bytes a visitor asked for: in public mode `make_room` (ValueError when the
+    disk budget is full); nothing on a private server. The disk is the server's, whichever Studio writes."""
+    if _BUDGET:
+        make_room(needed, _BUDGET[0], what)

@@ -10,9 +10,13 @@ middleware (no gradio import) for the FastAPI app Gradio builds:
 
 It answers 413 at once when Content-Length is over the bound, and stops reading a body sent without
 one (chunked) as soon as it passes the bound, so the server never holds more than the bound.
+
+`UploadRoom` asks, before Gradio writes an upload to its temp folder, whether the disk has room for it
+(app.public.guard_write: the public disk budget).
 """
 from __future__ import annotations
 
+import asyncio
 from typing import Any, Awaitable, Callable
 
 from .settings import MAX_UPLOAD_BYTES
@@ -71,8 +75,33 @@ class RequestBodyLimit:
         await self.app(scope, bounded_receive, guarded_send)
 
     async def _refuse(self, send: Send) -> None:
-        body = TOO_LARGE % self.max_bytes
-        await send({"type": "http.response.start", "status": 413,
-                    "headers": [(b"content-type", b"text/plain; charset=utf-8"),
-                                (b"content-length", str(len(body)).encode()), (b"connection", b"close")]})
-        await send({"type": "http.response.body", "body": body})
+        await plain_answer(send, 413, TOO_LARGE % self.max_bytes)
+
+
+class UploadRoom:
+    """ASGI middleware: before Gradio writes an upload (POST .../gradio_api/upload), `guard(bytes, what)` is
+    asked for room for it, twice its declared size (the file, and a copy Gradio may make of it when a request
+    uses it); a ValueError from it is answered 507 Insufficient Storage with its message, and nothing is written."""
+
+    def __init__(self, app: Callable[[Scope, Receive, Send], Awaitable[None]], guard: Callable[[int, str], None]):
+        self.app, self.guard = app, guard
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope.get("method") == "POST" and \
+                scope.get("path", "").rstrip("/").endswith("/gradio_api/upload"):
+            declared = dict(scope.get("headers") or []).get(b"content-length", b"")
+            size = int(declared) if declared.strip().isdigit() else MAX_REQUEST_BYTES
+            try:  # it walks folders: off the event loop
+                await asyncio.to_thread(self.guard, 2 * size, "this upload")
+            except ValueError as err:
+                await plain_answer(send, 507, str(err).encode())
+                return
+        await self.app(scope, receive, send)
+
+
+async def plain_answer(send: Send, status: int, body: bytes) -> None:
+    """Answer a request with `status` and the text `body`, closing the connection."""
+    await send({"type": "http.response.start", "status": status,
+                "headers": [(b"content-type", b"text/plain; charset=utf-8"),
+                            (b"content-length", str(len(body)).encode()), (b"connection", b"close")]})
+    await send({"type": "http.response.body", "body": body})

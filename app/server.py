@@ -193,8 +193,11 @@ def _replay(body: bytes, more: bool, receive: Receive) -> Receive:
 
 
 def middleware(blocks: Any) -> list:
-    """The ASGI layers in front of `blocks`' server, outermost first: the request body bound, then cancels."""
+    """The ASGI layers in front of `blocks`' server, outermost first: the request body bound, the disk budget
+    for uploads (public mode), then cancels."""
     from starlette.middleware import Middleware
 
-    from .request_limits import RequestBodyLimit
-    return [Middleware(RequestBodyLimit), Middleware(CancelReach, blocks=blocks)]
+    from .public import guard_write
+    from .request_limits import RequestBodyLimit, UploadRoom
+    return [Middleware(RequestBodyLimit), Middleware(UploadRoom, guard=guard_write),
+            Middleware(CancelReach, blocks=blocks)]

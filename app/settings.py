@@ -12,6 +12,7 @@ APP_NAME = "defsent-studio"
 QUEUE_SIZE = 64  # requests that may wait beyond those running; past it a request is refused at once
 # Gradio refuses bigger uploads before writing them to disk; the dictionary loader's own cap is the same.
 MAX_UPLOAD_BYTES = 20_000_000
+UPLOAD_LIFETIME_S = 3600  # seconds Gradio keeps an upload or a served copy (app.ui's delete_cache)
 # Where models load and fine-tunes train: `python app.py --device` sets it, and the spawned training
 # processes inherit it. A name core.runtime.device.resolve_device takes.
 DEVICE_ENV = "DEFSENT_DEVICE"

@@ -9,12 +9,13 @@ from typing import Callable
 import gradio as gr
 
 from .handlers import Session, Studio
+from .settings import UPLOAD_LIFETIME_S
 from .tabs import about, analogy, evaluate, finetune, reverse, similarity
 from .tabs import map as map_tab
 from .wiring import MODEL, handler, running_work
 
 JOB_STORAGE_KEY = "defsent-studio-job"
-UPLOAD_LIFETIME = (600, 3600)  # gradio delete_cache: (every N seconds, files older than M seconds)
+UPLOAD_LIFETIME = (600, UPLOAD_LIFETIME_S)  # gradio delete_cache: (every N seconds, files older than M seconds)
 CSS = (Path(__file__).parent / "style.css").read_text(encoding="utf-8")
 
 

@@ -190,7 +190,7 @@ def test_saves_and_downloads_share_a_disk_budget(tiny_mlm_dir, checkpoints, othe
     job = finished_job(studio, other_checkpoint)
     alice, bob = Session(), Session()
     studio.finetune.save_finetuned(job, "mine", alice)
-    with pytest.raises(ValueError, match="storage for visitors' models is full .* nothing was written"):
+    with pytest.raises(ValueError, match="storage for visitors' files is full .* nothing was written"):
         studio.finetune.save_finetuned(job, "mine", bob)
     assert not (public_saves_dir() / bob.folder_key()).exists()
     with pytest.raises(ValueError, match="downloads"):  # the zips do not fit beside alice's save either
@@ -198,6 +198,70 @@ def test_saves_and_downloads_share_a_disk_budget(tiny_mlm_dir, checkpoints, othe
     os.utime(public_saves_dir() / alice.key, (0, 0))  # alice's session expired long ago
     assert "for this session only" in studio.finetune.save_finetuned(job, "mine", bob)
     assert not (public_saves_dir() / alice.key).exists()
+
+
+def test_a_chosen_models_vocabulary_cache_is_written_only_within_the_disk_budget(tiny_mlm_dir, checkpoints,
+                                                                                 other_checkpoint, monkeypatch):
+    """"Use this model" on a saved model wrote its ~101 MB vocabulary cache unchecked (issue 55)."""
+    from app.handlers.studio import expected_open_vocab_bytes, prepare_model
+    from app.models import ActiveModel
+    from app.settings import folder_bytes
+    size = folder_bytes(other_checkpoint)
+    engine = Engine.load(other_checkpoint, open_vocabulary=False)
+    studio = make_studio(tiny_mlm_dir, checkpoints, PublicLimits(disk_bytes=size + expected_open_vocab_bytes(engine) // 2))
+    alice = Session()
+    studio.finetune.save_finetuned(finished_job(studio, other_checkpoint), "mine", alice)  # fits
+    mine = public_saves_dir() / alice.key / "mine"
+    active = ActiveModel(ModelSpec(f"{YOURS}mine", mine), Engine.load(mine, open_vocabulary=False))
+    writes = []
+    monkeypatch.setattr(active.engine, "enable_open_vocabulary", lambda **kwargs: writes.append(kwargs))
+    with pytest.raises(ValueError, match="storage for visitors' files is full .* vocabulary cache needs"):
+        prepare_model(active)
+    assert writes == []
+
+
+def test_gradios_temp_files_count_in_the_disk_budget_and_old_ones_go_first(tiny_mlm_dir, checkpoints):
+    """Gradio's copies of download zips and raw uploads (its temp folder) were not counted (issue 55)."""
+    from app.export import projector_download
+    from app.public import disk_used, guard_write
+    from app.settings import upload_dir
+    import numpy as np
+    make_studio(tiny_mlm_dir, checkpoints, PublicLimits(disk_bytes=3_000_000))
+    copy = upload_dir() / "abc" / "defsent-map.zip"  # as Gradio keeps a served zip
+    copy.parent.mkdir(parents=True)
+    copy.write_bytes(b"0" * 2_000_000)
+    assert disk_used() == 2_000_000
+    with pytest.raises(ValueError, match="storage for visitors' files is full .* this download needs"):
+        projector_download(np.zeros((2_000, 64), dtype=np.float32), {"text": [f"row {i}" for i in range(2_000)]})
+    with pytest.raises(ValueError, match="storage for visitors' files is full"):
+        guard_write(1_500_000, "this upload")
+    os.utime(copy.parent, (0, 0))  # an hour old: its request ended long ago
+    guard_write(1_500_000, "this upload")
+    assert not copy.exists()
+
+
+def test_uploads_past_the_disk_budget_are_refused_before_they_are_written(tiny_mlm_dir, checkpoints):
+    import gradio as gr
+    import httpx
+
+    from app.public import disk_used
+    from app.server import middleware
+    from bench.bench_app import free_port
+    budget = 5_000_000
+    make_studio(tiny_mlm_dir, checkpoints, PublicLimits(disk_bytes=budget))
+    with gr.Blocks() as demo:
+        gr.File()
+    demo.launch(server_name="127.0.0.1", server_port=free_port(), prevent_thread_lock=True, quiet=True,
+                app_kwargs={"middleware": middleware(demo)})
+    try:
+        answers = [httpx.post(demo.local_url + "gradio_api/upload", timeout=30,
+                              files={"files": (f"f{i}.txt", b"x" * 1_000_000)}) for i in range(6)]
+    finally:
+        demo.close()
+    codes = [a.status_code for a in answers]
+    assert codes.count(200) >= 3 and codes[-1] == 507, codes
+    assert "storage for visitors' files is full" in answers[-1].text and "this upload needs" in answers[-1].text
+    assert disk_used() <= budget
 
 
 def test_saved_models_of_an_earlier_run_are_removed_at_start(tiny_mlm_dir, checkpoints):
@@ -263,7 +327,7 @@ def test_fine_tunes_waiting_to_be_saved_count_in_the_disk_budget(tiny_mlm_dir, c
     (staging_dir() / "another-visitors-job").mkdir()
     (staging_dir() / "another-visitors-job" / "model.safetensors").write_bytes(b"0" * need)
     session = validated(studio)
-    with pytest.raises(ValueError, match="storage for visitors' models is full .* the fine-tuned model needs"):
+    with pytest.raises(ValueError, match="storage for visitors' files is full .* the fine-tuned model needs"):
         studio.finetune.start_finetune(session, 1, 5e-5, 4, 0, 1, 1, 0)
     assert not studio.jobs.unfinished() and session.jobs == []  # refused: nothing queued, nothing counted
 

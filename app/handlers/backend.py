@@ -19,6 +19,7 @@ from ..public import (
     PublicLimits,
     remove_all_sessions,
     remove_session,
+    set_disk_budget,
     session_folder,
 )
 from .session import Session
@@ -41,6 +42,7 @@ class Backend:
         self.projector = projector or Projector()
         # Public mode (app.public): per-session models and saves, quotas, a disk budget; None: a private server.
         self.public = public
+        set_disk_budget(public)  # every visitor's write, wherever it happens, checks the one budget
         if public is not None:  # models chosen by sessions stay loaded, a few at a time
             models.keep_loaded = public.loaded_models
         # In public mode the training slots have no waiting line: a Start while they are taken is refused.

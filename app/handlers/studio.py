@@ -15,7 +15,7 @@ from .. import views
 from ..jobs import JobManager, in_background
 from ..models import ActiveModel, Models, ModelSpec
 from ..projection import Projector
-from ..public import PublicLimits, is_visitors_model, model_cache_dir
+from ..public import PublicLimits, guard_write, is_visitors_model, model_cache_dir
 from .analogy import AnalogyHandlers
 from .backend import Backend
 from .evaluate import EvaluateHandlers
@@ -74,6 +74,8 @@ def prepare_model(active: ActiveModel, progress: sv.Progress = sv.no_progress, o
             left = (time.monotonic() - started) * (total - done) / max(done, 1)
             active.open_vocab_progress = (done, total, left)
             progress(0.1 + 0.6 * done / total, desc=f"open vocabulary: {views.embedding_progress(done, total, left)}")
+        if is_visitors_model(active.spec.path) and not any(open_vocab_cache(active).iterdir()):
+            guard_write(expected_open_vocab_bytes(active.engine), "this model's vocabulary cache")
         try:  # a fine-tuned model starts with its parent's vectors: seconds, where all would take minutes
             active.engine.enable_open_vocabulary(cache_dir=open_vocab_cache(active), progress=embedded, reuse=True)
         finally:
@@ -99,6 +101,13 @@ def prepare_model(active: ActiveModel, progress: sv.Progress = sv.no_progress, o
     approximate = active.engine.words.reused or active.engine.words.compact
     if approximate and not is_visitors_model(active.spec.path):
         in_background(lambda: embed_own_vectors(active), "own-vectors")
+
+
+def expected_open_vocab_bytes(engine) -> int:
+    """What a model's open-vocabulary cache takes: an int8 row for each word and definition
+    (core.words.open_vocab), with 5% to spare (the shipped model's: 101.4 MB, this says 106.5 MB)."""
+    candidates = engine.words.candidates()
+    return int(1.05 * engine.encoder.hidden_size * (len(candidates.words) + len(candidates.definitions)))
 
 
 def open_vocab_cache(active: ActiveModel) -> Path:
