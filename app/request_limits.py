@@ -99,9 +99,10 @@ class UploadRoom:
         await self.app(scope, receive, send)
 
 
-async def plain_answer(send: Send, status: int, body: bytes) -> None:
-    """Answer a request with `status` and the text `body`, closing the connection."""
+async def plain_answer(send: Send, status: int, body: bytes, content_type: bytes = b"text/plain; charset=utf-8"
+                       ) -> None:
+    """Answer a request with `status` and `body`, closing the connection."""
     await send({"type": "http.response.start", "status": status,
-                "headers": [(b"content-type", b"text/plain; charset=utf-8"),
+                "headers": [(b"content-type", content_type),
                             (b"content-length", str(len(body)).encode()), (b"connection", b"close")]})
     await send({"type": "http.response.body", "body": body})

@@ -18,6 +18,7 @@ from __future__ import annotations
 import functools
 import ipaddress
 import json
+import re
 from dataclasses import dataclass
 from typing import Any, Awaitable, Callable
 
@@ -192,12 +193,83 @@ def _replay(body: bytes, more: bool, receive: Receive) -> Receive:
     return replay
 
 
-def middleware(blocks: Any) -> list:
-    """The ASGI layers in front of `blocks`' server, outermost first: the request body bound, the disk budget
-    for uploads (public mode), then cancels."""
+# What a browser needs to show the login form and log in: the page itself (without the API description), the
+# login route, and the frontend's own files; and the call Gradio's launch makes to start the app (it says only
+# true or false).
+LOGIN_PAGE = {"/"}
+LOGIN_ROUTES = {"/login", "/gradio_api/startup-events"}
+FRONTEND_PREFIXES = ("/assets/", "/static/", "/svelte/")
+FRONTEND_FILES = {"/favicon.ico", "/theme.css", "/gradio_api/theme.css"}
+API_INFO = re.compile(rb"window\.gradio_api_info = .*?;</script>", re.S)
+NOT_AUTHENTICATED = b'{"detail":"Not authenticated"}'
+
+
+class LoginGate:
+    """ASGI middleware for a server with a login (--auth): before the login, nothing but the login form. Gradio
+    6.31 left several routes open (/gradio_api/cancel, reset, heartbeat/ANY, app_id, user, token, openapi.json,
+    /manifest.json) and embedded the whole API description (every endpoint, its parameters, the model names)
+    in the login page (issue 55). Anonymous requests get the page with an empty API description, the login
+    route and the frontend's files; everything else 401."""
+
+    def __init__(self, app: Callable[[Scope, Receive, Send], Awaitable[None]], blocks: Any):
+        self.app, self.blocks = app, blocks
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] not in ("http", "websocket") or self._logged_in(scope):
+            await self.app(scope, receive, send)
+            return
+        path = "/" + scope.get("path", "").strip("/")
+        if path in LOGIN_PAGE and scope.get("method") in ("GET", "HEAD"):
+            await self.app(scope, receive, _without_api_info(send))
+        elif path in LOGIN_ROUTES or path in FRONTEND_FILES or path.startswith(FRONTEND_PREFIXES):
+            await self.app(scope, receive, send)
+        elif scope["type"] == "websocket":
+            await send({"type": "websocket.close", "code": 1008})
+        else:
+            from .request_limits import plain_answer
+            await plain_answer(send, 401, NOT_AUTHENTICATED, b"application/json")
+
+    def _logged_in(self, scope: Scope) -> bool:
+        """Whether the request carries the cookie of a login this server made (Gradio's own check)."""
+        app = getattr(self.blocks, "server_app", None)
+        if app is None or (app.auth is None and app.auth_dependency is None):
+            return True  # no login asked
+        from http.cookies import SimpleCookie
+        cookies = SimpleCookie()
+        try:
+            cookies.load(dict(scope.get("headers") or []).get(b"cookie", b"").decode("latin-1"))
+        except Exception:  # noqa: BLE001 - a malformed cookie is no login
+            return False
+        names = (f"access-token-{app.cookie_id}", f"access-token-unsecure-{app.cookie_id}")
+        return any(name in cookies and app.tokens.get(cookies[name].value) is not None for name in names)
+
+
+def _without_api_info(send: Send) -> Send:
+    """A send that empties the page's embedded API description (its body is held until complete)."""
+    start, body = {}, b""
+
+    async def strip(message: Message) -> None:
+        nonlocal start, body
+        if message["type"] == "http.response.start":
+            start = message
+            return
+        body += message.get("body", b"")
+        if message.get("more_body", False):
+            return
+        body = API_INFO.sub(b"window.gradio_api_info = {};</script>", body)
+        headers = [(k, v) for k, v in start.get("headers", []) if k.lower() != b"content-length"]
+        await send({**start, "headers": headers + [(b"content-length", str(len(body)).encode())]})
+        await send({"type": "http.response.body", "body": body})
+    return strip
+
+
+def middleware(blocks: Any, login: bool = False) -> list:
+    """The ASGI layers in front of `blocks`' server, outermost first: the request body bound, the login gate
+    (with `login`), the disk budget for uploads (public mode), then cancels."""
     from starlette.middleware import Middleware
 
     from .public import guard_write
     from .request_limits import RequestBodyLimit, UploadRoom
-    return [Middleware(RequestBodyLimit), Middleware(UploadRoom, guard=guard_write),
+    gate = [Middleware(LoginGate, blocks=blocks)] if login else []
+    return [Middleware(RequestBodyLimit), *gate, Middleware(UploadRoom, guard=guard_write),
             Middleware(CancelReach, blocks=blocks)]
