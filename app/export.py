@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from core.engine import Engine
+from core.spreadsheet import inert
 from core.explore import ProjectorPoints, write_projector
 
 from .public import guard_write
@@ -159,17 +160,12 @@ def csv_download(header: list[str], rows: list[list], name: str, root: Path | No
     try:
         with path.open("w", newline="", encoding="utf-8") as f:
             writer = csv.writer(f)
-            writer.writerow(header)
-            writer.writerows([[_inert(v) for v in row] for row in rows])
+            writer.writerow([inert(name) for name in header])
+            writer.writerows([[inert(v) for v in row] for row in rows])
     except BaseException:
         shutil.rmtree(work, ignore_errors=True)
         raise
     return path
-
-
-def _inert(value):
-    """A cell a spreadsheet shows as text: one starting with = + - @ would run as a formula."""
-    return "'" + value if isinstance(value, str) and value[:1] in ("=", "+", "-", "@") else value
 
 
 def projector_download(vectors: np.ndarray, columns: dict[str, list[str]], root: Path | None = None,

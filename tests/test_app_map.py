@@ -5,6 +5,7 @@ warm-up. The fixtures are in tests/conftest.py.
 from __future__ import annotations
 
 import json
+import re
 
 import numpy as np
 import pytest
@@ -50,7 +51,7 @@ def test_a_selection_on_the_map_lists_its_points_and_their_csv(studio, monkeypat
     import csv
     import html
 
-    from app.export import _inert
+    from core.spreadsheet import inert as _inert
     from app.handlers.map import _plain
 
     assert [_inert(v) for v in ("=1+1", "-x", "ok", 3)] == ["'=1+1", "'-x", "ok", 3]  # no formula runs
@@ -293,3 +294,24 @@ def test_a_tab_inside_a_sentence_makes_no_table_and_number_bins_read_plainly(tmp
     assert len(set(years)) == 5 and years[0] == "1990 to 1996" and not any("e+" in g for g in years)
     close = _column_groups([f"{1000 + i / 100:.2f}" for i in range(50)], "price")
     assert len(set(close)) == 5  # bins whose edges differ in the second decimal keep apart names
+
+
+def test_the_projector_export_escapes_formulas_like_the_selection_csv(tmp_path):
+    """metadata.tsv kept "=cmd|' /C calc'!A0" and cells starting with + - @ as they were (issue 55)."""
+    import zipfile
+
+    import numpy as np
+
+    from app.export import csv_download, projector_download
+    from core.spreadsheet import FORMULA_STARTS
+
+    texts = ["=cmd|' /C calc'!A0", '=HYPERLINK("http://x","y")', "+1+1", "-2", "@SUM(A1)", "a plain line"]
+    archive = projector_download(np.zeros((len(texts), 4), dtype=np.float32), {"text": texts, "=group": texts},
+                                 root=tmp_path)
+    with zipfile.ZipFile(archive) as zipped:
+        metadata = zipped.read(next(n for n in zipped.namelist() if n.endswith("metadata.tsv"))).decode()
+    selection = csv_download(["text", "=group"], [[t, t] for t in texts], "selection", root=tmp_path)
+    for written in (metadata.splitlines(), selection.read_text(encoding="utf-8").splitlines()):
+        cells = [cell.strip('"') for line in written for cell in re.split("[\t,]", line)]
+        assert not [cell for cell in cells if cell.startswith(FORMULA_STARTS)], written
+        assert any("'=cmd|" in line for line in written) and any("a plain line" in line for line in written)

@@ -13,6 +13,8 @@ from pathlib import Path
 
 import numpy as np
 
+from ..spreadsheet import inert
+
 MAX_POINTS = 200_000  # the Projector itself loads 100k points
 MAX_WIDTH = 4_096
 MAX_FILE_BYTES = 300_000_000
@@ -58,7 +60,7 @@ def write_projector(folder: Path, points: ProjectorPoints) -> tuple[Path, Path]:
     names = list(points.columns) or ["label"]
     values = list(points.columns.values()) or [points.labels]
     with open(metadata, "w", encoding="utf-8") as f:
-        f.write("\t".join(names) + "\n")
+        f.write("\t".join(_cell(name) for name in names) + "\n")
         f.writelines("\t".join(_cell(column[i]) for column in values) + "\n" for i in range(len(points.vectors)))
     return vectors, metadata
 
@@ -137,4 +139,5 @@ def _metadata(path: Path, points: int) -> dict[str, list[str]]:
 
 
 def _cell(value: str) -> str:
-    return " ".join(str(value).split())  # no tab or newline inside a cell
+    """A metadata cell: one line without tabs, shown as text by a spreadsheet (core.spreadsheet)."""
+    return inert(" ".join(str(value).split()))

@@ -16,14 +16,12 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import NamedTuple
 
+from ..spreadsheet import inert
 from .dictionary import Entry, is_predictable, is_word_or_phrase
 
 REQUIRED_COLUMNS = ("word", "definition")
 KNOWN_COLUMNS = (*REQUIRED_COLUMNS, "pos")
 _FORMATS_BY_SUFFIX = {".tsv": "tsv", ".tab": "tsv", ".csv": "csv", ".jsonl": "jsonl", ".ndjson": "jsonl"}
-# Spreadsheets evaluate a cell that starts with one of these; echoed user text gets a "'" in front.
-# (Tab and CR, the other risky starts, never reach the output: _display turns them into spaces.)
-_FORMULA_STARTS = ("=", "+", "-", "@")
 _SUMMARY_ROWS = 20
 # Bounds on what one file can make the reader build or echo. The csv reader turns every delimiter of a
 # line into a field before any check runs: a 19 MB header of 6.4 million columns took 1.45 GB and
@@ -109,7 +107,7 @@ def _display(value: str, limit: int = 40) -> str:
     """User text made safe to echo: one printable line, shortened, never starting like a spreadsheet formula."""
     text = "".join(ch if ch.isprintable() else " " for ch in value)
     text = text if len(text) <= limit else text[: limit - 3] + "..."
-    return '"' + ("'" if text.startswith(_FORMULA_STARTS) else "") + text + '"'
+    return '"' + inert(text) + '"'
 
 
 def _first(items: list[str], limit: int) -> str:
