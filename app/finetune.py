@@ -36,6 +36,7 @@ from core.readout import BorrowedDecoding
 from core.words import definition_pairs
 
 from .jobs import Job, env_int, run_in_process, short_reason, usable_cores
+from .messages import quoted
 from .models import ModelSpec
 from .settings import folder_bytes, staging_root
 
@@ -493,6 +494,6 @@ def save_finetuned(result: FinetuneResult, name: str, directory: Path = CHECKPOI
                         shutil.copyfile(file, tmp / file.name)
                 write_json(tmp / MANIFEST, {**manifest, "name": name})  # written last: no manifest, no checkpoint
     except OSError as err:
-        raise ValueError(f"Could not save {name!r} in {directory}: {short_reason(err)}. Nothing was saved; "
+        raise ValueError(f"Could not save {quoted(name)} in {directory}: {short_reason(err)}. Nothing was saved; "
                          "the checkpoints already there are unchanged.") from err
     return target

@@ -22,6 +22,8 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from .messages import quoted
+
 log = logging.getLogger(__name__)
 QUEUED, RUNNING, DONE, FAILED, CANCELLED = "queued", "running", "done", "failed", "cancelled"
 FINISHED = (DONE, FAILED, CANCELLED)
@@ -125,7 +127,7 @@ class JobManager:
         """The job with this id; ValueError if there is none (e.g. the server restarted)."""
         job = self._jobs.get((job_id or "").strip())
         if job is None:
-            raise ValueError(f"No job with id {job_id!r} on this server (it may have been restarted).")
+            raise ValueError(f"No job with id {quoted(job_id)} on this server (it may have been restarted).")
         return job
 
     def unfinished(self) -> list[Job]:

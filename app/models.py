@@ -26,6 +26,7 @@ from core.words import frequency_bands
 from .services import (CORPUS_NAME, CORPUS_SENTENCES, EVERY_DEFINITION, LARGEST_READY, POS_NAMES, REFERENCE_CHOICES,
                        SAMPLE, UPLOADED_FILE, VOCABULARY_REFERENCES, Progress, no_progress, reference_corpus)
 from .jobs import BackgroundOnce
+from .messages import quoted
 from .settings import model_device
 
 log = logging.getLogger(__name__)
@@ -425,4 +426,4 @@ class Models:
         for spec in self.specs():
             if spec.name == name:
                 return spec
-        raise ValueError(f"No model called {name!r}; choose one from the list.")
+        raise ValueError(f"No model called {quoted(name)}; choose one from the list.")

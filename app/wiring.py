@@ -13,6 +13,7 @@ from gradio.context import LocalContext
 from core.checkpoint import CheckpointError
 from core.runtime import Cancelled
 
+from .messages import one_line
 from .models import ModelUnavailable
 from .server import QueueShares, bound_per_client
 from .settings import QUEUE_SIZE
@@ -47,7 +48,7 @@ def handler(fn: Callable) -> Callable:
         except Cancelled:
             raise
         except USER_ERRORS as err:
-            raise gr.Error(str(err), print_exception=False) from None
+            raise gr.Error(one_line(str(err)), print_exception=False) from None
         except Exception as err:
             log.exception("%s failed", fn.__name__)
             raise gr.Error(f"Something went wrong ({type(err).__name__}); the server log has details.",

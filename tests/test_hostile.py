@@ -433,3 +433,30 @@ def test_a_long_list_is_refused_once_its_encoding_runs_past_the_time_budget():
         embed_corpus(SlowEngine(), ["a", "b", "c"], budget_s=-1.0)
     assert SlowEngine.batches == 1  # stopped after the batch that ran past the budget
     assert embed_corpus(SlowEngine(), ["a", "b", "c"]).vectors.shape == (3, 2)  # within the budget
+
+
+HUGE = "<script>alert(1)</script>" + "x" * 116_000  # as sent to /switch_model and as a job id (issue 55)
+
+
+@pytest.mark.parametrize("refuse", [lambda studio: studio.choose_model(HUGE, Session()),
+                                    lambda studio: studio.jobs.get(HUGE)], ids=["model name", "job id"])
+def test_a_refusal_quotes_only_a_short_escaped_part_of_the_input(studio, refuse):
+    with pytest.raises(ValueError) as refused:
+        refuse(studio)
+    message = str(refused.value)
+    assert len(message) < 300 and "\n" not in message, message[:400]
+    assert "<script>" not in message and '"&lt;script&gt;alert(1)&lt;/script&gt;xxxxxxxxxxxx..."' in message
+
+
+def test_every_refusal_reaches_the_page_as_one_short_escaped_line():
+    import gradio as gr
+
+    from app.wiring import handler
+
+    def refuse(text: str) -> str:
+        raise ValueError("Bad input:\n" + text)
+
+    with pytest.raises(gr.Error) as shown:
+        asyncio.run(handler(refuse)(HUGE))
+    assert len(shown.value.message) <= 600 and "\n" not in shown.value.message
+    assert shown.value.message.startswith("Bad input: &lt;script&gt;")

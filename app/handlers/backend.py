@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 
 from .. import services as sv
+from ..messages import quoted
 from ..finetune import UPLOADS, discard_staged, remove_leftovers
 from ..jobs import QUEUED, RUNNING, Job, JobManager
 from ..models import ActiveModel, Models, ModelSpec, checkpoint_specs
@@ -75,9 +76,9 @@ class Backend:
             if spec.name == name:
                 return spec
         if name.startswith(YOURS):
-            raise ValueError(f"Your model {name!r} is no longer kept on this server (a session's saved models are "
+            raise ValueError(f"Your model {quoted(name)} is no longer kept on this server (a session's saved models are "
                              "deleted when it ends or expires); choose another.")
-        raise ValueError(f"No model called {name!r}; choose one from the list.")
+        raise ValueError(f"No model called {quoted(name)}; choose one from the list.")
 
     def end_session(self, session: Session) -> None:
         """A session ended (its tab was closed, or its state expired): drop its upload; in public mode
