@@ -312,13 +312,16 @@ def test_in_public_mode_one_address_cannot_fill_the_queue_with_made_up_sessions(
 
 @pytest.mark.slow
 def test_the_submit_and_cancel_load_test_leaves_no_work_running():
-    """The CI form of bench/cancel_test.py: 4 clients x 3 rounds on a tiny model, every slow kind (latency and memory
-    targets are the benchmark's, on the shipped model: docs/results.md)."""
+    """The CI form of bench/cancel_test.py: 4 clients x 3 rounds on a tiny model, every slow kind, then 12 early
+    cancels (latency and memory targets are the benchmark's, on the shipped model: docs/results.md, docs/limits.md)."""
     from bench import cancel_test
 
-    result = cancel_test.run(cancel_test.parse_args(["--tiny", "--rounds", "12", "--probes", "5"]))
+    result = cancel_test.run(cancel_test.parse_args(["--tiny", "--rounds", "12", "--probes", "5", "--early-batches",
+                                                     "1", "--early-rounds", "12"]))
     print(cancel_test.report(result))
     assert result["attack"]["rounds"] == 12
+    [early] = result["early"]  # cancels sent before the event id (issue 55)
+    assert early["light_refused"] == 0 and early["running_10s_after"] == 0, early
     assert result["running_after_cancels"]["total"] == 0, result["running_after_cancels"]
     compared = len(cancel_test.LIGHT) * 5 + len(cancel_test.SLOW)
     assert result["comparison"]["compared"] == compared and result["comparison"]["differing"] == 0
