@@ -100,7 +100,8 @@ def serve(demo, args: argparse.Namespace) -> None:
     from app.ui import CSS, theme
     demo.launch(server_name=args.host, server_port=args.port, share=args.share, auth=args.auth, theme=theme(),
                 css=CSS, prevent_thread_lock=True, footer_links=["api"], max_file_size=MAX_UPLOAD_BYTES,
-                app_kwargs={"middleware": middleware(demo, login=args.auth is not None)},  # any body over ~21 MB: 413; cancels reach their events
+                # any body over ~21 MB: 413; a login gate with --auth; uploads within the disk budget; cancels
+                app_kwargs={"middleware": middleware(demo, login=args.auth is not None)},
                 _frontend=False)
 
 

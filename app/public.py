@@ -13,8 +13,8 @@ visitor can hold the server's CPU or fill its disk.
   together (`disk_used`): saves of all sessions with their caches (a chosen model's vocabulary cache),
   fine-tuned models waiting to be saved, the download zips, and Gradio's temp folder (raw uploads and its
   copies of the zips it serves). Before each such write (`guard_write`) expired sessions' saves, old
-  downloads and old files of Gradio's are deleted to make room, else the write is refused with a message. A session's folder, and its fine-tune (running
-  or waiting to be saved), are deleted when the session ends (the tab is closed or its state expires
+  downloads and old files of Gradio's are deleted to make room, else the write is refused with a message.
+  A session's folder, and its fine-tune (running or waiting to be saved), are deleted when the session ends (the tab is closed or its state expires
   after `session_lifetime`); the folders also at every start.
 - The Evaluate tab reads only the bundled smoke set (app/data), no SentEval folder.
 - A refined interpolation (the most exact decoding, about 2 s a step) has at most

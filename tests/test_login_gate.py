@@ -17,7 +17,8 @@ from core import Engine
 USER, PASSWORD = "alice", "a-long-passphrase"
 # What no anonymous answer may hold: API names, the model's name, the app's title.
 SECRETS = ("reverse_dictionary", "switch_model", "tiny-model", "DefSent")
-FRONTEND = ("/", "/login", "/gradio_api/startup-events", "/assets/", "/static/", "/svelte/", "/favicon.ico", "/theme.css", "/gradio_api/theme.css")
+FRONTEND = ("/", "/login", "/gradio_api/startup-events", "/assets/", "/static/", "/svelte/", "/favicon.ico",
+            "/theme.css", "/gradio_api/theme.css")
 
 
 @pytest.fixture(scope="module")

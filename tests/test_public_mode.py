@@ -208,7 +208,8 @@ def test_a_chosen_models_vocabulary_cache_is_written_only_within_the_disk_budget
     from app.settings import folder_bytes
     size = folder_bytes(other_checkpoint)
     engine = Engine.load(other_checkpoint, open_vocabulary=False)
-    studio = make_studio(tiny_mlm_dir, checkpoints, PublicLimits(disk_bytes=size + expected_open_vocab_bytes(engine) // 2))
+    budget = size + expected_open_vocab_bytes(engine) // 2  # the save fits, its vocabulary cache does not
+    studio = make_studio(tiny_mlm_dir, checkpoints, PublicLimits(disk_bytes=budget))
     alice = Session()
     studio.finetune.save_finetuned(finished_job(studio, other_checkpoint), "mine", alice)  # fits
     mine = public_saves_dir() / alice.key / "mine"
