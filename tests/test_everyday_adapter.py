@@ -161,3 +161,19 @@ def test_the_model_card_names_every_training_source_with_its_license(engine):
     engine.manifest["everyday_adapter"] = {"training": {"trained_on": [NORMS_SOURCE]}}
     card = model_card(engine, "mine")
     assert "feature production norms" in card and "GPL-3.0" in card and "Buchanan" in card
+
+
+def test_a_subset_of_the_candidates_scores_as_the_whole_does(engine):
+    """Training against the common candidates only: their scores (the dictionary expert's: no softmax over the
+    others) are what the whole scorer gives them, each query's own definition left out alike."""
+    from dataclasses import replace
+    scorer = engine.words.open_vocab.with_config(replace(engine.words.open_vocab.config, everyday_share=0.0,
+                                                         definition_weight=50.0))
+    rows = np.array([0, 2, 5])
+    subset = scorer.subset(rows)
+    assert subset.candidates.words == [scorer.candidates.words[i] for i in rows]
+    u = torch.randn(2, 32)
+    logits = engine.words.logits(u)
+    own = torch.tensor([int(subset.candidates.kept_definitions[1]), -1])
+    torch.testing.assert_close(subset.mixture(u, logits, own=torch.tensor([1, -1])),
+                               scorer.mixture(u, logits, own=own)[:, rows])

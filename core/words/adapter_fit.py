@@ -41,6 +41,8 @@ class AdapterFitConfig:
     warmup_steps: int = 100
     seed: int = 0
     eval_every: int = 250
+    measured: int = 1000  # held-out descriptions ranked before, every eval_every steps, and after
+    candidates: int = 20000  # the most common candidates trained against (`common_candidates`), with every gold
 
     def __post_init__(self) -> None:
         if self.steps < 1 or self.people_batch < 1 or self.dictionary_batch < 0 or self.hidden < 1:
@@ -100,10 +102,11 @@ def dictionary_examples(scorer, words: set[str]) -> Examples:
     return Examples(scorer.definition_vectors[own], torch.tensor([i for _, i in rows], dtype=torch.long), own)
 
 
-def log_probabilities(engine, adapter: QueryAdapter | None, batch: Examples) -> torch.Tensor:
-    """(B, C) log p(c) of the mixture for the batch's queries, the adapter reading them for the everyday
-    expert (None: no adapter, as before it); each query's own definition left out."""
-    words, scorer = engine.words, engine.words.open_vocab
+def log_probabilities(engine, adapter: QueryAdapter | None, batch: Examples, scorer=None) -> torch.Tensor:
+    """(B, C) log p(c) of the mixture for the batch's queries over the candidates of `scorer` (default: the
+    engine's open vocabulary), the adapter reading them for the everyday expert (None: no adapter, as before
+    it); each query's own definition left out."""
+    words, scorer = engine.words, scorer or engine.words.open_vocab
     with torch.no_grad():
         logits = words.token_scores(batch.vectors)  # (B, V)
     everyday = None
@@ -131,10 +134,11 @@ def summary(r: np.ndarray) -> str:
 
 
 def fit_adapter(engine, people: Examples, dictionary: Examples, config: AdapterFitConfig = AdapterFitConfig(),
-                checks: dict[str, Examples] | None = None, say: Progress = print) -> QueryAdapter:
-    """A query adapter trained as the module docstring says; `checks` ({name: examples}) are ranked every
-    `eval_every` steps and at the end (said, not used to choose anything). The engine's open vocabulary
-    must hold float32 vectors (`set_precision("float32")` before enabling it)."""
+                checks: dict[str, Examples] | None = None, say: Progress = print, scorer=None) -> QueryAdapter:
+    """A query adapter trained as the module docstring says, over the candidates of `scorer` (default: the
+    engine's open vocabulary; the examples' gold and own rows are its rows); `checks` ({name: examples of the
+    engine's own open vocabulary}) are ranked every `eval_every` steps and at the end (said, not used to
+    choose anything). The open vocabulary must hold float32 vectors (`set_precision("float32")` first)."""
     torch.manual_seed(config.seed)
     generator = torch.Generator().manual_seed(config.seed)
     adapter = QueryAdapter(AdapterConfig(dim=people.vectors.shape[1], hidden=config.hidden))
@@ -146,13 +150,14 @@ def fit_adapter(engine, people: Examples, dictionary: Examples, config: AdapterF
         batch = _concat(people.take(torch.randint(len(people), (config.people_batch,), generator=generator)),
                         dictionary.take(torch.randint(len(dictionary), (config.dictionary_batch,), generator=generator))
                         if config.dictionary_batch and len(dictionary) else None)
-        loss = -log_probabilities(engine, adapter, batch).gather(1, batch.gold[:, None]).mean()
+        loss = -log_probabilities(engine, adapter, batch, scorer).gather(1, batch.gold[:, None]).mean()
         optimizer.zero_grad()
         loss.backward()
         optimizer.step()
         losses.append(loss.item())
+        if step % 20 == 0:
+            say(f"step {step}/{config.steps}: loss {np.mean(losses[-20:]):.3f}")
         if step % config.eval_every == 0 or step == config.steps:
-            say(f"step {step}/{config.steps}: loss {np.mean(losses[-config.eval_every:]):.3f}")
             for name, examples in (checks or {}).items():
                 say(f"  {name}: {summary(ranks(engine, adapter.eval(), examples))}")
             adapter.train()
@@ -191,22 +196,45 @@ def train_everyday_adapter(engine, descriptions: Sequence[Description], vectors:
     people, held_out = (people_examples(engine, [descriptions[i] for i in rows[part]], vectors[rows[part]])
                         for part in ("train", "held_out"))
     dictionary = dictionary_examples(engine.words.open_vocab, train_words)
-    say(f"training on {len(people):,} descriptions of {len(norms.train):,} words and {len(dictionary):,} glosses; "
-        f"{len(held_out):,} descriptions of {len(norms.held_out):,} held-out words measured")
+    scorer, people, dictionary = common_candidates(engine.words.open_vocab, people, dictionary, config.candidates)
+    say(f"training on {len(people):,} descriptions of {len(norms.train):,} words and {len(dictionary):,} glosses "
+        f"among {len(scorer.candidates):,} candidates; {len(held_out):,} descriptions of {len(norms.held_out):,} "
+        "held-out words")
     engine.words.adapter = None
-    before = ranks(engine, None, held_out)
-    checks = {"held-out words (a sample)": held_out.take(torch.randperm(len(held_out))[:2000])}
-    adapter = fit_adapter(engine, people, dictionary, config, checks, say)
-    after = ranks(engine, adapter, held_out)
+    measured = held_out.take(torch.randperm(len(held_out), generator=torch.Generator().manual_seed(split_seed))
+                             [:config.measured])  # a sample: every description would take most of the run
+    before = ranks(engine, None, measured)
+    say(f"held-out words ({len(measured):,} descriptions) before: {summary(before)}")
+    adapter = fit_adapter(engine, people, dictionary, config, {"held-out words": measured}, say, scorer)
+    after = ranks(engine, adapter, measured)
     engine.words.adapter = adapter
     engine.words.adapter_training = {
         "config": asdict(config), "split_seed": split_seed, "held_out_share": held_out_share,
         "trained_on": [{**NORMS_SOURCE, "descriptions": len(people), "words": len(norms.train)},
                        {"name": "WordNet 3.0 glosses of the training split's words", "license": "WordNet 3.0 license",
                         "glosses": len(dictionary)}],
-        "held_out": {"words": len(norms.held_out), "descriptions": len(held_out),
+        "held_out": {"words": len(norms.held_out), "descriptions": len(held_out), "measured": len(measured),
                      "before": summary(before), "after": summary(after)}}
     return {"before": before, "after": after}
+
+
+def common_candidates(scorer, people: Examples, dictionary: Examples, size: int) -> tuple:
+    """(the scorer of the `size` most common candidates and the people's words, the people's examples and the
+    dictionary's whose word is among them, with their rows in it). Training against all 147k candidates costs
+    ~10 s a step on 2 cores; people mean common words, and the word prior keeps the rare ones down anyway."""
+    common = np.argsort(-scorer.candidates.zipf, kind="stable")[:size]
+    rows = np.union1d(common, people.gold.numpy())  # (C',) sorted
+    new_row = np.full(len(scorer.candidates), -1)
+    new_row[rows] = np.arange(len(rows))
+    subset = scorer.subset(rows)
+
+    def moved(examples: Examples) -> Examples:
+        kept = torch.from_numpy(new_row[examples.gold.numpy()] >= 0)
+        examples = examples.take(kept.nonzero()[:, 0])
+        own = examples.own.numpy()
+        own = np.where(own >= 0, np.searchsorted(subset.candidates.kept_definitions, own), -1)
+        return Examples(examples.vectors, torch.from_numpy(new_row[examples.gold.numpy()]), torch.from_numpy(own))
+    return subset, moved(people), moved(dictionary)
 
 
 def adapt_engine(engine, norms: Path, config: AdapterFitConfig = AdapterFitConfig(), split_seed: int = 0,

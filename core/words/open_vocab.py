@@ -128,6 +128,21 @@ class Candidates:
     def __len__(self) -> int:
         return len(self.words)
 
+    def subset(self, rows: np.ndarray) -> "Candidates":
+        """The candidates `rows` (sorted, distinct) with their definitions, for scoring only (no filters):
+        training the query adapter against the words people mean most, not all 147k (core/words/adapter_fit.py)."""
+        other = object.__new__(Candidates)
+        new_row = np.full(len(self.words), -1)
+        new_row[rows] = np.arange(len(rows))
+        keep = new_row[self.pair_word] >= 0  # (P,) the pairs of kept words
+        definitions, new_definition = np.unique(self.pair_definition[keep], return_inverse=True)
+        other.words = [self.words[i] for i in rows.tolist()]
+        other.token_ids, other.zipf = self.token_ids[rows], self.zipf[rows]
+        other.definitions = [self.definitions[g] for g in definitions.tolist()]
+        other.pair_definition, other.pair_word = new_definition.reshape(-1), new_row[self.pair_word[keep]]
+        other.kept_definitions = definitions  # (G',) rows of this subset's definitions among `self.definitions`
+        return other
+
     @functools.cached_property
     def defined_rows(self) -> list[list[int]]:
         """defined_rows[g]: the rows of the words definition g defines, alphabetically (the pairs go word by word)."""
@@ -191,6 +206,13 @@ class OpenScorer:
         other = object.__new__(OpenScorer)
         other.__dict__.update({**self.__dict__, "config": config})
         return other
+
+    def subset(self, rows: np.ndarray) -> "OpenScorer":
+        """The scorer of `Candidates.subset(rows)` (float32 vectors: not after `quantize`)."""
+        candidates = self.candidates.subset(rows)
+        return OpenScorer(candidates, self.word_vectors[torch.from_numpy(rows)],
+                          self.definition_vectors[torch.from_numpy(candidates.kept_definitions)], self.config,
+                          self.word_map)
 
     def without_definitions(self, texts: Iterable[str]) -> "OpenScorer":
         """A scorer whose definition index leaves out `texts` (evaluation: never index the text
