@@ -65,6 +65,8 @@ class TrainConfig:
 
     def __post_init__(self) -> None:
         check_training_precision(self.precision)
+        if self.hub_weight and self.hub_k < 1:  # refused before training, not after it
+            raise ValueError(f"the hubness correction needs hub_k >= 1 (got {self.hub_k}); or hub_weight 0 for none")
 
 
 @dataclass
@@ -253,10 +255,10 @@ def _train(engine, train_entries, dev_entries, config: TrainConfig, progress, sh
     engine.words.head.requires_grad_(False)
     engine.weights_changed()
     engine.add_word_vectors(config.word_vector_scale)
-    if config.hub_weight:  # references: the definitions of single-token words (the head's columns)
-        single = gold != NO_TOKEN
-        engine.add_hub_penalty([t for t, keep in zip(texts, single) if keep], gold[single], config.hub_k,
-                               config.hub_weight)
+    if config.hub_weight:
+        # references: every training definition, a NO_TOKEN one (own words) counting for every column,
+        # so that a glossary of phrases and invented words has references too
+        engine.add_hub_penalty(texts, gold, config.hub_k, config.hub_weight)
     return TrainResult(config, total, time.time() - t0, best["step"], best["dev"], history)
 
 

@@ -139,6 +139,31 @@ def test_finetune_job_compares_saves_and_exports(engine, tiny_mlm_dir, dictionar
     assert np.allclose(vectors, trained.encode(["a dog"]), atol=1e-4)
 
 
+# A glossary of invented words and phrases: none of them is one token of the tiny model's vocabulary.
+GLOSSARY_WORDS = [f"{a}{b}frost" for a in ("glim", "snor", "wib", "quel", "dra") for b in ("mer", "tix", "ov", "ul")] \
+    + [f"cloud {w}" for w in ("ledger", "spindle", "warden", "tally", "harrow", "beacon", "quill", "anvil", "oriel",
+                              "lattice", "gimbal", "fathom", "sconce", "trellis", "bollard", "cistern", "gable",
+                              "plinth", "rampart", "wicket")]
+
+
+def test_the_default_finetune_trains_a_glossary_of_words_of_several_pieces(engine, tiny_mlm_dir, tmp_path):
+    """Issue 54, 2: no word is one token, so no training definition has a column of the word head; the
+    run with the default settings still trains, corrects hubness and saves (it failed at the end)."""
+    words = GLOSSARY_WORDS
+    assert len(words) == 40 and not any(engine.words.vocab.token_id(w) is not None for w in words)
+    kinds = ["small", "large", "red", "blue", "happy", "sad", "good", "bad"]
+    rows = "".join(f"{w}\ta {kinds[i % len(kinds)]} thing number {i}\n" for i, w in enumerate(words))
+    upload = validate_upload(engine, _write(tmp_path, "glossary.tsv", "word\tdefinition\n" + rows))
+    assert "0 single tokens" in upload.report
+    job = Job("j", "test", lambda j: None)
+    result = run_finetune(job, lambda: Engine.from_base(str(tiny_mlm_dir)), upload, FinetuneSettings(), "tiny",
+                          tmp_path / "staged")
+    trained = Engine.load(result.checkpoint)
+    assert trained.words.hub_penalty is not None  # the default correction, on the glossary's definitions
+    assert trained.words.hub_penalty.references == len({e.definition for e in upload.split.train})
+    assert result.after["n"] == len(upload.split.test)
+
+
 def test_finetune_through_the_studio(studio, dictionary_file):
     session = Session()
     report, session = studio.finetune.validate_upload(str(dictionary_file), 0, session)

@@ -47,6 +47,8 @@ def test_a_word_defined_by_every_reference_gets_no_penalty_and_bad_arguments_are
 def test_group_definitions_merges_synonyms_sharing_a_gloss():
     texts, defined = group_definitions(["a b", "c", "a b", "a b"], [1, 2, 3, 1])
     assert texts == ["a b", "c"] and defined == [[1, 3], [2]]
+    texts, defined = group_definitions(["a b", "c", "c"], [-100, -100, 2])  # -100: a word with no column
+    assert texts == ["a b", "c"] and defined == [[], [2]]
 
 
 def test_engine_subtracts_the_penalty_and_a_checkpoint_keeps_it(engine, tmp_path):

@@ -307,6 +307,15 @@ def test_a_public_fine_tune_has_a_step_limit(tiny_mlm_dir, checkpoints, validate
     assert not studio.jobs.unfinished() and session.jobs == []
 
 
+def test_the_upload_report_says_ready_only_when_the_default_settings_would_start(tiny_mlm_dir, checkpoints, tmp_path):
+    studio = make_studio(tiny_mlm_dir, checkpoints, PublicLimits(max_training_steps=2))  # the default makes 3 or more
+    path = tmp_path / "mine.tsv"
+    path.write_text("word\tdefinition\n" + "".join(f"{w}\t{d}\n" for w, d in WORDS.items()), encoding="utf-8")
+    report, session = studio.finetune.validate_upload(str(path), 0, Session())
+    assert "Ready" not in report and "With the default settings it would not start" in report
+    assert "this public server trains at most 2 a job" in report and session.upload is not None  # usable all the same
+
+
 def test_the_training_slot_is_one_at_a_time_with_no_waiting_line(tiny_mlm_dir, checkpoints, validated):
     studio = make_studio(tiny_mlm_dir, checkpoints)
     assert (studio.jobs.max_running, studio.jobs.max_waiting) == (1, 0)

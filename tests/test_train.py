@@ -12,7 +12,7 @@ from core import Engine
 from core.checkpoint import MANIFEST
 from core.lexicon.dictionary import Entry
 from core.cli import main as cli
-from core.train import (OwnWords, TrainConfig, TrainingCancelled, _defsent_loss, fit_head, train,
+from core.train import (NO_TOKEN, OwnWords, TrainConfig, TrainingCancelled, _defsent_loss, fit_head, train,
                         vocabulary_self_examples)
 from core.words.word_eval import definition_pairs, evaluate_words, rank_metrics
 
@@ -196,7 +196,7 @@ def test_a_glossary_of_words_the_head_cannot_score_trains_through_its_own_words(
     assert [h["n"] for h in result.history] == [2] * 4  # the dev words ranked at steps 0, 10, 20, 30
 
 
-def test_the_hubness_correction_of_an_own_words_run_references_single_token_words_only(tiny_mlm_dir, monkeypatch):
+def test_the_hubness_correction_of_an_own_words_run_references_every_training_definition(tiny_mlm_dir, monkeypatch):
     engine = Engine.from_base(str(tiny_mlm_dir))
     references = []
     monkeypatch.setattr(engine, "add_hub_penalty", lambda texts, gold, *a: references.append((list(texts), gold)))
@@ -204,5 +204,12 @@ def test_the_hubness_correction_of_an_own_words_run_references_single_token_word
                          own_words=True)
     train(engine, [*GLOSSARY[:4], *ENTRIES[:4]], [*GLOSSARY[4:], *ENTRIES[4:]], config)
     (texts, gold), = references
-    assert sorted(texts) == sorted(e.definition for e in ENTRIES[:4])  # a glossary word has no column to correct
-    assert sorted(gold.tolist()) == sorted(engine.words.vocab.token_id(e.word) for e in ENTRIES[:4])  # no NO_TOKEN
+    assert sorted(texts) == sorted(e.definition for e in [*GLOSSARY[:4], *ENTRIES[:4]])
+    single = {engine.words.vocab.token_id(e.word) for e in ENTRIES[:4]}
+    assert set(gold.tolist()) == single | {NO_TOKEN}  # a glossary word has no column: its text excludes none
+
+
+def test_a_hubness_correction_that_cannot_be_computed_is_refused_before_training():
+    with pytest.raises(ValueError, match="hub_k >= 1"):
+        TrainConfig(hub_k=0)
+    assert TrainConfig(hub_k=0, hub_weight=0.0).hub_k == 0  # no correction: k unused

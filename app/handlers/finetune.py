@@ -67,7 +67,24 @@ class FinetuneHandlers(TabHandlers):
             # Reading a file of megabytes leaves tens of MB of freed heap in the arenas of the server's
             # worker threads: 40 uploads of 2.6 MB grew the app by 131 MB, a fourth of it the kept uploads.
             return_freed_memory()
-        return session.upload.report + "\n\nReady: press Start.", session
+        return session.upload.report + "\n\n" + self._ready_line(session), session
+
+    def _ready_line(self, session: Session) -> str:
+        """"Ready" only when a run with the default settings would start on the validated upload."""
+        try:
+            self._check_run(FinetuneSettings(), UPLOADS.get(session.upload).train_size,
+                            model_layers(self.backend.model_for(session).engine))
+        except ValueError as err:
+            return f"With the default settings it would not start: {err}"
+        return "Ready: press Start."
+
+    def _check_run(self, settings: FinetuneSettings, train_size: int, layers: int) -> None:
+        """ValueError when `settings` cannot train on `train_size` definitions here (their ranges, the
+        run's length, and on a public server its step limit)."""
+        settings.check(train_size, layers)
+        public = self.backend.public
+        if public is not None and settings.total_steps(train_size) > public.max_training_steps:
+            raise ValueError(STEPS_OVER.format(steps=settings.total_steps(train_size), limit=public.max_training_steps))
 
     def start_finetune(self, session: Session, epochs: float, lr: float, batch_size: int,
                        trainable_layers: int, max_steps: int, evaluations: int, seed: int,
@@ -87,10 +104,7 @@ class FinetuneHandlers(TabHandlers):
         settings = FinetuneSettings.from_form(layers, measure_decoder, epochs=epochs, lr=lr, batch_size=batch_size,
                                               trainable_layers=trainable_layers, max_steps=max_steps,
                                               evaluations=evaluations, seed=seed)
-        settings.check(upload.train_size, layers)  # now, not in the background: the run's length too
-        if public is not None and settings.total_steps(upload.train_size) > public.max_training_steps:
-            raise ValueError(STEPS_OVER.format(steps=settings.total_steps(upload.train_size),
-                                               limit=public.max_training_steps))
+        self._check_run(settings, upload.train_size, layers)  # now, not in the background: the run's length too
         if public is not None:
             make_room(expected_staged_bytes(active.spec.path, active.engine), public, "the fine-tuned model")
         try:

@@ -72,10 +72,12 @@ class HubPenalty:
 
 
 def group_definitions(texts: Sequence[str], gold: Sequence[int]) -> tuple[list[str], list[list[int]]]:
-    """Distinct definition texts and, for each, every word id it defines (synonyms share a gloss)."""
+    """Distinct definition texts and, for each, every word id it defines (synonyms share a gloss).
+    A negative id is a word with no column (one of several pieces): its text is a reference that
+    counts for every word."""
     defined: dict[str, list[int]] = {}
     for text, word in zip(texts, gold, strict=True):
         ids = defined.setdefault(text, [])
-        if int(word) not in ids:
+        if int(word) >= 0 and int(word) not in ids:
             ids.append(int(word))
     return list(defined), list(defined.values())
