@@ -51,6 +51,12 @@ ENCODER_DELTA = "encoder_delta.safetensors"
 HEAD_WEIGHTS = "head.safetensors"
 HEAD_CONFIG = "head_config.json"
 REUSED = "-reused"  # the cache of vectors a fine-tuned model took over from its parent (`enable_open_vocabulary`)
+
+
+def reused_name(name: str) -> str:
+    """The cache file name of vectors partly reused from a parent, for the cache file `name`."""
+    path = Path(name)
+    return path.stem + REUSED + path.suffix
 # A checkpoint's folder of precomputed open-vocabulary vectors, read before embedding anything: too large
 # for the repository (git-ignored), uploaded with a Space (scripts/deploy_space.py --vectors).
 SHIPPED_VECTORS = "open-vocab"
@@ -398,10 +404,11 @@ class Engine:
         name = self._open_vocab_cache_name(candidates)
         cache = Path(cache_dir) / name if cache_dir is not None else None
         stored = self._stored_open_vocab(name, [] if cache_dir is None else [Path(cache_dir)], compact)
-        cache = stored or cache
+        stored_reused = None if stored or not compact else self._stored_open_vocab(reused_name(name), [])
+        cache = stored or stored_reused or cache
         parent = None
         if reuse and cache is not None and not cache.exists() and extra is None:
-            reused = cache.with_name(cache.stem + REUSED + cache.suffix)
+            reused = cache.with_name(reused_name(cache.name))
             parent = None if reused.exists() else self.open_vocab_parent_scorer(
                 [Path(cache_dir), user_cache_dir("open-vocab")], dictionary)
             if reused.exists() or parent is not None:
@@ -415,25 +422,38 @@ class Engine:
                              lambda texts: self.encode(texts, batch_size=128, progress=on_definitions),
                              candidates, self.words.config, self.words.word_map, cache, parent)
         self.words.open_vocab = scorer.quantize() if self.words.int8 else scorer
-        self.words.reused = cache is not None and cache.stem.endswith(REUSED)
+        self.words.reused = stored_reused is not None or (cache is not None and cache.stem.endswith(REUSED))
         self.words.compact = cache is not None and cache.name == COMPACT_VECTORS
         return_freed_memory()
 
     def save_compact_open_vocab(self, subspaces: int = COMPACT_SUBSPACES,
                                 progress: Callable[[int, int], None] | None = None,
-                                dictionary: Iterable[Entry] | None = None) -> Path:
+                                dictionary: Iterable[Entry] | None = None, reuse: bool = False,
+                                cache_dir: str | Path | None = None) -> Path:
         """Product-quantize this model's open vocabulary (`dictionary`, default WordNet, and its own
-        words) into its checkpoint's COMPACT_VECTORS, which a fresh clone then reads in seconds: the
-        vectors are taken from the user cache, or embedded with this model first (minutes). Scores in
-        float32 afterwards. Returns the file."""
+        words) into its checkpoint's COMPACT_VECTORS, which a fresh clone (or a downloaded model) then
+        reads in seconds: the vectors are taken from `cache_dir` (default: the user cache), or embedded
+        with this model first (minutes). With `reuse`, a model fine-tuned in the app takes its parent's
+        vectors where it has no own ones (`enable_open_vocabulary`): the file is then marked as reused,
+        and a model loaded from it is flagged `words.reused`. Scores in float32 afterwards. Returns the file."""
         if self.checkpoint_dir is None:
             raise ValueError("compact vectors are saved into a checkpoint folder: load one, or save this model first")
         self.words.set_precision("float32")  # keeps the float vectors to quantize
-        self.enable_open_vocabulary(cache_dir=user_cache_dir("open-vocab"), progress=progress, dictionary=dictionary,
-                                    compact=False)
+        self.enable_open_vocabulary(cache_dir=cache_dir or user_cache_dir("open-vocab"), progress=progress,
+                                    dictionary=dictionary, compact=False, reuse=reuse)
         target = self.checkpoint_dir / COMPACT_VECTORS
-        self.words.open_vocab.save_compact(target, self._open_vocab_cache_name(self.words.open_vocab.candidates), subspaces)
+        name = self._open_vocab_cache_name(self.words.open_vocab.candidates)
+        self.words.open_vocab.save_compact(target, reused_name(name) if self.words.reused else name, subspaces)
         return target
+
+    def open_vocab_vectors_at_hand(self, cache_dir: str | Path) -> bool:
+        """Whether this model's open vocabulary (WordNet and its own words) can be had without embedding
+        it all: its vectors stored (in `cache_dir`, its shipped folder or its compact file), or, for a
+        model fine-tuned in the app, its parent's (`open_vocab_parent_scorer`)."""
+        name = self._open_vocab_cache_name(self.words.candidates())
+        return (self._stored_open_vocab(name, [Path(cache_dir)]) is not None
+                or self._stored_open_vocab(reused_name(name), [Path(cache_dir)]) is not None
+                or self._open_vocab_parent_file([Path(cache_dir), user_cache_dir("open-vocab")]) is not None)
 
     def _stored_open_vocab(self, name: str, folders: list[Path], compact: bool = True) -> Path | None:
         """`stored_vectors` of cache `name` in `folders`, else this checkpoint's SHIPPED_VECTORS folder, else
@@ -454,6 +474,12 @@ class Engine:
         """The cached open-vocabulary vectors of the model this one was fine-tuned from in the app (its
         manifest's `training.open_vocab_parent`: that model's fingerprint and how many of this model's
         user entries it had), from the first of `folders` holding them; None when there are none."""
+        found = self._open_vocab_parent_file(folders, dictionary)
+        return None if found is None else OpenScorer.load(*found, self.words.config, self.words.word_map)
+
+    def _open_vocab_parent_file(self, folders: Sequence[Path], dictionary: Iterable[Entry] | None = None
+                                ) -> tuple[Path, Candidates] | None:
+        """(the file, the candidates) of `open_vocab_parent_scorer`; None when there is none."""
         parent = self.manifest.get("training", {}).get("open_vocab_parent")
         if not parent:
             return None
@@ -461,7 +487,7 @@ class Engine:
         name = self._open_vocab_cache_name(candidates, parent["fingerprint"])
         folders = [*folders, *([Path(parent["shipped"])] if parent.get("shipped") else [])]
         found = stored_vectors(name, folders, [Path(parent["compact"])] if parent.get("compact") else [])
-        return None if found is None else OpenScorer.load(found, candidates, self.words.config, self.words.word_map)
+        return None if found is None else (found, candidates)
 
     def open_vocab_parent_record(self) -> dict:
         """What a model fine-tuned from this one records (`training.open_vocab_parent`) so that its
@@ -505,12 +531,24 @@ class Engine:
         with self._open_vocabulary_lock:
             if self.words.open_vocab is not None or not self.open_vocabulary_on_first_use:
                 return
-            with tqdm(desc="open vocabulary (embedded once per model, then read from the cache)",
-                      unit="text", file=sys.stderr) as bar:
-                def advance(done: int, total: int) -> None:
-                    bar.total = total
-                    bar.update(done - bar.n)
+            started, bar = time.monotonic(), None
+            print("open vocabulary: listing every WordNet word and phrase, and reading their vectors where "
+                  "they are stored...", file=sys.stderr)
+
+            def advance(done: int, total: int) -> None:  # a bar only for texts really embedded
+                nonlocal bar
+                bar = bar or tqdm(desc="open vocabulary: embedding (once per model, then read from the cache)",
+                                  total=total, unit="text", file=sys.stderr)
+                bar.update(done - bar.n)
+            try:
                 self.enable_open_vocabulary(cache_dir=user_cache_dir("open-vocab"), progress=advance)
+            finally:
+                if bar is not None:
+                    bar.close()
+            how = "embedded" if bar is not None else "read from " + ("the checkpoint's compact vectors"
+                                                                     if self.words.compact else "the cache")
+            print(f"open vocabulary: {len(self.words.open_vocab.candidates):,} words and phrases ready in "
+                  f"{time.monotonic() - started:.0f} s ({how})", file=sys.stderr)
             self.open_vocabulary_on_first_use = False
 
     def reset_open_vocabulary(self) -> None:

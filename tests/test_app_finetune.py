@@ -184,6 +184,42 @@ def test_finetune_through_the_studio(studio, dictionary_file):
     assert Path(checkpoint_zip).is_file() and Path(st_zip).is_file()
 
 
+def test_a_downloaded_fine_tune_answers_from_the_compact_vectors_it_carries(tiny_mlm_dir, dictionary_file, tmp_path,
+                                                                           monkeypatch):
+    """Issue 54, 4: the checkpoint zip carries its open vocabulary's compact vectors (made from its parent's
+    vectors and its new words), so that elsewhere, with an empty cache, its first query embeds nothing else."""
+    import core.words.scorer
+    from app.handlers import Studio
+    from app.models import Models, ModelSpec
+    from app.projection import Projector
+    from core.lexicon import Entry
+    from core.paths import user_cache_dir
+    from core.words.open_vocab import COMPACT_VECTORS
+
+    monkeypatch.setattr(core.words.scorer, "load_wordnet_lemmas",  # WordNet's stand-in
+                        lambda: [Entry(w, d) for w, d in DEFINITIONS.items()] + [Entry("ice cream", "a cold sweet food")])
+    parent = Engine.from_base(str(tiny_mlm_dir))
+    parent.enable_open_vocabulary(cache_dir=user_cache_dir("open-vocab"))  # the active model's, as the app caches them
+    studio = Studio(Models.from_engine(parent, ModelSpec("tiny", base=str(tiny_mlm_dir)), tmp_path / "checkpoints"),
+                    Projector(), JobManager())
+    _, session = studio.finetune.validate_upload(str(dictionary_file), 0, Session())
+    job_id = studio.finetune.start_finetune(session, 1, 1e-3, 4, 0, 2, 1, 0)
+    assert wait_for(studio.jobs, job_id).status == DONE, studio.jobs.get(job_id).error
+    studio.finetune.save_finetuned(job_id, "mine")
+    checkpoint_zip, _ = studio.finetune.download_finetuned(job_id)
+    with zipfile.ZipFile(checkpoint_zip) as archive:
+        assert f"mine/{COMPACT_VECTORS}" in archive.namelist()
+        archive.extractall(tmp_path / "elsewhere")
+    monkeypatch.setenv("DEFSENT_CACHE_DIR", str(tmp_path / "empty-cache"))
+    loaded = Engine.load(tmp_path / "elsewhere" / "mine", decoder=None)
+    embedded = []
+    real_encode = loaded.encoder.encode
+    loaded.encoder.encode = lambda texts, **kw: embedded.extend(texts) or real_encode(texts, **kw)
+    words = [w for w, _ in loaded.predict_words("a cold sweet food", k=40)]
+    assert embedded == ["a cold sweet food"]  # the query only: the vocabulary's vectors were read
+    assert {"ice cream", "zzzz"} <= set(words) and loaded.words.compact and loaded.words.reused
+
+
 def test_finetune_can_be_cancelled(studio, dictionary_file):
     _, session = studio.finetune.validate_upload(str(dictionary_file), 0, Session())
     job_id = studio.finetune.start_finetune(session, 1, 1e-3, 4, 0, 100_000, 2, 0)

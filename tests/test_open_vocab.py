@@ -417,6 +417,29 @@ def test_compact_vectors_in_a_checkpoint_are_read_instead_of_embedded_when_made_
     assert served.open_vocab_parent_record()["compact"] == str(target.resolve())  # a fine-tune can reuse them
 
 
+def test_a_first_query_reading_compact_vectors_shows_no_embedding_bar(engine, tmp_path, monkeypatch, capsys):
+    """Issue 54, 4: a fresh clone's first query sat behind a bar stuck at "0text" while nothing was embedded."""
+    import core.words.scorer
+    from core.words.open_vocab import COMPACT_VECTORS
+
+    monkeypatch.setenv("DEFSENT_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(core.words.scorer, "load_wordnet_lemmas", lambda: DICTIONARY)
+    engine.words.user_dictionary = [Entry("zib zab", "a thing nobody has named before", "n")]  # answers: on first use
+    saved = engine.save(tmp_path / "model")
+    engine.words.user_dictionary = []
+    Engine.load(saved, decoder=None, open_vocabulary=False).save_compact_open_vocab(subspaces=4)
+    monkeypatch.setenv("DEFSENT_CACHE_DIR", str(tmp_path / "empty-cache"))
+    capsys.readouterr()
+    Engine.load(saved, decoder=None).predict_words("a frozen sweet food")
+    err = capsys.readouterr().err
+    assert "ready in" in err and "read from the checkpoint's compact vectors" in err
+    assert "text" not in err.replace("texts", "")  # no bar: nothing was embedded
+    (saved / COMPACT_VECTORS).unlink()
+    Engine.load(saved, decoder=None).predict_words("a frozen sweet food")  # none stored: embedded, with a bar
+    err = capsys.readouterr().err
+    assert "open vocabulary: embedding" in err and "(embedded)" in err
+
+
 def test_compact_vectors_made_for_other_candidates_are_ignored(engine, tmp_path, monkeypatch):
     from core.words.open_vocab import COMPACT_VECTORS
 

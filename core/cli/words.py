@@ -37,6 +37,9 @@ def words(argv: Sequence[str]) -> int:
     from ..engine import Engine
     try:
         engine = Engine.load(args.model, open_vocabulary=not args.single_token_words, device=device)
+        # a few queries: quantizing the 264k open-vocabulary vectors to int8 (7 s on 2 busy cores) would
+        # cost more than it saves (0.7 instead of 4.6 ms a query); float32 ranks alike (docs/results.md)
+        engine.words.set_precision("float32")
         results = engine.predict_words_batch(args.text, k=args.k, pos=args.pos, pattern=args.pattern,
                                              exclude_query_words=args.exclude_query_words)
     except (CheckpointError, ValueError) as err:
