@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import html
+import re
 import sys
 import time
 import types
@@ -113,8 +114,8 @@ def test_the_map_tab_lays_the_map_out_in_the_background_then_draws_it(engine, ti
     monkeypatch.setattr(app.models, "build_map", lambda *args: gate.wait(30) and build_map(*args))
     studio = Studio(Models.from_engine(engine, ModelSpec("tiny", base=str(tiny_mlm_dir))), Projector(), JobManager())
     active = studio.models.active()
-    with pytest.raises(ValueError, match="Laying out the map of every word for this model in the background"):
-        studio.map.draw_map(EVERY_WORD_MAP, 0, "", None, "UMAP", "2-D", "part of speech", Session())
+    _, status, _ = studio.map.draw_map(EVERY_WORD_MAP, 0, "", None, "UMAP", "2-D", "part of speech", Session())
+    assert status.startswith("Laying out the map of every word for this model in the background")  # no error
     gate.set()
     active.laying_out.thread.join(60)
     assert engine.vocabulary_layout_path().is_file() and len(fake_umap) == 1  # laid out once, alone: no parent
@@ -122,15 +123,38 @@ def test_the_map_tab_lays_the_map_out_in_the_background_then_draws_it(engine, ti
     assert status.startswith(f"{len(DICTIONARY)} points")
 
 
-def test_no_map_of_every_word_from_compact_vectors(engine, tiny_mlm_dir):
+def test_the_background_embedding_of_the_exact_vectors_records_its_progress(engine, tiny_mlm_dir, monkeypatch):
+    from app.handlers.studio import embed_own_vectors
+
+    active = Models.from_engine(engine, ModelSpec("tiny", base=str(tiny_mlm_dir))).active()
+    seen = []
+
+    def enable(progress=None, **_):  # as the engine reports each batch
+        for done in (100, 200):
+            progress(done, 400)
+            seen.append(active.open_vocab_progress)
+    monkeypatch.setattr(engine, "enable_open_vocabulary", enable)
+    embed_own_vectors(active)
+    assert [(done, total) for done, total, _ in seen] == [(100, 400), (200, 400)] and all(s[2] >= 0 for s in seen)
+    assert active.open_vocab_progress is None  # done: nothing left to show
+
+
+def test_no_map_of_every_word_from_compact_vectors_but_their_progress_and_no_error(engine, tiny_mlm_dir):
+    """Issue 54, 3: while the exact vectors are embedded, Draw map shows their progress and the time
+    left, where it raised a red error pointing at a tab that did not show it."""
     studio = Studio(Models.from_engine(engine, ModelSpec("tiny", base=str(tiny_mlm_dir))), Projector(), JobManager())
+    active = studio.models.active()
     engine.words.compact = True
-    with pytest.raises(ValueError, match="exact vectors"):
-        studio.map.draw_map(EVERY_WORD_MAP, 0, "", None, "UMAP", "2-D", "part of speech", Session())
+    figure, status, _ = studio.map.draw_map(EVERY_WORD_MAP, 0, "", None, "UMAP", "2-D", "part of speech", Session())
+    assert "exact vectors, which are being embedded" in status and not any(len(t.x) for t in figure.data)
+    active.open_vocab_progress = (66_000, 264_000, 1_500.0)  # as embed_own_vectors records it
+    _, status, _ = studio.map.draw_map(EVERY_WORD_MAP, 0, "", None, "UMAP", "2-D", "part of speech", Session())
+    assert "embedding 66,000/264,000 (once per model; about 25 min left)" in status and "█████░" in status
+    active.open_vocab_progress = None
     engine.words.compact, engine.words.reused = False, True
-    with pytest.raises(ValueError, match="still answers with its parent's vectors"):  # not laid out from those
-        studio.map.draw_map(EVERY_WORD_MAP, 0, "", None, "UMAP", "2-D", "part of speech", Session())
-    assert studio.models.active().laying_out.thread is None
+    _, status, _ = studio.map.draw_map(EVERY_WORD_MAP, 0, "", None, "UMAP", "2-D", "part of speech", Session())
+    assert "own exact vectors" in status  # not laid out from its parent's
+    assert active.laying_out.thread is None
     engine.words.reused = False
     save_layout(np.ones((len(DICTIONARY), 2), dtype=np.float32), engine.vocabulary_layout_path())
     assert not list(engine.vocabulary_layout_path().parent.glob("*.partial-*"))  # written whole
@@ -360,8 +384,8 @@ def test_the_map_of_every_definition_is_drawn_searched_and_selected_on_the_map_o
     studio = Studio(Models.from_engine(engine, ModelSpec("tiny", base=str(tiny_mlm_dir))), Projector(), JobManager())
     coords = np.random.default_rng(0).standard_normal((len(DICTIONARY), 2)).astype(np.float32) * 10
     save_layout(coords, engine.vocabulary_layout_path())
-    with pytest.raises(ValueError, match=r"Placing the \d+ definitions"):  # placed in the background, not in the request
-        studio.map.draw_map(EVERY_DEFINITION_MAP, 0, "", None, "UMAP", "2-D", "part of speech", Session())
+    _, status, _ = studio.map.draw_map(EVERY_DEFINITION_MAP, 0, "", None, "UMAP", "2-D", "part of speech", Session())
+    assert re.match(r"Placing the \d+ definitions", status)  # placed in the background, not in the request
     active = studio.models.active()
     deadline = time.monotonic() + 30
     while not active.definitions_placed() and time.monotonic() < deadline:
@@ -396,5 +420,5 @@ def test_the_map_of_every_definition_is_drawn_searched_and_selected_on_the_map_o
     assert status.endswith("coloured by region.")
     assert {t.name for t in by_region.data if t.mode == "markers"} <= {html.unescape(n) for n in middle}
     engine.words.compact = True
-    with pytest.raises(ValueError, match="exact vectors"):
-        studio.map.draw_map(EVERY_DEFINITION_MAP, 0, "", None, "UMAP", "2-D", "part of speech", Session())
+    _, status, _ = studio.map.draw_map(EVERY_DEFINITION_MAP, 0, "", None, "UMAP", "2-D", "part of speech", Session())
+    assert "exact vectors, which are being embedded" in status

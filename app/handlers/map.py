@@ -93,20 +93,21 @@ class MapHandlers(TabHandlers):
         if colour == FILE_COLUMN:  # its points are the vocabulary's, not a file's
             raise ValueError(NO_COLUMNS)
         engine = active.engine
-        # definitions are placed once and kept: by the model's own vectors, not its parent's (`reused`)
-        if engine.words.open_vocab is None or engine.words.compact or definitions and engine.words.reused:
-            raise ValueError("The map of every word is drawn from the full vocabulary's exact vectors, which this "
-                             "model does not have yet (the Reverse dictionary tab shows their progress).")
         if colour not in COLOUR_BY:
             raise ValueError(f"Colour by one of: {', '.join(COLOUR_BY)}.")
+        # definitions are placed once and kept: by the model's own vectors, not its parent's (`reused`)
+        if engine.words.open_vocab is None or engine.words.compact or definitions and engine.words.reused:
+            return _pending(session, *_exact_vectors_progress(active))
         started = time.perf_counter()
         if not engine.vocabulary_layout_path().is_file():
-            self._lay_out_soon(active)
+            laying_out = self._lay_out_soon(active)
+            if laying_out:
+                return _pending(session, laying_out)
         if definitions and not active.definitions_placed():
             active.placing.start()
-            raise ValueError(f"Placing the {len(engine.words.open_vocab.candidates.definitions):,} definitions on "
-                             "the map of every word, each on its nearest word: about 4 minutes on 2 cores, once "
-                             "per model, in the background. Draw again in a few minutes.")
+            return _pending(session, f"Placing the {len(engine.words.open_vocab.candidates.definitions):,} definitions "
+                                     "on the map of every word, each on its nearest word: about 4 minutes on 2 cores, "
+                                     "once per model, in the background. Press Draw map again in a few minutes.")
         kind = "definition" if definitions else "word"
         session.map, figure = vocabulary_map_data(active, colour, kind), vocabulary_figure(active, colour, kind)
         shown = "region" if colour == "cluster" else colour
@@ -114,25 +115,25 @@ class MapHandlers(TabHandlers):
         return figure, status, session
 
     @staticmethod
-    def _lay_out_soon(active: ActiveModel) -> None:
-        """Start laying out the model's map of every word in the background (once per model); ValueError
-        saying so, why it cannot be (a visitor's model, vectors borrowed from its parent), or why it failed."""
+    def _lay_out_soon(active: ActiveModel) -> str:
+        """Start laying out the model's map of every word in the background (once per model); returns what
+        is under way ("" once laid out). ValueError saying why it cannot be (a visitor's model) or why it
+        failed."""
         if is_visitors_model(active.spec.path):
             raise ValueError("A visitor's model has no map of every word here: fine-tune and lay it out on your "
                              "own machine (`python -m core vocabulary-map --model <it>`).")
-        if active.engine.words.reused:
-            raise ValueError("This model still answers with its parent's vectors; its map of every word is laid out "
-                             "from its own, which the Reverse dictionary tab shows the progress of. Draw again then.")
+        if active.engine.words.reused:  # laid out from its own vectors, which are being embedded
+            return _exact_vectors_progress(active)[0]
         laying_out = active.laying_out
         laying_out.start()
         if not laying_out.running():  # done just now, or failed just now: the second start says why
             if laying_out.done():
-                return
+                return ""
             laying_out.start()
         minutes = (time.monotonic() - laying_out.started) / 60
-        raise ValueError(f"Laying out the map of every word for this model in the background ({minutes:.0f} min so "
-                         "far; once per model, 3 to 8 minutes on 2 cores: a fine-tune's words go on the shipped "
-                         "model's map, whose map is laid out first if need be). Draw again in a few minutes.")
+        return (f"Laying out the map of every word for this model in the background ({minutes:.0f} min so far; once "
+                "per model, 3 to 8 minutes on 2 cores: a fine-tune's words go on the shipped model's map, whose map "
+                "is laid out first if need be). Press Draw map again in a few minutes.")
 
     def _map_corpus(self, active: ActiveModel, source: str, size: int, sentences: str, file: str | None,
                     session: Session, progress: sv.Progress) -> EmbeddedTexts:
@@ -302,6 +303,26 @@ def _selected_pairs(selection: str, limit: int) -> list[tuple[int, int]]:
             for pair in pairs)):
         raise ValueError("The selection could not be read; select the points again.")
     return [(t, p) for t, p in pairs]
+
+
+def _exact_vectors_progress(active: ActiveModel) -> tuple[str, float | None]:
+    """(what the map of every word waits for, the fraction done or None): this model's own exact vectors,
+    embedded in the background (`embed_own_vectors`) while it answers from approximate ones."""
+    building = active.open_vocab_progress
+    waits = ("The map of every word is drawn from this model's own exact vectors, which are being embedded in the "
+             "background (meanwhile the reverse dictionary answers from approximate ones)")
+    if building is None:
+        return f"{waits}. Press Draw map again in a few minutes.", None
+    done, total, _ = building
+    return (f"{waits}: {views.embedding_progress(*building)}; then the map is laid out once (3 to 8 minutes). "
+            "Press Draw map again then."), done / total
+
+
+def _pending(session: Session, note: str, fraction: float | None = None):
+    """What Draw map shows for a map of every word not ready yet: no error, a bar (when the fraction done
+    is known) and what is under way, on an empty plot; the session's last map is kept for its searches."""
+    bar = "" if fraction is None else f"`{'█' * round(20 * fraction)}{'░' * (20 - round(20 * fraction))}` "
+    return views.placeholder_figure("The map of every word is being prepared: see the note above."), bar + note, session
 
 
 def vocabulary_map_data(active: ActiveModel, colour: str = "part of speech", kind: str = "word") -> MapData:

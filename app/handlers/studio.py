@@ -9,6 +9,7 @@ import functools
 import logging
 import time
 from pathlib import Path
+from typing import Callable
 
 from .. import services as sv
 from .. import views
@@ -68,12 +69,8 @@ def prepare_model(active: ActiveModel, progress: sv.Progress = sv.no_progress, o
     twin that "compare" uses (~20 s)."""
     active.engine.predict_words("a word")
     if open_vocabulary and active.engine.words.open_vocab is None:
-        started = time.monotonic()
-
-        def embedded(done: int, total: int) -> None:
-            left = (time.monotonic() - started) * (total - done) / max(done, 1)
-            active.open_vocab_progress = (done, total, left)
-            progress(0.1 + 0.6 * done / total, desc=f"open vocabulary: {views.embedding_progress(done, total, left)}")
+        embedded = recording_progress(active, lambda done, total, left: progress(
+            0.1 + 0.6 * done / total, desc=f"open vocabulary: {views.embedding_progress(done, total, left)}"))
         if is_visitors_model(active.spec.path) and not any(open_vocab_cache(active).iterdir()):
             guard_write(expected_open_vocab_bytes(active.engine), "this model's vocabulary cache")
         try:  # a fine-tuned model starts with its parent's vectors: seconds, where all would take minutes
@@ -119,4 +116,22 @@ def embed_own_vectors(active: ActiveModel) -> None:
     the background by `prepare_model`, at a lower priority than requests). Its vectors until then were
     approximate: its parent's (a fine-tune's activation) or the checkpoint's compact ones (a fresh clone):
     docs/results.md."""
-    active.engine.enable_open_vocabulary(cache_dir=open_vocab_cache(active), compact=False)  # failing, the old ones answer
+    try:  # its progress is shown where the map of every word waits for these vectors
+        active.engine.enable_open_vocabulary(cache_dir=open_vocab_cache(active), compact=False,
+                                             progress=recording_progress(active))  # failing, the old ones answer
+    finally:
+        active.open_vocab_progress = None
+
+
+def recording_progress(active: ActiveModel, then: Callable[[int, int, float], None] | None = None
+                       ) -> Callable[[int, int], None]:
+    """A `progress(done, total)` for embedding `active`'s open vocabulary that keeps (done, total, seconds
+    left) in `active.open_vocab_progress` for the tabs to show, and passes them on to `then`."""
+    started = time.monotonic()
+
+    def embedded(done: int, total: int) -> None:
+        left = (time.monotonic() - started) * (total - done) / max(done, 1)
+        active.open_vocab_progress = (done, total, left)
+        if then is not None:
+            then(done, total, left)
+    return embedded
