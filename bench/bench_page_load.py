@@ -3,6 +3,7 @@
     python -m bench.bench_page_load --loads 50          # page loads with the model loaded: latency, memory
     python -m bench.bench_page_load --loads 50 --app-flags "--single-token-words --no-umap-warmup"  # alone
     python -m bench.bench_page_load --launches 20 --busy 2 --skip-loads   # starts under load, asked early
+    python -m bench.bench_page_load --loads 10 --fresh --settle 240  # while the exact vectors embed beside them
 
 Page loads: the app is launched (the shipped model), asked a reverse-dictionary query so the model is
 loaded, then `GET /` and `GET /config` are asked `--loads` times each, one after the other; it prints the
@@ -33,14 +34,19 @@ def resident_mb(pid: int) -> tuple[float, float]:
     return int(fields["VmRSS"].split()[0]) / 1024, int(fields["VmHWM"].split()[0]) / 1024
 
 
-def page_load_rows(model: Path | None, loads: int, flags: list[str]) -> list[tuple[str, str]]:
-    """Launch once (`flags`), wait for an answer, then time `loads` loads of / and of /config; the resident
-    memory is read every tenth of the loads."""
+def page_load_rows(model: Path | None, loads: int, flags: list[str], fresh: bool = False, settle: float = 0
+                   ) -> list[tuple[str, str]]:
+    """Launch once (`flags`; with `fresh` an empty user cache, so that the open vocabulary's exact vectors
+    are embedded in the background during the loads), wait for an answer and `settle` seconds more (for the
+    app's background work to start), then time `loads` loads of / and of /config; the resident memory is
+    read every tenth of the loads."""
     port = free_port()
-    process, _ = launch(model, port, Path("/tmp") / f"bench_page_load_{port}.log", flags=flags)
+    cache = Path(tempfile.mkdtemp(prefix="bench-page-load-")) if fresh else None
+    process, _ = launch(model, port, Path("/tmp") / f"bench_page_load_{port}.log", cache, flags=flags)
     url = f"http://127.0.0.1:{port}"
     try:
         first_answer(url + "/", process)
+        time.sleep(settle)
         memory = [resident_mb(process.pid)[0]]
         times: dict[str, list[float]] = {"/": [], "/config": []}
         for load in range(loads):
@@ -55,7 +61,8 @@ def page_load_rows(model: Path | None, loads: int, flags: list[str]) -> list[tup
     finally:
         process.terminate()
         process.wait(timeout=30)
-    rows = [(f"GET {path}, {loads} loads with the model loaded",
+    beside = ", the exact vectors embedding beside them (empty cache)" if fresh else ""
+    rows = [(f"GET {path}, {loads} loads with the model loaded{beside}",
              f"median {1000 * statistics.median(s):.0f} ms, max {1000 * max(s):.0f} ms") for path, s in times.items()]
     rows.append((f"resident memory over the {2 * loads} loads (peak since start)",
                  f"{' / '.join(f'{mb:,.0f}' for mb in memory)} MB ({peak:,.0f} MB)"))
@@ -117,12 +124,16 @@ def main() -> int:
     parser.add_argument("--busy", type=int, default=0, help="spinning processes beside each launch (0-16)")
     parser.add_argument("--watch", type=float, default=20, help="seconds each launch is asked for / after its first page")
     parser.add_argument("--skip-loads", action="store_true", help="only the launches")
+    parser.add_argument("--settle", type=float, default=0, help="seconds to wait after the first answer (0-1800)")
+    parser.add_argument("--fresh", action="store_true", help="page loads with an empty user cache: the exact "
+                        "vectors are embedded in the background meanwhile (issue 54, 3)")
     parser.add_argument("--app-flags", default="", help="more flags for app.py when timing page loads, e.g. "
                         "'--single-token-words --no-umap-warmup' (no background work beside the loads)")
     args = parser.parse_args()
-    if not 1 <= args.loads <= 1000 or not 0 <= args.launches <= 100 or not 0 <= args.busy <= 16:
-        parser.error("--loads 1-1000, --launches 0-100, --busy 0-16")
-    rows = [] if args.skip_loads else page_load_rows(args.model, args.loads, args.app_flags.split())
+    if (not 1 <= args.loads <= 1000 or not 0 <= args.launches <= 100 or not 0 <= args.busy <= 16
+            or not 0 <= args.settle <= 1800):
+        parser.error("--loads 1-1000, --launches 0-100, --busy 0-16, --settle 0-1800")
+    rows = [] if args.skip_loads else page_load_rows(args.model, args.loads, args.app_flags.split(), args.fresh, args.settle)
     if args.launches:
         rows += launch_rows(args.model, args.launches, args.busy, args.watch)
     print("| measurement | result |\n|---|---:|")
