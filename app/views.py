@@ -28,21 +28,32 @@ def shorten(text: str, limit: int = LABEL_CHARS) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+SCORE_NOTE = "score: the model's probability of each word, the first answer = 100"
+
+
+def relative_scores(probabilities: Sequence[float]) -> list[int]:
+    """Each probability as a share of the largest, 0-100: a softmax over 147k words gives even a good
+    answer "0.05 %", which tells a person nothing; "80" next to the first answer's "100" does."""
+    top = max(probabilities, default=0.0) or 1.0
+    return [round(100 * p / top) for p in probabilities]
+
+
 def words_html(rows: Sequence[WordRow], title: str) -> str:
-    """A ranked word list with probability bars and each word's dictionary definitions."""
+    """A ranked word list with score bars (`relative_scores`) and each word's dictionary definitions."""
     if not rows:
         return f"<div class='ds-words'><h4>{escape(title)}</h4><p>No word passes these filters.</p></div>"
-    top = max(r.probability for r in rows) or 1.0
     items = []
-    for rank, row in enumerate(rows, 1):
+    for rank, (row, score) in enumerate(zip(rows, relative_scores([r.probability for r in rows])), 1):
         definitions = "".join(f"<li><i>{escape(POS_NAMES.get(e.pos, e.pos))}</i> {escape(e.definition)}</li>"
                               for e in row.definitions) or "<li><i>not in the dictionary</i></li>"
         items.append(
             f"<div class='ds-word'><div class='ds-head'><span class='ds-rank'>{rank}.</span>"
-            f"<b class='ds-w'>{escape(row.word)}</b><span class='ds-p'>{row.probability:.2%}</span></div>"
-            f"<div class='ds-bar' style='width:{100 * row.probability / top:.1f}%'></div>"
+            f"<b class='ds-w'>{escape(row.word)}</b>"
+            f"<span class='ds-p' title='probability {row.probability:.4%}'>{score}</span></div>"
+            f"<div class='ds-bar' style='width:{score}%'></div>"
             f"<ul class='ds-defs'>{definitions}</ul></div>")
-    return f"<div class='ds-words'><h4>{escape(title)}</h4>{''.join(items)}</div>"
+    return (f"<div class='ds-words'><h4>{escape(title)}</h4><p class='ds-note'>{SCORE_NOTE}</p>"
+            f"{''.join(items)}</div>")
 
 
 def notice_html(message: str) -> str:
@@ -86,7 +97,13 @@ def job_progress_html(progress: dict) -> str:
 
 
 def word_list(words: Sequence[tuple[str, float]]) -> str:
-    return ", ".join(f"{w} ({p:.1%})" for w, p in words)
+    """The words, best first (their probabilities over every word are all near 0 %: `relative_scores`)."""
+    return ", ".join(w for w, _ in words)
+
+
+def word_score_rows(words: Sequence[tuple[str, float]]) -> list[list]:
+    """[word, score (`relative_scores`)] rows."""
+    return [[w, score] for (w, _), score in zip(words, relative_scores([p for _, p in words]))]
 
 
 def scored_rows(hits: Sequence[tuple[str, float]]) -> list[list]:
