@@ -269,3 +269,28 @@ def training_figure(history: Sequence[dict]) -> go.Figure:
                       yaxis2=dict(title="dev MRR", overlaying="y", side="right"),
                       margin=dict(l=10, r=10, t=40, b=10))
     return fig
+
+
+def manifest_summary(manifest: dict) -> str:
+    """A checkpoint's manifest as a short Markdown list (what a person asks first: what it is, what it
+    was trained on, how well it names words); the parts it lacks are left out."""
+    base, training, metrics = manifest.get("base", {}), manifest.get("training") or {}, manifest.get("metrics", {})
+    result = training.get("result") or {}
+    rows = [("Model", manifest.get("name")), ("Created", manifest.get("created")),
+            ("Base", base.get("source") and f"`{base['source']}`"), ("Dimensions", base.get("hidden_size")),
+            ("Pooling", manifest.get("pooling")),
+            ("Trained on", training.get("data")),
+            ("Training", result.get("steps") and f"{result['steps']:,} steps in {result.get('seconds', 0) / 60:.0f} min"),
+            *[(f"Words named ({name})", _word_metrics(metrics[name])) for name in ("test", "test, hubness-corrected")
+              if name in metrics],
+            ("Word vectors", manifest.get("word_vectors") and f"{manifest['word_vectors'].get('words', 0):,} words"),
+            ("Hubness correction", manifest.get("hub_penalty") and
+             f"weight {manifest['hub_penalty'].get('weight')}, {manifest['hub_penalty'].get('k')} nearest definitions"),
+            ("Software", ", ".join(f"{k} {v}" for k, v in manifest.get("versions", {}).items()))]
+    return "\n".join(f"- **{label}:** {escape(str(value))}" for label, value in rows if value)
+
+
+def _word_metrics(metrics: dict) -> str:
+    """"MRR 0.218, top-1 13.5 %, top-10 38.0 % of 4,490 definitions"."""
+    return (f"MRR {metrics.get('mrr', 0):.3f}, top-1 {metrics.get('top1', 0):.1%}, "
+            f"top-10 {metrics.get('top10', 0):.1%} of {metrics.get('n', 0):,} definitions")

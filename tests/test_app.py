@@ -301,6 +301,20 @@ def test_about_shows_manifest(studio):
     assert "tiny" in text and "none trained" in text and json.loads(manifest)["pooling"] == "mean"
 
 
+def test_about_summarises_the_manifest_and_folds_its_json(studio, monkeypatch):
+    """The About tab reads as a list of what the checkpoint is; the whole manifest (4,496 px of JSON for the
+    shipped model) is folded away (issue 54, item 9)."""
+    gr = pytest.importorskip("gradio")
+    from app.ui import build_app
+    metrics = {"test": {"n": 4490, "mrr": 0.2178, "top1": 0.135, "top3": 0.25, "top10": 0.38}}
+    monkeypatch.setitem(studio.models.active().engine.manifest, "metrics", metrics)
+    text, _ = studio.about()
+    assert "- **Pooling:** mean" in text and "- **Words named (test):** MRR 0.218, top-1 13.5%, top-10 38.0% of 4,490" in text
+    [code] = [b for b in build_app(studio).blocks.values() if isinstance(b, gr.Code)
+              and b.label == "Manifest of the active checkpoint"]
+    assert isinstance(code.parent, gr.Accordion) and code.parent.open is False
+
+
 def test_model_loads_in_the_background(tiny_mlm_dir, tmp_path):
     studio = start_studio(ModelSpec("tiny", base=str(tiny_mlm_dir)), tmp_path, warm_up_umap=False, delay=0,
                           open_vocabulary=False)
