@@ -15,10 +15,12 @@ from .. import services as sv
 from .. import views
 from ..export import MAX_DOWNLOAD_BYTES, download_files
 from ..finetune import (
+    FILE_FORMAT,
     UPLOADS,
     FinetuneJob,
     FinetuneResult,
     FinetuneSettings,
+    Upload,
     comparison_rows,
     discard_staged,
     expected_staged_bytes,
@@ -44,6 +46,11 @@ STEPS_OVER = ("These settings make {steps:,} training steps; this public server 
               "that the one training slot is free again soon: lower Epochs or set Max steps.")
 
 
+def ready_report(upload: Upload) -> str:
+    """The validation report of an upload that can be trained on."""
+    return upload.report + "\n\nReady: press Start."
+
+
 class FinetuneHandlers(TabHandlers):
     """Fine-tuning jobs on the shared job manager; a session keeps its upload, its jobs and, in public
     mode, its saved models."""
@@ -55,7 +62,7 @@ class FinetuneHandlers(TabHandlers):
         UPLOADS.discard(session.upload)
         session.upload = None
         if not file:
-            return "Upload a dictionary file (TSV, CSV or JSONL with columns word, definition[, pos]).", session
+            return f"Upload a dictionary file. {FILE_FORMAT}", session
         try:
             session.upload = UPLOADS.keep(validate_upload(self.backend.model_for(session).engine, file, seed))
         except ValueError as err:
@@ -67,7 +74,16 @@ class FinetuneHandlers(TabHandlers):
             # Reading a file of megabytes leaves tens of MB of freed heap in the arenas of the server's
             # worker threads: 40 uploads of 2.6 MB grew the app by 131 MB, a fourth of it the kept uploads.
             return_freed_memory()
-        return session.upload.report + "\n\nReady: press Start.", session
+        return ready_report(session.upload), session
+
+    def restore_upload(self, ticket: str, session: Session) -> tuple[str, Session]:
+        """After a page reload: the validated upload whose ticket the browser kept, back in the new
+        session with its report ("" and no upload when the server no longer keeps it)."""
+        upload = UPLOADS.find(ticket) if ticket else None
+        if upload is None:
+            return "", session
+        session.upload = upload
+        return f"{upload.name} (validated before the page was reloaded)\n" + ready_report(upload), session
 
     def start_finetune(self, session: Session, epochs: float, lr: float, batch_size: int,
                        trainable_layers: int, max_steps: int, evaluations: int, seed: int,
