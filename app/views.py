@@ -22,6 +22,7 @@ DETAIL_CHARS = 56
 # (bench/bench_map_browser.py; docs/results.md "One map of every word").
 DENSE_POINTS = 20_000
 LABEL_CHARS = 40
+MAP_HEIGHT = 640  # px of a map: plotly's default 450 left a strip once the legend took its share of the width
 
 
 def shorten(text: str, limit: int = LABEL_CHARS) -> str:
@@ -138,7 +139,9 @@ def scatter_figure(coords: np.ndarray, texts: Sequence[str], groups: Sequence[st
         idx = list(highlight)
         fig.add_trace(_points(coords[idx], [hovers[i] for i in idx], "search hits", three_d,
                               marker=dict(size=14, color="rgba(0,0,0,0)", line=dict(width=3, color="black"))))
-    fig.update_layout(title=title, margin=dict(l=10, r=10, t=40, b=10), legend=dict(itemsizing="constant"))
+    # The legend below the map: beside it, it took half the width of a phone's map.
+    fig.update_layout(title=title, margin=dict(l=10, r=10, t=40, b=10), height=MAP_HEIGHT,
+                      legend=dict(itemsizing="constant", orientation="h", yanchor="top", y=-0.06))
     return fig
 
 
@@ -200,10 +203,34 @@ SEARCH_ZOOM = 8  # how much closer a search on a fixed map shows where it lands 
 REGION_LABELS = "region names"  # the label traces' name: app/tabs/map.py's MAP_JS shows one level at a time
 
 
-def add_region_labels(fig: go.Figure, levels: Sequence[Sequence]) -> go.Figure:
+# A region name's size as a share of the map's view, on a phone (about 350 x 640 px; 12-13 px text): names
+# that would overlap there are left out, the larger region's kept.
+LABEL_CHAR_WIDTH = 1 / 45
+LABEL_LINE_HEIGHT = 1 / 30
+
+
+def spaced_regions(regions: Sequence, span: Sequence[float]) -> list:
+    """The regions whose names do not overlap on a view of `span` (width, height in map units), larger
+    regions first; in their order. A name is a box of its characters' width and one line high at its centre."""
+    kept: list[tuple[float, float, float, float]] = []  # (x, y, half width, half height)
+    shown = set()
+    for i in sorted(range(len(regions)), key=lambda i: -regions[i].size):
+        r = regions[i]
+        half = (len(r.name) * LABEL_CHAR_WIDTH * span[0] / 2, LABEL_LINE_HEIGHT * span[1] / 2)
+        if all(abs(r.x - x) >= half[0] + w or abs(r.y - y) >= half[1] + h for x, y, w, h in kept):
+            kept.append((r.x, r.y, *half))
+            shown.add(i)
+    return [r for i, r in enumerate(regions) if i in shown]
+
+
+def add_region_labels(fig: go.Figure, levels: Sequence[Sequence], extent: Sequence[float]) -> go.Figure:
     """One text trace per level of `levels` (each a list of core.explore.vocabulary_map.Region, coarse to fine);
-    only the first shows until the page's script (MAP_JS) shows the level that suits the zoom."""
+    only the first shows until the page's script (MAP_JS) shows the level that suits the zoom: level l from
+    4^l / 2 times closer than the whole map, whose `extent` (width, height) is given. Names that would overlap
+    there are left out (`spaced_regions`)."""
     for level, regions in enumerate(levels):
+        widest = max(1.0, 4 ** level / 2)  # the least zoom MAP_JS shows this level at (it rounds log4 of the zoom)
+        regions = spaced_regions(regions, [side / widest for side in extent])
         fig.add_trace(go.Scattergl(x=[r.x for r in regions], y=[r.y for r in regions], mode="text",
                                    text=[escape(r.name) for r in regions], name=REGION_LABELS, meta=level,
                                    visible=level == 0, showlegend=False, hoverinfo="skip",
