@@ -17,6 +17,7 @@ import logging
 import math
 import os
 import shutil
+import textwrap
 import threading
 import time
 import uuid
@@ -45,6 +46,11 @@ TRAINING_THREADS_ENV = "DEFSENT_TRAINING_THREADS"
 STAGED_MODEL = "model"
 EXAMPLES = 6
 TOP_WORDS = 3
+# What a dictionary file must look like: said on the tab before the upload, and when none was given.
+FILE_FORMAT = ("A TSV or CSV file whose first line is the header `word<TAB>definition` (or `word,definition`; an "
+               "optional third column `pos`), then one word and its definition a line; or JSONL, one "
+               '`{"word": ..., "definition": ...}` a line.')
+HELD_OUT_SHOWN = 40  # held-out words the validation report names
 
 
 @dataclass(frozen=True)
@@ -204,8 +210,18 @@ def validate_upload(engine: Engine, path: str | Path, seed: int | float | None =
         raise ValueError(f"{report.summary()}\nOnly {words} different usable words: the {' and '.join(empty)} "
                          "part(s) of the split by word would be empty. Add more words (at least 10).")
     # The report is short whatever the file: the reader's summary is cut at 10,000 characters.
-    return UploadData.pack(path.name, "\n".join([report.summary(), split.report(), _open_vocabulary_note(entries, engine)]),
+    return UploadData.pack(path.name, "\n".join([report.summary(), split.report(), held_out_note(split),
+                                                 _open_vocabulary_note(entries, engine)]),
                            seed, entries, len(split.train))
+
+
+def held_out_note(split: DictionarySplit, most: int = HELD_OUT_SHOWN) -> str:
+    """"Held out ...: ant, bee, ... (and 12 more)": the test words, which training never sees and the
+    before/after comparison scores."""
+    words = sorted({e.word for e in split.test})
+    more = f" (and {len(words) - most} more)" if len(words) > most else ""
+    return textwrap.fill(f"Held out from training, scored before and after it ({len(words)} words): "
+                         f"{', '.join(words[:most])}{more}", width=72, break_long_words=False)
 
 
 def _open_vocabulary_note(entries: list[Entry], engine: Engine) -> str:
@@ -259,6 +275,14 @@ class UploadStore:
                              f"are kept for {self.lifetime / 60:.0f} minutes, fewer when many are waiting); "
                              "upload it again.")
         return kept[1]
+
+    def find(self, ticket: str) -> Upload | None:
+        """The session's Upload behind `ticket` (kept in the browser: a reloaded page gets its upload
+        back), or None when it is no longer kept."""
+        with self._lock:
+            self._drop_expired()
+            kept = self._kept.get(ticket)
+        return None if kept is None else Upload(ticket, kept[1].name, kept[1].report)
 
     def discard(self, upload: Upload | None) -> None:
         """Forget an upload (a new one replaces it)."""

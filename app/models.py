@@ -16,7 +16,7 @@ import numpy as np
 from core.runtime import uncancellable
 from core.checkpoint import (CHECKPOINTS_DIR, DEFAULT_BASE, DEFAULT_CHECKPOINT, CheckpointError, list_checkpoints,
                              read_manifest)
-from core.explore import INDEX, CorpusIndex, index_folder
+from core.explore import INDEX, CorpusIndex, build_steps, index_folder
 from core.engine import Engine
 from core.readout import REFERENCE_SIZE, EmbeddedTexts, Reference
 from core.explore import (LABEL_LEVELS, Region, build_map, default_parent, definition_layout, kept_definition_positions,
@@ -235,9 +235,8 @@ class ActiveModel:
     def corpus_index(self) -> CorpusIndex:
         """This model's index of the modern corpus, loaded once; ValueError saying how to build it."""
         if not self.corpus_folder().joinpath(INDEX).is_file():
-            raise ValueError(f"No corpus index for this model yet: build it with `python -m core corpus-index"
-                             f"{self._model_flag()}` (resumable; see docs/results.md for its time), then choose it "
-                             f"again.")
+            raise ValueError(f"No corpus index for this model yet: {build_steps(self._model_flag())}; then choose "
+                             "it again.")
         index = self.corpus_folder() / INDEX
         # keyed by the index file's identity: an index built again while the app runs is loaded again
         return self.once(f"corpus-index-{index.stat().st_mtime_ns}", lambda: CorpusIndex(self.corpus_folder()))

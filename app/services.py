@@ -170,13 +170,37 @@ class WordQuery:
 
 
 def reverse_dictionary(engine, query: WordQuery) -> list[WordRow]:
-    """Ranked words for a description, each with up to three WordNet definitions."""
+    """Ranked words for a description, each with up to three WordNet definitions: the senses that best
+    match the description first (`senses_by_fit`)."""
     text = check_text(query.text, "a description")
     if not 1 <= int(query.k) <= 100:
         raise ValueError("The number of words must be between 1 and 100.")
     words = engine.predict_words(text, k=int(query.k), exclude_query_words=query.exclude_query_words,
                                  **query.filters())
-    return [WordRow(word, p, definitions_of(word)) for word, p in words]
+    senses = senses_by_fit(engine, text, [word for word, _ in words])
+    return [WordRow(word, p, shown) for (word, p), shown in zip(words, senses)]
+
+
+def senses_by_fit(engine, text: str, words: Sequence[str], limit: int = 3) -> list[list[Entry]]:
+    """For each of `words`, up to `limit` of its WordNet entries, by how well each definition matches
+    `text` (cosine of their embeddings; ties keep the dictionary's order). The shipped WordNet file is
+    in synset order, not WordNet's sense order, so its first entry is often a rare sense ("head": "oral
+    stimulation of the genitals"); the description says which sense the user means."""
+    entries = [wordnet_index().get(word, ()) for word in words]
+    texts = sorted({e.definition for senses in entries for e in senses})
+    if not texts:
+        return [[] for _ in words]
+    query = engine.encode([text], normalize=True)[0]  # (d,)
+    fit = dict(zip(texts, definition_fit(engine, query, texts).tolist()))
+    return [sorted(senses, key=lambda e: -fit[e.definition])[:limit] for senses in entries]
+
+
+def definition_fit(engine, unit: np.ndarray, texts: list[str]) -> np.ndarray:
+    """(n,): the cosine of a unit vector (d,) with each definition of `texts`: from the open vocabulary's
+    stored vectors when it holds them all (no encoding), else embedded now."""
+    scorer = engine.words.open_vocab
+    stored = scorer.definition_cosines(unit, texts) if scorer is not None else None
+    return stored if stored is not None else engine.encode(texts, normalize=True) @ unit
 
 
 # ---- similarity and search --------------------------------------------------------------------

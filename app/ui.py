@@ -15,6 +15,7 @@ from .tabs import map as map_tab
 from .wiring import MODEL, handler, running_work
 
 JOB_STORAGE_KEY = "defsent-studio-job"
+UPLOAD_STORAGE_KEY = "defsent-studio-upload"  # the ticket of the validated fine-tune upload
 UPLOAD_LIFETIME = (600, UPLOAD_LIFETIME_S)  # gradio delete_cache: (every N seconds, files older than M seconds)
 CSS = (Path(__file__).parent / "style.css").read_text(encoding="utf-8")
 
@@ -28,6 +29,7 @@ def build_app(studio: Studio) -> gr.Blocks:
         lifetime = studio.public.session_lifetime if studio.public is not None else None
         session = gr.State(Session(), time_to_live=lifetime, delete_callback=_session_ender(studio))
         stored_job = gr.BrowserState("", storage_key=JOB_STORAGE_KEY)  # outside the tabs: read at page load
+        stored_upload = gr.BrowserState("", storage_key=UPLOAD_STORAGE_KEY)
         gr.Markdown("# DefSent Studio\nWhat sentence embeddings mean: describe a word, compare sentences, "
                     "walk between them, map them, fine-tune on your own dictionary.")
         model_bar = _model_bar(demo, studio, session)
@@ -41,7 +43,7 @@ def build_app(studio: Studio) -> gr.Blocks:
             with gr.Tab("Map", id="map"):
                 map_tab.create(demo, studio, session)
             with gr.Tab("Fine-tune", id="finetune"):
-                finetune.create(demo, studio, session, stored_job, model_bar)
+                finetune.create(demo, studio, session, stored_job, stored_upload, model_bar)
             with gr.Tab("Evaluate", id="evaluate") as evaluate_tab:
                 evaluate.create(evaluate_tab, studio, session)
             with gr.Tab("About", id="about") as about_tab:

@@ -22,27 +22,39 @@ DETAIL_CHARS = 56
 # (bench/bench_map_browser.py; docs/results.md "One map of every word").
 DENSE_POINTS = 20_000
 LABEL_CHARS = 40
+MAP_HEIGHT = 640  # px of a map: plotly's default 450 left a strip once the legend took its share of the width
 
 
 def shorten(text: str, limit: int = LABEL_CHARS) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+SCORE_NOTE = "score: the model's probability of each word, the first answer = 100"
+
+
+def relative_scores(probabilities: Sequence[float]) -> list[int]:
+    """Each probability as a share of the largest, 0-100: a softmax over 147k words gives even a good
+    answer "0.05 %", which tells a person nothing; "80" next to the first answer's "100" does."""
+    top = max(probabilities, default=0.0) or 1.0
+    return [round(100 * p / top) for p in probabilities]
+
+
 def words_html(rows: Sequence[WordRow], title: str) -> str:
-    """A ranked word list with probability bars and each word's dictionary definitions."""
+    """A ranked word list with score bars (`relative_scores`) and each word's dictionary definitions."""
     if not rows:
         return f"<div class='ds-words'><h4>{escape(title)}</h4><p>No word passes these filters.</p></div>"
-    top = max(r.probability for r in rows) or 1.0
     items = []
-    for rank, row in enumerate(rows, 1):
+    for rank, (row, score) in enumerate(zip(rows, relative_scores([r.probability for r in rows])), 1):
         definitions = "".join(f"<li><i>{escape(POS_NAMES.get(e.pos, e.pos))}</i> {escape(e.definition)}</li>"
                               for e in row.definitions) or "<li><i>not in the dictionary</i></li>"
         items.append(
             f"<div class='ds-word'><div class='ds-head'><span class='ds-rank'>{rank}.</span>"
-            f"<b class='ds-w'>{escape(row.word)}</b><span class='ds-p'>{row.probability:.2%}</span></div>"
-            f"<div class='ds-bar' style='width:{100 * row.probability / top:.1f}%'></div>"
+            f"<b class='ds-w'>{escape(row.word)}</b>"
+            f"<span class='ds-p' title='probability {row.probability:.4%}'>{score}</span></div>"
+            f"<div class='ds-bar' style='width:{score}%'></div>"
             f"<ul class='ds-defs'>{definitions}</ul></div>")
-    return f"<div class='ds-words'><h4>{escape(title)}</h4>{''.join(items)}</div>"
+    return (f"<div class='ds-words'><h4>{escape(title)}</h4><p class='ds-note'>{SCORE_NOTE}</p>"
+            f"{''.join(items)}</div>")
 
 
 def notice_html(message: str) -> str:
@@ -86,7 +98,13 @@ def job_progress_html(progress: dict) -> str:
 
 
 def word_list(words: Sequence[tuple[str, float]]) -> str:
-    return ", ".join(f"{w} ({p:.1%})" for w, p in words)
+    """The words, best first (their probabilities over every word are all near 0 %: `relative_scores`)."""
+    return ", ".join(w for w, _ in words)
+
+
+def word_score_rows(words: Sequence[tuple[str, float]]) -> list[list]:
+    """[word, score (`relative_scores`)] rows."""
+    return [[w, score] for (w, _), score in zip(words, relative_scores([p for _, p in words]))]
 
 
 def scored_rows(hits: Sequence[tuple[str, float]]) -> list[list]:
@@ -121,7 +139,9 @@ def scatter_figure(coords: np.ndarray, texts: Sequence[str], groups: Sequence[st
         idx = list(highlight)
         fig.add_trace(_points(coords[idx], [hovers[i] for i in idx], "search hits", three_d,
                               marker=dict(size=14, color="rgba(0,0,0,0)", line=dict(width=3, color="black"))))
-    fig.update_layout(title=title, margin=dict(l=10, r=10, t=40, b=10), legend=dict(itemsizing="constant"))
+    # The legend below the map: beside it, it took half the width of a phone's map.
+    fig.update_layout(title=title, margin=dict(l=10, r=10, t=40, b=10), height=MAP_HEIGHT,
+                      legend=dict(itemsizing="constant", orientation="h", yanchor="top", y=-0.06))
     return fig
 
 
@@ -183,10 +203,34 @@ SEARCH_ZOOM = 8  # how much closer a search on a fixed map shows where it lands 
 REGION_LABELS = "region names"  # the label traces' name: app/tabs/map.py's MAP_JS shows one level at a time
 
 
-def add_region_labels(fig: go.Figure, levels: Sequence[Sequence]) -> go.Figure:
+# A region name's size as a share of the map's view, on a phone (about 350 x 640 px; 12-13 px text): names
+# that would overlap there are left out, the larger region's kept.
+LABEL_CHAR_WIDTH = 1 / 45
+LABEL_LINE_HEIGHT = 1 / 30
+
+
+def spaced_regions(regions: Sequence, span: Sequence[float]) -> list:
+    """The regions whose names do not overlap on a view of `span` (width, height in map units), larger
+    regions first; in their order. A name is a box of its characters' width and one line high at its centre."""
+    kept: list[tuple[float, float, float, float]] = []  # (x, y, half width, half height)
+    shown = set()
+    for i in sorted(range(len(regions)), key=lambda i: -regions[i].size):
+        r = regions[i]
+        half = (len(r.name) * LABEL_CHAR_WIDTH * span[0] / 2, LABEL_LINE_HEIGHT * span[1] / 2)
+        if all(abs(r.x - x) >= half[0] + w or abs(r.y - y) >= half[1] + h for x, y, w, h in kept):
+            kept.append((r.x, r.y, *half))
+            shown.add(i)
+    return [r for i, r in enumerate(regions) if i in shown]
+
+
+def add_region_labels(fig: go.Figure, levels: Sequence[Sequence], extent: Sequence[float]) -> go.Figure:
     """One text trace per level of `levels` (each a list of core.explore.vocabulary_map.Region, coarse to fine);
-    only the first shows until the page's script (MAP_JS) shows the level that suits the zoom."""
+    only the first shows until the page's script (MAP_JS) shows the level that suits the zoom: level l from
+    4^l / 2 times closer than the whole map, whose `extent` (width, height) is given. Names that would overlap
+    there are left out (`spaced_regions`)."""
     for level, regions in enumerate(levels):
+        widest = max(1.0, 4 ** level / 2)  # the least zoom MAP_JS shows this level at (it rounds log4 of the zoom)
+        regions = spaced_regions(regions, [side / widest for side in extent])
         fig.add_trace(go.Scattergl(x=[r.x for r in regions], y=[r.y for r in regions], mode="text",
                                    text=[escape(r.name) for r in regions], name=REGION_LABELS, meta=level,
                                    visible=level == 0, showlegend=False, hoverinfo="skip",
@@ -252,3 +296,28 @@ def training_figure(history: Sequence[dict]) -> go.Figure:
                       yaxis2=dict(title="dev MRR", overlaying="y", side="right"),
                       margin=dict(l=10, r=10, t=40, b=10))
     return fig
+
+
+def manifest_summary(manifest: dict) -> str:
+    """A checkpoint's manifest as a short Markdown list (what a person asks first: what it is, what it
+    was trained on, how well it names words); the parts it lacks are left out."""
+    base, training, metrics = manifest.get("base", {}), manifest.get("training") or {}, manifest.get("metrics", {})
+    result = training.get("result") or {}
+    rows = [("Model", manifest.get("name")), ("Created", manifest.get("created")),
+            ("Base", base.get("source") and f"`{base['source']}`"), ("Dimensions", base.get("hidden_size")),
+            ("Pooling", manifest.get("pooling")),
+            ("Trained on", training.get("data")),
+            ("Training", result.get("steps") and f"{result['steps']:,} steps in {result.get('seconds', 0) / 60:.0f} min"),
+            *[(f"Words named ({name})", _word_metrics(metrics[name])) for name in ("test", "test, hubness-corrected")
+              if name in metrics],
+            ("Word vectors", manifest.get("word_vectors") and f"{manifest['word_vectors'].get('words', 0):,} words"),
+            ("Hubness correction", manifest.get("hub_penalty") and
+             f"weight {manifest['hub_penalty'].get('weight')}, {manifest['hub_penalty'].get('k')} nearest definitions"),
+            ("Software", ", ".join(f"{k} {v}" for k, v in manifest.get("versions", {}).items()))]
+    return "\n".join(f"- **{label}:** {escape(str(value))}" for label, value in rows if value)
+
+
+def _word_metrics(metrics: dict) -> str:
+    """"MRR 0.218, top-1 13.5 %, top-10 38.0 % of 4,490 definitions"."""
+    return (f"MRR {metrics.get('mrr', 0):.3f}, top-1 {metrics.get('top1', 0):.1%}, "
+            f"top-10 {metrics.get('top10', 0):.1%} of {metrics.get('n', 0):,} definitions")

@@ -6,6 +6,7 @@ in tests/conftest.py."""
 from __future__ import annotations
 
 import json
+import re
 import threading
 from pathlib import Path
 
@@ -13,6 +14,7 @@ import numpy as np
 import pytest
 
 from app import services as sv
+from app import views
 from app.evaluation import sts_markdown, word_prediction_rows
 from app.handlers import BASE_WARNING_SHORT, Session, Studio, start_studio
 from app.jobs import JobManager
@@ -72,6 +74,34 @@ def test_reverse_dictionary_answers_phrases_with_their_definitions_once_the_open
     assert all(r.definitions and r.definitions[0].word == r.word for r in rows)
     ready, _ = studio.reverse.reverse_dictionary("a frozen sweet food", 5)
     assert "full vocabulary" not in ready and "ice cream" in ready
+
+
+def test_a_words_senses_are_shown_best_match_first(tiny_mlm_dir):
+    """The shipped file lists "dog" the animal first; a description of another sense shows that one first,
+    with the open vocabulary's stored definition vectors as with none (issue 54, item 5)."""
+    from core.lexicon.dictionary import load_wordnet_lemmas
+    engine = Engine.from_base(str(tiny_mlm_dir))
+    query = sv.WordQuery("informal term for a man", k=1, pattern="dog")
+    assert sv.definitions_of("dog")[0].definition.startswith("a member of the genus Canis")
+    for open_vocabulary in (False, True):
+        if open_vocabulary:
+            engine.enable_open_vocabulary(dictionary=[e for e in load_wordnet_lemmas() if e.word in ("dog", "cat")])
+        [row] = sv.reverse_dictionary(engine, query)
+        assert row.word == "dog" and row.definitions[0].definition == "informal term for a man"
+        assert len(row.definitions) == 3 and all(e.word == "dog" for e in row.definitions)
+
+
+def test_the_reverse_dictionary_shows_scores_relative_to_the_first_answer(studio):
+    """Probabilities over 147k words read "0.02 %" for a good answer: the page shows 100 for the first
+    answer and each other's share of it, as numbers and bar widths (issue 54, item 5)."""
+    rows = [sv.WordRow("chief", 0.0005, []), sv.WordRow("head", 0.0004, []), sv.WordRow("boss", 0.0001, [])]
+    page = views.words_html(rows, "model")
+    assert [int(s) for s in re.findall(r"class='ds-p'[^>]*>(\d+)<", page)] == [100, 80, 20]
+    assert re.findall(r"width:(\d+)%", page) == ["100", "80", "20"] and "%</span>" not in page
+    _, words, _ = studio.analogy.analogy("a king", "a queen", "a boy", "b - a + c")
+    assert words[0][1] == 100 and all(0 <= score <= 100 for _, score in words)
+    rows, _ = studio.analogy.interpolation("a dog", "a king", 3)
+    assert all("%" not in row[2] and len(row[2].split(", ")) == 3 for row in rows)
 
 
 def test_studio_reverse_escapes_html_and_compares(studio):
@@ -269,6 +299,20 @@ def test_recorded_metrics_come_from_the_manifest(studio, monkeypatch):
 def test_about_shows_manifest(studio):
     text, manifest = studio.about()
     assert "tiny" in text and "none trained" in text and json.loads(manifest)["pooling"] == "mean"
+
+
+def test_about_summarises_the_manifest_and_folds_its_json(studio, monkeypatch):
+    """The About tab reads as a list of what the checkpoint is; the whole manifest (4,496 px of JSON for the
+    shipped model) is folded away (issue 54, item 9)."""
+    gr = pytest.importorskip("gradio")
+    from app.ui import build_app
+    metrics = {"test": {"n": 4490, "mrr": 0.2178, "top1": 0.135, "top3": 0.25, "top10": 0.38}}
+    monkeypatch.setitem(studio.models.active().engine.manifest, "metrics", metrics)
+    text, _ = studio.about()
+    assert "- **Pooling:** mean" in text and "- **Words named (test):** MRR 0.218, top-1 13.5%, top-10 38.0% of 4,490" in text
+    [code] = [b for b in build_app(studio).blocks.values() if isinstance(b, gr.Code)
+              and b.label == "Manifest of the active checkpoint"]
+    assert isinstance(code.parent, gr.Accordion) and code.parent.open is False
 
 
 def test_model_loads_in_the_background(tiny_mlm_dir, tmp_path):

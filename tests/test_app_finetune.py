@@ -97,6 +97,33 @@ def test_validate_upload_reports_and_splits(engine, dictionary_file, tmp_path):
     assert validate_upload(engine, _write(tmp_path, "glossary.csv", "word,definition\n" + invented)).split.train
 
 
+def test_the_report_names_the_held_out_words_and_the_tab_the_header_a_file_needs(engine, dictionary_file, studio):
+    """Issue 54, item 8: the words the comparison scores are named; the header line is said before upload;
+    "Measure the decoder" has a row of its own (beside seven numbers it was one word wide)."""
+    gr = pytest.importorskip("gradio")
+    from app.ui import build_app
+    upload = validate_upload(engine, dictionary_file)
+    held_out = sorted({e.word for e in upload.split.test})
+    named = f"Held out from training, scored before and after it ({len(held_out)} words): {', '.join(held_out)}"
+    assert named in " ".join(upload.report.split())  # wrapped to the report's width
+    blocks = build_app(studio).blocks.values()
+    assert any("first line is the header `word<TAB>definition`" in b.value for b in blocks
+               if isinstance(b, gr.Markdown) and b.value)
+    [measure] = [b for b in blocks if isinstance(b, gr.Checkbox) and b.label.startswith("Measure the decoder")]
+    assert not any(isinstance(b, gr.Number) for b in measure.parent.children)  # not squeezed beside the numbers
+
+
+def test_a_reloaded_page_gets_its_validated_upload_back(studio, dictionary_file):
+    """The browser keeps the upload's ticket; a new session (a reloaded page) gets the upload and its report
+    back and can start the job without uploading again (issue 54, item 8)."""
+    report, first = studio.finetune.validate_upload(str(dictionary_file), 0, Session())
+    restored, again = studio.finetune.restore_upload(first.upload.ticket, Session())
+    assert again.upload == first.upload and restored.endswith(report) and "mine.tsv" in restored
+    assert studio.finetune.restore_upload("", Session()) == ("", Session())
+    gone, nothing = studio.finetune.restore_upload("f" * 32, Session())
+    assert gone == "" and nothing.upload is None
+
+
 def _write(folder: Path, name: str, text: str) -> Path:
     (folder / name).write_text(text, encoding="utf-8")
     return folder / name

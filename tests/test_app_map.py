@@ -224,6 +224,9 @@ def test_map_errors(studio):
 def test_candidates_map(studio):
     figure, table = studio.map.candidates_map("an animal", 4, "PCA")
     assert len(table) == 4 and figure.data[0].name == "your description"
+    assert table[0][1] == 100 and all(0 <= row[1] <= 100 for row in table)  # scores relative to the first word
+    # a map is tall, its legend below it: beside it, the legend took half a phone's width (issue 54, item 6)
+    assert figure.layout.height >= 600 and figure.layout.legend.orientation == "h"
 
 
 def test_candidates_map_leaves_out_the_descriptions_words_as_the_reverse_dictionary_does(studio):

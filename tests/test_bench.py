@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import importlib.util
+import re
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -91,3 +92,15 @@ def test_bench_corpus_index_measures_recall_against_the_truth():
     assert recall == 1.0 and ms > 0
     shuffled = truth[::-1].copy()  # every query judged against another's neighbours
     assert bench.measure(exact, rows[:20], shuffled)[0] < 0.5
+
+
+def test_documented_bench_and_script_commands_run_as_modules():
+    """`python bench/X.py` fails with "No module named 'core'" unless the package was installed; the README and
+    docs say `python -m bench.X` (run from the repository root; scripts/ alike), and each X is a file there
+    (issue 54, item 10)."""
+    root = Path(__file__).resolve().parents[1]
+    docs = [root / "README.md", root / "core" / "data" / "README.md", *(root / "docs").glob("*.md")]
+    texts = {path.name: path.read_text(encoding="utf-8") for path in docs}
+    assert not {name for name, text in texts.items() if re.search(r"python3? (bench|scripts)/", text)}
+    named = {m for text in texts.values() for m in re.findall(r"python3? -m ((?:bench|scripts)\.\w+)", text)}
+    assert named and not {m for m in named if not (root / f"{m.replace('.', '/')}.py").is_file()}

@@ -1,11 +1,13 @@
 """The corpus index (core/explore/corpus_index.py): resumable embedding, the FAISS index, the texts on disk."""
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
 import core.explore.corpus_index as corpus_index
-from core.explore.corpus_index import CorpusIndex, build_corpus_index, index_folder, read_sentences
+from core.explore.corpus_index import CorpusIndex, build_corpus_index, build_steps, index_folder, read_sentences
 from core.readout import EmbeddedTexts
 
 SENTENCES = [f"sentence {i} about topic {i % 7}" for i in range(600)]
@@ -98,14 +100,18 @@ def test_the_command_builds_an_index_the_app_then_searches(tiny_mlm_dir, tmp_pat
     engine = Engine.from_base(str(tiny_mlm_dir))
     studio = Studio(Models.from_engine(engine, ModelSpec("tiny", base=str(tiny_mlm_dir)), tmp_path), Projector(),
                     JobManager())
-    with pytest.raises(ValueError, match=f"corpus-index --model {tiny_mlm_dir}"):
+    with pytest.raises(ValueError) as missing:
         studio.similarity.search("topic 3", sv.CORPUS_SENTENCES, None, 3, Session())
+    # both steps, in order, with their times (issue 54, item 7); the command says the same
+    assert re.search(f"vec2sent-corpus --modern .*8-24 min.*corpus-index --model {re.escape(str(tiny_mlm_dir))}`"
+                     ".*3.5 h", str(missing.value))
     assert main(["corpus-index", "--corpus", str(corpus), "--model", str(tiny_mlm_dir), "--threads", "1"]) == 0
     assert "150 modern sentences in" in capsys.readouterr().out
     # the largest ready: the corpus
     rows, _ = studio.similarity.search(SENTENCES[7], sv.LARGEST_READY, None, 3, Session())
     assert {text for *_, text in rows} <= set(SENTENCES[:150]) and rows[0][1] > 0.95  # near-twins: any of them
     assert main(["corpus-index", "--corpus", str(tmp_path / "missing.txt"), "--model", str(tiny_mlm_dir)]) == 2
+    assert build_steps(f" --model {tiny_mlm_dir}") in capsys.readouterr().err
 
 
 def test_leftovers_of_a_killed_run_are_cleared_and_texts_index_like_a_list(tmp_path):

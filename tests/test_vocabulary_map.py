@@ -8,6 +8,7 @@ import time
 import types
 
 import numpy as np
+import plotly.graph_objects as go
 import pytest
 import torch
 
@@ -217,6 +218,32 @@ def test_regions_are_named_at_each_zoom_level_by_their_words(engine):
     words = {e.word for e in DICTIONARY}
     assert all(set(r.name.split(", ")) <= words and r.name for regions in levels for r in regions)
     assert sorted(round(r.x) for r in levels[1]) == [0, 10, 20]  # each region at its members' mean
+
+
+def test_a_region_is_named_by_single_words_before_phrases(engine, monkeypatch):
+    """A phrase's frequency is its words' ("henry sweet" reads as common as "bird"): single words name a
+    region first (issue 54, item 6)."""
+    import core.explore.vocabulary_map as vocabulary_map
+
+    monkeypatch.setattr(vocabulary_map, "zipf_frequencies", lambda words: np.array([9.0 if " " in w else 1.0
+                                                                                    for w in words]))
+    [[region]] = vocabulary_map.region_labels(engine.words.open_vocab, np.zeros((len(DICTIONARY), 2)), levels=(1,))
+    assert "ice cream" not in region.name and len(region.name.split(", ")) == 2
+
+
+def test_region_names_that_would_overlap_are_left_out_the_larger_region_kept(engine):
+    """Names are boxes as wide as their characters on a phone's view of the map: of two that overlap the
+    larger region's stays; each level is spaced for its own zoom (issue 54, item 6)."""
+    from core.explore.vocabulary_map import Region
+    from app.views import REGION_LABELS, add_region_labels, spaced_regions
+
+    big, small, far = (Region(0.0, 0.0, "water, sea", np.arange(9)), Region(0.05, 0.03, "wave", np.arange(2)),
+                       Region(0.8, 0.8, "king", np.arange(3)))
+    assert spaced_regions([small, big, far], (1.0, 1.0)) == [big, far]
+    assert spaced_regions([small, big, far], (0.05, 0.05)) == [small, big, far]  # 20 times closer: all fit
+    fig = add_region_labels(go.Figure(), [[small, big, far], [small, big, far]], (1.0, 1.0))
+    labels = [t for t in fig.data if t.name == REGION_LABELS]
+    assert [list(t.text) for t in labels] == [["water, sea", "king"], ["wave", "water, sea", "king"]]
 
 
 def test_the_map_of_every_word_carries_its_region_names_one_level_shown(engine, tiny_mlm_dir):

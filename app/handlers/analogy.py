@@ -37,7 +37,7 @@ class AnalogyHandlers(TabHandlers):
         borrowed = active.engine.reader.borrowed_decoding
         if result.decoded is not None and borrowed:
             decoded += f"\n\n{describe_borrowed(borrowed)}"
-        return (decoded, [[w, round(p, 4)] for w, p in result.words], views.scored_rows(result.nearest))
+        return (decoded, views.word_score_rows(result.words), views.scored_rows(result.nearest))
 
     def interpolation(self, a: str, b: str, steps: int, refine: bool = False, reference: str = sv.LARGEST_READY,
                       session: Session | None = None, progress: sv.Progress = sv.no_progress):

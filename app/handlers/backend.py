@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 
 from .. import services as sv
+from .. import views
 from ..messages import quoted
 from ..finetune import UPLOADS, discard_staged, remove_leftovers
 from ..jobs import QUEUED, RUNNING, Job, JobManager
@@ -142,13 +143,14 @@ class Backend:
 
     # ---- about ----------------------------------------------------------------------------------
     def about(self, session: Session | None = None) -> tuple[str, str]:
-        """(the active checkpoint and decoder in Markdown, its manifest as JSON text)."""
+        """(the active checkpoint, decoder and a summary of its manifest in Markdown, the manifest as JSON text)."""
         active = self.model_for(session)
         decoder = active.engine.decoder
         lines = [f"**Active model:** {active.spec.name}", f"**Encoder fingerprint:** `{active.engine.fingerprint}`",
                  "**Vec2Sent decoder:** " + ("loaded" if decoder is not None else "none trained for this encoder")]
         if active.is_base:
             lines.append("This is the untrained base: its word head is untrained, so word predictions are noise.")
+        lines.append(views.manifest_summary(active.engine.manifest))
         return "\n\n".join(lines), json.dumps(active.engine.manifest, indent=2)
 
 

@@ -16,6 +16,7 @@ from .. import services as sv
 from .. import views
 from ..export import MAX_DOWNLOAD_BYTES, download_files
 from ..finetune import (
+    FILE_FORMAT,
     UPLOADS,
     FinetuneJob,
     FinetuneResult,
@@ -56,7 +57,7 @@ class FinetuneHandlers(TabHandlers):
         UPLOADS.discard(session.upload)
         session.upload = None
         if not file:
-            return "Upload a dictionary file (TSV, CSV or JSONL with columns word, definition[, pos]).", session
+            return f"Upload a dictionary file. {FILE_FORMAT}", session
         try:
             session.upload = UPLOADS.keep(validate_upload(self.backend.model_for(session).engine, file, seed))
         except ValueError as err:
@@ -86,6 +87,16 @@ class FinetuneHandlers(TabHandlers):
         public = self.backend.public
         if public is not None and settings.total_steps(train_size) > public.max_training_steps:
             raise ValueError(STEPS_OVER.format(steps=settings.total_steps(train_size), limit=public.max_training_steps))
+
+    def restore_upload(self, ticket: str, session: Session) -> tuple[str, Session]:
+        """After a page reload: the validated upload whose ticket the browser kept, back in the new
+        session with its report ("" and no upload when the server no longer keeps it)."""
+        upload = UPLOADS.find(ticket) if ticket else None
+        if upload is None:
+            return "", session
+        session.upload = upload
+        return (f"{upload.name} (validated before the page was reloaded)\n{upload.report}\n\n"
+                + self._ready_line(session)), session
 
     def start_finetune(self, session: Session, epochs: float, lr: float, batch_size: int,
                        trainable_layers: int, max_steps: int, evaluations: int, seed: int,

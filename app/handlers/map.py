@@ -267,14 +267,15 @@ class MapHandlers(TabHandlers):
         fig = views.scatter_figure(projection.coords, texts, groups,
                                    f"Description, candidate words and their definitions ({projection.method})",
                                    symbols={"your description": "star"})
-        table = [[r.word, round(r.probability, 4), " | ".join(e.definition for e in r.definitions)] for r in rows]
+        scores = views.relative_scores([r.probability for r in rows])  # the first word 100, as the word list shows
+        table = [[r.word, score, " | ".join(e.definition for e in r.definitions)] for r, score in zip(rows, scores)]
         return fig, table
 
 
 def _map_figure(m: MapData, highlight: list[int] = ()):
     """The map `m` drawn again (with its region names and moves, if any), `highlight` points ringed."""
     fig = views.add_moves(views.scatter_figure(m.coords, m.corpus.texts, m.groups, m.title, highlight), m.moves)
-    return views.add_region_labels(fig, m.regions) if m.regions else fig
+    return views.add_region_labels(fig, m.regions, np.ptp(m.coords, axis=0).tolist()) if m.regions else fig
 
 
 def _plain(text: str) -> str:

@@ -42,5 +42,6 @@ PUBLIC_MODELS = ("This is a public server: the model you choose and the models y
 def create(tab: gr.Tab, studio: Studio, session: gr.State) -> None:
     gr.Markdown(ABOUT + (PUBLIC_MODELS if studio.public is not None else SHARED_MODELS))
     active = gr.Markdown()
-    manifest = gr.Code(language="json", label="Manifest of the active checkpoint")
+    with gr.Accordion("The whole manifest (JSON)", open=False, elem_id="about-manifest"):
+        manifest = gr.Code(language="json", label="Manifest of the active checkpoint")
     tab.select(handler(studio.about), session, [active, manifest], api_visibility="private")

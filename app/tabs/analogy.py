@@ -24,7 +24,7 @@ def create(studio: Studio, session: gr.State) -> None:
     analogy_button = gr.Button("Compute", variant="primary")
     decoded = gr.Markdown()
     with gr.Row():
-        words = gr.Dataframe(headers=["word", "probability"], label="Top words of the result", scale=1)
+        words = gr.Dataframe(headers=["word", "score (first = 100)"], label="Top words of the result", scale=1)
         # Widths in % of the table: without them the sentence column grows past the table's right edge.
         nearest = gr.Dataframe(headers=["rank", "cosine", "reference sentence"], label="Nearest reference sentences",
                                wrap=True, column_widths=["12%", "16%", "72%"], scale=2, elem_id="an-nearest")

@@ -5,21 +5,26 @@ from typing import Callable
 
 import gradio as gr
 
+from ..finetune import FILE_FORMAT
 from ..handlers import Studio
 from ..wiring import HEAVY, MODEL, QUICK, and_session, handler
 
 
 def create(demo: gr.Blocks, studio: Studio, session: gr.State, stored: gr.BrowserState,
-                  model_bar: tuple[Callable, list[gr.components.Component]]) -> None:
-    gr.Markdown("Upload a dictionary (TSV, CSV or JSONL with columns `word`, `definition` and optionally `pos`). "
+           stored_upload: gr.BrowserState, model_bar: tuple[Callable, list[gr.components.Component]]) -> None:
+    """`stored` keeps the job id in the browser, `stored_upload` the validated upload's ticket: after a
+    reload the page follows the job and has the upload and its report back."""
+    gr.Markdown(f"Upload a dictionary. {FILE_FORMAT}\n\n"
                 "It is split by word: 80 % train, 10 % dev (model selection), 10 % held out for the "
-                "before/after comparison. Training runs in the background: you may reload the page. "
-                "Analogy and interpolation of the fine-tuned model decode with the decoder of the model you "
-                "start from (no new decoder is trained); with *Measure the decoder* the job also measures how "
+                "before/after comparison (the report names them). Training runs in the background: you may reload "
+                "the page. Analogy and interpolation of the fine-tuned model decode with the decoder of the model "
+                "you start from (no new decoder is trained); with *Measure the decoder* the job also measures how "
                 "much that costs, and the Analogy tab shows it.")
     with gr.Row():
-        file = gr.File(label="Dictionary file", file_types=[".tsv", ".csv", ".jsonl", ".txt"], elem_id="ft-file")
-        report = gr.Textbox(label="Validation report", lines=8, elem_id="ft-report")
+        # The minimum widths stack the pairs on a phone: side by side at 420 px the report was 12 characters wide.
+        file = gr.File(label="Dictionary file", file_types=[".tsv", ".csv", ".jsonl", ".txt"], elem_id="ft-file",
+                       min_width=320)
+        report = gr.Textbox(label="Validation report", lines=8, elem_id="ft-report", min_width=320)
     with gr.Row():
         epochs = gr.Number(3, label="Epochs", minimum=0.1)
         lr = gr.Number(5e-5, label="Learning rate", minimum=1e-7)
@@ -28,8 +33,9 @@ def create(demo: gr.Blocks, studio: Studio, session: gr.State, stored: gr.Browse
         max_steps = gr.Number(0, label="Max steps (0: by epochs)", precision=0, minimum=0)
         evaluations = gr.Number(10, label="Dev evaluations", precision=0, minimum=1)
         seed = gr.Number(0, label="Seed", precision=0)
-        measure_decoder = gr.Checkbox(False, label="Measure the decoder (how well it reads the fine-tuned model; "
-                                                   "slower)")
+    # A row of its own: beside the seven numbers it got a column one word wide (issue 54).
+    measure_decoder = gr.Checkbox(False, label="Measure the decoder (how well it reads the fine-tuned model; slower)",
+                                  elem_id="ft-measure")
     with gr.Row():
         start = gr.Button("Start fine-tuning", variant="primary", elem_id="ft-start")
         cancel = gr.Button("Cancel", variant="stop")
@@ -38,9 +44,9 @@ def create(demo: gr.Blocks, studio: Studio, session: gr.State, stored: gr.Browse
     curve = gr.Plot(label="Loss and dev MRR")
     with gr.Row():
         comparison = gr.Dataframe(headers=["metric", "before", "after"], label="Held-out words", elem_id="ft-compare",
-                                  scale=1)
+                                  scale=1, min_width=320)
         examples = gr.Dataframe(headers=["word", "definition", "before (top 3)", "after (top 3)"], wrap=True,
-                                label="Example predictions", elem_id="ft-examples", scale=2,
+                                label="Example predictions", elem_id="ft-examples", scale=2, min_width=320,
                                 column_widths=["14%", "36%", "25%", "25%"])
     with gr.Row():
         name = gr.Textbox(label="Checkpoint name", placeholder="my-dictionary-v1")
@@ -53,8 +59,12 @@ def create(demo: gr.Blocks, studio: Studio, session: gr.State, stored: gr.Browse
         st_file = gr.File(label="sentence-transformers folder (zip)", elem_id="ft-st-zip")
     timer = gr.Timer(1.0, active=False)
 
+    # The ticket goes to the browser in a private step: the "validate" API answers the report alone, as before.
     file.change(handler(studio.finetune.validate_upload), [file, seed, session], [report, session], api_name="validate",
-                **HEAVY)
+                **HEAVY).then(lambda state: state.upload.ticket if state.upload is not None else "", session,
+                              stored_upload, api_visibility="private")
+    demo.load(handler(studio.finetune.restore_upload), [stored_upload, session], [report, session],
+              api_visibility="private")
     start_job = handler(studio.finetune.start_finetune)
 
     async def start_and_remember(state, *settings):

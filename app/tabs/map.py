@@ -84,7 +84,10 @@ def create(demo: gr.Blocks, studio: Studio, session: gr.State) -> None:
         # filled with the file's columns once its map is drawn; a name typed before that is checked on drawing
         column = gr.Dropdown([], value=None, label="Column", allow_custom_value=True,
                              info=f"of your table or metadata.tsv, for '{FILE_COLUMN}' (empty: the first)")
-    with gr.Row():
+    # Folded: open, these two pushed the map below the fold (issue 54); the points "my sentences" and
+    # "uploaded file" read them.
+    with gr.Accordion("My sentences or file (for the points 'my sentences' and 'uploaded file')", open=False,
+                      elem_id="map-own"), gr.Row():
         sentences = gr.Textbox(label="My sentences (one per line)", lines=3)
         file = gr.File(label="Or a text file (one text a line, or a table: a header line, then a text and its "
                              "columns a line, separated by tabs), or the Projector's vectors.tsv (+ metadata.tsv)",
@@ -102,7 +105,7 @@ def create(demo: gr.Blocks, studio: Studio, session: gr.State) -> None:
                             scale=2, info="another collection's texts land on the map of every word")
         search_button = gr.Button("Highlight", scale=1)
     note = gr.Markdown()
-    neighbours = gr.Dataframe(headers=["rank", "cosine", "text"], wrap=True, column_widths=["12%", "16%", "72%"],
+    neighbours = gr.Dataframe(headers=["rank", "cosine", "text"], wrap=True, column_widths=["18%", "22%", "60%"],
                               elem_id="map-neighbours")
     wire([draw.click], handler(studio.map.draw_map),
          [source, size, sentences, file, method, dims, colour, session, column],
@@ -137,8 +140,8 @@ def create(demo: gr.Blocks, studio: Studio, session: gr.State) -> None:
         candidates_method = gr.Radio(list(METHODS), value="PCA", label="Projection", scale=1)
     candidates_button = gr.Button("Draw", elem_id="cand-draw")
     candidates_plot = gr.Plot(elem_id="cand-plot")
-    candidates = gr.Dataframe(headers=["word", "probability", "definitions"], wrap=True, elem_id="cand-table",
-                              column_widths=["16%", "12%", "72%"])
+    candidates = gr.Dataframe(headers=["word", "score", "definitions"], wrap=True, elem_id="cand-table",
+                              column_widths=["26%", "16%", "58%"])
     wire([candidates_button.click, query.submit], handler(studio.map.candidates_map),
          [query, top, candidates_method, session],
          [candidates_plot, candidates], api_name="candidates_map", **HEAVY)

@@ -41,7 +41,7 @@ def corpus_index(argv: Sequence[str]) -> int:
     One sentence per line. Resumable: a rerun after a kill embeds only the chunks still missing.
     The app offers the index named "modern" (the default) of its model from the user cache as its
     corpus sentences (core/explore/corpus_index.py, docs/results.md)."""
-    from ..explore.corpus_index import MAX_ROWS, build_corpus_index, index_folder, read_sentences
+    from ..explore.corpus_index import MAX_ROWS, build_corpus_index, build_steps, index_folder, read_sentences
 
     parser = parser_for("corpus-index", corpus_index)
     parser.add_argument("--corpus", type=Path, default=MODERN_CORPUS_DIR / "train.txt", help="one sentence a line")
@@ -54,6 +54,11 @@ def corpus_index(argv: Sequence[str]) -> int:
     add_device_flag(parser)
     args = parser.parse_args(argv)
     device = device_from_flag(parser, args.device)
+    if not args.corpus.is_file():
+        flag = f" --model {args.model}" if args.model else ""
+        print(f"error: no sentence file at {args.corpus}: to index the modern corpus, {build_steps(flag)}",
+              file=sys.stderr)
+        return 2
     set_threads(args.threads)
     from ..checkpoint import CheckpointError
     from ..engine import Engine

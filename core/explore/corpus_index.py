@@ -126,6 +126,15 @@ def index_folder(fingerprint: str, name: str) -> Path:
     return user_cache_dir("corpus-index") / f"{name}-{fingerprint[:16]}"
 
 
+def build_steps(model_flag: str = "") -> str:
+    """How the modern corpus's index of a model is built, both steps with what they took on a busy 2-core
+    machine (docs/vec2sent.md, docs/results.md "The million-sentence index"): what the app and the
+    command say when it is missing. `model_flag`: " --model X" for another model than the shipped one."""
+    return ("first build the corpus, `python -m core vec2sent-corpus --modern --out data/cache/corpus-modern` "
+            "(1,028,415 sentences, 8-24 min), then embed and index it for the model, `python -m core corpus-index"
+            f"{model_flag}` (resumable; about 3.5 h on 2 CPU cores: 53-88 sentences/s, then 4 min for the index)")
+
+
 def read_sentences(path: Path, limit: int = 0) -> list[str]:
     """The non-empty lines of a UTF-8 file, the first `limit` of them (0: all, at most MAX_ROWS)."""
     if not 0 <= limit <= MAX_ROWS:

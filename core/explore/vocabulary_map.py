@@ -271,23 +271,27 @@ class Region:
 def region_labels(scorer: OpenScorer, coords: np.ndarray, levels: tuple[int, ...] = LABEL_LEVELS,
                   seed: int = 0) -> list[list[Region]]:
     """For each level n, the layout's n k-means regions (in 2-D), each named by its most common words
-    among the LABEL_POOL nearest (cosine) to its members' mean vector: central and readable."""
+    among the LABEL_POOL nearest (cosine) to its members' mean vector: central and readable (single words
+    before phrases, whose frequencies are their words')."""
     from sklearn.cluster import MiniBatchKMeans
 
     unit = scorer.vectors_of("word", torch.arange(len(coords))).float().numpy()  # (C, d)
-    common = zipf_frequencies(scorer.candidates.words)  # (C,)
+    words = scorer.candidates.words
+    common = zipf_frequencies(words)  # (C,)
+    # A phrase's frequency is read off its words ("henry sweet" 4.5, as common as "bird"): single words name first.
+    phrase = np.array([" " in w or "-" in w for w in words])  # (C,)
     result = []
     for n in levels:
         n = min(n, len(coords))
         assigned = MiniBatchKMeans(n, random_state=seed, n_init=1, batch_size=4096).fit_predict(coords)  # (C,)
-        result.append([_region(unit, common, scorer.candidates.words, coords, np.flatnonzero(assigned == c))
+        result.append([_region(unit, common, phrase, words, coords, np.flatnonzero(assigned == c))
                        for c in range(n) if (assigned == c).any()])
     return result
 
 
-def _region(unit: np.ndarray, common: np.ndarray, words: list[str], coords: np.ndarray,
+def _region(unit: np.ndarray, common: np.ndarray, phrase: np.ndarray, words: list[str], coords: np.ndarray,
             members: np.ndarray) -> Region:
     central = members[np.argsort(-(unit[members] @ unit[members].mean(0)))[:LABEL_POOL]]  # (<= POOL,)
-    named = central[np.argsort(-common[central], kind="stable")[:LABEL_WORDS]]
+    named = central[np.lexsort((-common[central], phrase[central]))[:LABEL_WORDS]]  # single words, then commonest
     x, y = coords[members].mean(0)
     return Region(float(x), float(y), ", ".join(words[i] for i in named), members)

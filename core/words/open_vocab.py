@@ -158,6 +158,11 @@ class Candidates:
         _, first_pair = np.unique(self.pair_word, return_index=True)  # (C,)
         return [self.definitions[g] for g in self.pair_definition[first_pair].tolist()]
 
+    @functools.cached_property
+    def definition_rows(self) -> dict[str, int]:
+        """{definition_key(text): its row g in `definitions`}."""
+        return {definition_key(text): g for g, text in enumerate(self.definitions)}
+
     @property
     def single_token(self) -> np.ndarray:
         """Boolean (C,): True where the head can score the candidate."""
@@ -323,6 +328,14 @@ class OpenScorer:
         """The unit vectors (n, d) of `rows` of kind "word" or "definition" that `cosines` multiplies."""
         product = self._products[kind]
         return product[:, rows].T if isinstance(product, torch.Tensor) else _unit(product.columns_of(rows))
+
+    def definition_cosines(self, unit: np.ndarray, texts: Sequence[str]) -> np.ndarray | None:
+        """(n,): cos(unit, stored vector of definition texts[i]) for a unit vector (d,), as the definition
+        channel scores it (no encoding), or None when one of `texts` is not among the definitions."""
+        rows = [self.candidates.definition_rows.get(definition_key(text), -1) for text in texts]
+        if not rows or min(rows) < 0:
+            return None
+        return self._cos(torch.from_numpy(unit[None]), "definition")[0, rows].float().numpy()
 
     def _cos(self, unit: torch.Tensor, name: str) -> torch.Tensor:
         product = self._products[name]
