@@ -23,7 +23,7 @@ def checkpoint(tiny_mlm_dir, tmp_path_factory) -> Path:
 def test_every_documented_command_is_registered():
     assert set(COMMANDS) == {"words", "train", "eval", "eval-reverse", "word-vectors", "hubness", "dictionary",
                              "wordnet", "gcide", "vec2sent-corpus", "vec2sent-train", "vec2sent-diagnostics",
-                             "corpus-index", "vocabulary-map"}
+                             "corpus-index", "vocabulary-map", "everyday-adapter"}
 
 
 def test_eval_reverse_scores_the_paper_definitions_with_each_filter(checkpoint, tmp_path, capsys):

@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from core.engine import Engine
-from core.words.open_vocab import COMPACT_VECTORS
+from core.words import COMPACT_VECTORS
 from core.runtime import return_freed_memory
 
 from .. import services as sv
