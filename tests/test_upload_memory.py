@@ -171,7 +171,7 @@ def test_request_bodies_over_the_bound_are_refused(tmp_path):
 
 
 def test_the_app_launches_with_the_request_body_limit(tiny_mlm_dir, tmp_path, monkeypatch):
-    """app.py passes RequestBodyLimit to Gradio's launch (without it JSON bodies are unbounded)."""
+    """app.py passes RequestBodyLimit to Gradio's launch, outermost (without it JSON bodies are unbounded)."""
     import importlib.util
     from pathlib import Path
 
@@ -188,4 +188,5 @@ def test_the_app_launches_with_the_request_body_limit(tiny_mlm_dir, tmp_path, mo
     spec.loader.exec_module(app_main)
     assert app_main.main(["--model", str(tiny_mlm_dir), "--checkpoints", str(tmp_path), "--no-umap-warmup",
                           "--single-token-words", "--port", "7999"]) == 0
-    assert [m.cls for m in launched["app_kwargs"]["middleware"]] == [RequestBodyLimit]
+    layers = [m.cls for m in launched["app_kwargs"]["middleware"]]
+    assert layers[0] is RequestBodyLimit  # outermost: no other layer reads an unbounded body

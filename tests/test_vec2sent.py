@@ -158,6 +158,20 @@ def test_bfloat16_training_keeps_float32_weights_and_learns_as_float32_does(toke
     assert stats.curve[-1]["loss"] < stats.curve[0]["loss"] / 4
 
 
+@pytest.mark.parametrize("native", [True, False])
+def test_bfloat16_training_runs_the_lstm_in_float32_on_cpus_without_bfloat16(tokenizer, monkeypatch, native):
+    """oneDNN has no bfloat16 LSTM without the CPU's bfloat16 instructions (CI failed there with 'could not
+    create a primitive descriptor'): there the LSTM runs in float32, elsewhere in bfloat16 (the speed-up)."""
+    from core.runtime import hardware
+    monkeypatch.setattr(hardware, "native_bfloat16", lambda: native)
+    vocab, data = prepare_data(FIVE, make_link(tokenizer).encode(FIVE), tokenizer)
+    model, seen = tiny_model(len(vocab)), []
+    model.lstm.register_forward_hook(lambda module, args, output: seen.append(output[0].dtype))
+    with torch.no_grad():
+        sequence_loss(model, data, np.arange(len(FIVE)), precision="bfloat16")
+    assert seen == [torch.bfloat16 if native else torch.float32]
+
+
 def test_a_sampled_softmax_that_draws_every_piece_is_the_full_softmax(tokenizer):
     vocab, data = prepare_data(FIVE, make_link(tokenizer).encode(FIVE), tokenizer)
     model, idx = tiny_model(len(vocab)), np.arange(len(FIVE))

@@ -17,10 +17,17 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from core.runtime.hardware import quantize_int8
+from core.runtime import hardware
 from core.vec2sent.vocab import PAD
 
 State = tuple[torch.Tensor, torch.Tensor]  # LSTM (h, c), each (layers, B, hidden)
+
+
+def _lstm_autocast_unsupported(inputs: torch.Tensor) -> bool:
+    """Whether nn.LSTM under bfloat16 autocast would fail here: oneDNN has no bfloat16 LSTM for CPUs
+    without bfloat16 instructions ("could not create a primitive descriptor"), so there it runs in float32."""
+    return (inputs.device.type == "cpu" and torch.is_autocast_enabled("cpu")
+            and not hardware.native_bfloat16())
 
 
 class JsonConfig:
@@ -106,6 +113,10 @@ class Vec2SentDecoder(nn.Module):
         inputs = torch.cat([self.embed(tokens), x.unsqueeze(1).expand(-1, steps, -1)], dim=-1)  # (B, T, E+S)
         if steps == 1 and not self.training:
             hidden, state = self._one_step(inputs[:, 0], state)  # (B, 1, H)
+        elif _lstm_autocast_unsupported(inputs):
+            with torch.autocast("cpu", enabled=False):
+                state = None if state is None else (state[0].float(), state[1].float())
+                hidden, state = self.lstm(self.drop(inputs).float(), state)  # (B, T, H), float32
         else:
             hidden, state = self.lstm(self.drop(inputs), state)  # (B, T, H)
         return self.drop(hidden), state
@@ -175,4 +186,4 @@ def _int8_linear(weight: torch.Tensor, bias: torch.Tensor) -> nn.Module:
     with torch.no_grad():
         linear.weight.copy_(weight.float())
         linear.bias.copy_(bias.float())
-    return quantize_int8(linear)
+    return hardware.quantize_int8(linear)
