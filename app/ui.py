@@ -12,7 +12,7 @@ from .handlers import Session, Studio
 from .settings import UPLOAD_LIFETIME_S
 from .tabs import about, analogy, evaluate, finetune, reverse, similarity
 from .tabs import map as map_tab
-from .wiring import MODEL, handler, running_work
+from .wiring import MODEL, StudioBlocks, handler, running_work
 
 JOB_STORAGE_KEY = "defsent-studio-job"
 UPLOAD_STORAGE_KEY = "defsent-studio-upload"  # the ticket of the validated fine-tune upload
@@ -24,7 +24,7 @@ def build_app(studio: Studio) -> gr.Blocks:
     """The whole app: a model bar on top, then the seven tabs."""
     # Gradio keeps uploads (and copies of downloads) in its temp folder: delete them after an hour. A
     # dictionary is read into memory when validated; a search file that is gone asks for a new upload.
-    with gr.Blocks(title="DefSent Studio", analytics_enabled=False, delete_cache=UPLOAD_LIFETIME) as demo:
+    with StudioBlocks(title="DefSent Studio", analytics_enabled=False, delete_cache=UPLOAD_LIFETIME) as demo:
         # Public mode: a session's state (its model choice and saved models) ends after a lifetime unchanged.
         lifetime = studio.public.session_lifetime if studio.public is not None else None
         session = gr.State(Session(), time_to_live=lifetime, delete_callback=_session_ender(studio))

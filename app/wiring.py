@@ -1,19 +1,24 @@
-"""How every event reaches the engine: `handler` wraps a handler method of app/handlers/ (readable errors,
-progress, work owned by its request), `wire` empties outputs first, the concurrency pools and the bounded queue."""
+"""How every event reaches the engine: `StudioBlocks` refuses bad inputs with a message before the handler,
+`handler` wraps a handler method of app/handlers/ (readable errors, progress, work owned by its request), `wire`
+empties outputs first, the concurrency pools and the bounded queue."""
 from __future__ import annotations
 
+import copy
 import functools
 import inspect
 import logging
-from typing import Callable
+import math
+from typing import Any, Callable
 
 import gradio as gr
 from gradio.context import LocalContext
+from gradio.exceptions import InvalidPathError
+from pydantic import ValidationError
 
 from core.checkpoint import CheckpointError
 from core.runtime import Cancelled
 
-from .messages import one_line
+from .messages import one_line, quoted
 from .models import ModelUnavailable
 from .server import QueueShares, bound_per_client
 from .settings import QUEUE_SIZE
@@ -34,6 +39,87 @@ EVALUATE = {"concurrency_id": "evaluate", "concurrency_limit": 1}  # minutes: no
 MODEL = {"concurrency_id": "model", "concurrency_limit": 1}  # loading or saving a model
 USER_ERRORS = (ValueError, CheckpointError, ModelUnavailable, FileNotFoundError)
 CANCELLED = "Cancelled: the request was stopped before it finished."
+INPUT_QUOTE_CHARS = 24  # of a refused input value a message repeats
+INPUT_MESSAGE_CHARS = 160
+
+
+class StudioBlocks(gr.Blocks):
+    """The app's gr.Blocks: an input that Gradio refuses before the handler runs is refused with one short line
+    naming it (issue 55). Gradio 6.31 checks each input of an event first (`Blocks.preprocess_data`): a file
+    must be an upload of this server (InvalidPathError), a file input takes a file (pydantic's ValidationError),
+    a component's `preprocess` must accept the value (ComponentProcessingError: gr.Number(precision=0) does
+    int(nan), a slider compares a string with its minimum). None of these is a gr.Error, and Gradio answers
+    them with `{"error": null}`, no message at all, unless `show_error`, which would show any exception's
+    text, unbounded (server paths included). Gradio's own gr.Errors there (a number out of range, a choice not
+    offered) quoted the whole value and named no input; they are rewritten too. JSON's NaN and Infinity, which
+    Python's JSON reader accepts and a slider or a gr.Number without precision passes on, are refused here."""
+
+    async def preprocess_data(self, block_fn, inputs: list[Any], state, explicit_call: bool = False):
+        if len(inputs) < len(block_fn.inputs):
+            raise gr.Error(f"The request has too few input values ({len(inputs)}): this API's page lists its "
+                           "inputs.", print_exception=False)
+        for block, value in zip(block_fn.inputs, inputs):
+            if isinstance(block, NUMBERS) and isinstance(value, float) and not math.isfinite(value):
+                raise gr.Error(input_refusal(block, value), print_exception=False)
+        try:
+            return await super().preprocess_data(block_fn, inputs, state, explicit_call)
+        except Exception as err:
+            culprit = await self._culprit(block_fn, inputs, state, explicit_call)
+            if culprit is None:  # it failed once but not input by input
+                log.error("%s: the inputs failed to preprocess", block_fn.name, exc_info=err)
+                message = (f"Something went wrong reading the inputs ({type(err).__name__}); the server log has "
+                           "details.")
+            else:
+                message = input_refusal(*culprit)
+                log.info("%s: refused an input: %s", block_fn.name, message)
+            raise gr.Error(message, print_exception=False) from None
+
+    async def _culprit(self, block_fn, inputs: list[Any], state, explicit_call: bool):
+        """(block, value, error) of the first input that Gradio's preprocessing refuses on its own, or None.
+        Run only after a failure, so the preprocessing of every request stays Gradio's own."""
+        for i, block in enumerate(block_fn.inputs):
+            alone = copy.copy(block_fn)
+            alone.inputs = [block]
+            alone.component_prop_inputs = [0] if i in block_fn.component_prop_inputs else []
+            try:
+                await super().preprocess_data(alone, [inputs[i]], state, explicit_call)
+            except Exception as err:
+                return block, inputs[i], err
+        return None
+
+
+NUMBERS = (gr.Number, gr.Slider)
+CHOICES = (gr.Dropdown, gr.Radio, gr.CheckboxGroup)
+
+
+def input_refusal(block: gr.components.Component, value: Any, err: Exception | None = None) -> str:
+    """Why `block` refuses `value` (`err`: what Gradio raised), as one short line naming the input by its label
+    (without its parenthesis) and quoting at most a short, escaped part of the value, never a server path."""
+    label = str(getattr(block, "label", None) or block.get_block_name()).split(" (")[0]
+    label = one_line(label, 40)
+    shown = quoted(value, INPUT_QUOTE_CHARS)
+    if isinstance(err, InvalidPathError):  # its message holds the server's absolute path
+        return f"{label}: that file was not uploaded to this server; upload it again."
+    if isinstance(block, gr.File) and isinstance(err, ValidationError):
+        return f"{label}: expected a file uploaded to this server, got {shown}."
+    if isinstance(block, gr.File) and not isinstance(err, gr.Error):  # e.g. an upload deleted since
+        return f"{label}: that file could not be read; upload it again."
+    if isinstance(block, NUMBERS):
+        if not isinstance(value, (int, float)) or isinstance(value, bool):
+            return f"{label}: expected a number, got {shown}."
+        if isinstance(value, float) and not math.isfinite(value):
+            return f"{label}: expected a finite number, got {shown}."
+        low, high = block.minimum, block.maximum
+        if (low is not None and value < low) or (high is not None and value > high):
+            limits = [f"at least {low:g}"] * (low is not None) + [f"at most {high:g}"] * (high is not None)
+            return f"{label}: must be {' and '.join(limits)}, got {shown}."
+    if isinstance(block, CHOICES) and isinstance(err, gr.Error):
+        return f"{label}: {shown} is not one of its choices."
+    if isinstance(err, gr.Error):
+        return f"{label}: " + one_line(str(err.message), INPUT_MESSAGE_CHARS - len(label) - 2)
+    if isinstance(err, ValidationError):
+        return f"{label}: expected a {block.get_block_name()} value, got {shown}."
+    return f"{label}: could not read {shown}."
 
 
 def handler(fn: Callable) -> Callable:
