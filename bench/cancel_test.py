@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import subprocess
 import sys
@@ -79,6 +80,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--early-batches", type=int, default=2, help="batches of early cancels (default 2; 0: none)")
     parser.add_argument("--early-p99-ratio", type=float, default=2.0,
                         help="target: light p99 during the early cancels / alone")
+    parser.add_argument("--attacker-nice", type=int, default=0, choices=range(0, 20), metavar="0-19",
+                        help="run each early-cancel batch's attacking client in a process of its own at this nice "
+                             "level (default 0: in the bench's process, competing with the server for its cores)")
     parser.add_argument("--json", type=Path, default=None, help="also write the results to this JSON file")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
@@ -132,14 +136,34 @@ def attack(url: str, clients: int, rounds: int, max_wait: float, seed: int) -> d
             "cancel_answer_s_median": round(float(np.median(cancel_s)), 3)}
 
 
-def early_cancels(url: str, rounds: int) -> dict:
+def submit_and_cancel(url: str, rounds: int) -> float:
+    """`rounds` refined analogies submitted by one new client, each cancelled at once; the seconds it took."""
+    attacker, started = new_client(url), time.perf_counter()
+    for _ in range(rounds):
+        attacker.submit(*SLOW[0].args, api_name=SLOW[0].api).cancel()
+    return time.perf_counter() - started
+
+
+def attack_elsewhere(url: str, rounds: int, nice: int) -> float:
+    """`submit_and_cancel` in a process of its own, at `nice` (0: in this one): an attacker on another machine
+    does not take the server's cores, while one in the bench's process competes with it for the same two."""
+    if nice == 0:
+        return submit_and_cancel(url, rounds)
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+    with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"), initializer=os.nice,
+                             initargs=(nice,)) as pool:
+        return pool.submit(submit_and_cancel, url, rounds).result()
+
+
+def early_cancels(url: str, rounds: int, attacker_nice: int = 0) -> dict:
     """One batch of phase 4: `rounds` refined analogies submitted by one client and each cancelled at once, while
     another session sends light requests until 10 s after the last cancel; then, once the light requests have
     stopped (a light request running then would be counted as work that ran on after its cancel: issue 55), the
     running work."""
     from bench.load_requests import Outcome
 
-    attacker, prober, stop = new_client(url), new_client(url), threading.Event()
+    prober, stop = new_client(url), threading.Event()
     probes: list[Outcome] = []
 
     def probe() -> None:
@@ -148,14 +172,11 @@ def early_cancels(url: str, rounds: int) -> dict:
 
     with ThreadPoolExecutor(1) as pool:
         probing = pool.submit(probe)
-        started = time.perf_counter()
-        for _ in range(rounds):
-            attacker.submit(*SLOW[0].args, api_name=SLOW[0].api).cancel()
-        cancelled_s = time.perf_counter() - started
+        cancelled_s = attack_elsewhere(url, rounds, attacker_nice)
         time.sleep(10.0)
         stop.set()
         probing.result()  # its last light request answered: its work is no longer counted
-        running = attacker.predict(api_name="/running_work")
+        running = prober.predict(api_name="/running_work")
     ms = [o.seconds * 1000 for o in probes if not o.error]
     return {"rounds": rounds, "cancels_s": round(cancelled_s, 1), "running_10s_after": running["total"],
             "running_by_handler": running["by_handler"],
@@ -196,7 +217,7 @@ def measure(url: str, process: subprocess.Popen, args: argparse.Namespace) -> di
     threads_cancelled = threads_of(pid)
     after, probes = latencies(client, args.probes)
     again = [send(client, call) for call in SLOW]
-    early = [early_cancels(url, args.early_rounds) for _ in range(args.early_batches)]
+    early = [early_cancels(url, args.early_rounds, args.attacker_nice) for _ in range(args.early_batches)]
     return {"early": early, "alone": before, "after": after, "attack": {**rounds, "seconds": round(attack_s, 1)},
             "running_after_cancels": running, "threads": {"alone": threads_before, "after_cancels": threads_cancelled},
             "rss_mb": {"alone": round(rss_before), "after": round(rss_mb(pid))},
