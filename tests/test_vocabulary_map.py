@@ -163,6 +163,58 @@ def test_no_map_of_every_word_from_compact_vectors_but_their_progress_and_no_err
     assert (session.map.coords == 1).all()
 
 
+def test_the_status_of_a_map_of_every_word_not_ready_follows_the_work_until_it_is_ready(engine, tiny_mlm_dir,
+                                                                                         fake_umap, monkeypatch):
+    """Issue 54: Draw map's status said "about 2 min left" minutes after the embedding had ended, and
+    "(0 min so far)" while laying out, as long as the page stayed open. The page's timer asks `map_waiting`
+    (below: its wiring) for the status of now until the map is ready, then says so and stops."""
+    import asyncio
+    import threading
+
+    import app.models
+    from app.ui import build_app
+
+    gate, build_map = threading.Event(), app.models.build_map
+    monkeypatch.setattr(app.models, "build_map", lambda *args: gate.wait(30) and build_map(*args))
+    studio = Studio(Models.from_engine(engine, ModelSpec("tiny", base=str(tiny_mlm_dir))), Projector(), JobManager())
+    active = studio.models.active()
+    engine.words.compact = True
+    active.open_vocab_progress = (66_000, 264_000, 1_500.0)
+    _, status, session = studio.map.draw_map(EVERY_WORD_MAP, 0, "", None, "UMAP", "2-D", "part of speech", Session())
+    assert "embedding 66,000/264,000" in status and session.waiting == EVERY_WORD_MAP
+    active.open_vocab_progress = (220_000, 264_000, 60.0)  # later: the status of now
+    note, waits = studio.map.map_waiting(session)
+    assert "embedding 220,000/264,000 (once per model; about 60 s left)" in note and waits
+    engine.words.compact, active.open_vocab_progress = False, None  # embedded: the layout starts, followed too
+    note, waits = studio.map.map_waiting(session)
+    assert re.search(r"Laying out the map of every word .* \(\d+ s so far;", note) and waits  # not "0 min"
+    gate.set()
+    active.laying_out.thread.join(60)
+    note, waits = studio.map.map_waiting(session)
+    assert note == "The map of every word is ready: press Draw map to see it." and not waits
+    assert studio.map.map_waiting(session) == (None, False)  # said once: nothing left to follow
+    _, status, session = studio.map.draw_map(EVERY_WORD_MAP, 0, "", None, "UMAP", "2-D", "part of speech", session)
+    assert status.startswith(f"{len(DICTIONARY)} points") and not session.waiting
+
+    demo = build_app(studio)  # the page: Draw map's next step starts the timer, whose ticks write the status
+    status_id = next(i for i, b in demo.blocks.items() if getattr(b, "elem_id", None) == "map-status")
+    [tick] = [f for f in demo.fns.values() if "tick" in [name for _, name in f.targets]
+              and status_id in [o._id for o in f.outputs]]
+    [after_draw] = [f for f in demo.fns.values() if any(o is tick.outputs[1] for o in f.outputs) and f is not tick]
+    session.waiting = EVERY_WORD_MAP
+    assert after_draw.fn(session)[1].active is True
+    assert after_draw.fn(Session())[1].active is False  # a map drawn: no polls
+    layout = engine.vocabulary_layout_path()
+    layout.rename(layout.with_suffix(".moved"))  # gone again: laid out again, and followed
+    gate.clear()
+    note, timer = asyncio.run(tick.fn(session))
+    assert note.startswith("Laying out the map of every word") and timer.active is True
+    gate.set()
+    active.laying_out.thread.join(60)
+    note, timer = asyncio.run(tick.fn(session))
+    assert "is ready" in note and timer.active is False
+
+
 def test_the_map_of_every_word_is_drawn_once_per_layout_while_the_model_is_prepared(engine, tiny_mlm_dir):
     from app.handlers import prepare_model, vocabulary_figure
 

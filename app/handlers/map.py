@@ -56,6 +56,7 @@ class MapHandlers(TabHandlers):
         """(figure, a status line, the session with this map kept for searching); `column` names the
         column of the user's file that colours the map under FILE_COLUMN (its first column if empty; None
         by default, which makes it optional for API clients)."""
+        session.waiting = ""  # a map of every word not ready yet waits again below
         active = self.backend.model_for(session)
         if source in (EVERY_WORD_MAP, EVERY_DEFINITION_MAP):
             return self._vocabulary_map(active, colour, session, definitions=source == EVERY_DEFINITION_MAP)
@@ -89,30 +90,58 @@ class MapHandlers(TabHandlers):
         """The map of every word: the model's layout (laid out once: `_lay_out_soon`, or `python -m core
         vocabulary-map`), coloured by part of speech, region ("cluster") or frequency; with `definitions`,
         every definition on that map instead of the words (each on its nearest word: placed once per layout,
-        then kept)."""
+        then kept). Not ready yet: what it waits for, which `map_waiting` then follows for the page."""
         if colour == FILE_COLUMN:  # its points are the vocabulary's, not a file's
             raise ValueError(NO_COLUMNS)
-        engine = active.engine
         if colour not in COLOUR_BY:
             raise ValueError(f"Colour by one of: {', '.join(COLOUR_BY)}.")
-        # definitions are placed once and kept: by the model's own vectors, not its parent's (`reused`)
-        if engine.words.open_vocab is None or engine.words.compact or definitions and engine.words.reused:
-            return _pending(session, *_exact_vectors_progress(active))
         started = time.perf_counter()
-        if not engine.vocabulary_layout_path().is_file():
-            laying_out = self._lay_out_soon(active)
-            if laying_out:
-                return _pending(session, laying_out)
-        if definitions and not active.definitions_placed():
-            active.placing.start()
-            return _pending(session, f"Placing the {len(engine.words.open_vocab.candidates.definitions):,} definitions "
-                                     "on the map of every word, each on its nearest word: about 4 minutes on 2 cores, "
-                                     "once per model, in the background. Press Draw map again in a few minutes.")
+        waits = self._every_word_waits(active, definitions)
+        if waits is not None:
+            session.waiting = EVERY_DEFINITION_MAP if definitions else EVERY_WORD_MAP
+            return _pending(session, *waits)
         kind = "definition" if definitions else "word"
         session.map, figure = vocabulary_map_data(active, colour, kind), vocabulary_figure(active, colour, kind)
         shown = "region" if colour == "cluster" else colour
         status = f"{len(session.map.coords):,} points in {time.perf_counter() - started:.1f} s, coloured by {shown}."
         return figure, status, session
+
+    def _every_word_waits(self, active: ActiveModel, definitions: bool) -> tuple[str, float | None] | None:
+        """(what the map of every word, or of every definition, waits for, the fraction done or None), having
+        started that work in the background if it was not under way; None once the map can be drawn."""
+        engine = active.engine
+        # definitions are placed once and kept: by the model's own vectors, not its parent's (`reused`)
+        if engine.words.open_vocab is None or engine.words.compact or definitions and engine.words.reused:
+            return _exact_vectors_progress(active)
+        if not engine.vocabulary_layout_path().is_file():
+            laying_out = self._lay_out_soon(active)
+            if laying_out:
+                return laying_out, None
+        if definitions and not active.definitions_placed():
+            active.placing.start()
+            return (f"Placing the {len(engine.words.open_vocab.candidates.definitions):,} definitions on the map of "
+                    "every word, each on its nearest word: about 4 minutes on 2 cores, once per model, in the "
+                    f"background ({_elapsed(active.placing.started)} so far). Press Draw map again when it is "
+                    "done."), None
+        return None
+
+    def map_waiting(self, session: Session) -> tuple[str | None, bool]:
+        """(the status line now, whether Draw map still waits) for the page's timer, which follows the map of
+        every word that the last Draw map waits for (`Session.waiting`): the embedding's count and the time
+        left, the minutes of laying out, then that the map is ready. (None, False) when nothing waits. The
+        status Draw map showed was that of its moment: minutes later it still said '2 min left' (issue 54)."""
+        if not session.waiting:
+            return None, False
+        definitions = session.waiting == EVERY_DEFINITION_MAP
+        try:
+            waits = self._every_word_waits(self.backend.model_for(session), definitions)
+        except ValueError as err:  # the layout failed, or cannot be made for this model: why, and no more polls
+            session.waiting = ""
+            return str(err), False
+        if waits is not None:
+            return _pending_note(*waits), True
+        session.waiting = ""
+        return f"The map of every {'definition' if definitions else 'word'} is ready: press Draw map to see it.", False
 
     @staticmethod
     def _lay_out_soon(active: ActiveModel) -> str:
@@ -130,10 +159,9 @@ class MapHandlers(TabHandlers):
             if laying_out.done():
                 return ""
             laying_out.start()
-        minutes = (time.monotonic() - laying_out.started) / 60
-        return (f"Laying out the map of every word for this model in the background ({minutes:.0f} min so far; once "
-                "per model, 3 to 8 minutes on 2 cores: a fine-tune's words go on the shipped model's map, whose map "
-                "is laid out first if need be). Press Draw map again in a few minutes.")
+        return (f"Laying out the map of every word for this model in the background ({_elapsed(laying_out.started)} "
+                "so far; once per model, 3 to 8 minutes on 2 cores: a fine-tune's words go on the shipped model's "
+                "map, whose map is laid out first if need be). Press Draw map again when it is done.")
 
     def _map_corpus(self, active: ActiveModel, source: str, size: int, sentences: str, file: str | None,
                     session: Session, progress: sv.Progress) -> EmbeddedTexts:
@@ -265,7 +293,7 @@ class MapHandlers(TabHandlers):
         vectors = active.engine.encode(texts, normalize=True)
         projection = self.backend.projector.project(vectors, method, 2)
         fig = views.scatter_figure(projection.coords, texts, groups,
-                                   f"Description, candidate words and their definitions ({projection.method})",
+                                   f"Candidates and definitions ({projection.method})",  # whole on a phone
                                    symbols={"your description": "star"})
         scores = views.relative_scores([r.probability for r in rows])  # the first word 100, as the word list shows
         table = [[r.word, score, " | ".join(e.definition for e in r.definitions)] for r, score in zip(rows, scores)]
@@ -322,8 +350,22 @@ def _exact_vectors_progress(active: ActiveModel) -> tuple[str, float | None]:
 def _pending(session: Session, note: str, fraction: float | None = None):
     """What Draw map shows for a map of every word not ready yet: no error, a bar (when the fraction done
     is known) and what is under way, on an empty plot; the session's last map is kept for its searches."""
+    return (views.placeholder_figure("The map of every word is being prepared: see the note above."),
+            _pending_note(note, fraction), session)
+
+
+def _pending_note(note: str, fraction: float | None = None) -> str:
+    """What is under way, after a bar of the fraction done (when known)."""
     bar = "" if fraction is None else f"`{'█' * round(20 * fraction)}{'░' * (20 - round(20 * fraction))}` "
-    return views.placeholder_figure("The map of every word is being prepared: see the note above."), bar + note, session
+    return bar + note
+
+
+def _elapsed(since: float) -> str:
+    """The time since the monotonic clock read `since`: "40 s", "3 min" ("a moment" if never: 0)."""
+    if not since:
+        return "a moment"
+    seconds = max(0.0, time.monotonic() - since)
+    return f"{seconds:.0f} s" if seconds < 90 else f"{seconds / 60:.0f} min"
 
 
 def vocabulary_map_data(active: ActiveModel, colour: str = "part of speech", kind: str = "word") -> MapData:

@@ -23,11 +23,14 @@ def create(studio: Studio, session: gr.State) -> None:
         analogy_reference = reference_choice()
     analogy_button = gr.Button("Compute", variant="primary")
     decoded = gr.Markdown()
+    # The minimum widths stack the two tables on a phone (side by side at 420 px each was 160 px wide). Every
+    # table sizes its columns to their content (app/style.css): no column widths in % (a 12 % column broke
+    # numbers into one digit a line at 420 px).
     with gr.Row():
-        words = gr.Dataframe(headers=["word", "score (first = 100)"], label="Top words of the result", scale=1)
-        # Widths in % of the table: without them the sentence column grows past the table's right edge.
+        words = gr.Dataframe(headers=["word", "score (first = 100)"], label="Top words of the result", wrap=True,
+                             scale=1, min_width=240, elem_id="an-words")
         nearest = gr.Dataframe(headers=["rank", "cosine", "reference sentence"], label="Nearest reference sentences",
-                               wrap=True, column_widths=["12%", "16%", "72%"], scale=2, elem_id="an-nearest")
+                               wrap=True, scale=2, min_width=320, elem_id="an-nearest")
     wire([analogy_button.click], handler(studio.analogy.analogy),
          [a, b, c, expression, analogy_refine, analogy_reference, session],
          [decoded, words, nearest], api_name="analogy", **DECODE)
@@ -43,7 +46,7 @@ def create(studio: Studio, session: gr.State) -> None:
         path_reference = reference_choice()
     path_button = gr.Button("Interpolate")
     table = gr.Dataframe(headers=["alpha", "decoded", "top words", "cos to From", "cos to To"], wrap=True,
-                         column_widths=["10%", "38%", "28%", "12%", "12%"], elem_id="an-path")
+                         elem_id="an-path")
     path = gr.Plot()
     wire([path_button.click], handler(studio.analogy.interpolation),
          [start, end, steps, path_refine, path_reference, session], [table, path], api_name="interpolate", **DECODE)

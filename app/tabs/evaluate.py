@@ -22,7 +22,8 @@ def create(tab: gr.Tab, studio: Studio, session: gr.State) -> None:
         size = gr.Dropdown([200, 1000, 4000], value=200, label="Definitions")
         compare = gr.Checkbox(True, label="Also the model before DefSent training")
         words_button = gr.Button("Evaluate word prediction")
-    words = gr.Dataframe(headers=["model", "n", "MRR", "top-1", "top-3", "top-10"], elem_id="eval-words")
+    words = gr.Dataframe(headers=["model", "n", "MRR", "top-1", "top-3", "top-10"], wrap=True,
+                         elem_id="eval-words")
     wire([words_button.click], handler(studio.evaluate.evaluate_words), [size, compare, session], [words],
          api_name="evaluate_words", **EVALUATE)
     tab.select(handler(studio.evaluate.recorded_metrics), session, recorded, api_visibility="private")

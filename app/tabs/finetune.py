@@ -44,10 +44,9 @@ def create(demo: gr.Blocks, studio: Studio, session: gr.State, stored: gr.Browse
     curve = gr.Plot(label="Loss and dev MRR")
     with gr.Row():
         comparison = gr.Dataframe(headers=["metric", "before", "after"], label="Held-out words", elem_id="ft-compare",
-                                  scale=1, min_width=320)
+                                  wrap=True, scale=1, min_width=320)
         examples = gr.Dataframe(headers=["word", "definition", "before (top 3)", "after (top 3)"], wrap=True,
-                                label="Example predictions", elem_id="ft-examples", scale=2, min_width=320,
-                                column_widths=["14%", "36%", "25%", "25%"])
+                                label="Example predictions", elem_id="ft-examples", scale=2, min_width=320)
     with gr.Row():
         name = gr.Textbox(label="Checkpoint name", placeholder="my-dictionary-v1")
         save = gr.Button("Save")
@@ -70,8 +69,12 @@ def create(demo: gr.Blocks, studio: Studio, session: gr.State, stored: gr.Browse
     async def start_and_remember(state, *settings):
         job = await start_job(state, *settings)  # records the job in the session: a second Start is refused
         return job, job, state, gr.Timer(active=True)
+    # A refused start (no dictionary yet, a job running) says why in its toast; Gradio also marks the event's
+    # outputs with a bare "Error" badge, which stayed on the Job id box after the toast had gone (issue 54):
+    # the step after a failure gives the box back its normal look, its value unchanged.
     start.click(start_and_remember, [session, epochs, lr, batch, layers, max_steps, evaluations, seed, measure_decoder],
-                [job_id, stored, session, timer], api_name="start_finetune", **QUICK)
+                [job_id, stored, session, timer], api_name="start_finetune", **QUICK).failure(
+        lambda: gr.update(), None, job_id, queue=False, show_progress="hidden", api_visibility="private")
     job_id.submit(lambda j: gr.Timer(active=True), job_id, timer, api_visibility="private")
     gr.api(handler(studio.finetune.job_active), api_name="job_active", **QUICK)  # for API clients waiting on a job
 

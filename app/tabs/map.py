@@ -70,6 +70,7 @@ MAP_JS = """() => {
   });
   setInterval(() => { bind(); applyDetails(); }, 500);
 }""" % views.REGION_LABELS
+WAIT_POLL_S = 5.0  # seconds between two looks at the map of every word Draw map waits for
 SHOW_DETAILS_JS = "(details) => { window.__dsShowDetails && window.__dsShowDetails(details); }"
 
 
@@ -105,12 +106,26 @@ def create(demo: gr.Blocks, studio: Studio, session: gr.State) -> None:
                             scale=2, info="another collection's texts land on the map of every word")
         search_button = gr.Button("Highlight", scale=1)
     note = gr.Markdown()
-    neighbours = gr.Dataframe(headers=["rank", "cosine", "text"], wrap=True, column_widths=["18%", "22%", "60%"],
-                              elem_id="map-neighbours")
+    neighbours = gr.Dataframe(headers=["rank", "cosine", "text"], wrap=True, elem_id="map-neighbours")
+    # While the map of every word that Draw map asked for is prepared in the background, this timer keeps its
+    # status line up to date (the count embedded, the minutes of laying out), then says it is ready; a status
+    # written once said "about 2 min left" long after the work had ended (issue 54).
+    waiting = gr.Timer(WAIT_POLL_S, active=False)
     wire([draw.click], handler(studio.map.draw_map),
          [source, size, sentences, file, method, dims, colour, session, column],
          [plot, status, session], api_name="draw_map", **HEAVY).success(
-        lambda state: gr.Dropdown(choices=studio.map.map_columns(state)), session, column, api_visibility="private")
+        lambda state: (gr.Dropdown(choices=studio.map.map_columns(state)), gr.Timer(active=bool(state.waiting))),
+        session, [column, waiting], api_visibility="private")
+    follow = handler(studio.map.map_waiting)
+
+    async def follow_waiting(state):
+        try:
+            note, still = await follow(state)
+        except gr.Error as err:  # into the status line, and no more polls (a toast every few seconds)
+            return err.message, gr.Timer(active=False)
+        return gr.update() if note is None else note, gr.Timer(active=still)
+    waiting.tick(follow_waiting, session, [status, waiting], api_visibility="private", show_progress="hidden",
+                 **QUICK)
     wire([search_button.click, search.submit], handler(studio.map.search_map), [search, k, session, among],
          [plot, note, neighbours], keep=(plot,), show_progress_on=[note, neighbours], api_name="search_map",
          **HEAVY)  # a failed search keeps the map last drawn, shown: its error goes to the note and table
@@ -122,8 +137,7 @@ def create(demo: gr.Blocks, studio: Studio, session: gr.State) -> None:
     # the browser writes it (MAP_JS); listened to by "change": a value written by a script sends no "input"
     selection = gr.Textbox(elem_id="map-selection", container=False)
     selected_note = gr.Markdown(elem_id="map-selected-note")
-    selected = gr.Dataframe(headers=["text", "group", "x", "y"], wrap=True, elem_id="map-selected",
-                            column_widths=["58%", "18%", "12%", "12%"])
+    selected = gr.Dataframe(headers=["text", "group", "x", "y"], wrap=True, elem_id="map-selected")
     selected_csv = gr.File(label="The selection as CSV", elem_id="map-selected-csv")
     selection.change(handler(studio.map.select_map), [selection, session], [selected, selected_note, selected_csv],
                     api_name="select_map", **HEAVY)
@@ -140,8 +154,7 @@ def create(demo: gr.Blocks, studio: Studio, session: gr.State) -> None:
         candidates_method = gr.Radio(list(METHODS), value="PCA", label="Projection", scale=1)
     candidates_button = gr.Button("Draw", elem_id="cand-draw")
     candidates_plot = gr.Plot(elem_id="cand-plot")
-    candidates = gr.Dataframe(headers=["word", "score", "definitions"], wrap=True, elem_id="cand-table",
-                              column_widths=["26%", "16%", "58%"])
+    candidates = gr.Dataframe(headers=["word", "score", "definitions"], wrap=True, elem_id="cand-table")
     wire([candidates_button.click, query.submit], handler(studio.map.candidates_map),
          [query, top, candidates_method, session],
          [candidates_plot, candidates], api_name="candidates_map", **HEAVY)

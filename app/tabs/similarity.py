@@ -31,8 +31,8 @@ def create(studio: Studio, session: gr.State) -> None:
         k = gr.Slider(1, 50, value=10, step=1, label="Top k", scale=1)
     with gr.Row():
         source = gr.Dropdown([*sv.REFERENCE_CHOICES, sv.UPLOADED_FILE], value=sv.LARGEST_READY, label="Search in",
-                             info=REFERENCE_INFO)
-        file = gr.File(label="Text file, one sentence per line", file_types=[".txt"])
+                             info=REFERENCE_INFO, elem_id="sim-source")
+        file = gr.File(label="Text file, one sentence per line", file_types=[".txt"], elem_id="sim-file")
     search_button = gr.Button("Search")
     hits = gr.Dataframe(headers=["rank", "cosine", "text"], label="Results", wrap=True, elem_id="sim-hits")
     wire([search_button.click, query.submit], handler(studio.similarity.search), [query, source, file, k, session],
