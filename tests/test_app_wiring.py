@@ -294,3 +294,13 @@ def test_a_fresh_clone_answers_with_the_compact_vectors_then_embeds_exact_ones(t
         if thread.name == "own-vectors":
             thread.join(timeout=60)
     assert not active.engine.words.compact  # then its own exact vectors, embedded in the background
+
+
+def test_the_collection_hint_is_short_enough_for_a_phone():
+    """The dropdown's hint under 'Search in' / 'Nearest sentences from' was 282 characters: on a 420 px screen a tall
+    narrow column that squeezed the dropdown (issue 54, the first-hour walk). It names every choice it explains."""
+    from app import services as sv
+    from app.tabs.shared import REFERENCE_INFO
+
+    assert len(REFERENCE_INFO) <= 200
+    assert sv.LARGEST_READY in REFERENCE_INFO and sv.UPLOADED_FILE in REFERENCE_INFO

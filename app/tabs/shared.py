@@ -11,9 +11,9 @@ EXACT_ROUNDS = MOST_EXACT["correct"].rounds
 REFINE_LABEL = (f"Refine: correct {EXACT_ROUNDS} times instead of once, each time decoding again from the vector "
                 "moved along what the last sentence missed (reconstructs more sentences exactly; about 2 seconds "
                 "per sentence)")
-REFERENCE_INFO = (f"{sv.LARGEST_READY!r}: the modern corpus's million sentences where this server indexed them, "
-                  f"else every WordNet definition once the full vocabulary is ready, until then the {sv.SAMPLE}; "
-                  f"{sv.UPLOADED_FILE!r}: the text file you last searched (Similarity tab) or drew (Map tab)")
+# Short: it shows under the dropdown on two tabs, and on a phone a long one made a tall narrow column (issue 54)
+REFERENCE_INFO = (f"{sv.LARGEST_READY!r}: the biggest collection ready here (the corpus's million sentences, else "
+                  f"every WordNet definition, else {sv.SAMPLE}). {sv.UPLOADED_FILE!r}: your last text file.")
 
 
 def reference_choice() -> gr.Dropdown:
