@@ -177,3 +177,25 @@ def test_a_subset_of_the_candidates_scores_as_the_whole_does(engine):
     own = torch.tensor([int(subset.candidates.kept_definitions[1]), -1])
     torch.testing.assert_close(subset.mixture(u, logits, own=torch.tensor([1, -1])),
                                scorer.mixture(u, logits, own=own)[:, rows])
+
+
+def test_the_adapter_learns_through_the_sharp_everyday_mixture_and_is_measured_in_the_apps(engine, monkeypatch):
+    """The loss reads the mixture at `train_temperature` with the everyday share `train_share` (the app's
+    temperature 64 flattened the first adapter's gradients: docs/results.md); its checks rank in the app's mixture."""
+    from core.words import adapter_fit
+
+    people = [Description("dog", "barks loudly at night"), Description("cat", "purrs on your lap")] * 2
+    examples = people_examples(engine, people, engine.encode([d.text for d in people]))
+    dictionary = dictionary_examples(engine.words.open_vocab, {"king", "queen"})
+    read, ranked = [], []
+    learn = adapter_fit.log_probabilities
+    monkeypatch.setattr(adapter_fit, "log_probabilities", lambda e, a, b, scorer=None: (
+        read.append((scorer or e.words.open_vocab).config), learn(e, a, b, scorer))[1])
+    monkeypatch.setattr(adapter_fit, "ranks", lambda e, a, x: ranked.append(e.words.open_vocab.config) or np.ones(1))
+    config = AdapterFitConfig(hidden=8, steps=2, people_batch=2, dictionary_batch=1, warmup_steps=1, eval_every=2,
+                              train_temperature=4.0, train_share=0.9)
+    fit_adapter(engine, examples, dictionary, config, {"check": examples}, say=lambda _: None)
+    assert {(c.mixture_temperature, c.everyday_share) for c in read} == {(4.0, 0.9)}
+    assert ranked and all(c == engine.words.open_vocab.config for c in ranked)
+    with pytest.raises(ValueError, match="train_share"):
+        AdapterFitConfig(train_share=1.0)
