@@ -1,6 +1,7 @@
 """Shared fixtures: tiny random BERT models built in-process (nothing is downloaded)."""
 from __future__ import annotations
 
+import gc
 import threading
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -11,6 +12,14 @@ import torch
 if TYPE_CHECKING:
     from app.handlers import Studio
     from core import Engine
+
+@pytest.fixture(autouse=True)
+def _nothing_stays_frozen():
+    """Preparing a model freezes what is alive (core.runtime.freeze_long_lived): thawed after each test, so
+    that no test's leftovers escape the collections of the tests after it."""
+    yield
+    gc.unfreeze()
+
 
 # Tiny models gain nothing from intra-op threads, and on a busy 2-core machine OpenMP threads that
 # wait on each other make them many times slower.

@@ -183,6 +183,40 @@ def running_total(client) -> int:
     return client.predict(api_name="/running_work")["total"]
 
 
+def test_a_prepared_models_objects_are_out_of_the_collectors_walks(studio):
+    """A full collection (one after every cancelled request, app/work.py) walked the model's ~750,000 objects,
+    250-800 ms holding the GIL: light requests waited up to a second during a submit-and-cancel attack."""
+    import gc
+
+    from app.handlers import prepare_model
+
+    active = studio.models.active()
+    prepare_model(active, open_vocabulary=False)
+    walked = {id(o) for o in gc.get_objects()}
+    assert id(active.engine) not in walked and id(active.engine.encoder) not in walked
+    assert gc.get_freeze_count() > 0
+
+
+def test_a_cycle_frozen_then_let_go_is_collected_by_the_next_freeze():
+    import gc
+    import weakref
+
+    from core.runtime import freeze_long_lived
+
+    class Node:
+        pass
+
+    a, b = Node(), Node()
+    a.other, b.other = b, a  # a cycle: only the collector frees it
+    gone = weakref.ref(a)
+    freeze_long_lived()
+    del a, b
+    gc.collect()
+    assert gone() is not None  # frozen: out of the collector's reach
+    freeze_long_lived()
+    assert gone() is None
+
+
 def test_a_cancelled_analogy_stops_before_the_cancel_is_answered(live_app):
     from gradio_client import Client
 

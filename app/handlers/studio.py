@@ -11,6 +11,8 @@ import time
 from pathlib import Path
 from typing import Callable
 
+from core.runtime import freeze_long_lived
+
 from .. import services as sv
 from .. import views
 from ..jobs import JobManager, in_background
@@ -98,6 +100,7 @@ def prepare_model(active: ActiveModel, progress: sv.Progress = sv.no_progress, o
     approximate = active.engine.words.reused or active.engine.words.compact
     if approximate and not is_visitors_model(active.spec.path):
         in_background(lambda: embed_own_vectors(active), "own-vectors")
+    freeze_long_lived()  # the model's objects out of the collector's walks, which stalled every request
 
 
 def expected_open_vocab_bytes(engine) -> int:
@@ -121,6 +124,7 @@ def embed_own_vectors(active: ActiveModel) -> None:
                                              progress=recording_progress(active))  # failing, the old ones answer
     finally:
         active.open_vocab_progress = None
+    freeze_long_lived()
 
 
 def recording_progress(active: ActiveModel, then: Callable[[int, int, float], None] | None = None
