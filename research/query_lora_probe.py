@@ -61,6 +61,19 @@ def training_texts(engine, split_seed: int = 0):
     return texts, examples(people), examples(dictionary), norms
 
 
+class EverydayReading:
+    """An adapter (u -> u_e) that answers each text's shipped vector u with its trained vector (the nearest key)."""
+
+    def __init__(self, shipped, trained, texts: list[str]):
+        texts = list(dict.fromkeys(texts))
+        self.keys = torch.from_numpy(shipped.encode(texts, batch_size=64, normalize=True))  # (n, d)
+        self.values = torch.from_numpy(trained.encode(texts, batch_size=64))  # (n, d)
+
+    def __call__(self, u: torch.Tensor) -> torch.Tensor:
+        nearest = (torch.nn.functional.normalize(u.float(), dim=1) @ self.keys.T).argmax(1)  # (b,)
+        return self.values[nearest]  # (b, d)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--steps", type=int, default=800)
@@ -72,6 +85,10 @@ def main() -> None:
     parser.add_argument("--candidates", type=int, default=20000)
     parser.add_argument("--heldout-sample", type=int, default=300)
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--everyday-only", action="store_true",
+                        help="only the everyday expert reads the trained query (as the adapter); the dictionary "
+                             "expert reads the shipped encoder's; trained at --train-share")
+    parser.add_argument("--train-share", type=float, default=0.999)
     parser.add_argument("--out", default=None, help="save the trained delta (A, B of each Linear) here")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
@@ -81,7 +98,10 @@ def main() -> None:
     engine.enable_open_vocabulary()
     texts, people, dictionary, norms = training_texts(engine)
     scorer, people, dictionary = common_candidates(engine.words.open_vocab, people, dictionary, args.candidates)
-    learnt_through = scorer.with_config(replace(scorer.config, mixture_temperature=args.train_temperature))
+    trained = {"mixture_temperature": args.train_temperature}
+    if args.everyday_only:
+        trained["everyday_share"] = args.train_share
+    learnt_through = scorer.with_config(replace(scorer.config, **trained))
     print(f"{len(people):,} descriptions, {len(dictionary):,} glosses, {len(scorer.candidates):,} candidates",
           flush=True)
 
@@ -110,8 +130,15 @@ def main() -> None:
                  dictionary.take(torch.randint(len(dictionary), (args.dictionary_batch,), generator=generator))]
         rows = torch.cat([b.vectors[:, 0] for b in batch]).long().tolist()
         gold, own = torch.cat([b.gold for b in batch]), torch.cat([b.own for b in batch])
-        u = query_encoder(**query_encoder.tokenize([texts[i] for i in rows]))  # (B, d)
-        log_p = learnt_through.mixture(u, engine.words.token_scores(u), None, own=own)  # (B, C)
+        tokens = query_encoder.tokenize([texts[i] for i in rows])
+        u = query_encoder(**tokens)  # (B, d)
+        if args.everyday_only:
+            with torch.no_grad():
+                u_dictionary = shipped(**tokens)  # (B, d)
+            log_p = learnt_through.mixture(u_dictionary, engine.words.token_scores(u_dictionary),
+                                           (u, engine.words.token_scores(u)), own=own)  # (B, C)
+        else:
+            log_p = learnt_through.mixture(u, engine.words.token_scores(u), None, own=own)  # (B, C)
         loss = -log_p.gather(1, gold[:, None]).mean()
         optimizer.zero_grad()
         loss.backward()
@@ -121,7 +148,10 @@ def main() -> None:
             print(f"step {step}/{args.steps}: loss {np.mean(losses[-20:]):.3f} "
                   f"({(time.time() - started) / step:.2f} s a step)", flush=True)
     query_encoder.eval()
-    engine.encoder = query_encoder
+    if args.everyday_only:  # the everyday expert reads each query's trained vector, found by its shipped one
+        engine.words.adapter = EverydayReading(shipped, query_encoder, [q.text for qs in sets.values() for q in qs])
+    else:
+        engine.encoder = query_encoder
     with torch.no_grad():
         for name, queries in sets.items():
             print(f"{name:24} before {line(before[name])}   after {line(ranks(engine, queries))} (n {len(queries)})",
