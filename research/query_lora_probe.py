@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import copy
 import random
+import re
 import time
 from dataclasses import replace
 
@@ -61,6 +62,24 @@ def training_texts(engine, split_seed: int = 0):
     return texts, examples(people), examples(dictionary), norms
 
 
+KINDS = ("hint (1-3 words)", "list (, or ;)", "a thing that ...", "other phrase")
+_THING = re.compile(r"^(a|an|the|to)?\s*(thing|something|someone|somebody|person|one|place|way|act|action|state|"
+                    r"feeling|quality|device|object|animal|word|someone's)\b", re.I)
+
+
+def description_kind(text: str) -> str:
+    """Which kind of description a person wrote: a hint of 1-3 words, a list of parts (commas, semicolons),
+    "a thing / person / place that ...", or another phrase."""
+    words = text.split()
+    if len(words) <= 3:
+        return KINDS[0]
+    if "," in text or ";" in text:
+        return KINDS[1]
+    if _THING.match(text.strip()):
+        return KINDS[2]
+    return KINDS[3]
+
+
 class EverydayReading:
     """An adapter (u -> u_e) that answers each text's shipped vector u with its trained vector (the nearest key)."""
 
@@ -90,6 +109,7 @@ def main() -> None:
                              "expert reads the shipped encoder's; trained at --train-share")
     parser.add_argument("--train-share", type=float, default=0.999)
     parser.add_argument("--out", default=None, help="save the trained delta (A, B of each Linear) here")
+    parser.add_argument("--load", default=None, help="measure a delta saved by --out instead of training one")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
@@ -122,7 +142,12 @@ def main() -> None:
     generator = torch.Generator().manual_seed(0)
     query_encoder.train()
     started, losses = time.time(), []
-    for step in range(1, args.steps + 1):
+    if args.load:
+        saved = torch.load(args.load)
+        for name, parameter in query_encoder.backbone.named_parameters():
+            if parameter.requires_grad:
+                parameter.data.copy_(saved[name])
+    for step in range(1, 0 if args.load else args.steps + 1):
         for group in optimizer.param_groups:  # linear warm-up over 10 %, then linear decay to 0
             warm = max(1, args.steps // 10)
             group["lr"] = args.lr * min(step / warm, (args.steps - step + 1) / (args.steps - warm + 1))
@@ -153,9 +178,14 @@ def main() -> None:
     else:
         engine.encoder = query_encoder
     with torch.no_grad():
-        for name, queries in sets.items():
-            print(f"{name:24} before {line(before[name])}   after {line(ranks(engine, queries))} (n {len(queries)})",
-                  flush=True)
+        after = {name: ranks(engine, queries) for name, queries in sets.items()}
+    for name, queries in sets.items():
+        print(f"{name:24} before {line(before[name])}   after {line(after[name])} (n {len(queries)})", flush=True)
+    kinds = np.array([description_kind(q.text) for q in human])
+    for kind in KINDS:
+        rows = kinds == kind
+        print(f"human-dev, {kind:22} before {line(before['human-dev'][rows])}   "
+              f"after {line(after['human-dev'][rows])} (n {rows.sum()})", flush=True)
     if args.out:
         torch.save({n: p.detach() for n, p in query_encoder.backbone.named_parameters() if p.requires_grad},
                    args.out)
