@@ -35,11 +35,12 @@ from .words.hubness import DEFAULT_K, DEFAULT_WEIGHT, HubPenalty, group_definiti
 from .lexicon.dictionary import Entry
 from .lora import dense_delta, factored_delta, is_low_rank, stored_factors
 from .words.open_vocab import COMPACT_SUBSPACES, COMPACT_VECTORS, Candidates, OpenScorer, open_scorer, stored_vectors
-from .readout import (DEFAULT_CORRECTION, REFERENCE_SIZE, AnalogyResult, InterpolationPoint, Reference,
-                      VectorReader)
+from .readout import (ANALOGY, DEFAULT_CORRECTION, PATH_FLUENCY, REFERENCE_SIZE, AnalogyResult, InterpolationPoint,
+                      Reference, VectorReader)
 from .explore.reference import VocabularyTexts
 from .explore.vocabulary_map import layout_path
 from .vec2sent.checkpoint import Vec2Sent
+from .vec2sent.fluency import FluencySettings
 from .vec2sent.refine import CorrectSettings, RefineSettings
 from .words.scorer import WordScorer
 from .words.vocabulary import WordFilter
@@ -110,7 +111,7 @@ class Engine:
     @classmethod
     def load(cls, path: str | Path | None = None, untrained: bool = False,
              decoder: str | Path | None = "auto", precision: str = "float32",
-             open_vocabulary: bool = True, device: str = "auto") -> "Engine":
+             open_vocabulary: bool = True, device: str = "auto", fluency: str | Path | None = "auto") -> "Engine":
         """Load a checkpoint directory (default: the shipped one) and its Vec2Sent decoder.
 
         `open_vocabulary`: a checkpoint fitted for the open vocabulary (its manifest names a word
@@ -129,13 +130,16 @@ class Engine:
         and refused (EncoderMismatchError) if trained on another encoder; None loads none.
         `precision`: "float32", or "bfloat16" / "int8" / "auto" for faster encoding (see `set_precision`).
         `device`: where the encoder, head and decoder compute ("auto", the default: a GPU when there is
-        one, else the CPU; "cpu", "cuda"...: see `to`).
+        one, else the CPU; "cpu", "cuda"...: see `to`). `fluency`: the language model that judges the
+        grammar of analogies' and interpolations' sentences ("auto": the packaged SmolLM2 when
+        installed, loaded on first use; a path; None: none; see `set_fluency`).
         """
         path = Path(path) if path is not None else DEFAULT_CHECKPOINT
         engine = cls._load_encoder(path, untrained)
         engine.to(device)
         engine.set_precision(precision)
         engine.set_decoder(decoder, path.parent)
+        engine.set_fluency(fluency)
         fitted = {"word_tower", "word_map"} & set(engine.manifest.get("open_vocab", {}))
         own_words = "user_dictionary" in engine.manifest  # a fine-tune's words are answers, towered or not
         engine.open_vocabulary_on_first_use = bool(open_vocabulary and (fitted or own_words) and not untrained)
@@ -344,23 +348,30 @@ class Engine:
         """The Vec2Sent decoder for this encoder, or None."""
         return self.reader.decoder
 
+    def set_fluency(self, model: str | Path | None = "auto") -> None:
+        """Choose the language model that judges fluency ("auto", a path or None; `VectorReader.set_fluency`);
+        a GGUF model is de-quantised once and kept in the user cache."""
+        self.reader.set_fluency(model, user_cache_dir("fluency"))
+
     def decode(self, vectors: np.ndarray, beam: int = 5, max_length: int | None = None, rerank: bool = True,
-               refine: RefineSettings | None = None, correct: CorrectSettings | None = DEFAULT_CORRECTION
-               ) -> list[str]:
+               refine: RefineSettings | None = None, correct: CorrectSettings | None = DEFAULT_CORRECTION,
+               fluency: FluencySettings | None = None) -> list[str]:
         """One sentence per row of `vectors` (n, d) or for one vector (d,) (`VectorReader.decode`)."""
-        return self.reader.decode(vectors, beam, max_length, rerank, refine, correct)
+        return self.reader.decode(vectors, beam, max_length, rerank, refine, correct, fluency)
 
     def analogy(self, a: str, b: str, c: str, reference: Reference | None = None, k: int = 5, beam: int = 5,
-                expression: str = "b - a + c", refine: RefineSettings | None = None,
-                correct: CorrectSettings | None = DEFAULT_CORRECTION) -> AnalogyResult:
+                expression: str = ANALOGY, refine: RefineSettings | None = None,
+                correct: CorrectSettings | None = DEFAULT_CORRECTION,
+                fluency: FluencySettings | None = PATH_FLUENCY, edits: bool = True) -> AnalogyResult:
         """Read b - a + c (or `expression`): its sentence, words and nearest texts (`VectorReader.analogy`)."""
-        return self.reader.analogy(a, b, c, reference, k, beam, expression, refine, correct)
+        return self.reader.analogy(a, b, c, reference, k, beam, expression, refine, correct, fluency, edits)
 
     def interpolate(self, x: str, y: str, steps: int = 5, reference: Reference | None = None, k: int = 5,
                     beam: int = 5, refine: RefineSettings | None = None,
-                    correct: CorrectSettings | None = DEFAULT_CORRECTION) -> list[InterpolationPoint]:
-        """`steps` points from x to y, each read like an analogy (`VectorReader.interpolate`)."""
-        return self.reader.interpolate(x, y, steps, reference, k, beam, refine, correct)
+                    correct: CorrectSettings | None = DEFAULT_CORRECTION,
+                    fluency: FluencySettings | None = PATH_FLUENCY, edits: bool = True) -> list[InterpolationPoint]:
+        """`steps` points from x to y, each read like an analogy and chosen along the path (`VectorReader.interpolate`)."""
+        return self.reader.interpolate(x, y, steps, reference, k, beam, refine, correct, fluency, edits)
 
     # ---- reverse dictionary -------------------------------------------------------------------
     def predict_words(self, text: str, k: int = 10, exclude_query_words: bool = False,

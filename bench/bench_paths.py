@@ -1,0 +1,134 @@
+"""Paths through the embedding space, read by the decoder (issue 59): analogies and interpolations.
+
+    python -m bench.bench_paths [--shared ../shared] [--analogies 8] [--pairs 40] [--steps 6]
+                                [--settings app api] [--threads 2] [--no-fluency] [--no-walk]
+
+On the dev set of bench/path_set.py it prints, for each decode setting ("app": beam 20 as the app
+decodes, "api": `engine.analogy`'s and `engine.interpolate`'s defaults):
+
+- analogies: the share decoded exactly as expected (lower-case words, punctuation aside), by kind,
+  and ms per analogy (its sentence, top words and nearest reference texts, as the app reads it);
+- interpolations of --steps points between related sentence pairs: the share of interior points
+  whose decoding differs from both ends and from both ends' decodings ("own sentence"); the mean
+  fidelity gain, cos(encode(decoded), point) minus the nearer end sentence's cosine to the point;
+  the share of paths whose decodings' cosine to the start never rises from step to step ("steady");
+  ms per path.
+"""
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from collections import defaultdict
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from bench.machine import machine_line
+from bench.path_set import interpolation_pairs, path_analogies, words_of
+from core import Engine
+from core.encoder import l2_normalize
+from core.readout import EmbeddedTexts
+from core.vec2sent import APP_BEAM
+
+ROOT = Path(__file__).resolve().parents[1]
+SETTINGS = {"app": {"beam": APP_BEAM}, "api": {}}
+
+
+def analogy_scores(engine: Engine, setting: dict, per_kind: int, reference, show: int = 0) -> dict:
+    """Exact share overall and by kind, and ms per analogy, for `path_analogies(per_kind)`."""
+    hits, by_kind, times, misses = [], defaultdict(list), [], []
+    for item in path_analogies(per_kind):
+        start = time.perf_counter()
+        result = engine.analogy(item.a, item.b, item.c, reference=reference, k=5, **setting)
+        times.append((time.perf_counter() - start) * 1000)
+        exact = words_of(result.decoded) == words_of(item.expected)
+        hits.append(exact)
+        by_kind[item.kind].append(exact)
+        if not exact:
+            misses.append(f"{item.kind}: {item.expected} -> {result.decoded}")
+    return {"exact": float(np.mean(hits)), "n": len(hits), "ms": statistics.mean(times),
+            "by_kind": {k: float(np.mean(v)) for k, v in by_kind.items()}, "misses": misses[:show]}
+
+
+def path_measures(engine: Engine, x: str, y: str, points) -> tuple[list[bool], list[float], bool]:
+    """For one path: per interior point whether it decodes a sentence of its own and its fidelity
+    gain, and whether the decodings' cosine to the start never rises."""
+    decoded = [p.decoded for p in points]
+    vectors = l2_normalize(np.stack([p.vector for p in points]))  # (steps, d)
+    ends = l2_normalize(engine.encode([x, y]))  # (2, d)
+    embedded = l2_normalize(engine.encode(decoded))  # (steps, d)
+    seen = {words_of(x), words_of(y), words_of(decoded[0]), words_of(decoded[-1])}
+    own, gains = [], []
+    for i in range(1, len(points) - 1):
+        own.append(words_of(decoded[i]) not in seen)
+        nearer_end = float((ends @ vectors[i]).max())
+        gains.append(float(embedded[i] @ vectors[i]) - nearer_end)
+    to_start = embedded @ ends[0]  # (steps,)
+    steady = bool(np.all(np.diff(to_start) <= 1e-6))
+    return own, gains, steady
+
+
+def interpolation_scores(engine: Engine, setting: dict, pairs, steps: int, reference, show: int = 0) -> dict:
+    own, gains, steady, times, examples = [], [], [], [], []
+    for x, y in pairs:
+        start = time.perf_counter()
+        points = engine.interpolate(x, y, steps=steps, reference=reference, k=3, **setting)
+        times.append((time.perf_counter() - start) * 1000)
+        o, g, s = path_measures(engine, x, y, points)
+        own += o
+        gains += g
+        steady.append(s)
+        if len(examples) < show:
+            examples.append(" | ".join(p.decoded for p in points))
+    return {"own": float(np.mean(own)), "gain": float(np.mean(gains)), "steady": float(np.mean(steady)),
+            "paths": len(pairs), "ms": statistics.mean(times), "examples": examples}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--shared", type=Path, default=ROOT.parent / "shared")
+    parser.add_argument("--analogies", type=int, default=8, help="rule-made analogies of each kind")
+    parser.add_argument("--pairs", type=int, default=40)
+    parser.add_argument("--steps", type=int, default=6)
+    parser.add_argument("--settings", nargs="+", choices=sorted(SETTINGS), default=["app", "api"])
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--show", type=int, default=10, help="misses and paths to print")
+    parser.add_argument("--skip", nargs="*", choices=["analogies", "interpolations"], default=[])
+    parser.add_argument("--no-fluency", action="store_true", help="choose by cosine alone (no language model)")
+    parser.add_argument("--no-edits", action="store_true", help="no candidates made of the given sentences' word edits")
+    args = parser.parse_args(argv)
+    torch.set_num_threads(args.threads)
+    print(machine_line(), flush=True)
+    engine = Engine.load()
+    if engine.decoder is None:
+        print("no Vec2Sent decoder for the shipped encoder", file=sys.stderr)
+        return 2
+    # A small fixed reference keeps the timings about the decoding (the app's default is larger).
+    reference = EmbeddedTexts(["a"], l2_normalize(engine.encode(["a"])), name="one text")
+    pairs = [] if "interpolations" in args.skip else interpolation_pairs(args.shared, args.pairs)
+    flags = "".join(f", {flag}" for flag, on in [("no fluency", args.no_fluency), ("no edits", args.no_edits)] if on)
+    options = {"edits": not args.no_edits, **({"fluency": None} if args.no_fluency else {})}
+    for name in args.settings:
+        setting = {**SETTINGS[name], **options}
+        if "analogies" not in args.skip:
+            a = analogy_scores(engine, setting, args.analogies, reference, args.show)
+            kinds = ", ".join(f"{k} {v:.0%}" for k, v in sorted(a["by_kind"].items()))
+            print(f"[{name}{flags}] analogies: {a['exact']:.1%} exact of {a['n']} ({kinds}); {a['ms']:.0f} ms each")
+            for miss in a["misses"]:
+                print(f"    miss  {miss}")
+            sys.stdout.flush()
+        if pairs:
+            p = interpolation_scores(engine, setting, pairs, args.steps, reference, min(args.show, 5))
+            print(f"[{name}{flags}] interpolations ({p['paths']} paths, {args.steps} steps): own sentence "
+                  f"{p['own']:.1%} of interior points, fidelity gain {p['gain']:+.4f}, steady {p['steady']:.1%}; "
+                  f"{p['ms']:.0f} ms a path")
+            for example in p["examples"]:
+                print(f"    path  {example}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,208 @@
+"""The dev set for paths through the embedding space (issue 59): analogies with the sentence each
+should decode to, and pairs of related sentences to interpolate between.
+
+Analogies are made by rule from small word lists written here (swaps of gender, number, tense,
+negation, verb, object and its article, place, time, adjective, question form, weather, captions),
+plus a few written by hand. Each one is a : b :: c : expected, where b differs from a by one change
+and expected is c with the same change, written out grammatically (plurals, past forms, "a"/"an").
+
+Interpolation pairs are related but different sentences from STS-B's dev split (gold similarity
+2-4, 4-15 words each), which the decoder never trained on (its corpus leaves out every benchmark's
+dev and test splits). The set is for development: the issue's own evaluation sets are elsewhere.
+"""
+from __future__ import annotations
+
+import random
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class PathAnalogy:
+    kind: str
+    a: str
+    b: str
+    c: str
+    expected: str
+
+
+def words_of(text: str) -> tuple[str, ...]:
+    """Lower-case words of a sentence, punctuation left out: how an answer is compared."""
+    return tuple(re.findall(r"[a-z0-9']+", text.lower()))
+
+
+# ---- word lists -----------------------------------------------------------------------------------
+
+GENDER = [("man", "woman"), ("boy", "girl"), ("king", "queen"), ("father", "mother"), ("brother", "sister"),
+          ("husband", "wife"), ("son", "daughter"), ("uncle", "aunt"), ("actor", "actress"), ("prince", "princess")]
+ACTIVITIES = ["walking", "running", "singing", "cooking", "reading a book", "swimming", "sleeping", "dancing",
+              "writing a letter", "eating an apple", "laughing", "driving a car", "painting a picture"]
+NOUNS = [("dog", "dogs"), ("cat", "cats"), ("child", "children"), ("horse", "horses"), ("bird", "birds"),
+         ("man", "men"), ("woman", "women"), ("baby", "babies"), ("boy", "boys"), ("girl", "girls"),
+         ("mouse", "mice"), ("puppy", "puppies"), ("fox", "foxes"), ("sheep", "sheep")]
+NUMBERS = ["Two", "Three", "Four"]
+INTRANSITIVE = ["sleeping", "eating", "playing", "running", "jumping", "sitting", "resting", "waiting"]
+PAST = [("opens", "opened", "the door"), ("closes", "closed", "the window"), ("buys", "bought", "bread"),
+        ("eats", "ate", "an apple"), ("writes", "wrote", "a letter"), ("drinks", "drank", "coffee"),
+        ("watches", "watched", "television"), ("cleans", "cleaned", "the kitchen"), ("visits", "visited", "Paris"),
+        ("paints", "painted", "the fence"), ("plays", "played", "football"), ("sells", "sold", "the car"),
+        ("finds", "found", "the keys"), ("sings", "sang", "a song"), ("teaches", "taught", "English")]
+SUBJECTS = ["She", "He", "My brother", "The teacher", "Our neighbour"]
+LIKES = ["tea", "coffee", "music", "football", "chocolate", "winter", "this song", "the city", "dogs", "cheese"]
+STATES = ["happy", "tired", "hungry", "ready", "angry", "busy", "afraid", "sick", "late", "sure"]
+PEOPLE = ["I", "You", "We", "They"]
+VERB_SWAPS = [("bought", "sold"), ("opened", "closed"), ("won", "lost"), ("started", "finished"),
+              ("loves", "hates"), ("found", "lost"), ("remembered", "forgot")]
+SWAP_OBJECTS = ["a car", "the house", "the game", "the book", "the door", "the letter", "the race", "the job"]
+ARTICLE_NOUNS = ["dog", "elephant", "apple", "house", "owl", "umbrella", "horse", "orange", "car", "egg",
+                 "island", "tree"]
+SEERS = ["She", "He", "I", "We", "The child"]
+PLACES = ["Paris", "London", "Berlin", "Tokyo", "Rome", "Madrid", "Chicago", "Sydney"]
+LIVES = [("We", "live"), ("They", "work"), ("She", "studies"), ("He", "teaches"), ("I", "live"), ("My sister", "works")]
+TIMES = [("It", "is", "was", "today", "yesterday"), ("I", "am", "was", "now", "yesterday"),
+         ("They", "are", "were", "today", "last week")]
+TIME_STATES = {"It": ["sunny", "cold", "warm", "quiet", "late", "windy"],
+               "I": ["busy", "tired", "happy", "free", "at home", "hungry"],
+               "They": ["busy", "tired", "happy", "free", "at home", "hungry"]}
+ANTONYMS = [("big", "small"), ("hot", "cold"), ("old", "new"), ("happy", "sad"), ("fast", "slow"),
+            ("clean", "dirty"), ("expensive", "cheap"), ("long", "short"), ("heavy", "light")]
+THINGS = ["house", "car", "dog", "room", "road", "coffee", "book", "table", "city", "bag"]
+QUESTIONS = [("You", "are", "Are you"), ("She", "can", "Can she"), ("He", "is", "Is he"), ("They", "are", "Are they"),
+             ("We", "can", "Can we"), ("It", "is", "Is it")]
+Q_REST = ["happy", "tired", "ready", "at home", "a doctor", "an engineer", "swim", "drive", "cook", "late",
+          "in London", "open"]
+WEATHER = [("raining", "snowing"), ("sunny", "cloudy"), ("cold", "hot"), ("windy", "foggy")]
+CAPTION_SCENES = [("A dog runs", "A cat sleeps", "A child plays", "A man sits", "A bird lands"),
+                  ("on the grass", "on the beach", "in the snow", "by the river", "under a tree")]
+
+
+def _article(word: str) -> str:
+    return "an" if word[0] in "aeiou" else "a"
+
+
+def _q_fits(verb: str, rest: str) -> bool:
+    """Whether `rest` follows `verb` ("can" takes a verb, "is"/"are" an adjective, place or noun)."""
+    is_verb = rest in ("swim", "drive", "cook")
+    return is_verb == (verb == "can")
+
+
+def _rule_analogies(rng: random.Random, per_kind: int) -> list[PathAnalogy]:
+    out: list[PathAnalogy] = []
+
+    def add(kind: str, make) -> None:
+        seen = set()
+        for _ in range(per_kind * 20):
+            item = make()
+            if item is not None and item not in seen and len({item[0], item[1], item[2], item[3]}) == 4:
+                seen.add(item)
+                out.append(PathAnalogy(kind, *item))
+            if len(seen) == per_kind:
+                break
+
+    def gender():
+        (m, f), (act1, act2) = rng.choice(GENDER), rng.sample(ACTIVITIES, 2)
+        return (f"The {m} is {act1}.", f"The {f} is {act1}.", f"The {m} is {act2}.", f"The {f} is {act2}.")
+
+    def number():
+        (n1, p1), (n2, p2) = rng.sample(NOUNS, 2)
+        v1, v2 = rng.sample(INTRANSITIVE, 2)
+        k = rng.choice(NUMBERS)
+        return (f"A {n1} is {v1}.", f"{k} {p1} are {v1}.", f"A {n2} is {v2}.", f"{k} {p2} are {v2}.")
+
+    def tense():
+        (p1, d1, o1), (p2, d2, o2) = rng.sample(PAST, 2)
+        s1, s2 = rng.choice(SUBJECTS), rng.choice(SUBJECTS)
+        return (f"{s1} {p1} {o1}.", f"{s1} {d1} {o1}.", f"{s2} {p2} {o2}.", f"{s2} {d2} {o2}.")
+
+    def negation():
+        if rng.random() < 0.5:
+            who, (x, y) = rng.choice(PEOPLE), rng.sample(LIKES, 2)
+            return (f"{who} like {x}.", f"{who} do not like {x}.", f"{who} like {y}.", f"{who} do not like {y}.")
+        (s1, s2), (x, y) = rng.sample([("He", "is"), ("She", "is"), ("They", "are"), ("I", "am")], 2), rng.sample(STATES, 2)
+        return (f"{s1[0]} {s1[1]} {x}.", f"{s1[0]} {s1[1]} not {x}.", f"{s2[0]} {s2[1]} {y}.", f"{s2[0]} {s2[1]} not {y}.")
+
+    def verb():
+        (v, w), (o1, o2) = rng.choice(VERB_SWAPS), rng.sample(SWAP_OBJECTS, 2)
+        who = rng.choice(["I", "She", "He", "They"])
+        return (f"{who} {v} {o1}.", f"{who} {w} {o1}.", f"{who} {v} {o2}.", f"{who} {w} {o2}.")
+
+    def obj():
+        (x, y), (s1, s2) = rng.sample(ARTICLE_NOUNS, 2), rng.sample(SEERS, 2)
+        return (f"{s1} saw {_article(x)} {x}.", f"{s1} saw {_article(y)} {y}.",
+                f"{s2} saw {_article(x)} {x}.", f"{s2} saw {_article(y)} {y}.")
+
+    def place():
+        (x, y), ((s1, v1), (s2, v2)) = rng.sample(PLACES, 2), rng.sample(LIVES, 2)
+        return (f"{s1} {v1} in {x}.", f"{s1} {v1} in {y}.", f"{s2} {v2} in {x}.", f"{s2} {v2} in {y}.")
+
+    def time():
+        who, now, then, t1, t2 = rng.choice(TIMES)
+        x, y = rng.sample(TIME_STATES[who], 2)
+        return (f"{who} {now} {x} {t1}.", f"{who} {then} {x} {t2}.", f"{who} {now} {y} {t1}.", f"{who} {then} {y} {t2}.")
+
+    def adjective():
+        (big, small), (x, y) = rng.choice(ANTONYMS), rng.sample(THINGS, 2)
+        return (f"The {x} is {big}.", f"The {x} is {small}.", f"The {y} is {big}.", f"The {y} is {small}.")
+
+    def question():
+        who, verb_, asked = rng.choice(QUESTIONS)
+        fitting = [r for r in Q_REST if _q_fits(verb_, r)]
+        x, y = rng.sample(fitting, 2)
+        return (f"{who} {verb_} {x}.", f"{asked} {x}?", f"{who} {verb_} {y}.", f"{asked} {y}?")
+
+    def weather():
+        (x, y), (p, q) = rng.choice(WEATHER), rng.sample(PLACES, 2)
+        be = "It is"
+        return (f"{be} {x} in {p}.", f"{be} {y} in {p}.", f"{be} {x} in {q}.", f"{be} {y} in {q}.")
+
+    def caption():
+        (s1, s2), (w1, w2) = rng.sample(CAPTION_SCENES[0], 2), rng.sample(CAPTION_SCENES[1], 2)
+        return (f"{s1} {w1}.", f"{s1} {w2}.", f"{s2} {w1}.", f"{s2} {w2}.")
+
+    for kind, make in [("gender", gender), ("number", number), ("tense", tense), ("negation", negation),
+                       ("verb", verb), ("object", obj), ("place", place), ("time", time),
+                       ("adjective", adjective), ("question", question), ("weather", weather), ("caption", caption)]:
+        add(kind, make)
+    return out
+
+
+HAND_WRITTEN = [
+    PathAnalogy("hand", "The man is walking.", "The woman is walking.", "The man is running.", "The woman is running."),
+    PathAnalogy("hand", "A dog is sleeping.", "Two dogs are sleeping.", "A cat is eating.", "Two cats are eating."),
+    PathAnalogy("hand", "I bought a car.", "I sold a car.", "I bought a house.", "I sold a house."),
+    PathAnalogy("hand", "It is sunny today.", "It is raining today.", "It was sunny yesterday.", "It was raining yesterday."),
+    PathAnalogy("hand", "He has one brother.", "He has two brothers.", "She has one sister.", "She has two sisters."),
+    PathAnalogy("hand", "The king rules the country.", "The queen rules the country.", "The king lives in a castle.",
+                "The queen lives in a castle."),
+    PathAnalogy("hand", "She owns a house.", "She owns two houses.", "He owns a car.", "He owns two cars."),
+    PathAnalogy("hand", "I am tired today.", "I was tired yesterday.", "I am hungry today.", "I was hungry yesterday."),
+    PathAnalogy("hand", "He is a teacher.", "He is an engineer.", "She is a teacher.", "She is an engineer."),
+    PathAnalogy("hand", "The door is open.", "The door is not open.", "The shop is open.", "The shop is not open."),
+    PathAnalogy("hand", "You like pizza.", "Do you like pizza?", "You like pasta.", "Do you like pasta?"),
+    PathAnalogy("hand", "The children are playing outside.", "The children are playing inside.",
+                "The dogs are sleeping outside.", "The dogs are sleeping inside."),
+]
+
+
+def path_analogies(per_kind: int = 8, seed: int = 0) -> list[PathAnalogy]:
+    """`per_kind` rule-made analogies of each of the 12 kinds (seeded) and the hand-written ones."""
+    return _rule_analogies(random.Random(seed), per_kind) + HAND_WRITTEN
+
+
+STSB_DEV = Path("data/senteval/STS/STSBenchmark/sts-dev.csv")
+
+
+def interpolation_pairs(shared: Path, limit: int = 40, seed: int = 0) -> list[tuple[str, str]]:
+    """`limit` pairs of related but different sentences (STS-B dev, gold 2-4, 4-15 words each),
+    a seeded sample; FileNotFoundError naming the file when ../shared is not there."""
+    file = Path(shared) / STSB_DEV
+    pairs = []
+    for line in file.read_text(encoding="utf-8").splitlines():
+        cols = line.split("\t")
+        if len(cols) < 7:
+            continue
+        score, x, y = float(cols[4]), cols[5].strip(), cols[6].strip()
+        if 2.0 <= score <= 4.0 and all(4 <= len(s.split()) <= 15 for s in (x, y)) and words_of(x) != words_of(y):
+            pairs.append((x, y))
+    return random.Random(seed).sample(pairs, min(limit, len(pairs)))

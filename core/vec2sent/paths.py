@@ -1,0 +1,150 @@
+"""Candidate sentences made from the sentences a path is built of, and the choice along a path.
+
+The decoder alone reads a point between two sentences as one end or the other, and an analogy's
+vector b - a + c as a sentence that slips on grammar. Both paths come with sentences that lie near
+their points: word edits of the ends they were built from.
+
+- `transfer_edit(a, b, c)`: c with the word edits that turn a into b ("The man is walking." ->
+  "The woman is walking." applied to "The man is running." gives "The woman is running."), or None
+  when an edit does not apply to c. It is only a candidate: it is shown when it fits b - a + c at
+  least as well as what the decoder wrote, by the encoder's cosine.
+- `edit_path(x, y)`: sentences made by applying some of the word edits that turn x into y.
+- `walk(fits, to_start, own, bonus)`: one candidate per point of an interpolation, best fitting
+  overall, such that the chosen sentences' cosine to the start never rises from step to step.
+"""
+from __future__ import annotations
+
+import random
+import re
+from difflib import SequenceMatcher
+from itertools import combinations
+from typing import Sequence
+
+import numpy as np
+
+from core.text import detokenize
+
+MAX_EDIT_PATH = 64  # sentences an edit path offers at most (2^edits grows fast)
+Edit = tuple[int, int, list[str]]  # (start, end, new words): x's words [start:end] become `new words`
+
+
+def _words(text: str) -> list[str]:
+    """Words and punctuation of `text`, its first word in lower case unless it is "I" (it may move
+    inside a sentence; the decoder's truecaser restores the capitals of names afterwards)."""
+    words = re.findall(r"\w+(?:'\w+)?|[^\w\s]", text)
+    if words and words[0] != "I":
+        words[0] = words[0].lower()
+    return words
+
+
+def _lower(words: Sequence[str]) -> list[str]:
+    return [w.lower() for w in words]
+
+
+def word_edits(x: Sequence[str], y: Sequence[str]) -> list[Edit]:
+    """The edits that turn the words x into y, smallest first: a replacement of as many words by as
+    many is split into one edit a word (so "a dog is" -> "two dogs are" is three edits)."""
+    edits: list[Edit] = []
+    for op, i1, i2, j1, j2 in SequenceMatcher(a=_lower(x), b=_lower(y), autojunk=False).get_opcodes():
+        if op == "equal":
+            continue
+        if op == "replace" and i2 - i1 == j2 - j1:
+            edits.extend((i1 + k, i1 + k + 1, [y[j1 + k]]) for k in range(i2 - i1))
+        else:
+            edits.append((i1, i2, list(y[j1:j2])))
+    return edits
+
+
+def apply_edits(words: Sequence[str], edits: Sequence[Edit]) -> list[str]:
+    """`words` with `edits` (non-overlapping, on `words`' own positions) applied."""
+    out, at = [], 0
+    for start, end, new in sorted(edits, key=lambda e: (e[0], e[1])):
+        out += list(words[at:start]) + list(new)
+        at = end
+    return out + list(words[at:])
+
+
+def _sentence(words: Sequence[str]) -> str:
+    text = detokenize(words)
+    return text[:1].upper() + text[1:]
+
+
+def transfer_edit(a: str, b: str, c: str) -> str | None:
+    """c with the word edits of a -> b applied where a's words stand in c; None when a and b are the
+    same, or an edit's words (or, for an insertion, its neighbour) are not matched in c."""
+    wa, wb, wc = _words(a), _words(b), _words(c)
+    edits = word_edits(wa, wb)
+    if not edits:
+        return None
+    to_c = {}  # a's word index -> c's, along their common words
+    for block in SequenceMatcher(a=_lower(wa), b=_lower(wc), autojunk=False).get_matching_blocks():
+        to_c.update({block.a + k: block.b + k for k in range(block.size)})
+    moved = []
+    for start, end, new in edits:
+        if end > start:
+            if not all(i in to_c for i in range(start, end)) or to_c[end - 1] - to_c[start] != end - start - 1:
+                return None
+            moved.append((to_c[start], to_c[end - 1] + 1, new))
+        elif start == 0:
+            moved.append((0, 0, new))
+        elif start - 1 in to_c:
+            moved.append((to_c[start - 1] + 1, to_c[start - 1] + 1, new))
+        else:
+            return None
+    if len({(s, e) for s, e, _ in moved}) < len(moved):
+        return None
+    return _sentence(apply_edits(wc, moved))
+
+
+def edit_path(x: str, y: str, limit: int = MAX_EDIT_PATH, seed: int = 0) -> list[str]:
+    """Sentences between x and y: x with some (not none, not all) of the word edits x -> y applied.
+    With few edits every subset; with many, each edit alone, all but each one, the prefixes and
+    suffixes in sentence order, then seeded random subsets, up to `limit` sentences."""
+    wx, wy = _words(x), _words(y)
+    edits = word_edits(wx, wy)
+    n = len(edits)
+    if n < 2:
+        return []
+    if 2 ** n - 2 <= limit:
+        subsets = [s for k in range(1, n) for s in combinations(range(n), k)]
+    else:
+        subsets = [(i,) for i in range(n)] + [tuple(j for j in range(n) if j != i) for i in range(n)]
+        subsets += [tuple(range(k)) for k in range(2, n - 1)] + [tuple(range(k, n)) for k in range(2, n - 1)]
+        rng = random.Random(seed)
+        while len(set(subsets)) < limit:
+            subsets.append(tuple(sorted(rng.sample(range(n), rng.randint(2, n - 2)))))
+    texts = [_sentence(apply_edits(wx, [edits[i] for i in subset])) for subset in dict.fromkeys(subsets)]
+    return list(dict.fromkeys(texts))[:limit]
+
+
+def walk(fits: np.ndarray, to_start: np.ndarray, bonus: np.ndarray) -> list[int]:
+    """One candidate per point: fits (P, C) the cosine of each candidate to each point, to_start (C,)
+    each candidate's cosine to the path's start, bonus (P, C) added to a fit (e.g. for a sentence of
+    the point's own, -inf to rule a candidate out). Returns the candidates, one a point, with the
+    highest total of fit + bonus whose cosine to the start never rises from point to point."""
+    score = fits + bonus  # (P, C)
+    order = np.argsort(-to_start, kind="stable")  # candidates from nearest the start to farthest
+    # best[p, r]: the best total up to point p ending on a candidate of rank >= ... (non-increasing to_start
+    # means the rank along `order` never decreases); a running maximum over ranks gives it in O(P C).
+    ranked = score[:, order]  # (P, C)
+    total = ranked[0].copy()
+    back = np.zeros(ranked.shape, dtype=np.int64)
+    for p in range(1, len(ranked)):
+        best_before = np.maximum.accumulate(total)  # best total at p-1 over ranks <= r
+        arg_before = _running_argmax(total)
+        total = best_before + ranked[p]
+        back[p] = arg_before
+    path = [int(np.argmax(total))]
+    for p in range(len(ranked) - 1, 0, -1):
+        path.append(int(back[p, path[-1]]))
+    return [int(order[r]) for r in reversed(path)]
+
+
+def _running_argmax(values: np.ndarray) -> np.ndarray:
+    """For each r, the index of the largest of values[:r + 1] (the first on ties)."""
+    out, best = np.zeros(len(values), dtype=np.int64), 0
+    for r, value in enumerate(values):
+        if value > values[best]:
+            best = r
+        out[r] = best
+    return out

@@ -1,0 +1,112 @@
+"""Fluency (core/vec2sent/fluency.py): a causal LM's log-probability of a sentence, and the rule by
+which it chooses among candidates that fit a vector about as well."""
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from core.vec2sent.fluency import (FLUENCY_ENV, FluencyModel, FluencySettings, NoFluencyModelError, choose_fluent,
+                                   competitors, default_gguf)
+
+
+@pytest.fixture(scope="module")
+def tiny_lm_dir(tiny_mlm_dir, tmp_path_factory) -> Path:
+    """A tiny random Llama causal LM over the tiny BERT tokenizer's pieces."""
+    from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
+
+    folder = tmp_path_factory.mktemp("tiny_lm")
+    tokenizer = AutoTokenizer.from_pretrained(tiny_mlm_dir)
+    torch.manual_seed(0)
+    config = LlamaConfig(vocab_size=len(tokenizer), hidden_size=16, intermediate_size=32, num_hidden_layers=2,
+                         num_attention_heads=2, num_key_value_heads=2, max_position_embeddings=64)
+    LlamaForCausalLM(config).save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return folder
+
+
+class LengthLM(FluencyModel):
+    """A stand-in language model to which a shorter text reads better: -len(text) nats."""
+
+    def __init__(self) -> None:
+        self.asked: list[list[str]] = []
+
+    def log_probs(self, texts):
+        self.asked.append(list(texts))
+        return np.array([-float(len(t)) for t in texts])
+
+
+def test_a_texts_log_probability_does_not_depend_on_its_batch(tiny_lm_dir):
+    lm = FluencyModel.load(tiny_lm_dir, precision="float32")
+    texts = ["the dog is happy", "a red car in the road with the king and the queen", "who"]
+    together = lm.log_probs(texts)
+    alone = np.array([lm.log_probs([t])[0] for t in texts])
+    assert together.shape == (3,) and np.all(together < 0) or together[2] == 0
+    np.testing.assert_allclose(together, alone, rtol=1e-4, atol=1e-4)
+    assert lm.log_probs([]).shape == (0,)
+
+
+def test_log_probability_is_the_sum_over_the_pieces(tiny_lm_dir):
+    lm = FluencyModel.load(tiny_lm_dir, precision="float32")
+    ids = lm.tokenizer("the dog is happy", add_special_tokens=False)["input_ids"]
+    with torch.no_grad():
+        logits = lm.model(input_ids=torch.tensor([ids])).logits[0].log_softmax(-1)
+    by_hand = sum(float(logits[i, ids[i + 1]]) for i in range(len(ids) - 1))  # no BOS: the first piece is given
+    assert lm.log_probs(["the dog is happy"])[0] == pytest.approx(by_hand, abs=1e-4)
+
+
+def test_only_candidates_within_the_margin_compete_and_fluency_decides_among_them():
+    settings = FluencySettings(margin=0.03, pool=3, weight=0.004)
+    cosines = [0.90, 0.91, 0.80, 0.895, 0.89]
+    assert competitors(cosines, settings) == [1, 0, 3]  # the best 3 by cosine, all within 0.03 of .91
+    # "two house house" (index 1) loses to "two houses" (index 0) by 16 nats = .064 of cosine
+    assert choose_fluent(cosines, [1, 0, 3], [-48.0, -32.0, -45.0], settings) == 0
+    # a near tie in log-probability leaves the better fit
+    assert choose_fluent(cosines, [1, 0, 3], [-40.0, -40.5, -40.2], settings) == 1
+    assert choose_fluent([0.5, 0.9], competitors([0.5, 0.9], settings), [], settings) == 1  # no rival
+
+
+@pytest.mark.parametrize("bad", [{"margin": -0.1}, {"pool": 0}, {"pool": 33}, {"weight": 2.0}])
+def test_fluency_settings_are_bounded(bad):
+    with pytest.raises(ValueError, match="fluency needs"):
+        FluencySettings(**bad)
+
+
+def test_the_environment_chooses_or_turns_off_the_default_model(monkeypatch, tmp_path):
+    monkeypatch.setenv(FLUENCY_ENV, "none")
+    assert default_gguf() is None
+    monkeypatch.setenv(FLUENCY_ENV, str(tmp_path / "lm.gguf"))
+    assert default_gguf() == tmp_path / "lm.gguf"
+    with pytest.raises(NoFluencyModelError, match="no language model"):
+        FluencyModel.load(tmp_path / "missing.gguf")
+
+
+def test_decode_with_fluency_picks_the_rival_the_language_model_prefers(engine):
+    from tests.test_engine_decode import SENTENCES
+
+    vectors = engine.encode(SENTENCES[:3])
+    plain = engine.decode(vectors, beam=4, correct=None)
+    lm = LengthLM()
+    engine.reader.set_fluency(lm)
+    try:
+        assert engine.decode(vectors, beam=4, correct=None, fluency=FluencySettings(margin=0.0)) == plain
+        fluent = engine.decode(vectors, beam=4, correct=None, fluency=FluencySettings(margin=0.5, pool=32, weight=1.0))
+    finally:
+        engine.reader.set_fluency(None)
+    hypotheses = engine.decoder.hypotheses(vectors, beam_width=4)
+    for text, row in zip(fluent, hypotheses):
+        assert len(text) == min(len(h) for h in row if h.strip())  # 1 cosine per nat: the shortest wins
+    assert len(lm.asked) == 1  # every row's rivals were scored in one batch
+
+
+@pytest.fixture(scope="module")
+def engine(tiny_mlm_dir, tmp_path_factory):
+    from core import Engine
+    from tests.test_engine_decode import write_decoder
+
+    encoder_dir = Engine.from_base(str(tiny_mlm_dir)).save(tmp_path_factory.mktemp("checkpoints") / "encoder")
+    write_decoder(encoder_dir.parent / "vec2sent-tiny", Engine.load(encoder_dir, decoder=None))
+    return Engine.load(encoder_dir)
