@@ -277,12 +277,21 @@ def fly_to(fig: go.Figure, xy: np.ndarray, coords: np.ndarray, zoom: float = SEA
     return fig
 
 
-def path_figure(coords: np.ndarray, labels: Sequence[str], title: str, context: np.ndarray,
-                context_texts: Sequence[str]) -> go.Figure:
-    """A 2-D path through the points in order, each labelled, over context points (hover: text)."""
-    fig = scatter_figure(context, context_texts, ["nearest reference sentences"] * len(context_texts), title)
-    fig.add_trace(go.Scatter(x=coords[:, 0], y=coords[:, 1], mode="lines+markers+text", text=list(labels),
-                             name="interpolation", textposition="top center", hoverinfo="text"))
+def path_chart(points: Sequence) -> go.Figure:
+    """An interpolation by step (core.readout.InterpolationPoint): each step's cosine to the two ends
+    (dashed) and, with a decoder, its sentence's cosine to its point and to the two ends' sentences."""
+    alphas = [p.alpha for p in points]
+    fig = go.Figure()
+    lines = [("point · From", [p.cos_x for p in points], "dash"), ("point · To", [p.cos_y for p in points], "dash")]
+    if points and points[0].fit is not None:
+        lines += [("sentence · its point", [p.fit for p in points], "solid"),
+                  ("sentence · From", [p.decoded_cos_x for p in points], "solid"),
+                  ("sentence · To", [p.decoded_cos_y for p in points], "solid")]
+    for name, values, dash in lines:
+        fig.add_trace(go.Scatter(x=alphas, y=values, name=name, mode="lines+markers", line=dict(dash=dash),
+                                 text=[p.decoded or "" for p in points], hovertemplate="%{y:.3f}<br>%{text}"))
+    fig.update_layout(title="Cosines along the path", xaxis_title="alpha (0 = From, 1 = To)", yaxis_title="cosine",
+                      margin=dict(l=10, r=10, t=40, b=10), legend=dict(orientation="h"))
     return fig
 
 

@@ -268,10 +268,14 @@ class AnalogyResult(Reading):
 
 @dataclass
 class InterpolationPoint(Reading):
-    """The point (1 - alpha) * x + alpha * y and its cosines to the two ends."""
+    """The point (1 - alpha) * x + alpha * y and its cosines to the two ends; with a decoder, its
+    sentence's cosines to the point (`fit`) and to the two ends' sentences (None without one)."""
     alpha: float
     cos_x: float
     cos_y: float
+    fit: float | None = None
+    decoded_cos_x: float | None = None
+    decoded_cos_y: float | None = None
 
 
 # ---- the reader ----------------------------------------------------------------------------------
@@ -488,11 +492,18 @@ class VectorReader:
         alphas = np.linspace(0.0, 1.0, int(steps), dtype=np.float32)  # (steps,)
         vectors = (1 - alphas[:, None]) * ends[0] + alphas[:, None] * ends[1]  # (steps, d)
         cosines = self.model.similarity(vectors, ends)  # (steps, 2)
-        decoded = (self.walk_path(x, y, vectors, beam, refine, correct, fluency, edits) if self.decoder is not None
-                   else [None] * len(vectors))
         words, nearest = self._words_and_nearest(vectors, reference, k)
-        return [InterpolationPoint(v, d, w, n, float(alpha), float(cos[0]), float(cos[1]))
-                for v, d, w, n, alpha, cos in zip(vectors, decoded, words, nearest, alphas, cosines, strict=True)]
+        points = [InterpolationPoint(v, None, w, n, float(alpha), float(cos[0]), float(cos[1]))
+                  for v, w, n, alpha, cos in zip(vectors, words, nearest, alphas, cosines, strict=True)]
+        if self.decoder is None:
+            return points
+        decoded = self.walk_path(x, y, vectors, beam, refine, correct, fluency, edits)
+        embedded = l2_normalize(self.model.encode([*decoded, x, y]))  # (steps + 2, d)
+        fits = (embedded[:-2] * l2_normalize(vectors)).sum(1)  # (steps,)
+        to_ends = embedded[:-2] @ embedded[-2:].T  # (steps, 2)
+        for point, text, fit, (to_x, to_y) in zip(points, decoded, fits, to_ends, strict=True):
+            point.decoded, point.fit, point.decoded_cos_x, point.decoded_cos_y = text, float(fit), float(to_x), float(to_y)
+        return points
 
     def walk_path(self, x: str, y: str, points: np.ndarray, beam: int = 5, refine: RefineSettings | None = None,
                   correct: CorrectSettings | None = DEFAULT_CORRECTION,

@@ -2,9 +2,7 @@
 sentences, decoded by Vec2Sent, with the nearest reference sentences."""
 from __future__ import annotations
 
-import numpy as np
-
-from core.readout import InterpolationPoint, Reference, describe_borrowed
+from core.readout import describe_borrowed
 from core.vec2sent import APP_BEAM, MOST_EXACT
 
 from .. import services as sv
@@ -41,8 +39,9 @@ class AnalogyHandlers(TabHandlers):
 
     def interpolation(self, a: str, b: str, steps: int, refine: bool = False, reference: str = sv.LARGEST_READY,
                       session: Session | None = None, progress: sv.Progress = sv.no_progress):
-        """(table rows per step, a 2-D map of the path among the nearest texts of `reference`);
-        `refine` and `reference` as in `analogy`, for every step."""
+        """(table rows per step: alpha, sentence, its cosine to its point and to the two ends, top words,
+        the nearest text of `reference`; a line chart of those cosines by step); `refine` and
+        `reference` as in `analogy`, for every step."""
         public = self.backend.public
         if not 2 <= int(steps) <= 50:
             raise ValueError("The number of steps must be between 2 and 50.")
@@ -53,20 +52,13 @@ class AnalogyHandlers(TabHandlers):
         reference = session.reference(active, reference, progress)
         points = active.engine.interpolate(x, y, int(steps), reference=reference, k=3,
                                           beam=APP_BEAM, **_exactness(refine))
-        rows = [[round(p.alpha, 3), p.decoded or "(no decoder)", views.word_list(p.words), round(p.cos_x, 4),
-                 round(p.cos_y, 4)] for p in points]
-        return rows, self._path_map(points, reference)
+        rows = [[round(p.alpha, 3), p.decoded or "(no decoder)", *(_rounded(c) for c in (p.fit, p.decoded_cos_x, p.decoded_cos_y)),
+                 views.word_list(p.words), p.nearest[0][0] if p.nearest else ""] for p in points]
+        return rows, views.path_chart(points)
 
-    def _path_map(self, points: list[InterpolationPoint], reference: Reference):
-        vectors = np.stack([p.vector for p in points])  # (steps, d)
-        unit = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
-        k = max(len(p.nearest) for p in points)  # the rows of the texts each point shows, searched again by index
-        rows = list(dict.fromkeys(i for hits in reference.nearest(unit, k) for i, _ in hits))
-        neighbours, context = [reference.texts[i] for i in rows], reference.rows(rows)
-        projection = self.backend.projector.project(np.vstack([unit, context]), "UMAP", 2)
-        n = len(points)
-        return views.path_figure(projection.coords[:n], [f"α={p.alpha:.2f}" for p in points],
-                                 f"Interpolation path ({projection.method})", projection.coords[n:], neighbours)
+
+def _rounded(value: float | None) -> float | None:
+    return None if value is None else round(value, 3)
 
 
 def _exactness(refine: bool) -> dict:
