@@ -67,8 +67,8 @@ def start_studio(spec: ModelSpec, checkpoints: Path, warm_up_umap: bool = True, 
 def prepare_model(active: ActiveModel, progress: sv.Progress = sv.no_progress, open_vocabulary: bool = True) -> None:
     """Build, in this order, what a model's answers need: the word scoring (a reverse-dictionary
     query builds its int8 matrices), the open vocabulary (`Engine.enable_open_vocabulary`, cached per
-    model: minutes the first time), the reference sentences, the Vec2Sent decoder and the untrained
-    twin that "compare" uses (~20 s)."""
+    model: minutes the first time), the reference sentences, the Vec2Sent decoder with the language
+    model that judges its paths' grammar, and the untrained twin that "compare" uses (~20 s)."""
     active.engine.predict_words("a word")
     if open_vocabulary and active.engine.words.open_vocab is None:
         embedded = recording_progress(active, lambda done, total, left: progress(
@@ -81,8 +81,9 @@ def prepare_model(active: ActiveModel, progress: sv.Progress = sv.no_progress, o
             active.open_vocab_progress = None
     progress(0.7, desc="embedding the reference sentences")
     active.reference()
-    progress(0.85, desc="loading the decoder and the untrained twin")
+    progress(0.85, desc="loading the decoder, its language model and the untrained twin")
     _ = active.engine.decoder  # found and loaded now rather than by the first analogy
+    _ = active.engine.reader.fluency_model if active.engine.decoder is not None else None  # analogies' grammar
     _ = active.untrained()
     engine = active.engine
     if engine.words.open_vocab is not None and not engine.words.compact and engine.vocabulary_layout_path().is_file():

@@ -71,29 +71,67 @@ def _sentence(words: Sequence[str]) -> str:
 
 def transfer_edit(a: str, b: str, c: str) -> str | None:
     """c with the word edits of a -> b applied where a's words stand in c; None when a and b are the
-    same, or an edit's words (or, for an insertion, its neighbour) are not matched in c."""
+    same, or an edit's words (or, for an insertion, its neighbour) have no counterpart in c.
+
+    A word of a that c shares is replaced as in b ("man" -> "woman"). A word of a that c lacks may
+    stand at the same place in c, between the same shared words ("A dog is" / "A cat is"); there the
+    change of its ending carries over ("dog" -> "dogs" makes "cat" -> "cats"), when c's word ends as
+    a's did."""
     wa, wb, wc = _words(a), _words(b), _words(c)
     edits = word_edits(wa, wb)
     if not edits:
         return None
-    to_c = {}  # a's word index -> c's, along their common words
-    for block in SequenceMatcher(a=_lower(wa), b=_lower(wc), autojunk=False).get_matching_blocks():
-        to_c.update({block.a + k: block.b + k for k in range(block.size)})
+    to_c = _counterparts(wa, wc)
     moved = []
     for start, end, new in edits:
         if end > start:
-            if not all(i in to_c for i in range(start, end)) or to_c[end - 1] - to_c[start] != end - start - 1:
+            if not all(i in to_c for i in range(start, end)) or to_c[end - 1][0] - to_c[start][0] != end - start - 1:
                 return None
-            moved.append((to_c[start], to_c[end - 1] + 1, new))
+            if end - start == 1 and len(new) == 1 and to_c[start][1] != "same":
+                new = [_same_ending_change(wa[start], new[0], wc[to_c[start][0]])]
+                if new[0] is None:
+                    return None
+            moved.append((to_c[start][0], to_c[end - 1][0] + 1, new))
         elif start == 0:
             moved.append((0, 0, new))
         elif start - 1 in to_c:
-            moved.append((to_c[start - 1] + 1, to_c[start - 1] + 1, new))
+            moved.append((to_c[start - 1][0] + 1, to_c[start - 1][0] + 1, new))
         else:
             return None
     if len({(s, e) for s, e, _ in moved}) < len(moved):
         return None
     return _sentence(apply_edits(wc, moved))
+
+
+def _counterparts(wa: Sequence[str], wc: Sequence[str]) -> dict[int, tuple[int, str]]:
+    """a's word index -> (c's index, "same" or "placed"): along their common words, and word for word
+    in a gap between two common stretches that holds as many words in both."""
+    to_c: dict[int, tuple[int, str]] = {}
+    blocks = SequenceMatcher(a=_lower(wa), b=_lower(wc), autojunk=False).get_matching_blocks()
+    previous = (0, 0)
+    for block in blocks:
+        gap_a, gap_c = block.a - previous[0], block.b - previous[1]
+        if gap_a == gap_c:
+            to_c.update({previous[0] + k: (previous[1] + k, "placed") for k in range(gap_a)})
+        to_c.update({block.a + k: (block.b + k, "same") for k in range(block.size)})
+        previous = (block.a + block.size, block.b + block.size)
+    return to_c
+
+
+def _same_ending_change(old: str, new: str, word: str) -> str | None:
+    """`word` changed as `old` became `new` at its end ("dog" -> "dogs": "cat" -> "cats"; "baby" ->
+    "babies": "puppy" -> "puppies"), or None when `word` does not end as `old` did or the change is
+    more than an ending (a different word: "tea" -> "coffee")."""
+    stem = 0
+    while stem < min(len(old), len(new)) and old[stem].lower() == new[stem].lower():
+        stem += 1
+    dropped, added = old[stem:], new[stem:]
+    if stem < 3 or len(dropped) > 3 or len(added) > 3 or not word.lower().endswith(dropped.lower()):
+        return None
+    stem_of_word = word[:len(word) - len(dropped)]
+    if added[:1] == "e" and stem_of_word.endswith("e"):  # "close" + "ed" is "closed"
+        added = added[1:]
+    return stem_of_word + added
 
 
 def edit_path(x: str, y: str, limit: int = MAX_EDIT_PATH, seed: int = 0) -> list[str]:
