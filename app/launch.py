@@ -20,6 +20,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 AUTH_ENV = "DEFSENT_AUTH"
+TRUSTED_PROXIES_ENV = "DEFSENT_TRUSTED_PROXIES"  # app.server reads no variable: the launcher hands it the value
 
 
 def parse_auth(value: str | None) -> tuple[str, str] | None:
@@ -46,6 +47,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--auth", default=os.environ.get(AUTH_ENV), metavar="USER:PASSWORD",
                         help=f"ask for this user name and password before the app opens (or ${AUTH_ENV}; the "
                              "variable keeps the password out of the process list)")
+    parser.add_argument("--trusted-proxies", default=os.environ.get(TRUSTED_PROXIES_ENV), metavar="ADDRESSES",
+                        help="comma-separated addresses or networks of the proxies in front of the app whose "
+                             "X-Forwarded-For / Forwarded headers name the client (or $" + TRUSTED_PROXIES_ENV +
+                             "); anyone else's headers are ignored and the connecting address counts (default: "
+                             "none; on a Hugging Face Space its own proxy, private and loopback addresses)")
     parser.add_argument("--queue-size", type=int, default=QUEUE_SIZE,
                         help=f"requests that may wait; past this users are told the app is busy (default {QUEUE_SIZE})")
     parser.add_argument("--model", type=Path, default=None,
@@ -67,6 +73,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         args.auth = parse_auth(args.auth)
     except ValueError as err:
         parser.error(f"--auth (or ${AUTH_ENV}): {err}")
+    from app.public import public_mode
+    from app.server import trusted_proxies
+    try:
+        args.trusted_proxies = trusted_proxies(args.trusted_proxies, on_space=public_mode())  # $SPACE_ID
+    except ValueError as err:
+        parser.error(f"--trusted-proxies (or ${TRUSTED_PROXIES_ENV}): {err}")
     from core.runtime import DeviceError, resolve_device
     try:
         args.device = str(resolve_device(args.device))
@@ -95,8 +107,9 @@ def serve(demo, args: argparse.Namespace) -> None:
     the model loads beside it, a first page can take longer, and the app died at start. The server listens
     on the address we bound by then, so that check is skipped (`_frontend=False` skips nothing else).
     """
-    from app.server import middleware
+    from app.server import middleware, trust_proxies
     from app.settings import MAX_UPLOAD_BYTES
+    trust_proxies(args.trusted_proxies)
     from app.ui import CSS, theme
     demo.launch(server_name=args.host, server_port=args.port, share=args.share, auth=args.auth, theme=theme(),
                 css=CSS, prevent_thread_lock=True, footer_links=["api"], max_file_size=MAX_UPLOAD_BYTES,
