@@ -388,8 +388,9 @@ def middleware(blocks: Any, login: bool = False) -> list:
     from starlette.middleware import Middleware
     distrust_uvicorn_forwarding()
 
-    from .public import guard_write
+    from .public import disk_budget
     from .request_limits import RequestBodyLimit, UploadRoom
     gate = [Middleware(LoginGate, blocks=blocks)] if login else []
-    return [Middleware(RequestBodyLimit), *gate, Middleware(UploadRoom, guard=guard_write),
+    return [Middleware(RequestBodyLimit), *gate,
+            Middleware(UploadRoom, blocks=blocks, budget=disk_budget, address=scope_address),
             Middleware(CancelReach, blocks=blocks)]

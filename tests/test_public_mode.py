@@ -249,7 +249,7 @@ def test_uploads_past_the_disk_budget_are_refused_before_they_are_written(tiny_m
     from app.server import middleware
     from bench.bench_app import free_port
     budget = 5_000_000
-    make_studio(tiny_mlm_dir, checkpoints, PublicLimits(disk_bytes=budget))
+    make_studio(tiny_mlm_dir, checkpoints, PublicLimits(disk_bytes=budget, address_share=1.0))
     with gr.Blocks() as demo:
         gr.File()
     demo.launch(server_name="127.0.0.1", server_port=free_port(), prevent_thread_lock=True, quiet=True,
@@ -263,6 +263,85 @@ def test_uploads_past_the_disk_budget_are_refused_before_they_are_written(tiny_m
     assert codes.count(200) >= 3 and codes[-1] == 507, codes
     assert "storage for visitors' files is full" in answers[-1].text and "this upload needs" in answers[-1].text
     assert disk_used() <= budget
+
+
+@pytest.fixture
+def upload_server(tiny_mlm_dir, checkpoints):
+    """A Gradio server with the app's middleware; returns a function making a studio's budget its own and
+    giving the server's upload URL."""
+    import gradio as gr
+
+    from app.server import middleware
+    from bench.bench_app import free_port
+    with gr.Blocks() as demo:
+        gr.File()
+    demo.launch(server_name="127.0.0.1", server_port=free_port(), prevent_thread_lock=True, quiet=True,
+                app_kwargs={"middleware": middleware(demo)})
+
+    def serve(limits: PublicLimits) -> str:
+        make_studio(tiny_mlm_dir, checkpoints, limits)
+        return demo.local_url + "gradio_api/upload"
+    try:
+        yield serve
+    finally:
+        demo.close()
+
+
+def upload(url: str, content: bytes, name: str = "f.txt", source: str = "127.0.0.1"):
+    import httpx
+    with httpx.Client(transport=httpx.HTTPTransport(local_address=source), timeout=60) as client:
+        return client.post(url, files={"files": (name, content)})
+
+
+def test_concurrent_uploads_never_take_the_disk_past_the_budget(upload_server):
+    """Issue 61: the check read the disk before anything was written and reserved nothing, so 20 parallel uploads
+    all passed it (30 x 19.4 MB took 1,135 MB to 1,717 MB of 1,500). Now each reserves its room under one lock."""
+    import threading
+
+    from app.public import disk_used
+    budget = 8_000_000
+    url = upload_server(PublicLimits(disk_bytes=budget, address_share=1.0))
+    start, codes, peak, done = threading.Barrier(16), [], [0], threading.Event()
+
+    def send(i: int) -> None:
+        start.wait()
+        codes.append(upload(url, bytes([i]) * 1_000_000, f"f{i}.txt").status_code)
+
+    def watch() -> None:
+        while not done.is_set():
+            peak[0] = max(peak[0], disk_used())
+    watcher = threading.Thread(target=watch)
+    watcher.start()
+    threads = [threading.Thread(target=send, args=(i,)) for i in range(16)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    done.set()
+    watcher.join()
+    assert sorted(set(codes)) == [200, 507], codes
+    assert codes.count(200) <= budget // 2_000_000, codes  # each reserved twice its size: the file and a copy
+    assert disk_used() <= budget and peak[0] <= budget
+
+
+def test_one_address_may_use_at_most_its_share_of_the_disk(upload_server):
+    """Issue 61: one anonymous client took the whole budget in 3 s; everyone else's uploads were refused."""
+    url = upload_server(PublicLimits(disk_bytes=6_200_000, address_share=0.5))  # 3.1 MB an address
+    mine = [upload(url, bytes([i]) * 1_000_000, f"f{i}.txt").status_code for i in range(3)]
+    assert mine == [200, 200, 507], mine  # the third would make 1 + 1 + 2 (its file and a copy) MB
+    refused = upload(url, b"z" * 1_000_000)
+    assert "Your network address already uses 2 MB" in refused.text and "each address may use 3 MB" in refused.text
+    assert upload(url, b"y" * 1_000_000, source="127.0.0.2").status_code == 200  # another visitor's fits
+
+
+def test_the_same_file_uploaded_by_two_visitors_is_two_uploads(upload_server):
+    """Issue 61: Gradio stores an upload by its content's hash, so a second visitor's identical upload had the
+    first one's path, and its validation (which deletes the file once read) deleted the first one's upload."""
+    from app.services import discard_upload
+    url = upload_server(PublicLimits())
+    first, second = (upload(url, b"word\tdefinition\ncat\ta pet\n", "mine.tsv").json()[0] for _ in range(2))
+    assert first != second and Path(first).name == Path(second).name == "mine.tsv"
+    assert discard_upload(second) and Path(first).read_bytes().startswith(b"word")
 
 
 def test_saved_models_of_an_earlier_run_are_removed_at_start(tiny_mlm_dir, checkpoints):

@@ -32,7 +32,7 @@ from ..finetune import (
 )
 from ..jobs import DONE, QUEUED, RUNNING, JobQueueFull
 from ..models import ModelSpec
-from ..public import YOURS, make_room, model_cache_dir, models_bytes, session_folder
+from ..public import YOURS, guard_write, model_cache_dir, models_bytes, reserved, session_folder
 from ..settings import folder_bytes
 from .backend import TabHandlers
 from .session import Session
@@ -118,7 +118,8 @@ class FinetuneHandlers(TabHandlers):
                                               evaluations=evaluations, seed=seed)
         self._check_run(settings, upload.train_size, layers)  # now, not in the background: the run's length too
         if public is not None:
-            make_room(expected_staged_bytes(active.spec.path, active.engine), public, "the fine-tuned model")
+            # Written minutes later by the training process: checked now, counted once on disk (staging).
+            guard_write(expected_staged_bytes(active.spec.path, active.engine), "the fine-tuned model")
         try:
             job = self.backend.jobs.submit(FinetuneJob(active.spec, upload, settings,
                                                        training_threads(public=public is not None)),
@@ -190,8 +191,9 @@ class FinetuneHandlers(TabHandlers):
             return f"Saved as checkpoint `{result.saved.name}` in {result.saved.parent}."
         if session is None:
             raise ValueError("Saving on this public server needs your session.")
-        make_room(folder_bytes(result.checkpoint), public, "this model")
-        path = save_finetuned(result, name, session_folder(session.folder_key()))
+        with reserved(folder_bytes(result.checkpoint), "this model") as written:
+            path = save_finetuned(result, name, session_folder(session.folder_key()))
+            written.append(path)
         session.saved[job_id] = str(path)
         return (f"Saved as `{YOURS}{path.name}`, for this session only: choose it in the model list, or press "
                 "'Use as the active model'. This server deletes it an hour after you close this page, or "
