@@ -20,6 +20,7 @@ import ipaddress
 import json
 import os
 import re
+import time
 from dataclasses import dataclass
 from typing import Any, Awaitable, Callable
 
@@ -336,8 +337,7 @@ class LoginGate:
         elif scope["type"] == "websocket":
             await send({"type": "websocket.close", "code": 1008})
         else:
-            from .request_limits import plain_answer
-            await plain_answer(send, 401, NOT_AUTHENTICATED, b"application/json")
+            await _plain(send, 401, NOT_AUTHENTICATED, b"application/json")
 
     def _logged_in(self, scope: Scope) -> bool:
         """Whether the request carries the cookie of a login this server made (Gradio's own check)."""
@@ -352,6 +352,72 @@ class LoginGate:
             return False
         names = (f"access-token-{app.cookie_id}", f"access-token-unsecure-{app.cookie_id}")
         return any(name in cookies and app.tokens.get(cookies[name].value) is not None for name in names)
+
+
+@dataclass
+class Failures:
+    """An address's failed logins in a row, and when the last one was."""
+    count: int = 0
+    last: float = 0.0
+
+
+class LoginThrottle:
+    """ASGI middleware for a server with a login (--auth): after `free_tries` failed logins in a row from one
+    address (`scope_address`), each further attempt waits 2, 4, 8... up to `max_wait` seconds after the last
+    failure, and one sent sooner is answered 429 with the wait, unchecked. Gradio 6.31 checked about 1,000
+    guesses a second (issue 61). A login that succeeds clears the address's count; an address forgotten after
+    `forget_after` seconds without a failure, the oldest first past `max_addresses`."""
+
+    def __init__(self, app: Callable[[Scope, Receive, Send], Awaitable[None]], free_tries: int = 5,
+                 max_wait: float = 60.0, forget_after: float = 3600.0, max_addresses: int = 10_000):
+        self.app, self.free_tries, self.max_wait = app, free_tries, max_wait
+        self.forget_after, self.max_addresses = forget_after, max_addresses
+        self.failures: dict[str, Failures] = {}
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope.get("method") != "POST" or \
+                not scope.get("path", "").rstrip("/").endswith("/login"):
+            await self.app(scope, receive, send)
+            return
+        address, now = scope_address(scope), time.monotonic()
+        wait = self.wait(address, now)
+        if wait > 0:
+            body = json.dumps({"detail": f"Too many failed logins from your address: try again in {wait:.0f} s."})
+            await _plain(send, 429, body.encode(), b"application/json")
+            return
+        status = []
+
+        async def watch(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                status.append(message["status"])
+            await send(message)
+        await self.app(scope, receive, watch)
+        self.record(address, bool(status) and status[0] < 400, time.monotonic())
+
+    def wait(self, address: str, now: float) -> float:
+        """Seconds `address` must still wait before its next attempt is checked (0: none)."""
+        failed = self.failures.get(address)
+        if failed is None or failed.count < self.free_tries:
+            return 0.0
+        delay = min(self.max_wait, 2.0 ** (failed.count - self.free_tries + 1))
+        return max(0.0, failed.last + delay - now)
+
+    def record(self, address: str, succeeded: bool, now: float) -> None:
+        """Count a login's outcome for `address`."""
+        if succeeded:
+            self.failures.pop(address, None)
+            return
+        for stale in [a for a, f in self.failures.items() if now - f.last > self.forget_after]:
+            del self.failures[stale]
+        failed = self.failures.pop(address, Failures())  # re-inserted last: the dict stays oldest first
+        self.failures[address] = Failures(failed.count + 1, now)
+        while len(self.failures) > self.max_addresses:
+            del self.failures[next(iter(self.failures))]
+
+
+async def _plain(send: Send, status: int, body: bytes, content_type: bytes) -> None:
+    from .request_limits import plain_answer
+    await plain_answer(send, status, body, content_type)
 
 
 def _without_api_info(send: Send) -> Send:
@@ -382,15 +448,15 @@ def distrust_uvicorn_forwarding() -> None:
 
 
 def middleware(blocks: Any, login: bool = False) -> list:
-    """The ASGI layers in front of `blocks`' server, outermost first: the request body bound, the login gate
-    (with `login`), the disk budget for uploads (public mode), then cancels. Call it before `launch`: it also
+    """The ASGI layers in front of `blocks`' server, outermost first: the request body bound, the login throttle
+    and gate (with `login`), the disk budget for uploads (public mode), then cancels. Call it before `launch`: it also
     stops uvicorn from rewriting the client's address (`distrust_uvicorn_forwarding`)."""
     from starlette.middleware import Middleware
     distrust_uvicorn_forwarding()
 
     from .public import disk_budget
     from .request_limits import RequestBodyLimit, UploadRoom
-    gate = [Middleware(LoginGate, blocks=blocks)] if login else []
+    gate = [Middleware(LoginThrottle), Middleware(LoginGate, blocks=blocks)] if login else []
     return [Middleware(RequestBodyLimit), *gate,
             Middleware(UploadRoom, blocks=blocks, budget=disk_budget, address=scope_address),
             Middleware(CancelReach, blocks=blocks)]

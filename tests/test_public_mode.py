@@ -424,6 +424,7 @@ def test_fine_tunes_waiting_to_be_saved_count_in_the_disk_budget(tiny_mlm_dir, c
 def test_a_visitors_saved_model_keeps_its_caches_in_its_session_folder_and_goes_with_it(tiny_mlm_dir, checkpoints,
                                                                                         other_checkpoint):
     from app.public import model_cache_dir
+    from app.settings import cache_dir
     studio = make_studio(tiny_mlm_dir, checkpoints)
     alice = Session()
     studio.finetune.save_finetuned(finished_job(studio, other_checkpoint), "mine", alice)
@@ -434,8 +435,13 @@ def test_a_visitors_saved_model_keeps_its_caches_in_its_session_folder_and_goes_
     assert f"{YOURS}mine" in [name for _, name in studio.model_choices(alice)[0]]  # the cache is no model
     studio.choose_model(f"{YOURS}mine", alice)
     assert [spec.name for spec in studio.models.kept()] == [f"{YOURS}mine"]
+    shared = cache_dir("embeddings")
+    before = sorted(shared.iterdir())
+    studio.models.shared(studio.models.kept()[0]).reference(size=50)  # its reference sentences, embedded
+    references = public_saves_dir() / alice.key / ".caches" / "embeddings"
+    assert any(references.iterdir()) and sorted(shared.iterdir()) == before  # issue 61: it went to the shared cache
     studio.end_session(alice)
-    assert not cache.exists() and studio.models.kept() == []  # before, it stayed loaded, holding a slot
+    assert not cache.exists() and not references.exists() and studio.models.kept() == []
 
 
 def test_a_sessions_fine_tune_goes_with_the_session(tiny_mlm_dir, checkpoints, validated, monkeypatch):
