@@ -33,7 +33,7 @@ import time
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterator
 
 from .settings import UPLOAD_LIFETIME_S, cache_dir, download_dir, folder_bytes, staging_root, upload_dir
 
@@ -249,23 +249,29 @@ def disk_budget() -> DiskBudget | None:
     return _BUDGET[0] if _BUDGET else None
 
 
+def reservation(needed: int, what: str, linger: int = 0) -> Callable[[tuple[Path, ...]], None]:
+    """Reserve room for a write of `needed` bytes that the visitor being served (VISITOR) asked for (ValueError
+    when there is none); returns the function to call, once, with what was written, when the write has ended
+    (`linger` bytes then stay reserved a while: a returned file's copy by Gradio). Nothing on a private server,
+    or for 0 bytes."""
+    budget = disk_budget()
+    if budget is None or needed <= 0:
+        return lambda written=(): None
+    key = budget.reserve(needed, what, VISITOR.get())
+    return lambda written=(): budget.release(key, tuple(written), linger)
+
+
 @contextmanager
 def reserved(needed: int, what: str, linger: int = 0) -> Iterator[list[Path]]:
-    """Room for a write of `needed` bytes that the visitor being served (VISITOR) asked for, held while the
-    block runs (ValueError before it when there is none); the block appends what it wrote to the list it is
-    given, to count in the visitor's share. `linger` bytes stay reserved a while after (a returned file's copy
-    by Gradio). Nothing on a private server, or for 0 bytes."""
-    budget, written = disk_budget(), []
-    if budget is None or needed <= 0:
-        yield written
-        return
-    key = budget.reserve(needed, what, VISITOR.get())
+    """`reservation` held while the block runs; the block appends what it wrote to the list it is given, to
+    count in the visitor's share (nothing when it raises)."""
+    release, written = reservation(needed, what, linger), []
     try:
         yield written
     except BaseException:
-        budget.release(key)
+        release(())
         raise
-    budget.release(key, tuple(written), linger)
+    release(written)
 
 
 def guard_write(needed: int, what: str) -> None:

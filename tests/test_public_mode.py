@@ -7,6 +7,7 @@ from __future__ import annotations
 import importlib.util
 import os
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -419,6 +420,27 @@ def test_fine_tunes_waiting_to_be_saved_count_in_the_disk_budget(tiny_mlm_dir, c
     with pytest.raises(ValueError, match="storage for visitors' files is full .* the fine-tuned model needs"):
         studio.finetune.start_finetune(session, 1, 5e-5, 4, 0, 1, 1, 0)
     assert not studio.jobs.unfinished() and session.jobs == []  # refused: nothing queued, nothing counted
+
+
+def test_a_fine_tunes_room_stays_reserved_until_its_job_ends(tiny_mlm_dir, checkpoints, validated, monkeypatch):
+    """Issue 61: a Start only checked the disk, and the training process wrote its model minutes later, whatever
+    had been written meanwhile. Its room is now reserved from the Start until the job has ended."""
+    import app.handlers.finetune as handlers
+    from app.finetune import expected_staged_bytes
+    from app.public import disk_budget, reservation
+    need = expected_staged_bytes(None, Engine.from_base(str(tiny_mlm_dir)))
+    studio = make_studio(tiny_mlm_dir, checkpoints, PublicLimits(disk_bytes=int(need * 1.5), address_share=1.0))
+    training = threading.Event()
+    monkeypatch.setattr(handlers, "FinetuneJob", lambda *args: lambda job: training.wait(60))
+    job_id = studio.finetune.start_finetune(validated(studio), 1, 5e-5, 4, 0, 1, 1, 0)
+    assert disk_budget().reserved() == need
+    with pytest.raises(ValueError, match="storage for visitors' files is full"):
+        reservation(need, "another visitor's upload")
+    training.set()
+    deadline = time.monotonic() + 30
+    while studio.jobs.get(job_id).status in ("queued", "running") and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert studio.jobs.get(job_id).status == "done" and disk_budget().reserved() == 0
 
 
 def test_a_visitors_saved_model_keeps_its_caches_in_its_session_folder_and_goes_with_it(tiny_mlm_dir, checkpoints,
