@@ -152,7 +152,7 @@ def fresh_download_folder(root: Path | None, expected_bytes: int, keep_seconds: 
     root.mkdir(parents=True, exist_ok=True)
     remove_old_downloads(root, keep_seconds)
     make_room(root, expected_bytes, max_bytes)
-    with reserved(2 * expected_bytes, "this download", linger=expected_bytes) as written:
+    with reserved(2 * expected_bytes, "this download", copied=True) as written:
         work = Path(tempfile.mkdtemp(prefix=DOWNLOAD_PREFIX, dir=root))
         written.append(work)
         try:

@@ -150,13 +150,13 @@ def make_room(limits: PublicLimits) -> None:
 # The address of the visitor whose request is being handled (app.wiring sets it; None outside a request). Plain
 # contextvars, so this module needs no gradio.
 VISITOR: contextvars.ContextVar[str | None] = contextvars.ContextVar("visitor", default=None)
-COPY_LINGER_S = 120.0  # a returned file's room is kept this long after its handler, for Gradio's copy of it
+COPY_LINGER_S = 30.0  # room for Gradio's copy of a returned file is kept this long after its handler
 
 
 @dataclass
 class Hold:
     """Room reserved for a write under way: `size` bytes for `owner` (an address, or None), until `until`
-    (time.monotonic) once released with a lingering part, else until released."""
+    (time.monotonic) once released with room kept for a copy, else until released."""
     owner: str | None
     size: int
     until: float | None = None
@@ -198,15 +198,17 @@ class DiskBudget:
             self.holds[key] = Hold(owner, needed)
             return key
 
-    def release(self, key: int, own: tuple[Path, ...] = (), linger: int = 0) -> None:
-        """The write of reservation `key` has ended: its room is handed back, but `linger` bytes of it for
-        COPY_LINGER_S more seconds; `own` (what it wrote) counts in its owner's share while it exists."""
+    def release(self, key: int, own: tuple[Path, ...] = (), copied: bool = False) -> None:
+        """The write of reservation `key` has ended: its room is handed back; `own` (what it wrote) counts in its
+        owner's share while it exists. With `copied`, room for a copy of `own` (Gradio's of a returned file)
+        stays reserved COPY_LINGER_S more seconds."""
+        sizes = sum(_bytes(Path(path)) for path in own) if copied else 0
         with self.lock:
             hold = self.holds.pop(key, None)
             if hold is None:
                 return
-            if linger > 0:
-                self.holds[key] = Hold(hold.owner, min(linger, hold.size), time.monotonic() + COPY_LINGER_S)
+            if sizes > 0:
+                self.holds[key] = Hold(hold.owner, min(sizes, hold.size), time.monotonic() + COPY_LINGER_S)
             for path in own if hold.owner is not None else ():
                 self.owned[Path(path)] = hold.owner
 
@@ -221,13 +223,21 @@ class DiskBudget:
             if not path.exists():
                 del self.owned[path]
             elif who == owner:
-                total += folder_bytes(path) if path.is_dir() else path.stat().st_size
+                total += _bytes(path)
         return total
 
     def _drop_expired(self) -> None:
         now = time.monotonic()
         for key in [k for k, h in self.holds.items() if h.until is not None and h.until <= now]:
             del self.holds[key]
+
+
+def _bytes(path: Path) -> int:
+    """The size of a file, or of the files under a folder (0 when gone)."""
+    try:
+        return folder_bytes(path) if path.is_dir() else path.stat().st_size
+    except OSError:
+        return 0
 
 
 def _full(used: int, budget: int, what: str, needed: int) -> str:
@@ -249,23 +259,23 @@ def disk_budget() -> DiskBudget | None:
     return _BUDGET[0] if _BUDGET else None
 
 
-def reservation(needed: int, what: str, linger: int = 0) -> Callable[[tuple[Path, ...]], None]:
+def reservation(needed: int, what: str, copied: bool = False) -> Callable[[tuple[Path, ...]], None]:
     """Reserve room for a write of `needed` bytes that the visitor being served (VISITOR) asked for (ValueError
     when there is none); returns the function to call, once, with what was written, when the write has ended
-    (`linger` bytes then stay reserved a while: a returned file's copy by Gradio). Nothing on a private server,
-    or for 0 bytes."""
+    (with `copied`, room for a copy of it then stays reserved a while: Gradio's of a returned file). Nothing on
+    a private server, or for 0 bytes."""
     budget = disk_budget()
     if budget is None or needed <= 0:
         return lambda written=(): None
     key = budget.reserve(needed, what, VISITOR.get())
-    return lambda written=(): budget.release(key, tuple(written), linger)
+    return lambda written=(): budget.release(key, tuple(written), copied)
 
 
 @contextmanager
-def reserved(needed: int, what: str, linger: int = 0) -> Iterator[list[Path]]:
+def reserved(needed: int, what: str, copied: bool = False) -> Iterator[list[Path]]:
     """`reservation` held while the block runs; the block appends what it wrote to the list it is given, to
     count in the visitor's share (nothing when it raises)."""
-    release, written = reservation(needed, what, linger), []
+    release, written = reservation(needed, what, copied), []
     try:
         yield written
     except BaseException:

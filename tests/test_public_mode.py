@@ -325,6 +325,26 @@ def test_concurrent_uploads_never_take_the_disk_past_the_budget(upload_server):
     assert disk_used() <= budget and peak[0] <= budget
 
 
+def test_a_downloads_room_is_held_while_written_and_its_copys_a_while_after(tiny_mlm_dir, checkpoints, monkeypatch):
+    """Gradio copies a returned file into its temp folder after the handler: room for that copy stays reserved."""
+    import numpy as np
+
+    import app.public as public
+    from app.export import projector_download
+    make_studio(tiny_mlm_dir, checkpoints, PublicLimits(disk_bytes=50_000_000))
+    seen = []
+    monkeypatch.setattr(public, "COPY_LINGER_S", 0.5)
+    monkeypatch.setattr("app.export.write_projector", lambda folder, points: (
+        seen.append(public.disk_budget().reserved()), folder.mkdir(), (folder / "vectors.tsv").write_text("1\t2\n")))
+    archive = projector_download(np.zeros((10, 4), dtype=np.float32), {"text": [f"row {i}" for i in range(10)]})
+    assert seen[0] > 0  # while it was written
+    assert public.disk_budget().reserved() == archive.stat().st_size  # its copy's room, after
+    time.sleep(0.6)
+    budget = public.disk_budget()
+    budget.release(budget.reserve(0, "nothing"))  # expired holds go at the next reservation
+    assert budget.reserved() == 0
+
+
 def test_one_address_may_use_at_most_its_share_of_the_disk(upload_server):
     """Issue 61: one anonymous client took the whole budget in 3 s; everyone else's uploads were refused."""
     url = upload_server(PublicLimits(disk_bytes=6_200_000, address_share=0.5))  # 3.1 MB an address
