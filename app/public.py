@@ -12,8 +12,9 @@ visitor can hold the server's CPU or fill its disk.
   never in checkpoints/. Everything a visitor can make the server write takes at most `disk_bytes`
   together (`disk_used`): saves of all sessions with their caches (a chosen model's vocabulary cache),
   fine-tuned models waiting to be saved, the download zips, and Gradio's temp folder (raw uploads and its
-  copies of the zips it serves). Before each such write (`guard_write`) expired sessions' saves, old
-  downloads and old files of Gradio's are deleted to make room, else the write is refused with a message.
+  copies of the zips it serves). Each such write reserves its room under one lock first (`DiskBudget`,
+  `reserved`), expired sessions' saves, old downloads and old files of Gradio's deleted to make room, else it
+  is refused with a message; one network address may hold at most `address_share` of the budget.
   A session's folder, and its fine-tune (running or waiting to be saved), are deleted when the session ends (the tab is closed or its state expires
   after `session_lifetime`); the folders also at every start.
 - The Evaluate tab reads only the bundled smoke set (app/data), no SentEval folder.

@@ -24,6 +24,7 @@ import shutil
 import sys
 import tempfile
 from pathlib import Path
+from typing import Callable
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -91,33 +92,45 @@ def run(args: argparse.Namespace, work: Path) -> dict:
             "message": message, **(race if args.parallel else {}), **(shares if args.parallel else {})}
 
 
-def send_upload(url: str, size: int, name: str, source: str) -> "httpx.Response":
-    """One raw upload of `size` bytes from the loopback address `source`."""
+def send_upload(url: str, content: bytes, name: str, source: str) -> "httpx.Response":
+    """One raw upload of `content` as a file `name` to the server at `url`, from the loopback address `source`."""
     import httpx
     with httpx.Client(transport=httpx.HTTPTransport(local_address=source), timeout=120) as client:
-        return client.post(url + "gradio_api/upload", files={"files": (name, os.urandom(size))})
+        return client.post(url + "gradio_api/upload", files={"files": (name, content)})
 
 
 def upload_race(url: str, args: argparse.Namespace, uploads: Path) -> dict:
     """Phase 3: a fresh budget filled to `free_mb` under its end, then `parallel` uploads at once, each from its
     own address; their codes and the largest disk use read meanwhile."""
-    import threading
-
     from app.public import PublicLimits, disk_used, set_disk_budget
     shutil.rmtree(uploads, ignore_errors=True)
     uploads.mkdir(parents=True)
     set_disk_budget(PublicLimits(disk_bytes=int(args.budget_mb * 1e6)))
     (uploads / "filler").write_bytes(b"\0" * max(0, int((args.budget_mb - args.free_mb) * 1e6) - disk_used()))
-    start, codes, peak, done = threading.Barrier(args.parallel), [], [disk_used()], threading.Event()
+    codes = []
+    peak = at_once([lambda i=i: codes.append(send_upload(url, os.urandom(int(args.parallel_mb * 1e6)),
+                                                         f"race{i}.bin", f"127.0.0.{10 + i}").status_code)
+                    for i in range(args.parallel)])
+    return {"race_before_mb": (args.budget_mb - args.free_mb), "race_codes": codes, "race_peak_mb": peak / 1e6,
+            "race_after_mb": disk_used() / 1e6}
 
-    def send(i: int) -> None:
+
+def at_once(sends: list[Callable[[], None]]) -> int:
+    """Run `sends`, each in a thread of its own, all starting together; the largest disk use (app.public.disk_used)
+    read meanwhile, as fast as a thread can."""
+    import threading
+
+    from app.public import disk_used
+    start, peak, done = threading.Barrier(len(sends)), [disk_used()], threading.Event()
+
+    def send(work: Callable[[], None]) -> None:
         start.wait()
-        codes.append(send_upload(url, int(args.parallel_mb * 1e6), f"race{i}.bin", f"127.0.0.{10 + i}").status_code)
+        work()
 
     def watch() -> None:
         while not done.is_set():
             peak[0] = max(peak[0], disk_used())
-    threads = [threading.Thread(target=send, args=(i,)) for i in range(args.parallel)]
+    threads = [threading.Thread(target=send, args=(work,)) for work in sends]
     watcher = threading.Thread(target=watch)
     watcher.start()
     for thread in threads:
@@ -126,8 +139,7 @@ def upload_race(url: str, args: argparse.Namespace, uploads: Path) -> dict:
         thread.join()
     done.set()
     watcher.join()
-    return {"race_before_mb": (args.budget_mb - args.free_mb), "race_codes": codes, "race_peak_mb": peak[0] / 1e6,
-            "race_after_mb": disk_used() / 1e6}
+    return max(peak[0], disk_used())
 
 
 def address_share(url: str, args: argparse.Namespace) -> dict:
@@ -139,11 +151,11 @@ def address_share(url: str, args: argparse.Namespace) -> dict:
     set_disk_budget(PublicLimits(disk_bytes=int(args.budget_mb * 1e6)))
     accepted, answer = 0, None
     for i in range(int(args.budget_mb / args.parallel_mb) + 2):
-        answer = send_upload(url, int(args.parallel_mb * 1e6), f"mine{i}.bin", "127.0.0.1")
+        answer = send_upload(url, os.urandom(int(args.parallel_mb * 1e6)), f"mine{i}.bin", "127.0.0.1")
         if answer.status_code != 200:
             break
         accepted += 1
-    other = send_upload(url, int(args.parallel_mb * 1e6), "other.bin", "127.0.0.2")
+    other = send_upload(url, os.urandom(int(args.parallel_mb * 1e6)), "other.bin", "127.0.0.2")
     return {"share_accepted": accepted, "share_refusal": answer.text if answer is not None else "",
             "share_other": other.status_code}
 

@@ -289,40 +289,23 @@ def upload_server(tiny_mlm_dir, checkpoints):
 
 
 def upload(url: str, content: bytes, name: str = "f.txt", source: str = "127.0.0.1"):
-    import httpx
-    with httpx.Client(transport=httpx.HTTPTransport(local_address=source), timeout=60) as client:
-        return client.post(url, files={"files": (name, content)})
+    from bench.disk_budget import send_upload
+    return send_upload(url.removesuffix("gradio_api/upload"), content, name, source)
 
 
 def test_concurrent_uploads_never_take_the_disk_past_the_budget(upload_server):
     """Issue 61: the check read the disk before anything was written and reserved nothing, so 20 parallel uploads
     all passed it (30 x 19.4 MB took 1,135 MB to 1,717 MB of 1,500). Now each reserves its room under one lock."""
-    import threading
-
     from app.public import disk_used
+    from bench.disk_budget import at_once
     budget = 8_000_000
     url = upload_server(PublicLimits(disk_bytes=budget, address_share=1.0))
-    start, codes, peak, done = threading.Barrier(16), [], [0], threading.Event()
-
-    def send(i: int) -> None:
-        start.wait()
-        codes.append(upload(url, bytes([i]) * 1_000_000, f"f{i}.txt").status_code)
-
-    def watch() -> None:
-        while not done.is_set():
-            peak[0] = max(peak[0], disk_used())
-    watcher = threading.Thread(target=watch)
-    watcher.start()
-    threads = [threading.Thread(target=send, args=(i,)) for i in range(16)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    done.set()
-    watcher.join()
+    codes = []
+    peak = at_once([lambda i=i: codes.append(upload(url, bytes([i]) * 1_000_000, f"f{i}.txt").status_code)
+                    for i in range(16)])
     assert sorted(set(codes)) == [200, 507], codes
     assert codes.count(200) <= budget // 2_000_000, codes  # each reserved twice its size: the file and a copy
-    assert disk_used() <= budget and peak[0] <= budget
+    assert disk_used() <= budget and peak <= budget
 
 
 def test_a_downloads_room_is_held_while_written_and_its_copys_a_while_after(tiny_mlm_dir, checkpoints, monkeypatch):
