@@ -20,6 +20,7 @@ import asyncio
 import json
 import os
 import secrets
+import shutil
 from pathlib import Path
 from typing import Any, Awaitable, Callable
 
@@ -139,6 +140,7 @@ class UploadRoom:
                 folder.mkdir()
                 os.rename(path, folder / path.name)
             except OSError:  # e.g. an identical upload moved it first: its path stays (read, it says "upload again")
+                shutil.rmtree(folder, ignore_errors=True)
                 names.append(str(path))
                 continue
             folders.append(folder)
