@@ -303,9 +303,8 @@ def test_concurrent_uploads_never_take_the_disk_past_the_budget(upload_server):
     codes = []
     peak = at_once([lambda i=i: codes.append(upload(url, bytes([i]) * 1_000_000, f"f{i}.txt").status_code)
                     for i in range(16)])
-    assert sorted(set(codes)) == [200, 507], codes
-    assert codes.count(200) <= budget // 2_000_000, codes  # each reserved twice its size: the file and a copy
-    assert disk_used() <= budget and peak <= budget
+    assert sorted(set(codes)) == [200, 507], codes  # before: all 16 accepted, 16 MB written
+    assert disk_used() <= budget and peak <= budget  # (each reserves twice its size while written: at most 4 at once)
 
 
 def test_a_downloads_room_is_held_while_written_and_its_copys_a_while_after(tiny_mlm_dir, checkpoints, monkeypatch):
