@@ -70,21 +70,26 @@ def test_the_trusted_proxies_come_from_the_operator_or_a_space():
 @pytest.fixture
 def slow_server():
     """A Blocks on the app's queue and middleware with one slow event, each address allowed 2 waiting requests;
-    (url, the event that lets the slow requests finish)."""
+    (url, the event set once the first slow request runs)."""
     import gradio as gr
 
     from app.server import middleware
     from app.wiring import enable_queue
 
-    release = threading.Event()
+    started, release = threading.Event(), threading.Event()
+
+    def slow(text: str) -> str:
+        started.set()
+        release.wait(60)
+        return text
     with gr.Blocks() as demo:
         box = gr.Textbox()
-        box.submit(lambda text: release.wait(60) and text, box, box, api_name="slow", concurrency_limit=1)
+        box.submit(slow, box, box, api_name="slow", concurrency_limit=1)
     enable_queue(demo, shares=QueueShares(per_session=8, per_address=2))
     demo.launch(server_name="127.0.0.1", server_port=free_port(), prevent_thread_lock=True, quiet=True,
                 app_kwargs={"middleware": middleware(demo)})
     try:
-        yield demo.local_url, release
+        yield demo.local_url, started
     finally:
         release.set()
         demo.close()
@@ -98,9 +103,11 @@ def join(url: str, session: str, headers: dict, source: str = "127.0.0.1") -> ht
 
 
 def test_forged_addresses_from_an_untrusted_peer_do_not_get_past_the_per_address_share(slow_server):
-    url, _ = slow_server
-    answers = [join(url, f"forger-{i}", {"x-forwarded-for": f"203.0.113.{i}", "forwarded": f"for=198.51.100.{i}"})
-               for i in range(6)]  # one runs, 2 wait, the rest are refused
+    url, started = slow_server
+    forged = [{"x-forwarded-for": f"203.0.113.{i}", "forwarded": f"for=198.51.100.{i}"} for i in range(6)]
+    answers = [join(url, "forger-0", forged[0])]
+    assert started.wait(30)
+    answers += [join(url, f"forger-{i}", forged[i]) for i in range(1, 6)]  # one runs, 2 wait, the rest are refused
     assert [a.status_code for a in answers[:3]] == [200] * 3
     assert all(a.status_code == 503 and "network address" in a.json()["detail"] for a in answers[3:]), \
         [a.text for a in answers]
@@ -108,9 +115,11 @@ def test_forged_addresses_from_an_untrusted_peer_do_not_get_past_the_per_address
 
 
 def test_a_trusted_proxys_appended_addresses_get_a_share_each(slow_server):
-    url, _ = slow_server
+    url, started = slow_server
     trust_proxies(TrustedProxies.parse("127.0.0.1"))
-    answers = [join(url, f"visitor-{i}", {"x-forwarded-for": f"6.6.6.6, 203.0.113.{i}"}) for i in range(6)]
+    answers = [join(url, "visitor-0", {"x-forwarded-for": "6.6.6.6, 203.0.113.0"})]
+    assert started.wait(30)
+    answers += [join(url, f"visitor-{i}", {"x-forwarded-for": f"6.6.6.6, 203.0.113.{i}"}) for i in range(1, 6)]
     assert [a.status_code for a in answers] == [200] * 6, [a.text for a in answers]
     same = [join(url, f"same-{i}", {"x-forwarded-for": "203.0.113.1"}) for i in range(2)]
     assert [a.status_code for a in same] == [200, 503]  # 203.0.113.1 had one waiting already
