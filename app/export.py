@@ -11,7 +11,9 @@ import json
 import shutil
 import tempfile
 import time
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterator
 
 import numpy as np
 
@@ -19,7 +21,7 @@ from core.engine import Engine
 from core.spreadsheet import inert
 from core.explore import ProjectorPoints, write_projector
 
-from .public import guard_write
+from .public import reserved
 from .settings import download_dir, folder_bytes
 
 DOWNLOAD_PREFIX = "defsent-download-"
@@ -126,45 +128,48 @@ def download_files(engine: Engine, checkpoint: Path, root: Path | None = None,
     until this download fits in `max_bytes`; ValueError if it cannot fit (downloads under way) or
     cannot be written (e.g. a full disk), and then nothing of it is left.
     """
-    work = fresh_download_folder(root, expected_download_bytes(engine, checkpoint), keep_seconds, max_bytes)
     try:
-        st_folder = export_sentence_transformers(engine, work / f"{checkpoint.name}-sentence-transformers",
-                                                 checkpoint.name)
-        zips = zip_folder(checkpoint, work), zip_folder(st_folder, work)
-        shutil.rmtree(st_folder)  # only its zip is offered
-    except BaseException as err:
-        shutil.rmtree(work, ignore_errors=True)
-        if isinstance(err, OSError):  # the reason only: its file name is a server path
-            raise ValueError(f"Could not prepare the download ({err.strerror or type(err).__name__}); nothing "
-                             "was kept. Try again later.") from err
-        raise
+        with fresh_download_folder(root, expected_download_bytes(engine, checkpoint), keep_seconds, max_bytes) as work:
+            st_folder = export_sentence_transformers(engine, work / f"{checkpoint.name}-sentence-transformers",
+                                                     checkpoint.name)
+            zips = zip_folder(checkpoint, work), zip_folder(st_folder, work)
+            shutil.rmtree(st_folder)  # only its zip is offered
+    except OSError as err:  # the reason only: its file name is a server path
+        raise ValueError(f"Could not prepare the download ({err.strerror or type(err).__name__}); nothing "
+                         "was kept. Try again later.") from err
     return zips
 
 
+@contextmanager
 def fresh_download_folder(root: Path | None, expected_bytes: int, keep_seconds: float = DOWNLOAD_LIFETIME,
-                          max_bytes: int = MAX_DOWNLOAD_BYTES) -> Path:
-    """A new folder under `root` (default: download_dir(), which Gradio serves) once the downloads older
-    than `keep_seconds`, then the oldest others, are gone so that `expected_bytes` more fit in `max_bytes`."""
+                          max_bytes: int = MAX_DOWNLOAD_BYTES) -> Iterator[Path]:
+    """A new folder under `root` (default: download_dir(), which Gradio serves) for the block to write a download
+    of about `expected_bytes` into, once the downloads older than `keep_seconds`, then the oldest others, are gone
+    so that it fits in `max_bytes`. In public mode its room, and that of the copy Gradio serves it from, is
+    reserved in the disk budget while the block runs (the copy's a while longer: app.public.reserved). When the
+    block raises, the folder is deleted."""
     root = Path(root or download_dir())
     root.mkdir(parents=True, exist_ok=True)
     remove_old_downloads(root, keep_seconds)
     make_room(root, expected_bytes, max_bytes)
-    guard_write(2 * expected_bytes, "this download")  # the file, and the copy Gradio serves it from
-    return Path(tempfile.mkdtemp(prefix=DOWNLOAD_PREFIX, dir=root))
+    with reserved(2 * expected_bytes, "this download", copied=True) as written:
+        work = Path(tempfile.mkdtemp(prefix=DOWNLOAD_PREFIX, dir=root))
+        written.append(work)
+        try:
+            yield work
+        except BaseException:
+            shutil.rmtree(work, ignore_errors=True)
+            raise
 
 
 def csv_download(header: list[str], rows: list[list], name: str, root: Path | None = None) -> Path:
     """`rows` under `header` as `name`.csv in a fresh download folder (UTF-8, Excel's dialect)."""
-    work = fresh_download_folder(root, 2 * sum(len(str(v)) + 3 for row in rows for v in row))
-    path = work / f"{name}.csv"
-    try:
+    with fresh_download_folder(root, 2 * sum(len(str(v)) + 3 for row in rows for v in row)) as work:
+        path = work / f"{name}.csv"
         with path.open("w", newline="", encoding="utf-8") as f:
             writer = csv.writer(f)
             writer.writerow([inert(name) for name in header])
             writer.writerows([[inert(v) for v in row] for row in rows])
-    except BaseException:
-        shutil.rmtree(work, ignore_errors=True)
-        raise
     return path
 
 
@@ -173,16 +178,12 @@ def projector_download(vectors: np.ndarray, columns: dict[str, list[str]], root:
     """Points (vectors (n, d) and metadata `columns`) as the Embedding Projector's vectors.tsv and
     metadata.tsv, zipped in a fresh download folder under `root`, as `download_files` makes room."""
     expected = 2 * (12 * vectors.size + sum(len(v) + 1 for column in columns.values() for v in column))
-    work = fresh_download_folder(root, expected, keep_seconds, max_bytes)
-    try:
+    with fresh_download_folder(root, expected, keep_seconds, max_bytes) as work:
         folder = work / "defsent-map"
         write_projector(folder, ProjectorPoints(vectors, columns))
         archive = zip_folder(folder, work)
         shutil.rmtree(folder)  # only its zip is offered
-        return archive
-    except BaseException:
-        shutil.rmtree(work, ignore_errors=True)
-        raise
+    return archive
 
 
 def _downloads(root: Path) -> list[Path]:

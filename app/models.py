@@ -27,6 +27,7 @@ from .services import (CORPUS_NAME, CORPUS_SENTENCES, EVERY_DEFINITION, LARGEST_
                        SAMPLE, UPLOADED_FILE, VOCABULARY_REFERENCES, Progress, no_progress, reference_corpus)
 from .jobs import BackgroundOnce
 from .messages import quoted
+from .public import is_visitors_model, model_cache_dir, reserved
 from .settings import model_device
 
 log = logging.getLogger(__name__)
@@ -123,8 +124,15 @@ class ActiveModel:
         return self.spec.path is None
 
     def reference(self, progress: Progress = no_progress, size: int = REFERENCE_SIZE) -> EmbeddedTexts:
-        """The embedded WordNet reference sentences for nearest-neighbour look-ups and search."""
-        return self.once(f"reference-{size}", lambda: reference_corpus(self.engine, size, progress))
+        """The embedded WordNet reference sentences for nearest-neighbour look-ups and search, cached on disk:
+        a visitor's saved model's cache (3 MB a model and size) goes in their session's folder, within the disk
+        budget and deleted with the session (app.public.model_cache_dir); it went to the shared cache for good."""
+        return self.once(f"reference-{size}", lambda: self._embedded_reference(size, progress))
+
+    def _embedded_reference(self, size: int, progress: Progress) -> EmbeddedTexts:
+        needed = 4 * size * self.engine.encoder.hidden_size if is_visitors_model(self.spec.path) else 0
+        with reserved(needed, "the reference sentences' cache"):  # float32 vectors
+            return reference_corpus(self.engine, size, progress, model_cache_dir(self.spec.path, "embeddings"))
 
     def _model_flag(self) -> str:
         """" --model X" naming this model on the command line; "" for the shipped one (the default)."""

@@ -12,8 +12,9 @@ visitor can hold the server's CPU or fill its disk.
   never in checkpoints/. Everything a visitor can make the server write takes at most `disk_bytes`
   together (`disk_used`): saves of all sessions with their caches (a chosen model's vocabulary cache),
   fine-tuned models waiting to be saved, the download zips, and Gradio's temp folder (raw uploads and its
-  copies of the zips it serves). Before each such write (`guard_write`) expired sessions' saves, old
-  downloads and old files of Gradio's are deleted to make room, else the write is refused with a message.
+  copies of the zips it serves). Each such write reserves its room under one lock first (`DiskBudget`,
+  `reserved`), expired sessions' saves, old downloads and old files of Gradio's deleted to make room, else it
+  is refused with a message; one network address may hold at most `address_share` of the budget.
   A session's folder, and its fine-tune (running or waiting to be saved), are deleted when the session ends (the tab is closed or its state expires
   after `session_lifetime`); the folders also at every start.
 - The Evaluate tab reads only the bundled smoke set (app/data), no SentEval folder.
@@ -24,11 +25,16 @@ Plain Python (no gradio): the rules here are used by app.handlers; app.ui only w
 """
 from __future__ import annotations
 
+import contextvars
+import itertools
 import os
 import shutil
+import threading
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable, Iterator
 
 from .settings import UPLOAD_LIFETIME_S, cache_dir, download_dir, folder_bytes, staging_root, upload_dir
 
@@ -48,6 +54,7 @@ class PublicLimits:
     session_lifetime: float = 2 * 3600.0  # seconds a session's state (and its saved models) is kept unused
     loaded_models: int = 2  # models loaded for sessions besides the server's own (each ~100-300 MB)
     refined_interpolation_steps: int = 10  # the most exact decoding takes about 2 s a step
+    address_share: float = 0.5  # of disk_bytes one network address may use, so one visitor cannot lock others out
 
 
 def public_mode(flag: bool = False) -> bool:
@@ -132,32 +139,154 @@ def remove_old_temp_files(lifetime: float = UPLOAD_LIFETIME_S, now: float | None
             continue
 
 
-def make_room(needed: int, limits: PublicLimits, what: str) -> None:
-    """Make `needed` bytes fit in `limits.disk_bytes` (expired sessions' saves, downloads and Gradio's temp files
-    older than their lifetime go first); ValueError saying so when they still do not fit."""
+def make_room(limits: PublicLimits) -> None:
+    """Delete what has outlived its time: expired sessions' saves, old downloads and Gradio's old temp files."""
     from .export import DOWNLOAD_LIFETIME, remove_old_downloads
 
     remove_expired(limits.session_lifetime)
     remove_old_downloads(download_dir(), DOWNLOAD_LIFETIME)
     remove_old_temp_files()
-    used = disk_used()
-    if used + needed > limits.disk_bytes:
-        raise ValueError(f"This public server's storage for visitors' files is full ({used / 1e6:,.0f} MB of "
-                         f"{limits.disk_bytes / 1e6:,.0f} MB used; {what} needs {needed / 1e6:,.0f} MB), so nothing "
-                         "was written. Try again later (saves, uploads and downloads expire), or run DefSent Studio "
-                         "on your own machine.")
 
 
-_BUDGET: list[PublicLimits] = []  # the disk budget of this server (public mode), set by the Studio
+# The address of the visitor whose request is being handled (app.wiring sets it; None outside a request). Plain
+# contextvars, so this module needs no gradio.
+VISITOR: contextvars.ContextVar[str | None] = contextvars.ContextVar("visitor", default=None)
+COPY_LINGER_S = 30.0  # room for Gradio's copy of a returned file is kept this long after its handler
+
+
+@dataclass
+class Hold:
+    """Room reserved for a write under way: `size` bytes for `owner` (an address, or None), until `until`
+    (time.monotonic) once released with room kept for a copy, else until released."""
+    owner: str | None
+    size: int
+    until: float | None = None
+
+
+class DiskBudget:
+    """The public disk budget, shared by every write a visitor can cause (issue 61): each reserves its room
+    under one lock before writing (`reserve`) and hands it back after (`release`), so that what is on disk
+    plus what is reserved never passes `limits.disk_bytes`, however many writes run at once; the counted
+    use is the folders' size plus every reservation (a write under way is counted twice: never too little).
+    One address may hold at most `limits.address_share` of the budget: its reservations, and the files
+    and folders its writes made (`release(own=...)`) while they exist."""
+
+    def __init__(self, limits: PublicLimits):
+        self.limits, self.lock = limits, threading.Lock()
+        self.holds: dict[int, Hold] = {}
+        self.owned: dict[Path, str] = {}  # a file or folder a visitor's write made -> their address
+        self._keys = itertools.count()
+
+    def reserve(self, needed: int, what: str, owner: str | None = None) -> int:
+        """Reserve `needed` bytes for `what` (a key for `release`); ValueError saying why when the budget or
+        `owner`'s share of it has no room for them even after `make_room`."""
+        with self.lock:
+            self._drop_expired()
+            used = disk_used() + self.reserved()
+            if used + needed > self.limits.disk_bytes:
+                make_room(self.limits)
+                used = disk_used() + self.reserved()
+            if used + needed > self.limits.disk_bytes:
+                raise ValueError(_full(used, self.limits.disk_bytes, what, needed))
+            share = int(self.limits.disk_bytes * self.limits.address_share)
+            mine = self.reserved(owner) + self.owned_bytes(owner) if owner is not None else 0
+            if owner is not None and mine + needed > share:
+                raise ValueError(f"Your network address already uses {mine / 1e6:,.0f} MB of this public server's "
+                                 f"storage for visitors' files (each address may use {share / 1e6:,.0f} MB); "
+                                 f"{what} needs {needed / 1e6:,.0f} MB, so nothing was written. Try again once "
+                                 "your uploads, saves or downloads have expired.")
+            key = next(self._keys)
+            self.holds[key] = Hold(owner, needed)
+            return key
+
+    def release(self, key: int, own: tuple[Path, ...] = (), copied: bool = False) -> None:
+        """The write of reservation `key` has ended: its room is handed back; `own` (what it wrote) counts in its
+        owner's share while it exists. With `copied`, room for a copy of `own` (Gradio's of a returned file)
+        stays reserved COPY_LINGER_S more seconds."""
+        sizes = sum(_bytes(Path(path)) for path in own) if copied else 0
+        with self.lock:
+            hold = self.holds.pop(key, None)
+            if hold is None:
+                return
+            if sizes > 0:
+                self.holds[key] = Hold(hold.owner, min(sizes, hold.size), time.monotonic() + COPY_LINGER_S)
+            for path in own if hold.owner is not None else ():
+                self.owned[Path(path)] = hold.owner
+
+    def reserved(self, owner: str | None = None) -> int:
+        """Bytes reserved now (by `owner` alone, when given)."""
+        return sum(h.size for h in self.holds.values() if owner is None or h.owner == owner)
+
+    def owned_bytes(self, owner: str) -> int:
+        """Bytes of the files and folders `owner`'s writes made that still exist (the others are forgotten)."""
+        total = 0
+        for path, who in list(self.owned.items()):
+            if not path.exists():
+                del self.owned[path]
+            elif who == owner:
+                total += _bytes(path)
+        return total
+
+    def _drop_expired(self) -> None:
+        now = time.monotonic()
+        for key in [k for k, h in self.holds.items() if h.until is not None and h.until <= now]:
+            del self.holds[key]
+
+
+def _bytes(path: Path) -> int:
+    """The size of a file, or of the files under a folder (0 when gone)."""
+    try:
+        return folder_bytes(path) if path.is_dir() else path.stat().st_size
+    except OSError:
+        return 0
+
+
+def _full(used: int, budget: int, what: str, needed: int) -> str:
+    return (f"This public server's storage for visitors' files is full ({used / 1e6:,.0f} MB of {budget / 1e6:,.0f} MB "
+            f"used; {what} needs {needed / 1e6:,.0f} MB), so nothing was written. Try again later (saves, uploads and "
+            "downloads expire), or run DefSent Studio on your own machine.")
+
+
+_BUDGET: list[DiskBudget] = []  # the disk budget of this server (public mode), set by the Studio
 
 
 def set_disk_budget(limits: PublicLimits | None) -> None:
-    """The budget `guard_write` holds every visitor's writes to (None: a private server, no budget)."""
-    _BUDGET[:] = [limits] if limits is not None else []
+    """The budget every visitor's write is held to (None: a private server, no budget)."""
+    _BUDGET[:] = [DiskBudget(limits)] if limits is not None else []
+
+
+def disk_budget() -> DiskBudget | None:
+    """This server's disk budget; None on a private server."""
+    return _BUDGET[0] if _BUDGET else None
+
+
+def reservation(needed: int, what: str, copied: bool = False) -> Callable[[tuple[Path, ...]], None]:
+    """Reserve room for a write of `needed` bytes that the visitor being served (VISITOR) asked for (ValueError
+    when there is none); returns the function to call, once, with what was written, when the write has ended
+    (with `copied`, room for a copy of it then stays reserved a while: Gradio's of a returned file). Nothing on
+    a private server, or for 0 bytes."""
+    budget = disk_budget()
+    if budget is None or needed <= 0:
+        return lambda written=(): None
+    key = budget.reserve(needed, what, VISITOR.get())
+    return lambda written=(): budget.release(key, tuple(written), copied)
+
+
+@contextmanager
+def reserved(needed: int, what: str, copied: bool = False) -> Iterator[list[Path]]:
+    """`reservation` held while the block runs; the block appends what it wrote to the list it is given, to
+    count in the visitor's share (nothing when it raises)."""
+    release, written = reservation(needed, what, copied), []
+    try:
+        yield written
+    except BaseException:
+        release(())
+        raise
+    release(written)
 
 
 def guard_write(needed: int, what: str) -> None:
-    """Before writing `needed` bytes a visitor asked for: in public mode `make_room` (ValueError when the
-    disk budget is full); nothing on a private server. The disk is the server's, whichever Studio writes."""
-    if _BUDGET:
-        make_room(needed, _BUDGET[0], what)
+    """Before a write of `needed` bytes that outlives the request (a model's cache, written while it loads):
+    ValueError when the budget has no room for it now. Nothing on a private server."""
+    with reserved(needed, what):
+        pass

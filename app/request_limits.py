@@ -11,12 +11,17 @@ middleware (no gradio import) for the FastAPI app Gradio builds:
 It answers 413 at once when Content-Length is over the bound, and stops reading a body sent without
 one (chunked) as soon as it passes the bound, so the server never holds more than the bound.
 
-`UploadRoom` asks, before Gradio writes an upload to its temp folder, whether the disk has room for it
-(app.public.guard_write: the public disk budget).
+`UploadRoom` reserves room in the public disk budget (app.public.DiskBudget) before Gradio writes an upload
+to its temp folder, and gives each upload a folder of its own.
 """
 from __future__ import annotations
 
 import asyncio
+import json
+import os
+import secrets
+import shutil
+from pathlib import Path
 from typing import Any, Awaitable, Callable
 
 from .settings import MAX_UPLOAD_BYTES
@@ -79,24 +84,80 @@ class RequestBodyLimit:
 
 
 class UploadRoom:
-    """ASGI middleware: before Gradio writes an upload (POST .../gradio_api/upload), `guard(bytes, what)` is
-    asked for room for it, twice its declared size (the file, and a copy Gradio may make of it when a request
-    uses it); a ValueError from it is answered 507 Insufficient Storage with its message, and nothing is written."""
+    """ASGI middleware for Gradio's uploads (POST .../gradio_api/upload), issue 61:
 
-    def __init__(self, app: Callable[[Scope, Receive, Send], Awaitable[None]], guard: Callable[[int, str], None]):
-        self.app, self.guard = app, guard
+    - room in the disk budget (`budget()`, app.public.DiskBudget; None on a private server) is reserved for
+      twice the declared size (the file, and a copy Gradio may make of it when a request uses it) before Gradio
+      writes a byte, in the uploader's share (`address(scope)`), and handed back once the upload is written;
+      no room: 507 Insufficient Storage with the reason, and nothing is written;
+    - each uploaded file is moved to a folder of its own: Gradio keeps uploads by their content's hash, so a
+      visitor uploading the same file got the same path, and the validation that deletes it once read deleted
+      the other visitor's pending upload. The answer names the new paths, which Gradio then accepts."""
+
+    def __init__(self, app: Callable[[Scope, Receive, Send], Awaitable[None]], blocks: Any,
+                 budget: Callable[[], Any], address: Callable[[Scope], str]):
+        self.app, self.blocks, self.budget, self.address = app, blocks, budget, address
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http" and scope.get("method") == "POST" and \
-                scope.get("path", "").rstrip("/").endswith("/gradio_api/upload"):
-            declared = dict(scope.get("headers") or []).get(b"content-length", b"")
-            size = int(declared) if declared.strip().isdigit() else MAX_REQUEST_BYTES
-            try:  # it walks folders: off the event loop
-                await asyncio.to_thread(self.guard, 2 * size, "this upload")
-            except ValueError as err:
-                await plain_answer(send, 507, str(err).encode())
-                return
-        await self.app(scope, receive, send)
+        if not (scope["type"] == "http" and scope.get("method") == "POST" and
+                scope.get("path", "").rstrip("/").endswith("/gradio_api/upload")):
+            await self.app(scope, receive, send)
+            return
+        declared = dict(scope.get("headers") or []).get(b"content-length", b"")
+        size = int(declared) if declared.strip().isdigit() else MAX_REQUEST_BYTES
+        budget = self.budget()
+        try:  # it walks folders: off the event loop
+            key = await asyncio.to_thread(budget.reserve, 2 * size, "this upload", self.address(scope)) \
+                if budget is not None else None
+        except ValueError as err:
+            await plain_answer(send, 507, str(err).encode())
+            return
+        answer: list[Message] = []
+        moved: tuple[Path, ...] = ()
+        try:
+            await self.app(scope, receive, _held(answer))  # Gradio writes the files before it returns
+            moved = await asyncio.to_thread(self._own_folders, answer)
+        finally:
+            if key is not None:
+                budget.release(key, moved)
+        for message in answer:
+            await send(message)
+
+    def _own_folders(self, answer: list[Message]) -> tuple[Path, ...]:
+        """Move each file a successful answer names to a new folder beside it; rewrite the answer to name them.
+        Returns the new folders."""
+        start, body = answer[0] if answer else {}, b"".join(m.get("body", b"") for m in answer[1:])
+        try:
+            paths = json.loads(body) if start.get("status") == 200 else None
+        except ValueError:
+            paths = None
+        if not isinstance(paths, list) or not all(isinstance(p, str) for p in paths):
+            return ()
+        folders, names = [], []
+        for path in map(Path, paths):
+            folder = path.parent.parent / secrets.token_hex(16)
+            try:
+                folder.mkdir()
+                os.rename(path, folder / path.name)
+            except OSError:  # e.g. an identical upload moved it first: its path stays (read, it says "upload again")
+                shutil.rmtree(folder, ignore_errors=True)
+                names.append(str(path))
+                continue
+            folders.append(folder)
+            names.append(str(folder / path.name))
+            self.blocks.upload_file_set.add(names[-1])
+        body = json.dumps(names).encode()
+        headers = [(k, v) for k, v in start.get("headers", []) if k.lower() != b"content-length"]
+        answer[:] = [{**start, "headers": headers + [(b"content-length", str(len(body)).encode())]},
+                     {"type": "http.response.body", "body": body}]
+        return tuple(folders)
+
+
+def _held(answer: list[Message]) -> Send:
+    """A send that keeps the messages in `answer` instead of sending them."""
+    async def hold(message: Message) -> None:
+        answer.append(message)
+    return hold
 
 
 async def plain_answer(send: Send, status: int, body: bytes, content_type: bytes = b"text/plain; charset=utf-8"

@@ -18,7 +18,9 @@ from __future__ import annotations
 import functools
 import ipaddress
 import json
+import os
 import re
+import time
 from dataclasses import dataclass
 from typing import Any, Awaitable, Callable
 
@@ -45,19 +47,128 @@ class QueueShares:
 PUBLIC_SHARES = QueueShares(per_session=8, per_address=16)
 
 
+# A Hugging Face Space's container is reached only through the Space's own proxy, from a private address; the
+# proxy appends the visitor's address to X-Forwarded-For. So on a Space (and only there) private and loopback
+# peers are trusted by default.
+SPACE_PROXIES = "10.0.0.0/8, 172.16.0.0/12, 192.168.0.0/16, 127.0.0.0/8, ::1/128, fc00::/7"
+ADDRESS_CHARS = 64  # of a forwarded entry that is not an address (e.g. "unknown"), kept as its key
+Network = ipaddress.IPv4Network | ipaddress.IPv6Network
+
+
+@dataclass(frozen=True)
+class TrustedProxies:
+    """The proxies whose X-Forwarded-For and Forwarded headers are believed (none by default: then the TCP peer
+    is the client, whatever headers it sends)."""
+    networks: tuple[Network, ...] = ()
+
+    @classmethod
+    def parse(cls, text: str) -> "TrustedProxies":
+        """Comma-separated addresses or networks ("10.0.0.5, 172.16.0.0/12"); ValueError naming a bad entry."""
+        networks = []
+        for entry in (part.strip() for part in text.split(",")):
+            if not entry:
+                continue
+            try:
+                networks.append(ipaddress.ip_network(entry, strict=False))
+            except ValueError:
+                raise ValueError(f"{entry[:ADDRESS_CHARS]!r} is not an IP address or network "
+                                 "(e.g. 10.0.0.5 or 172.16.0.0/12)") from None
+        return cls(tuple(networks))
+
+    def trusts(self, host: str) -> bool:
+        """Whether `host` (an address, as a string) is one of these proxies."""
+        address = _ip(host)
+        return address is not None and any(address in network for network in self.networks)
+
+
+def trusted_proxies(value: str | None, on_space: bool) -> TrustedProxies:
+    """The operator's proxies (app.launch: --trusted-proxies or $DEFSENT_TRUSTED_PROXIES; "" names none), else on a Space
+    its own proxy (`SPACE_PROXIES`), else none. ValueError for a bad entry."""
+    if value is not None:
+        return TrustedProxies.parse(value)
+    return TrustedProxies.parse(SPACE_PROXIES) if on_space else TrustedProxies()
+
+
+_TRUSTED: list[TrustedProxies] = [TrustedProxies()]  # this server's, set by the launcher (app.launch)
+
+
+def trust_proxies(proxies: TrustedProxies) -> None:
+    """Make `client_address` believe the forwarding headers of `proxies` (and of no one else)."""
+    _TRUSTED[0] = proxies
+
+
 def client_address(request: Any) -> str:
-    """The network address a request came from. Behind a proxy on a private or loopback address (a Hugging
-    Face Space) it is the last X-Forwarded-For entry, the one the proxy itself appended: a client can put any
-    address in the header, but not after the proxy's."""
+    """The network address a request came from: the TCP peer, unless the peer is a trusted proxy
+    (`trust_proxies`); then the last address its forwarding headers name that is not a trusted proxy, the one
+    the first trusted proxy received the request from. A client can put any address in the headers, but not
+    after the one its proxy appended, and an untrusted peer's headers are ignored (issue 61: a forged
+    X-Forwarded-For from a Docker or LAN peer made each request a new address)."""
     peer = request.client.host if request is not None and request.client else ""
-    forwarded = request.headers.get("x-forwarded-for", "") if request is not None else ""
+    return forwarded_client(peer, request.headers if request is not None else {}, _TRUSTED[0])
+
+
+def scope_address(scope: Scope) -> str:
+    """`client_address` of an ASGI request scope."""
+    from starlette.datastructures import Headers
+    client = scope.get("client")
+    return forwarded_client(client[0] if client else "", Headers(scope=scope), _TRUSTED[0])
+
+
+def forwarded_client(peer: str, headers: Any, proxies: TrustedProxies) -> str:
+    """The client behind `peer` by the rule of `client_address`. X-Forwarded-For and Forwarded (RFC 7239) are
+    both read; when a trusted proxy's request carries both and they name different clients, one of them was
+    forged by the client (a proxy appends to one of them only), so the peer itself is the address: forgers
+    then share the proxy's one share."""
+    if not proxies.trusts(peer):
+        return peer
+    chains = [_chain(headers, "x-forwarded-for", _xff_entries), _chain(headers, "forwarded", _forwarded_entries)]
+    clients = {_first_untrusted(chain, proxies) for chain in chains if chain}
+    return clients.pop() if len(clients) == 1 else peer
+
+
+def _chain(headers: Any, name: str, entries: Callable[[str], list[str]]) -> list[str]:
+    """The addresses a forwarding header lists, first hop first (every header of that name, in order)."""
+    values = headers.getlist(name) if hasattr(headers, "getlist") else [headers.get(name, "")]
+    return [entry for value in values if value for entry in entries(value)]
+
+
+def _xff_entries(value: str) -> list[str]:
+    return [_host(entry) for entry in value.split(",") if entry.strip()]
+
+
+def _forwarded_entries(value: str) -> list[str]:
+    """The `for=` of each element of a Forwarded header (an element without one names no address: "")."""
+    found = []
+    for element in value.split(","):
+        pairs = (pair.partition("=") for pair in element.split(";"))
+        found.append(next((_host(v.strip().strip('"')) for k, _, v in pairs if k.strip().lower() == "for"), ""))
+    return found
+
+
+def _first_untrusted(chain: list[str], proxies: TrustedProxies) -> str:
+    """From the last hop back, the first address that is not a trusted proxy (the first one if all are)."""
+    for host in reversed(chain):
+        if not proxies.trusts(host):
+            return host
+    return chain[0]
+
+
+def _host(entry: str) -> str:
+    """An address without its port or brackets ("[::1]:80" -> "::1", "1.2.3.4:80" -> "1.2.3.4"), normalised."""
+    entry = entry.strip()
+    if entry.startswith("["):
+        entry = entry[1:].partition("]")[0]
+    elif entry.count(":") == 1:
+        entry = entry.partition(":")[0]
+    address = _ip(entry)
+    return str(address) if address is not None else entry[:ADDRESS_CHARS]
+
+
+def _ip(host: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
     try:
-        behind_proxy = ipaddress.ip_address(peer).is_private
+        return ipaddress.ip_address(host)
     except ValueError:
-        behind_proxy = False
-    if behind_proxy and forwarded.strip():
-        return forwarded.split(",")[-1].strip()
-    return peer
+        return None
 
 
 def waiting(queue: Any) -> list:
@@ -226,8 +337,7 @@ class LoginGate:
         elif scope["type"] == "websocket":
             await send({"type": "websocket.close", "code": 1008})
         else:
-            from .request_limits import plain_answer
-            await plain_answer(send, 401, NOT_AUTHENTICATED, b"application/json")
+            await _plain(send, 401, NOT_AUTHENTICATED, b"application/json")
 
     def _logged_in(self, scope: Scope) -> bool:
         """Whether the request carries the cookie of a login this server made (Gradio's own check)."""
@@ -242,6 +352,72 @@ class LoginGate:
             return False
         names = (f"access-token-{app.cookie_id}", f"access-token-unsecure-{app.cookie_id}")
         return any(name in cookies and app.tokens.get(cookies[name].value) is not None for name in names)
+
+
+@dataclass
+class Failures:
+    """An address's failed logins in a row, and when the last one was."""
+    count: int = 0
+    last: float = 0.0
+
+
+class LoginThrottle:
+    """ASGI middleware for a server with a login (--auth): after `free_tries` failed logins in a row from one
+    address (`scope_address`), each further attempt waits 2, 4, 8... up to `max_wait` seconds after the last
+    failure, and one sent sooner is answered 429 with the wait, unchecked. Gradio 6.31 checked about 1,000
+    guesses a second (issue 61). A login that succeeds clears the address's count; an address forgotten after
+    `forget_after` seconds without a failure, the oldest first past `max_addresses`."""
+
+    def __init__(self, app: Callable[[Scope, Receive, Send], Awaitable[None]], free_tries: int = 5,
+                 max_wait: float = 60.0, forget_after: float = 3600.0, max_addresses: int = 10_000):
+        self.app, self.free_tries, self.max_wait = app, free_tries, max_wait
+        self.forget_after, self.max_addresses = forget_after, max_addresses
+        self.failures: dict[str, Failures] = {}
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope.get("method") != "POST" or \
+                not scope.get("path", "").rstrip("/").endswith("/login"):
+            await self.app(scope, receive, send)
+            return
+        address, now = scope_address(scope), time.monotonic()
+        wait = self.wait(address, now)
+        if wait > 0:
+            body = json.dumps({"detail": f"Too many failed logins from your address: try again in {wait:.0f} s."})
+            await _plain(send, 429, body.encode(), b"application/json")
+            return
+        status = []
+
+        async def watch(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                status.append(message["status"])
+            await send(message)
+        await self.app(scope, receive, watch)
+        self.record(address, bool(status) and status[0] < 400, time.monotonic())
+
+    def wait(self, address: str, now: float) -> float:
+        """Seconds `address` must still wait before its next attempt is checked (0: none)."""
+        failed = self.failures.get(address)
+        if failed is None or failed.count < self.free_tries:
+            return 0.0
+        delay = min(self.max_wait, 2.0 ** (failed.count - self.free_tries + 1))
+        return max(0.0, failed.last + delay - now)
+
+    def record(self, address: str, succeeded: bool, now: float) -> None:
+        """Count a login's outcome for `address`."""
+        if succeeded:
+            self.failures.pop(address, None)
+            return
+        for stale in [a for a, f in self.failures.items() if now - f.last > self.forget_after]:
+            del self.failures[stale]
+        failed = self.failures.pop(address, Failures())  # re-inserted last: the dict stays oldest first
+        self.failures[address] = Failures(failed.count + 1, now)
+        while len(self.failures) > self.max_addresses:
+            del self.failures[next(iter(self.failures))]
+
+
+async def _plain(send: Send, status: int, body: bytes, content_type: bytes) -> None:
+    from .request_limits import plain_answer
+    await plain_answer(send, status, body, content_type)
 
 
 def _without_api_info(send: Send) -> Send:
@@ -263,13 +439,24 @@ def _without_api_info(send: Send) -> Send:
     return strip
 
 
-def middleware(blocks: Any, login: bool = False) -> list:
-    """The ASGI layers in front of `blocks`' server, outermost first: the request body bound, the login gate
-    (with `login`), the disk budget for uploads (public mode), then cancels."""
-    from starlette.middleware import Middleware
+def distrust_uvicorn_forwarding() -> None:
+    """Make the uvicorn server a `launch` starts next leave the TCP peer as the request's client. By default
+    uvicorn replaces it with the last X-Forwarded-For entry whenever the peer is 127.0.0.1 (its
+    $FORWARDED_ALLOW_IPS), so a forged header from any local peer became the client's address; trusting
+    proxies is `client_address`'s job alone (issue 61). Read by uvicorn.Config, which launch creates."""
+    os.environ["FORWARDED_ALLOW_IPS"] = ""  # an empty name: no peer is trusted
 
-    from .public import guard_write
+
+def middleware(blocks: Any, login: bool = False) -> list:
+    """The ASGI layers in front of `blocks`' server, outermost first: the request body bound, the login throttle
+    and gate (with `login`), the disk budget for uploads (public mode), then cancels. Call it before `launch`: it also
+    stops uvicorn from rewriting the client's address (`distrust_uvicorn_forwarding`)."""
+    from starlette.middleware import Middleware
+    distrust_uvicorn_forwarding()
+
+    from .public import disk_budget
     from .request_limits import RequestBodyLimit, UploadRoom
-    gate = [Middleware(LoginGate, blocks=blocks)] if login else []
-    return [Middleware(RequestBodyLimit), *gate, Middleware(UploadRoom, guard=guard_write),
+    gate = [Middleware(LoginThrottle), Middleware(LoginGate, blocks=blocks)] if login else []
+    return [Middleware(RequestBodyLimit), *gate,
+            Middleware(UploadRoom, blocks=blocks, budget=disk_budget, address=scope_address),
             Middleware(CancelReach, blocks=blocks)]

@@ -272,9 +272,11 @@ def projector_corpus(files: list[str]) -> EmbeddedTexts:
     return EmbeddedTexts(points.labels, unit, colour, f"{len(unit):,} points of {vectors[0].name}", columns)
 
 
-def reference_corpus(engine, size: int = REFERENCE_SIZE, progress: Progress = no_progress) -> EmbeddedTexts:
-    """A fixed sample of WordNet definitions ("word: definition"), embedded; cached on disk per model."""
-    return dictionary_reference(engine, size, cache_dir("embeddings"), _encoding_progress(progress))
+def reference_corpus(engine, size: int = REFERENCE_SIZE, progress: Progress = no_progress,
+                     cache: Path | None = None) -> EmbeddedTexts:
+    """A fixed sample of WordNet definitions ("word: definition"), embedded; cached on disk per model in `cache`
+    (default: the app's cache folder)."""
+    return dictionary_reference(engine, size, cache or cache_dir("embeddings"), _encoding_progress(progress))
 
 
 def _encoding_progress(progress: Progress) -> Callable[[int, int], None]:

@@ -8,9 +8,12 @@ import functools
 import inspect
 import logging
 import math
+import types
+import typing
 from typing import Any, Callable
 
 import gradio as gr
+from gradio.components.api_component import Api
 from gradio.context import LocalContext
 from gradio.exceptions import InvalidPathError
 from pydantic import ValidationError
@@ -20,7 +23,8 @@ from core.runtime import Cancelled
 
 from .messages import one_line, quoted
 from .models import ModelUnavailable
-from .server import QueueShares, bound_per_client
+from .public import VISITOR
+from .server import QueueShares, bound_per_client, client_address
 from .settings import QUEUE_SIZE
 from .work import RUNNING, run_owned
 
@@ -62,7 +66,7 @@ class StudioBlocks(gr.Blocks):
             if isinstance(block, NUMBERS) and isinstance(value, float) and not math.isfinite(value):
                 raise gr.Error(input_refusal(block, value), print_exception=False)
         try:
-            return await super().preprocess_data(block_fn, inputs, state, explicit_call)
+            processed = await super().preprocess_data(block_fn, inputs, state, explicit_call)
         except Exception as err:
             culprit = await self._culprit(block_fn, inputs, state, explicit_call)
             if culprit is None:  # it failed once but not input by input
@@ -73,6 +77,11 @@ class StudioBlocks(gr.Blocks):
                 message = input_refusal(*culprit)
                 log.info("%s: refused an input: %s", block_fn.name, message)
             raise gr.Error(message, print_exception=False) from None
+        message = typed_refusal(block_fn, processed)
+        if message is not None:
+            log.info("%s: refused an input: %s", block_fn.name, message)
+            raise gr.Error(message, print_exception=False)
+        return processed
 
     async def _culprit(self, block_fn, inputs: list[Any], state, explicit_call: bool):
         """(block, value, error) of the first input that Gradio's preprocessing refuses on its own, or None.
@@ -92,11 +101,15 @@ NUMBERS = (gr.Number, gr.Slider)
 CHOICES = (gr.Dropdown, gr.Radio, gr.CheckboxGroup)
 
 
+def input_label(block: gr.components.Component) -> str:
+    """What a message calls an input: its label without its parenthesis, else its kind."""
+    return one_line(str(getattr(block, "label", None) or block.get_block_name()).split(" (")[0], 40)
+
+
 def input_refusal(block: gr.components.Component, value: Any, err: Exception | None = None) -> str:
     """Why `block` refuses `value` (`err`: what Gradio raised), as one short line naming the input by its label
     (without its parenthesis) and quoting at most a short, escaped part of the value, never a server path."""
-    label = str(getattr(block, "label", None) or block.get_block_name()).split(" (")[0]
-    label = one_line(label, 40)
+    label = input_label(block)
     shown = quoted(value, INPUT_QUOTE_CHARS)
     if isinstance(err, InvalidPathError):  # its message holds the server's absolute path
         return f"{label}: that file was not uploaded to this server; upload it again."
@@ -111,7 +124,9 @@ def input_refusal(block: gr.components.Component, value: Any, err: Exception | N
             return f"{label}: expected a finite number, got {shown}."
         low, high = block.minimum, block.maximum
         if (low is not None and value < low) or (high is not None and value > high):
-            limits = [f"at least {low:g}"] * (low is not None) + [f"at most {high:g}"] * (high is not None)
+            # Formatted only when there: an input with a minimum and no maximum raised here (issue 61).
+            limits = ([f"at least {low:g}"] if low is not None else []) + \
+                ([f"at most {high:g}"] if high is not None else [])
             return f"{label}: must be {' and '.join(limits)}, got {shown}."
     if isinstance(block, CHOICES) and isinstance(err, gr.Error):
         return f"{label}: {shown} is not one of its choices."
@@ -120,6 +135,62 @@ def input_refusal(block: gr.components.Component, value: Any, err: Exception | N
     if isinstance(err, ValidationError):
         return f"{label}: expected a {block.get_block_name()} value, got {shown}."
     return f"{label}: could not read {shown}."
+
+
+SCALARS = {str: "text", int: "a number", float: "a number", bool: "true or false", type(None): "nothing"}
+
+
+def typed_refusal(block_fn: Any, values: list[Any]) -> str | None:
+    """Why one of `values` (an event's inputs as its function receives them) is not of the type its parameter
+    declares, as one line naming the input; None when all fit. Only plain declarations are checked (text, a
+    number, true or false, or nothing, and their unions), never a file or a state (Gradio checks those), and
+    None passes where the input starts empty (an untouched text box).
+    Gradio passes on whatever a dropdown with custom values, a dropdown's None or a gr.api parameter is sent:
+    `switch_model` given a list, `job_active` a dict, `draw_map` a size of None raised inside their handlers
+    (issue 61)."""
+    for block, value, (name, expected) in zip(block_fn.inputs, values, declared_types(block_fn.fn)):
+        if expected is None or isinstance(block, (gr.File, gr.State)) or _is_a(value, expected) or \
+                (value is None and getattr(block, "value", None) is None):  # as the page may send it
+            continue
+        kinds = " or ".join(dict.fromkeys(SCALARS[kind] for kind in expected))
+        label = name if isinstance(block, Api) else input_label(block)  # a gr.api input's label is "1st"
+        return f"{label}: expected {kinds}, got {quoted(value, INPUT_QUOTE_CHARS)}."
+    return None
+
+
+@functools.lru_cache(maxsize=None)
+def declared_types(fn: Callable) -> list[tuple[str, tuple[type, ...] | None]]:
+    """(name, the plain types it accepts, or None when it declares something else) of each positional parameter
+    of `fn` (through its wrappers), in order."""
+    if fn is None:
+        return []
+    try:
+        parameters = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return []
+    return [(p.name, _plain_types(p.annotation)) for p in parameters
+            if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+
+
+def _plain_types(annotation: Any) -> tuple[type, ...] | None:
+    """The types of SCALARS an annotation allows (a string under `from __future__ import annotations`, such as
+    "str | None", is read by name, never evaluated); None when it allows anything else."""
+    if isinstance(annotation, str):
+        names = {"str": str, "int": int, "float": float, "bool": bool, "None": type(None)}
+        kinds = tuple(names.get(part.strip()) for part in annotation.split("|"))
+        return kinds if all(kinds) else None
+    kinds = typing.get_args(annotation) if typing.get_origin(annotation) in (typing.Union, types.UnionType) \
+        else (annotation,)
+    return kinds if kinds and all(kind in SCALARS for kind in kinds) else None
+
+
+def _is_a(value: Any, kinds: tuple[type, ...]) -> bool:
+    """Whether `value` is one of `kinds` (an int or float parameter takes any number but true or false)."""
+    if isinstance(value, bool):
+        return bool in kinds
+    if isinstance(value, (int, float)):
+        return int in kinds or float in kinds
+    return any(isinstance(value, kind) for kind in kinds if kind not in (int, float, bool))
 
 
 def handler(fn: Callable) -> Callable:
@@ -142,6 +213,7 @@ def handler(fn: Callable) -> Callable:
 
     @functools.wraps(fn)
     async def wrapper(*args, **kwargs):
+        VISITOR.set(client_address(LocalContext.request.get(None)))  # whose share of the disk its writes use
         try:
             return await run_owned(functools.partial(call, *args, **kwargs), fn.__name__, _client_gone())
         except Cancelled:

@@ -257,11 +257,23 @@ def _claim_alive(claim: Path) -> bool:
 
 
 def process_alive(pid: int) -> bool:
-    """True while a process with this id exists (a writer that may still be saving)."""
+    """True while a process with this id runs (a writer that may still be saving). A zombie (exited, its parent
+    has not yet waited for it) does not: it writes nothing more, and a killed server whose parent never reaps it
+    stays one for as long as the parent lives, which kept its 30 MB staging folder (issue 61)."""
     try:
         os.kill(pid, 0)  # signal 0 only asks whether the process exists
     except ProcessLookupError:
         return False
     except PermissionError:  # it exists, as another user's process
         pass
-    return True
+    return _process_state(pid) not in ("Z", "X")
+
+
+def _process_state(pid: int) -> str:
+    """The state letter of a process in /proc (R running, S sleeping, Z zombie, X dead...); "" where there is no
+    /proc (macOS, Windows: a zombie then counts as alive, as before)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return ""
+    return stat.rpartition(")")[2].split()[0] if ")" in stat else ""  # "pid (name) S ...": the name may hold spaces

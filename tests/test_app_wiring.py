@@ -163,6 +163,32 @@ def test_the_server_starts_when_its_first_page_is_slow(studio, monkeypatch):
         demo.close()
 
 
+def test_the_port_answers_while_the_app_starts_and_is_then_the_apps(monkeypatch):
+    """Issue 61: under two busy loops the port stayed closed 25-49 s after launch (imports, building the page). The
+    launcher now answers 503 with a page that reloads itself from its first seconds, and hands the port over to
+    the app's server before it starts it."""
+    import socket
+
+    import httpx
+
+    import app.launch as launch
+    from bench.bench_app import free_port
+
+    port, seen = free_port(), {}
+
+    def start(args, started, starting) -> int:  # stands in for loading and building the app
+        answer = httpx.get(f"http://127.0.0.1:{port}/", timeout=30)
+        seen.update(status=answer.status_code, retry=answer.headers.get("retry-after"), page=answer.text)
+        starting.close()
+        with socket.socket() as server:  # as uvicorn binds it: the port is free again
+            server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            server.bind(("127.0.0.1", port))
+        return 0
+    monkeypatch.setattr(launch, "_start", start)
+    assert launch.main(["--port", str(port)]) == 0
+    assert seen["status"] == 503 and seen["retry"] == "2" and "is starting" in seen["page"], seen
+
+
 def test_download_folders_are_removed_after_their_lifetime(engine, tiny_mlm_dir, tmp_path):
     import os
 

@@ -372,8 +372,8 @@ def test_in_public_mode_one_address_cannot_fill_the_queue_with_made_up_sessions(
     def request(peer: str, forwarded: str = ""):
         return SimpleNamespace(client=SimpleNamespace(host=peer), headers={"x-forwarded-for": forwarded})
 
-    # Behind a proxy on a private address, the address the proxy appended; a direct client's own header is ignored.
-    assert client_address(request("10.0.0.2", "1.2.3.4, 5.6.7.8")) == "5.6.7.8"
+    # Without a trusted proxy (tests/test_trusted_proxies.py), the connecting address counts, whatever its headers.
+    assert client_address(request("10.0.0.2", "1.2.3.4, 5.6.7.8")) == "10.0.0.2"  # no proxy trusted (issue 61)
     assert client_address(request("5.6.7.8", "1.2.3.4")) == "5.6.7.8"
     shares = QueueShares(per_session=2, per_address=3)
     events = [SimpleNamespace(session_hash=f"made-up-{i}", request=request("5.6.7.8")) for i in range(3)]

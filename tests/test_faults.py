@@ -267,6 +267,23 @@ def test_next_start_removes_only_dead_processes_leftovers(checkpoints, previous)
     assert_previous_intact(checkpoints, previous)
 
 
+def test_a_zombie_servers_leftovers_are_removed_too(checkpoints):
+    """Issue 61: a killed server that its parent has not reaped is a zombie, which `kill(pid, 0)` reports as
+    alive, so its staging folder survived the restart."""
+    if not Path("/proc").is_dir():
+        pytest.skip("no /proc: a zombie cannot be told from a running process here")
+    zombie = subprocess.Popen([sys.executable, "-c", "pass"])  # exits at once; not waited for until the end
+    try:
+        wait_until(lambda: Path(f"/proc/{zombie.pid}/stat").read_text().split(") ")[1][0] == "Z", 60,
+                   what="the child to exit")
+        staging = staging_dir().parent / f"server-{zombie.pid}"
+        (staging / "job" / STAGED_MODEL).mkdir(parents=True)
+        assert not process_alive(zombie.pid)
+        assert staging in remove_leftovers(checkpoints) and not staging.exists()
+    finally:
+        zombie.wait()
+
+
 def _dead_pid() -> int:
     process = subprocess.Popen([sys.executable, "-c", "pass"])
     process.wait()

@@ -138,3 +138,43 @@ def test_good_inputs_still_answer(server):
     demo, _, _ = server
     event, data = call(demo, "similarity", ["a dog", "a cat"])
     assert event == "complete", data
+
+
+@pytest.mark.parametrize("setting,value,label", [("epochs", -1, "Epochs"), ("lr", 0, "Learning rate"),
+                                                 ("batch", 0, "Batch size"), ("layers", -3, "Train top layers")])
+def test_a_number_below_its_minimum_on_an_input_without_a_maximum_is_refused_with_a_message(server, setting, value,
+                                                                                          label):
+    """Issue 61: with no maximum the refusal formatted "at most None" and raised inside the error handler, so the
+    client read `{"error": null}`."""
+    message = refusal(server, "start_finetune", start(**{setting: value}))
+    assert message.startswith(f"{label}: must be at least ") and f'got "{value}"' in message, message
+    assert "at most" not in message
+
+
+def map_inputs(**changes) -> list:
+    from app.tabs.map import COLOUR_BY, MAP_SOURCES
+
+    inputs = {"source": MAP_SOURCES[0], "size": 500, "sentences": "", "file": None, "method": "PCA", "dims": "2-D",
+              "colour": COLOUR_BY[0], "column": None}
+    return list({**inputs, **changes}.values())
+
+
+@pytest.mark.parametrize("api_name,data,label", [
+    ("switch_model", [7], "Model"), ("switch_model", [["tiny-model"]], "Model"),
+    ("job_active", [{"job": "x"}], "job_id"), ("job_active", [3], "job_id"),
+    ("draw_map", map_inputs(size=None), "Sample size"), ("evaluate_words", [None, False], "Definitions")],
+    ids=["model-number", "model-list", "job-dict", "job-number", "map-size-none", "words-size-none"])
+def test_a_wrongly_typed_input_is_refused_before_its_handler(server, api_name, data, label, caplog):
+    """Issue 61: these reached their handlers, which answered "Something went wrong (AttributeError)" and logged a
+    traceback. Now each is one line naming the input, and the handler never runs."""
+    with caplog.at_level("ERROR"):
+        message = refusal(server, api_name, data)
+    assert message.startswith(f"{label}: expected "), message
+    assert "went wrong" not in message and not [r for r in caplog.records if r.exc_info], caplog.text
+
+
+def test_inputs_that_may_be_empty_still_answer(server):
+    """A parameter that takes None (the map's column, a file not given) is not refused for it."""
+    demo, _, _ = server
+    event, data = call(demo, "draw_map", map_inputs(column=None, file=None, size=500))
+    assert event == "complete" or "expected" not in str(data), data

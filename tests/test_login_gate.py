@@ -102,3 +102,21 @@ def test_the_login_page_holds_only_the_login_form_and_logging_in_opens_the_app(s
         assert "reverse_dictionary" in client.get(base + "/").text  # the whole page once logged in
         assert client.get(base + "/gradio_api/info").status_code == 200
         assert client.get(base + "/gradio_api/app_id").status_code == 200
+
+
+def test_failed_logins_from_one_address_are_slowed(server):
+    """Issue 61: Gradio's login took about 1,000 guesses a second. After 5 failures in a row from one address the
+    next attempt, even with the right password, is refused (429) until its wait is over; others are not."""
+    base = server.local_url.rstrip("/")
+
+    def login(password: str, source: str = "127.0.0.3") -> httpx.Response:
+        with httpx.Client(transport=httpx.HTTPTransport(local_address=source), timeout=30) as client:
+            return client.post(base + "/login", data={"username": USER, "password": password})
+
+    assert [login(f"guess-{i}").status_code for i in range(5)] == [400] * 5
+    refused = login(PASSWORD)
+    assert refused.status_code == 429 and "try again in 2 s" in refused.json()["detail"], refused.text
+    assert login(PASSWORD, source="127.0.0.4").status_code == 200  # another address logs in at once
+    time.sleep(2.1)
+    assert login("guess-6").status_code == 400  # checked again once the wait is over
+    assert login(PASSWORD).status_code == 429 and "try again in 4 s" in login(PASSWORD).json()["detail"]

@@ -7,6 +7,7 @@ from __future__ import annotations
 import importlib.util
 import os
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -249,7 +250,7 @@ def test_uploads_past_the_disk_budget_are_refused_before_they_are_written(tiny_m
     from app.server import middleware
     from bench.bench_app import free_port
     budget = 5_000_000
-    make_studio(tiny_mlm_dir, checkpoints, PublicLimits(disk_bytes=budget))
+    make_studio(tiny_mlm_dir, checkpoints, PublicLimits(disk_bytes=budget, address_share=1.0))
     with gr.Blocks() as demo:
         gr.File()
     demo.launch(server_name="127.0.0.1", server_port=free_port(), prevent_thread_lock=True, quiet=True,
@@ -263,6 +264,87 @@ def test_uploads_past_the_disk_budget_are_refused_before_they_are_written(tiny_m
     assert codes.count(200) >= 3 and codes[-1] == 507, codes
     assert "storage for visitors' files is full" in answers[-1].text and "this upload needs" in answers[-1].text
     assert disk_used() <= budget
+
+
+@pytest.fixture
+def upload_server(tiny_mlm_dir, checkpoints):
+    """A Gradio server with the app's middleware; returns a function making a studio's budget its own and
+    giving the server's upload URL."""
+    import gradio as gr
+
+    from app.server import middleware
+    from bench.bench_app import free_port
+    with gr.Blocks() as demo:
+        gr.File()
+    demo.launch(server_name="127.0.0.1", server_port=free_port(), prevent_thread_lock=True, quiet=True,
+                app_kwargs={"middleware": middleware(demo)})
+
+    def serve(limits: PublicLimits) -> str:
+        make_studio(tiny_mlm_dir, checkpoints, limits)
+        return demo.local_url + "gradio_api/upload"
+    try:
+        yield serve
+    finally:
+        demo.close()
+
+
+def upload(url: str, content: bytes, name: str = "f.txt", source: str = "127.0.0.1"):
+    from bench.disk_budget import send_upload
+    return send_upload(url.removesuffix("gradio_api/upload"), content, name, source)
+
+
+def test_concurrent_uploads_never_take_the_disk_past_the_budget(upload_server):
+    """Issue 61: the check read the disk before anything was written and reserved nothing, so 20 parallel uploads
+    all passed it (30 x 19.4 MB took 1,135 MB to 1,717 MB of 1,500). Now each reserves its room under one lock."""
+    from app.public import disk_used
+    from bench.disk_budget import at_once
+    budget = 8_000_000
+    url = upload_server(PublicLimits(disk_bytes=budget, address_share=1.0))
+    codes = []
+    peak = at_once([lambda i=i: codes.append(upload(url, bytes([i]) * 1_000_000, f"f{i}.txt").status_code)
+                    for i in range(16)])
+    assert sorted(set(codes)) == [200, 507], codes  # before: all 16 accepted, 16 MB written
+    assert disk_used() <= budget and peak <= budget  # (each reserves twice its size while written: at most 4 at once)
+
+
+def test_a_downloads_room_is_held_while_written_and_its_copys_a_while_after(tiny_mlm_dir, checkpoints, monkeypatch):
+    """Gradio copies a returned file into its temp folder after the handler: room for that copy stays reserved."""
+    import numpy as np
+
+    import app.public as public
+    from app.export import projector_download
+    make_studio(tiny_mlm_dir, checkpoints, PublicLimits(disk_bytes=50_000_000))
+    seen = []
+    monkeypatch.setattr(public, "COPY_LINGER_S", 0.5)
+    monkeypatch.setattr("app.export.write_projector", lambda folder, points: (
+        seen.append(public.disk_budget().reserved()), folder.mkdir(), (folder / "vectors.tsv").write_text("1\t2\n")))
+    archive = projector_download(np.zeros((10, 4), dtype=np.float32), {"text": [f"row {i}" for i in range(10)]})
+    assert seen[0] > 0  # while it was written
+    assert public.disk_budget().reserved() == archive.stat().st_size  # its copy's room, after
+    time.sleep(0.6)
+    budget = public.disk_budget()
+    budget.release(budget.reserve(0, "nothing"))  # expired holds go at the next reservation
+    assert budget.reserved() == 0
+
+
+def test_one_address_may_use_at_most_its_share_of_the_disk(upload_server):
+    """Issue 61: one anonymous client took the whole budget in 3 s; everyone else's uploads were refused."""
+    url = upload_server(PublicLimits(disk_bytes=6_200_000, address_share=0.5))  # 3.1 MB an address
+    mine = [upload(url, bytes([i]) * 1_000_000, f"f{i}.txt").status_code for i in range(3)]
+    assert mine == [200, 200, 507], mine  # the third would make 1 + 1 + 2 (its file and a copy) MB
+    refused = upload(url, b"z" * 1_000_000)
+    assert "Your network address already uses 2 MB" in refused.text and "each address may use 3 MB" in refused.text
+    assert upload(url, b"y" * 1_000_000, source="127.0.0.2").status_code == 200  # another visitor's fits
+
+
+def test_the_same_file_uploaded_by_two_visitors_is_two_uploads(upload_server):
+    """Issue 61: Gradio stores an upload by its content's hash, so a second visitor's identical upload had the
+    first one's path, and its validation (which deletes the file once read) deleted the first one's upload."""
+    from app.services import discard_upload
+    url = upload_server(PublicLimits())
+    first, second = (upload(url, b"word\tdefinition\ncat\ta pet\n", "mine.tsv").json()[0] for _ in range(2))
+    assert first != second and Path(first).name == Path(second).name == "mine.tsv"
+    assert discard_upload(second) and Path(first).read_bytes().startswith(b"word")
 
 
 def test_saved_models_of_an_earlier_run_are_removed_at_start(tiny_mlm_dir, checkpoints):
@@ -342,9 +424,31 @@ def test_fine_tunes_waiting_to_be_saved_count_in_the_disk_budget(tiny_mlm_dir, c
     assert not studio.jobs.unfinished() and session.jobs == []  # refused: nothing queued, nothing counted
 
 
+def test_a_fine_tunes_room_stays_reserved_until_its_job_ends(tiny_mlm_dir, checkpoints, validated, monkeypatch):
+    """Issue 61: a Start only checked the disk, and the training process wrote its model minutes later, whatever
+    had been written meanwhile. Its room is now reserved from the Start until the job has ended."""
+    import app.handlers.finetune as handlers
+    from app.finetune import expected_staged_bytes
+    from app.public import disk_budget, reservation
+    need = expected_staged_bytes(None, Engine.from_base(str(tiny_mlm_dir)))
+    studio = make_studio(tiny_mlm_dir, checkpoints, PublicLimits(disk_bytes=int(need * 1.5), address_share=1.0))
+    training = threading.Event()
+    monkeypatch.setattr(handlers, "FinetuneJob", lambda *args: lambda job: training.wait(60))
+    job_id = studio.finetune.start_finetune(validated(studio), 1, 5e-5, 4, 0, 1, 1, 0)
+    assert disk_budget().reserved() == need
+    with pytest.raises(ValueError, match="storage for visitors' files is full"):
+        reservation(need, "another visitor's upload")
+    training.set()
+    deadline = time.monotonic() + 30
+    while studio.jobs.get(job_id).status in ("queued", "running") and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert studio.jobs.get(job_id).status == "done" and disk_budget().reserved() == 0
+
+
 def test_a_visitors_saved_model_keeps_its_caches_in_its_session_folder_and_goes_with_it(tiny_mlm_dir, checkpoints,
                                                                                         other_checkpoint):
     from app.public import model_cache_dir
+    from app.settings import cache_dir
     studio = make_studio(tiny_mlm_dir, checkpoints)
     alice = Session()
     studio.finetune.save_finetuned(finished_job(studio, other_checkpoint), "mine", alice)
@@ -355,8 +459,13 @@ def test_a_visitors_saved_model_keeps_its_caches_in_its_session_folder_and_goes_
     assert f"{YOURS}mine" in [name for _, name in studio.model_choices(alice)[0]]  # the cache is no model
     studio.choose_model(f"{YOURS}mine", alice)
     assert [spec.name for spec in studio.models.kept()] == [f"{YOURS}mine"]
+    shared = cache_dir("embeddings")
+    before = sorted(shared.iterdir())
+    studio.models.shared(studio.models.kept()[0]).reference(size=50)  # its reference sentences, embedded
+    references = public_saves_dir() / alice.key / ".caches" / "embeddings"
+    assert any(references.iterdir()) and sorted(shared.iterdir()) == before  # issue 61: it went to the shared cache
     studio.end_session(alice)
-    assert not cache.exists() and studio.models.kept() == []  # before, it stayed loaded, holding a slot
+    assert not cache.exists() and not references.exists() and studio.models.kept() == []
 
 
 def test_a_sessions_fine_tune_goes_with_the_session(tiny_mlm_dir, checkpoints, validated, monkeypatch):

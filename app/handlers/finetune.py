@@ -7,6 +7,7 @@ without a waiting line, a bound on the steps of a job and a disk budget for what
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any, Callable
 
 from core.engine import Engine
 from core.words import COMPACT_VECTORS
@@ -30,9 +31,9 @@ from ..finetune import (
     training_threads,
     validate_upload,
 )
-from ..jobs import DONE, QUEUED, RUNNING, JobQueueFull
+from ..jobs import DONE, QUEUED, RUNNING, Job, JobQueueFull
 from ..models import ModelSpec
-from ..public import YOURS, make_room, model_cache_dir, models_bytes, session_folder
+from ..public import YOURS, model_cache_dir, models_bytes, reservation, reserved, session_folder
 from ..settings import folder_bytes
 from .backend import TabHandlers
 from .session import Session
@@ -44,6 +45,17 @@ QUOTA_USED = ("This session has started its {n} fine-tunes, the limit per visito
               "To train more, run DefSent Studio on your own machine (see the README).")
 STEPS_OVER = ("These settings make {steps:,} training steps; this public server trains at most {limit:,} a job, so "
               "that the one training slot is free again soon: lower Epochs or set Max steps.")
+
+
+def releasing(work: Callable[[Job], Any], release: Callable[[], None]) -> Callable[[Job], Any]:
+    """`work` for the job manager, calling `release` once it has ended, however it ends (a job cancelled
+    before it ran never runs it: its `on_forget` releases too)."""
+    def run(job: Job) -> Any:
+        try:
+            return work(job)
+        finally:
+            release()
+    return run
 
 
 class FinetuneHandlers(TabHandlers):
@@ -117,13 +129,15 @@ class FinetuneHandlers(TabHandlers):
                                               trainable_layers=trainable_layers, max_steps=max_steps,
                                               evaluations=evaluations, seed=seed)
         self._check_run(settings, upload.train_size, layers)  # now, not in the background: the run's length too
-        if public is not None:
-            make_room(expected_staged_bytes(active.spec.path, active.engine), public, "the fine-tuned model")
+        # The training process writes the staged model: its room is reserved until the job has ended (public mode).
+        release = reservation(expected_staged_bytes(active.spec.path, active.engine) if public is not None else 0,
+                              "the fine-tuned model")
+        work = FinetuneJob(active.spec, upload, settings, training_threads(public=public is not None))
         try:
-            job = self.backend.jobs.submit(FinetuneJob(active.spec, upload, settings,
-                                                       training_threads(public=public is not None)),
-                                           f"fine-tune {active.spec.name} on {upload.name}", on_forget=discard_staged)
+            job = self.backend.jobs.submit(releasing(work, release), f"fine-tune {active.spec.name} on {upload.name}",
+                                           on_forget=lambda job: (release(), discard_staged(job)))
         except JobQueueFull:
+            release()
             if public is None:
                 raise
             raise ValueError(SLOT_BUSY.format(slots=public.training_slots)) from None
@@ -190,8 +204,9 @@ class FinetuneHandlers(TabHandlers):
             return f"Saved as checkpoint `{result.saved.name}` in {result.saved.parent}."
         if session is None:
             raise ValueError("Saving on this public server needs your session.")
-        make_room(folder_bytes(result.checkpoint), public, "this model")
-        path = save_finetuned(result, name, session_folder(session.folder_key()))
+        with reserved(folder_bytes(result.checkpoint), "this model") as written:
+            path = save_finetuned(result, name, session_folder(session.folder_key()))
+            written.append(path)
         session.saved[job_id] = str(path)
         return (f"Saved as `{YOURS}{path.name}`, for this session only: choose it in the model list, or press "
                 "'Use as the active model'. This server deletes it an hour after you close this page, or "

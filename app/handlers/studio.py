@@ -18,7 +18,7 @@ from .. import views
 from ..jobs import JobManager, in_background
 from ..models import ActiveModel, Models, ModelSpec
 from ..projection import Projector
-from ..public import PublicLimits, guard_write, is_visitors_model, model_cache_dir
+from ..public import PublicLimits, is_visitors_model, model_cache_dir, reserved
 from .analogy import AnalogyHandlers
 from .backend import Backend
 from .evaluate import EvaluateHandlers
@@ -73,10 +73,14 @@ def prepare_model(active: ActiveModel, progress: sv.Progress = sv.no_progress, o
     if open_vocabulary and active.engine.words.open_vocab is None:
         embedded = recording_progress(active, lambda done, total, left: progress(
             0.1 + 0.6 * done / total, desc=f"open vocabulary: {views.embedding_progress(done, total, left)}"))
-        if is_visitors_model(active.spec.path) and not any(open_vocab_cache(active).iterdir()):
-            guard_write(expected_open_vocab_bytes(active.engine), "this model's vocabulary cache")
+        # A visitor's model writes its cache into their session's folder: its room is reserved while it is written.
+        writes = is_visitors_model(active.spec.path) and not any(open_vocab_cache(active).iterdir())
+        needed = expected_open_vocab_bytes(active.engine) if writes else 0
         try:  # a fine-tuned model starts with its parent's vectors: seconds, where all would take minutes
-            active.engine.enable_open_vocabulary(cache_dir=open_vocab_cache(active), progress=embedded, reuse=True)
+            with reserved(needed, "this model's vocabulary cache") as written:
+                written.append(open_vocab_cache(active))
+                active.engine.enable_open_vocabulary(cache_dir=open_vocab_cache(active), progress=embedded,
+                                                     reuse=True)
         finally:
             active.open_vocab_progress = None
     progress(0.7, desc="embedding the reference sentences")
