@@ -124,7 +124,7 @@ def _rule_analogies(rng: random.Random, per_kind: int) -> list[PathAnalogy]:
 
     def verb():
         (v, w), (o1, o2) = rng.choice(VERB_SWAPS), rng.sample(SWAP_OBJECTS, 2)
-        who = rng.choice(["I", "She", "He", "They"])
+        who = rng.choice(["She", "He"] if v.endswith("s") else ["I", "She", "He", "They"])  # "loves": third person
         return (f"{who} {v} {o1}.", f"{who} {w} {o1}.", f"{who} {v} {o2}.", f"{who} {w} {o2}.")
 
     def obj():

@@ -511,9 +511,11 @@ class VectorReader:
         """One sentence per point (steps, d) of the path from x to y (its first and last points are x's
         and y's embeddings). Candidates: x, y, each interior point's decoding (as `decode`) and, with
         `edits`, the sentences between x and y made of their word edits (`edit_path`). `walk` then picks one a
-        point, maximising the sum of each one's cosine to its point, plus OWN_SENTENCE_MARGIN at an
+        point (x at the first, y at the last), maximising the sum of each one's cosine to its point, plus OWN_SENTENCE_MARGIN at an
         interior point for a sentence other than x and y (so one within that margin of the nearer
         end is shown instead of it), under the rule that the cosine to x never rises step by step."""
+        if x == y:
+            return [x] * len(points)
         encode = embedding_once(self.model.encode)
         interior = points[1:-1]
         decoded = self._decode(interior, beam, None, True, refine, correct, fluency, encode=encode) if len(interior) else []
@@ -523,6 +525,7 @@ class VectorReader:
         fits = l2_normalize(points) @ embedded.T  # (steps, C)
         bonus = np.zeros_like(fits)
         bonus[1:-1, 2:] = OWN_SENTENCE_MARGIN
+        bonus[0, 1:] = bonus[-1, [0, *range(2, len(candidates))]] = -np.inf  # the ends read as themselves
         return [candidates[i] for i in walk(fits, embedded @ embedded[0], bonus)]
 
     def _read(self, vectors: np.ndarray, reference: Reference | None, k: int, beam: int,

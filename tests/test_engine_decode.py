@@ -217,6 +217,9 @@ def test_an_interpolation_walks_from_x_to_y_on_candidates_that_fit(engine, refer
     assert np.all(np.diff(to_x) <= 1e-5)  # steady: never back towards x
     without_edits = [p.decoded for p in engine.interpolate(x, y, steps=5, reference=reference, k=2, edits=False)]
     assert set(without_edits) <= {x, y, *engine.decode(interior)}
+    assert [p.decoded for p in engine.interpolate(x, x, steps=3, reference=reference, k=2)] == [x, x, x]
+    assert [p.decoded for p in engine.interpolate(x, y, steps=2, reference=reference, k=2)] == [x, y]
+    assert all(p.fit is not None and -1 <= p.decoded_cos_x <= 1.0001 for p in points)
 
 
 @pytest.mark.parametrize("steps", [1, 0, 2.5])

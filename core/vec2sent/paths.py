@@ -129,6 +129,8 @@ def _same_ending_change(old: str, new: str, word: str) -> str | None:
     if stem < 3 or len(dropped) > 3 or len(added) > 3 or not word.lower().endswith(dropped.lower()):
         return None
     stem_of_word = word[:len(word) - len(dropped)]
+    if not dropped and added in ("s", "es"):  # a plural or third person: "-es" after a hiss ("foxes", "watches")
+        added = "es" if re.search(r"(s|x|z|ch|sh)$", stem_of_word) else "s"
     if added[:1] == "e" and stem_of_word.endswith("e"):  # "close" + "ed" is "closed"
         added = added[1:]
     return stem_of_word + added
