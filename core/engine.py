@@ -24,6 +24,7 @@ import numpy as np
 import torch
 from safetensors.torch import load_file, save_file
 
+from .answers import EXCLUDE_QUERY_WORDS
 from .paths import CHECKPOINTS_DIR, user_cache_dir
 from .checkpoint import (DEFAULT_BASE, DEFAULT_CHECKPOINT, FORMAT, FORMAT_VERSION, MANIFEST,
                          CheckpointError, atomic_directory, fingerprint, library_versions,
@@ -363,21 +364,22 @@ class Engine:
         return self.reader.interpolate(x, y, steps, reference, k, beam, refine, correct)
 
     # ---- reverse dictionary -------------------------------------------------------------------
-    def predict_words(self, text: str, k: int = 10, exclude_query_words: bool = False,
+    def predict_words(self, text: str, k: int = 10, exclude_query_words: bool = EXCLUDE_QUERY_WORDS,
                       **filters) -> list[tuple[str, float]]:
         """Top-k whole words for `text` with probabilities (softmax over all whole-word tokens).
 
         Filters (`pos`, `min_length`, `max_length`, `initial`, `pattern` with ? and *) are masks
         applied before top-k. Never returns special tokens, `##` pieces or punctuation.
+        `exclude_query_words`: leave out the words of `text` (core/answers.py: on by default, as in the
+        app and on the command line).
         """
         return self.predict_words_batch([text], k, exclude_query_words, **filters)[0]
 
-    def predict_words_batch(self, texts: Sequence[str], k: int = 10, exclude_query_words: bool = False,
+    def predict_words_batch(self, texts: Sequence[str], k: int = 10, exclude_query_words: bool = EXCLUDE_QUERY_WORDS,
                             **filters) -> list[list[tuple[str, float]]]:
         """`predict_words` for many texts at once: one ranked list per text."""
         texts = check_texts(texts)
-        if self.words.open_vocab is None and self.open_vocabulary_on_first_use:
-            self._open_vocabulary_now()
+        self.use_open_vocabulary_now()
         return self.words.ranked(self.encode(texts), k, WordFilter(**filters),
                                  texts if exclude_query_words else None)
 
@@ -504,8 +506,7 @@ class Engine:
         """Every definition ("definition") or every word and phrase ("word") of the open vocabulary, as
         a reference collection for `analogy`, `interpolate` and search (core/explore/reference.py); built with
         the open vocabulary on first use, as `predict_words` does. ValueError when it is off."""
-        if self.words.open_vocab is None and self.open_vocabulary_on_first_use:
-            self._open_vocabulary_now()
+        self.use_open_vocabulary_now()
         scorer = self.words.open_vocab
         if scorer is None:
             raise ValueError("This model answers without the open vocabulary, so its definitions and words "
@@ -523,6 +524,12 @@ class Engine:
         if self.words.open_vocab is None:
             raise ValueError("The map of every word needs the open vocabulary, which this model does not have.")
         return layout_path(self._open_vocab_cache_name(self.words.open_vocab.candidates))
+
+    def use_open_vocabulary_now(self) -> None:
+        """Enable the open vocabulary now if `load` left it for the first word query (`predict_words` calls
+        this; analogies and interpolations read vectors with it only once it is on); nothing otherwise."""
+        if self.words.open_vocab is None and self.open_vocabulary_on_first_use:
+            self._open_vocabulary_now()
 
     def _open_vocabulary_now(self) -> None:
         """`enable_open_vocabulary` once, for `Engine.load`'s first word query, with a progress bar."""
