@@ -27,6 +27,8 @@ from .session import MapData, Session
 
 EVERY_WORD_MAP = "every word (laid out once per model)"
 EVERY_DEFINITION_MAP = "every definition (on the map of every word)"
+# The page's timer (app/tabs/map.py) draws the map it waits for the moment it is ready (`map_waiting`)
+APPEARS_WHEN_READY = "The map appears here by itself when it is ready (keep this page open)."
 MAX_HIGHLIGHTS = 200  # points ringed because their text contains the search (on the map of every word: many)
 MAP_SOURCES = ("dictionary definitions", "vocabulary words", "my sentences", sv.UPLOADED_FILE, EVERY_WORD_MAP,
                EVERY_DEFINITION_MAP)
@@ -99,6 +101,7 @@ class MapHandlers(TabHandlers):
         waits = self._every_word_waits(active, definitions)
         if waits is not None:
             session.waiting = EVERY_DEFINITION_MAP if definitions else EVERY_WORD_MAP
+            session.waiting_colour = colour
             return _pending(session, *waits)
         kind = "definition" if definitions else "word"
         session.map, figure = vocabulary_map_data(active, colour, kind), vocabulary_figure(active, colour, kind)
@@ -121,27 +124,30 @@ class MapHandlers(TabHandlers):
             active.placing.start()
             return (f"Placing the {len(engine.words.open_vocab.candidates.definitions):,} definitions on the map of "
                     "every word, each on its nearest word: about 4 minutes on 2 cores, once per model, in the "
-                    f"background ({_elapsed(active.placing.started)} so far). Press Draw map again when it is "
-                    "done."), None
+                    f"background ({_elapsed(active.placing.started)} so far). {APPEARS_WHEN_READY}"), None
         return None
 
-    def map_waiting(self, session: Session) -> tuple[str | None, bool]:
-        """(the status line now, whether Draw map still waits) for the page's timer, which follows the map of
-        every word that the last Draw map waits for (`Session.waiting`): the embedding's count and the time
-        left, the minutes of laying out, then that the map is ready. (None, False) when nothing waits. The
-        status Draw map showed was that of its moment: minutes later it still said '2 min left' (issue 54)."""
+    def map_waiting(self, session: Session):
+        """(the status line now, whether Draw map still waits, the map or None) for the page's timer, which
+        follows the map of every word that the last Draw map waits for (`Session.waiting`): the embedding's
+        count and the time left, the minutes of laying out, then the map itself, drawn as Draw map would
+        have drawn it (its colouring), so that nobody has to press Draw map again (issue 62). (None, False,
+        None) when nothing waits. The status Draw map showed was that of its moment: minutes later it still
+        said '2 min left' (issue 54)."""
         if not session.waiting:
-            return None, False
+            return None, False, None
         definitions = session.waiting == EVERY_DEFINITION_MAP
+        active = self.backend.model_for(session)
         try:
-            waits = self._every_word_waits(self.backend.model_for(session), definitions)
+            waits = self._every_word_waits(active, definitions)
+            if waits is not None:
+                return _pending_note(*waits), True, None
+            figure, status, _ = self._vocabulary_map(active, session.waiting_colour, session, definitions)
         except ValueError as err:  # the layout failed, or cannot be made for this model: why, and no more polls
             session.waiting = ""
-            return str(err), False
-        if waits is not None:
-            return _pending_note(*waits), True
+            return str(err), False, None
         session.waiting = ""
-        return f"The map of every {'definition' if definitions else 'word'} is ready: press Draw map to see it.", False
+        return status, False, figure
 
     @staticmethod
     def _lay_out_soon(active: ActiveModel) -> str:
@@ -161,7 +167,7 @@ class MapHandlers(TabHandlers):
             laying_out.start()
         return (f"Laying out the map of every word for this model in the background ({_elapsed(laying_out.started)} "
                 "so far; once per model, 3 to 8 minutes on 2 cores: a fine-tune's words go on the shipped model's "
-                "map, whose map is laid out first if need be). Press Draw map again when it is done.")
+                f"map, whose map is laid out first if need be). {APPEARS_WHEN_READY}")
 
     def _map_corpus(self, active: ActiveModel, source: str, size: int, sentences: str, file: str | None,
                     session: Session, progress: sv.Progress) -> EmbeddedTexts:
@@ -341,10 +347,10 @@ def _exact_vectors_progress(active: ActiveModel) -> tuple[str, float | None]:
     waits = ("The map of every word is drawn from this model's own exact vectors, which are being embedded in the "
              "background (meanwhile the reverse dictionary answers from approximate ones)")
     if building is None:
-        return f"{waits}. Press Draw map again in a few minutes.", None
+        return f"{waits}. {APPEARS_WHEN_READY}", None
     done, total, _ = building
     return (f"{waits}: {views.embedding_progress(*building)}; then the map is laid out once (3 to 8 minutes). "
-            "Press Draw map again then."), done / total
+            f"{APPEARS_WHEN_READY}"), done / total
 
 
 def _pending(session: Session, note: str, fraction: float | None = None):
