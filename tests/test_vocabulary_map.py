@@ -105,6 +105,33 @@ def test_the_command_lays_out_the_map_the_app_then_draws_and_searches(engine, ti
     assert studio.map.export_map(session).endswith(".zip")
 
 
+def test_the_map_of_every_word_exports_a_sample_of_itself(engine, tiny_mlm_dir, fake_umap, monkeypatch):
+    """Issue 62, 6: the Projector export was offered for the map of every word, then refused with an error."""
+    import zipfile
+
+    import app.handlers.map
+
+    monkeypatch.setattr(app.handlers.map, "MAX_EXPORT_POINTS", 4)  # the map of every word has 147k, not 6
+    studio = Studio(Models.from_engine(engine, ModelSpec("tiny", base=str(tiny_mlm_dir))), Projector(), JobManager())
+    save_layout(np.arange(2 * len(DICTIONARY), dtype=np.float32).reshape(-1, 2), engine.vocabulary_layout_path())
+    _, _, session = studio.map.draw_map(EVERY_WORD_MAP, 0, "", None, "UMAP", "2-D", "part of speech", Session())
+    exported = studio.map.export_map(session)
+    assert exported.endswith(f"defsent-map-sample-4-of-{len(DICTIONARY)}.zip")
+    with zipfile.ZipFile(exported) as archive:
+        folder = f"defsent-map-sample-4-of-{len(DICTIONARY)}"
+        metadata = archive.read(f"{folder}/metadata.tsv").decode().splitlines()
+        vectors = archive.read(f"{folder}/vectors.tsv").decode().splitlines()
+    rows = [line.split("\t") for line in metadata[1:]]
+    assert len(rows) == len(vectors) == 4 and len({r[0] for r in rows}) == 4
+    words = engine.vocabulary_reference("word")
+    for row, line in zip(rows, vectors):  # each point's vector and coordinates are its own
+        i = words.texts.index(row[0])
+        np.testing.assert_allclose([float(v) for v in line.split("\t")], words.rows([i])[0], atol=1e-4)
+        assert [float(row[2]), float(row[3])] == [2 * i, 2 * i + 1]
+    with zipfile.ZipFile(studio.map.export_map(session)) as again:  # the same sample each time
+        assert again.read(f"{folder}/metadata.tsv").decode().splitlines() == metadata
+
+
 def test_the_map_tab_lays_the_map_out_in_the_background_then_draws_it(engine, tiny_mlm_dir, fake_umap,
                                                                        monkeypatch):
     import threading

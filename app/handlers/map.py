@@ -35,7 +35,7 @@ MAP_SOURCES = ("dictionary definitions", "vocabulary words", "my sentences", sv.
 MAP_POINTS = "this map's points"  # what the map's search looks among, unless the user picks a collection
 MAX_MAP_NEIGHBOURS = 30
 MAX_SELECTION_ROWS = 1_000  # rows of a map selection the table shows; its CSV holds every selected point
-MAX_EXPORT_POINTS = 20_000  # Projector files of a map: its vectors as text, about 3.5 kB a 384-d point
+MAX_EXPORT_POINTS = 20_000  # Projector files of a map: its vectors as text, about 3.5 kB a 384-d point; a sample above
 FILE_COLUMN = "a column of my file"
 COLOUR_BY = ("part of speech", "cluster", "frequency", FILE_COLUMN)
 MAX_COLUMN_GROUPS = 10  # plotly's 10 colours: a column's 9 most common values and OTHER
@@ -239,17 +239,18 @@ class MapHandlers(TabHandlers):
     def export_map(self, session: Session) -> str:
         """The last map drawn as the Embedding Projector's files, zipped: vectors.tsv (the points'
         vectors) and metadata.tsv (text, colour group and map coordinates, then the columns of the user's
-        file the points came from, less any named as one of those)."""
+        file the points came from, less any named as one of those). A map of more than MAX_EXPORT_POINTS
+        points (the map of every word) gives a sample of that many, drawn at random once for all (the zip's
+        name says so): it was offered, then refused with an error (issue 62)."""
         if session.map is None:
             raise ValueError("Draw a map first.")
         m = session.map
-        if len(m.coords) > MAX_EXPORT_POINTS:
-            raise ValueError(f"This map holds {len(m.coords):,} points; Projector files are made for at most "
-                             f"{MAX_EXPORT_POINTS:,} (about 3.5 kB of text a point): draw a sample instead.")
-        columns = {"text": list(m.corpus.texts), "group": list(m.groups),
-                   **{axis: [f"{x:.5g}" for x in m.coords[:, j]] for j, axis in enumerate("xyz"[:m.coords.shape[1]])}}
-        columns.update({name: values for name, values in m.columns.items() if name not in columns})
-        return str(projector_download(m.corpus.rows(list(range(len(m.coords)))), columns))
+        rows = export_rows(len(m.coords))
+        columns = {"text": [m.corpus.texts[i] for i in rows], "group": [m.groups[i] for i in rows],
+                   **{axis: [f"{x:.5g}" for x in m.coords[rows, j]] for j, axis in enumerate("xyz"[:m.coords.shape[1]])}}
+        columns.update({name: [values[i] for i in rows] for name, values in m.columns.items() if name not in columns})
+        name = "defsent-map" if len(rows) == len(m.coords) else f"defsent-map-sample-{len(rows)}-of-{len(m.coords)}"
+        return str(projector_download(m.corpus.rows(rows), columns, name=name))
 
     def select_map(self, selection: str, session: Session):
         """(table rows, a note, a CSV of every selected point or None) for a box or lasso selection on the
@@ -338,6 +339,15 @@ def _selected_pairs(selection: str, limit: int) -> list[tuple[int, int]]:
             for pair in pairs)):
         raise ValueError("The selection could not be read; select the points again.")
     return [(t, p) for t, p in pairs]
+
+
+def export_rows(points: int, limit: int | None = None) -> list[int]:
+    """The rows of a map of `points` points that its Projector files hold: all of them, or above `limit`
+    (default MAX_EXPORT_POINTS) a sample of `limit`, the same each time (seed 0), in the map's order."""
+    limit = MAX_EXPORT_POINTS if limit is None else limit
+    if points <= limit:
+        return list(range(points))
+    return sorted(np.random.default_rng(0).choice(points, limit, replace=False).tolist())
 
 
 def _exact_vectors_progress(active: ActiveModel) -> tuple[str, float | None]:

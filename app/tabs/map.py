@@ -5,7 +5,7 @@ import gradio as gr
 
 from .. import services as sv
 from .. import views
-from ..handlers import COLOUR_BY, FILE_COLUMN, MAP_POINTS, MAP_SOURCES, MAX_MAP_NEIGHBOURS, Studio
+from ..handlers import COLOUR_BY, FILE_COLUMN, MAP_POINTS, MAP_SOURCES, MAX_EXPORT_POINTS, MAX_MAP_NEIGHBOURS, Studio
 from ..projection import METHODS
 from ..wiring import HEAVY, QUICK, handler, wire
 
@@ -146,7 +146,8 @@ def create(demo: gr.Blocks, studio: Studio, session: gr.State) -> None:
                     api_name="select_map", **HEAVY)
     demo.load(None, js=MAP_JS)
     with gr.Row():
-        export = gr.Button("Download this map as Projector files (vectors.tsv, metadata.tsv)", scale=1)
+        export = gr.Button("Download this map as Projector files (vectors.tsv, metadata.tsv; above "
+                           f"{MAX_EXPORT_POINTS:,} points, a sample of {MAX_EXPORT_POINTS:,})", scale=1)
         exported = gr.File(label="Projector files", scale=2)
     wire([export.click], handler(studio.map.export_map), [session], [exported], api_name="export_map", **QUICK)
 
