@@ -147,8 +147,9 @@ def create(demo: gr.Blocks, studio: Studio, session: gr.State) -> None:
     demo.load(None, js=MAP_JS)
     with gr.Row():
         export = gr.Button("Download this map as Projector files (vectors.tsv, metadata.tsv; above "
-                           f"{MAX_EXPORT_POINTS:,} points, a sample of {MAX_EXPORT_POINTS:,})", scale=1)
-        exported = gr.File(label="Projector files", scale=2)
+                           f"{MAX_EXPORT_POINTS:,} points, a sample of {MAX_EXPORT_POINTS:,})", scale=1,
+                           elem_id="map-export-button")
+        exported = gr.File(label="Projector files", scale=2, elem_id="map-export")
     wire([export.click], handler(studio.map.export_map), [session], [exported], api_name="export_map", **QUICK)
 
     gr.Markdown("### A description, its candidate words and their definitions on one map")

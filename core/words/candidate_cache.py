@@ -2,8 +2,9 @@
 parts of speech and filters) kept in the user cache: building it reads and indexes 147k lemmas and 117k
 definitions, 7-11 s on 2 busy cores, every time a process first answers a word query; reading it back is
 a pickle of about 20 MB, 0.3 s. The cache file is named by everything the list is built from: the
-dictionary file (path, size, time), the model's own entries, the head's vocabulary and the source of the
-modules that build it, so a change to any of them builds it anew.
+dictionary file (path, size, time), extra entries, the head's vocabulary and the source of the modules that
+build it, so a change to any of them builds it anew. Only WordNet's own list is kept (`WordScorer.candidates`):
+a user's words never go to this shared folder.
 """
 from __future__ import annotations
 

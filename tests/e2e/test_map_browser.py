@@ -1,7 +1,8 @@
 """End to end, in Debian's headless Chromium: the map of every word, asked for before it is laid out, appears
 in the page by itself once it is ready (issue 62, 4: it said "press Draw map again" after minutes of progress).
 The app runs in this process on a tiny model whose open vocabulary is six words, its layout held back until
-the test lets it go (UMAP replaced by a stand-in: tests/test_vocabulary_map.py)."""
+the test lets it go (UMAP replaced by a stand-in: tests/test_vocabulary_map.py). Then its Projector files: a sample
+of the map, as the button says, where a map above the limit was refused with a red error (issue 62, 6)."""
 from __future__ import annotations
 
 import os
@@ -23,12 +24,14 @@ pytestmark = pytest.mark.slow
 @pytest.fixture
 def app_url(tiny_mlm_dir, tmp_path, monkeypatch, fake_umap):  # noqa: F811
     """(the app's address, the gate its layout waits behind)."""
+    import app.handlers.map
     import app.models
     from app.ui import build_app
 
     monkeypatch.setenv("DEFSENT_CACHE_DIR", str(tmp_path / "cache"))
     gate, build_map = threading.Event(), app.models.build_map
     monkeypatch.setattr(app.models, "build_map", lambda *args: gate.wait(120) and build_map(*args))
+    monkeypatch.setattr(app.handlers.map, "MAX_EXPORT_POINTS", 4)  # the map of every word has 147k points, not 6
     engine = Engine.from_base(str(tiny_mlm_dir))
     engine.enable_open_vocabulary(dictionary=DICTIONARY)
     studio = Studio(Models.from_engine(engine, ModelSpec("tiny", base=str(tiny_mlm_dir))), Projector(), JobManager())
@@ -42,7 +45,7 @@ def app_url(tiny_mlm_dir, tmp_path, monkeypatch, fake_umap):  # noqa: F811
         demo.close()
 
 
-def test_the_map_of_every_word_appears_by_itself_when_it_is_ready(browser, app_url):
+def test_the_map_of_every_word_appears_by_itself_when_ready_and_exports_a_sample(browser, app_url):
     url, gate = app_url
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
     page.set_default_timeout(int(os.environ.get("E2E_TIMEOUT_MS", 120_000)))
@@ -57,4 +60,8 @@ def test_the_map_of_every_word_appears_by_itself_when_it_is_ready(browser, app_u
     points = page.evaluate("() => document.querySelector('#map-plot .js-plotly-plot')._fullData"
                            ".filter(t => t.mode === 'markers').reduce((n, t) => n + t._length, 0)")
     assert points == len(DICTIONARY)
+    page.locator("#map-export-button").click()
+    zip_name = f"defsent-map-sample-4-of-{len(DICTIONARY)}.zip"
+    page.wait_for_function(f"(document.querySelector('#map-export') || {{}}).textContent.includes({zip_name!r})")
+    assert page.locator(".toast-body").count() == 0  # no error
     page.close()
