@@ -62,6 +62,6 @@ def test_the_map_of_every_word_appears_by_itself_when_ready_and_exports_a_sample
     assert points == len(DICTIONARY)
     page.locator("#map-export-button").click()
     zip_name = f"defsent-map-sample-4-of-{len(DICTIONARY)}.zip"
-    page.wait_for_function(f"(document.querySelector('#map-export') || {{}}).textContent.includes({zip_name!r})")
+    page.wait_for_function(f"(document.querySelector('#map-export a[download]') || {{}}).download === {zip_name!r}")
     assert page.locator(".toast-body").count() == 0  # no error
     page.close()
