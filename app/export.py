@@ -174,12 +174,13 @@ def csv_download(header: list[str], rows: list[list], name: str, root: Path | No
 
 
 def projector_download(vectors: np.ndarray, columns: dict[str, list[str]], root: Path | None = None,
-                       keep_seconds: float = DOWNLOAD_LIFETIME, max_bytes: int = MAX_DOWNLOAD_BYTES) -> Path:
+                       keep_seconds: float = DOWNLOAD_LIFETIME, max_bytes: int = MAX_DOWNLOAD_BYTES,
+                       name: str = "defsent-map") -> Path:
     """Points (vectors (n, d) and metadata `columns`) as the Embedding Projector's vectors.tsv and
-    metadata.tsv, zipped in a fresh download folder under `root`, as `download_files` makes room."""
+    metadata.tsv, zipped as `name`.zip in a fresh download folder under `root`, as `download_files` makes room."""
     expected = 2 * (12 * vectors.size + sum(len(v) + 1 for column in columns.values() for v in column))
     with fresh_download_folder(root, expected, keep_seconds, max_bytes) as work:
-        folder = work / "defsent-map"
+        folder = work / name
         write_projector(folder, ProjectorPoints(vectors, columns))
         archive = zip_folder(folder, work)
         shutil.rmtree(folder)  # only its zip is offered

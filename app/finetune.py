@@ -50,7 +50,8 @@ TOP_WORDS = 3
 FILE_FORMAT = ("A TSV or CSV file whose first line is the header `word<TAB>definition` (or `word,definition`; an "
                "optional third column `pos`), then one word and its definition a line; or JSONL, one "
                '`{"word": ..., "definition": ...}` a line.')
-HELD_OUT_SHOWN = 40  # held-out words the validation report names
+HELD_OUT_SHOWN = 40  # words of each part of the split the validation report names
+MISSED_CHECKED = 2_000  # entries whose top answer is checked after training (every entry of a glossary)
 
 
 @dataclass(frozen=True)
@@ -93,6 +94,11 @@ def _shown(number: float) -> str:
 # machine, so 100,000 steps are days; the shipped model trained at 5e-5, and past 1e-2 Adam wrecks
 # the encoder; 256 definitions a step already take seconds each.
 MAX_TOTAL_STEPS = 100_000  # steps of one job, whether set by max_steps or by epochs x batches
+# A glossary of 40 entries (32 training definitions: 2 batches an epoch) got 6 steps from 3 epochs and learned
+# nothing (dev MRR .356 -> .345, issue 62): a run by epochs takes at least this many steps, chosen on a few small
+# glossaries (bench/bench_finetune_small.py, docs/results.md "Fine-tuning a small glossary"). A large dictionary's
+# epochs give more; Max steps sets the count exactly.
+MIN_STEPS = 150
 
 
 def setting_bounds(layers: int | None) -> dict[str, Bound]:
@@ -103,7 +109,7 @@ def setting_bounds(layers: int | None) -> dict[str, Bound]:
         "lr": Bound("Learning rate", 0, 1e-2, whole=False, above_low=True),
         "batch_size": Bound("Batch size", 1, 256),
         "trainable_layers": Bound("Train top layers", 0, math.inf if layers is None else layers),  # 0: all
-        "max_steps": Bound("Max steps", 0, MAX_TOTAL_STEPS),  # 0: as many as the epochs give
+        "max_steps": Bound("Max steps", 0, MAX_TOTAL_STEPS),  # 0: as many as the epochs give, at least min_steps
         "evaluations": Bound("Dev evaluations", 1, 100),
         "seed": Bound("Seed", 0, 2**31 - 1),
     }
@@ -123,6 +129,7 @@ class FinetuneSettings:
     trainable_layers: int = 0
     max_steps: int = 0
     evaluations: int = 10
+    min_steps: int = MIN_STEPS  # of a run by epochs (max_steps 0)
     seed: int = 0
     # bfloat16 training steps (2.5-3x faster) on CPUs that multiply bfloat16 natively, else float32;
     # measured on WordNet to learn as float32 does (README, "Training the shipped checkpoint")
@@ -154,15 +161,16 @@ class FinetuneSettings:
                              "raise Batch size or set Max steps.")
 
     def total_steps(self, train_pairs: int) -> int:
-        """Training steps of the run: max_steps, else epochs x batches of `train_pairs` definitions."""
-        return self.max_steps or max(1, int(self.epochs * math.ceil(train_pairs / self.batch_size)))
+        """Training steps of the run: max_steps, else epochs x batches of `train_pairs` definitions, at least
+        min_steps (a small glossary's epochs are a few steps)."""
+        return self.max_steps or max(1, self.min_steps, int(self.epochs * math.ceil(train_pairs / self.batch_size)))
 
     def train_config(self, train_pairs: int, layers: int | None = None, device="cpu") -> TrainConfig:
         """The core TrainConfig, with dev evaluations spread evenly over the run (settings checked first);
         precision "auto" is bfloat16 where `device` (the model's) multiplies it natively."""
         self.check(train_pairs, layers)
         return TrainConfig(lr=self.lr, epochs=self.epochs, batch_size=int(self.batch_size),
-                           trainable_layers=int(self.trainable_layers), max_steps=int(self.max_steps),
+                           trainable_layers=int(self.trainable_layers), max_steps=self.total_steps(train_pairs),
                            eval_every=max(1, self.total_steps(train_pairs) // int(self.evaluations)),
                            seed=int(self.seed), precision=resolve_precision(self.precision, device),
                            own_words=self.own_words)
@@ -210,18 +218,26 @@ def validate_upload(engine: Engine, path: str | Path, seed: int | float | None =
         raise ValueError(f"{report.summary()}\nOnly {words} different usable words: the {' and '.join(empty)} "
                          "part(s) of the split by word would be empty. Add more words (at least 10).")
     # The report is short whatever the file: the reader's summary is cut at 10,000 characters.
-    return UploadData.pack(path.name, "\n".join([report.summary(), split.report(), held_out_note(split),
+    return UploadData.pack(path.name, "\n".join([report.summary(), split.report(), split_note(split),
                                                  _open_vocabulary_note(entries, engine)]),
                            seed, entries, len(split.train))
 
 
-def held_out_note(split: DictionarySplit, most: int = HELD_OUT_SHOWN) -> str:
-    """"Held out ...: ant, bee, ... (and 12 more)": the test words, which training never sees and the
+def split_note(split: DictionarySplit, most: int = HELD_OUT_SHOWN) -> str:
+    """Every part of the split by word, named: "Training (32 words): ant, bee, ... (and 12 more)", then the
+    dev words (which choose the best step) and the held-out ones, which training never sees and the
     before/after comparison scores."""
-    words = sorted({e.word for e in split.test})
+    parts = (("Training", split.train), ("Dev, which chooses the best step of the run", split.dev),
+             ("Held out from training, scored before and after it", split.test))
+    return "\n".join(words_line(title, {e.word for e in part}, most) for title, part in parts)
+
+
+def words_line(title: str, words: set[str], most: int = HELD_OUT_SHOWN, count: bool = True) -> str:
+    """"Title (n words): a, b, c (and 12 more)" ("Title: ..." without `count`), wrapped to the report's width."""
+    words = sorted(words)
     more = f" (and {len(words) - most} more)" if len(words) > most else ""
-    return textwrap.fill(f"Held out from training, scored before and after it ({len(words)} words): "
-                         f"{', '.join(words[:most])}{more}", width=72, break_long_words=False)
+    title = f"{title} ({len(words)} words)" if count else title
+    return textwrap.fill(f"{title}: {', '.join(words[:most]) or 'none'}{more}", width=72, break_long_words=False)
 
 
 def _open_vocabulary_note(entries: list[Entry], engine: Engine) -> str:
@@ -319,6 +335,7 @@ class FinetuneResult:
     examples: list[dict]
     training: dict
     saved: Path | None = None  # the named checkpoint, once saved
+    missed: dict[str, dict] | None = None  # `still_missed`: by part of the split
 
 
 def run_finetune(job: Reporter, load_engine: Callable[[], Engine], upload: UploadData, settings: FinetuneSettings,
@@ -354,6 +371,8 @@ def run_finetune(job: Reporter, load_engine: Callable[[], Engine], upload: Uploa
     engine.words.user_dictionary = _merged(engine.words.user_dictionary, upload.entries)  # its words: answers in the app
     job.report(stage="scoring the held-out words after training")
     after, after_words = _ranked_among_own_words(engine, split.test, upload.entries, examples)
+    job.report(stage="finding the entries the trained model still misses")
+    missed = still_missed(engine, split, upload.entries)
     rows = [{"word": e.word, "definition": e.definition, "before": b, "after": a}
             for e, b, a in zip(examples, before_words, after_words, strict=True)]
     training = {"data": upload.name, "finetuned_from": started_from, "split": split.stats(),
@@ -366,7 +385,7 @@ def run_finetune(job: Reporter, load_engine: Callable[[], Engine], upload: Uploa
     training["stage_seconds"] = job.seconds()  # the manifest's: up to the save
     engine.save(out, training=training, metrics={"user_test": {"before": before, "after": after}})
     training = {**training, "stage_seconds": job.seconds()}  # the page's: the save too
-    return FinetuneResult(out, before, after, rows, training)
+    return FinetuneResult(out, before, after, rows, training, missed=missed)
 
 
 class StageClock:
@@ -493,6 +512,29 @@ def _ranked_among_own_words(engine: Engine, test: list[Entry], dictionary: list[
     metrics, top = evaluate_among(engine, test, dictionary, k=TOP_WORDS)
     top_of = dict(zip(test, top))
     return metrics, [", ".join(top_of[e]) for e in examples]
+
+
+def still_missed(engine: Engine, split: DictionarySplit, dictionary: list[Entry],
+                 most: int = MISSED_CHECKED) -> dict[str, dict]:
+    """{part of the split: {"words": how many were checked, "missed": those with a definition whose first answer,
+    among all the dictionary's words, is another word}}, for the held-out, dev and training parts (in that
+    order, at most `most` entries in all: every entry of a glossary). The checked definitions are left out of
+    the index, so a word is found from its definition, not by matching it (`evaluate_among`)."""
+    parts = {"held out": split.test, "dev": split.dev, "training": split.train}
+    checked, left = {}, most
+    for name, entries in parts.items():
+        checked[name], left = entries[:max(left, 0)], left - len(entries)
+    entries = [e for part in checked.values() for e in part]
+    top = evaluate_among(engine, entries, dictionary, k=1)[1] if entries else []
+    first = dict(zip(entries, (words[0] for words in top)))
+    return {name: {"words": len({e.word for e in part}), "missed": sorted({e.word for e in part if first[e] != e.word})}
+            for name, part in checked.items()}
+
+
+def missed_note(missed: dict[str, dict], most: int = HELD_OUT_SHOWN) -> str:
+    """The words the trained model still misses (`still_missed`), by part of the split ("none": it finds all)."""
+    return "\n".join(words_line(f"Still missed after training, {name}: {len(part['missed'])} of {part['words']}",
+                                 set(part["missed"]), most, count=False) + "." for name, part in missed.items())
 
 
 def comparison_rows(result: FinetuneResult) -> list[list]:

@@ -15,6 +15,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
+from core.answers import EXCLUDE_QUERY_WORDS
 from core.lexicon import Entry, load_wordnet_lemmas
 from core.encoder import l2_normalize
 from core.explore import read_projector, table_columns
@@ -153,7 +154,7 @@ class WordQuery:
     max_length: int = 0
     initial: str = ""
     pattern: str = ""
-    exclude_query_words: bool = False
+    exclude_query_words: bool = EXCLUDE_QUERY_WORDS
 
     def filters(self) -> dict:
         """Keyword filters for Engine.predict_words; ValueError for impossible values."""

@@ -11,6 +11,8 @@ from typing import Sequence
 import numpy as np
 import plotly.graph_objects as go
 
+from core.answers import SCORE_NOTE, relative_scores
+
 from .services import POS_NAMES, WordRow
 
 HOVER_CHARS = 90
@@ -27,16 +29,6 @@ MAP_HEIGHT = 640  # px of a map: plotly's default 450 left a strip once the lege
 
 def shorten(text: str, limit: int = LABEL_CHARS) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-SCORE_NOTE = "score: the model's probability of each word, the first answer = 100"
-
-
-def relative_scores(probabilities: Sequence[float]) -> list[int]:
-    """Each probability as a share of the largest, 0-100: a softmax over 147k words gives even a good
-    answer "0.05 %", which tells a person nothing; "80" next to the first answer's "100" does."""
-    top = max(probabilities, default=0.0) or 1.0
-    return [round(100 * p / top) for p in probabilities]
 
 
 def words_html(rows: Sequence[WordRow], title: str) -> str:

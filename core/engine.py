@@ -24,6 +24,7 @@ import numpy as np
 import torch
 from safetensors.torch import load_file, save_file
 
+from .answers import EXCLUDE_QUERY_WORDS
 from .paths import CHECKPOINTS_DIR, user_cache_dir
 from .checkpoint import (DEFAULT_BASE, DEFAULT_CHECKPOINT, FORMAT, FORMAT_VERSION, MANIFEST,
                          CheckpointError, atomic_directory, fingerprint, library_versions,
@@ -374,21 +375,22 @@ class Engine:
         return self.reader.interpolate(x, y, steps, reference, k, beam, refine, correct, fluency, edits)
 
     # ---- reverse dictionary -------------------------------------------------------------------
-    def predict_words(self, text: str, k: int = 10, exclude_query_words: bool = False,
+    def predict_words(self, text: str, k: int = 10, exclude_query_words: bool = EXCLUDE_QUERY_WORDS,
                       **filters) -> list[tuple[str, float]]:
         """Top-k whole words for `text` with probabilities (softmax over all whole-word tokens).
 
         Filters (`pos`, `min_length`, `max_length`, `initial`, `pattern` with ? and *) are masks
         applied before top-k. Never returns special tokens, `##` pieces or punctuation.
+        `exclude_query_words`: leave out the words of `text` (core/answers.py: on by default, as in the
+        app and on the command line).
         """
         return self.predict_words_batch([text], k, exclude_query_words, **filters)[0]
 
-    def predict_words_batch(self, texts: Sequence[str], k: int = 10, exclude_query_words: bool = False,
+    def predict_words_batch(self, texts: Sequence[str], k: int = 10, exclude_query_words: bool = EXCLUDE_QUERY_WORDS,
                             **filters) -> list[list[tuple[str, float]]]:
         """`predict_words` for many texts at once: one ranked list per text."""
         texts = check_texts(texts)
-        if self.words.open_vocab is None and self.open_vocabulary_on_first_use:
-            self._open_vocabulary_now()
+        self.use_open_vocabulary_now()
         return self.words.ranked(self.encode(texts), k, WordFilter(**filters),
                                  texts if exclude_query_words else None)
 
@@ -401,7 +403,8 @@ class Engine:
         on, `user_dictionary`), scored as core/words/open_vocab.py
         says. The first call for a model embeds them all (about 4 minutes on 2 cores for WordNet;
         `progress(done, total)` per batch, `done` only growing: the words, then the definitions, of
-        one total); with `cache_dir` the vectors are kept there per model and candidate list. Vectors
+        one total); with `cache_dir` the vectors are kept there per model and candidate list (and WordNet's
+        candidate list in the user cache: core/words/candidate_cache.py). Vectors
         precomputed in the checkpoint's SHIPPED_VECTORS folder are read instead (a Space's), else its
         product-quantized COMPACT_VECTORS when they were made for these candidates (a fresh clone's;
         `words.compact`; not with `compact=False`, which embeds instead). With
@@ -411,7 +414,7 @@ class Engine:
         (`open_vocab_parent_scorer`), though the reused vectors come from the encoder before
         fine-tuning; they are cached apart ("-reused") and flagged (`words.reused`) until a call
         without `reuse` embeds everything with this model."""
-        candidates = self.words.candidates(extra, dictionary)
+        candidates = self.words.candidates(extra, dictionary, cached=cache_dir is not None)
         name = self._open_vocab_cache_name(candidates)
         cache = Path(cache_dir) / name if cache_dir is not None else None
         stored = self._stored_open_vocab(name, [] if cache_dir is None else [Path(cache_dir)], compact)
@@ -515,8 +518,7 @@ class Engine:
         """Every definition ("definition") or every word and phrase ("word") of the open vocabulary, as
         a reference collection for `analogy`, `interpolate` and search (core/explore/reference.py); built with
         the open vocabulary on first use, as `predict_words` does. ValueError when it is off."""
-        if self.words.open_vocab is None and self.open_vocabulary_on_first_use:
-            self._open_vocabulary_now()
+        self.use_open_vocabulary_now()
         scorer = self.words.open_vocab
         if scorer is None:
             raise ValueError("This model answers without the open vocabulary, so its definitions and words "
@@ -534,6 +536,12 @@ class Engine:
         if self.words.open_vocab is None:
             raise ValueError("The map of every word needs the open vocabulary, which this model does not have.")
         return layout_path(self._open_vocab_cache_name(self.words.open_vocab.candidates))
+
+    def use_open_vocabulary_now(self) -> None:
+        """Enable the open vocabulary now if `load` left it for the first word query (`predict_words` calls
+        this; analogies and interpolations read vectors with it only once it is on); nothing otherwise."""
+        if self.words.open_vocab is None and self.open_vocabulary_on_first_use:
+            self._open_vocabulary_now()
 
     def _open_vocabulary_now(self) -> None:
         """`enable_open_vocabulary` once, for `Engine.load`'s first word query, with a progress bar."""

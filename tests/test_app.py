@@ -173,9 +173,14 @@ def test_search_analogy_and_interpolation_search_the_chosen_collection(tiny_mlm_
     engine.enable_open_vocabulary(dictionary=[
         Entry("dog", "a domestic animal that barks", "n"), Entry("king", "a man who rules a country", "n"),
         Entry("monarch", "a man who rules a country", "n"), Entry("ice cream", "a frozen sweet food", "n")])
+    every_definition = ["dog: a domestic animal that barks", "ice cream: a frozen sweet food",
+                        "king, monarch: a man who rules a country"]
     rows, _ = studio.similarity.search("an animal that barks", sv.LARGEST_READY, None, 5, Session())
-    assert sorted(text for *_, text in rows) == ["dog: a domestic animal that barks", "ice cream: a frozen sweet food",
-                                                "king, monarch: a man who rules a country"]
+    assert sorted(text for *_, text in rows) == every_definition
+    engine.words.compact = True  # a fresh clone's compact vectors: still every definition, not the sample (issue 62)
+    rows, _ = studio.similarity.search("an animal that barks", sv.LARGEST_READY, None, 5, Session())
+    assert sorted(text for *_, text in rows) == every_definition
+    engine.words.compact = False
     rows, _ = studio.similarity.search("an animal that barks", sv.EVERY_WORD, None, 5, Session())
     assert sorted(text for *_, text in rows) == ["dog", "ice cream", "king", "monarch"]
     _, _, nearest = studio.analogy.analogy("a king", "a queen", "a boy", "b - a + c", reference=sv.EVERY_WORD)

@@ -5,6 +5,7 @@ fixtures are in tests/conftest.py.
 from __future__ import annotations
 
 import json
+import math
 import threading
 import time
 import zipfile
@@ -15,11 +16,13 @@ import pytest
 
 from app import views
 from app.export import export_sentence_transformers, zip_folder
-from app.finetune import FinetuneSettings, comparison_rows, run_finetune, save_finetuned, validate_upload
+from app.finetune import (MIN_STEPS, FinetuneSettings, comparison_rows, missed_note, run_finetune, save_finetuned,
+                          validate_upload)
 from app.handlers import Session
 from app.jobs import CANCELLED, DONE, FAILED, Job, JobCancelled, JobManager
 from app.models import BASE_LABEL
 from core import Engine
+from core.words import evaluate_among
 from tests.conftest import DEFINITIONS
 
 pytestmark = pytest.mark.usefixtures("cache_in_tmp")  # the cache in tmp_path: tests/conftest.py
@@ -106,6 +109,10 @@ def test_the_report_names_the_held_out_words_and_the_tab_the_header_a_file_needs
     held_out = sorted({e.word for e in upload.split.test})
     named = f"Held out from training, scored before and after it ({len(held_out)} words): {', '.join(held_out)}"
     assert named in " ".join(upload.report.split())  # wrapped to the report's width
+    dev, train = sorted({e.word for e in upload.split.dev}), sorted({e.word for e in upload.split.train})
+    assert f"Dev, which chooses the best step of the run ({len(dev)} words): {', '.join(dev)}" in " ".join(
+        upload.report.split())  # every part of the split is named (issue 62: the dev words were not)
+    assert f"Training ({len(train)} words): {', '.join(train)}" in " ".join(upload.report.split())
     blocks = build_app(studio).blocks.values()
     assert any("first line is the header `word<TAB>definition`" in b.value for b in blocks
                if isinstance(b, gr.Markdown) and b.value)
@@ -189,6 +196,16 @@ def test_the_default_finetune_trains_a_glossary_of_words_of_several_pieces(engin
     assert trained.words.hub_penalty is not None  # the default correction, on the glossary's definitions
     assert trained.words.hub_penalty.references == len({e.definition for e in upload.split.train})
     assert result.after["n"] == len(upload.split.test)
+    # issue 62: 3 epochs of 2 batches were 6 steps, too few to learn a glossary; the run takes MIN_STEPS
+    assert result.training["result"]["steps"] == MIN_STEPS > 3 * math.ceil(len(upload.split.train) / 16)
+    # and says which entries, in every part of the split, the trained model still misses
+    parts = {"held out": upload.split.test, "dev": upload.split.dev, "training": upload.split.train}
+    assert {name: part["words"] for name, part in result.missed.items()} == {
+        name: len({e.word for e in entries}) for name, entries in parts.items()}
+    _, top = evaluate_among(trained, [e for p in parts.values() for e in p], upload.entries, k=1)
+    first = dict(zip([e for p in parts.values() for e in p], (t[0] for t in top)))
+    assert result.missed["training"]["missed"] == sorted({e.word for e in upload.split.train if first[e] != e.word})
+    assert "Still missed after training, training:" in missed_note(result.missed)
 
 
 def test_finetune_through_the_studio(studio, dictionary_file):

@@ -3,6 +3,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from core import Engine
@@ -21,7 +22,7 @@ def checkpoint(tiny_mlm_dir, tmp_path_factory) -> Path:
 
 
 def test_every_documented_command_is_registered():
-    assert set(COMMANDS) == {"words", "train", "eval", "eval-reverse", "word-vectors", "hubness", "dictionary",
+    assert set(COMMANDS) == {"words", "encode", "similarity", "search", "decode", "analogy", "interpolate", "train", "eval", "eval-reverse", "word-vectors", "hubness", "dictionary",
                              "wordnet", "gcide", "vec2sent-corpus", "vec2sent-train", "vec2sent-diagnostics",
                              "corpus-index", "vocabulary-map", "everyday-adapter"}
 
@@ -176,3 +177,140 @@ def test_train_no_open_vocab_skips_the_fit_and_a_missing_gcide_fails_before_trai
     with pytest.raises(SystemExit):
         main(_train_args(tiny_base_dir, open_vocab_data, never, "--open-vocab-gcide", str(tmp_path / "no-gcide")))
     assert "scripts/fetch_gcide.sh" in capsys.readouterr().err and not never.exists()
+
+
+# ---- the commands on texts and vectors (core/cli/vectors.py) ----------------------------------------
+
+def test_encode_writes_float32_rows_from_arguments_a_file_or_standard_input(checkpoint, tmp_path, capsys, monkeypatch):
+    import io
+    import json
+
+    import numpy as np
+
+    texts = ["a small dog", "the king of the city", "red wine"]
+    expected = Engine.load(checkpoint, decoder=None).encode(texts)
+    out = tmp_path / "v.npy"
+    assert main(["encode", *texts, "--out", str(out), "--model", str(checkpoint)]) == 0
+    written = np.load(out)
+    assert written.dtype == np.float32 and written.shape == expected.shape
+    np.testing.assert_allclose(written, expected, atol=1e-5)
+    lines = tmp_path / "texts.txt"
+    lines.write_text("a small dog\n\nthe king of the city\n", encoding="utf-8")
+    monkeypatch.setattr("sys.stdin", io.StringIO("red wine\n"))
+    jsonl = tmp_path / "v.jsonl"
+    assert main(["encode", "--file", str(lines), "--out", str(jsonl), "--model", str(checkpoint), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out.splitlines()[-1])["rows"] == 2  # the file's two texts; stdin unread
+    rows = [json.loads(line) for line in jsonl.read_text().splitlines()]
+    assert [r["text"] for r in rows] == texts[:2]
+    np.testing.assert_allclose(np.array([r["vector"] for r in rows]), expected[:2], atol=1e-5)
+    piped = tmp_path / "piped.npy"
+    assert main(["encode", "--out", str(piped), "--model", str(checkpoint)]) == 0  # stdin, as `... < file` does
+    np.testing.assert_allclose(np.load(piped), expected[2:], atol=1e-5)
+
+
+def test_similarity_and_search_answer_as_the_engine_does(checkpoint, tmp_path, capsys):
+    import json
+
+    engine = Engine.load(checkpoint, decoder=None)
+    assert main(["similarity", "a small dog", "a small cat", "red wine", "--json", "--model", str(checkpoint)]) == 0
+    cosines = [r["cosine"] for r in json.loads(capsys.readouterr().out)["similar"]]
+    np.testing.assert_allclose(cosines, engine.similarity(["a small dog"], ["a small cat", "red wine"])[0], atol=1e-5)
+    collection = ["a dog and a cat", "the king and the queen", "red wine", "a large city", "music and song"]
+    (tmp_path / "c.txt").write_text("\n".join(collection), encoding="utf-8")
+    vectors = tmp_path / "c.jsonl"
+    assert main(["encode", "--file", str(tmp_path / "c.txt"), "--out", str(vectors), "--model", str(checkpoint)]) == 0
+    capsys.readouterr()
+    expected = engine.semantic_search(engine.encode(["the queen"]), engine.encode(collection), top_k=3)[0]
+    for source in ("c.txt", "c.jsonl"):  # texts encoded now, or the vectors `encode` wrote
+        assert main(["search", "the queen", "--in", str(tmp_path / source), "-k", "3", "--json",
+                     "--model", str(checkpoint)]) == 0
+        hits = json.loads(capsys.readouterr().out)[0]["hits"]
+        assert [h["text"] for h in hits] == [collection[h["corpus_id"]] for h in expected]
+
+
+def test_decode_analogy_and_interpolate_read_vectors_back(checkpoint, tmp_path, capsys):
+    import json
+    import shutil
+
+    from tests.test_engine_decode import write_decoder
+
+    folder = tmp_path / "checkpoints"
+    model = Path(shutil.copytree(checkpoint, folder / "encoder"))
+    engine = Engine.load(model, decoder=None)
+    write_decoder(folder / "vec2sent-tiny", engine)
+    vectors = tmp_path / "v.npy"
+    assert main(["encode", "the dog is happy", "a red car", "--out", str(vectors), "--model", str(model)]) == 0
+    capsys.readouterr()
+    assert main(["decode", str(vectors), "--json", "--model", str(model)]) == 0
+    decoded = [r["sentence"] for r in json.loads(capsys.readouterr().out)]
+    assert decoded == Engine.load(model).decode(np.load(vectors), beam=5)
+    reference = tmp_path / "reference.txt"
+    reference.write_text("a dog and a cat\nthe king and the queen\nred wine\n", encoding="utf-8")
+    assert main(["analogy", "a man", "a king", "a woman", "--in", str(reference), "-k", "2", "--json",
+                 "--model", str(model)]) == 0
+    reading = json.loads(capsys.readouterr().out)
+    assert reading["expression"] == "b - a + c" and isinstance(reading["sentence"], str)
+    assert len(reading["words"]) == 2 and {n["text"] for n in reading["nearest"]} <= set(reference.read_text().split("\n"))
+    assert main(["interpolate", "a happy child", "a sad man", "--steps", "3", "--in", str(reference),
+                 "--model", str(model), "--json"]) == 0
+    assert [p["alpha"] for p in json.loads(capsys.readouterr().out)] == [0.0, 0.5, 1.0]
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["encode", "a text", "--out", "v.txt"], "--out must end in .npy or .jsonl"),
+    (["encode", "--out", "v.npy", "--file", "/no/such/file"], "cannot read /no/such/file"),
+    (["similarity", "only one"], "at least 2 texts"),
+    (["search", "q", "--in", "c.txt", "-k", "0"], "-k must be from 1 to 100"),
+    (["interpolate", "a", "b", "--steps", "500"], "--steps must be from 2 to 50"),
+    (["decode", "v.csv"], "vectors are read from .npy or .jsonl"),
+    (["words", "a dog", "-k", "1000"], "-k must be from 1 to 100"),
+    (["encod", "a sentence to embed"], "did you mean `python -m core encode`"),
+    (["simlarity", "a", "b"], "did you mean `python -m core similarity`"),
+])
+def test_bad_input_is_one_clear_line_and_nothing_is_written(argv, message, tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert message in err and len(err.strip().splitlines()) == 1 and "Traceback" not in err
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_decode_refuses_vectors_of_another_width_and_a_model_without_a_decoder(checkpoint, tmp_path, capsys):
+    np.save(tmp_path / "wide.npy", np.zeros((2, 7), dtype=np.float32))
+    assert main(["decode", str(tmp_path / "wide.npy"), "--model", str(checkpoint)]) == 2
+    assert "this model's are (n, 32)" in capsys.readouterr().err
+    np.save(tmp_path / "v.npy", np.ones((1, 32), dtype=np.float32))
+    assert main(["decode", str(tmp_path / "v.npy"), "--model", str(checkpoint)]) == 2
+    assert "no Vec2Sent decoder" in capsys.readouterr().err
+
+
+def test_a_one_word_description_or_a_sentence_is_still_looked_up(checkpoint, capsys):
+    assert main(["dog", "--model", str(checkpoint), "-k", "2"]) == 0  # one word alone: a description
+    assert capsys.readouterr().out.splitlines()[0] == "dog"
+    assert main(["encoding a sentence", "--model", str(checkpoint), "-k", "2"]) == 0  # not one word
+    assert capsys.readouterr().out.splitlines()[0] == "encoding a sentence"
+
+
+def test_words_leaves_the_descriptions_words_out_by_default_as_the_app_and_the_api_do(checkpoint, capsys):
+    import json
+
+    from app.services import WordQuery
+
+    engine = Engine.load(checkpoint, decoder=None)
+    engine.words.set_precision("float32")  # as the command scores (int8 ranks alike, but a random model's near-ties flip)
+    text = "dog king cat"
+    api = engine.predict_words(text, k=20)
+    assert WordQuery(text).exclude_query_words and not {"dog", "king", "cat"} & {w for w, _ in api}
+    assert main(["words", text, "-k", "20", "--json", "--model", str(checkpoint)]) == 0
+    cli = json.loads(capsys.readouterr().out)[0]["words"]
+    assert [w["word"] for w in cli] == [w for w, _ in api]
+    assert cli[0]["score"] == 100 and all(0 <= w["score"] <= 100 for w in cli)  # readable: the first = 100
+    assert main(["words", text, "-k", "20", "--no-exclude-query-words", "--model", str(checkpoint)]) == 0
+    kept = [line.split()[1] for line in capsys.readouterr().out.splitlines()[1:]]
+    assert kept == [w for w, _ in engine.predict_words(text, k=20, exclude_query_words=False)]
+
+
+def test_help_imports_no_torch():
+    done = subprocess.run([sys.executable, "-c", "import sys; from core.cli import main; main(['--help']); "
+                           "print('torch' in sys.modules)"], cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and done.stdout.strip().endswith("False")

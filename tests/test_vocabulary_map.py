@@ -105,6 +105,33 @@ def test_the_command_lays_out_the_map_the_app_then_draws_and_searches(engine, ti
     assert studio.map.export_map(session).endswith(".zip")
 
 
+def test_the_map_of_every_word_exports_a_sample_of_itself(engine, tiny_mlm_dir, fake_umap, monkeypatch):
+    """Issue 62, 6: the Projector export was offered for the map of every word, then refused with an error."""
+    import zipfile
+
+    import app.handlers.map
+
+    monkeypatch.setattr(app.handlers.map, "MAX_EXPORT_POINTS", 4)  # the map of every word has 147k, not 6
+    studio = Studio(Models.from_engine(engine, ModelSpec("tiny", base=str(tiny_mlm_dir))), Projector(), JobManager())
+    save_layout(np.arange(2 * len(DICTIONARY), dtype=np.float32).reshape(-1, 2), engine.vocabulary_layout_path())
+    _, _, session = studio.map.draw_map(EVERY_WORD_MAP, 0, "", None, "UMAP", "2-D", "part of speech", Session())
+    exported = studio.map.export_map(session)
+    assert exported.endswith(f"defsent-map-sample-4-of-{len(DICTIONARY)}.zip")
+    with zipfile.ZipFile(exported) as archive:
+        folder = f"defsent-map-sample-4-of-{len(DICTIONARY)}"
+        metadata = archive.read(f"{folder}/metadata.tsv").decode().splitlines()
+        vectors = archive.read(f"{folder}/vectors.tsv").decode().splitlines()
+    rows = [line.split("\t") for line in metadata[1:]]
+    assert len(rows) == len(vectors) == 4 and len({r[0] for r in rows}) == 4
+    words = engine.vocabulary_reference("word")
+    for row, line in zip(rows, vectors):  # each point's vector and coordinates are its own
+        i = words.texts.index(row[0])
+        np.testing.assert_allclose([float(v) for v in line.split("\t")], words.rows([i])[0], atol=1e-4)
+        assert [float(row[2]), float(row[3])] == [2 * i, 2 * i + 1]
+    with zipfile.ZipFile(studio.map.export_map(session)) as again:  # the same sample each time
+        assert again.read(f"{folder}/metadata.tsv").decode().splitlines() == metadata
+
+
 def test_the_map_tab_lays_the_map_out_in_the_background_then_draws_it(engine, tiny_mlm_dir, fake_umap,
                                                                        monkeypatch):
     import threading
@@ -183,18 +210,18 @@ def test_the_status_of_a_map_of_every_word_not_ready_follows_the_work_until_it_i
     _, status, session = studio.map.draw_map(EVERY_WORD_MAP, 0, "", None, "UMAP", "2-D", "part of speech", Session())
     assert "embedding 66,000/264,000" in status and session.waiting == EVERY_WORD_MAP
     active.open_vocab_progress = (220_000, 264_000, 60.0)  # later: the status of now
-    note, waits = studio.map.map_waiting(session)
-    assert "embedding 220,000/264,000 (once per model; about 60 s left)" in note and waits
+    note, waits, figure = studio.map.map_waiting(session)
+    assert "embedding 220,000/264,000 (once per model; about 60 s left)" in note and waits and figure is None
     engine.words.compact, active.open_vocab_progress = False, None  # embedded: the layout starts, followed too
-    note, waits = studio.map.map_waiting(session)
+    note, waits, _ = studio.map.map_waiting(session)
     assert re.search(r"Laying out the map of every word .* \(\d+ s so far;", note) and waits  # not "0 min"
+    assert "appears here by itself when it is ready" in note and "Press Draw map" not in note
     gate.set()
     active.laying_out.thread.join(60)
-    note, waits = studio.map.map_waiting(session)
-    assert note == "The map of every word is ready: press Draw map to see it." and not waits
-    assert studio.map.map_waiting(session) == (None, False)  # said once: nothing left to follow
-    _, status, session = studio.map.draw_map(EVERY_WORD_MAP, 0, "", None, "UMAP", "2-D", "part of speech", session)
-    assert status.startswith(f"{len(DICTIONARY)} points") and not session.waiting
+    note, waits, figure = studio.map.map_waiting(session)  # ready: drawn by itself (issue 62), as Draw map draws it
+    assert note.startswith(f"{len(DICTIONARY)} points") and not waits and not session.waiting
+    assert sum(len(t.x) for t in figure.data) >= len(DICTIONARY) and len(session.map.coords) == len(DICTIONARY)
+    assert studio.map.map_waiting(session) == (None, False, None)  # drawn once: nothing left to follow
 
     demo = build_app(studio)  # the page: Draw map's next step starts the timer, whose ticks write the status
     status_id = next(i for i, b in demo.blocks.items() if getattr(b, "elem_id", None) == "map-status")
@@ -207,12 +234,13 @@ def test_the_status_of_a_map_of_every_word_not_ready_follows_the_work_until_it_i
     layout = engine.vocabulary_layout_path()
     layout.rename(layout.with_suffix(".moved"))  # gone again: laid out again, and followed
     gate.clear()
-    note, timer = asyncio.run(tick.fn(session))
+    note, timer, figure, _ = asyncio.run(tick.fn(session))
     assert note.startswith("Laying out the map of every word") and timer.active is True
     gate.set()
     active.laying_out.thread.join(60)
-    note, timer = asyncio.run(tick.fn(session))
-    assert "is ready" in note and timer.active is False
+    note, timer, figure, kept = asyncio.run(tick.fn(session))
+    assert note.startswith(f"{len(DICTIONARY)} points") and timer.active is False  # the map, in the plot
+    assert sum(len(t.x) for t in figure.data) >= len(DICTIONARY) and kept.map is not None
 
 
 def test_the_map_of_every_word_is_drawn_once_per_layout_while_the_model_is_prepared(engine, tiny_mlm_dir):

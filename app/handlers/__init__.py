@@ -18,6 +18,7 @@ from .map import (
     FILE_COLUMN,
     MAP_POINTS,
     MAP_SOURCES,
+    MAX_EXPORT_POINTS,
     MAX_MAP_NEIGHBOURS,
     vocabulary_figure,
 )
@@ -25,5 +26,5 @@ from .session import Session
 from .studio import Studio, prepare_model, start_studio
 
 __all__ = ["BASE_WARNING_SHORT", "COLOUR_BY", "EVERY_DEFINITION_MAP", "EVERY_WORD_MAP", "FILE_COLUMN", "MAP_POINTS",
-           "MAP_SOURCES", "MAX_MAP_NEIGHBOURS", "PUBLIC_EVALUATE", "QUOTA_USED", "Session", "Studio", "prepare_model",
+           "MAP_SOURCES", "MAX_EXPORT_POINTS", "MAX_MAP_NEIGHBOURS", "PUBLIC_EVALUATE", "QUOTA_USED", "Session", "Studio", "prepare_model",
            "start_studio", "vocabulary_figure"]

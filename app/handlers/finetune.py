@@ -23,6 +23,7 @@ from ..finetune import (
     FinetuneResult,
     FinetuneSettings,
     comparison_rows,
+    missed_note,
     discard_staged,
     expected_staged_bytes,
     model_layers,
@@ -172,7 +173,8 @@ class FinetuneHandlers(TabHandlers):
         result: FinetuneResult = job.result
         examples = [[e["word"], e["definition"], e["before"], e["after"]] for e in result.examples]
         took = stage_summary(result.training["stage_seconds"])
-        done = views.progress_html(1, f"Done in {took}. Held-out words before and after:")
+        missed = f" {missed_note(result.missed)}" if result.missed else ""
+        done = views.progress_html(1, f"Done in {took}.{missed} Held-out words before and after:")
         return done, figure, comparison_rows(result), examples
 
     def job_active(self, job_id: str) -> bool:

@@ -27,13 +27,15 @@ from .session import MapData, Session
 
 EVERY_WORD_MAP = "every word (laid out once per model)"
 EVERY_DEFINITION_MAP = "every definition (on the map of every word)"
+# The page's timer (app/tabs/map.py) draws the map it waits for the moment it is ready (`map_waiting`)
+APPEARS_WHEN_READY = "The map appears here by itself when it is ready (keep this page open)."
 MAX_HIGHLIGHTS = 200  # points ringed because their text contains the search (on the map of every word: many)
 MAP_SOURCES = ("dictionary definitions", "vocabulary words", "my sentences", sv.UPLOADED_FILE, EVERY_WORD_MAP,
                EVERY_DEFINITION_MAP)
 MAP_POINTS = "this map's points"  # what the map's search looks among, unless the user picks a collection
 MAX_MAP_NEIGHBOURS = 30
 MAX_SELECTION_ROWS = 1_000  # rows of a map selection the table shows; its CSV holds every selected point
-MAX_EXPORT_POINTS = 20_000  # Projector files of a map: its vectors as text, about 3.5 kB a 384-d point
+MAX_EXPORT_POINTS = 20_000  # Projector files of a map: its vectors as text, about 3.5 kB a 384-d point; a sample above
 FILE_COLUMN = "a column of my file"
 COLOUR_BY = ("part of speech", "cluster", "frequency", FILE_COLUMN)
 MAX_COLUMN_GROUPS = 10  # plotly's 10 colours: a column's 9 most common values and OTHER
@@ -99,6 +101,7 @@ class MapHandlers(TabHandlers):
         waits = self._every_word_waits(active, definitions)
         if waits is not None:
             session.waiting = EVERY_DEFINITION_MAP if definitions else EVERY_WORD_MAP
+            session.waiting_colour = colour
             return _pending(session, *waits)
         kind = "definition" if definitions else "word"
         session.map, figure = vocabulary_map_data(active, colour, kind), vocabulary_figure(active, colour, kind)
@@ -121,27 +124,30 @@ class MapHandlers(TabHandlers):
             active.placing.start()
             return (f"Placing the {len(engine.words.open_vocab.candidates.definitions):,} definitions on the map of "
                     "every word, each on its nearest word: about 4 minutes on 2 cores, once per model, in the "
-                    f"background ({_elapsed(active.placing.started)} so far). Press Draw map again when it is "
-                    "done."), None
+                    f"background ({_elapsed(active.placing.started)} so far). {APPEARS_WHEN_READY}"), None
         return None
 
-    def map_waiting(self, session: Session) -> tuple[str | None, bool]:
-        """(the status line now, whether Draw map still waits) for the page's timer, which follows the map of
-        every word that the last Draw map waits for (`Session.waiting`): the embedding's count and the time
-        left, the minutes of laying out, then that the map is ready. (None, False) when nothing waits. The
-        status Draw map showed was that of its moment: minutes later it still said '2 min left' (issue 54)."""
+    def map_waiting(self, session: Session):
+        """(the status line now, whether Draw map still waits, the map or None) for the page's timer, which
+        follows the map of every word that the last Draw map waits for (`Session.waiting`): the embedding's
+        count and the time left, the minutes of laying out, then the map itself, drawn as Draw map would
+        have drawn it (its colouring), so that nobody has to press Draw map again (issue 62). (None, False,
+        None) when nothing waits. The status Draw map showed was that of its moment: minutes later it still
+        said '2 min left' (issue 54)."""
         if not session.waiting:
-            return None, False
+            return None, False, None
         definitions = session.waiting == EVERY_DEFINITION_MAP
+        active = self.backend.model_for(session)
         try:
-            waits = self._every_word_waits(self.backend.model_for(session), definitions)
+            waits = self._every_word_waits(active, definitions)
+            if waits is not None:
+                return _pending_note(*waits), True, None
+            figure, status, _ = self._vocabulary_map(active, session.waiting_colour, session, definitions)
         except ValueError as err:  # the layout failed, or cannot be made for this model: why, and no more polls
             session.waiting = ""
-            return str(err), False
-        if waits is not None:
-            return _pending_note(*waits), True
+            return str(err), False, None
         session.waiting = ""
-        return f"The map of every {'definition' if definitions else 'word'} is ready: press Draw map to see it.", False
+        return status, False, figure
 
     @staticmethod
     def _lay_out_soon(active: ActiveModel) -> str:
@@ -161,7 +167,7 @@ class MapHandlers(TabHandlers):
             laying_out.start()
         return (f"Laying out the map of every word for this model in the background ({_elapsed(laying_out.started)} "
                 "so far; once per model, 3 to 8 minutes on 2 cores: a fine-tune's words go on the shipped model's "
-                "map, whose map is laid out first if need be). Press Draw map again when it is done.")
+                f"map, whose map is laid out first if need be). {APPEARS_WHEN_READY}")
 
     def _map_corpus(self, active: ActiveModel, source: str, size: int, sentences: str, file: str | None,
                     session: Session, progress: sv.Progress) -> EmbeddedTexts:
@@ -233,17 +239,18 @@ class MapHandlers(TabHandlers):
     def export_map(self, session: Session) -> str:
         """The last map drawn as the Embedding Projector's files, zipped: vectors.tsv (the points'
         vectors) and metadata.tsv (text, colour group and map coordinates, then the columns of the user's
-        file the points came from, less any named as one of those)."""
+        file the points came from, less any named as one of those). A map of more than MAX_EXPORT_POINTS
+        points (the map of every word) gives a sample of that many, drawn at random once for all (the zip's
+        name says so): it was offered, then refused with an error (issue 62)."""
         if session.map is None:
             raise ValueError("Draw a map first.")
         m = session.map
-        if len(m.coords) > MAX_EXPORT_POINTS:
-            raise ValueError(f"This map holds {len(m.coords):,} points; Projector files are made for at most "
-                             f"{MAX_EXPORT_POINTS:,} (about 3.5 kB of text a point): draw a sample instead.")
-        columns = {"text": list(m.corpus.texts), "group": list(m.groups),
-                   **{axis: [f"{x:.5g}" for x in m.coords[:, j]] for j, axis in enumerate("xyz"[:m.coords.shape[1]])}}
-        columns.update({name: values for name, values in m.columns.items() if name not in columns})
-        return str(projector_download(m.corpus.rows(list(range(len(m.coords)))), columns))
+        rows = export_rows(len(m.coords))
+        columns = {"text": [m.corpus.texts[i] for i in rows], "group": [m.groups[i] for i in rows],
+                   **{axis: [f"{x:.5g}" for x in m.coords[rows, j]] for j, axis in enumerate("xyz"[:m.coords.shape[1]])}}
+        columns.update({name: [values[i] for i in rows] for name, values in m.columns.items() if name not in columns})
+        name = "defsent-map" if len(rows) == len(m.coords) else f"defsent-map-sample-{len(rows)}-of-{len(m.coords)}"
+        return str(projector_download(m.corpus.rows(rows), columns, name=name))
 
     def select_map(self, selection: str, session: Session):
         """(table rows, a note, a CSV of every selected point or None) for a box or lasso selection on the
@@ -334,6 +341,15 @@ def _selected_pairs(selection: str, limit: int) -> list[tuple[int, int]]:
     return [(t, p) for t, p in pairs]
 
 
+def export_rows(points: int, limit: int | None = None) -> list[int]:
+    """The rows of a map of `points` points that its Projector files hold: all of them, or above `limit`
+    (default MAX_EXPORT_POINTS) a sample of `limit`, the same each time (seed 0), in the map's order."""
+    limit = MAX_EXPORT_POINTS if limit is None else limit
+    if points <= limit:
+        return list(range(points))
+    return sorted(np.random.default_rng(0).choice(points, limit, replace=False).tolist())
+
+
 def _exact_vectors_progress(active: ActiveModel) -> tuple[str, float | None]:
     """(what the map of every word waits for, the fraction done or None): this model's own exact vectors,
     embedded in the background (`embed_own_vectors`) while it answers from approximate ones."""
@@ -341,10 +357,10 @@ def _exact_vectors_progress(active: ActiveModel) -> tuple[str, float | None]:
     waits = ("The map of every word is drawn from this model's own exact vectors, which are being embedded in the "
              "background (meanwhile the reverse dictionary answers from approximate ones)")
     if building is None:
-        return f"{waits}. Press Draw map again in a few minutes.", None
+        return f"{waits}. {APPEARS_WHEN_READY}", None
     done, total, _ = building
     return (f"{waits}: {views.embedding_progress(*building)}; then the map is laid out once (3 to 8 minutes). "
-            "Press Draw map again then."), done / total
+            f"{APPEARS_WHEN_READY}"), done / total
 
 
 def _pending(session: Session, note: str, fraction: float | None = None):

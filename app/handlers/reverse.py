@@ -1,6 +1,8 @@
 """The Reverse dictionary tab's handler (app/tabs/reverse.py): a description's ranked words, as HTML."""
 from __future__ import annotations
 
+from core.answers import EXCLUDE_QUERY_WORDS
+
 from .. import services as sv
 from .. import views
 from .backend import TabHandlers
@@ -16,7 +18,7 @@ class ReverseHandlers(TabHandlers):
 
     def reverse_dictionary(self, text: str, k: int = 10, pos: str = "any", min_length: int = 0,
                            max_length: int = 0, initial: str = "", pattern: str = "",
-                           exclude_query_words: bool = False, compare: bool = False,
+                           exclude_query_words: bool = EXCLUDE_QUERY_WORDS, compare: bool = False,
                            session: Session | None = None) -> tuple[str, str]:
         """(ranked words of the active model, the same for the untrained base if `compare`) as HTML."""
         active = self.backend.model_for(session)

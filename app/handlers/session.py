@@ -54,6 +54,7 @@ class Session:
     corpus_key: str = ""
     map: MapData | None = None
     waiting: str = ""  # the map of every word (or definition) the last Draw map waits for ("": none)
+    waiting_colour: str = "part of speech"  # ... and how it colours it, once drawn by the page's timer
     upload: Upload | None = None
     jobs: list[str] = field(default_factory=list)  # ids of the fine-tuning jobs started here, oldest first
     model: str = ""  # public mode: the name of the model this session chose ("": the server's)

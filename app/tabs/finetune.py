@@ -5,7 +5,7 @@ from typing import Callable
 
 import gradio as gr
 
-from ..finetune import FILE_FORMAT
+from ..finetune import FILE_FORMAT, MIN_STEPS
 from ..handlers import Studio
 from ..wiring import HEAVY, MODEL, QUICK, and_session, handler
 
@@ -30,7 +30,7 @@ def create(demo: gr.Blocks, studio: Studio, session: gr.State, stored: gr.Browse
         lr = gr.Number(5e-5, label="Learning rate", minimum=1e-7)
         batch = gr.Number(16, label="Batch size", precision=0, minimum=1)
         layers = gr.Number(0, label="Train top layers (0: all)", precision=0, minimum=0)
-        max_steps = gr.Number(0, label="Max steps (0: by epochs)", precision=0, minimum=0)
+        max_steps = gr.Number(0, label=f"Max steps (0: by epochs, at least {MIN_STEPS})", precision=0, minimum=0)
         evaluations = gr.Number(10, label="Dev evaluations", precision=0, minimum=1)
         seed = gr.Number(0, label="Seed", precision=0)
     # A row of its own: beside the seven numbers it got a column one word wide (issue 54).

@@ -5,7 +5,7 @@ import gradio as gr
 
 from .. import services as sv
 from .. import views
-from ..handlers import COLOUR_BY, FILE_COLUMN, MAP_POINTS, MAP_SOURCES, MAX_MAP_NEIGHBOURS, Studio
+from ..handlers import COLOUR_BY, FILE_COLUMN, MAP_POINTS, MAP_SOURCES, MAX_EXPORT_POINTS, MAX_MAP_NEIGHBOURS, Studio
 from ..projection import METHODS
 from ..wiring import HEAVY, QUICK, handler, wire
 
@@ -108,8 +108,9 @@ def create(demo: gr.Blocks, studio: Studio, session: gr.State) -> None:
     note = gr.Markdown()
     neighbours = gr.Dataframe(headers=["rank", "cosine", "text"], wrap=True, elem_id="map-neighbours")
     # While the map of every word that Draw map asked for is prepared in the background, this timer keeps its
-    # status line up to date (the count embedded, the minutes of laying out), then says it is ready; a status
-    # written once said "about 2 min left" long after the work had ended (issue 54).
+    # status line up to date (the count embedded, the minutes of laying out), then draws the map (issue 62: it
+    # said "press Draw map again"); a status written once said "about 2 min left" long after the work had
+    # ended (issue 54).
     waiting = gr.Timer(WAIT_POLL_S, active=False)
     wire([draw.click], handler(studio.map.draw_map),
          [source, size, sentences, file, method, dims, colour, session, column],
@@ -119,13 +120,15 @@ def create(demo: gr.Blocks, studio: Studio, session: gr.State) -> None:
     follow = handler(studio.map.map_waiting)
 
     async def follow_waiting(state):
+        """The status of now; once ready, the map itself (drawn here: nobody presses Draw map again)."""
         try:
-            note, still = await follow(state)
+            note, still, figure = await follow(state)
         except gr.Error as err:  # into the status line, and no more polls (a toast every few seconds)
-            return err.message, gr.Timer(active=False)
-        return gr.update() if note is None else note, gr.Timer(active=still)
-    waiting.tick(follow_waiting, session, [status, waiting], api_visibility="private", show_progress="hidden",
-                 **QUICK)
+            return err.message, gr.Timer(active=False), gr.update(), state
+        return (gr.update() if note is None else note, gr.Timer(active=still),
+                gr.update() if figure is None else figure, state)
+    waiting.tick(follow_waiting, session, [status, waiting, plot, session], api_visibility="private",
+                 show_progress="hidden", **QUICK)
     wire([search_button.click, search.submit], handler(studio.map.search_map), [search, k, session, among],
          [plot, note, neighbours], keep=(plot,), show_progress_on=[note, neighbours], api_name="search_map",
          **HEAVY)  # a failed search keeps the map last drawn, shown: its error goes to the note and table
@@ -143,8 +146,10 @@ def create(demo: gr.Blocks, studio: Studio, session: gr.State) -> None:
                     api_name="select_map", **HEAVY)
     demo.load(None, js=MAP_JS)
     with gr.Row():
-        export = gr.Button("Download this map as Projector files (vectors.tsv, metadata.tsv)", scale=1)
-        exported = gr.File(label="Projector files", scale=2)
+        export = gr.Button("Download this map as Projector files (vectors.tsv, metadata.tsv; above "
+                           f"{MAX_EXPORT_POINTS:,} points, a sample of {MAX_EXPORT_POINTS:,})", scale=1,
+                           elem_id="map-export-button")
+        exported = gr.File(label="Projector files", scale=2, elem_id="map-export")
     wire([export.click], handler(studio.map.export_map), [session], [exported], api_name="export_map", **QUICK)
 
     gr.Markdown("### A description, its candidate words and their definitions on one map")

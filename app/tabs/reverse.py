@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import gradio as gr
 
+from core.answers import EXCLUDE_QUERY_WORDS
+
 from ..handlers import Studio
 from ..services import POS_CODES
 from ..wiring import QUICK, handler, wire
@@ -28,7 +30,7 @@ def create(studio: Studio, session: gr.State) -> None:
                     pattern = gr.Textbox(label="Pattern (? one letter, * any)", placeholder="l?ad*", max_length=64)
                 # On by default: a description rarely names its word, and word vectors rank the
                 # description's own words high ("books" for "a place where books are kept").
-                exclude = gr.Checkbox(True, label="Exclude the words of my description")
+                exclude = gr.Checkbox(EXCLUDE_QUERY_WORDS, label="Exclude the words of my description")
             compare = gr.Checkbox(label="Compare with the model before DefSent training, side by side")
             go_button = gr.Button("Find words", variant="primary", elem_id="rd-go")
         with gr.Column(scale=2):

@@ -1,6 +1,8 @@
 """The command line of the engine: `python -m core COMMAND [flags]`.
 
     python -m core "a person who is in charge"      # the reverse dictionary (the command `words`)
+    python -m core encode "a sentence" --out v.npy  # sentence vectors; similarity, search, decode, analogy,
+                                                    # interpolate: the rest of the engine (core/cli/vectors.py)
     python -m core train --out checkpoints/NAME     # DefSent training (docs/training.md)
     python -m core eval --model checkpoints/NAME --tasks words,sts
     python -m core COMMAND --help                   # a command's flags
@@ -9,7 +11,7 @@ Library modules hold no argument parsing: each command here parses its flags and
 Flags of a configuration dataclass are made from its fields (`add_config_flags`), so a new field
 is a new flag. Heavy modules are imported inside the commands, so `--help` answers at once.
 The commands live by what they work on: `words` (the reverse dictionary, training, word scoring),
-`evaluate`, `data` (dictionaries and indexes) and `vec2sent`; `flags` holds the registry and the
+`vectors` (encode, similarity, search, decode, analogy, interpolate), `evaluate`, `data` (dictionaries and indexes) and `vec2sent`; `flags` holds the registry and the
 flags they share.
 """
 from __future__ import annotations
@@ -18,7 +20,7 @@ import sys
 from typing import Sequence
 
 # Each command module registers its commands as it is imported: this order is the order usage lists them.
-from . import words, evaluate, data, vec2sent  # noqa: F401
+from . import words, vectors, evaluate, data, vec2sent  # noqa: F401
 from .flags import COMMANDS
 
 __all__ = ["COMMANDS", "main", "usage"]
@@ -27,14 +29,40 @@ DEFAULT_COMMAND = "words"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run `python -m core ARGS`: a command by its name, else the reverse dictionary."""
+    """Run `python -m core ARGS`: a command by its name, else the reverse dictionary; a first argument a
+    mistyped command name (`near_command`) is refused rather than looked up as a description."""
     args = list(sys.argv[1:] if argv is None else argv)
     if args and args[0] in COMMANDS:
         return COMMANDS[args[0]](args[1:])
     if args and args[0] in ("-h", "--help"):
         print(usage())
         return 0
+    near = near_command(args)
+    if near:
+        print(f"error: unknown command {args[0]!r}: did you mean `python -m core {near}`? (to look up a description "
+              f"starting with {args[0]!r}, quote it whole or use `python -m core {DEFAULT_COMMAND} ...`)", file=sys.stderr)
+        return 2
     return COMMANDS[DEFAULT_COMMAND](args)
+
+
+def near_command(args: Sequence[str], distance: int = 2) -> str | None:
+    """The command name within `distance` edits of `args[0]` when more arguments follow it and it is one
+    word ("encod 'a sentence'"); None otherwise ("a person who is in charge", or one word alone, which is a
+    description)."""
+    if len(args) < 2 or not args[0].isascii() or not args[0].replace("-", "").isalpha():
+        return None
+    found = min(COMMANDS, key=lambda name: edit_distance(args[0].lower(), name))
+    return found if edit_distance(args[0].lower(), found) <= distance else None
+
+
+def edit_distance(a: str, b: str) -> int:
+    """Levenshtein distance: insertions, deletions and substitutions of one character."""
+    row = list(range(len(b) + 1))
+    for i, x in enumerate(a, 1):
+        previous, row[0] = row[0], i
+        for j, y in enumerate(b, 1):
+            previous, row[j] = row[j], min(row[j] + 1, row[j - 1] + 1, previous + (x != y))
+    return row[-1]
 
 
 def usage() -> str:

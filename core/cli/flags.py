@@ -2,12 +2,16 @@
 command's arguments as `python -m core NAME` (core/cli/__init__.py dispatches to it), `parser_for` gives
 it a parser whose description is its docstring, `add_config_flags` and `config_from_flags` turn a
 configuration dataclass into flags and back, `parse_with_recipe` reads a --recipe's flags as the
-defaults, and --threads and --device are the same flag wherever a command takes them.
+defaults, and --threads and --device are the same flag wherever a command takes them. The commands on
+texts share how they read texts (`add_text_flags`, `texts_from`), their bounds, --json and how bad input is
+reported (`reports_errors`: one line, exit status 2).
 """
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import json
+import sys
 import typing
 from pathlib import Path
 from typing import Callable, Sequence
@@ -94,3 +98,104 @@ def device_from_flag(parser: argparse.ArgumentParser, name: str):
         return resolve_device(name)
     except DeviceError as err:
         parser.error(str(err))
+
+
+# ---- texts in, answers out: what the commands on texts and vectors share --------------------------
+
+MAX_TEXTS = 100_000  # texts one command reads (arguments, --file or standard input)
+MAX_TEXT_CHARS = 20_000  # characters of one text (the encoder reads its first 128 tokens anyway)
+MAX_K = 100  # answers a command lists, as the app's lists
+
+
+class InputError(ValueError):
+    """Bad input a user can fix: printed as one line, `error: ...`, exit status 2, nothing written."""
+
+
+def add_text_flags(parser: argparse.ArgumentParser, what: str = "a text") -> None:
+    """Positional texts, and --file: texts come from the arguments, a file (one a line) or standard input
+    (`--file -`, or piped in when neither is given); `texts_from` reads them."""
+    parser.add_argument("text", nargs="*", help=f"{what} (several: one after another)")
+    parser.add_argument("--file", type=Path, metavar="F",
+                        help="also read texts from F, one a line ('-': standard input)")
+
+
+def add_output_flags(parser: argparse.ArgumentParser, model: bool = True) -> None:
+    """--json (one JSON document on standard output, for scripts), and --model / --device."""
+    parser.add_argument("--json", action="store_true", help="print one JSON document instead of text")
+    if model:
+        parser.add_argument("--model", default=None, help="checkpoint directory (default: the shipped one)")
+        add_device_flag(parser)
+
+
+def texts_from(args: argparse.Namespace, minimum: int = 1, stdin=None) -> list[str]:
+    """The texts of `add_text_flags`: the arguments, then --file's lines (blank ones skipped); standard
+    input's lines when neither is given and it is not a terminal. InputError past the bounds."""
+    texts = [t for t in args.text]
+    source = args.file
+    stdin = stdin if stdin is not None else sys.stdin
+    if source is None and not texts and stdin is not None and not stdin.isatty():
+        source = Path("-")
+    if source is not None:
+        texts += _lines(source, stdin)
+    if len(texts) < minimum:
+        raise InputError(f"give at least {minimum} text{'s' if minimum > 1 else ''}: as arguments, with --file F, "
+                         "or on standard input")
+    if len(texts) > MAX_TEXTS:
+        raise InputError(f"{len(texts):,} texts: at most {MAX_TEXTS:,} at a time")
+    for i, text in enumerate(texts, 1):
+        if not text.strip():
+            raise InputError(f"text {i} is empty")
+        if len(text) > MAX_TEXT_CHARS:
+            raise InputError(f"text {i} has {len(text):,} characters: at most {MAX_TEXT_CHARS:,}")
+    return texts
+
+
+def _lines(source: Path, stdin) -> list[str]:
+    """The non-blank lines of `source` ('-': `stdin`), stripped; InputError when it cannot be read."""
+    try:
+        if str(source) == "-":
+            text = stdin.read()
+        else:
+            text = source.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as err:
+        raise InputError(f"cannot read {source}: {getattr(err, 'strerror', None) or err}") from None
+    return [line.strip() for line in text.splitlines() if line.strip()]
+
+
+def check_range(name: str, value: int, low: int, high: int) -> int:
+    """`value` when low <= value <= high, else InputError naming the flag."""
+    if not low <= value <= high:
+        raise InputError(f"{name} must be from {low} to {high}, not {value}")
+    return value
+
+
+def print_json(document) -> None:
+    print(json.dumps(document, ensure_ascii=False))
+
+
+def reports_errors(function: Command) -> Command:
+    """Run a command, turning bad input (InputError, ValueError, a missing or refused checkpoint, a missing
+    decoder) into one line on standard error and exit status 2 instead of a traceback."""
+    import functools
+
+    @functools.wraps(function)
+    def run(argv: Sequence[str]) -> int:
+        try:
+            return function(argv)
+        except Exception as err:  # noqa: BLE001 - a bug's traceback still shows: re-raised below
+            if not is_user_error(err):
+                raise
+            print(f"error: {(str(err) or type(err).__name__).splitlines()[0]}", file=sys.stderr)
+            return 2
+    return run
+
+
+def is_user_error(err: BaseException) -> bool:
+    """Whether `err` is about the user's input or setup (a value, a file, a checkpoint, a decoder, a
+    device), not a bug."""
+    return (isinstance(err, (ValueError, FileNotFoundError, PermissionError, IsADirectoryError, NotADirectoryError))
+            or type(err).__name__ in USER_ERRORS)
+
+
+# Errors that are about the user's input or setup, not bugs: named, so that this module imports no torch.
+USER_ERRORS = {"CheckpointError", "NoDecoderError", "EncoderMismatchError", "DeviceError", "ExpressionError"}

@@ -10,45 +10,63 @@ import sys
 from pathlib import Path
 from typing import Sequence
 
+from ..answers import EXCLUDE_QUERY_WORDS, SCORE_NOTE, relative_scores
 from ..paths import SENTEVAL_DIR
-from .flags import (Command, add_config_flags, add_device_flag, add_threads_flag, command, config_from_flags,
-                    device_from_flag, parse_with_recipe, parser_for, set_threads)
+from .flags import (MAX_K, Command, InputError, add_config_flags, add_device_flag, add_output_flags, add_text_flags,
+                    add_threads_flag, check_range, command, config_from_flags, device_from_flag, parse_with_recipe,
+                    parser_for, print_json, reports_errors, set_threads, texts_from)
 
 
 # ---- the reverse dictionary ---------------------------------------------------------------------
 
 @command("words")
+@reports_errors
 def words(argv: Sequence[str]) -> int:
-    """The reverse dictionary: ranked words for each description."""
+    """The reverse dictionary: ranked words for each description.
+
+    python -m core words "a person who is in charge" -k 5
+    python -m core "a person who is in charge"            # the same: `words` is the default command
+    python -m core words --file descriptions.txt --json   # one description a line; JSON for scripts
+
+    The score is the model's probability of each word as a share of the first answer's (100), as the app
+    shows it; --json gives both. The description's own words are left out, as in the app and in
+    `Engine.predict_words` (core/answers.py; --no-exclude-query-words keeps them).
+    """
     parser = parser_for("words", words)
-    parser.add_argument("text", nargs="+", help="a description (several: one after another)")
-    parser.add_argument("-k", type=int, default=10, help="how many words")
-    parser.add_argument("--model", default=None, help="checkpoint directory (default: the shipped one)")
+    add_text_flags(parser, "a description")
+    parser.add_argument("-k", type=int, default=10, help=f"how many words (1 to {MAX_K})")
     parser.add_argument("--pos", default="", help="part of speech: n, v, a or r")
     parser.add_argument("--pattern", default="", help="wildcard for the word, e.g. 'l?ad*'")
-    parser.add_argument("--exclude-query-words", action="store_true")
+    parser.add_argument("--exclude-query-words", action=argparse.BooleanOptionalAction, default=EXCLUDE_QUERY_WORDS,
+                        help="leave the description's own words out of its answers (default: yes, as the app)")
     parser.add_argument("--single-token-words", action="store_true",
-                        help="answer with the word head's single-token words only (skips embedding the open "
-                             "vocabulary, minutes the first time for a model)")
-    add_device_flag(parser)
+                        help="answer with the word head's single-token words only (skips the open vocabulary)")
+    add_output_flags(parser)
     args = parser.parse_args(argv)
+    texts = texts_from(args)
+    check_range("-k", args.k, 1, MAX_K)
+    if args.pos not in ("", "n", "v", "a", "r"):
+        raise InputError(f"--pos must be n, v, a or r, not {args.pos!r}")
     device = device_from_flag(parser, args.device)
-    from ..checkpoint import CheckpointError
     from ..engine import Engine
-    try:
-        engine = Engine.load(args.model, open_vocabulary=not args.single_token_words, device=device)
-        # a few queries: quantizing the 264k open-vocabulary vectors to int8 (7 s on 2 busy cores) would
-        # cost more than it saves (0.7 instead of 4.6 ms a query); float32 ranks alike (docs/results.md)
-        engine.words.set_precision("float32")
-        results = engine.predict_words_batch(args.text, k=args.k, pos=args.pos, pattern=args.pattern,
-                                             exclude_query_words=args.exclude_query_words)
-    except (CheckpointError, ValueError) as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 2
-    for text, ranked in zip(args.text, results):
+
+    # no decoder: the reverse dictionary never decodes, and "auto" would look one up
+    engine = Engine.load(args.model, decoder=None, open_vocabulary=not args.single_token_words, device=device)
+    # a few queries: quantizing the 264k open-vocabulary vectors to int8 (7 s on 2 busy cores) would
+    # cost more than it saves (0.7 instead of 4.6 ms a query); float32 ranks alike (docs/results.md)
+    engine.words.set_precision("float32")
+    results = engine.predict_words_batch(texts, k=args.k, pos=args.pos, pattern=args.pattern,
+                                         exclude_query_words=args.exclude_query_words)
+    if args.json:
+        print_json([{"text": text, "words": [{"word": w, "score": s, "probability": p}
+                                             for (w, p), s in zip(ranked, relative_scores([p for _, p in ranked]))]}
+                    for text, ranked in zip(texts, results)])
+        return 0
+    for text, ranked in zip(texts, results):
         print(text)
-        for rank, (word, p) in enumerate(ranked, 1):
-            print(f"  {rank:2d}. {word:<16} {p:.3f}")
+        for rank, ((word, p), score) in enumerate(zip(ranked, relative_scores([p for _, p in ranked])), 1):
+            print(f"  {rank:2d}. {word:<20} {score:3d}   ({100 * p:.2g} %)")
+    print(f"({SCORE_NOTE}; in brackets: the probability)", file=sys.stderr)
     return 0
 
 

@@ -49,6 +49,7 @@ def link_engine(path: Path, batch_size: int = 64, precision: str = "float32", de
 
 
 def top_words(engine, texts: list[str]) -> list[str]:
-    """The word head's top-1 word for each text (for the round-trip check)."""
-    return [ranked[0][0] for ranked in engine.predict_words_batch(texts, k=1)]
+    """The word head's top-1 word for each text (for the round-trip check: a text's own words count, so that
+    a sentence and its decoding are compared on the same terms)."""
+    return [ranked[0][0] for ranked in engine.predict_words_batch(texts, k=1, exclude_query_words=False)]
 

@@ -6,10 +6,11 @@ before top-k, so a filter never shortens the list that comes back.
 """
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Iterable, Mapping, Sequence
+from typing import Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
@@ -101,12 +102,21 @@ class WordVocabulary:
         vocab._set_words(list(words), pos_of)
         return vocab
 
-    def _set_words(self, words: list[str | None], pos_of: Mapping[str, Iterable[str]] | None) -> None:
+    def _set_words(self, words: list[str | None],
+                   pos_of: Mapping[str, Iterable[str]] | Callable[[], Mapping[str, Iterable[str]]] | None) -> None:
         self.words = words  # None where a token is not a word
         self.candidate_mask = np.array([w is not None for w in words], dtype=bool)
         self.lengths = np.array([letters(w) if w else 0 for w in words])
         self.id_of = {w: i for i, w in enumerate(words) if w is not None}
-        self._pos_of = {w: set(p) for w, p in (pos_of or {}).items()}
+        self._pos_source = pos_of if callable(pos_of) else None
+        if not callable(pos_of):
+            self.__dict__["_pos_of"] = _as_sets(pos_of)
+
+    @functools.cached_property
+    def _pos_of(self) -> dict[str, set[str]]:
+        """word -> its parts of speech; from a function given instead of a mapping, called on first use (the
+        head's words: reading WordNet for them took 1 s of every process start that never filters)."""
+        return _as_sets(self._pos_source())
 
     def main_pos(self, word: str) -> str:
         """The word's first part of speech in WordNet's order (noun, verb, adjective, adverb) as a name;
@@ -115,9 +125,11 @@ class WordVocabulary:
         return next((PART_OF_SPEECH[tag] for tag in POS_TAGS if tag in tags), "")
 
     @classmethod
-    def from_tokenizer(cls, tokenizer, size: int, pos_of: Mapping[str, Iterable[str]] | None = None
+    def from_tokenizer(cls, tokenizer, size: int,
+                       pos_of: Mapping[str, Iterable[str]] | Callable[[], Mapping[str, Iterable[str]]] | None = None
                        ) -> "WordVocabulary":
-        """Vocabulary of `size` rows (the model's embedding rows; ids past the tokenizer are blank)."""
+        """Vocabulary of `size` rows (the model's embedding rows; ids past the tokenizer are blank); `pos_of`
+        a mapping, or a function giving one when a part of speech is first asked for."""
         vocab = tokenizer.get_vocab()
         tokens = [""] * size
         for token, i in vocab.items():
@@ -152,6 +164,10 @@ class WordVocabulary:
             test = _word_test(f, self._pos_of)
             mask &= np.array([m and test(w) for m, w in zip(mask, self.words)])
         return mask
+
+
+def _as_sets(pos_of: Mapping[str, Iterable[str]] | None) -> dict[str, set[str]]:
+    return {w: set(p) for w, p in (pos_of or {}).items()}
 
 
 def _word_test(f: WordFilter, pos_of: Mapping[str, set[str]]):

@@ -435,7 +435,7 @@ def test_finetune_survives_a_reload(page, served_model, tmp_path):
     open_tab(page, "Fine-tune")
     page.locator("#ft-file input[type=file]").set_input_files(str(dictionary))
     wait_for_value(page, "#ft-report textarea", "v.includes('Ready')")
-    page.get_by_label("Max steps (0: by epochs)").fill("4")
+    page.get_by_label("Max steps (0: by epochs").fill("4")
     page.get_by_label("Batch size").fill("4")
     page.locator("#ft-start").click()
     wait_for_value(page, "#ft-job textarea", "v.length > 0")
