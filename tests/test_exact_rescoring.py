@@ -114,3 +114,21 @@ def test_the_cache_is_bounded_in_memory_and_in_files(tmp_path):
         ExactVectors({}, None, "m", max_rows=0)
     with pytest.raises(ValueError, match="first"):
         ExactRescorer(vectors, first=0)
+
+
+def test_the_cli_says_when_it_answers_from_approximate_vectors(tiny_mlm_dir, tmp_path, monkeypatch, capsys):
+    import core.words.scorer
+    from core.__main__ import main
+
+    monkeypatch.setattr(core.words.scorer, "load_wordnet_lemmas", lambda: DICTIONARY)
+    monkeypatch.setenv("DEFSENT_CACHE_DIR", str(tmp_path / "cache"))
+    engine = Engine.from_base(str(tiny_mlm_dir))
+    engine.words.user_dictionary = [Entry("zib zab", "a thing nobody has named before", "n")]  # answers: on first use
+    saved = engine.save(tmp_path / "model")
+    Engine.load(saved, decoder=None, open_vocabulary=False).save_compact_open_vocab(subspaces=2)
+    assert main(["words", "a frozen sweet food", "-k", "2", "--model", str(saved)]) == 0
+    assert "approximate vectors" not in capsys.readouterr().err  # the exact ones are in the user cache
+    monkeypatch.setenv("DEFSENT_CACHE_DIR", str(tmp_path / "fresh-cache"))
+    assert main(["words", "a frozen sweet food", "-k", "2", "--model", str(saved)]) == 0
+    out = capsys.readouterr()
+    assert "approximate vectors" in out.err and len(out.out.splitlines()) == 3

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Sequence
 
 from ..paths import SENTEVAL_DIR
+from ..words.open_vocab import APPROXIMATE_ANSWERS
 from .flags import (Command, add_config_flags, add_device_flag, add_threads_flag, command, config_from_flags,
                     device_from_flag, parse_with_recipe, parser_for, set_threads)
 
@@ -45,6 +46,9 @@ def words(argv: Sequence[str]) -> int:
     except (CheckpointError, ValueError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
+    if engine.words.approximate:  # said once, before the answers
+        print(f"note: {APPROXIMATE_ANSWERS} (once, 20+ minutes on 2 cores: `python -m core eval-reverse --sets "
+              "defsent-table6`)", file=sys.stderr)
     for text, ranked in zip(args.text, results):
         print(text)
         for rank, (word, p) in enumerate(ranked, 1):

@@ -106,6 +106,12 @@ class WordScorer:
             manifest["word_vectors"] = {"file": WORD_VECTORS, "scale": self.vectors.scale,
                                         "words": int(self.vectors.ids.numel()), "dtype": "int8"}
 
+    @property
+    def approximate(self) -> bool:
+        """Whether the open vocabulary answers from approximate vectors: a checkpoint's compact ones or a
+        parent model's (`APPROXIMATE_ANSWERS` says so to the user)."""
+        return self.open_vocab is not None and (self.compact or self.reused)
+
     # ---- settings ----------------------------------------------------------------------------
     def set_precision(self, precision: str) -> None:
         """Word scores (`logits`) with their two vocabulary-sized products in "int8" or "float32";

@@ -1,0 +1,117 @@
+"""The same answers from the first second (issue 60, 3): how a fresh start ranks, against the exact vectors.
+
+A fresh start answers from the checkpoint's compact vectors, each query's first `--first` candidates scored
+again with exact vectors embedded on demand (core/words/exact_rescoring.py), from an empty on-demand cache
+(a fresh folder) unless `--cache` names one. For every description of the human dev set, one at a time as
+the app answers them, it prints: the share of queries whose first answer is the exact vectors' first, the
+mean overlap of the first ten, acc@1 / acc@10 of the described word, and the time a query takes (the
+description encoded, scored by the mixture, ranked; the cold pass embeds what the cache lacks, the warm
+pass repeats the queries with it full). The same for the compact vectors alone and the exact vectors.
+
+    python -m bench.bench_first_answers                       # needs the exact vectors in the user cache
+    python -m bench.bench_first_answers --first 50 100 300 --simulate   # --first chosen: exact rows, no embedding
+
+`--simulate` takes the exact rows from the full cache instead of embedding them (the ranking only: the times
+are not a fresh start's).
+"""
+from __future__ import annotations
+
+import argparse
+import statistics
+import tempfile
+import time
+from collections import OrderedDict
+from pathlib import Path
+
+import torch
+
+from core.engine import Engine
+from core.evaluation.reverse import read_human_descriptions
+from core.paths import HUMAN_DESCRIPTIONS, user_cache_dir
+from core.words.exact_rescoring import FIRST, ExactRescorer
+from core.words.open_vocab import int8_rows
+
+K = 10
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--model", type=Path, default=None, help="checkpoint (default: the shipped one)")
+    parser.add_argument("--first", type=int, nargs="+", default=[FIRST], help="candidates re-scored a query")
+    parser.add_argument("--precision", default="auto", choices=("auto", "int8", "float32"),
+                        help="the word scores' products (the app: auto)")
+    parser.add_argument("--simulate", action="store_true", help="exact rows from the full cache, none embedded")
+    parser.add_argument("--cache", type=Path, default=None, help="the on-demand cache (default: a fresh folder)")
+    parser.add_argument("--descriptions", type=Path, default=HUMAN_DESCRIPTIONS)
+    args = parser.parse_args(argv)
+    if not all(1 <= n <= 300_000 for n in args.first):
+        parser.error("--first must be 1 to 300,000")
+    queries = read_human_descriptions(args.descriptions)
+    exact = load(args.model, args.precision, exact=True)
+    reference = answers(exact, queries)
+    print(f"{len(queries)} descriptions; exact vectors: {summary(reference, reference, queries)}")
+    with tempfile.TemporaryDirectory() as fresh:
+        compact = load(args.model, args.precision, exact=False, cache=args.cache or Path(fresh))
+        rescorer = compact.words.open_vocab.rescorer
+        compact.words.open_vocab.rescorer = None
+        print(f"compact vectors alone: {summary(answers(compact, queries), reference, queries)}")
+        if args.simulate:
+            prefill(rescorer, exact)
+        for first in args.first:
+            compact.words.open_vocab.rescorer = ExactRescorer(rescorer.vectors, first)
+            embedded = rescorer.vectors.embedded
+            cold = answers(compact, queries)
+            print(f"compact, first {first} re-scored, cold ({rescorer.vectors.embedded - embedded:,} texts embedded): "
+                  f"{summary(cold, reference, queries)}")
+            print(f"compact, first {first} re-scored, warm: {summary(answers(compact, queries), reference, queries)}")
+    return 0
+
+
+def load(model: Path | None, precision: str, exact: bool, cache: Path | None = None) -> Engine:
+    engine = Engine.load(model, decoder=None, open_vocabulary=False)
+    engine.words.set_precision(precision)
+    if exact:
+        cached = user_cache_dir("open-vocab") / engine._open_vocab_cache_name(engine.words.candidates())
+        if not cached.is_file():
+            raise SystemExit(f"the exact vectors are not in {cached.parent} (embedding them takes 20+ minutes): "
+                             "run `python -m core eval-reverse --sets defsent-table6` once first")
+        engine.enable_open_vocabulary(cache_dir=user_cache_dir("open-vocab"), compact=False)
+    else:
+        engine.enable_open_vocabulary(cache_dir=cache)
+        if not engine.words.compact:
+            raise SystemExit(f"{cache} holds this model's full vectors: name an on-demand cache without them")
+    return engine
+
+
+def answers(engine: Engine, queries) -> list[tuple[list[str], float]]:
+    """(the first K words, seconds) of each query, one at a time, the description's own words left out."""
+    out = []
+    for query in queries:
+        started = time.perf_counter()
+        ranked = engine.words.ranked(engine.encode([query.text]), K, exclude_words_of=[query.text])[0]
+        out.append(([word for word, _ in ranked], time.perf_counter() - started))
+    return out
+
+
+def summary(got, reference, queries) -> str:
+    same = statistics.mean(g[0][:1] == r[0][:1] for g, r in zip(got, reference))
+    overlap = statistics.mean(len(set(g[0]) & set(r[0])) / K for g, r in zip(got, reference))
+    acc1 = statistics.mean(q.word in g[0][:1] for q, g in zip(queries, got))
+    acc10 = statistics.mean(q.word in g[0] for q, g in zip(queries, got))
+    ms = sorted(1000 * g[1] for g in got)
+    return (f"same first {same:.1%}, overlap@10 {overlap:.3f}, acc@1 {acc1:.3f}, acc@10 {acc10:.3f}; ms a query: "
+            f"median {statistics.median(ms):.0f}, mean {statistics.mean(ms):.0f}, p90 {ms[int(0.9 * len(ms))]:.0f}, "
+            f"max {ms[-1]:.0f}")
+
+
+def prefill(rescorer: ExactRescorer, exact: Engine) -> None:
+    """The on-demand cache filled with the full cache's rows (--simulate): no embedding."""
+    scorer = exact.words.open_vocab
+    vectors = rescorer.vectors
+    for kind, texts in (("word", scorer.candidates.words), ("definition", scorer.candidates.definitions)):
+        rows = scorer.vectors_of(kind, torch.arange(len(texts)))
+        vectors._rows[kind] = OrderedDict(zip(texts, int8_rows(rows)))
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
