@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 from typing import Sequence
 
+from ..lexicon.forms import written_forms
 from ..paths import SENTEVAL_DIR
 from ..words.open_vocab import APPROXIMATE_ANSWERS
 from .flags import (Command, add_config_flags, add_device_flag, add_threads_flag, command, config_from_flags,
@@ -51,8 +52,9 @@ def words(argv: Sequence[str]) -> int:
               "defsent-table6`)", file=sys.stderr)
     for text, ranked in zip(args.text, results):
         print(text)
-        for rank, (word, p) in enumerate(ranked, 1):
-            print(f"  {rank:2d}. {word:<16} {p:.3f}")
+        written = written_forms(text, [word for word, _ in ranked])  # "candles" for "sticks of wax that burn"
+        for rank, ((word, p), shown) in enumerate(zip(ranked, written), 1):
+            print(f"  {rank:2d}. {shown:<16} {p:.3f}" + (f"  ({word})" if shown != word else ""))
     return 0
 
 
