@@ -132,3 +132,18 @@ def test_the_cli_says_when_it_answers_from_approximate_vectors(tiny_mlm_dir, tmp
     assert main(["words", "a frozen sweet food", "-k", "2", "--model", str(saved)]) == 0
     out = capsys.readouterr()
     assert "approximate vectors" in out.err and len(out.out.splitlines()) == 3
+
+
+def test_only_definitions_near_their_words_best_are_embedded(served):
+    compact, _ = served
+    scorer = compact.words.open_vocab
+    u = torch.from_numpy(compact.encode(QUERIES[:1]))
+    logits = compact.words.logits(u)
+    for margin, wanted in ((0.0, len(set(scorer.candidates.words))), (2.0, len(scorer.candidates.definitions))):
+        vectors = ExactVectors(scorer.rescorer.vectors._factories, None, "m")
+        ExactRescorer(vectors, first=len(scorer.candidates), margin=margin).rescore(
+            scorer, scorer.experts(u, logits), u, logits, None)
+        assert len(vectors._rows["definition"]) <= wanted  # margin 0: one a word (its best, or a tie)
+        assert margin == 0 or len(vectors._rows["definition"]) == wanted  # a cosine is within 2 of any other
+    with pytest.raises(ValueError, match="margin"):
+        ExactRescorer(vectors, margin=-1)

@@ -30,6 +30,7 @@ from safetensors.torch import save_file
 from .open_vocab import Encode, OpenScorer, int8_rows
 
 FIRST = 100  # candidates re-scored a query: chosen on the human dev set (docs/results.md)
+MARGIN = 0.1  # of a cosine: definitions further below their word's best keep approximate vectors
 MAX_ROWS = 300_000  # texts kept in memory a kind (the whole open vocabulary: 147k words, 117k definitions)
 MAX_SHARDS = 32  # files a kind on disk before they are merged into one
 KINDS = ("word", "definition")
@@ -134,12 +135,17 @@ def _write(path: Path, texts: Sequence[str], int8: torch.Tensor) -> None:
 
 class ExactRescorer:
     """An `OpenScorer.rescorer`: each query's first `first` candidates (by the scorer's own vectors) scored
-    again by both experts with `vectors`' exact ones (module docstring)."""
+    again by both experts with `vectors`' exact ones (module docstring). Of their definitions, only those whose
+    approximate cosine with the query is within `margin` of the best of their word's are embedded (the others
+    cannot be a word's nearest: the compact vectors' cosines are off by about .03); the others keep their
+    approximate vectors."""
 
-    def __init__(self, vectors: ExactVectors, first: int = FIRST):
+    def __init__(self, vectors: ExactVectors, first: int = FIRST, margin: float = MARGIN):
         if first < 1:
             raise ValueError(f"first must be at least 1, not {first}")
-        self.vectors, self.first = vectors, first
+        if margin < 0:
+            raise ValueError(f"margin must be 0 or more, not {margin}")
+        self.vectors, self.first, self.margin = vectors, first, margin
 
     def rescore(self, scorer: OpenScorer, experts: tuple[torch.Tensor, torch.Tensor | None], u: torch.Tensor,
                 token_logits: torch.Tensor, everyday: tuple[torch.Tensor, torch.Tensor] | None
@@ -148,8 +154,25 @@ class ExactRescorer:
         combined = scorer.combine(*experts)  # (B, C)
         rows = np.unique(combined.topk(min(self.first, combined.shape[1])).indices.numpy())  # (R,) sorted
         candidates = scorer.candidates.subset(rows)
-        exact = OpenScorer(candidates, self.vectors.vectors("word", candidates.words),
-                           self.vectors.vectors("definition", candidates.definitions), scorer.config, scorer.word_map)
+        definitions = scorer.vectors_of("definition", torch.from_numpy(candidates.kept_definitions))  # (G', d)
+        near = self._near(candidates, definitions, [u] if everyday is None else [u, everyday[0]])  # (G',)
+        if near.any():
+            texts = [candidates.definitions[g] for g in near.nonzero()[:, 0].tolist()]
+            definitions = definitions.clone()
+            definitions[near] = self.vectors.vectors("definition", texts)
+        exact = OpenScorer(candidates, self.vectors.vectors("word", candidates.words), definitions, scorer.config,
+                           scorer.word_map)
         index = torch.from_numpy(rows)
         return tuple(None if old is None else old.index_copy(1, index, new.to(old.dtype))
                      for old, new in zip(experts, exact.experts(u, token_logits, everyday)))
+
+    def _near(self, candidates, definitions: torch.Tensor, queries: list[torch.Tensor]) -> torch.Tensor:
+        """(G',) True for a definition within `margin` of its word's best approximate cosine for some query."""
+        definition, word = (torch.from_numpy(candidates.pair_definition), torch.from_numpy(candidates.pair_word))
+        near = torch.zeros(len(definitions), dtype=torch.bool)
+        for u in queries:
+            cos = (torch.nn.functional.normalize(u.float(), dim=1) @ definitions.T)[:, definition]  # (B, P)
+            best = torch.full((len(u), len(candidates)), float("-inf")).scatter_reduce(
+                1, word.expand(len(u), -1), cos, "amax")  # (B, R)
+            near[definition[(cos >= best[:, word] - self.margin).any(0)]] = True
+        return near
