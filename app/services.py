@@ -15,8 +15,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from core.lexicon import Entry, load_wordnet_lemmas
-from core.lexicon.forms import written_forms
+from core.lexicon import Entry, load_wordnet_lemmas, written_forms
 from core.encoder import l2_normalize
 from core.explore import read_projector, table_columns
 from core.readout import PART_OF_SPEECH, REFERENCE_SIZE, EmbeddedTexts, Reference, dictionary_reference

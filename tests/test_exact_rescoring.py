@@ -10,17 +10,10 @@ import core.words.product_quantizer
 from core import Engine
 from core.lexicon.dictionary import Entry
 from core.words.exact_rescoring import MAX_SHARDS, ExactRescorer, ExactVectors
+from tests.test_open_vocab import DICTIONARY as OPEN_VOCAB_DICTIONARY
 
-DICTIONARY = [
-    Entry("dog", "a domestic animal that barks", "n", (), "1-n"),
-    Entry("ice cream", "a frozen sweet food made of cream", "n", (), "2-n"),
-    Entry("red tape", "rules that delay things", "n", (), "3-n"),
-    Entry("give up", "to stop trying", "v", (), "4-v"),
-    Entry("king", "a man who rules a country", "n", (), "5-n"),
-    Entry("monarch", "a man who rules a country", "n", (), "5-n"),
-    Entry("cat", "a small animal that purrs", "n", (), "6-n"),
-    Entry("cat", "a whip with nine knotted cords", "n", (), "7-n"),
-]
+DICTIONARY = [*OPEN_VOCAB_DICTIONARY, Entry("cat", "a small animal that purrs", "n", (), "6-n"),
+              Entry("cat", "a whip with nine knotted cords", "n", (), "7-n")]
 QUERIES = ["a frozen sweet food", "an animal in the house", "somebody who rules"]
 
 

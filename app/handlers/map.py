@@ -15,8 +15,7 @@ import numpy as np
 
 from core.explore import VocabularyTexts, holds_vectors, place
 from core.readout import EmbeddedTexts
-from core.words import frequency_bands
-from core.words.open_vocab import APPROXIMATE_ANSWERS
+from core.words import APPROXIMATE_ANSWERS, frequency_bands
 
 from .. import services as sv
 from .. import views
@@ -340,7 +339,7 @@ def _exact_vectors_progress(active: ActiveModel) -> tuple[str, float | None]:
     embedded in the background (`embed_own_vectors`) while it answers from approximate ones."""
     building = active.open_vocab_progress
     waits = ("The map of every word is drawn from this model's own exact vectors, which are being embedded in the "
-             f"background (meanwhile {APPROXIMATE_ANSWERS})")
+             f"background; meanwhile {APPROXIMATE_ANSWERS}")
     if building is None:
         return f"{waits}. Press Draw map again in a few minutes.", None
     done, total, _ = building

@@ -1,7 +1,7 @@
 """The Reverse dictionary tab's handler (app/tabs/reverse.py): a description's ranked words, as HTML."""
 from __future__ import annotations
 
-from core.words.open_vocab import APPROXIMATE_ANSWERS
+from core.words import APPROXIMATE_ANSWERS
 
 from .. import services as sv
 from .. import views

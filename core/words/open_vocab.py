@@ -100,8 +100,7 @@ OPEN_VOCAB_MAP = "open_vocab_map.safetensors"  # older checkpoints: the linear m
 # the repository (8.4 MB for WordNet), so a fresh clone answers with every word in seconds, not minutes.
 COMPACT_VECTORS = "open_vocab_codes.safetensors"
 # What the app and the CLI say while a model answers from approximate vectors (`WordScorer.approximate`)
-APPROXIMATE_ANSWERS = ("the reverse dictionary answers from approximate vectors (the checkpoint's compact ones, or "
-                       "those of the model this one was fine-tuned from; each query's first candidates are scored "
+APPROXIMATE_ANSWERS = ("the reverse dictionary answers from approximate vectors (each query's first candidates scored "
                        "again with exact ones) until this model's own exact vectors are embedded")
 COMPACT_SUBSPACES = 32  # bytes a vector: the ranking within noise of int8's 384 (docs/results.md, "First launch")
 
