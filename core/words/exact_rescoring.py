@@ -136,9 +136,8 @@ def _write(path: Path, texts: Sequence[str], int8: torch.Tensor) -> None:
 class ExactRescorer:
     """An `OpenScorer.rescorer`: each query's first `first` candidates (by the scorer's own vectors) scored
     again by both experts with `vectors`' exact ones (module docstring). Of their definitions, only those whose
-    approximate cosine with the query is within `margin` of the best of their word's are embedded (the others
-    cannot be a word's nearest: the compact vectors' cosines are off by about .03); the others keep their
-    approximate vectors."""
+    approximate cosine with the query is within `margin` of the best of their word's are embedded and vote (the
+    others cannot be a word's nearest: the compact vectors' cosines are off by a few hundredths)."""
 
     def __init__(self, vectors: ExactVectors, first: int = FIRST, margin: float = MARGIN):
         if first < 1:
@@ -154,25 +153,24 @@ class ExactRescorer:
         combined = scorer.combine(*experts)  # (B, C)
         rows = np.unique(combined.topk(min(self.first, combined.shape[1])).indices.numpy())  # (R,) sorted
         candidates = scorer.candidates.subset(rows)
-        definitions = scorer.vectors_of("definition", torch.from_numpy(candidates.kept_definitions))  # (G', d)
-        near = self._near(candidates, definitions, [u] if everyday is None else [u, everyday[0]])  # (G',)
-        if near.any():
-            texts = [candidates.definitions[g] for g in near.nonzero()[:, 0].tolist()]
-            definitions = definitions.clone()
-            definitions[near] = self.vectors.vectors("definition", texts)
-        exact = OpenScorer(candidates, self.vectors.vectors("word", candidates.words), definitions, scorer.config,
-                           scorer.word_map)
+        near = self._near(scorer, candidates, [u] if everyday is None else [u, everyday[0]])  # (G',)
+        candidates = candidates.with_definitions(near)
+        exact = OpenScorer(candidates, self.vectors.vectors("word", candidates.words),
+                           self.vectors.vectors("definition", candidates.definitions), scorer.config, scorer.word_map)
         index = torch.from_numpy(rows)
         return tuple(None if old is None else old.index_copy(1, index, new.to(old.dtype))
                      for old, new in zip(experts, exact.experts(u, token_logits, everyday)))
 
-    def _near(self, candidates, definitions: torch.Tensor, queries: list[torch.Tensor]) -> torch.Tensor:
-        """(G',) True for a definition within `margin` of its word's best approximate cosine for some query."""
+    def _near(self, scorer: OpenScorer, candidates, queries: list[torch.Tensor]) -> np.ndarray:
+        """(G',) True for a definition of `candidates` (a subset of the scorer's) within `margin` of its word's
+        best approximate cosine for some query."""
         definition, word = (torch.from_numpy(candidates.pair_definition), torch.from_numpy(candidates.pair_word))
-        near = torch.zeros(len(definitions), dtype=torch.bool)
+        kept = torch.from_numpy(candidates.kept_definitions)  # (G',) rows among the scorer's definitions
+        near = torch.zeros(len(kept), dtype=torch.bool)
         for u in queries:
-            cos = (torch.nn.functional.normalize(u.float(), dim=1) @ definitions.T)[:, definition]  # (B, P)
+            unit = torch.nn.functional.normalize(u.float(), dim=1)
+            cos = scorer.cosines(unit, "definition")[:, kept][:, definition]  # (B, P): one product, as scored
             best = torch.full((len(u), len(candidates)), float("-inf")).scatter_reduce(
                 1, word.expand(len(u), -1), cos, "amax")  # (B, R)
             near[definition[(cos >= best[:, word] - self.margin).any(0)]] = True
-        return near
+        return near.numpy()

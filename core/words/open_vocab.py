@@ -155,6 +155,18 @@ class Candidates:
         other.kept_definitions = definitions  # (G',) rows of this subset's definitions among `self.definitions`
         return other
 
+    def with_definitions(self, keep: np.ndarray) -> "Candidates":
+        """A `subset`'s candidates with only the definitions `keep` (G',) bool marks (each word keeping at least
+        one), for scoring only; `kept_definitions` still says their rows among the full candidates'."""
+        other = object.__new__(Candidates)
+        other.__dict__.update({k: v for k, v in self.__dict__.items() if k in ("words", "token_ids", "zipf")})
+        pairs = keep[self.pair_definition]  # (P,)
+        rows, new_definition = np.unique(self.pair_definition[pairs], return_inverse=True)
+        other.definitions = [self.definitions[g] for g in rows.tolist()]
+        other.pair_definition, other.pair_word = new_definition.reshape(-1), self.pair_word[pairs]
+        other.kept_definitions = self.kept_definitions[rows]
+        return other
+
     @functools.cached_property
     def defined_rows(self) -> list[list[int]]:
         """defined_rows[g]: the rows of the words definition g defines, alphabetically (the pairs go word by word)."""
