@@ -49,34 +49,40 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--first must be 1 to 300,000, --cold 0 to 10,000 and --margin 0 to 2")
     queries = read_human_descriptions(args.descriptions)
     exact = load(args.model, args.precision, exact=True)
-    reference = answers(exact, queries)
-    print(f"{len(queries)} descriptions; exact vectors: {summary(reference, reference, queries)}")
+    reference = answers(exact, queries) if exact is not None else None
+    print(f"{len(queries)} descriptions; exact vectors: "
+          + (summary(reference, reference, queries) if reference else "not in the user cache: no agreement measured, "
+             "the cold pass only (`python -m core eval-reverse --sets defsent-table6` embeds them, 20+ minutes)"))
     with tempfile.TemporaryDirectory() as fresh:
         compact = load(args.model, args.precision, exact=False, cache=Path(fresh))
-        scorer, vectors = compact.words.open_vocab, compact.words.open_vocab.rescorer.vectors
+        scorer = compact.words.open_vocab
         scorer.rescorer = None
-        print(f"compact vectors alone: {summary(answers(compact, queries), reference, queries)}")
+        alone = answers(compact, queries[:len(reference or []) or args.cold])
+        print(f"compact vectors alone: {summary(alone, reference, queries)}")
         for first in args.first:
+            vectors = compact.exact_vectors(Path(fresh) / str(first))  # empty: a fresh start's (the tower built anew)
             scorer.rescorer = ExactRescorer(vectors, first, args.margin)
             if args.cold:  # a fresh start: what the first candidates need is embedded now
-                before = vectors.embedded
                 cold = answers(compact, queries[:args.cold])
                 print(f"first {first} re-scored, from an empty cache, the first {args.cold} descriptions "
-                      f"({(vectors.embedded - before) / args.cold:.0f} texts embedded a query): "
+                      f"({vectors.embedded / args.cold:.0f} texts embedded a query): "
                       f"{summary(cold, reference, queries)}")
+            if exact is None:
+                continue
             prefill(vectors, exact)  # every exact row at hand: the ranking of a fresh start, the time of a warm one
             print(f"first {first} re-scored, every row cached: {summary(answers(compact, queries), reference, queries)}")
     return 0
 
 
-def load(model: Path | None, precision: str, exact: bool, cache: Path | None = None) -> Engine:
+def load(model: Path | None, precision: str, exact: bool, cache: Path | None = None) -> Engine | None:
+    """The engine answering from the exact vectors (None when the user cache lacks them), or from the compact
+    ones with an on-demand cache in `cache`."""
     engine = Engine.load(model, decoder=None, open_vocabulary=False)
     engine.words.set_precision(precision)
     if exact:
         cached = user_cache_dir("open-vocab") / engine._open_vocab_cache_name(engine.words.candidates())
         if not cached.is_file():
-            raise SystemExit(f"the exact vectors are not in {cached.parent} (embedding them takes 20+ minutes): "
-                             "run `python -m core eval-reverse --sets defsent-table6` once first")
+            return None
         engine.enable_open_vocabulary(cache_dir=user_cache_dir("open-vocab"), compact=False)
     else:
         engine.enable_open_vocabulary(cache_dir=cache)
@@ -96,14 +102,18 @@ def answers(engine: Engine, queries) -> list[tuple[list[str], float, float]]:
 
 
 def summary(got, reference, queries) -> str:
-    """Agreement with `reference`, accuracy and time a query of `got` (the first len(got) of `queries`)."""
-    reference, queries = reference[:len(got)], queries[:len(got)]
-    same = statistics.mean(g[0][:1] == r[0][:1] for g, r in zip(got, reference))
-    overlap = statistics.mean(len(set(g[0]) & set(r[0])) / K for g, r in zip(got, reference))
+    """Agreement with `reference` (when given), accuracy and time a query of `got` (the first len(got) of
+    `queries`)."""
+    queries = queries[:len(got)]
+    agreement = ""
+    if reference:
+        same = statistics.mean(g[0][:1] == r[0][:1] for g, r in zip(got, reference))
+        overlap = statistics.mean(len(set(g[0]) & set(r[0])) / K for g, r in zip(got, reference))
+        agreement = f"same first {same:.1%}, overlap@10 {overlap:.3f}, "
     acc1 = statistics.mean(q.word in g[0][:1] for q, g in zip(queries, got))
     acc10 = statistics.mean(q.word in g[0] for q, g in zip(queries, got))
     ms, cpu = sorted(1000 * g[1] for g in got), sorted(1000 * g[2] for g in got)
-    return (f"same first {same:.1%}, overlap@10 {overlap:.3f}, acc@1 {acc1:.3f}, acc@10 {acc10:.3f}; ms a query: "
+    return (f"{agreement}acc@1 {acc1:.3f}, acc@10 {acc10:.3f}; ms a query: "
             f"median {statistics.median(ms):.0f}, mean {statistics.mean(ms):.0f}, p90 {ms[int(0.9 * len(ms))]:.0f}, "
             f"max {ms[-1]:.0f} (CPU ms: median {statistics.median(cpu):.0f}, mean {statistics.mean(cpu):.0f})")
 

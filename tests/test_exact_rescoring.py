@@ -10,6 +10,7 @@ import core.words.product_quantizer
 from core import Engine
 from core.lexicon.dictionary import Entry
 from core.words.exact_rescoring import MAX_SHARDS, ExactRescorer, ExactVectors
+from core.words.vocabulary import WordFilter
 from tests.test_open_vocab import DICTIONARY as OPEN_VOCAB_DICTIONARY
 
 DICTIONARY = [*OPEN_VOCAB_DICTIONARY, Entry("cat", "a small animal that purrs", "n", (), "6-n"),
@@ -140,3 +141,13 @@ def test_only_definitions_near_their_words_best_are_embedded(served):
         assert margin == 0 or len(vectors._rows["definition"]) == wanted  # a cosine is within 2 of any other
     with pytest.raises(ValueError, match="margin"):
         ExactRescorer(vectors, margin=-1)
+
+
+def test_the_first_candidates_re_scored_are_those_the_filters_allow(served):
+    compact, _ = served
+    scorer, u = compact.words.open_vocab, compact.encode(["an animal"])
+    vectors, scorer.rescorer = scorer.rescorer.vectors, None
+    last = [w for w, _ in compact.words.ranked(u, k=len(scorer.candidates))[0]][-1]
+    scorer.rescorer = ExactRescorer(vectors, first=1)
+    compact.words.ranked(u, k=1, word_filter=WordFilter(pattern=last))
+    assert set(vectors._rows["word"]) == {last}  # the first allowed, not the first of all

@@ -147,10 +147,13 @@ class ExactRescorer:
         self.vectors, self.first, self.margin = vectors, first, margin
 
     def rescore(self, scorer: OpenScorer, experts: tuple[torch.Tensor, torch.Tensor | None], u: torch.Tensor,
-                token_logits: torch.Tensor, everyday: tuple[torch.Tensor, torch.Tensor] | None
-                ) -> tuple[torch.Tensor, torch.Tensor | None]:
-        """`experts` (B, C) each, with the columns of the batch's first candidates scored exactly."""
+                token_logits: torch.Tensor, everyday: tuple[torch.Tensor, torch.Tensor] | None,
+                allowed: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """`experts` (B, C) each, with the columns of the batch's first candidates (among those `allowed`, (B, C)
+        bool: the filters' and the query's own words left out) scored exactly."""
         combined = scorer.combine(*experts)  # (B, C)
+        if allowed is not None:
+            combined = combined.masked_fill(~allowed, float("-inf"))
         rows = np.unique(combined.topk(min(self.first, combined.shape[1])).indices.numpy())  # (R,) sorted
         candidates = scorer.candidates.subset(rows)
         near = self._near(scorer, candidates, [u] if everyday is None else [u, everyday[0]])  # (G',)

@@ -59,9 +59,10 @@ class Rescorer(Protocol):
     """What scores a query's first candidates again with better vectors (core/words/exact_rescoring.py)."""
 
     def rescore(self, scorer: "OpenScorer", experts: tuple[torch.Tensor, torch.Tensor | None], u: torch.Tensor,
-                token_logits: torch.Tensor, everyday: tuple[torch.Tensor, torch.Tensor] | None
-                ) -> tuple[torch.Tensor, torch.Tensor | None]:
-        """`scorer.experts(...)` (B, C) each, with the columns of each query's first candidates replaced."""
+                token_logits: torch.Tensor, everyday: tuple[torch.Tensor, torch.Tensor] | None,
+                allowed: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """`scorer.experts(...)` (B, C) each, with the columns of each query's first candidates (among those
+        `allowed`, (B, C) bool; default all) replaced."""
 
 
 @dataclass(frozen=True)
@@ -274,15 +275,17 @@ class OpenScorer:
 
     @torch.inference_mode()
     def scores(self, u: torch.Tensor, token_logits: torch.Tensor,
-               everyday: tuple[torch.Tensor, torch.Tensor] | None = None) -> torch.Tensor:
+               everyday: tuple[torch.Tensor, torch.Tensor] | None = None, allowed: torch.Tensor | None = None
+               ) -> torch.Tensor:
         """u (B, d) and the engine's token scores (B, V) -> candidate scores (B, C): score(c), or
         log p(c) of the mixture with the everyday expert (module docstring). `everyday`: what that expert
         reads instead, (u_e (B, d), its token scores (B, V)) from the query adapter
         (core/words/query_adapter.py); default u itself. With a `rescorer` (approximate vectors: the
-        checkpoint's compact ones), each query's first candidates are scored again with exact vectors."""
+        checkpoint's compact ones), each query's first candidates among those `allowed` (B, C) (default: all)
+        are scored again with exact vectors."""
         experts = self.experts(u, token_logits, everyday)
         if self.rescorer is not None:
-            experts = self.rescorer.rescore(self, experts, u, token_logits, everyday)
+            experts = self.rescorer.rescore(self, experts, u, token_logits, everyday, allowed)
         return self.combine(*experts)
 
     def mixture(self, u: torch.Tensor, token_logits: torch.Tensor,
