@@ -1,18 +1,18 @@
 """The same answers from the first second (issue 60, 3): how a fresh start ranks, against the exact vectors.
 
 A fresh start answers from the checkpoint's compact vectors, each query's first `--first` candidates scored
-again with exact vectors embedded on demand (core/words/exact_rescoring.py). For every description of the human dev set, one at a time as
-the app answers them, it prints: the share of queries whose first answer is the exact vectors' first, the
+again with exact vectors embedded on demand (core/words/exact_rescoring.py). Over the human dev set it
+prints: the share of queries whose first answer is the exact vectors' first, the
 mean overlap of the first ten, acc@1 / acc@10 of the described word, and the time a query takes (the
-description encoded, scored by the mixture, ranked; the cold pass embeds what the cache lacks, the warm
-pass repeats the queries with it full). The same for the compact vectors alone and the exact vectors.
+description encoded, scored by the mixture, ranked). The same for the compact vectors alone and the exact
+vectors.
 
     python -m bench.bench_first_answers                       # needs the exact vectors in the user cache
-    python -m bench.bench_first_answers --first 30 100 300 --cold 0     # the ranking only, for --first
+    python -m bench.bench_first_answers --first 30 100 300 --timed 0    # the ranking only, for --first
 
-The ranking over all descriptions is measured with every exact row taken from the full cache (what the
-on-demand cache holds once warm: the same int8 rows); the cold pass over the first `--cold` descriptions
-embeds them as a fresh start does, and times that.
+The ranking over all descriptions is measured in batches with every exact row taken from the full cache (what
+the on-demand cache holds once warm: the same int8 rows); the times, one query at a time over the first
+`--timed` descriptions, from an empty on-demand cache (embedding as a fresh start does) and from a full one.
 """
 from __future__ import annotations
 
@@ -41,36 +41,39 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--margin", type=float, default=MARGIN, help="definitions embedded: within this of the best")
     parser.add_argument("--precision", default="auto", choices=("auto", "int8", "float32"),
                         help="the word scores' products (the app: auto)")
-    parser.add_argument("--cold", type=int, default=40,
-                        help="descriptions answered from an empty on-demand cache, embedding (0: none)")
+    parser.add_argument("--timed", type=int, default=20,
+                        help="descriptions answered one at a time for the times (the first ones; 0: none)")
     parser.add_argument("--descriptions", type=Path, default=HUMAN_DESCRIPTIONS)
     args = parser.parse_args(argv)
-    if not all(1 <= n <= 300_000 for n in args.first) or not 0 <= args.cold <= 10_000 or not 0 <= args.margin <= 2:
-        parser.error("--first must be 1 to 300,000, --cold 0 to 10,000 and --margin 0 to 2")
+    if not all(1 <= n <= 300_000 for n in args.first) or not 0 <= args.timed <= 10_000 or not 0 <= args.margin <= 2:
+        parser.error("--first must be 1 to 300,000, --timed 0 to 10,000 and --margin 0 to 2")
     queries = read_human_descriptions(args.descriptions)
+    timed = queries[:args.timed]
     exact = load(args.model, args.precision, exact=True)
-    reference = answers(exact, queries) if exact is not None else None
-    print(f"{len(queries)} descriptions; exact vectors: "
-          + (summary(reference, reference, queries) if reference else "not in the user cache: no agreement measured, "
-             "the cold pass only (`python -m core eval-reverse --sets defsent-table6` embeds them, 20+ minutes)"))
+    if exact is None:
+        print("the exact vectors are not in the user cache: no agreement measured, the times only "
+              "(`python -m core eval-reverse --sets defsent-table6` embeds them, 20+ minutes)")
+        reference = None
+    else:
+        reference = answers(exact, queries)
+        print(f"{len(queries)} descriptions; exact vectors: {summary(reference, reference, queries)}; "
+              f"{times(exact, timed)}")
     with tempfile.TemporaryDirectory() as fresh:
         compact = load(args.model, args.precision, exact=False, cache=Path(fresh))
         scorer = compact.words.open_vocab
         scorer.rescorer = None
-        alone = answers(compact, queries[:len(reference or []) or args.cold])
-        print(f"compact vectors alone: {summary(alone, reference, queries)}")
+        print(f"compact vectors alone: {summary(answers(compact, queries), reference, queries)}; "
+              f"{times(compact, timed)}")
         for first in args.first:
             vectors = compact.exact_vectors(Path(fresh) / str(first))  # empty: a fresh start's (the tower built anew)
             scorer.rescorer = ExactRescorer(vectors, first, args.margin)
-            if args.cold:  # a fresh start: what the first candidates need is embedded now
-                cold = answers(compact, queries[:args.cold])
-                print(f"first {first} re-scored, from an empty cache, the first {args.cold} descriptions "
-                      f"({vectors.embedded / args.cold:.0f} texts embedded a query): "
-                      f"{summary(cold, reference, queries)}")
-            if exact is None:
-                continue
-            prefill(vectors, exact)  # every exact row at hand: the ranking of a fresh start, the time of a warm one
-            print(f"first {first} re-scored, every row cached: {summary(answers(compact, queries), reference, queries)}")
+            cold = times(compact, timed)  # a fresh start: what the first candidates need is embedded now
+            print(f"first {first} re-scored: from an empty cache, {cold} "
+                  f"({vectors.embedded / max(len(timed), 1):.0f} texts embedded a query)")
+            if exact is not None:
+                prefill(vectors, exact)  # every exact row at hand: the ranking of a fresh start, the time of a warm one
+                print(f"first {first} re-scored: {summary(answers(compact, queries), reference, queries)}; "
+                      f"every row cached, {times(compact, timed)}")
     return 0
 
 
@@ -91,31 +94,41 @@ def load(model: Path | None, precision: str, exact: bool, cache: Path | None = N
     return engine
 
 
-def answers(engine: Engine, queries) -> list[tuple[list[str], float, float]]:
-    """(the first K words, seconds, CPU seconds of the process) of each query, one at a time, the description's own words left out."""
+def answers(engine: Engine, queries, batch: int = 32) -> list[list[str]]:
+    """The first K words of each query, the description's own words left out, in batches (a query's answers do
+    not depend on its batch: `RowwiseInt8Product`, `ExactRescorer`)."""
     out = []
-    for query in queries:
-        started, cpu = time.perf_counter(), time.process_time()
-        ranked = engine.words.ranked(engine.encode([query.text]), K, exclude_words_of=[query.text])[0]
-        out.append(([word for word, _ in ranked], time.perf_counter() - started, time.process_time() - cpu))
+    for start in range(0, len(queries), batch):
+        texts = [q.text for q in queries[start:start + batch]]
+        out += [[word for word, _ in ranked] for ranked in engine.words.ranked(engine.encode(texts), K,
+                                                                              exclude_words_of=texts)]
     return out
 
 
-def summary(got, reference, queries) -> str:
-    """Agreement with `reference` (when given), accuracy and time a query of `got` (the first len(got) of
-    `queries`)."""
-    queries = queries[:len(got)]
+def times(engine: Engine, queries) -> str:
+    """The time a query takes, one at a time as the app answers (encoded, scored, ranked): wall and CPU ms."""
+    if not queries:
+        return "no query timed"
+    wall, cpu = [], []
+    for query in queries:
+        started, used = time.perf_counter(), time.process_time()
+        engine.words.ranked(engine.encode([query.text]), K, exclude_words_of=[query.text])
+        wall.append(1000 * (time.perf_counter() - started))
+        cpu.append(1000 * (time.process_time() - used))
+    return (f"ms a query over {len(queries)}: median {statistics.median(wall):.0f}, mean {statistics.mean(wall):.0f}, "
+            f"max {max(wall):.0f} (CPU ms of the process: median {statistics.median(cpu):.0f})")
+
+
+def summary(got: list[list[str]], reference: list[list[str]] | None, queries) -> str:
+    """Agreement with `reference` (when given) and accuracy of `got`."""
     agreement = ""
     if reference:
-        same = statistics.mean(g[0][:1] == r[0][:1] for g, r in zip(got, reference))
-        overlap = statistics.mean(len(set(g[0]) & set(r[0])) / K for g, r in zip(got, reference))
+        same = statistics.mean(g[:1] == r[:1] for g, r in zip(got, reference))
+        overlap = statistics.mean(len(set(g) & set(r)) / K for g, r in zip(got, reference))
         agreement = f"same first {same:.1%}, overlap@10 {overlap:.3f}, "
-    acc1 = statistics.mean(q.word in g[0][:1] for q, g in zip(queries, got))
-    acc10 = statistics.mean(q.word in g[0] for q, g in zip(queries, got))
-    ms, cpu = sorted(1000 * g[1] for g in got), sorted(1000 * g[2] for g in got)
-    return (f"{agreement}acc@1 {acc1:.3f}, acc@10 {acc10:.3f}; ms a query: "
-            f"median {statistics.median(ms):.0f}, mean {statistics.mean(ms):.0f}, p90 {ms[int(0.9 * len(ms))]:.0f}, "
-            f"max {ms[-1]:.0f} (CPU ms: median {statistics.median(cpu):.0f}, mean {statistics.mean(cpu):.0f})")
+    acc1 = statistics.mean(q.word in g[:1] for q, g in zip(queries, got))
+    acc10 = statistics.mean(q.word in g for q, g in zip(queries, got))
+    return f"{agreement}acc@1 {acc1:.3f}, acc@10 {acc10:.3f} (the word as written)"
 
 
 def prefill(vectors: ExactVectors, exact: Engine) -> None:

@@ -154,14 +154,17 @@ class ExactRescorer:
         combined = scorer.combine(*experts)  # (B, C)
         if allowed is not None:
             combined = combined.masked_fill(~allowed, float("-inf"))
-        rows = np.unique(combined.topk(min(self.first, combined.shape[1])).indices.numpy())  # (R,) sorted
+        top = combined.topk(min(self.first, combined.shape[1])).indices  # (B, first)
+        rows = np.unique(top.numpy())  # (R,) sorted: every query's, embedded at once
         candidates = scorer.candidates.subset(rows)
         near = self._near(scorer, candidates, [u] if everyday is None else [u, everyday[0]])  # (G',)
         candidates = candidates.with_definitions(near)
         exact = OpenScorer(candidates, self.vectors.vectors("word", candidates.words),
                            self.vectors.vectors("definition", candidates.definitions), scorer.config, scorer.word_map)
         index = torch.from_numpy(rows)
-        return tuple(None if old is None else old.index_copy(1, index, new.to(old.dtype))
+        own = torch.zeros_like(combined, dtype=torch.bool).scatter_(1, top, True)  # a query's answers never
+        return tuple(None if old is None  # depend on the others of its batch: only its own first are replaced
+                     else torch.where(own, old.index_copy(1, index, new.to(old.dtype)), old)
                      for old, new in zip(experts, exact.experts(u, token_logits, everyday)))
 
     def _near(self, scorer: OpenScorer, candidates, queries: list[torch.Tensor]) -> np.ndarray:
