@@ -16,7 +16,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from core.answers import EXCLUDE_QUERY_WORDS
-from core.lexicon import Entry, load_wordnet_lemmas
+from core.lexicon import Entry, load_wordnet_lemmas, written_forms
 from core.encoder import l2_normalize
 from core.explore import read_projector, table_columns
 from core.readout import PART_OF_SPEECH, REFERENCE_SIZE, EmbeddedTexts, Reference, dictionary_reference
@@ -142,6 +142,7 @@ class WordRow:
     word: str
     probability: float
     definitions: list[Entry]
+    written: str = ""  # the word in the form the description asks for ("candles"), when it differs
 
 
 @dataclass(frozen=True)
@@ -179,7 +180,9 @@ def reverse_dictionary(engine, query: WordQuery) -> list[WordRow]:
     words = engine.predict_words(text, k=int(query.k), exclude_query_words=query.exclude_query_words,
                                  **query.filters())
     senses = senses_by_fit(engine, text, [word for word, _ in words])
-    return [WordRow(word, p, shown) for (word, p), shown in zip(words, senses)]
+    written = written_forms(text, [word for word, _ in words])  # lemmas written in the form asked, if any
+    return [WordRow(word, p, shown, "" if form == word else form)
+            for (word, p), shown, form in zip(words, senses, written)]
 
 
 def senses_by_fit(engine, text: str, words: Sequence[str], limit: int = 3) -> list[list[Entry]]:

@@ -41,7 +41,9 @@ def words_html(rows: Sequence[WordRow], title: str) -> str:
                               for e in row.definitions) or "<li><i>not in the dictionary</i></li>"
         items.append(
             f"<div class='ds-word'><div class='ds-head'><span class='ds-rank'>{rank}.</span>"
-            f"<b class='ds-w'>{escape(row.word)}</b>"
+            f"<b class='ds-w'>{escape(row.written or row.word)}</b>"
+            + (f"<span class='ds-lemma' title='the form your description asks for, with the senses of "
+               f"{escape(row.word)}'> ({escape(row.word)})</span>" if row.written else "") +
             f"<span class='ds-p' title='probability {row.probability:.4%}'>{score}</span></div>"
             f"<div class='ds-bar' style='width:{score}%'></div>"
             f"<ul class='ds-defs'>{definitions}</ul></div>")

@@ -32,6 +32,7 @@ from .checkpoint import (DEFAULT_BASE, DEFAULT_CHECKPOINT, FORMAT, FORMAT_VERSIO
 from .runtime.device import resolve_device
 from .encoder import SentenceEncoder, check_texts, l2_normalize, semantic_search
 from .runtime.hardware import return_freed_memory
+from .words.exact_rescoring import ExactRescorer, ExactVectors
 from .words.hubness import DEFAULT_K, DEFAULT_WEIGHT, HubPenalty, group_definitions
 from .lexicon.dictionary import Entry
 from .lora import dense_delta, factored_delta, is_low_rank, stored_factors
@@ -438,7 +439,21 @@ class Engine:
         self.words.open_vocab = scorer.quantize() if self.words.int8 else scorer
         self.words.reused = stored_reused is not None or (cache is not None and cache.stem.endswith(REUSED))
         self.words.compact = cache is not None and cache.name == COMPACT_VECTORS
+        if self.words.compact:  # the first candidates of each query scored again with exact vectors
+            scorer.rescorer = ExactRescorer(self.exact_vectors(cache_dir))
         return_freed_memory()
+
+    def exact_vectors(self, cache_dir: str | Path | None) -> ExactVectors:
+        """This model's open-vocabulary vectors embedded on demand, text by text (the word tower's for words,
+        the encoder's for definitions), kept in `cache_dir` under this model's and its tower's fingerprints
+        (core/words/exact_rescoring.py)."""
+        def words() -> Callable[[list[str]], np.ndarray]:
+            tower = self.word_encoder()  # a copy of the encoder with the tower's delta: built once, kept
+            return lambda texts: tower.encode(texts, batch_size=128)
+
+        key = f"{self.fingerprint[:16]}-{tower_fingerprint(self.words.tower)[:8]}-exact"
+        return ExactVectors({"word": words, "definition": lambda: lambda texts: self.encode(texts, batch_size=128)},
+                            None if cache_dir is None else Path(cache_dir), key)
 
     def save_compact_open_vocab(self, subspaces: int = COMPACT_SUBSPACES,
                                 progress: Callable[[int, int], None] | None = None,

@@ -347,3 +347,32 @@ def test_choosing_the_untrained_base_warns(studio, monkeypatch):
     assert "Active model: **tiny**" in status and "untrained base" in status and "word predictions are noise" in status
     monkeypatch.setattr(type(studio.models.active()), "is_base", property(lambda self: False))  # a checkpoint
     assert "untrained" not in studio.model_status()
+
+
+def test_the_reverse_dictionary_says_when_it_answers_from_approximate_vectors(tiny_mlm_dir, tmp_path):
+    """Issue 60, 3: a fresh start answered from the compact vectors and only the Map tab said so."""
+    from core.lexicon.dictionary import load_wordnet_lemmas
+    engine = Engine.from_base(str(tiny_mlm_dir))
+    studio = Studio(Models.from_engine(engine, ModelSpec("tiny", base=str(tiny_mlm_dir)), tmp_path), Projector(),
+                    JobManager())
+    engine.enable_open_vocabulary(dictionary=[e for e in load_wordnet_lemmas() if e.word in ("dog", "ice cream")])
+    exact, _ = studio.reverse.reverse_dictionary("a frozen sweet food", 2)
+    engine.words.compact = True  # as read from a checkpoint's compact vectors
+    approximate, _ = studio.reverse.reverse_dictionary("a frozen sweet food", 2)
+    assert "approximate vectors" in approximate and "ice cream" in approximate
+    assert "approximate vectors" not in exact and "ice cream" in exact
+
+
+def test_an_answer_is_written_in_the_form_the_description_asks_for_with_its_lemmas_senses(tiny_mlm_dir):
+    """Issue 60, 2: "sticks of wax that burn" asks for candles; the app offered lemmas only."""
+    from core.lexicon.dictionary import load_wordnet_lemmas
+    engine = Engine.from_base(str(tiny_mlm_dir))
+    engine.enable_open_vocabulary(dictionary=[e for e in load_wordnet_lemmas() if e.word in ("candle", "dog")])
+    [plural] = sv.reverse_dictionary(engine, sv.WordQuery("sticks of wax that burn to give light", k=1,
+                                                          pattern="candle"))
+    [lemma] = sv.reverse_dictionary(engine, sv.WordQuery("a stick of wax that burns to give light", k=1,
+                                                         pattern="candle"))
+    assert (plural.word, plural.written, lemma.written) == ("candle", "candles", "")
+    assert plural.definitions == lemma.definitions and all(e.word == "candle" for e in plural.definitions)
+    page = views.words_html([plural], "model")
+    assert page.index("candles") < page.index("(candle)")

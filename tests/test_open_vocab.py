@@ -406,8 +406,10 @@ def test_compact_vectors_in_a_checkpoint_are_read_instead_of_embedded_when_made_
     target = built.save_compact_open_vocab(subspaces=4, dictionary=DICTIONARY)  # embeds the model's own words into the user cache first
     assert target == saved / COMPACT_VECTORS and compact_name(target).endswith(".safetensors")
     served = Engine.load(saved, decoder=None, open_vocabulary=False)
+    real_encode = served.encoder.encode
     served.encoder.encode = lambda texts, **kw: pytest.fail("compact vectors are read, not embedded")
     served.enable_open_vocabulary(dictionary=DICTIONARY, cache_dir=tmp_path / "empty-cache")
+    served.encoder.encode = real_encode  # queries embed their first candidates exactly (test_exact_rescoring.py)
     assert served.words.compact and not built.words.compact
     assert served.words.open_vocab.candidates.words == built.words.open_vocab.candidates.words
     u = torch.from_numpy(built.encode(["a frozen sweet food made of cream"]))

@@ -15,7 +15,7 @@ import numpy as np
 
 from core.explore import VocabularyTexts, holds_vectors, place
 from core.readout import EmbeddedTexts
-from core.words import frequency_bands
+from core.words import APPROXIMATE_ANSWERS, frequency_bands
 
 from .. import services as sv
 from .. import views
@@ -355,7 +355,7 @@ def _exact_vectors_progress(active: ActiveModel) -> tuple[str, float | None]:
     embedded in the background (`embed_own_vectors`) while it answers from approximate ones."""
     building = active.open_vocab_progress
     waits = ("The map of every word is drawn from this model's own exact vectors, which are being embedded in the "
-             "background (meanwhile the reverse dictionary answers from approximate ones)")
+             f"background; meanwhile {APPROXIMATE_ANSWERS}")
     if building is None:
         return f"{waits}. {APPEARS_WHEN_READY}", None
     done, total, _ = building

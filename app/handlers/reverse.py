@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from core.answers import EXCLUDE_QUERY_WORDS
+from core.words import APPROXIMATE_ANSWERS
 
 from .. import services as sv
 from .. import views
@@ -25,9 +26,11 @@ class ReverseHandlers(TabHandlers):
         query = sv.WordQuery(text, int(k), pos, int(min_length or 0), int(max_length or 0), initial or "",
                              pattern or "", bool(exclude_query_words))
         main = views.words_html(sv.reverse_dictionary(active.engine, query), active.spec.name)
-        if active.engine.words.open_vocab is None:
+        if active.engine.words.open_vocab is None or active.engine.words.approximate:
             building = active.open_vocab_progress
-            main = (views.notice_html(OPEN_VOCABULARY_PENDING)
+            pending = (OPEN_VOCABULARY_PENDING if active.engine.words.open_vocab is None
+                       else f"{APPROXIMATE_ANSWERS[0].upper()}{APPROXIMATE_ANSWERS[1:]} in the background.")
+            main = (views.notice_html(pending)
                     + (views.progress_html(building[0] / building[1], views.embedding_progress(*building))
                        if building else "") + main)
         if not compare:

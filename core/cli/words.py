@@ -11,7 +11,9 @@ from pathlib import Path
 from typing import Sequence
 
 from ..answers import EXCLUDE_QUERY_WORDS, SCORE_NOTE, relative_scores
+from ..lexicon.forms import written_forms
 from ..paths import SENTEVAL_DIR
+from ..words.open_vocab import APPROXIMATE_ANSWERS
 from .flags import (MAX_K, Command, InputError, add_config_flags, add_device_flag, add_output_flags, add_text_flags,
                     add_threads_flag, check_range, command, config_from_flags, device_from_flag, parse_with_recipe,
                     parser_for, print_json, reports_errors, set_threads, texts_from)
@@ -57,15 +59,20 @@ def words(argv: Sequence[str]) -> int:
     engine.words.set_precision("float32")
     results = engine.predict_words_batch(texts, k=args.k, pos=args.pos, pattern=args.pattern,
                                          exclude_query_words=args.exclude_query_words)
+    if engine.words.approximate:  # said once, before the answers
+        print(f"note: {APPROXIMATE_ANSWERS} (once, 20+ minutes on 2 cores: `python -m core eval-reverse --sets "
+              "defsent-table6`)", file=sys.stderr)
+    # the form the description asks for ("candles" for "sticks of wax that burn"), its lemma beside it
+    written = [written_forms(text, [word for word, _ in ranked]) for text, ranked in zip(texts, results)]
     if args.json:
-        print_json([{"text": text, "words": [{"word": w, "score": s, "probability": p}
-                                             for (w, p), s in zip(ranked, relative_scores([p for _, p in ranked]))]}
-                    for text, ranked in zip(texts, results)])
+        print_json([{"text": text, "words": [{"word": w, "written": shown, "score": s, "probability": p}
+                                             for (w, p), s, shown in zip(ranked, relative_scores([p for _, p in ranked]), forms)]}
+                    for text, ranked, forms in zip(texts, results, written)])
         return 0
-    for text, ranked in zip(texts, results):
+    for text, ranked, forms in zip(texts, results, written):
         print(text)
-        for rank, ((word, p), score) in enumerate(zip(ranked, relative_scores([p for _, p in ranked])), 1):
-            print(f"  {rank:2d}. {word:<20} {score:3d}   ({100 * p:.2g} %)")
+        for rank, ((word, p), score, shown) in enumerate(zip(ranked, relative_scores([p for _, p in ranked]), forms), 1):
+            print(f"  {rank:2d}. {shown:<20} {score:3d}   ({100 * p:.2g} %)" + (f"  ({word})" if shown != word else ""))
     print(f"({SCORE_NOTE}; in brackets: the probability)", file=sys.stderr)
     return 0
 

@@ -29,6 +29,7 @@ import numpy as np
 import torch
 
 from core.runtime.cancel import check_cancelled
+from core.lexicon.forms import asked_form, lemmas_written_as
 from core.text import singular
 from core.lexicon.norms import read_norms, split_norm_words
 from core.paths import FEATURE_NORMS, HUMAN_DESCRIPTIONS
@@ -91,7 +92,9 @@ def ranks_by_mode(engine, queries: Sequence[Query], modes: Sequence[str] = FILTE
 def _rows(scored, batch: Sequence[Query], mode: str, masks: dict) -> Iterator[int]:
     index = scored.vocab.id_of
     for i, query in enumerate(batch):
-        forms = [w for w in dict.fromkeys([query.word, singular(query.word)]) if w in index]
+        form = asked_form(query.text)  # "biggest" is answered by "big", written in the superlative asked
+        lemmas = lemmas_written_as(query.word, form) if form else []
+        forms = [w for w in dict.fromkeys([query.word, singular(query.word), *lemmas]) if w in index]
         yield min((_rank(scored, i, index[w], _mask(scored.vocab, _filter(w, mode), masks)) for w in forms),
                   default=MAX_RANK)
 

@@ -1,5 +1,5 @@
 """The dictionaries: definitions as data (`dictionary`: the Entry type, WordNet's shipped lemmas, splits),
-a user's upload (`user_files`), WordNet 3.0 read from Debian's `wordnet-base` (`wordnet`) and GCIDE from `dict-gcide`
+a user's upload (`user_files`), the form a description asks for (`forms`: "candles", "biggest"), WordNet 3.0 read from Debian's `wordnet-base` (`wordnet`) and GCIDE from `dict-gcide`
 (`gcide`)."""
 from .dictionary import (
     DictionarySplit,
@@ -8,6 +8,7 @@ from .dictionary import (
     load_wordnet_lemmas,
     split_by_word,
 )
+from .forms import written_forms
 from .user_files import read_user_dictionary
 
 __all__ = [
@@ -17,4 +18,5 @@ __all__ = [
     "load_wordnet_lemmas",
     "read_user_dictionary",
     "split_by_word",
+    "written_forms",
 ]

@@ -4,18 +4,20 @@
 single-token words), `word_vectors` and `hubness` (the head's word scoring), `open_vocab` (every
 WordNet word and phrase as an answer: the experts and their mixture) with `open_vocab_fit` (its
 weights) and `word_tower` (the words' own encoder delta), `word_prior` (how common a word is),
-`product_quantizer` (the compact vectors a checkpoint ships), `word_eval` (word prediction scores), and
+`product_quantizer` (the compact vectors a checkpoint ships) with `exact_rescoring` (a fresh start's first
+candidates scored with exact vectors embedded on demand), `word_eval` (word prediction scores), and
 `query_adapter` with `adapter_fit` (how the everyday expert reads people's descriptions, trained on them).
 `scorer` holds them as one object, `WordScorer`, which the engine holds as `engine.words`; the app
 reaches them through the engine.
 """
-from .open_vocab import COMPACT_VECTORS, Candidates, OpenScorer, OpenVocabConfig, evaluate_among
+from .open_vocab import APPROXIMATE_ANSWERS, COMPACT_VECTORS, Candidates, OpenScorer, OpenVocabConfig, evaluate_among
 from .scorer import WordScorer
 from .vocabulary import WordFilter, WordVocabulary
 from .word_eval import definition_pairs, evaluate_words, format_table
 from .word_prior import FREQUENCY_BANDS, frequency_bands, zipf_frequencies
 
 __all__ = [
+    "APPROXIMATE_ANSWERS",
     "COMPACT_VECTORS",
     "Candidates",
     "definition_pairs",

@@ -38,7 +38,7 @@ import hashlib
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterable, Sequence
+from typing import Callable, Iterable, Protocol, Sequence
 
 import numpy as np
 import torch
@@ -53,6 +53,16 @@ from .word_eval import metrics_from_ranks, rank_of_gold
 from .word_prior import zipf_frequencies
 
 Encode = Callable[[list[str]], np.ndarray]  # texts -> (n, d) float32
+
+
+class Rescorer(Protocol):
+    """What scores a query's first candidates again with better vectors (core/words/exact_rescoring.py)."""
+
+    def rescore(self, scorer: "OpenScorer", experts: tuple[torch.Tensor, torch.Tensor | None], u: torch.Tensor,
+                token_logits: torch.Tensor, everyday: tuple[torch.Tensor, torch.Tensor] | None,
+                allowed: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """`scorer.experts(...)` (B, C) each, with the columns of each query's first candidates (among those
+        `allowed`, (B, C) bool; default all) replaced."""
 
 
 @dataclass(frozen=True)
@@ -90,6 +100,9 @@ OPEN_VOCAB_MAP = "open_vocab_map.safetensors"  # older checkpoints: the linear m
 # A checkpoint's own open-vocabulary vectors, product-quantized (`OpenScorer.save_compact`): small enough for
 # the repository (8.4 MB for WordNet), so a fresh clone answers with every word in seconds, not minutes.
 COMPACT_VECTORS = "open_vocab_codes.safetensors"
+# What the app and the CLI say while a model answers from approximate vectors (`WordScorer.approximate`)
+APPROXIMATE_ANSWERS = ("the reverse dictionary answers from approximate vectors (each query's first candidates scored "
+                       "again with exact ones) until this model's own exact vectors are embedded")
 COMPACT_SUBSPACES = 32  # bytes a vector: the ranking within noise of int8's 384 (docs/results.md, "First launch")
 
 
@@ -141,6 +154,18 @@ class Candidates:
         other.definitions = [self.definitions[g] for g in definitions.tolist()]
         other.pair_definition, other.pair_word = new_definition.reshape(-1), new_row[self.pair_word[keep]]
         other.kept_definitions = definitions  # (G',) rows of this subset's definitions among `self.definitions`
+        return other
+
+    def with_definitions(self, keep: np.ndarray) -> "Candidates":
+        """A `subset`'s candidates with only the definitions `keep` (G',) bool marks (each word keeping at least
+        one), for scoring only; `kept_definitions` still says their rows among the full candidates'."""
+        other = object.__new__(Candidates)
+        other.__dict__.update({k: v for k, v in self.__dict__.items() if k in ("words", "token_ids", "zipf")})
+        pairs = keep[self.pair_definition]  # (P,)
+        rows, new_definition = np.unique(self.pair_definition[pairs], return_inverse=True)
+        other.definitions = [self.definitions[g] for g in rows.tolist()]
+        other.pair_definition, other.pair_word = new_definition.reshape(-1), self.pair_word[pairs]
+        other.kept_definitions = self.kept_definitions[rows]
         return other
 
     @functools.cached_property
@@ -195,6 +220,7 @@ class OpenScorer:
         self.definition_vectors = _unit(definition_vectors)  # (G, d)
         self.config = config
         self.word_map = word_map
+        self.rescorer: Rescorer | None = None  # scores the first candidates again (approximate vectors)
         self.prior = torch.from_numpy(candidates.zipf)  # (C,)
         self.phrase = torch.tensor([" " in w or "-" in w for w in candidates.words], dtype=torch.float32)  # (C,)
         self._pairs = (torch.from_numpy(candidates.pair_definition), torch.from_numpy(candidates.pair_word))
@@ -249,12 +275,18 @@ class OpenScorer:
 
     @torch.inference_mode()
     def scores(self, u: torch.Tensor, token_logits: torch.Tensor,
-               everyday: tuple[torch.Tensor, torch.Tensor] | None = None) -> torch.Tensor:
+               everyday: tuple[torch.Tensor, torch.Tensor] | None = None, allowed: torch.Tensor | None = None
+               ) -> torch.Tensor:
         """u (B, d) and the engine's token scores (B, V) -> candidate scores (B, C): score(c), or
         log p(c) of the mixture with the everyday expert (module docstring). `everyday`: what that expert
         reads instead, (u_e (B, d), its token scores (B, V)) from the query adapter
-        (core/words/query_adapter.py); default u itself."""
-        return self.mixture(u, token_logits, everyday)
+        (core/words/query_adapter.py); default u itself. With a `rescorer` (approximate vectors: the
+        checkpoint's compact ones), each query's first candidates among those `allowed` (B, C) (default: all)
+        are scored again with exact vectors."""
+        experts = self.experts(u, token_logits, everyday)
+        if self.rescorer is not None:
+            experts = self.rescorer.rescore(self, experts, u, token_logits, everyday, allowed)
+        return self.combine(*experts)
 
     def mixture(self, u: torch.Tensor, token_logits: torch.Tensor,
                 everyday: tuple[torch.Tensor, torch.Tensor] | None = None, own: torch.Tensor | None = None
@@ -262,6 +294,13 @@ class OpenScorer:
         """`scores` with gradients (training the adapter: core/words/adapter_fit.py; float32 only). own[b]
         is the index of query b's own text among the definitions, left out of the definition channel
         (-1: it is none of them)."""
+        return self.combine(*self.experts(u, token_logits, everyday, own))
+
+    def experts(self, u: torch.Tensor, token_logits: torch.Tensor,
+                everyday: tuple[torch.Tensor, torch.Tensor] | None = None, own: torch.Tensor | None = None
+                ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """(the dictionary expert's score(c) (B, C), the everyday expert's everyday(c) (B, C) or None
+        without one): what `combine` mixes (arguments as `mixture`'s)."""
         c = self.config
         unit = torch.nn.functional.normalize(u.float(), dim=1)  # (B, d)
         word = self._cos(unit, "word")  # (B, C)
@@ -270,7 +309,7 @@ class OpenScorer:
                       if c.definition_weight or c.everyday_share else None)
         dictionary = self._expert(word, head, definition, c.word_scale, c.head_weight, c.multi_bias, c.definition_weight)
         if c.everyday_share <= 0:
-            return dictionary
+            return dictionary, None
         if everyday is not None:  # the adapter's reading of the query: its own three channels
             unit = torch.nn.functional.normalize(everyday[0].float(), dim=1)  # (B, d)
             word = self._cos(unit, "word")  # (B, C)
@@ -278,7 +317,14 @@ class OpenScorer:
             definition = self.definition_scores(unit, fallback=word, leave_out=own)
         everyday_scores = self._expert(word, head, definition, c.everyday_word_scale, c.everyday_head_weight,
                                        c.everyday_multi_bias, c.everyday_definition_weight)
-        everyday_scores = everyday_scores + c.frequency_weight * self.prior + c.phrase_bias * self.phrase
+        return dictionary, everyday_scores + c.frequency_weight * self.prior + c.phrase_bias * self.phrase
+
+    def combine(self, dictionary: torch.Tensor, everyday_scores: torch.Tensor | None) -> torch.Tensor:
+        """The answer's scores (B, C) from the two experts' (`experts`): score(c) alone without the everyday
+        expert, else log p(c) of the mixture."""
+        c = self.config
+        if everyday_scores is None or c.everyday_share <= 0:
+            return dictionary
         t = c.mixture_temperature
         return torch.logaddexp(math.log1p(-c.everyday_share) + (dictionary / t).log_softmax(-1),
                                math.log(c.everyday_share) + (everyday_scores / t).log_softmax(-1))

@@ -108,6 +108,12 @@ class WordScorer:
             manifest["word_vectors"] = {"file": WORD_VECTORS, "scale": self.vectors.scale,
                                         "words": int(self.vectors.ids.numel()), "dtype": "int8"}
 
+    @property
+    def approximate(self) -> bool:
+        """Whether the open vocabulary answers from approximate vectors: a checkpoint's compact ones or a
+        parent model's (`APPROXIMATE_ANSWERS` says so to the user)."""
+        return self.open_vocab is not None and (self.compact or self.reused)
+
     # ---- settings ----------------------------------------------------------------------------
     def set_precision(self, precision: str) -> None:
         """Word scores (`logits`) with their two vocabulary-sized products in "int8" or "float32";
@@ -182,18 +188,20 @@ class WordScorer:
         """Every candidate's score for each vector, what `ranked` ranks (the open vocabulary's
         candidates once set, else the head's words)."""
         logits = self.logits(vectors)  # (n, V)
-        vocab, open_vocab, temperature = self.vocab, self.open_vocab, 1.0  # read once: the warm-up may set it
-        if open_vocab is not None:
-            u = torch.as_tensor(np.asarray(vectors, dtype=np.float32)).reshape(len(logits), -1)  # (n, d)
-            logits = open_vocab.scores(u, logits, self.everyday_query(u, open_vocab.config))  # (n, C)
-            vocab, temperature = open_vocab.candidates.filters, open_vocab.temperature
-        logits = logits.masked_fill(~torch.from_numpy(vocab.candidate_mask), float("-inf"))  # (n, C)
+        open_vocab = self.open_vocab  # read once: the warm-up may set it
+        vocab = self.vocab if open_vocab is None else open_vocab.candidates.filters
         allowed = torch.from_numpy(vocab.mask(word_filter)).repeat(len(logits), 1)  # (n, C)
         for i, text in enumerate(exclude_words_of or ()):
             for word in query_words(text):
                 for spelling in spellings(word):  # "grey" leaves out "gray" too
                     if (index := vocab.token_id(spelling)) is not None:
                         allowed[i, index] = False
+        temperature = 1.0
+        if open_vocab is not None:  # the allowed answers are those re-scored (approximate vectors)
+            u = torch.as_tensor(np.asarray(vectors, dtype=np.float32)).reshape(len(logits), -1)  # (n, d)
+            logits = open_vocab.scores(u, logits, self.everyday_query(u, open_vocab.config), allowed)  # (n, C)
+            temperature = open_vocab.temperature
+        logits = logits.masked_fill(~torch.from_numpy(vocab.candidate_mask), float("-inf"))  # (n, C)
         return WordScores(vocab, logits, (logits / temperature).softmax(-1), allowed)
 
     def ranked(self, vectors: np.ndarray, k: int = 10, word_filter: WordFilter = WordFilter(),
