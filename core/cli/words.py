@@ -13,7 +13,6 @@ from typing import Sequence
 from ..answers import EXCLUDE_QUERY_WORDS, SCORE_NOTE, relative_scores
 from ..lexicon.forms import written_forms
 from ..paths import SENTEVAL_DIR
-from ..words.open_vocab import APPROXIMATE_ANSWERS
 from .flags import (MAX_K, Command, InputError, add_config_flags, add_device_flag, add_output_flags, add_text_flags,
                     add_threads_flag, check_range, command, config_from_flags, device_from_flag, parse_with_recipe,
                     parser_for, print_json, reports_errors, set_threads, texts_from)
@@ -60,6 +59,8 @@ def words(argv: Sequence[str]) -> int:
     results = engine.predict_words_batch(texts, k=args.k, pos=args.pos, pattern=args.pattern,
                                          exclude_query_words=args.exclude_query_words)
     if engine.words.approximate:  # said once, before the answers
+        from ..words.open_vocab import APPROXIMATE_ANSWERS  # here: `--help` imports no torch
+
         print(f"note: {APPROXIMATE_ANSWERS} (once, 20+ minutes on 2 cores: `python -m core eval-reverse --sets "
               "defsent-table6`)", file=sys.stderr)
     # the form the description asks for ("candles" for "sticks of wax that burn"), its lemma beside it
