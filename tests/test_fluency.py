@@ -49,6 +49,12 @@ def test_a_texts_log_probability_does_not_depend_on_its_batch(tiny_lm_dir):
     assert lm.log_probs([]).shape == (0,)
 
 
+def test_a_final_full_stop_is_no_matter_of_fluency(tiny_lm_dir):
+    lm = FluencyModel.load(tiny_lm_dir, precision="float32")
+    with_stop, without, question = lm.log_probs(["the dog is happy .", "the dog is happy", "the dog is happy ?"])
+    assert with_stop == without != question
+
+
 def test_log_probability_is_the_sum_over_the_pieces(tiny_lm_dir):
     lm = FluencyModel.load(tiny_lm_dir, precision="float32")
     ids = lm.tokenizer("the dog is happy", add_special_tokens=False)["input_ids"]

@@ -219,6 +219,11 @@ def _pos_tags() -> dict[str, frozenset[str]]:
     return {word: frozenset(pos) for word, pos in tags.items()}
 
 
+def is_lemma(word: str) -> bool:
+    """Whether `word` is a WordNet lemma (of any part of speech)."""
+    return word in _pos_tags()
+
+
 def lemmas_written_as(written: str, form: str) -> list[str]:
     """The WordNet lemmas `shown_form` writes as `written` in `form` ("biggest": big): an answer shown so is
     right for a description of `written`."""

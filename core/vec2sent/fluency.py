@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import re
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -46,10 +47,12 @@ class NoFluencyModelError(RuntimeError):
 class FluencySettings:
     """margin: how far below the best cosine a candidate may fit and still compete on fluency;
     pool: the most candidates scored by the language model (the best by cosine); weight: cosine
-    traded for one nat of log-probability."""
+    traded for one nat of log-probability. The defaults were chosen on the paths dev set
+    (bench/path_set.py, 108 analogies at the app's beam): exact answers 76.9 % by cosine alone, 82.4 %
+    with these; a weight of .004 with a pool of 6 fell to 68.5 % (docs/vec2sent.md, Paths)."""
     margin: float = 0.03
-    pool: int = 6
-    weight: float = 0.004
+    pool: int = 4
+    weight: float = 0.002
 
     def __post_init__(self) -> None:
         if not 0 <= self.margin <= 0.5 or not 1 <= self.pool <= 32 or not 0 <= self.weight <= 1:
@@ -109,11 +112,12 @@ class FluencyModel:
     @torch.no_grad()
     def log_probs(self, texts: Sequence[str]) -> np.ndarray:
         """Per text, the total log-probability (nats) of its pieces after the first: higher reads
-        more fluently. A text of one piece or none scores 0."""
+        more fluently. A final full stop or exclamation mark is left out (decodings differ in having
+        one, which is no matter of grammar). A text of one piece or none scores 0."""
         if not texts:
             return np.zeros(0)
         tokenizer = self.tokenizer
-        ids = [tokenizer(t, add_special_tokens=False)["input_ids"][:MAX_PIECES] for t in texts]
+        ids = [tokenizer(_without_final_stop(t), add_special_tokens=False)["input_ids"][:MAX_PIECES] for t in texts]
         start = tokenizer.bos_token_id if tokenizer.bos_token_id is not None else tokenizer.eos_token_id
         rows = [[start, *row] if start is not None else row for row in ids]
         width = max(len(r) for r in rows)
@@ -125,6 +129,10 @@ class FluencyModel:
             logits = self.model(input_ids=batch, attention_mask=mask).logits.float()  # (B, T, V)
         taken = logits[:, :-1].log_softmax(-1).gather(2, batch[:, 1:, None])[..., 0]  # (B, T-1)
         return (taken * mask[:, 1:]).sum(1).numpy()
+
+
+def _without_final_stop(text: str) -> str:
+    return re.sub(r"\s*[.!]+$", "", text.strip())
 
 
 # GGUF tensor names of a Llama block -> Hugging Face's (llama.cpp's convert script, read backwards)

@@ -22,6 +22,7 @@ from typing import Sequence
 
 import numpy as np
 
+from core.lexicon.forms import FORMS, inflect, is_lemma, lemmas_of
 from core.text import detokenize
 
 MAX_EDIT_PATH = 64  # sentences an edit path offers at most (2^edits grows fast)
@@ -74,9 +75,8 @@ def transfer_edit(a: str, b: str, c: str) -> str | None:
     same, or an edit's words (or, for an insertion, its neighbour) have no counterpart in c.
 
     A word of a that c shares is replaced as in b ("man" -> "woman"). A word of a that c lacks may
-    stand at the same place in c, between the same shared words ("A dog is" / "A cat is"); there the
-    change of its ending carries over ("dog" -> "dogs" makes "cat" -> "cats"), when c's word ends as
-    a's did."""
+    stand at the same place in c, between the same shared words ("A dog is" / "A cat is"); there a
+    change of form carries over ("dog" -> "dogs" makes "mouse" -> "mice"; `_same_form_change`)."""
     wa, wb, wc = _words(a), _words(b), _words(c)
     edits = word_edits(wa, wb)
     if not edits:
@@ -88,7 +88,7 @@ def transfer_edit(a: str, b: str, c: str) -> str | None:
             if not all(i in to_c for i in range(start, end)) or to_c[end - 1][0] - to_c[start][0] != end - start - 1:
                 return None
             if end - start == 1 and len(new) == 1 and to_c[start][1] != "same":
-                new = [_same_ending_change(wa[start], new[0], wc[to_c[start][0]])]
+                new = [_same_form_change(wa[start], new[0], wc[to_c[start][0]])]
                 if new[0] is None:
                     return None
             moved.append((to_c[start][0], to_c[end - 1][0] + 1, new))
@@ -118,22 +118,27 @@ def _counterparts(wa: Sequence[str], wc: Sequence[str]) -> dict[int, tuple[int, 
     return to_c
 
 
-def _same_ending_change(old: str, new: str, word: str) -> str | None:
-    """`word` changed as `old` became `new` at its end ("dog" -> "dogs": "cat" -> "cats"; "baby" ->
-    "babies": "puppy" -> "puppies"), or None when `word` does not end as `old` did or the change is
-    more than an ending (a different word: "tea" -> "coffee")."""
-    stem = 0
-    while stem < min(len(old), len(new)) and old[stem].lower() == new[stem].lower():
-        stem += 1
-    dropped, added = old[stem:], new[stem:]
-    if stem < 3 or len(dropped) > 3 or len(added) > 3 or not word.lower().endswith(dropped.lower()):
-        return None
-    stem_of_word = word[:len(word) - len(dropped)]
-    if not dropped and added in ("s", "es"):  # a plural or third person: "-es" after a hiss ("foxes", "watches")
-        added = "es" if re.search(r"(s|x|z|ch|sh)$", stem_of_word) else "s"
-    if added[:1] == "e" and stem_of_word.endswith("e"):  # "close" + "ed" is "closed"
-        added = added[1:]
-    return stem_of_word + added
+def _same_form_change(old: str, new: str, word: str) -> str | None:
+    """`word` changed as `old` became `new`, when that is a change of form (core/lexicon/forms.py: a
+    lemma, plural or third person, past, -ing, comparative or superlative): "dog" -> "dogs" makes "mouse"
+    -> "mice", "opens" -> "opened" makes "teaches" -> "taught". None when it is no such change (a
+    different word: "tea" -> "coffee") or `word` is not in the same form as `old`."""
+    old, new, lower = old.lower(), new.lower(), word.lower()
+    for source in (None, *FORMS):  # the form `old` is written in (None: the lemma itself)
+        for lemma in _lemmas(old, source):
+            for target in (None, *FORMS):
+                if target != source and (lemma if target is None else inflect(lemma, target)) == new:
+                    changed = [w if target is None else inflect(w, target) for w in _lemmas(lower, source)]
+                    return changed[0] if changed else None
+    return None
+
+
+def _lemmas(written: str, form: str | None) -> list[str]:
+    """The lemmas `written` is `form` of (itself for None), WordNet's first."""
+    if form is None:
+        return [written]
+    found = lemmas_of(written, form)
+    return sorted(found, key=lambda lemma: not is_lemma(lemma))
 
 
 def edit_path(x: str, y: str, limit: int = MAX_EDIT_PATH, seed: int = 0) -> list[str]:
