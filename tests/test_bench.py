@@ -104,3 +104,26 @@ def test_documented_bench_and_script_commands_run_as_modules():
     assert not {name for name, text in texts.items() if re.search(r"python3? (bench|scripts)/", text)}
     named = {m for text in texts.values() for m in re.findall(r"python3? -m ((?:bench|scripts)\.\w+)", text)}
     assert named and not {m for m in named if not (root / f"{m.replace('.', '/')}.py").is_file()}
+
+
+def test_the_paths_dev_set_is_well_formed_and_its_measures_are_right():
+    from bench import bench_paths, path_set
+
+    analogies = path_set.path_analogies()
+    assert len(analogies) == 12 * 8 + len(path_set.HAND_WRITTEN)
+    assert all(len({x.a, x.b, x.c, x.expected}) == 4 for x in analogies)
+    assert path_set.words_of("Is he tired?") == ("is", "he", "tired")
+
+    class Point:
+        def __init__(self, vector, decoded):
+            self.vector, self.decoded = np.asarray(vector, dtype=np.float32), decoded
+
+    vectors = {"x": [1, 0], "y": [0, 1], "mid": [1, 1], "near x": [1, 0.2]}
+    engine = SimpleNamespace(encode=lambda texts: np.array([vectors[t] for t in texts], dtype=np.float32))
+    points = [Point([1, 0], "x"), Point([1, 0.5], "mid"), Point([0.5, 1], "near x"), Point([0, 1], "y")]
+    own, gains, steady = bench_paths.path_measures(engine, "x", "y", points)
+    assert own == [True, True]
+    mid = 1 / np.sqrt(2)
+    nearer = np.array([1, 0.5]) / np.linalg.norm([1, 0.5])
+    assert gains[0] == pytest.approx(mid * (nearer[0] + nearer[1]) - nearer[0], abs=1e-5)
+    assert not steady  # "near x" comes back towards x after "mid"
