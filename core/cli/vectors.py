@@ -165,12 +165,14 @@ def interpolate(argv: Sequence[str]) -> int:
     check_range("--steps", args.steps, 2, MAX_STEPS)
     engine, reference = _reader(parser, args)
     points = engine.interpolate(args.x, args.y, steps=args.steps, reference=reference, k=args.k, beam=args.beam)
-    documents = [{"alpha": p.alpha, "cos_x": p.cos_x, "cos_y": p.cos_y, **_reading(p)} for p in points]
+    documents = [{"alpha": p.alpha, "cos_x": p.cos_x, "cos_y": p.cos_y, "sentence_fit": p.fit,
+                  "sentence_cos_x": p.decoded_cos_x, "sentence_cos_y": p.decoded_cos_y, **_reading(p)} for p in points]
     if args.json:
         print_json(documents)
         return 0
     for d in documents:
-        _print_reading(f"alpha {d['alpha']:.2f} (cos x {d['cos_x']:.2f}, cos y {d['cos_y']:.2f})", d)
+        fit = "" if d["sentence_fit"] is None else f", its sentence fits it {d['sentence_fit']:.2f}"
+        _print_reading(f"alpha {d['alpha']:.2f} (cos x {d['cos_x']:.2f}, cos y {d['cos_y']:.2f}{fit})", d)
     return 0
 
 
