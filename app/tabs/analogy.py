@@ -45,8 +45,9 @@ def create(studio: Studio, session: gr.State) -> None:
         path_refine = gr.Checkbox(value=False, label=REFINE_LABEL)
         path_reference = reference_choice()
     path_button = gr.Button("Interpolate")
-    table = gr.Dataframe(headers=["alpha", "decoded", "fits its point", "cos to From", "cos to To", "top words",
-                                  "nearest reference"], wrap=True, elem_id="an-path")
+    # per step: its sentence's cosine to its point ("fit") and to the two ends; the chart draws them
+    table = gr.Dataframe(headers=["alpha", "sentence", "fit", "to From", "to To", "top words", "nearest"], wrap=True,
+                         elem_id="an-path")
     path = gr.Plot()
     wire([path_button.click], handler(studio.analogy.interpolation),
          [start, end, steps, path_refine, path_reference, session], [table, path], api_name="interpolate", **DECODE)

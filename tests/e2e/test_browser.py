@@ -194,7 +194,7 @@ def test_similarity_and_analogy_tabs(page, served_model):
     wait_for_text(page, "#an-nearest", "1")
     assert_column_fits(page, "#an-nearest", "reference sentence")
     page.get_by_role("button", name="Interpolate").click()
-    page.get_by_text("Interpolation path").wait_for()
+    page.get_by_text("Cosines along the path").wait_for()
     shoot(page, shots, "3-analogy")
 
 
@@ -383,7 +383,7 @@ def test_every_tab_and_table_fits_a_phone_and_a_desktop(browser, app_url, served
         page.get_by_role("button", name="Compute").click()
         wait_for_text(page, "#an-nearest", "1")
         page.get_by_role("button", name="Interpolate").click()
-        page.get_by_text("Interpolation path").wait_for()
+        page.get_by_text("Cosines along the path").wait_for()
         wait_for_text(page, "#an-path", "0.")
         assert_tables_fit(page, "analogy", ("an-words", "an-nearest", "an-path"))
         shoot(page, served_model[3], f"5-tables-analogy-{width}")
