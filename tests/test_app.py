@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import re
 import threading
+from types import SimpleNamespace
 from pathlib import Path
 
 import numpy as np
@@ -256,12 +257,15 @@ def test_the_app_decodes_with_its_wider_beam(studio, monkeypatch):
     from core.vec2sent.refine import APP_BEAM, CorrectSettings
 
     engine, beams = studio.models.active().engine, []
-    monkeypatch.setattr(engine.reader, "_decoder", Lazy(object))  # a decoder is present: analogy and interpolation decode
-    monkeypatch.setattr(engine.reader, "decode", lambda vectors, beam=5, refine=None, correct=DEFAULT_CORRECTION, **kw:
-                        beams.append((beam, refine, correct)) or ["x"] * len(vectors))
+    decoder = SimpleNamespace(cased=lambda text: text)  # a decoder is present: analogy and interpolation decode
+    monkeypatch.setattr(engine.reader, "_decoder", Lazy(lambda: decoder))
+    monkeypatch.setattr(engine.reader, "_hypotheses", lambda vectors, beam, max_length, refine, correct, encode:
+                        beams.append((beam, refine, correct)) or [["x"]] * len(vectors))
+    monkeypatch.setattr(engine.reader, "_fluency", Lazy(lambda: None))
     decoded, _, _ = studio.analogy.analogy("a king", "a queen", "a boy", "b - a + c")
     rows, _ = studio.analogy.interpolation("a dog", "a king", 3)
-    assert decoded == "**Decoded:** x" and [r[1] for r in rows] == ["x"] * 3
+    assert decoded == "**Decoded:** x" and [rows[0][1], rows[-1][1]] == ["a dog", "a king"]
+    assert rows[1][1] in {"x", "a dog", "a king"}  # the middle point's decoding competes with the ends
     # corrected once as the API does; corrected seven times by steps of 0.5 only when asked
     studio.analogy.analogy("a king", "a queen", "a boy", "b - a + c", refine=True)
     studio.analogy.interpolation("a dog", "a king", 3, refine=True)
