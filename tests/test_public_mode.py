@@ -382,10 +382,13 @@ def test_fine_tunes_per_session_are_limited(tiny_mlm_dir, checkpoints, validated
 
 
 def test_a_public_fine_tune_has_a_step_limit(tiny_mlm_dir, checkpoints, validated):
-    studio = make_studio(tiny_mlm_dir, checkpoints, PublicLimits(max_training_steps=10))
+    from app.finetune import MIN_STEPS
+
+    studio = make_studio(tiny_mlm_dir, checkpoints, PublicLimits(max_training_steps=MIN_STEPS))  # the default's least
     session = validated(studio)
-    with pytest.raises(ValueError, match="make 11 training steps; this public server trains at most 10 a job"):
-        studio.finetune.start_finetune(session, 1, 5e-5, 4, 0, 11, 1, 0)
+    with pytest.raises(ValueError, match=f"make {MIN_STEPS + 1} training steps; this public server trains at most "
+                                         f"{MIN_STEPS} a job"):
+        studio.finetune.start_finetune(session, 1, 5e-5, 4, 0, MIN_STEPS + 1, 1, 0)
     assert not studio.jobs.unfinished() and session.jobs == []
 
 
