@@ -500,7 +500,6 @@ def test_a_sessions_fine_tune_goes_with_the_session(tiny_mlm_dir, checkpoints, v
 def test_a_refined_interpolation_has_a_step_limit(tiny_mlm_dir, checkpoints, monkeypatch):
     studio = make_studio(tiny_mlm_dir, checkpoints, PublicLimits(refined_interpolation_steps=4))
     decoded = []
-    monkeypatch.setattr(studio.analogy, "_path_map", lambda points, reference: None)
     engine = studio.models.active().engine
     monkeypatch.setattr(engine, "interpolate", lambda x, y, steps, **kw: decoded.append(steps) or [])
     with pytest.raises(ValueError, match="refines at most 4 steps of an interpolation, not 5"):
