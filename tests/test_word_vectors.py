@@ -52,7 +52,7 @@ def test_word_scores_add_the_cosine_term_and_a_word_finds_itself(engine):
     u = engine.encode(["king"])
     expected = head_only + engine.words.vectors.scores(torch.from_numpy(u), head_only.shape[1])
     torch.testing.assert_close(engine.words.logits(u), expected)
-    assert engine.predict_words("king", k=1)[0][0] == "king"  # cos(u("king"), w_king) = 1
+    assert engine.predict_words("king", k=1, exclude_query_words=False)[0][0] == "king"  # cos(u("king"), w_king) = 1
     assert len(engine.words.vectors.ids) == int(engine.words.vocab.candidate_mask.sum())
     engine.add_word_vectors(scale=0)
     assert engine.words.vectors is None
