@@ -151,6 +151,18 @@ def test_write_modern_corpus(tmp_path: Path):
     assert [json.loads(l)["text"] for l in lines] == (tmp_path / "heldout.txt").read_text().splitlines()
     assert set(json.loads(lines[0])) == {"text", "genre", "source"}
     assert (tmp_path / "train.txt").read_text().splitlines() == corpus.train
+
+
+def test_train_genres_follow_the_shuffled_train_lines(tmp_path: Path):
+    loaded = {"news": load_source("news", "news", _docs("Gamma", 60), 0.0, 13, prose=False, leave_out=None),
+              "tech": load_source("tech", "technical", _docs("Delta", 60), 0.0, 13, prose=False, leave_out=None)}
+    corpus = build_modern_corpus(loaded, {}, heldout_size=0, seed=13)
+    write_modern_corpus(corpus, tmp_path)
+    genres = (tmp_path / "train-genres.txt").read_text().splitlines()
+    lines = (tmp_path / "train.txt").read_text().splitlines()
+    assert len(genres) == len(lines) == 360
+    assert set(genres[:20]) == {"news", "technical"}  # shuffled together
+    assert all(g == ("news" if "Gamma" in s else "technical") for s, g in zip(lines, genres))
     assert json.loads((tmp_path / "corpus.json").read_text())["train"] == len(corpus.train)
 
 

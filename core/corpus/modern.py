@@ -77,6 +77,7 @@ class ModernCorpus:
     train: list[str]
     heldout: list[dict]
     stats: dict = field(default_factory=dict)
+    train_genres: list[str] = field(default_factory=list)   # train[i]'s genre
 
 
 @dataclass
@@ -178,7 +179,7 @@ def build_modern_corpus(loaded: dict[str, _Loaded], benchmark_tests: dict[str, l
     excluded.discard("")
     held_keys = set().union(*(l.heldout_keys for l in loaded.values())) if loaded else set()
     seen: set[str] = set()
-    train: list[str] = []
+    train: list[tuple[str, str]] = []                  # (sentence, genre)
     by_genre, per_source = Counter(), {}
     for name, l in loaded.items():
         counts = Counter(l.counts)
@@ -192,7 +193,7 @@ def build_modern_corpus(loaded: dict[str, _Loaded], benchmark_tests: dict[str, l
                 counts["duplicate"] += 1
             else:
                 seen.add(key)
-                train.append(sentence)
+                train.append((sentence, genre))
                 by_genre[genre] += 1
                 counts["kept"] += 1
         per_source[name] = {"genre": l.genre, "documents": dict(l.documents), **dict(counts)}
@@ -217,13 +218,15 @@ def build_modern_corpus(loaded: dict[str, _Loaded], benchmark_tests: dict[str, l
                          "by_source": dict(Counter(h["source"] for h in heldout).most_common()),
                          "pool_by_genre": {g: len(p) for g, p in sorted(pools.items())}},
              "excluded_benchmark_sentences": len(excluded)}
-    return ModernCorpus(train, heldout, stats)
+    return ModernCorpus([s for s, _ in train], heldout, stats, [g for _, g in train])
 
 
 def write_modern_corpus(corpus: ModernCorpus, out: Path) -> None:
-    """Write train.txt, heldout.jsonl, heldout.txt and corpus.json, each replaced atomically."""
+    """Write train.txt, train-genres.txt (line i: the genre of train.txt's line i), heldout.jsonl,
+    heldout.txt and corpus.json, each replaced atomically."""
     out.mkdir(parents=True, exist_ok=True)
     files = (("train.txt", "".join(s + "\n" for s in corpus.train)),
+             ("train-genres.txt", "".join(g + "\n" for g in corpus.train_genres)),
              ("heldout.jsonl", "".join(json.dumps(h, ensure_ascii=False) + "\n" for h in corpus.heldout)),
              ("heldout.txt", "".join(h["text"] + "\n" for h in corpus.heldout)),
              ("corpus.json", json.dumps(corpus.stats, indent=2) + "\n"))
