@@ -47,7 +47,15 @@ def vec2sent_corpus(argv: Sequence[str]) -> int:
     parser.add_argument("--seed", type=int, default=13)
     parser.add_argument("--train-only", nargs="*", default=[], choices=sorted(TRAIN_ONLY_SOURCES),
                         help="extra sources that add training sentences only (the test set stays the same)")
+    parser.add_argument("--styles-from", type=Path, default=None, metavar="MODERN_CORPUS",
+                        help="build a corpus of headline and post rewrites of a modern corpus' sentences, with "
+                        "--replay of its sentences as they are (core/corpus/styles.py)")
+    parser.add_argument("--replay", type=int, default=60_000, help="--styles-from: sentences kept as they are")
+    parser.add_argument("--headlines", type=int, default=30_000, help="--styles-from: headline rewrites")
+    parser.add_argument("--posts", type=int, default=30_000, help="--styles-from: post rewrites")
     args = parser.parse_args(argv)
+    if args.styles_from:
+        return _styled_corpus(args)
     if args.modern:
         from ..corpus.modern import make_modern_corpus
 
@@ -64,6 +72,29 @@ def vec2sent_corpus(argv: Sequence[str]) -> int:
     print(json.dumps({k: v for k, v in corpus.stats.items() if "_train" not in k}, indent=2))
     print(f"removed {removed} sentences that occur in STS-B or SICK", file=sys.stderr)
     print(f"wrote {len(corpus.train)} train / {len(corpus.test)} test sentences to {args.out}", file=sys.stderr)
+    return 0
+
+
+def _styled_corpus(args) -> int:
+    import json
+    import shutil
+
+    from ..corpus.styles import styled_corpus
+
+    if args.out is None:
+        raise SystemExit("--styles-from needs --out (a new corpus folder)")
+    source = args.styles_from
+    train = (source / "train.txt").read_text(encoding="utf-8").splitlines()
+    genres_file = source / "train-genres.txt"
+    if not genres_file.is_file():
+        raise SystemExit(f"{genres_file} is missing: build the modern corpus again (vec2sent-corpus --modern)")
+    genres = genres_file.read_text(encoding="utf-8").splitlines()
+    mix, stats = styled_corpus(train, genres, args.replay, args.headlines, args.posts, args.seed)
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "train.txt").write_text("".join(s + "\n" for s in mix), encoding="utf-8")
+    shutil.copy(source / "heldout.jsonl", args.out / "heldout.jsonl")
+    (args.out / "corpus.json").write_text(json.dumps({**stats, "from": str(source)}, indent=2) + "\n")
+    print(json.dumps(stats, indent=2))
     return 0
 
 
