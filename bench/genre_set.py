@@ -22,7 +22,7 @@ from core.paths import CACHE_DIR, SENTEVAL_DIR
 TWEETS_DEV = Path(__file__).parent / "data" / "tweets-dev.txt"
 STSB = Path("STS/STSBenchmark")
 GENRE_OF_STS_FILE = {"headlines": "headlines", "answers-forums": "forums", "answer-answer": "forums"}
-MIN_WORDS, MAX_WORDS = 3, 25
+MIN_WORDS, MAX_WORDS = 4, 15  # as the held-out corpus set and the genre sets
 PER_GENRE = 150
 
 
