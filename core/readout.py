@@ -36,7 +36,7 @@ from .vec2sent.checkpoint import Vec2Sent, best_by_cosine, load_checkpoint, mean
 from .vec2sent.expression import evaluate_expression
 from .vec2sent.fluency import FluencyModel, FluencySettings, choose_fluent, competitors, default_gguf
 from .vec2sent.paths import edit_path, transfer_edit, walk
-from .vec2sent.refine import CorrectSettings, RefineSettings, embedding_once
+from .vec2sent.refine import CorrectSettings, Encode, RefineSettings, embedding_once
 from .vec2sent.refine import correct as correct_by_vectors
 from .vec2sent.refine import refine as refine_by_edits
 from .words.scorer import WordScorer
@@ -447,12 +447,13 @@ class VectorReader:
         of a bad expression; empty sentences raise ValueError."""
         return evaluate_expression(expression, self._embed_named(sentences))
 
-    def _embed_named(self, sentences: Mapping[str, str]) -> dict[str, np.ndarray]:
-        """name -> raw embedding (d,); ValueError naming the first empty sentence."""
+    def _embed_named(self, sentences: Mapping[str, str], encode: Encode | None = None) -> dict[str, np.ndarray]:
+        """name -> raw embedding (d,) by `encode` (default the model's); ValueError naming the first empty
+        sentence."""
         for name, text in sentences.items():
             if not isinstance(text, str) or not text.strip():
                 raise ValueError(f"sentence {name!r} is empty or not text: {text!r}")
-        vectors = self.model.encode(list(sentences.values())) if sentences else []
+        vectors = (encode or self.model.encode)(list(sentences.values())) if sentences else []
         return dict(zip(sentences, vectors, strict=True))
 
     def default_reference(self) -> EmbeddedTexts:
@@ -488,7 +489,8 @@ class VectorReader:
         """
         _check_count("steps", steps, 2)  # the two ends
         _check_count("k", k, 1)
-        ends = np.stack(list(self._embed_named({"x": x, "y": y}).values()))  # (2, d)
+        encode = embedding_once(self.model.encode)  # the ends and the chosen sentences are embedded once
+        ends = np.stack(list(self._embed_named({"x": x, "y": y}, encode).values()))  # (2, d)
         alphas = np.linspace(0.0, 1.0, int(steps), dtype=np.float32)  # (steps,)
         vectors = (1 - alphas[:, None]) * ends[0] + alphas[:, None] * ends[1]  # (steps, d)
         cosines = self.model.similarity(vectors, ends)  # (steps, 2)
@@ -497,8 +499,8 @@ class VectorReader:
                   for v, w, n, alpha, cos in zip(vectors, words, nearest, alphas, cosines, strict=True)]
         if self.decoder is None:
             return points
-        decoded = self.walk_path(x, y, vectors, beam, refine, correct, fluency, edits)
-        embedded = l2_normalize(self.model.encode([*decoded, x, y]))  # (steps + 2, d)
+        decoded = self.walk_path(x, y, vectors, beam, refine, correct, fluency, edits, encode)
+        embedded = l2_normalize(encode([*decoded, x, y]))  # (steps + 2, d)
         fits = (embedded[:-2] * l2_normalize(vectors)).sum(1)  # (steps,)
         to_ends = embedded[:-2] @ embedded[-2:].T  # (steps, 2)
         for point, text, fit, (to_x, to_y) in zip(points, decoded, fits, to_ends, strict=True):
@@ -507,7 +509,8 @@ class VectorReader:
 
     def walk_path(self, x: str, y: str, points: np.ndarray, beam: int = 5, refine: RefineSettings | None = None,
                   correct: CorrectSettings | None = DEFAULT_CORRECTION,
-                  fluency: FluencySettings | None = PATH_FLUENCY, edits: bool = True) -> list[str]:
+                  fluency: FluencySettings | None = PATH_FLUENCY, edits: bool = True,
+                  encode: Encode | None = None) -> list[str]:
         """One sentence per point (steps, d) of the path from x to y (its first and last points are x's
         and y's embeddings). Candidates: x, y, each interior point's decoding (as `decode`) and, with
         `edits`, the sentences between x and y made of their word edits (`edit_path`). `walk` then picks one a
@@ -516,7 +519,7 @@ class VectorReader:
         end is shown instead of it), under the rule that the cosine to x never rises step by step."""
         if x == y:
             return [x] * len(points)
-        encode = embedding_once(self.model.encode)
+        encode = encode or embedding_once(self.model.encode)
         interior = points[1:-1]
         decoded = self._decode(interior, beam, None, True, refine, correct, fluency, encode=encode) if len(interior) else []
         between = edit_path(x, y) if edits else []

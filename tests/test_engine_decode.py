@@ -222,6 +222,20 @@ def test_an_interpolation_walks_from_x_to_y_on_candidates_that_fit(engine, refer
     assert all(p.fit is not None and -1 <= p.decoded_cos_x <= 1.0001 for p in points)
 
 
+def test_an_interpolation_embeds_each_text_once(engine, reference, monkeypatch):
+    embedded: list[str] = []
+    encode = engine.encode
+
+    def counting(texts, *args, **kwargs):
+        embedded.extend(texts)
+        return encode(texts, *args, **kwargs)
+
+    monkeypatch.setattr(engine, "encode", counting)
+    engine.interpolate("the dog is happy", "the king visits italy", steps=5, reference=reference, k=2)
+    repeated = {t for t in embedded if embedded.count(t) > 1}
+    assert embedded and not repeated
+
+
 @pytest.mark.parametrize("steps", [1, 0, 2.5])
 def test_interpolation_needs_two_steps(engine, reference, steps):
     with pytest.raises(ValueError, match="steps must be a whole number >= 2"):
