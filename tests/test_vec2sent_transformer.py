@@ -118,6 +118,22 @@ def test_training_saves_a_loadable_checkpoint_and_resumes(tiny_base_dir, tokeniz
     assert load_run(runs).stats.steps == 10
 
 
+def test_a_transformer_trained_further_from_init_on_another_corpus_keeps_its_vocabulary(tiny_base_dir, tokenizer,
+                                                                                     tmp_path):
+    link = make_link(tokenizer)
+    settings = TrainSettings(minutes=60, max_steps=2, batch_size=2, lr=1e-3, log_every=2, eval_every=1000,
+                             save_every_minutes=60)
+    first = tmp_path / "first"
+    train_for_encoder(FIVE * 4, link, first, {**TRANSFORMER, "base": str(tiny_base_dir)}, settings, val_size=2,
+                      cache_dir=tmp_path / "cache", progress=False)
+    other_corpus = [s.upper() + " again" for s in FIVE] * 4
+    further = tmp_path / "further"
+    train_for_encoder(other_corpus, link, further, {}, settings, val_size=2, cache_dir=tmp_path / "cache",
+                      progress=False, init=first)  # no --architecture: the init's
+    (model, vocab, saved), (_, first_vocab, _) = read_checkpoint(further), read_checkpoint(first)
+    assert isinstance(model, TransformerDecoder) and vocab == first_vocab and saved["training"]["init"] == str(first)
+
+
 def test_resuming_a_finished_run_changes_nothing(tiny_base_dir, tokenizer, tmp_path):
     link = make_link(tokenizer)
     settings = TrainSettings(minutes=60, max_steps=3, batch_size=2, log_every=1, save_every_minutes=60)

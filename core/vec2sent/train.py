@@ -36,7 +36,7 @@ from core.runtime.hardware import check_training_precision, train_mode
 from core.paths import CACHE_DIR
 from safetensors.torch import load_file, save_file
 
-from core.vec2sent.checkpoint import Decoder, build_decoder, read_checkpoint, read_config, save_checkpoint
+from core.vec2sent.checkpoint import CONFIG, Decoder, build_decoder, read_checkpoint, read_config, save_checkpoint
 from core.vec2sent.encoder_link import EncoderLink
 from core.vec2sent.model import Vec2SentConfig, Vec2SentDecoder
 from core.vec2sent.transformer import TransformerConfig, warm_start
@@ -394,7 +394,7 @@ def train_for_encoder(sentences: list[str], link: EncoderLink, out: Path, config
     if run:
         model, vocab = run.model, run.vocab
     else:
-        vocab = base_vocabulary(link.tokenizer) if config_overrides.get("architecture") == "transformer" else None
+        vocab = base_vocabulary(link.tokenizer) if _is_transformer(init, config_overrides) else None
     vocab, data = prepare_data(sentences, embeddings, link.tokenizer, vocab=vocab)
     order = np.random.default_rng(settings.seed).permutation(len(sentences))
     train, validation = data.subset(order[val_size:]), data.subset(order[:val_size])
@@ -482,6 +482,14 @@ def read_corpus(folder: Path, first: int = 0) -> tuple[list[str], dict]:
     if first:
         sentences, corpus["first_sentences"] = sentences[:first], first
     return sentences, corpus
+
+
+def _is_transformer(init: Path | None, config_overrides: dict) -> bool:
+    """Whether the run trains a transformer: `init`'s architecture when there is one (its vocabulary is the
+    base tokenizer's, not the corpus'), else the command's."""
+    if init is not None:
+        return isinstance(read_config(Path(init) / CONFIG), TransformerConfig)
+    return config_overrides.get("architecture") == "transformer"
 
 
 def _initial_model(init: Path | None, vocab: PieceVocab, sent_dim: int, config_overrides: dict,
