@@ -4,7 +4,8 @@ from __future__ import annotations
 import pytest
 
 from core.lexicon.dictionary import load_wordnet_lemmas
-from core.lexicon.forms import FORMS, asked_form, inflect, lemmas_written_as, shown_form, written_forms
+from core.lexicon.forms import (FORMS, asked_form, describes_action, inflect, lemmas_written_as, shown_form,
+                                written_forms)
 
 # (template, form): a description asking for `form` of an answer made from a WordNet word of the right kind
 TEMPLATES = {
@@ -66,3 +67,12 @@ def test_only_a_word_of_the_part_of_speech_that_takes_the_form_is_inflected():
     assert written_forms("a stick of wax that burns", ["candle"]) == ["candle"]
     with pytest.raises(ValueError, match="unknown form"):
         inflect("candle", "dual")
+
+
+@pytest.mark.parametrize("description, action", [
+    ("to cut through something with teeth", True), ("When something is being built", True),
+    ("if you win everything", True), ("The act of making musical sounds", True), ("act of hitting a ball", True),
+    ("a large grey animal with a trunk", False), ("tomorrow's weather", False), ("the tool to open a can", False),
+])
+def test_describes_action(description, action):
+    assert describes_action(description) is action

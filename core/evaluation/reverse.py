@@ -4,7 +4,8 @@ engine answers with, scored as the app scores (the description's own words left 
 Query sets (`reverse_query_sets`):
 - "human-dev": 179 descriptions written by people (../shared/data/human-descriptions, dev only: it
   chooses weights and compares changes; never trained on). A plural the candidates lack counts through
-  its singular ("facts" -> fact).
+  its singular ("facts" -> fact). "human-dev/actions": those that describe an action or a state as people
+  do ("to ...", "when ...", `core.lexicon.forms.describes_action`; issue 60).
 - "defsent-table6": the 12 definitions of the DefSent paper's Table 6.
 - "wordnet-test": WordNet test definitions of words never trained on, scored with an index that holds
   no dev or test definition (leak-free), as core/words/open_vocab_fit.py does; also apart for multi-token words.
@@ -150,12 +151,14 @@ def reverse_query_sets(engine, gcide: Sequence | None = None, human: Path = HUMA
     `engine.words.open_vocab` in float32 (the leak-free indexes drop definitions). `norms_sample`: score
     a seeded sample of that many of the held-out norms' descriptions (0: all of them)."""
     from core.lexicon.dictionary import lemma_split
+    from core.lexicon.forms import describes_action
     from core.words.open_vocab_fit import near_copies, query_sets
 
     scorer = engine.words.open_vocab
     sets: dict[str, tuple[list[Query], object | None]] = {"defsent-table6": (table6(), None)}
     if Path(human).is_file():
         sets["human-dev"] = (read_human_descriptions(human), None)
+        sets["human-dev/actions"] = ([q for q in sets["human-dev"][0] if describes_action(q.text)], None)
     if norms is not None and Path(norms).is_file():
         sets |= norms_query_sets(engine, read_norms(norms), sets.get("human-dev", ([], None))[0], norms_sample)
     if scorer is None:  # single-token words only: the dictionary sets' words are mostly not candidates

@@ -67,6 +67,15 @@ _NOT_HEAD = {"of", "that", "which", "who", "whom", "whose", "with", "for", "used
 _NOT_PLURAL = re.compile(r"(ss|us|is|ous|news|ics)$")
 
 
+_ACTION_START = re.compile(r"^\s*(to|when|if|the act of|an act of|act of)\b", re.IGNORECASE)
+
+
+def describes_action(description: str) -> bool:
+    """Whether the description is of an action or a state in the shapes people use for them: "to ...",
+    "when ...", "if ...", "the act of ..." (issue 60, 1: the shapes the reverse dictionary answers worst)."""
+    return bool(_ACTION_START.match(description))
+
+
 def asked_form(description: str) -> str | None:
     """The form the description asks for (one of FORMS), or None for a lemma. Rules: a superlative for
     "the most ...", "... than all/any (the) others", "...est of all"; a comparative for "more X than", "Xer than";
