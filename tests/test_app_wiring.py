@@ -192,7 +192,8 @@ def test_the_port_answers_while_the_app_starts_and_is_then_the_apps(monkeypatch)
 def test_download_folders_are_removed_after_their_lifetime(engine, tiny_mlm_dir, tmp_path):
     import os
 
-    from app.export import DOWNLOAD_PREFIX, download_files
+    from app.export import download_files
+    from app.settings import DOWNLOAD_PREFIX
 
     checkpoint = engine.save(tmp_path / "ckpt" / "mine")
     old = tmp_path / "downloads" / f"{DOWNLOAD_PREFIX}old"

@@ -17,13 +17,13 @@ from pathlib import Path
 import pytest
 
 from app import export
-from app.export import DOWNLOAD_PREFIX, download_files, expected_download_bytes
+from app.export import download_files, expected_download_bytes
 from app.finetune import FinetuneResult
 from app.handlers import Studio
 from app.jobs import DONE, JobManager
 from app.models import Models, ModelSpec
 from app.projection import Projector
-from app.settings import download_dir
+from app.settings import DOWNLOAD_PREFIX, download_dir
 from core import Engine
 
 
