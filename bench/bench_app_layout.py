@@ -17,9 +17,9 @@ from pathlib import Path
 import numpy as np
 
 from app.handlers import EVERY_WORD_MAP, Session, Studio
-from app.jobs import JobManager
-from app.models import Models, ModelSpec
-from app.projection import Projector
+from app.shared.jobs import JobManager
+from app.shared.models import Models, ModelSpec
+from app.views.projection import Projector
 from core import Engine
 from core.paths import user_cache_dir
 

@@ -77,11 +77,34 @@ def test_core_has_no_import_cycle():
 
 
 def test_app_has_no_import_cycle():
-    """A function-level import counts: app.public once took download facts from app.export inside
-    `make_room` while app.export took `reserved` from app.public."""
+    """A function-level import counts: app.server.public once took download facts from app.shared.export inside
+    `make_room` while app.shared.export took `reserved` from app.server.public."""
     graph = import_graph(APP)
     assert "app.handlers.studio" in graph and graph["app.handlers.studio"]  # the graph is read
     assert find_cycle(graph) == []
+
+
+def wing_graph(graph: dict[str, set[str]]) -> dict[str, set[str]]:
+    """The graph between app/'s wings: a package under app/ (server, shared, views, handlers, tabs) stands for
+    its modules, a module at app/'s top level for itself."""
+    def wing(module: str) -> str:
+        return ".".join(module.split(".")[:2])
+    wings: dict[str, set[str]] = {}
+    for module, targets in graph.items():
+        wings.setdefault(wing(module), set()).update(wing(t) for t in targets if wing(t) != wing(module))
+    return wings
+
+
+def test_app_wings_import_one_way():
+    """The wings import one way, launch -> ui -> tabs -> handlers and wiring -> views -> shared -> server ->
+    settings and messages: no two wings import each other, even through others (launch inside server/ would)."""
+    wings = wing_graph(import_graph(APP))
+    assert {"app.server", "app.shared", "app.views", "app.handlers", "app.tabs"} <= set(wings)
+    assert find_cycle(wings) == []
+
+
+def test_app_keeps_at_most_eight_modules_at_its_top_level():
+    assert len(list(APP.glob("*.py"))) <= 8, sorted(p.name for p in APP.glob("*.py"))
 
 
 def test_core_never_imports_research():

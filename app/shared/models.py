@@ -23,12 +23,12 @@ from core.explore import (LABEL_LEVELS, Region, build_map, default_parent, defin
                           layout_stamp, load_moves, region_labels)
 from core.words import frequency_bands
 
+from ..messages import quoted
+from ..server.public import is_visitors_model, model_cache_dir, reserved
+from ..settings import model_device
+from .jobs import BackgroundOnce
 from .services import (CORPUS_NAME, CORPUS_SENTENCES, EVERY_DEFINITION, LARGEST_READY, POS_NAMES, REFERENCE_CHOICES,
                        SAMPLE, UPLOADED_FILE, VOCABULARY_REFERENCES, Progress, no_progress, reference_corpus)
-from .jobs import BackgroundOnce
-from .messages import quoted
-from .public import is_visitors_model, model_cache_dir, reserved
-from .settings import model_device
 
 log = logging.getLogger(__name__)
 BASE_LABEL = "untrained base (all-MiniLM-L6-v2)"
@@ -126,7 +126,7 @@ class ActiveModel:
     def reference(self, progress: Progress = no_progress, size: int = REFERENCE_SIZE) -> EmbeddedTexts:
         """The embedded WordNet reference sentences for nearest-neighbour look-ups and search, cached on disk:
         a visitor's saved model's cache (3 MB a model and size) goes in their session's folder, within the disk
-        budget and deleted with the session (app.public.model_cache_dir); it went to the shared cache for good."""
+        budget and deleted with the session (app.server.public.model_cache_dir); it went to the shared cache for good."""
         return self.once(f"reference-{size}", lambda: self._embedded_reference(size, progress))
 
     def _embedded_reference(self, size: int, progress: Progress) -> EmbeddedTexts:

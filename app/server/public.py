@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterator
 
-from .settings import (UPLOAD_LIFETIME_S, cache_dir, download_dir, folder_bytes, remove_old_downloads, staging_root,
+from ..settings import (UPLOAD_LIFETIME_S, cache_dir, download_dir, folder_bytes, remove_old_downloads, staging_root,
                        upload_dir)
 
 PUBLIC_ENV = "SPACE_ID"  # set by Hugging Face Spaces

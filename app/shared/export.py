@@ -21,8 +21,8 @@ from core.engine import Engine
 from core.spreadsheet import inert
 from core.explore import ProjectorPoints, write_projector
 
-from .public import reserved
-from .settings import (DOWNLOAD_LIFETIME, DOWNLOAD_PREFIX, download_dir, download_folders, folder_bytes,
+from ..server.public import reserved
+from ..settings import (DOWNLOAD_LIFETIME, DOWNLOAD_PREFIX, download_dir, download_folders, folder_bytes,
                        remove_old_downloads)
 
 MAX_DOWNLOAD_BYTES = 1_000_000_000  # download folders in all: about 8 downloads of the shipped model
@@ -142,7 +142,7 @@ def fresh_download_folder(root: Path | None, expected_bytes: int, keep_seconds: 
     """A new folder under `root` (default: download_dir(), which Gradio serves) for the block to write a download
     of about `expected_bytes` into, once the downloads older than `keep_seconds`, then the oldest others, are gone
     so that it fits in `max_bytes`. In public mode its room, and that of the copy Gradio serves it from, is
-    reserved in the disk budget while the block runs (the copy's a while longer: app.public.reserved). When the
+    reserved in the disk budget while the block runs (the copy's a while longer: app.server.public.reserved). When the
     block raises, the folder is deleted."""
     root = Path(root or download_dir())
     root.mkdir(parents=True, exist_ok=True)
