@@ -45,7 +45,7 @@ def main() -> None:
         draw()
     except ValueError as err:
         print(f"first draw: {err}")
-    studio.models.active().laying_out.thread.join()
+    studio.models.active().vocabulary_map.laying_out.thread.join()
     print(f"laid out in the background in {time.perf_counter() - started:.0f} s; peak memory {before:.0f} -> "
           f"{peak_mb():.0f} MB")
     _, status, session = draw()

@@ -135,10 +135,10 @@ def engine_side(definitions: bool = False) -> None:
     engine = Engine.load(decoder=None, open_vocabulary=False)
     engine.enable_open_vocabulary(cache_dir=user_cache_dir("open-vocab"), compact=False)
     active = ActiveModel(ModelSpec(DEFAULT_CHECKPOINT.name, DEFAULT_CHECKPOINT), engine)
-    coords = active.vocabulary_layout()
+    coords = active.vocabulary_map.layout()
     if definitions:
         placing = time.perf_counter()
-        active.definition_positions()
+        active.vocabulary_map.definition_positions()
         print(f"definitions placed or read in {time.perf_counter() - placing:.1f} s")
     started = time.perf_counter()
     figure = vocabulary_figure(active, kind="definition" if definitions else "word")

@@ -120,11 +120,12 @@ class MapHandlers(TabHandlers):
             laying_out = self._lay_out_soon(active)
             if laying_out:
                 return laying_out, None
-        if definitions and not active.definitions_placed():
-            active.placing.start()
+        placing = active.vocabulary_map.placing
+        if definitions and not active.vocabulary_map.definitions_placed():
+            placing.start()
             return (f"Placing the {len(engine.words.open_vocab.candidates.definitions):,} definitions on the map of "
                     "every word, each on its nearest word: about 4 minutes on 2 cores, once per model, in the "
-                    f"background ({_elapsed(active.placing.started)} so far). {APPEARS_WHEN_READY}"), None
+                    f"background ({_elapsed(placing.started)} so far). {APPEARS_WHEN_READY}"), None
         return None
 
     def map_waiting(self, session: Session):
@@ -159,7 +160,7 @@ class MapHandlers(TabHandlers):
                              "own machine (`python -m core vocabulary-map --model <it>`).")
         if active.engine.words.reused:  # laid out from its own vectors, which are being embedded
             return _exact_vectors_progress(active)[0]
-        laying_out = active.laying_out
+        laying_out = active.vocabulary_map.laying_out
         laying_out.start()
         if not laying_out.running():  # done just now, or failed just now: the second start says why
             if laying_out.done():
@@ -389,23 +390,24 @@ def vocabulary_map_data(active: ActiveModel, colour: str = "part of speech", kin
     definition too), or with `kind` "definition" every definition on it (each on its nearest word, a little
     jittered: same layout, same region names); new vectors land on their nearest words, coloured as
     `colour` says."""
-    words, coords = active.engine.vocabulary_reference("word"), active.vocabulary_layout()
+    vocabulary = active.vocabulary_map
+    words, coords = active.engine.vocabulary_reference("word"), vocabulary.layout()
     land = functools.partial(place, words.scorer, coords)  # new vectors (B, d) -> their places (B, 2)
     if kind == "word":
-        return MapData(words, coords, active.word_groups(colour),
+        return MapData(words, coords, vocabulary.word_groups(colour),
                        f"{words.name}: one map, laid out once for this model (UMAP)", land,
-                       active.vocabulary_regions(), active.vocabulary_moves(),
+                       vocabulary.regions(), vocabulary.moves(),
                        details=words.scorer.candidates.first_definitions)
     definitions = active.engine.vocabulary_reference("definition")
-    return MapData(definitions, active.definition_positions(), active.definition_groups(colour),
+    return MapData(definitions, vocabulary.definition_positions(), vocabulary.definition_groups(colour),
                    f"{definitions.name} on the map of every word, each by its nearest word", land,
-                   active.vocabulary_regions())
+                   vocabulary.regions())
 
 
 def vocabulary_figure(active: ActiveModel, colour: str = "part of speech", kind: str = "word"):
     """`vocabulary_map_data`'s map as a figure: the same each time, so built once per layout, kind and colour
     (0.3-0.8 s) and never changed after (a search draws a figure of its own)."""
-    return active.once(f"figure-{kind}-{colour}-{active.vocabulary_layout_key()}",
+    return active.once(f"figure-{kind}-{colour}-{active.vocabulary_map.layout_key()}",
                        lambda: _map_figure(vocabulary_map_data(active, colour, kind)))
 
 

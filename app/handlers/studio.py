@@ -94,10 +94,11 @@ def prepare_model(active: ActiveModel, progress: sv.Progress = sv.no_progress, o
         try:  # the map of every word, when it was laid out: its first draw is then instant
             vocabulary_figure(active)
             own = not engine.words.reused  # definitions are placed by the model's own vectors only
-            if own and active.definitions_placed():  # the map of every definition's first draw: instant too
+            # the map of every definition's first draw: instant too
+            if own and active.vocabulary_map.definitions_placed():
                 vocabulary_figure(active, kind="definition")
             elif own:  # minutes, once per layout, in the background
-                active.placing.start()
+                active.vocabulary_map.placing.start()
         except Exception:  # the map is optional: the model answers without it, and the Map tab says why
             log.warning("the map of every word could not be prepared", exc_info=True)
     # then its own exact vectors, in the background, where it answers with its parent's or with the shipped
