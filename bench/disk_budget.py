@@ -116,8 +116,8 @@ def upload_race(url: str, args: argparse.Namespace, uploads: Path) -> dict:
 
 
 def at_once(sends: list[Callable[[], None]]) -> int:
-    """Run `sends`, each in a thread of its own, all starting together; the largest disk use (app.server.public.disk_used)
-    read meanwhile, as fast as a thread can."""
+    """Run `sends`, each in a thread of its own, all starting together; the largest disk use
+    (app.server.public.disk_used) read meanwhile, as fast as a thread can."""
     import threading
 
     from app.server.public import disk_used

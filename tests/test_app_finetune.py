@@ -16,8 +16,8 @@ import pytest
 
 from app.views import render
 from app.shared.export import export_sentence_transformers, zip_folder
-from app.shared.finetune import (MIN_STEPS, FinetuneSettings, comparison_rows, missed_note, run_finetune, save_finetuned,
-                          validate_upload)
+from app.shared.finetune import (MIN_STEPS, FinetuneSettings, comparison_rows, missed_note, run_finetune,
+                                 save_finetuned, validate_upload)
 from app.handlers import Session
 from app.shared.jobs import CANCELLED, DONE, FAILED, Job, JobCancelled, JobManager
 from app.shared.models import BASE_LABEL

@@ -21,10 +21,10 @@ from pathlib import Path
 import pytest
 
 from app.shared.finetune import (STAGED_MODEL, TRAINING_THREADS_ENV, FinetuneResult, remove_leftovers, save_finetuned,
-                          staged_folder, staging_dir, training_threads)
+                                 staged_folder, staging_dir, training_threads)
 from app.handlers import Session, Studio
-from app.shared.jobs import (CANCELLED, BACKGROUND_NICENESS, DONE, FAILED, RUNNING, Job, JobManager, JobQueueFull, death_reason,
-                      run_in_process, short_reason, usable_cores)
+from app.shared.jobs import (CANCELLED, BACKGROUND_NICENESS, DONE, FAILED, RUNNING, Job, JobManager, JobQueueFull,
+                             death_reason, run_in_process, short_reason, usable_cores)
 from app.shared.models import Models, ModelSpec
 from app.views.projection import Projector
 from core import Engine

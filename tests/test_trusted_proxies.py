@@ -10,7 +10,8 @@ from types import SimpleNamespace
 import httpx
 import pytest
 
-from app.server.gate import QueueShares, TrustedProxies, client_address, forwarded_client, trust_proxies, trusted_proxies
+from app.server.gate import (QueueShares, TrustedProxies, client_address, forwarded_client, trust_proxies,
+                             trusted_proxies)
 from bench.bench_app import free_port
 
 PROXY = TrustedProxies.parse("10.0.0.0/8, ::1")

@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 from ..settings import (UPLOAD_LIFETIME_S, cache_dir, download_dir, folder_bytes, remove_old_downloads, staging_root,
-                       upload_dir)
+                        upload_dir)
 
 PUBLIC_ENV = "SPACE_ID"  # set by Hugging Face Spaces
 YOURS = "yours/"  # the prefix of a session's own models in the model list: no checkpoint name has a "/"

@@ -23,7 +23,7 @@ from core.explore import ProjectorPoints, write_projector
 
 from ..server.public import reserved
 from ..settings import (DOWNLOAD_LIFETIME, DOWNLOAD_PREFIX, download_dir, download_folders, folder_bytes,
-                       remove_old_downloads)
+                        remove_old_downloads)
 
 MAX_DOWNLOAD_BYTES = 1_000_000_000  # download folders in all: about 8 downloads of the shipped model
 IN_USE_SECONDS = 60.0  # a download younger than this may not be copied yet: never evicted for space
