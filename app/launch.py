@@ -19,7 +19,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 AUTH_ENV = "DEFSENT_AUTH"
-TRUSTED_PROXIES_ENV = "DEFSENT_TRUSTED_PROXIES"  # app.server reads no variable: the launcher hands it the value
+TRUSTED_PROXIES_ENV = "DEFSENT_TRUSTED_PROXIES"  # app.server.gate reads no variable: the launcher hands it the value
 
 
 def parse_auth(value: str | None) -> tuple[str, str] | None:
@@ -90,8 +90,8 @@ def checked_args(parser: argparse.ArgumentParser, args: argparse.Namespace) -> a
         args.auth = parse_auth(args.auth)
     except ValueError as err:
         parser.error(f"--auth (or ${AUTH_ENV}): {err}")
-    from app.public import public_mode
-    from app.server import trusted_proxies
+    from app.server.public import public_mode
+    from app.server.gate import trusted_proxies
     try:
         args.trusted_proxies = trusted_proxies(args.trusted_proxies, on_space=public_mode())  # $SPACE_ID
     except ValueError as err:
@@ -125,7 +125,7 @@ def serve(demo, args: argparse.Namespace) -> None:
     the model loads beside it, a first page can take longer, and the app died at start. The server listens
     on the address we bound by then, so that check is skipped (`_frontend=False` skips nothing else).
     """
-    from app.server import middleware, trust_proxies
+    from app.server.gate import middleware, trust_proxies
     from app.settings import MAX_UPLOAD_BYTES
     trust_proxies(args.trusted_proxies)
     from app.ui import CSS, theme
@@ -200,8 +200,8 @@ def _start(args: argparse.Namespace, started: float, starting: StartingPage | No
     os.environ[DEVICE_ENV] = args.device  # read where models load, training processes included (app/settings.py)
     configure_numba_cache()
     from app.handlers import start_studio
-    from app.models import ModelSpec, default_spec
-    from app.public import PublicLimits, public_mode
+    from app.shared.models import ModelSpec, default_spec
+    from app.server.public import PublicLimits, public_mode
     from core.checkpoint import CHECKPOINTS_DIR
 
     checkpoints = args.checkpoints or CHECKPOINTS_DIR
@@ -209,7 +209,7 @@ def _start(args: argparse.Namespace, started: float, starting: StartingPage | No
     public = PublicLimits() if public_mode(args.public) else None
     studio = start_studio(spec, checkpoints, not args.no_umap_warmup, args.warm_up_delay,
                           open_vocabulary=not args.single_token_words, public=public)
-    from app.server import PUBLIC_SHARES, QueueShares
+    from app.server.gate import PUBLIC_SHARES, QueueShares
     from app.ui import build_app
     from app.wiring import enable_queue
     demo = enable_queue(build_app(studio), max_size=args.queue_size,

@@ -1,9 +1,12 @@
-"""Where the app keeps caches that should outlive a run (numba's JIT cache, embedding caches)."""
+"""Where the app keeps its files (caches that outlive a run, uploads, downloads and how long a download stays),
+and the server's few fixed numbers."""
 from __future__ import annotations
 
 import os
+import shutil
 import stat
 import tempfile
+import time
 from pathlib import Path
 
 from core.paths import user_cache_dir
@@ -13,6 +16,11 @@ QUEUE_SIZE = 64  # requests that may wait beyond those running; past it a reques
 # Gradio refuses bigger uploads before writing them to disk; the dictionary loader's own cap is the same.
 MAX_UPLOAD_BYTES = 20_000_000
 UPLOAD_LIFETIME_S = 3600  # seconds Gradio keeps an upload or a served copy (app.ui's delete_cache)
+DOWNLOAD_PREFIX = "defsent-download-"  # the name of every download folder under download_dir()
+# Gradio copies a returned file into its own cache before answering (and deletes that copy after
+# UPLOAD_LIFETIME_S), so a download folder is needed for seconds; ten minutes leaves API callers that read
+# the path themselves time to do so.
+DOWNLOAD_LIFETIME = 600.0
 # Where models load and fine-tunes train: `python app.py --device` sets it, and the spawned training
 # processes inherit it. A name core.runtime.device.resolve_device takes.
 DEVICE_ENV = "DEFSENT_DEVICE"
@@ -41,6 +49,19 @@ def download_dir() -> Path:
         if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid():
             raise RuntimeError(f"{path} is not a folder of this user; remove it") from None
     return path
+
+
+def download_folders(root: Path) -> list[Path]:
+    """The download folders under `root`, oldest first."""
+    return sorted((p for p in root.glob(f"{DOWNLOAD_PREFIX}*") if p.is_dir()), key=lambda p: p.stat().st_mtime)
+
+
+def remove_old_downloads(root: Path, keep_seconds: float = DOWNLOAD_LIFETIME) -> None:
+    """Delete download folders under `root` last changed more than `keep_seconds` ago."""
+    cutoff = time.time() - keep_seconds
+    for folder in download_folders(root):
+        if folder.stat().st_mtime < cutoff:
+            shutil.rmtree(folder, ignore_errors=True)
 
 
 def cache_dir(*parts: str) -> Path:

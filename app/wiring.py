@@ -22,11 +22,11 @@ from core.checkpoint import CheckpointError
 from core.runtime import Cancelled
 
 from .messages import one_line, quoted
-from .models import ModelUnavailable
-from .public import VISITOR
-from .server import QueueShares, bound_per_client, client_address
+from .server.gate import QueueShares, bound_per_client, client_address
+from .server.public import VISITOR
+from .server.work import RUNNING, run_owned
 from .settings import QUEUE_SIZE
-from .work import RUNNING, run_owned
+from .shared.models import ModelUnavailable
 
 log = logging.getLogger(__name__)
 EVENT_CONCURRENCY = 2  # requests of one event that run at a time (2 cores, torch on 1 thread each)
@@ -195,7 +195,7 @@ def _is_a(value: Any, kinds: tuple[type, ...]) -> bool:
 
 def handler(fn: Callable) -> Callable:
     """Wrap a handler method (app/handlers/) for Gradio: readable errors, gr.Progress for a `progress`
-    parameter, and work owned by its request (app.work): it runs in a worker thread that stops at its next
+    parameter, and work owned by its request (app.server.work): it runs in a worker thread that stops at its next
     step when the request is cancelled or its client leaves, and the request ends only once the work has."""
     signature = inspect.signature(fn)
 
@@ -266,7 +266,7 @@ def wire(triggers: list, fn: Callable, inputs, outputs: list, keep: tuple = (), 
 def enable_queue(demo: gr.Blocks, max_size: int = QUEUE_SIZE, concurrency: int = EVENT_CONCURRENCY,
                  shares: QueueShares = QueueShares()) -> gr.Blocks:
     """Bound the request queue: at most `max_size` requests wait, and at most `shares` of them one client's
-    (app.server); one more is refused at once (HTTP 503: the browser shows "This application is currently
+    (app.server.gate); one more is refused at once (HTTP 503: the browser shows "This application is currently
     busy. Please try again.", gradio_client raises QueueError) instead of waiting behind an endless queue."""
     if max_size < 1 or concurrency < 1:
         raise ValueError("The queue size and the concurrency must be at least 1.")
@@ -277,5 +277,5 @@ def enable_queue(demo: gr.Blocks, max_size: int = QUEUE_SIZE, concurrency: int =
 
 def running_work() -> dict:
     """{"total": handlers' works running now, "by_handler": {name: count}}: after a request is
-    cancelled and the cancel answered, its work is no longer counted (app.work)."""
+    cancelled and the cancel answered, its work is no longer counted (app.server.work)."""
     return {"total": RUNNING.total(), "by_handler": RUNNING.counts()}

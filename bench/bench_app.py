@@ -93,9 +93,9 @@ def projection_rows(model: Path | None, sizes: list[int]) -> list[tuple[str, str
     """Seconds for PCA and UMAP (first fit incl. import and JIT, then warm) on `sizes` definitions."""
     from app.settings import configure_numba_cache, limit_threads
     limit_threads(1)  # as app.py does by default
-    from app.models import ModelSpec, default_spec
-    from app.projection import pca, umap_fit
-    from app.services import reference_corpus
+    from app.shared.models import ModelSpec, default_spec
+    from app.views.projection import pca, umap_fit
+    from app.shared.services import reference_corpus
 
     numba_dir = configure_numba_cache()
     cached = any(numba_dir.rglob("*.nbi"))

@@ -17,9 +17,9 @@ from pathlib import Path
 import numpy as np
 
 from app.handlers import EVERY_WORD_MAP, Session, Studio
-from app.jobs import JobManager
-from app.models import Models, ModelSpec
-from app.projection import Projector
+from app.shared.jobs import JobManager
+from app.shared.models import Models, ModelSpec
+from app.views.projection import Projector
 from core import Engine
 from core.paths import user_cache_dir
 
@@ -45,7 +45,7 @@ def main() -> None:
         draw()
     except ValueError as err:
         print(f"first draw: {err}")
-    studio.models.active().laying_out.thread.join()
+    studio.models.active().vocabulary_map.laying_out.thread.join()
     print(f"laid out in the background in {time.perf_counter() - started:.0f} s; peak memory {before:.0f} -> "
           f"{peak_mb():.0f} MB")
     _, status, session = draw()

@@ -8,7 +8,7 @@ through SentenceTransformer.encode (the peer) and through Engine.encode in each 
 batch size, same threads. Runs are interleaved (one round times every encoder once, in a rotated
 order), so load from other processes hits all of them alike; the table shows median sentences/s
 and the median over rounds of each round's ratio to the peer. The peer of a checkpoint is the same
-weights exported to the sentence-transformers format (app.export).
+weights exported to the sentence-transformers format (app.shared.export).
 """
 from __future__ import annotations
 
@@ -46,7 +46,7 @@ def load_peer(model: str, workdir: Path):
 
     if model == "base":
         return SentenceTransformer(resolve_base(DEFAULT_BASE), device="cpu")
-    from app.export import export_sentence_transformers
+    from app.shared.export import export_sentence_transformers
 
     folder = export_sentence_transformers(load_engine(model, "float32"), workdir / Path(model).name, Path(model).name)
     return SentenceTransformer(str(folder), device="cpu")

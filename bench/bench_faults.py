@@ -40,7 +40,7 @@ def main() -> int:
     os.environ["DEFSENT_CACHE_DIR"] = tempfile.mkdtemp(prefix="bench-faults-")  # staging off the user cache
     limit_threads(1)
     from app.handlers import Session, Studio
-    from app.models import Models, ModelSpec
+    from app.shared.models import Models, ModelSpec
     from core.checkpoint import DEFAULT_CHECKPOINT, list_checkpoints
     from core.lexicon.dictionary import load_wordnet
 

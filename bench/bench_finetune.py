@@ -8,7 +8,7 @@ a dictionary the model never trained on, with a fixed seed: 156 words in 203 row
 (a GCIDE word's definitions under a made-up name, 16 of the names with non-ASCII letters: their
 spelling says nothing, as with jargon), 25 phrases (from the held-out test split of WordNet's
 lemmas, which neither the encoder nor its word tower trained on: GCIDE has none), 76 words of several pieces and 15 single tokens.
-It runs the Fine-tune tab's job body (app/finetune.py `run_finetune`) with the default settings and
+It runs the Fine-tune tab's job body (app/shared/finetune.py `run_finetune`) with the default settings and
 prints, per objective ("head": the DefSent head alone; "own": every word of the dictionary,
 `TrainConfig.own_words`): how many training words are classes of the objective, the held-out words'
 MRR and top-10 among the dictionary's own words before and after (all, and those of several pieces),
@@ -63,7 +63,7 @@ def invented_name(rng: random.Random, accented: bool) -> str:
 
 
 def run(engine_path: Path, entries, kinds, objective: str, out: Path, seed: int = 0) -> dict:
-    from app.finetune import FinetuneSettings, UploadData, run_finetune
+    from app.shared.finetune import FinetuneSettings, UploadData, run_finetune
     from core import Engine
     from core.lexicon.dictionary import split_by_word
     from core.words.open_vocab import evaluate_among
@@ -123,7 +123,7 @@ def activation(out: Path, test) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from app.jobs import usable_cores
+    from app.shared.jobs import usable_cores
     from core.checkpoint import DEFAULT_CHECKPOINT
     from core.words.open_vocab_fit import GCIDE_DICTD, missing_gcide, read_gcide_dictd
     from core.paths import CACHE_DIR

@@ -28,9 +28,9 @@ def main(argv: list[str] | None = None) -> int:
     os.environ["DEFSENT_CACHE_DIR"] = tempfile.mkdtemp(prefix="bench-finetune-app-")  # staging off the user cache
     from app.settings import limit_threads
     limit_threads(1)
-    from app.finetune import FinetuneSettings, training_threads
+    from app.shared.finetune import FinetuneSettings, training_threads
     from app.handlers import Session, Studio
-    from app.models import Models, ModelSpec
+    from app.shared.models import Models, ModelSpec
     from core.checkpoint import DEFAULT_CHECKPOINT
     from core.lexicon.dictionary import load_wordnet
 

@@ -6,7 +6,7 @@ from 3 epochs and learned nothing. Prints a Markdown table, one row per glossary
 Each glossary (fixed seeds) has 40 words of WordNet's held-out lemmas (`lemma_split().test`: neither the encoder
 nor its word tower trained on them), one definition each: 15 words, 10 phrases and 15 invented names given a
 held-out word's definition (their spelling says nothing, as with jargon). Each run is the Fine-tune tab's job
-body (app/finetune.py `run_finetune`) with the default settings but Max steps (6: what 3 epochs of 2 batches
+body (app/shared/finetune.py `run_finetune`) with the default settings but Max steps (6: what 3 epochs of 2 batches
 gave). Columns: the dev MRR at the run's first and best evaluation, the held-out words' MRR among the glossary's
 words before and after, and how many words of each part of the split the trained model still misses
 (`still_missed`: its definition's first answer is another word).
@@ -47,7 +47,7 @@ def glossary(held_out, seed: int):
 
 def run(model: Path, entries, steps: int, out: Path) -> dict:
     """One fine-tune of `model` on `entries` for `steps` steps, the tab's other settings: what it measured."""
-    from app.finetune import FinetuneSettings, UploadData, run_finetune
+    from app.shared.finetune import FinetuneSettings, UploadData, run_finetune
     from core import Engine
     from core.lexicon.dictionary import split_by_word
 

@@ -91,7 +91,7 @@ def hover_label(page) -> str:
 
 def zoom_levels(page) -> dict[int, list[int]]:
     """{zoom factor: the levels of region names visible once zoomed that far into the map's middle}."""
-    from app.views import REGION_LABELS
+    from app.views.render import REGION_LABELS
 
     shown = {}
     for zoom in (1, 5, 20):
@@ -108,7 +108,7 @@ def zoom_levels(page) -> dict[int, list[int]]:
 def search_view(page, query: str) -> tuple[float, list[int]]:
     """(how many times closer than the whole map the view is after searching `query`, the levels of region
     names visible there)."""
-    from app.views import REGION_LABELS
+    from app.views.render import REGION_LABELS
 
     page.get_by_label("Search the map").fill(query)
     page.get_by_role("button", name="Highlight").click()
@@ -126,7 +126,7 @@ def engine_side(definitions: bool = False) -> None:
     """The figure's size as plotly JSON (what Gradio sends) and a search's landing time, in this process;
     with `definitions`, the figure of every definition (placed first when they are not yet: minutes)."""
     from app.handlers import vocabulary_figure
-    from app.models import ActiveModel, ModelSpec
+    from app.shared.models import ActiveModel, ModelSpec
     from core.checkpoint import DEFAULT_CHECKPOINT
     from core.engine import Engine
     from core.paths import user_cache_dir
@@ -135,10 +135,10 @@ def engine_side(definitions: bool = False) -> None:
     engine = Engine.load(decoder=None, open_vocabulary=False)
     engine.enable_open_vocabulary(cache_dir=user_cache_dir("open-vocab"), compact=False)
     active = ActiveModel(ModelSpec(DEFAULT_CHECKPOINT.name, DEFAULT_CHECKPOINT), engine)
-    coords = active.vocabulary_layout()
+    coords = active.vocabulary_map.layout()
     if definitions:
         placing = time.perf_counter()
-        active.definition_positions()
+        active.vocabulary_map.definition_positions()
         print(f"definitions placed or read in {time.perf_counter() - placing:.1f} s")
     started = time.perf_counter()
     figure = vocabulary_figure(active, kind="definition" if definitions else "word")

@@ -1,12 +1,12 @@
 """Disk budget bench (issue 55, item 2): what a visitor of a public server can make it write, against the one
-budget (app.public). A Gradio server on 127.0.0.1 with the app's middleware (app.server) and a budget of
+budget (app.server.public). A Gradio server on 127.0.0.1 with the app's middleware (app.server.gate) and a budget of
 `--budget-mb`, its temp folder and caches in a fresh folder; then, as a visitor would:
 
-1. `--downloads` Projector exports of `--points` points (app.export.projector_download, as the Map's
+1. `--downloads` Projector exports of `--points` points (app.shared.export.projector_download, as the Map's
    download), each with a copy of its zip in Gradio's temp folder, as Gradio serves it;
 2. `--uploads` raw uploads of `--upload-mb` each to /gradio_api/upload (no session needed);
 
-counting those accepted and refused, the largest disk use seen (app.public.disk_used) and the refusal message;
+counting those accepted and refused, the largest disk use seen (app.server.public.disk_used) and the refusal message;
 then, on a fresh budget (issue 61):
 
 3. the race: the disk filled to `--free-mb` under the budget, then `--parallel` uploads of `--parallel-mb` each
@@ -52,9 +52,9 @@ def run(args: argparse.Namespace, work: Path) -> dict:
     import httpx
     import numpy as np
 
-    from app.export import projector_download
-    from app.public import PublicLimits, disk_used, set_disk_budget
-    from app.server import middleware
+    from app.shared.export import projector_download
+    from app.server.public import PublicLimits, disk_used, set_disk_budget
+    from app.server.gate import middleware
     from app.settings import upload_dir
     from bench.bench_app import free_port
 
@@ -102,7 +102,7 @@ def send_upload(url: str, content: bytes, name: str, source: str) -> "httpx.Resp
 def upload_race(url: str, args: argparse.Namespace, uploads: Path) -> dict:
     """Phase 3: a fresh budget filled to `free_mb` under its end, then `parallel` uploads at once, each from its
     own address; their codes and the largest disk use read meanwhile."""
-    from app.public import PublicLimits, disk_used, set_disk_budget
+    from app.server.public import PublicLimits, disk_used, set_disk_budget
     shutil.rmtree(uploads, ignore_errors=True)
     uploads.mkdir(parents=True)
     set_disk_budget(PublicLimits(disk_bytes=int(args.budget_mb * 1e6)))
@@ -116,11 +116,11 @@ def upload_race(url: str, args: argparse.Namespace, uploads: Path) -> dict:
 
 
 def at_once(sends: list[Callable[[], None]]) -> int:
-    """Run `sends`, each in a thread of its own, all starting together; the largest disk use (app.public.disk_used)
-    read meanwhile, as fast as a thread can."""
+    """Run `sends`, each in a thread of its own, all starting together; the largest disk use
+    (app.server.public.disk_used) read meanwhile, as fast as a thread can."""
     import threading
 
-    from app.public import disk_used
+    from app.server.public import disk_used
     start, peak, done = threading.Barrier(len(sends)), [disk_used()], threading.Event()
 
     def send(work: Callable[[], None]) -> None:
@@ -144,7 +144,7 @@ def at_once(sends: list[Callable[[], None]]) -> int:
 
 def address_share(url: str, args: argparse.Namespace) -> dict:
     """Phase 4: a fresh, empty budget; uploads from one address until one is refused, then one from another."""
-    from app.public import PublicLimits, set_disk_budget
+    from app.server.public import PublicLimits, set_disk_budget
     from app.settings import upload_dir
     shutil.rmtree(upload_dir(), ignore_errors=True)
     upload_dir().mkdir(parents=True)

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from app.projection import CACHED
+from app.views.projection import CACHED
 
 REQUEST_TIMEOUT = 300.0  # seconds; a request with no answer by then is counted as failed (a hang)
 DESCRIPTIONS = ["a person who is in charge", "a place where books are kept", "a large grey animal with a trunk",

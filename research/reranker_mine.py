@@ -9,6 +9,9 @@ words first (people describe common words), at most `--senses` per word, each sc
 that leaves out its near copies (core/words/open_vocab_fit.near_copies). The human dev set is mined
 alike (its own words left out, as the app does) for choosing the fusion weight.
 
+Still open (docs/results.md, "A cross-encoder reranker"): lists mined from descriptions in a person's words, the
+feature norms of issue 53 (`--descriptions`, a description<TAB>word a line), were not tried.
+
     python -m research.reranker_mine --queries 16000 --out data/cache/reranker/lists.pt
 """
 from __future__ import annotations
@@ -20,11 +23,21 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from core import Engine
 from core.evaluation.reverse import read_human_descriptions
 from core.lexicon.dictionary import Entry, definition_key, lemma_split
+from core.paths import user_cache_dir
 from core.text import singular
 from core.words.open_vocab_fit import GCIDE_DICTD, near_copies, read_gcide_dictd
-from research.human_fusion_probe import probe_engine
+
+
+def probe_engine(model: str) -> Engine:
+    """`model` answering from its open vocabulary in float32 (vectors from Engine.load's cache), as the
+    issue-38 probes scored it (`git show 666302e:research/human_fusion_probe.py`, where this came from)."""
+    engine = Engine.load(model, decoder=None)
+    engine.words.set_precision("float32")
+    engine.enable_open_vocabulary(cache_dir=user_cache_dir("open-vocab"))
+    return engine
 
 
 def training_queries(scorer, gcide: list[Entry], count: int, senses: int, min_zipf: float) -> list[Entry]:
@@ -100,7 +113,7 @@ def main() -> None:
     p.add_argument("--pool", type=int, default=30)
     p.add_argument("--gcide", type=Path, default=GCIDE_DICTD)
     p.add_argument("--descriptions", type=Path, help="train on these description<TAB>word lines instead of GCIDE "
-                   "(research/lm_descriptions.py)")
+                   "(research/lm_descriptions.py at 666302e)")
     p.add_argument("--out", type=Path, required=True)
     args = p.parse_args()
     engine = probe_engine(args.model)

@@ -37,7 +37,8 @@ FOLDERS = ("app", "core", "checkpoints/defsent-minilm", "checkpoints/vec2sent-de
 MAX_FILE_BYTES = 100 * 2**20   # above the largest file (the open-vocabulary vectors, 97 MB): a bigger one is a mistake
 MAX_TOTAL_BYTES = 1 * 2**30    # a Space repository is meant to stay small; this one is ~62 MB (~163 MB with --vectors)
 # The modules `python app.py` imports before it serves: the import check loads them from the list.
-APP_MODULES = ("app.settings", "app.handlers", "app.models", "app.request_limits", "app.ui", "core.checkpoint")
+APP_MODULES = ("app.settings", "app.handlers", "app.shared.models", "app.server.request_limits", "app.ui",
+               "core.checkpoint")
 
 
 def space_files(root: Path = REPO, vectors: Path | None = None) -> list[str]:

@@ -114,9 +114,9 @@ def engine(tiny_mlm_dir) -> Engine:
 @pytest.fixture
 def studio(engine, tiny_mlm_dir, tmp_path) -> Studio:
     from app.handlers import Studio
-    from app.jobs import JobManager
-    from app.models import Models, ModelSpec
-    from app.projection import Projector
+    from app.shared.jobs import JobManager
+    from app.shared.models import Models, ModelSpec
+    from app.views.projection import Projector
 
     models = Models.from_engine(engine, ModelSpec("tiny", base=str(tiny_mlm_dir)), tmp_path / "checkpoints")
     return Studio(models, Projector(), JobManager())
@@ -130,8 +130,8 @@ def dictionary_file(tmp_path) -> Path:
     return path
 
 
-# The app's finite background threads: model loads and their warm-ups (app/models.py), a model's own
-# vectors and its definitions placed on the map (app/jobs.py in_background).
+# The app's finite background threads: model loads and their warm-ups (app/shared/models.py), a model's own
+# vectors and its definitions placed on the map (app/shared/jobs.py in_background).
 BACKGROUND_THREADS = ("load-model", "own-vectors", "definitions-on-the-map", "map-of-every-word")
 
 

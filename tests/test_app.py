@@ -14,13 +14,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from app import services as sv
-from app import views
-from app.evaluation import sts_markdown, word_prediction_rows
+from app.shared import services as sv
+from app.views import render
+from app.shared.evaluation import sts_markdown, word_prediction_rows
 from app.handlers import BASE_WARNING_SHORT, Session, Studio, start_studio
-from app.jobs import JobManager
-from app.models import BASE_LABEL, Models, ModelSpec, ModelUnavailable, available_specs
-from app.projection import Projector
+from app.shared.jobs import JobManager
+from app.shared.models import BASE_LABEL, Models, ModelSpec, ModelUnavailable, available_specs
+from app.views.projection import Projector
 from core import Engine
 from core.readout import find_decoder_dir
 from tests.conftest import TINY_WORDS
@@ -96,7 +96,7 @@ def test_the_reverse_dictionary_shows_scores_relative_to_the_first_answer(studio
     """Probabilities over 147k words read "0.02 %" for a good answer: the page shows 100 for the first
     answer and each other's share of it, as numbers and bar widths (issue 54, item 5)."""
     rows = [sv.WordRow("chief", 0.0005, []), sv.WordRow("head", 0.0004, []), sv.WordRow("boss", 0.0001, [])]
-    page = views.words_html(rows, "model")
+    page = render.words_html(rows, "model")
     assert [int(s) for s in re.findall(r"class='ds-p'[^>]*>(\d+)<", page)] == [100, 80, 20]
     assert re.findall(r"width:(\d+)%", page) == ["100", "80", "20"] and "%</span>" not in page
     _, words, _ = studio.analogy.analogy("a king", "a queen", "a boy", "b - a + c")
@@ -194,7 +194,7 @@ def test_search_analogy_and_interpolation_search_the_chosen_collection(tiny_mlm_
 
 def test_a_quick_build_does_not_wait_behind_a_slow_one_of_another_key(engine):
     """The map's layout (a file read) once waited 12 s behind the untrained twin's loading."""
-    from app.models import ActiveModel
+    from app.shared.models import ActiveModel
     active = ActiveModel(ModelSpec("shipped"), engine)
     started, release = threading.Event(), threading.Event()
 
@@ -292,7 +292,7 @@ def test_evaluate_words_and_sts(studio, monkeypatch):
 
 
 def test_dataset_names_and_data_dir_match_core():
-    from app import evaluation
+    from app.shared import evaluation
     from core.evaluation.runner import DEFAULT_DATA_DIR
     from core.evaluation.sts import SINGLE_FILE_DATASETS, STS_YEARS
 
@@ -378,5 +378,5 @@ def test_an_answer_is_written_in_the_form_the_description_asks_for_with_its_lemm
                                                          pattern="candle"))
     assert (plural.word, plural.written, lemma.written) == ("candle", "candles", "")
     assert plural.definitions == lemma.definitions and all(e.word == "candle" for e in plural.definitions)
-    page = views.words_html([plural], "model")
+    page = render.words_html([plural], "model")
     assert page.index("candles") < page.index("(candle)")

@@ -14,13 +14,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from app import views
-from app.export import export_sentence_transformers, zip_folder
-from app.finetune import (MIN_STEPS, FinetuneSettings, comparison_rows, missed_note, run_finetune, save_finetuned,
-                          validate_upload)
+from app.views import render
+from app.shared.export import export_sentence_transformers, zip_folder
+from app.shared.finetune import (MIN_STEPS, FinetuneSettings, comparison_rows, missed_note, run_finetune,
+                                 save_finetuned, validate_upload)
 from app.handlers import Session
-from app.jobs import CANCELLED, DONE, FAILED, Job, JobCancelled, JobManager
-from app.models import BASE_LABEL
+from app.shared.jobs import CANCELLED, DONE, FAILED, Job, JobCancelled, JobManager
+from app.shared.models import BASE_LABEL
 from core import Engine
 from core.words import evaluate_among
 from tests.conftest import DEFINITIONS
@@ -68,19 +68,19 @@ def test_job_view_while_queued_and_running(studio):
     assert studio.finetune.job_active(running.id) and studio.finetune.job_view("") == ("", None, [], [])
     release.set()
     assert wait_for(studio.jobs, queued.id).status == DONE and not studio.finetune.job_active(running.id)
-    assert "starting..." in views.job_progress_html({})  # no stage yet: a pulsing bar, no step count
+    assert "starting..." in render.job_progress_html({})  # no stage yet: a pulsing bar, no step count
 
 
 # ---- fine-tune ---------------------------------------------------------------------------------------
 
 def test_a_stage_without_a_step_count_pulses_instead_of_showing_a_full_bar():
     after = {"stage": "scoring the held-out words after training", "step": 40, "total": 40, "loss": 0.5}
-    html = views.job_progress_html(after)  # the training's step count is still in the job's progress
+    html = render.job_progress_html(after)  # the training's step count is still in the job's progress
     assert "ds-progress-pulse" in html and "width:100.0%" not in html
     assert "scoring the held-out words after training" in html and "step" not in html
-    training = views.job_progress_html({"stage": "training", "step": 10, "total": 40})
+    training = render.job_progress_html({"stage": "training", "step": 10, "total": 40})
     assert "width:25.0%" in training and "ds-progress-pulse" not in training
-    assert "ds-progress-pulse" in views.job_progress_html({"stage": "loading a copy of the model", "total": 0})
+    assert "ds-progress-pulse" in render.job_progress_html({"stage": "loading a copy of the model", "total": 0})
 
 
 def test_validate_upload_reports_and_splits(engine, dictionary_file, tmp_path):
@@ -234,8 +234,8 @@ def test_a_downloaded_fine_tune_answers_from_the_compact_vectors_it_carries(tiny
     vectors and its new words), so that elsewhere, with an empty cache, its first query embeds nothing else."""
     import core.words.scorer
     from app.handlers import Studio
-    from app.models import Models, ModelSpec
-    from app.projection import Projector
+    from app.shared.models import Models, ModelSpec
+    from app.views.projection import Projector
     from core.lexicon import Entry
     from core.paths import user_cache_dir
     from core.words.open_vocab import COMPACT_VECTORS

@@ -10,9 +10,9 @@ import re
 import numpy as np
 import pytest
 
-from app import services as sv
+from app.shared import services as sv
 from app.handlers import Session
-from app.projection import CACHED, Projector, pca
+from app.views.projection import CACHED, Projector, pca
 from core.words.word_prior import frequency_bands
 from tests.conftest import TINY_WORDS
 
@@ -30,7 +30,7 @@ def test_draw_map_then_search(studio):
     figure, note, rows = studio.map.search_map("dog", 2, session)
     assert "1 point(s)" in note and rows[0][2] == "a dog"
     assert figure.data[-1].name == "search hits"
-    from app.services import SAMPLE
+    from app.shared.services import SAMPLE
     with pytest.raises(ValueError, match="map of every word only"):  # this map's layout is its own
         studio.map.search_map("dog", 2, session, SAMPLE)
     with pytest.raises(ValueError, match="between 1 and 30"):
@@ -55,7 +55,7 @@ def test_a_selection_on_the_map_lists_its_points_and_their_csv(studio, monkeypat
     from app.handlers.map import _plain
 
     assert [_inert(v) for v in ("=1+1", "-x", "ok", 3)] == ["'=1+1", "'-x", "ok", 3]  # no formula runs
-    monkeypatch.setattr("app.export.download_dir", lambda: tmp_path / "downloads")
+    monkeypatch.setattr("app.shared.export.download_dir", lambda: tmp_path / "downloads")
     with pytest.raises(ValueError, match="Draw a map first"):
         studio.map.select_map("[[0, 0]]", Session())
     figure, _, session = studio.map.draw_map("vocabulary words", 30, "", None, "PCA", "2-D", "part of speech",
@@ -256,13 +256,13 @@ def test_pca_and_projection_cache():
 
 @pytest.mark.parametrize("works", [True, False])
 def test_umap_warm_up_ends_the_polling_whether_it_works_or_not(works, monkeypatch):
-    import app.projection
+    import app.views.projection
 
     def fit(vectors, dims=2, seed=0):
         if not works:
             raise ImportError("no umap here")
         return vectors[:, :dims]
-    monkeypatch.setattr(app.projection, "umap_fit", fit)
+    monkeypatch.setattr(app.views.projection, "umap_fit", fit)
     projector = Projector()
     projector.expect_warm_up()
     projector.warm_up(sizes=(20,))
@@ -272,12 +272,12 @@ def test_umap_warm_up_ends_the_polling_whether_it_works_or_not(works, monkeypatc
 
 def test_a_page_load_shows_the_umap_status_of_that_moment(studio, monkeypatch):
     pytest.importorskip("gradio")
-    import app.projection
+    import app.views.projection
     from app.ui import build_app
 
     studio.projector.expect_warm_up()
     demo = build_app(studio)  # built while UMAP waits to warm up: the status it was built with says so
-    monkeypatch.setattr(app.projection, "umap_fit", lambda vectors, dims=2, seed=0: vectors[:, :dims])
+    monkeypatch.setattr(app.views.projection, "umap_fit", lambda vectors, dims=2, seed=0: vectors[:, :dims])
     studio.projector.warm_up(sizes=(20,))
     status_id = next(i for i, b in demo.blocks.items() if getattr(b, "elem_id", None) == "umap-status")
     on_load = [f for f in demo.fns.values() if ("load" in [name for _, name in f.targets])
@@ -305,7 +305,7 @@ def test_the_projector_export_escapes_formulas_like_the_selection_csv(tmp_path):
 
     import numpy as np
 
-    from app.export import csv_download, projector_download
+    from app.shared.export import csv_download, projector_download
     from core.spreadsheet import FORMULA_STARTS
 
     texts = ["=cmd|' /C calc'!A0", '=HYPERLINK("http://x","y")', "+1+1", "-2", "@SUM(A1)", "a plain line"]

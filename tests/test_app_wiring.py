@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from app.handlers import Session
-from app.models import ModelSpec
+from app.shared.models import ModelSpec
 from core import Engine
 from core.lexicon.dictionary import Entry
 from tests.conftest import DEFINITIONS
@@ -114,7 +114,7 @@ def test_a_page_load_copies_nothing_of_the_backend(studio, monkeypatch):
     import httpx
 
     from app.handlers.backend import Backend
-    from app.models import Models
+    from app.shared.models import Models
     from app.ui import build_app
     from bench.bench_app import free_port
     from core import Engine
@@ -192,7 +192,8 @@ def test_the_port_answers_while_the_app_starts_and_is_then_the_apps(monkeypatch)
 def test_download_folders_are_removed_after_their_lifetime(engine, tiny_mlm_dir, tmp_path):
     import os
 
-    from app.export import DOWNLOAD_PREFIX, download_files
+    from app.shared.export import download_files
+    from app.settings import DOWNLOAD_PREFIX
 
     checkpoint = engine.save(tmp_path / "ckpt" / "mine")
     old = tmp_path / "downloads" / f"{DOWNLOAD_PREFIX}old"
@@ -207,7 +208,7 @@ def test_download_folders_are_removed_after_their_lifetime(engine, tiny_mlm_dir,
 
 
 def test_uploads_are_deleted_once_read_but_only_inside_the_upload_folder(tmp_path):
-    from app.services import discard_upload
+    from app.shared.services import discard_upload
 
     uploads = tmp_path / "gradio"
     upload = uploads / "3f2a" / "mine.tsv"
@@ -272,7 +273,7 @@ def test_an_activated_fine_tune_answers_with_its_parents_vectors_then_its_own(ti
 
     import core.words.scorer
     from app.handlers import prepare_model
-    from app.models import ActiveModel
+    from app.shared.models import ActiveModel
     from app.settings import cache_dir
 
     monkeypatch.setenv("DEFSENT_CACHE_DIR", str(tmp_path / "cache"))
@@ -302,7 +303,7 @@ def test_a_fresh_clone_answers_with_the_compact_vectors_then_embeds_exact_ones(t
     import app.handlers.studio
     import core.words.scorer
     from app.handlers import prepare_model
-    from app.models import ActiveModel
+    from app.shared.models import ActiveModel
 
     monkeypatch.setattr(core.words.scorer, "load_wordnet_lemmas", lambda: [Entry(w, d) for w, d in DEFINITIONS.items()])
     monkeypatch.setenv("DEFSENT_CACHE_DIR", str(tmp_path / "build-cache"))
@@ -325,7 +326,7 @@ def test_a_fresh_clone_answers_with_the_compact_vectors_then_embeds_exact_ones(t
 def test_the_collection_hint_is_short_enough_for_a_phone():
     """The dropdown's hint under 'Search in' / 'Nearest sentences from' was 282 characters: on a 420 px screen a tall
     narrow column that squeezed the dropdown (issue 54, the first-hour walk). It names every choice it explains."""
-    from app import services as sv
+    from app.shared import services as sv
     from app.tabs.shared import REFERENCE_INFO
 
     assert len(REFERENCE_INFO) <= 200

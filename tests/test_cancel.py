@@ -1,5 +1,5 @@
 """A cancelled request stops (issue 43): its work checks a cancel token at each step (core.runtime.cancel), and
-the app's handlers (app.work.run_owned) end a request only once its work has stopped, so a loop of
+the app's handlers (app.server.work.run_owned) end a request only once its work has stopped, so a loop of
 submit-and-cancel cannot pile up threads behind the pools' limits.
 
 Everything talks to 127.0.0.1 only; nothing is downloaded.
@@ -17,8 +17,8 @@ import pytest
 import torch
 
 from app.handlers import Studio
-from app.models import Models, ModelSpec
-from app.work import RunningWork, run_owned
+from app.shared.models import Models, ModelSpec
+from app.server.work import RunningWork, run_owned
 from bench.bench_app import free_port
 from core import Engine
 from core.runtime.cancel import Cancelled, CancelToken, cancellable, check_cancelled
@@ -91,7 +91,7 @@ def test_a_cancelled_token_stops_encoding_and_decoding(tiny_mlm_dir):
 def test_a_cancelled_map_stops_between_umap_epochs():
     """UMAP's layout loop checks at each epoch (through its progress bar's output)."""
     pytest.importorskip("umap")
-    from app.projection import umap_fit
+    from app.views.projection import umap_fit
 
     token = CancelToken()
     token.cancel()
@@ -151,7 +151,7 @@ def test_a_finished_request_returns_its_answer_and_its_errors():
 def live_demo(tiny_mlm_dir, tmp_path):
     """The app on a free local port, its analogy replaced by long work in steps; (the Blocks, the work)."""
     pytest.importorskip("gradio")
-    from app.server import middleware
+    from app.server.gate import middleware
     from app.ui import build_app
     from app.wiring import enable_queue
 
@@ -184,7 +184,7 @@ def running_total(client) -> int:
 
 
 def test_a_prepared_models_objects_are_out_of_the_collectors_walks(studio):
-    """A full collection (one after every cancelled request, app/work.py) walked the model's ~750,000 objects,
+    """A full collection (one after every cancelled request, app/server/work.py) walked the model's ~750,000 objects,
     250-800 ms holding the GIL: light requests waited up to a second during a submit-and-cancel attack."""
     import gc
 
@@ -349,7 +349,7 @@ def test_a_cancel_that_lands_inside_its_join_is_made_good_by_the_reset(live_demo
 def test_one_session_cannot_fill_the_shared_queue(live_app):
     """One client submitting in a loop held all 64 slots (issue 55): now it gets its share, and nobody else is
     refused."""
-    from app.server import QueueShares
+    from app.server.gate import QueueShares
 
     url, work = live_app
     share = QueueShares().per_session
@@ -367,7 +367,7 @@ def test_one_session_cannot_fill_the_shared_queue(live_app):
 def test_in_public_mode_one_address_cannot_fill_the_queue_with_made_up_sessions():
     from types import SimpleNamespace
 
-    from app.server import QueueShares, client_address, share_refusal
+    from app.server.gate import QueueShares, client_address, share_refusal
 
     def request(peer: str, forwarded: str = ""):
         return SimpleNamespace(client=SimpleNamespace(host=peer), headers={"x-forwarded-for": forwarded})
@@ -458,7 +458,7 @@ def test_the_submit_and_cancel_load_test_leaves_no_work_running():
 
 
 def test_shared_preparation_runs_to_its_end_even_when_its_request_is_cancelled():
-    """A model's one-time preparation (app.models: reference sentences, the untrained twin, a session's
+    """A model's one-time preparation (app.shared.models: reference sentences, the untrained twin, a session's
     model) serves every request after: the request that started it being cancelled must not stop it."""
     from core.runtime.cancel import uncancellable
 

@@ -294,7 +294,7 @@ def test_a_one_word_description_or_a_sentence_is_still_looked_up(checkpoint, cap
 def test_words_leaves_the_descriptions_words_out_by_default_as_the_app_and_the_api_do(checkpoint, capsys):
     import json
 
-    from app.services import WordQuery
+    from app.shared.services import WordQuery
 
     engine = Engine.load(checkpoint, decoder=None)
     engine.words.set_precision("float32")  # as the command scores (int8 ranks alike, but a random model's near-ties flip)

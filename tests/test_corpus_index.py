@@ -86,11 +86,11 @@ def test_sentences_are_read_with_bounds(tmp_path, monkeypatch):
 
 
 def test_the_command_builds_an_index_the_app_then_searches(tiny_mlm_dir, tmp_path, monkeypatch, capsys):
-    from app import services as sv
+    from app.shared import services as sv
     from app.handlers import Session, Studio
-    from app.jobs import JobManager
-    from app.models import Models, ModelSpec
-    from app.projection import Projector
+    from app.shared.jobs import JobManager
+    from app.shared.models import Models, ModelSpec
+    from app.views.projection import Projector
     from core import Engine
     from core.cli import main
 

@@ -126,7 +126,7 @@ def test_out_of_memory_in_decoder_training_suggests_a_smaller_batch(monkeypatch)
 
 
 def test_a_fine_tune_out_of_gpu_memory_tells_the_user_to_lower_the_batch():
-    from app.jobs import short_reason
+    from app.shared.jobs import short_reason
     from core.runtime.device import out_of_memory_message
 
     reason = short_reason(OutOfDeviceMemory(out_of_memory_message("DefSent training", 64, torch.device("cuda", 0))))

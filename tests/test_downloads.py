@@ -16,14 +16,14 @@ from pathlib import Path
 
 import pytest
 
-from app import export
-from app.export import DOWNLOAD_PREFIX, download_files, expected_download_bytes
-from app.finetune import FinetuneResult
+from app.shared import export
+from app.shared.export import download_files, expected_download_bytes
+from app.shared.finetune import FinetuneResult
 from app.handlers import Studio
-from app.jobs import DONE, JobManager
-from app.models import Models, ModelSpec
-from app.projection import Projector
-from app.settings import download_dir
+from app.shared.jobs import DONE, JobManager
+from app.shared.models import Models, ModelSpec
+from app.views.projection import Projector
+from app.settings import DOWNLOAD_PREFIX, download_dir
 from core import Engine
 
 

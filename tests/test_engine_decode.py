@@ -344,7 +344,7 @@ def test_a_fine_tuned_model_decodes_with_the_decoder_it_started_with(encoder_dir
     assert Engine.load(copy_encoder(encoder_dir, tmp_path / "other")).reader.borrowed_decoding is None
 
     from app.handlers import Studio
-    from app.models import Models, ModelSpec
+    from app.shared.models import Models, ModelSpec
 
     studio = Studio(Models.from_engine(tuned, ModelSpec("tuned", tmp_path / "tuned"), tmp_path))
     decoded, _, _ = studio.analogy.analogy("a king", "a queen", "a boy", "b - a + c")
@@ -356,7 +356,7 @@ def test_a_fine_tuned_model_decodes_with_the_decoder_it_started_with(encoder_dir
 def test_the_app_decodes_with_the_engines_decoder(encoder_dir, plain_engine, tmp_path, monkeypatch):
     from app.handlers import Studio
     from core.vec2sent.refine import APP_BEAM
-    from app.models import BASE_LABEL, Models, ModelSpec, available_specs
+    from app.shared.models import BASE_LABEL, Models, ModelSpec, available_specs
 
     monkeypatch.setenv("DEFSENT_CACHE_DIR", str(tmp_path / "cache"))
     folder = tmp_path / "checkpoints"

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from app import evaluation
+from app.shared import evaluation
 from app.handlers import Studio
-from app.jobs import JobManager
-from app.models import Models, ModelSpec
-from app.projection import Projector
+from app.shared.jobs import JobManager
+from app.shared.models import Models, ModelSpec
+from app.views.projection import Projector
 from core import Engine
 
 SENTEVAL = Path(__file__).parent / "fixtures" / "senteval"

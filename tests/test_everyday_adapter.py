@@ -154,7 +154,7 @@ def test_eval_reverse_splits_the_human_set_by_the_norms_and_scores_their_held_ou
 
 
 def test_the_model_card_names_every_training_source_with_its_license(engine):
-    from app.export import model_card
+    from app.shared.export import model_card
     from core.lexicon.norms import NORMS_SOURCE
 
     assert "WordNet 3.0 licence" in model_card(engine, "mine") and "GPL-3.0" not in model_card(engine, "mine")

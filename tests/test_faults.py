@@ -20,13 +20,13 @@ from pathlib import Path
 
 import pytest
 
-from app.finetune import (STAGED_MODEL, TRAINING_THREADS_ENV, FinetuneResult, remove_leftovers, save_finetuned,
-                          staged_folder, staging_dir, training_threads)
+from app.shared.finetune import (STAGED_MODEL, TRAINING_THREADS_ENV, FinetuneResult, remove_leftovers, save_finetuned,
+                                 staged_folder, staging_dir, training_threads)
 from app.handlers import Session, Studio
-from app.jobs import (CANCELLED, BACKGROUND_NICENESS, DONE, FAILED, RUNNING, Job, JobManager, JobQueueFull, death_reason,
-                      run_in_process, short_reason, usable_cores)
-from app.models import Models, ModelSpec
-from app.projection import Projector
+from app.shared.jobs import (CANCELLED, BACKGROUND_NICENESS, DONE, FAILED, RUNNING, Job, JobManager, JobQueueFull,
+                             death_reason, run_in_process, short_reason, usable_cores)
+from app.shared.models import Models, ModelSpec
+from app.views.projection import Projector
 from core import Engine
 from core.checkpoint import CheckpointError, list_checkpoints, process_alive
 
@@ -405,7 +405,7 @@ def test_disk_full_while_writing_the_manifest_leaves_nothing(checkpoints, previo
     def full(path, data):
         Path(path).write_text("{", encoding="utf-8")
         raise OSError(errno.ENOSPC, "No space left on device", str(path))
-    monkeypatch.setattr("app.finetune.write_json", full)
+    monkeypatch.setattr("app.shared.finetune.write_json", full)
     with pytest.raises(ValueError, match="No space left on device"):
         save_finetuned(staged, "mine", checkpoints)
     assert_previous_intact(checkpoints, previous)

@@ -1,4 +1,4 @@
-"""Fine-tune settings have bounds (app.finetune.setting_bounds): a value out of range is refused with
+"""Fine-tune settings have bounds (app.shared.finetune.setting_bounds): a value out of range is refused with
 the setting's name and range before any job is queued; values at the bounds are accepted."""
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from app.finetune import MAX_TOTAL_STEPS, FinetuneSettings, model_layers, setting_bounds
+from app.shared.finetune import MAX_TOTAL_STEPS, FinetuneSettings, model_layers, setting_bounds
 from app.handlers import Session
 from tests.conftest import DEFINITIONS
 

@@ -19,10 +19,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from app import services as sv
-from app.finetune import FinetuneResult, validate_upload
+from app.shared import services as sv
+from app.shared.finetune import FinetuneResult, validate_upload
 from app.handlers import Session, Studio
-from app.models import Models, ModelSpec
+from app.shared.models import Models, ModelSpec
 from core import Engine
 from core.lexicon import user_files
 from core.checkpoint import safe_checkpoint_name
@@ -418,7 +418,7 @@ def test_emoji_inside_words_are_fine(studio):
 
 
 def test_a_long_list_is_refused_once_its_encoding_runs_past_the_time_budget():
-    from app.services import TooSlow, embed_corpus
+    from app.shared.services import TooSlow, embed_corpus
 
     class SlowEngine:
         batches = 0

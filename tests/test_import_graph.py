@@ -1,4 +1,5 @@
-"""core/ imports as a tree of layers: no import cycle, no CLI inside a library module, no research/.
+"""core/ imports as a tree of layers: no import cycle, no CLI inside a library module, no research/; app/
+has no import cycle either.
 
 The graph is read from the source (ast), with every import of a core module, at module level or
 inside a function: a function-level import that closes a cycle still ties the modules together
@@ -10,6 +11,7 @@ import ast
 from pathlib import Path
 
 CORE = Path(__file__).resolve().parents[1] / "core"
+APP = CORE.parent / "app"
 
 
 def module_name(path: Path) -> str:
@@ -34,8 +36,9 @@ def imported_modules(path: Path, modules: set[str]) -> set[str]:
     return {m for m in found if m in modules and m != name}
 
 
-def import_graph() -> dict[str, set[str]]:
-    files = {module_name(p): p for p in CORE.rglob("*.py")}
+def import_graph(package: Path = CORE) -> dict[str, set[str]]:
+    """Each module of `package` (core/ or app/) -> the modules of the same package it imports."""
+    files = {module_name(p): p for p in package.rglob("*.py")}
     return {name: imported_modules(path, set(files)) for name, path in files.items()}
 
 
@@ -71,6 +74,37 @@ def test_core_has_no_import_cycle():
     graph = import_graph()
     assert "core.engine" in graph and "core.words.hubness" in graph["core.engine"]  # the graph is read
     assert find_cycle(graph) == []
+
+
+def test_app_has_no_import_cycle():
+    """A function-level import counts: app.server.public once took download facts from app.shared.export inside
+    `make_room` while app.shared.export took `reserved` from app.server.public."""
+    graph = import_graph(APP)
+    assert "app.handlers.studio" in graph and graph["app.handlers.studio"]  # the graph is read
+    assert find_cycle(graph) == []
+
+
+def wing_graph(graph: dict[str, set[str]]) -> dict[str, set[str]]:
+    """The graph between app/'s wings: a package under app/ (server, shared, views, handlers, tabs) stands for
+    its modules, a module at app/'s top level for itself."""
+    def wing(module: str) -> str:
+        return ".".join(module.split(".")[:2])
+    wings: dict[str, set[str]] = {}
+    for module, targets in graph.items():
+        wings.setdefault(wing(module), set()).update(wing(t) for t in targets if wing(t) != wing(module))
+    return wings
+
+
+def test_app_wings_import_one_way():
+    """The wings import one way, launch -> ui -> tabs -> handlers and wiring -> views -> shared -> server ->
+    settings and messages: no two wings import each other, even through others (launch inside server/ would)."""
+    wings = wing_graph(import_graph(APP))
+    assert {"app.server", "app.shared", "app.views", "app.handlers", "app.tabs"} <= set(wings)
+    assert find_cycle(wings) == []
+
+
+def test_app_keeps_at_most_eight_modules_at_its_top_level():
+    assert len(list(APP.glob("*.py"))) <= 8, sorted(p.name for p in APP.glob("*.py"))
 
 
 def test_core_never_imports_research():

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from app.handlers import Studio
-from app.models import Models, ModelSpec
+from app.shared.models import Models, ModelSpec
 from bench.bench_app import free_port
 from core import Engine
 

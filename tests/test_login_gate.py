@@ -10,7 +10,7 @@ import httpx
 import pytest
 
 from app.handlers import Studio
-from app.models import Models, ModelSpec
+from app.shared.models import Models, ModelSpec
 from bench.bench_app import free_port
 from core import Engine
 
@@ -23,7 +23,7 @@ FRONTEND = ("/", "/login", "/gradio_api/startup-events", "/assets/", "/static/",
 
 @pytest.fixture(scope="module")
 def server(tiny_mlm_dir, tmp_path_factory):
-    from app.server import middleware
+    from app.server.gate import middleware
     from app.ui import build_app
     from app.wiring import enable_queue
 

@@ -12,12 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from app.finetune import FinetuneResult
+from app.shared.finetune import FinetuneResult
 from app.handlers import QUOTA_USED, Session, Studio
-from app.jobs import DONE, JobManager
-from app.models import Models, ModelSpec
-from app.projection import Projector
-from app.public import YOURS, PublicLimits, public_mode, public_saves_dir
+from app.shared.jobs import DONE, JobManager
+from app.shared.models import Models, ModelSpec
+from app.views.projection import Projector
+from app.server.public import YOURS, PublicLimits, public_mode, public_saves_dir
 from core import Engine
 
 REPO = Path(__file__).resolve().parents[1]
@@ -205,7 +205,7 @@ def test_a_chosen_models_vocabulary_cache_is_written_only_within_the_disk_budget
                                                                                  other_checkpoint, monkeypatch):
     """"Use this model" on a saved model wrote its ~101 MB vocabulary cache unchecked (issue 55)."""
     from app.handlers.studio import expected_open_vocab_bytes, prepare_model
-    from app.models import ActiveModel
+    from app.shared.models import ActiveModel
     from app.settings import folder_bytes
     size = folder_bytes(other_checkpoint)
     engine = Engine.load(other_checkpoint, open_vocabulary=False)
@@ -224,8 +224,8 @@ def test_a_chosen_models_vocabulary_cache_is_written_only_within_the_disk_budget
 
 def test_gradios_temp_files_count_in_the_disk_budget_and_old_ones_go_first(tiny_mlm_dir, checkpoints):
     """Gradio's copies of download zips and raw uploads (its temp folder) were not counted (issue 55)."""
-    from app.export import projector_download
-    from app.public import disk_used, guard_write
+    from app.shared.export import projector_download
+    from app.server.public import disk_used, guard_write
     from app.settings import upload_dir
     import numpy as np
     make_studio(tiny_mlm_dir, checkpoints, PublicLimits(disk_bytes=3_000_000))
@@ -246,8 +246,8 @@ def test_uploads_past_the_disk_budget_are_refused_before_they_are_written(tiny_m
     import gradio as gr
     import httpx
 
-    from app.public import disk_used
-    from app.server import middleware
+    from app.server.public import disk_used
+    from app.server.gate import middleware
     from bench.bench_app import free_port
     budget = 5_000_000
     make_studio(tiny_mlm_dir, checkpoints, PublicLimits(disk_bytes=budget, address_share=1.0))
@@ -272,7 +272,7 @@ def upload_server(tiny_mlm_dir, checkpoints):
     giving the server's upload URL."""
     import gradio as gr
 
-    from app.server import middleware
+    from app.server.gate import middleware
     from bench.bench_app import free_port
     with gr.Blocks() as demo:
         gr.File()
@@ -296,7 +296,7 @@ def upload(url: str, content: bytes, name: str = "f.txt", source: str = "127.0.0
 def test_concurrent_uploads_never_take_the_disk_past_the_budget(upload_server):
     """Issue 61: the check read the disk before anything was written and reserved nothing, so 20 parallel uploads
     all passed it (30 x 19.4 MB took 1,135 MB to 1,717 MB of 1,500). Now each reserves its room under one lock."""
-    from app.public import disk_used
+    from app.server.public import disk_used
     from bench.disk_budget import at_once
     budget = 8_000_000
     url = upload_server(PublicLimits(disk_bytes=budget, address_share=1.0))
@@ -311,12 +311,12 @@ def test_a_downloads_room_is_held_while_written_and_its_copys_a_while_after(tiny
     """Gradio copies a returned file into its temp folder after the handler: room for that copy stays reserved."""
     import numpy as np
 
-    import app.public as public
-    from app.export import projector_download
+    import app.server.public as public
+    from app.shared.export import projector_download
     make_studio(tiny_mlm_dir, checkpoints, PublicLimits(disk_bytes=50_000_000))
     seen = []
     monkeypatch.setattr(public, "COPY_LINGER_S", 0.5)
-    monkeypatch.setattr("app.export.write_projector", lambda folder, points: (
+    monkeypatch.setattr("app.shared.export.write_projector", lambda folder, points: (
         seen.append(public.disk_budget().reserved()), folder.mkdir(), (folder / "vectors.tsv").write_text("1\t2\n")))
     archive = projector_download(np.zeros((10, 4), dtype=np.float32), {"text": [f"row {i}" for i in range(10)]})
     assert seen[0] > 0  # while it was written
@@ -340,7 +340,7 @@ def test_one_address_may_use_at_most_its_share_of_the_disk(upload_server):
 def test_the_same_file_uploaded_by_two_visitors_is_two_uploads(upload_server):
     """Issue 61: Gradio stores an upload by its content's hash, so a second visitor's identical upload had the
     first one's path, and its validation (which deletes the file once read) deleted the first one's upload."""
-    from app.services import discard_upload
+    from app.shared.services import discard_upload
     url = upload_server(PublicLimits())
     first, second = (upload(url, b"word\tdefinition\ncat\ta pet\n", "mine.tsv").json()[0] for _ in range(2))
     assert first != second and Path(first).name == Path(second).name == "mine.tsv"
@@ -371,7 +371,7 @@ def validated(tmp_path):
 
 def test_fine_tunes_per_session_are_limited(tiny_mlm_dir, checkpoints, validated, monkeypatch):
     studio = make_studio(tiny_mlm_dir, checkpoints, PublicLimits(finetunes_per_session=1))
-    monkeypatch.setattr("app.finetune.FinetuneJob.__call__", lambda self, job: None)  # no training process
+    monkeypatch.setattr("app.shared.finetune.FinetuneJob.__call__", lambda self, job: None)  # no training process
     session = validated(studio)
     studio.finetune.start_finetune(session, 1, 5e-5, 4, 0, 1, 1, 0)
     while studio.jobs.unfinished():
@@ -382,7 +382,7 @@ def test_fine_tunes_per_session_are_limited(tiny_mlm_dir, checkpoints, validated
 
 
 def test_a_public_fine_tune_has_a_step_limit(tiny_mlm_dir, checkpoints, validated):
-    from app.finetune import MIN_STEPS
+    from app.shared.finetune import MIN_STEPS
 
     studio = make_studio(tiny_mlm_dir, checkpoints, PublicLimits(max_training_steps=MIN_STEPS))  # the default's least
     session = validated(studio)
@@ -416,7 +416,7 @@ def test_the_training_slot_is_one_at_a_time_with_no_waiting_line(tiny_mlm_dir, c
 
 
 def test_fine_tunes_waiting_to_be_saved_count_in_the_disk_budget(tiny_mlm_dir, checkpoints, validated):
-    from app.finetune import expected_staged_bytes, staging_dir
+    from app.shared.finetune import expected_staged_bytes, staging_dir
     need = expected_staged_bytes(None, Engine.from_base(str(tiny_mlm_dir)))
     studio = make_studio(tiny_mlm_dir, checkpoints, PublicLimits(disk_bytes=int(need * 1.5)))
     (staging_dir() / "another-visitors-job").mkdir()
@@ -431,8 +431,8 @@ def test_a_fine_tunes_room_stays_reserved_until_its_job_ends(tiny_mlm_dir, check
     """Issue 61: a Start only checked the disk, and the training process wrote its model minutes later, whatever
     had been written meanwhile. Its room is now reserved from the Start until the job has ended."""
     import app.handlers.finetune as handlers
-    from app.finetune import expected_staged_bytes
-    from app.public import disk_budget, reservation
+    from app.shared.finetune import expected_staged_bytes
+    from app.server.public import disk_budget, reservation
     need = expected_staged_bytes(None, Engine.from_base(str(tiny_mlm_dir)))
     studio = make_studio(tiny_mlm_dir, checkpoints, PublicLimits(disk_bytes=int(need * 1.5), address_share=1.0))
     training = threading.Event()
@@ -450,7 +450,7 @@ def test_a_fine_tunes_room_stays_reserved_until_its_job_ends(tiny_mlm_dir, check
 
 def test_a_visitors_saved_model_keeps_its_caches_in_its_session_folder_and_goes_with_it(tiny_mlm_dir, checkpoints,
                                                                                         other_checkpoint):
-    from app.public import model_cache_dir
+    from app.server.public import model_cache_dir
     from app.settings import cache_dir
     studio = make_studio(tiny_mlm_dir, checkpoints)
     alice = Session()
@@ -472,7 +472,7 @@ def test_a_visitors_saved_model_keeps_its_caches_in_its_session_folder_and_goes_
 
 
 def test_a_sessions_fine_tune_goes_with_the_session(tiny_mlm_dir, checkpoints, validated, monkeypatch):
-    from app.finetune import staged_folder
+    from app.shared.finetune import staged_folder
     finish = threading.Event()
 
     def stage(self, job):
@@ -480,7 +480,7 @@ def test_a_sessions_fine_tune_goes_with_the_session(tiny_mlm_dir, checkpoints, v
         (staged_folder(job) / "model.safetensors").write_bytes(b"0" * 100)
         while not (finish.is_set() or job.cancel_requested.is_set()):  # a long run
             threading.Event().wait(0.01)
-    monkeypatch.setattr("app.finetune.FinetuneJob.__call__", stage)
+    monkeypatch.setattr("app.shared.finetune.FinetuneJob.__call__", stage)
     studio = make_studio(tiny_mlm_dir, checkpoints)
     session = validated(studio)
     first = studio.jobs.get(studio.finetune.start_finetune(session, 1, 5e-5, 4, 0, 1, 1, 0))

@@ -14,11 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from app.finetune import FinetuneResult, save_finetuned
+from app.shared.finetune import FinetuneResult, save_finetuned
 from app.handlers import Studio
-from app.jobs import JobManager
-from app.models import Models, ModelSpec
-from app.projection import Projector
+from app.shared.jobs import JobManager
+from app.shared.models import Models, ModelSpec
+from app.views.projection import Projector
 from core import Engine
 from core.checkpoint import NameTaken, claimed_name, remove_stale_temporaries
 

@@ -10,7 +10,8 @@ from types import SimpleNamespace
 import httpx
 import pytest
 
-from app.server import QueueShares, TrustedProxies, client_address, forwarded_client, trust_proxies, trusted_proxies
+from app.server.gate import (QueueShares, TrustedProxies, client_address, forwarded_client, trust_proxies,
+                             trusted_proxies)
 from bench.bench_app import free_port
 
 PROXY = TrustedProxies.parse("10.0.0.0/8, ::1")
@@ -73,7 +74,7 @@ def slow_server():
     (url, the event set once the first slow request runs)."""
     import gradio as gr
 
-    from app.server import middleware
+    from app.server.gate import middleware
     from app.wiring import enable_queue
 
     started, release = threading.Event(), threading.Event()

@@ -11,8 +11,8 @@ import tracemalloc
 
 import pytest
 
-from app import finetune
-from app.finetune import UPLOADS, UploadData, UploadStore, validate_upload
+from app.shared import finetune
+from app.shared.finetune import UPLOADS, UploadData, UploadStore, validate_upload
 from app.handlers import Session
 from core.lexicon.dictionary import split_by_word
 from core.lexicon.user_files import MAX_REPORT_CHARS, ValidationReport, read_user_dictionary
@@ -145,7 +145,7 @@ def test_request_bodies_over_the_bound_are_refused(tmp_path):
     import httpx
     from starlette.middleware import Middleware
 
-    from app.request_limits import MAX_REQUEST_BYTES, RequestBodyLimit
+    from app.server.request_limits import MAX_REQUEST_BYTES, RequestBodyLimit
     from app.settings import MAX_UPLOAD_BYTES
     from bench.bench_app import free_port
 
@@ -177,7 +177,7 @@ def test_the_app_launches_with_the_request_body_limit(tiny_mlm_dir, tmp_path, mo
 
     import gradio as gr
 
-    from app.request_limits import RequestBodyLimit
+    from app.server.request_limits import RequestBodyLimit
 
     launched = {}
     monkeypatch.setattr(gr.Blocks, "launch", lambda self, **kwargs: launched.update(kwargs))

@@ -13,10 +13,10 @@ import pytest
 import torch
 
 from app.handlers import EVERY_WORD_MAP, Session, Studio
-from app.views import SEARCH_ZOOM
-from app.jobs import JobManager
-from app.models import Models, ModelSpec
-from app.projection import Projector
+from app.views.render import SEARCH_ZOOM
+from app.shared.jobs import JobManager
+from app.shared.models import Models, ModelSpec
+from app.views.projection import Projector
 from core import Engine
 from core.lexicon.dictionary import Entry
 from core.explore.vocabulary_map import build_layout, place, save_layout
@@ -75,7 +75,7 @@ def test_the_command_lays_out_the_map_the_app_then_draws_and_searches(engine, ti
     monkeypatch.setattr(core.words.scorer, "load_wordnet_lemmas", lambda: DICTIONARY)
     studio = Studio(Models.from_engine(engine, ModelSpec("tiny", base=str(tiny_mlm_dir))), Projector(), JobManager())
     with pytest.raises(ValueError, match=f"vocabulary-map --model {tiny_mlm_dir}"):
-        studio.models.active().vocabulary_layout_stamp()  # no map yet: says how to make one
+        studio.models.active().vocabulary_map.layout_stamp()  # no map yet: says how to make one
     assert main(["vocabulary-map", "--model", str(tiny_mlm_dir)]) == 0
     assert f"{len(DICTIONARY)} words laid out" in capsys.readouterr().out
     figure, status, session = studio.map.draw_map(EVERY_WORD_MAP, 0, "", None, "UMAP", "2-D", "part of speech",
@@ -89,7 +89,7 @@ def test_the_command_lays_out_the_map_the_app_then_draws_and_searches(engine, ti
     assert np.allclose([(x0 + x1) / 2, (y0 + y1) / 2], star) and np.isclose(x1 - x0, width / SEARCH_ZOOM)  # flew there
     assert np.allclose(figure.layout.meta["full_x"], [coords[:, 0].min(), coords[:, 0].max()])  # for the zoom levels
     assert note.startswith("'a small animal' is not on this map; nearest neighbours")  # and offers the nearest
-    from app.services import EVERY_DEFINITION
+    from app.shared.services import EVERY_DEFINITION
     figure, note, rows = studio.map.search_map("a small animal", 2, session, EVERY_DEFINITION)  # another collection
     definitions = studio.models.active().reference_texts(EVERY_DEFINITION).texts
     hits, star = figure.data[-2], figure.data[-1]
@@ -136,16 +136,16 @@ def test_the_map_tab_lays_the_map_out_in_the_background_then_draws_it(engine, ti
                                                                        monkeypatch):
     import threading
 
-    import app.models
+    import app.shared.vocabulary_map
 
-    gate, build_map = threading.Event(), app.models.build_map
-    monkeypatch.setattr(app.models, "build_map", lambda *args: gate.wait(30) and build_map(*args))
+    gate, build_map = threading.Event(), app.shared.vocabulary_map.build_map
+    monkeypatch.setattr(app.shared.vocabulary_map, "build_map", lambda *args: gate.wait(30) and build_map(*args))
     studio = Studio(Models.from_engine(engine, ModelSpec("tiny", base=str(tiny_mlm_dir))), Projector(), JobManager())
     active = studio.models.active()
     _, status, _ = studio.map.draw_map(EVERY_WORD_MAP, 0, "", None, "UMAP", "2-D", "part of speech", Session())
     assert status.startswith("Laying out the map of every word for this model in the background")  # no error
     gate.set()
-    active.laying_out.thread.join(60)
+    active.vocabulary_map.laying_out.thread.join(60)
     assert engine.vocabulary_layout_path().is_file() and len(fake_umap) == 1  # laid out once, alone: no parent
     _, status, _ = studio.map.draw_map(EVERY_WORD_MAP, 0, "", None, "UMAP", "2-D", "part of speech", Session())
     assert status.startswith(f"{len(DICTIONARY)} points")
@@ -182,7 +182,7 @@ def test_no_map_of_every_word_from_compact_vectors_but_their_progress_and_no_err
     engine.words.compact, engine.words.reused = False, True
     _, status, _ = studio.map.draw_map(EVERY_WORD_MAP, 0, "", None, "UMAP", "2-D", "part of speech", Session())
     assert "own exact vectors" in status  # not laid out from its parent's
-    assert active.laying_out.thread is None
+    assert active.vocabulary_map.laying_out.thread is None
     engine.words.reused = False
     save_layout(np.ones((len(DICTIONARY), 2), dtype=np.float32), engine.vocabulary_layout_path())
     assert not list(engine.vocabulary_layout_path().parent.glob("*.partial-*"))  # written whole
@@ -198,11 +198,11 @@ def test_the_status_of_a_map_of_every_word_not_ready_follows_the_work_until_it_i
     import asyncio
     import threading
 
-    import app.models
+    import app.shared.vocabulary_map
     from app.ui import build_app
 
-    gate, build_map = threading.Event(), app.models.build_map
-    monkeypatch.setattr(app.models, "build_map", lambda *args: gate.wait(30) and build_map(*args))
+    gate, build_map = threading.Event(), app.shared.vocabulary_map.build_map
+    monkeypatch.setattr(app.shared.vocabulary_map, "build_map", lambda *args: gate.wait(30) and build_map(*args))
     studio = Studio(Models.from_engine(engine, ModelSpec("tiny", base=str(tiny_mlm_dir))), Projector(), JobManager())
     active = studio.models.active()
     engine.words.compact = True
@@ -217,7 +217,7 @@ def test_the_status_of_a_map_of_every_word_not_ready_follows_the_work_until_it_i
     assert re.search(r"Laying out the map of every word .* \(\d+ s so far;", note) and waits  # not "0 min"
     assert "appears here by itself when it is ready" in note and "Press Draw map" not in note
     gate.set()
-    active.laying_out.thread.join(60)
+    active.vocabulary_map.laying_out.thread.join(60)
     note, waits, figure = studio.map.map_waiting(session)  # ready: drawn by itself (issue 62), as Draw map draws it
     assert note.startswith(f"{len(DICTIONARY)} points") and not waits and not session.waiting
     assert sum(len(t.x) for t in figure.data) >= len(DICTIONARY) and len(session.map.coords) == len(DICTIONARY)
@@ -237,7 +237,7 @@ def test_the_status_of_a_map_of_every_word_not_ready_follows_the_work_until_it_i
     note, timer, figure, _ = asyncio.run(tick.fn(session))
     assert note.startswith("Laying out the map of every word") and timer.active is True
     gate.set()
-    active.laying_out.thread.join(60)
+    active.vocabulary_map.laying_out.thread.join(60)
     note, timer, figure, kept = asyncio.run(tick.fn(session))
     assert note.startswith(f"{len(DICTIONARY)} points") and timer.active is False  # the map, in the plot
     assert sum(len(t.x) for t in figure.data) >= len(DICTIONARY) and kept.map is not None
@@ -257,7 +257,7 @@ def test_the_map_of_every_word_is_drawn_once_per_layout_while_the_model_is_prepa
     studio.map.search_map("a small animal", 2, session)
     assert figure is prepared[0] and len(figure.data) == traces  # a search draws its own figure
     deadline = time.monotonic() + 30  # preparing started placing the definitions in the background
-    while not active.definitions_placed() and time.monotonic() < deadline:
+    while not active.vocabulary_map.definitions_placed() and time.monotonic() < deadline:
         time.sleep(0.05)
     prepare_model(active)  # once placed, the map of every definition is drawn while preparing too
     assert [k for k in active._cache if k.startswith("figure-definition-")]
@@ -267,7 +267,7 @@ def test_the_map_of_every_word_is_drawn_once_per_layout_while_the_model_is_prepa
 
 
 def test_each_word_on_the_map_hovers_its_first_definition(tiny_mlm_dir, tmp_path, monkeypatch):
-    from app.views import DETAIL_CHARS, trace_details
+    from app.views.render import DETAIL_CHARS, trace_details
 
     monkeypatch.setenv("DEFSENT_CACHE_DIR", str(tmp_path / "cache"))
     engine = Engine.from_base(str(tiny_mlm_dir))
@@ -315,7 +315,7 @@ def test_region_names_that_would_overlap_are_left_out_the_larger_region_kept(eng
     """Names are boxes as wide as their characters on a phone's view of the map: of two that overlap the
     larger region's stays; each level is spaced for its own zoom (issue 54, item 6)."""
     from core.explore.vocabulary_map import Region
-    from app.views import REGION_LABELS, add_region_labels, spaced_regions
+    from app.views.render import REGION_LABELS, add_region_labels, spaced_regions
 
     big, small, far = (Region(0.0, 0.0, "water, sea", np.arange(9)), Region(0.05, 0.03, "wave", np.arange(2)),
                        Region(0.8, 0.8, "king", np.arange(3)))
@@ -329,7 +329,7 @@ def test_region_names_that_would_overlap_are_left_out_the_larger_region_kept(eng
 def test_the_map_of_every_word_carries_its_region_names_one_level_shown(engine, tiny_mlm_dir):
     import html
 
-    from app.views import REGION_LABELS
+    from app.views.render import REGION_LABELS
 
     save_layout(np.random.default_rng(0).standard_normal((len(DICTIONARY), 2)).astype(np.float32),
                 engine.vocabulary_layout_path())
@@ -466,26 +466,27 @@ def test_the_definitions_positions_are_kept_for_one_version_of_the_layout(engine
 
 def test_a_failed_placing_of_the_definitions_is_said_at_the_next_draw_then_tried_again(engine, tiny_mlm_dir,
                                                                                        monkeypatch):
-    import app.models
+    import app.shared.vocabulary_map
 
     active = Models.from_engine(engine, ModelSpec("tiny", base=str(tiny_mlm_dir))).active()
     save_layout(np.zeros((len(DICTIONARY), 2), dtype=np.float32), engine.vocabulary_layout_path())
     with monkeypatch.context() as patched:
-        patched.setattr(app.models, "definition_layout", lambda *args: (_ for _ in ()).throw(MemoryError("full")))
-        active.placing.start()
-        active.placing.thread.join(30)
+        patched.setattr(app.shared.vocabulary_map, "definition_layout",
+                        lambda *args: (_ for _ in ()).throw(MemoryError("full")))
+        active.vocabulary_map.placing.start()
+        active.vocabulary_map.placing.thread.join(30)
         with pytest.raises(MemoryError, match="full"):
-            active.placing.start()
-    active.placing.start()  # tried again
-    active.placing.thread.join(30)
-    assert active.definitions_placed()
+            active.vocabulary_map.placing.start()
+    active.vocabulary_map.placing.start()  # tried again
+    active.vocabulary_map.placing.thread.join(30)
+    assert active.vocabulary_map.definitions_placed()
 
 
 def test_the_map_of_every_definition_is_drawn_searched_and_selected_on_the_map_of_every_word(engine, tiny_mlm_dir):
     import json
 
     from app.handlers import EVERY_DEFINITION_MAP, MAP_SOURCES
-    from app.views import REGION_LABELS
+    from app.views.render import REGION_LABELS
 
     assert EVERY_DEFINITION_MAP in MAP_SOURCES
     studio = Studio(Models.from_engine(engine, ModelSpec("tiny", base=str(tiny_mlm_dir))), Projector(), JobManager())
@@ -495,7 +496,7 @@ def test_the_map_of_every_definition_is_drawn_searched_and_selected_on_the_map_o
     assert re.match(r"Placing the \d+ definitions", status)  # placed in the background, not in the request
     active = studio.models.active()
     deadline = time.monotonic() + 30
-    while not active.definitions_placed() and time.monotonic() < deadline:
+    while not active.vocabulary_map.definitions_placed() and time.monotonic() < deadline:
         time.sleep(0.05)
     figure, status, session = studio.map.draw_map(EVERY_DEFINITION_MAP, 0, "", None, "UMAP", "2-D",
                                                   "part of speech", Session())

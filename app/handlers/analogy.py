@@ -5,8 +5,8 @@ from __future__ import annotations
 from core.readout import describe_borrowed
 from core.vec2sent import APP_BEAM, MOST_EXACT
 
-from .. import services as sv
-from .. import views
+from ..shared import services as sv
+from ..views import render
 from .backend import TabHandlers
 from .session import Session
 
@@ -35,7 +35,7 @@ class AnalogyHandlers(TabHandlers):
         borrowed = active.engine.reader.borrowed_decoding
         if result.decoded is not None and borrowed:
             decoded += f"\n\n{describe_borrowed(borrowed)}"
-        return (decoded, views.word_score_rows(result.words), views.scored_rows(result.nearest))
+        return (decoded, render.word_score_rows(result.words), render.scored_rows(result.nearest))
 
     def interpolation(self, a: str, b: str, steps: int, refine: bool = False, reference: str = sv.LARGEST_READY,
                       session: Session | None = None, progress: sv.Progress = sv.no_progress):
@@ -53,8 +53,8 @@ class AnalogyHandlers(TabHandlers):
         points = active.engine.interpolate(x, y, int(steps), reference=reference, k=3,
                                           beam=APP_BEAM, **_exactness(refine))
         rows = [[round(p.alpha, 3), p.decoded or "(no decoder)", *(_rounded(c) for c in (p.fit, p.decoded_cos_x, p.decoded_cos_y)),
-                 views.word_list(p.words), p.nearest[0][0] if p.nearest else ""] for p in points]
-        return rows, views.path_chart(points)
+                 render.word_list(p.words), p.nearest[0][0] if p.nearest else ""] for p in points]
+        return rows, render.path_chart(points)
 
 
 def _rounded(value: float | None) -> float | None:

@@ -9,14 +9,8 @@ from __future__ import annotations
 
 import json
 
-from .. import services as sv
-from .. import views
 from ..messages import quoted
-from ..finetune import UPLOADS, discard_staged, remove_leftovers
-from ..jobs import QUEUED, RUNNING, Job, JobManager
-from ..models import ActiveModel, Models, ModelSpec, checkpoint_specs
-from ..projection import Projector
-from ..public import (
+from ..server.public import (
     YOURS,
     PublicLimits,
     remove_all_sessions,
@@ -24,6 +18,12 @@ from ..public import (
     set_disk_budget,
     session_folder,
 )
+from ..shared import services as sv
+from ..shared.finetune import UPLOADS, discard_staged, remove_leftovers
+from ..shared.jobs import QUEUED, RUNNING, Job, JobManager
+from ..shared.models import ActiveModel, Models, ModelSpec, checkpoint_specs
+from ..views import render
+from ..views.projection import Projector
 from .session import Session
 
 # The base before DefSent training is offered for comparison only: its word head was never trained.
@@ -42,7 +42,7 @@ class Backend:
                  public: PublicLimits | None = None):
         self.models = models
         self.projector = projector or Projector()
-        # Public mode (app.public): per-session models and saves, quotas, a disk budget; None: a private server.
+        # Public mode (app.server.public): per-session models and saves, quotas, a disk budget; None: a private server.
         self.public = public
         set_disk_budget(public)  # every visitor's write, wherever it happens, checks the one budget
         if public is not None:  # models chosen by sessions stay loaded, a few at a time
@@ -150,7 +150,7 @@ class Backend:
                  "**Vec2Sent decoder:** " + ("loaded" if decoder is not None else "none trained for this encoder")]
         if active.is_base:
             lines.append("This is the untrained base: its word head is untrained, so word predictions are noise.")
-        lines.append(views.manifest_summary(active.engine.manifest))
+        lines.append(render.manifest_summary(active.engine.manifest))
         return "\n\n".join(lines), json.dumps(active.engine.manifest, indent=2)
 
 

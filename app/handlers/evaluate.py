@@ -1,12 +1,12 @@
 """The Evaluate tab's handlers (app/tabs/evaluate.py): word prediction, the bundled smoke set, STS and
-SentEval on the model that answers the session, as tables and Markdown (app.evaluation)."""
+SentEval on the model that answers the session, as tables and Markdown (app.shared.evaluation)."""
 from __future__ import annotations
 
 from core.engine import Engine
 from core.words import format_table
 
-from .. import services as sv
-from ..evaluation import (
+from ..shared import services as sv
+from ..shared.evaluation import (
     senteval_markdown,
     smoke_markdown,
     sts_markdown,
@@ -45,7 +45,7 @@ class EvaluateHandlers(TabHandlers):
 
     def evaluate_smoke(self, compare: bool, session: Session | None = None,
                        progress: sv.Progress = sv.no_progress) -> str:
-        """The bundled smoke set (app.evaluation.smoke_markdown): works offline and in public mode."""
+        """The bundled smoke set (app.shared.evaluation.smoke_markdown): works offline and in public mode."""
         return smoke_markdown(self._engines(compare, session), progress)
 
     def evaluate_sts(self, data_dir: str, datasets: list[str], session: Session | None = None,

@@ -1,7 +1,7 @@
 """The Fine-tune tab's handlers (app/tabs/finetune.py): validate an uploaded dictionary, train on it in a
 background job, follow or cancel the job, then save, activate or download the trained model.
 
-The public server's limits (app.public) apply here: a quota of fine-tunes per session, one training slot
+The public server's limits (app.server.public) apply here: a quota of fine-tunes per session, one training slot
 without a waiting line, a bound on the steps of a job and a disk budget for what is staged and saved.
 """
 from __future__ import annotations
@@ -13,10 +13,11 @@ from core.engine import Engine
 from core.words import COMPACT_VECTORS
 from core.runtime import return_freed_memory
 
-from .. import services as sv
-from .. import views
-from ..export import MAX_DOWNLOAD_BYTES, download_files
-from ..finetune import (
+from ..server.public import YOURS, model_cache_dir, models_bytes, reservation, reserved, session_folder
+from ..settings import folder_bytes
+from ..shared import services as sv
+from ..shared.export import MAX_DOWNLOAD_BYTES, download_files
+from ..shared.finetune import (
     FILE_FORMAT,
     UPLOADS,
     FinetuneJob,
@@ -32,14 +33,13 @@ from ..finetune import (
     training_threads,
     validate_upload,
 )
-from ..jobs import DONE, QUEUED, RUNNING, Job, JobQueueFull
-from ..models import ModelSpec
-from ..public import YOURS, model_cache_dir, models_bytes, reservation, reserved, session_folder
-from ..settings import folder_bytes
+from ..shared.jobs import DONE, QUEUED, RUNNING, Job, JobQueueFull
+from ..shared.models import ModelSpec
+from ..views import render
 from .backend import TabHandlers
 from .session import Session
 
-# Public mode's messages (the limits they name are app.public.PublicLimits).
+# Public mode's messages (the limits they name are app.server.public.PublicLimits).
 SLOT_BUSY = ("The training slot is busy: another visitor's fine-tune is running, and this public server trains "
              "{slots} at a time. Try again when it has finished (a few minutes).")
 QUOTA_USED = ("This session has started its {n} fine-tunes, the limit per visitor on this public server. "
@@ -159,22 +159,22 @@ class FinetuneHandlers(TabHandlers):
         jobs = self.backend.jobs
         job = jobs.get(job_id)
         history = job.progress.get("history")
-        figure = views.training_figure(history) if history else None
+        figure = render.training_figure(history) if history else None
         if job.status == QUEUED:
             note = (f"Queued behind {jobs.queue_position(job.id)} job(s) on this server (at most {jobs.max_running} "
                     "run at a time).")
-            return views.progress_html(0, note), None, [], []
+            return render.progress_html(0, note), None, [], []
         if job.status == RUNNING and job.cancel_requested.is_set():  # until the process has stopped
-            return views.busy_html("Cancelling..."), figure, [], []
+            return render.busy_html("Cancelling..."), figure, [], []
         if job.status == RUNNING:
-            return views.job_progress_html(job.progress), figure, [], []
+            return render.job_progress_html(job.progress), figure, [], []
         if job.status != DONE:
-            return views.progress_html(0, f"Job {job.status}: {job.error}"), figure, [], []
+            return render.progress_html(0, f"Job {job.status}: {job.error}"), figure, [], []
         result: FinetuneResult = job.result
         examples = [[e["word"], e["definition"], e["before"], e["after"]] for e in result.examples]
         took = stage_summary(result.training["stage_seconds"])
         missed = f" {missed_note(result.missed)}" if result.missed else ""
-        done = views.progress_html(1, f"Done in {took}.{missed} Held-out words before and after:")
+        done = render.progress_html(1, f"Done in {took}.{missed} Held-out words before and after:")
         return done, figure, comparison_rows(result), examples
 
     def job_active(self, job_id: str) -> bool:

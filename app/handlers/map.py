@@ -17,11 +17,11 @@ from core.explore import VocabularyTexts, holds_vectors, place
 from core.readout import EmbeddedTexts
 from core.words import APPROXIMATE_ANSWERS, frequency_bands
 
-from .. import services as sv
-from .. import views
-from ..export import csv_download, projector_download
-from ..models import ActiveModel
-from ..public import is_visitors_model
+from ..server.public import is_visitors_model
+from ..shared import services as sv
+from ..shared.export import csv_download, projector_download
+from ..shared.models import ActiveModel
+from ..views import render
 from .backend import TabHandlers
 from .session import MapData, Session
 
@@ -76,17 +76,17 @@ class MapHandlers(TabHandlers):
         session.map = MapData(corpus, projection.coords, groups, title)
         status = " ".join(filter(None, [f"{len(corpus.texts):,} points, {projection.method} in "
                                         f"{projection.seconds:.1f} s.", projection.note, coloured]))
-        return views.scatter_figure(projection.coords, corpus.texts, groups, title), status, session
+        return render.scatter_figure(projection.coords, corpus.texts, groups, title), status, session
 
     def map_columns(self, session: Session) -> list[str]:
         """The names of the columns of the user's file that the last map drawn came from (none for others)."""
         return list(session.map.columns) if session.map is not None else []
 
     def map_details(self, session: Session) -> list[dict] | None:
-        """The second hover line of each point of the last map drawn, trace by trace (`views.trace_details`):
+        """The second hover line of each point of the last map drawn, trace by trace (`render.trace_details`):
         on the map of every word, each word's first definition; None for a map without them."""
         m = session.map
-        return None if m is None or m.details is None else views.trace_details(m.groups, m.details)
+        return None if m is None or m.details is None else render.trace_details(m.groups, m.details)
 
     def _vocabulary_map(self, active: ActiveModel, colour: str, session: Session, definitions: bool = False):
         """The map of every word: the model's layout (laid out once: `_lay_out_soon`, or `python -m core
@@ -120,11 +120,12 @@ class MapHandlers(TabHandlers):
             laying_out = self._lay_out_soon(active)
             if laying_out:
                 return laying_out, None
-        if definitions and not active.definitions_placed():
-            active.placing.start()
+        placing = active.vocabulary_map.placing
+        if definitions and not active.vocabulary_map.definitions_placed():
+            placing.start()
             return (f"Placing the {len(engine.words.open_vocab.candidates.definitions):,} definitions on the map of "
                     "every word, each on its nearest word: about 4 minutes on 2 cores, once per model, in the "
-                    f"background ({_elapsed(active.placing.started)} so far). {APPEARS_WHEN_READY}"), None
+                    f"background ({_elapsed(placing.started)} so far). {APPEARS_WHEN_READY}"), None
         return None
 
     def map_waiting(self, session: Session):
@@ -159,7 +160,7 @@ class MapHandlers(TabHandlers):
                              "own machine (`python -m core vocabulary-map --model <it>`).")
         if active.engine.words.reused:  # laid out from its own vectors, which are being embedded
             return _exact_vectors_progress(active)[0]
-        laying_out = active.laying_out
+        laying_out = active.vocabulary_map.laying_out
         laying_out.start()
         if not laying_out.running():  # done just now, or failed just now: the second start says why
             if laying_out.done():
@@ -215,10 +216,10 @@ class MapHandlers(TabHandlers):
         fig = _map_figure(m, highlight)
         if m.place is not None:  # a fixed layout: the query lands where its nearest words are, and the view flies there
             landed = m.place(vector)[0]
-            views.fly_to(views.add_marker(fig, landed, query), landed, m.coords)
+            render.fly_to(render.add_marker(fig, landed, query), landed, m.coords)
         found = f"{len(matches)} point(s) contain {query!r}" if matches else f"{query!r} is not on this map"
         note = f"{found}; {neighbours_of}"
-        return fig, note, views.scored_rows([(m.corpus.texts[i], s) for i, s in hits])
+        return fig, note, render.scored_rows([(m.corpus.texts[i], s) for i, s in hits])
 
     def _search_collection_on_map(self, m: MapData, query: str, k: int, collection: str, session: Session):
         if m.place is None:
@@ -229,12 +230,12 @@ class MapHandlers(TabHandlers):
         vector = active.engine.encode([query], normalize=True)  # (1, d)
         hits = reference.nearest(vector, k)[0]
         texts = [reference.texts[i] for i, _ in hits]
-        fig = views.add_points(_map_figure(m), m.place(reference.rows([i for i, _ in hits])), texts,
+        fig = render.add_points(_map_figure(m), m.place(reference.rows([i for i, _ in hits])), texts,
                                f"nearest in {reference.name}")
         landed = m.place(vector)[0]
-        views.fly_to(views.add_marker(fig, landed, query), landed, m.coords)
+        render.fly_to(render.add_marker(fig, landed, query), landed, m.coords)
         note = f"The {len(hits)} texts of {reference.name} nearest {query!r} by cosine, each on its nearest word:"
-        return fig, note, views.scored_rows(list(zip(texts, (s for _, s in hits))))
+        return fig, note, render.scored_rows(list(zip(texts, (s for _, s in hits))))
 
     def export_map(self, session: Session) -> str:
         """The last map drawn as the Embedding Projector's files, zipped: vectors.tsv (the points'
@@ -299,18 +300,18 @@ class MapHandlers(TabHandlers):
             groups += [row.word] * (1 + len(row.definitions))
         vectors = active.engine.encode(texts, normalize=True)
         projection = self.backend.projector.project(vectors, method, 2)
-        fig = views.scatter_figure(projection.coords, texts, groups,
+        fig = render.scatter_figure(projection.coords, texts, groups,
                                    f"Candidates and definitions ({projection.method})",  # whole on a phone
                                    symbols={"your description": "star"})
-        scores = views.relative_scores([r.probability for r in rows])  # the first word 100, as the word list shows
+        scores = render.relative_scores([r.probability for r in rows])  # the first word 100, as the word list shows
         table = [[r.word, score, " | ".join(e.definition for e in r.definitions)] for r, score in zip(rows, scores)]
         return fig, table
 
 
 def _map_figure(m: MapData, highlight: list[int] = ()):
     """The map `m` drawn again (with its region names and moves, if any), `highlight` points ringed."""
-    fig = views.add_moves(views.scatter_figure(m.coords, m.corpus.texts, m.groups, m.title, highlight), m.moves)
-    return views.add_region_labels(fig, m.regions, np.ptp(m.coords, axis=0).tolist()) if m.regions else fig
+    fig = render.add_moves(render.scatter_figure(m.coords, m.corpus.texts, m.groups, m.title, highlight), m.moves)
+    return render.add_region_labels(fig, m.regions, np.ptp(m.coords, axis=0).tolist()) if m.regions else fig
 
 
 def _plain(text: str) -> str:
@@ -359,14 +360,14 @@ def _exact_vectors_progress(active: ActiveModel) -> tuple[str, float | None]:
     if building is None:
         return f"{waits}. {APPEARS_WHEN_READY}", None
     done, total, _ = building
-    return (f"{waits}: {views.embedding_progress(*building)}; then the map is laid out once (3 to 8 minutes). "
+    return (f"{waits}: {render.embedding_progress(*building)}; then the map is laid out once (3 to 8 minutes). "
             f"{APPEARS_WHEN_READY}"), done / total
 
 
 def _pending(session: Session, note: str, fraction: float | None = None):
     """What Draw map shows for a map of every word not ready yet: no error, a bar (when the fraction done
     is known) and what is under way, on an empty plot; the session's last map is kept for its searches."""
-    return (views.placeholder_figure("The map of every word is being prepared: see the note above."),
+    return (render.placeholder_figure("The map of every word is being prepared: see the note above."),
             _pending_note(note, fraction), session)
 
 
@@ -389,23 +390,24 @@ def vocabulary_map_data(active: ActiveModel, colour: str = "part of speech", kin
     definition too), or with `kind` "definition" every definition on it (each on its nearest word, a little
     jittered: same layout, same region names); new vectors land on their nearest words, coloured as
     `colour` says."""
-    words, coords = active.engine.vocabulary_reference("word"), active.vocabulary_layout()
+    vocabulary = active.vocabulary_map
+    words, coords = active.engine.vocabulary_reference("word"), vocabulary.layout()
     land = functools.partial(place, words.scorer, coords)  # new vectors (B, d) -> their places (B, 2)
     if kind == "word":
-        return MapData(words, coords, active.word_groups(colour),
+        return MapData(words, coords, vocabulary.word_groups(colour),
                        f"{words.name}: one map, laid out once for this model (UMAP)", land,
-                       active.vocabulary_regions(), active.vocabulary_moves(),
+                       vocabulary.regions(), vocabulary.moves(),
                        details=words.scorer.candidates.first_definitions)
     definitions = active.engine.vocabulary_reference("definition")
-    return MapData(definitions, active.definition_positions(), active.definition_groups(colour),
+    return MapData(definitions, vocabulary.definition_positions(), vocabulary.definition_groups(colour),
                    f"{definitions.name} on the map of every word, each by its nearest word", land,
-                   active.vocabulary_regions())
+                   vocabulary.regions())
 
 
 def vocabulary_figure(active: ActiveModel, colour: str = "part of speech", kind: str = "word"):
     """`vocabulary_map_data`'s map as a figure: the same each time, so built once per layout, kind and colour
     (0.3-0.8 s) and never changed after (a search draws a figure of its own)."""
-    return active.once(f"figure-{kind}-{colour}-{active.vocabulary_layout_key()}",
+    return active.once(f"figure-{kind}-{colour}-{active.vocabulary_map.layout_key()}",
                        lambda: _map_figure(vocabulary_map_data(active, colour, kind)))
 
 

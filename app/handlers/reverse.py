@@ -4,8 +4,8 @@ from __future__ import annotations
 from core.answers import EXCLUDE_QUERY_WORDS
 from core.words import APPROXIMATE_ANSWERS
 
-from .. import services as sv
-from .. import views
+from ..shared import services as sv
+from ..views import render
 from .backend import TabHandlers
 from .session import Session
 
@@ -25,17 +25,17 @@ class ReverseHandlers(TabHandlers):
         active = self.backend.model_for(session)
         query = sv.WordQuery(text, int(k), pos, int(min_length or 0), int(max_length or 0), initial or "",
                              pattern or "", bool(exclude_query_words))
-        main = views.words_html(sv.reverse_dictionary(active.engine, query), active.spec.name)
+        main = render.words_html(sv.reverse_dictionary(active.engine, query), active.spec.name)
         if active.engine.words.open_vocab is None or active.engine.words.approximate:
             building = active.open_vocab_progress
             pending = (OPEN_VOCABULARY_PENDING if active.engine.words.open_vocab is None
                        else f"{APPROXIMATE_ANSWERS[0].upper()}{APPROXIMATE_ANSWERS[1:]} in the background.")
-            main = (views.notice_html(pending)
-                    + (views.progress_html(building[0] / building[1], views.embedding_progress(*building))
+            main = (render.notice_html(pending)
+                    + (render.progress_html(building[0] / building[1], render.embedding_progress(*building))
                        if building else "") + main)
         if not compare:
             return main, ""
         if active.is_base:
-            return main, views.notice_html("The active model is the untrained base: nothing to compare with.")
+            return main, render.notice_html("The active model is the untrained base: nothing to compare with.")
         before = sv.reverse_dictionary(active.untrained(), query)
-        return main, views.words_html(before, "before DefSent training (same head)")
+        return main, render.words_html(before, "before DefSent training (same head)")

@@ -16,10 +16,10 @@ import numpy as np
 
 from core.readout import EmbeddedTexts, Reference
 
-from .. import services as sv
-from .. import views
-from ..finetune import Upload
-from ..models import ActiveModel
+from ..shared import services as sv
+from ..shared.finetune import Upload
+from ..shared.models import ActiveModel
+from ..views import render
 
 
 @dataclass
@@ -43,13 +43,13 @@ class MapData:
     @functools.cached_property
     def traces(self) -> list[list[int]]:
         """The points of each of the figure's group traces, in order (what the browser's selections name)."""
-        return list(views.group_indices(self.groups).values())
+        return list(render.group_indices(self.groups).values())
 
 
 @dataclass
 class Session:
     """Per-user state: an uploaded search corpus, the last map, the validated fine-tune upload; in
-    public mode also the model this user chose and saved (app.public)."""
+    public mode also the model this user chose and saved (app.server.public)."""
     corpus: EmbeddedTexts | None = None
     corpus_key: str = ""
     map: MapData | None = None

@@ -1,8 +1,8 @@
 """The Similarity tab's handlers (app/tabs/similarity.py): a pair's cosine, a heatmap, semantic search."""
 from __future__ import annotations
 
-from .. import services as sv
-from .. import views
+from ..shared import services as sv
+from ..views import render
 from .backend import TabHandlers
 from .session import Session
 
@@ -15,7 +15,7 @@ class SimilarityHandlers(TabHandlers):
 
     def heatmap(self, text: str, session: Session | None = None):
         sentences, matrix = sv.similarity_matrix(self.backend.model_for(session).engine, text)
-        return views.heatmap_figure(sentences, matrix)
+        return render.heatmap_figure(sentences, matrix)
 
     def search(self, query: str, source: str, file: str | None, k: int, session: Session,
                progress: sv.Progress = sv.no_progress) -> tuple[list[list], Session]:
@@ -26,4 +26,4 @@ class SimilarityHandlers(TabHandlers):
             corpus = session.uploaded_corpus(active, file, progress)
         else:
             corpus = active.reference_texts(source, progress)
-        return views.scored_rows(sv.semantic_search(active.engine, query, corpus, int(k))), session
+        return render.scored_rows(sv.semantic_search(active.engine, query, corpus, int(k))), session

@@ -13,12 +13,12 @@ from typing import Callable
 
 from core.runtime import freeze_long_lived
 
-from .. import services as sv
-from .. import views
-from ..jobs import JobManager, in_background
-from ..models import ActiveModel, Models, ModelSpec
-from ..projection import Projector
-from ..public import PublicLimits, is_visitors_model, model_cache_dir, reserved
+from ..server.public import PublicLimits, is_visitors_model, model_cache_dir, reserved
+from ..shared import services as sv
+from ..shared.jobs import JobManager, in_background
+from ..shared.models import ActiveModel, Models, ModelSpec
+from ..views import render
+from ..views.projection import Projector
 from .analogy import AnalogyHandlers
 from .backend import Backend
 from .evaluate import EvaluateHandlers
@@ -72,7 +72,7 @@ def prepare_model(active: ActiveModel, progress: sv.Progress = sv.no_progress, o
     active.engine.predict_words("a word")
     if open_vocabulary and active.engine.words.open_vocab is None:
         embedded = recording_progress(active, lambda done, total, left: progress(
-            0.1 + 0.6 * done / total, desc=f"open vocabulary: {views.embedding_progress(done, total, left)}"))
+            0.1 + 0.6 * done / total, desc=f"open vocabulary: {render.embedding_progress(done, total, left)}"))
         # A visitor's model writes its cache into their session's folder: its room is reserved while it is written.
         writes = is_visitors_model(active.spec.path) and not any(open_vocab_cache(active).iterdir())
         needed = expected_open_vocab_bytes(active.engine) if writes else 0
@@ -94,10 +94,11 @@ def prepare_model(active: ActiveModel, progress: sv.Progress = sv.no_progress, o
         try:  # the map of every word, when it was laid out: its first draw is then instant
             vocabulary_figure(active)
             own = not engine.words.reused  # definitions are placed by the model's own vectors only
-            if own and active.definitions_placed():  # the map of every definition's first draw: instant too
+            # the map of every definition's first draw: instant too
+            if own and active.vocabulary_map.definitions_placed():
                 vocabulary_figure(active, kind="definition")
             elif own:  # minutes, once per layout, in the background
-                active.placing.start()
+                active.vocabulary_map.placing.start()
         except Exception:  # the map is optional: the model answers without it, and the Map tab says why
             log.warning("the map of every word could not be prepared", exc_info=True)
     # then its own exact vectors, in the background, where it answers with its parent's or with the shipped

@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import gradio as gr
 
-from ..evaluation import (
+from ..handlers import PUBLIC_EVALUATE, Studio
+from ..shared.evaluation import (
     GET_DATA,
     QUICK_STS,
     STS_DATASETS,
@@ -11,7 +12,6 @@ from ..evaluation import (
     TRANSFER_TASKS,
     default_data_dir,
 )
-from ..handlers import PUBLIC_EVALUATE, Studio
 from ..wiring import EVALUATE, handler, wire
 
 

@@ -5,8 +5,8 @@ from typing import Callable
 
 import gradio as gr
 
-from ..finetune import FILE_FORMAT, MIN_STEPS
 from ..handlers import Studio
+from ..shared.finetune import FILE_FORMAT, MIN_STEPS
 from ..wiring import HEAVY, MODEL, QUICK, and_session, handler
 
 

@@ -3,10 +3,10 @@ from __future__ import annotations
 
 import gradio as gr
 
-from .. import services as sv
-from .. import views
 from ..handlers import COLOUR_BY, FILE_COLUMN, MAP_POINTS, MAP_SOURCES, MAX_EXPORT_POINTS, MAX_MAP_NEIGHBOURS, Studio
-from ..projection import METHODS
+from ..shared import services as sv
+from ..views import render
+from ..views.projection import METHODS
 from ..wiring import HEAVY, QUICK, handler, wire
 
 # Plotly reports a selection, a click and a zoom to the page only. Each drawn map gets listeners: a box or
@@ -69,7 +69,7 @@ MAP_JS = """() => {
     div.on('plotly_relayout', () => showLevel(div));
   });
   setInterval(() => { bind(); applyDetails(); }, 500);
-}""" % views.REGION_LABELS
+}""" % render.REGION_LABELS
 WAIT_POLL_S = 5.0  # seconds between two looks at the map of every word Draw map waits for
 SHOW_DETAILS_JS = "(details) => { window.__dsShowDetails && window.__dsShowDetails(details); }"
 
@@ -95,7 +95,7 @@ def create(demo: gr.Blocks, studio: Studio, session: gr.State) -> None:
                        file_types=[".txt", ".tsv"], file_count="multiple")
     draw = gr.Button("Draw map", variant="primary", elem_id="map-draw")
     status = gr.Markdown(elem_id="map-status")
-    plot = gr.Plot(views.placeholder_figure("Choose the points above, then press Draw map."), elem_id="map-plot")
+    plot = gr.Plot(render.placeholder_figure("Choose the points above, then press Draw map."), elem_id="map-plot")
     point = gr.Markdown("Click a point to read it whole, with its definitions.", elem_id="map-point")
     clicked = gr.Textbox(elem_id="map-click", container=False)  # written by MAP_JS, as #map-selection below
     clicked.change(handler(studio.map.map_point), [clicked, session], [point], api_name="map_point", **QUICK)

@@ -6,7 +6,7 @@ import gradio as gr
 from core.answers import EXCLUDE_QUERY_WORDS
 
 from ..handlers import Studio
-from ..services import POS_CODES
+from ..shared.services import POS_CODES
 from ..wiring import QUICK, handler, wire
 
 EXAMPLES = ["a person who is in charge", "a large grey animal with a trunk", "a building where people live",

@@ -5,7 +5,7 @@ import gradio as gr
 
 from core.vec2sent import MOST_EXACT
 
-from .. import services as sv
+from ..shared import services as sv
 
 EXACT_ROUNDS = MOST_EXACT["correct"].rounds
 REFINE_LABEL = (f"Refine: correct {EXACT_ROUNDS} times instead of once, each time decoding again from the vector "

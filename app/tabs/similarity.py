@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import gradio as gr
 
-from .. import services as sv
 from ..handlers import Studio
+from ..shared import services as sv
 from ..wiring import HEAVY, QUICK, handler, wire
 from .shared import REFERENCE_INFO
 

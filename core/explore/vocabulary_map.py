@@ -10,7 +10,7 @@ The layout is UMAP (cosine, 15 neighbours) of the word vectors the reverse dicti
 (`OpenScorer.vectors_of("word")`), saved in the user cache under the open vocabulary's cache name, so a
 fine-tuned model gets its own, on its parent's map (`aligned_layout`: the words it kept keep their places,
 so a move means the model moved). New points (a description, an analogy's vector) land on it without
-recomputing: on their nearest word. Measured (research/placement_probe.py, docs/results.md) against a
+recomputing: on their nearest word. Measured (research/placement_probe.py at 666302e, docs/results.md) against a
 cosine-weighted mean of the 10 nearest words' positions, UMAP's own transform and a regression: the
 nearest word keeps the most of a new point's 10 nearest words around it on the map.
 """

@@ -24,8 +24,8 @@ channels weighted otherwise, plus a prior on how common the word is (core/words/
 
 with share = everyday_share and T = mixture_temperature (0: the dictionary expert alone, its ranking
 as before issue 38). `OpenScorer.scores` returns log p(c) when the share is above 0, else score(c).
-The everyday weights were chosen on people's descriptions (research/human_fusion_probe.py, then the
-mixture; docs/results.md) and are the defaults of every model (`DEFAULT_OPEN_VOCAB`, which a
+The everyday weights were chosen on people's descriptions (research/human_fusion_probe.py at 666302e,
+then the mixture; docs/results.md) and are the defaults of every model (`DEFAULT_OPEN_VOCAB`, which a
 checkpoint's own weights override).
 
 The weights are chosen on dev (docs/results.md, "Open vocabulary"). For evaluation the definition

@@ -11,9 +11,9 @@ import threading
 import pytest
 
 from app.handlers import EVERY_WORD_MAP, Studio
-from app.jobs import JobManager
-from app.models import Models, ModelSpec
-from app.projection import Projector
+from app.shared.jobs import JobManager
+from app.shared.models import Models, ModelSpec
+from app.views.projection import Projector
 from core import Engine
 from tests.e2e.test_browser import free_port, open_tab
 from tests.test_vocabulary_map import DICTIONARY, fake_umap  # noqa: F401 - the fixture
@@ -25,12 +25,12 @@ pytestmark = pytest.mark.slow
 def app_url(tiny_mlm_dir, tmp_path, monkeypatch, fake_umap):  # noqa: F811
     """(the app's address, the gate its layout waits behind)."""
     import app.handlers.map
-    import app.models
+    import app.shared.vocabulary_map
     from app.ui import build_app
 
     monkeypatch.setenv("DEFSENT_CACHE_DIR", str(tmp_path / "cache"))
-    gate, build_map = threading.Event(), app.models.build_map
-    monkeypatch.setattr(app.models, "build_map", lambda *args: gate.wait(120) and build_map(*args))
+    gate, build_map = threading.Event(), app.shared.vocabulary_map.build_map
+    monkeypatch.setattr(app.shared.vocabulary_map, "build_map", lambda *args: gate.wait(120) and build_map(*args))
     monkeypatch.setattr(app.handlers.map, "MAX_EXPORT_POINTS", 4)  # the map of every word has 147k points, not 6
     engine = Engine.from_base(str(tiny_mlm_dir))
     engine.enable_open_vocabulary(dictionary=DICTIONARY)

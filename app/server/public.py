@@ -36,7 +36,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterator
 
-from .settings import UPLOAD_LIFETIME_S, cache_dir, download_dir, folder_bytes, staging_root, upload_dir
+from ..settings import (UPLOAD_LIFETIME_S, cache_dir, download_dir, folder_bytes, remove_old_downloads, staging_root,
+                        upload_dir)
 
 PUBLIC_ENV = "SPACE_ID"  # set by Hugging Face Spaces
 YOURS = "yours/"  # the prefix of a session's own models in the model list: no checkpoint name has a "/"
@@ -141,10 +142,8 @@ def remove_old_temp_files(lifetime: float = UPLOAD_LIFETIME_S, now: float | None
 
 def make_room(limits: PublicLimits) -> None:
     """Delete what has outlived its time: expired sessions' saves, old downloads and Gradio's old temp files."""
-    from .export import DOWNLOAD_LIFETIME, remove_old_downloads
-
     remove_expired(limits.session_lifetime)
-    remove_old_downloads(download_dir(), DOWNLOAD_LIFETIME)
+    remove_old_downloads(download_dir())
     remove_old_temp_files()
 
 

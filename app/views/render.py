@@ -13,7 +13,7 @@ import plotly.graph_objects as go
 
 from core.answers import SCORE_NOTE, relative_scores
 
-from .services import POS_NAMES, WordRow
+from ..shared.services import POS_NAMES, WordRow
 
 HOVER_CHARS = 90
 # A point's second hover line (a word's first definition on the map of every word): 147k of them are
@@ -68,7 +68,7 @@ def embedding_progress(done: int, total: int, seconds_left: float) -> str:
     return f"embedding {done:,}/{total:,} (once per model; {left})"
 
 
-TRAINING_STAGE = "training"  # app.finetune's name of the stage that reports step counts
+TRAINING_STAGE = "training"  # app.shared.finetune's name of the stage that reports step counts
 
 
 def busy_html(text: str) -> str:

@@ -11,7 +11,7 @@ middleware (no gradio import) for the FastAPI app Gradio builds:
 It answers 413 at once when Content-Length is over the bound, and stops reading a body sent without
 one (chunked) as soon as it passes the bound, so the server never holds more than the bound.
 
-`UploadRoom` reserves room in the public disk budget (app.public.DiskBudget) before Gradio writes an upload
+`UploadRoom` reserves room in the public disk budget (app.server.public.DiskBudget) before Gradio writes an upload
 to its temp folder, and gives each upload a folder of its own.
 """
 from __future__ import annotations
@@ -24,7 +24,7 @@ import shutil
 from pathlib import Path
 from typing import Any, Awaitable, Callable
 
-from .settings import MAX_UPLOAD_BYTES
+from ..settings import MAX_UPLOAD_BYTES
 
 # The largest legitimate body: an upload of MAX_UPLOAD_BYTES plus its multipart envelope. JSON
 # requests stay far below it (the longest text fields, 20,000 lines of at most 1,000 characters for
@@ -86,7 +86,7 @@ class RequestBodyLimit:
 class UploadRoom:
     """ASGI middleware for Gradio's uploads (POST .../gradio_api/upload), issue 61:
 
-    - room in the disk budget (`budget()`, app.public.DiskBudget; None on a private server) is reserved for
+    - room in the disk budget (`budget()`, app.server.public.DiskBudget; None on a private server) is reserved for
       twice the declared size (the file, and a copy Gradio may make of it when a request uses it) before Gradio
       writes a byte, in the uploader's share (`address(scope)`), and handed back once the upload is written;
       no room: 507 Insufficient Storage with the reason, and nothing is written;

@@ -2,7 +2,7 @@
 (full encoder weights, tokenizer, pooling config and a model card), also zipped.
 
 They are built in app.settings.download_dir(), a folder Gradio serves files from, which holds at
-most MAX_DOWNLOAD_BYTES; each download is deleted after DOWNLOAD_LIFETIME.
+most MAX_DOWNLOAD_BYTES; each download is deleted after app.settings.DOWNLOAD_LIFETIME.
 """
 from __future__ import annotations
 
@@ -21,14 +21,10 @@ from core.engine import Engine
 from core.spreadsheet import inert
 from core.explore import ProjectorPoints, write_projector
 
-from .public import reserved
-from .settings import download_dir, folder_bytes
+from ..server.public import reserved
+from ..settings import (DOWNLOAD_LIFETIME, DOWNLOAD_PREFIX, download_dir, download_folders, folder_bytes,
+                        remove_old_downloads)
 
-DOWNLOAD_PREFIX = "defsent-download-"
-# Gradio copies a returned file into its own cache before answering (and deletes that copy after an
-# hour: ui.UPLOAD_LIFETIME), so a download folder is needed for seconds; ten minutes leaves API
-# callers that read the path themselves time to do so.
-DOWNLOAD_LIFETIME = 600.0
 MAX_DOWNLOAD_BYTES = 1_000_000_000  # download folders in all: about 8 downloads of the shipped model
 IN_USE_SECONDS = 60.0  # a download younger than this may not be copied yet: never evicted for space
 ST_POOLING_MODES = {"cls": "pooling_mode_cls_token", "mean": "pooling_mode_mean_tokens",
@@ -146,7 +142,7 @@ def fresh_download_folder(root: Path | None, expected_bytes: int, keep_seconds: 
     """A new folder under `root` (default: download_dir(), which Gradio serves) for the block to write a download
     of about `expected_bytes` into, once the downloads older than `keep_seconds`, then the oldest others, are gone
     so that it fits in `max_bytes`. In public mode its room, and that of the copy Gradio serves it from, is
-    reserved in the disk budget while the block runs (the copy's a while longer: app.public.reserved). When the
+    reserved in the disk budget while the block runs (the copy's a while longer: app.server.public.reserved). When the
     block raises, the folder is deleted."""
     root = Path(root or download_dir())
     root.mkdir(parents=True, exist_ok=True)
@@ -187,19 +183,6 @@ def projector_download(vectors: np.ndarray, columns: dict[str, list[str]], root:
     return archive
 
 
-def _downloads(root: Path) -> list[Path]:
-    """The download folders under `root`, oldest first."""
-    return sorted((p for p in root.glob(f"{DOWNLOAD_PREFIX}*") if p.is_dir()), key=lambda p: p.stat().st_mtime)
-
-
-def remove_old_downloads(root: Path, keep_seconds: float) -> None:
-    """Delete download folders under `root` last changed more than `keep_seconds` ago."""
-    cutoff = time.time() - keep_seconds
-    for folder in _downloads(root):
-        if folder.stat().st_mtime < cutoff:
-            shutil.rmtree(folder, ignore_errors=True)
-
-
 def expected_download_bytes(engine: Engine, checkpoint: Path) -> int:
     """About what a download takes on disk at its peak: the checkpoint's zip, and the encoder's float32
     weights twice (the sentence-transformers folder and its zip exist together until the folder is
@@ -210,7 +193,7 @@ def expected_download_bytes(engine: Engine, checkpoint: Path) -> int:
 def make_room(root: Path, needed: int, max_bytes: int) -> None:
     """Delete the oldest download folders under `root` (none younger than IN_USE_SECONDS) until
     `needed` more bytes fit in `max_bytes`; ValueError if they cannot."""
-    folders = [(folder, folder_bytes(folder)) for folder in _downloads(root)]
+    folders = [(folder, folder_bytes(folder)) for folder in download_folders(root)]
     used = sum(size for _, size in folders)
     for folder, size in folders:
         if used + needed <= max_bytes or time.time() - folder.stat().st_mtime < IN_USE_SECONDS:

@@ -36,10 +36,10 @@ from core.words import evaluate_among
 from core.readout import BorrowedDecoding
 from core.words import definition_pairs
 
+from ..messages import quoted
+from ..settings import folder_bytes, staging_root
 from .jobs import Job, env_int, run_in_process, short_reason, usable_cores
-from .messages import quoted
 from .models import ModelSpec
-from .settings import folder_bytes, staging_root
 
 log = logging.getLogger(__name__)
 TRAINING_THREADS_ENV = "DEFSENT_TRAINING_THREADS"

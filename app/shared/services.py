@@ -2,7 +2,7 @@
 dictionary with definitions, similarity, semantic search, embedded corpora. (Analogy, interpolation
 and decoding are engine methods: see core/readout.py.)
 
-Everything here returns plain data (lists, dataclasses, numpy arrays); rendering is in `app.views`.
+Everything here returns plain data (lists, dataclasses, numpy arrays); rendering is in `app.views.render`.
 """
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ from core.encoder import l2_normalize
 from core.explore import read_projector, table_columns
 from core.readout import PART_OF_SPEECH, REFERENCE_SIZE, EmbeddedTexts, Reference, dictionary_reference
 
-from .settings import cache_dir, upload_dir
+from ..settings import cache_dir, upload_dir
 
 Progress = Callable[..., object]  # progress(fraction, desc=...) like gr.Progress
 POS_NAMES = PART_OF_SPEECH

@@ -45,7 +45,7 @@ GET_DATA = (f"To get SentEval's data (online, once), run `bash {FETCH_SCRIPT}` i
 # The bundled smoke set (app/data/smoke_sts.tsv): hand-written groups of a sentence, a paraphrase and a
 # sentence with one detail changed, scored by construction. It lets the tab show something offline
 # and on a public server; it is no benchmark.
-SMOKE_SET = Path(__file__).parent / "data" / "smoke_sts.tsv"
+SMOKE_SET = Path(__file__).parents[1] / "data" / "smoke_sts.tsv"  # app/data
 SMOKE_SCORES = {"paraphrase": 5.0, "one detail changed": 3.0, "unrelated": 0.0}
 SMOKE_NOTE = ("Smoke set bundled with the app: {pairs} pairs built from {groups} hand-written sentences, each with a "
               "paraphrase (scored 5) and a version with one detail changed (scored 3), and paired with an unrelated "

@@ -16,7 +16,7 @@ import numpy as np
 
 from core.runtime import check_cancelled
 
-from .settings import configure_numba_cache
+from ..settings import configure_numba_cache
 
 log = logging.getLogger(__name__)
 METHODS = ("UMAP", "PCA")

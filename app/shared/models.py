@@ -1,6 +1,6 @@
 """The models shared by every user: the active engine (loaded in the background at launch, with
-the Vec2Sent decoder beside it that fits, if any), its untrained twin for comparisons, and the
-embedded reference sentences. Per-user data never lives here.
+the Vec2Sent decoder beside it that fits, if any), its untrained twin for comparisons, the
+embedded reference sentences and its map of every word (vocabulary_map.py). Per-user data never lives here.
 """
 from __future__ import annotations
 
@@ -11,24 +11,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-import numpy as np
-
 from core.runtime import uncancellable
 from core.checkpoint import (CHECKPOINTS_DIR, DEFAULT_BASE, DEFAULT_CHECKPOINT, CheckpointError, list_checkpoints,
                              read_manifest)
 from core.explore import INDEX, CorpusIndex, build_steps, index_folder
 from core.engine import Engine
 from core.readout import REFERENCE_SIZE, EmbeddedTexts, Reference
-from core.explore import (LABEL_LEVELS, Region, build_map, default_parent, definition_layout, kept_definition_positions,
-                          layout_stamp, load_moves, region_labels)
-from core.words import frequency_bands
 
-from .services import (CORPUS_NAME, CORPUS_SENTENCES, EVERY_DEFINITION, LARGEST_READY, POS_NAMES, REFERENCE_CHOICES,
-                       SAMPLE, UPLOADED_FILE, VOCABULARY_REFERENCES, Progress, no_progress, reference_corpus)
-from .jobs import BackgroundOnce
-from .messages import quoted
-from .public import is_visitors_model, model_cache_dir, reserved
-from .settings import model_device
+from ..messages import quoted
+from ..server.public import is_visitors_model, model_cache_dir, reserved
+from ..settings import model_device
+from .services import (CORPUS_NAME, CORPUS_SENTENCES, EVERY_DEFINITION, LARGEST_READY, REFERENCE_CHOICES, SAMPLE,
+                       UPLOADED_FILE, VOCABULARY_REFERENCES, Progress, no_progress, reference_corpus)
+from .vocabulary_map import VocabularyMap
 
 log = logging.getLogger(__name__)
 BASE_LABEL = "untrained base (all-MiniLM-L6-v2)"
@@ -97,12 +92,10 @@ class ActiveModel:
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)  # guards _key_locks
     _key_locks: dict = field(default_factory=dict, repr=False)
     _cache: dict = field(default_factory=dict, repr=False)
-    placing: BackgroundOnce = field(init=False, repr=False)  # every definition placed on the map of every word
-    laying_out: BackgroundOnce = field(init=False, repr=False)  # the map of every word laid out
+    vocabulary_map: VocabularyMap = field(init=False, repr=False)  # the map of every word, kept in this cache
 
     def __post_init__(self) -> None:
-        self.placing = BackgroundOnce("definitions-on-the-map", self.definition_positions, self.definitions_placed)
-        self.laying_out = BackgroundOnce("map-of-every-word", self._lay_out, self._laid_out)
+        self.vocabulary_map = VocabularyMap(self)
 
     def once(self, key: str, build: Callable[[], object]):
         """`build()` the first time, shared by every request after: a cancelled request does not stop it.
@@ -115,6 +108,10 @@ class ActiveModel:
                 self._cache[key] = build()
             return self._cache[key]
 
+    def built(self, key: str) -> bool:
+        """Whether `once(key, ...)` has built its value already."""
+        return key in self._cache
+
     def untrained(self) -> Engine:
         """The model before DefSent training (the engine itself when it is the base)."""
         return self.once("untrained", lambda: self.spec.load_untrained() or self.engine)
@@ -126,7 +123,8 @@ class ActiveModel:
     def reference(self, progress: Progress = no_progress, size: int = REFERENCE_SIZE) -> EmbeddedTexts:
         """The embedded WordNet reference sentences for nearest-neighbour look-ups and search, cached on disk:
         a visitor's saved model's cache (3 MB a model and size) goes in their session's folder, within the disk
-        budget and deleted with the session (app.public.model_cache_dir); it went to the shared cache for good."""
+        budget and deleted with the session (app.server.public.model_cache_dir); it went to the shared cache for
+        good."""
         return self.once(f"reference-{size}", lambda: self._embedded_reference(size, progress))
 
     def _embedded_reference(self, size: int, progress: Progress) -> EmbeddedTexts:
@@ -134,107 +132,10 @@ class ActiveModel:
         with reserved(needed, "the reference sentences' cache"):  # float32 vectors
             return reference_corpus(self.engine, size, progress, model_cache_dir(self.spec.path, "embeddings"))
 
-    def _model_flag(self) -> str:
+    def model_flag(self) -> str:
         """" --model X" naming this model on the command line; "" for the shipped one (the default)."""
         shipped = self.spec.path is not None and Path(self.spec.path).resolve() == DEFAULT_CHECKPOINT.resolve()
         return "" if shipped else f" --model {self.spec.path or self.spec.base}"
-
-    def vocabulary_layout(self) -> np.ndarray:
-        """The model's map of every word (C, 2), loaded once a version; ValueError saying how to build it."""
-        return self.once(self.vocabulary_layout_key(), lambda: np.load(self.engine.vocabulary_layout_path()))
-
-    def vocabulary_regions(self) -> list[list[Region]]:
-        """The map of every word's named regions at each zoom level (core.explore.vocabulary_map.region_labels),
-        computed once per layout (a few seconds)."""
-        layout = self.vocabulary_layout()
-        return self.once(f"regions-{self.vocabulary_layout_key()}",
-                         lambda: region_labels(self.engine.words.open_vocab, layout))
-
-    def vocabulary_moves(self) -> list[dict]:
-        """This model's own words' moves on its map aligned to its parent's (core.explore.vocabulary_map.lay_out)."""
-        return self.once(f"moves-{self.vocabulary_layout_key()}",
-                         lambda: load_moves(self.engine.vocabulary_layout_path()))
-
-    def vocabulary_layout_key(self) -> str:
-        """Names the current layout file's version: what is derived from the layout is cached under it."""
-        return f"layout-{self.engine.vocabulary_layout_path().name}-{self.vocabulary_layout_stamp()}"
-
-    def vocabulary_layout_stamp(self) -> int:
-        """The current layout file's version (core.explore.layout_stamp); ValueError saying how to build it."""
-        path = self.engine.vocabulary_layout_path()
-        if not path.is_file():
-            raise ValueError(f"No map of every word for this model yet: the Map tab lays it out, or `python -m core "
-                             f"vocabulary-map{self._model_flag()}` (minutes; docs/results.md).")
-        return layout_stamp(path)
-
-    def _laid_out(self) -> bool:
-        return self.engine.vocabulary_layout_path().is_file()
-
-    def _lay_out(self) -> None:
-        """This model's map of every word, laid out and kept (core.explore.vocabulary_map.build_map): a fine-tune's
-        on the shipped model's map, loaded for this with its exact vectors (and laid out first if need be)."""
-        parent = default_parent(self.engine, self.spec.path)
-        build_map(self.engine, Engine.load_with_exact_vectors(parent) if parent is not None else None)
-
-    def word_groups(self, colour: str = "part of speech") -> list[str]:
-        """Each open-vocabulary word's colour on the map of every word: its main part of speech, its
-        region (the middle zoom level's names) or its frequency band."""
-        candidates = self.engine.words.open_vocab.candidates
-        if colour == "cluster":
-            return self.once(f"word-groups-region-{self.vocabulary_layout_key()}", self._region_groups)
-        build = {"part of speech": lambda: [candidates.filters.main_pos(w) or "other" for w in candidates.words],
-                 "frequency": lambda: frequency_bands(candidates.words)}[colour]
-        return self.once(f"word-groups-{colour}-{candidates.fingerprint()}", build)
-
-    def _region_groups(self) -> list[str]:
-        groups = [""] * len(self.engine.words.open_vocab.candidates.words)
-        for region in self.vocabulary_regions()[len(LABEL_LEVELS) // 2]:  # the middle zoom level's regions
-            for row in region.members.tolist():
-                groups[row] = region.name
-        return groups
-
-    def definition_positions(self) -> np.ndarray:
-        """Every definition of the open vocabulary on the map of every word (G, 2): on its nearest word, a
-        little jittered (core.explore.vocabulary_map.definition_layout); read from the user cache, or placed
-        once per layout version and kept there."""
-        stamp = self.vocabulary_layout_stamp()  # taken before the layout is read: positions never outlive it
-        layout = self.vocabulary_layout()
-        return self.once(f"definitions-{stamp}", lambda: definition_layout(
-            self.engine.words.open_vocab, layout, self.engine.vocabulary_layout_path(), stamp))
-
-    def definitions_placed(self) -> bool:
-        """Whether every definition's place on the current map of every word is ready (kept or built)."""
-        stamp = self.vocabulary_layout_stamp()
-        if f"definitions-{stamp}" in self._cache:
-            return True
-        count = len(self.engine.words.open_vocab.candidates.definitions)
-        kept = kept_definition_positions(self.engine.vocabulary_layout_path(), stamp, count)
-        if kept is not None:  # read once: `definition_positions` takes them from here
-            self.once(f"definitions-{stamp}", lambda: kept)
-        return kept is not None
-
-    def definition_groups(self, colour: str = "part of speech") -> list[str]:
-        """Each definition's colour on the map of every word: its part of speech, the region (the middle zoom
-        level's) whose centre is nearest it on the map, or the frequency band of the first word it defines."""
-        candidates = self.engine.words.open_vocab.candidates
-        if colour == "cluster":
-            return self.once(f"definition-groups-region-{self.vocabulary_layout_key()}", self._definition_regions)
-        if colour == "frequency":
-            bands = self.word_groups("frequency")
-            return self.once(f"definition-groups-frequency-{candidates.fingerprint()}",
-                             lambda: [bands[rows[0]] for rows in candidates.defined_rows])
-        if colour != "part of speech":
-            raise ValueError(f"unknown colour {colour!r}")
-        return self.once(f"definition-groups-pos-{candidates.fingerprint()}",
-                         lambda: [POS_NAMES.get(tag, "other") for tag in candidates.definition_pos])
-
-    def _definition_regions(self) -> list[str]:
-        regions = self.vocabulary_regions()[len(LABEL_LEVELS) // 2]
-        centres = np.array([[r.x, r.y] for r in regions], dtype=np.float32)  # (R, 2)
-        positions = self.definition_positions()  # (G, 2)
-        parts = np.array_split(positions, max(1, -(-len(positions) // 16_384)))  # at most 16,384 rows each
-        nearest = np.concatenate([((part[:, None] - centres[None]) ** 2).sum(-1).argmin(1) for part in parts])  # (n x R)
-        return [regions[i].name for i in nearest.tolist()]
 
     def corpus_folder(self) -> Path:
         """Where `python -m core corpus-index` puts this model's index of the modern corpus."""
@@ -243,7 +144,7 @@ class ActiveModel:
     def corpus_index(self) -> CorpusIndex:
         """This model's index of the modern corpus, loaded once; ValueError saying how to build it."""
         if not self.corpus_folder().joinpath(INDEX).is_file():
-            raise ValueError(f"No corpus index for this model yet: {build_steps(self._model_flag())}; then choose "
+            raise ValueError(f"No corpus index for this model yet: {build_steps(self.model_flag())}; then choose "
                              "it again.")
         index = self.corpus_folder() / INDEX
         # keyed by the index file's identity: an index built again while the app runs is loaded again

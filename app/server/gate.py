@@ -215,7 +215,7 @@ async def cancel_events(queue: Any, session_hash: str | None, fn_index: int | No
                         event_id: str | None) -> str | None:
     """Cancel the event `event_id`, and every event of `session_hash` for function `fn_index`: those waiting
     are removed (their client is told they completed, as Gradio's own cancel does), those running are marked
-    as having lost their client, which stops their work (app.work). Returns the id of a running event it
+    as having lost their client, which stops their work (app.server.work). Returns the id of a running event it
     matched (for Gradio's cancel, which completes it), else None."""
     def matches(event) -> bool:
         return event._id == event_id or (session_hash is not None and event.session_hash == session_hash
