@@ -404,7 +404,8 @@ class Engine:
         on, `user_dictionary`), scored as core/words/open_vocab.py
         says. The first call for a model embeds them all (about 4 minutes on 2 cores for WordNet;
         `progress(done, total)` per batch, `done` only growing: the words, then the definitions, of
-        one total); with `cache_dir` the vectors are kept there per model and candidate list. Vectors
+        one total); with `cache_dir` the vectors are kept there per model and candidate list (and WordNet's
+        candidate list in the user cache, as arrays: core/words/candidate_cache.py). Vectors
         precomputed in the checkpoint's SHIPPED_VECTORS folder are read instead (a Space's), else its
         product-quantized COMPACT_VECTORS when they were made for these candidates (a fresh clone's;
         `words.compact`; not with `compact=False`, which embeds instead). With
@@ -414,7 +415,7 @@ class Engine:
         (`open_vocab_parent_scorer`), though the reused vectors come from the encoder before
         fine-tuning; they are cached apart ("-reused") and flagged (`words.reused`) until a call
         without `reuse` embeds everything with this model."""
-        candidates = self.words.candidates(extra, dictionary)
+        candidates = self.words.candidates(extra, dictionary, cached=cache_dir is not None)
         name = self._open_vocab_cache_name(candidates)
         cache = Path(cache_dir) / name if cache_dir is not None else None
         stored = self._stored_open_vocab(name, [] if cache_dir is None else [Path(cache_dir)], compact)
