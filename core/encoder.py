@@ -177,7 +177,7 @@ def _load_backbone_and_head(path: str) -> tuple[nn.Module, nn.Module | None]:
     return None for the head.
     """
     try:
-        return load_bert(path)
+        return load_bert(path, random_start=False)  # the file's weights only: no random start drawn first
     except Unsupported as err:
         log.info("loading %s with transformers (%s)", path, err)
     from transformers import AutoModel, AutoModelForMaskedLM
