@@ -493,11 +493,13 @@ def load_word_map(path: Path) -> torch.nn.Linear:
 
 
 def _unit(x: torch.Tensor, in_place: bool = False) -> torch.Tensor:
-    """x's rows scaled to length 1, float32 (`torch.nn.functional.normalize`); with `in_place`, a float32 x
-    itself is scaled (the same numbers, without a copy)."""
-    if in_place and x.dtype == torch.float32 and not x.requires_grad:
-        return x.div_(x.norm(2, 1, keepdim=True).clamp_min(1e-12))  # normalize's own steps
-    return torch.nn.functional.normalize(x.float(), dim=1)
+    """x's rows scaled to length 1, float32 (`torch.nn.functional.normalize`). The float32 copy of another dtype
+    (int8 rows from a cache) is scaled in place, and so is a float32 x itself with `in_place`: the same numbers,
+    without a second copy."""
+    unit = x.float()  # x itself when it is float32
+    if (in_place or unit is not x) and not unit.requires_grad:
+        return unit.div_(unit.norm(2, 1, keepdim=True).clamp_min(1e-12))  # normalize's own steps
+    return torch.nn.functional.normalize(unit, dim=1)
 
 
 def _save_atomically(tensors: dict[str, torch.Tensor], path: Path, metadata: dict[str, str] | None = None
