@@ -35,7 +35,7 @@ from .runtime.hardware import return_freed_memory
 from .words.exact_rescoring import ExactRescorer, ExactVectors
 from .words.hubness import DEFAULT_K, DEFAULT_WEIGHT, HubPenalty, group_definitions
 from .lexicon.dictionary import Entry
-from .lora import dense_delta, factored_delta, is_low_rank, stored_factors
+from .lora import add_into, dense_delta, factored_delta, is_low_rank, stored_factors
 from .words.open_vocab import COMPACT_SUBSPACES, COMPACT_VECTORS, Candidates, OpenScorer, open_scorer, stored_vectors
 from .readout import (ANALOGY, DEFAULT_CORRECTION, PATH_FLUENCY, REFERENCE_SIZE, AnalogyResult, InterpolationPoint,
                       Reference, VectorReader)
@@ -196,9 +196,8 @@ class Engine:
         unknown = sorted(set(delta) - set(state))
         if unknown:
             raise CheckpointError(f"checkpoint changes tensors the base does not have: {unknown[:5]}")
-        with torch.no_grad():
-            for name, d in delta.items():
-                state[name].add_(d.to(state[name]))  # its dtype and device
+        for name, d in delta.items():
+            add_into(state[name], d)  # in its dtype, on its device
         self._fingerprint = None
 
     def save(self, path: str | Path, name: str | None = None, training: dict | None = None,
