@@ -5,10 +5,15 @@ time of `python -c "import torch"` on the same machine at the same moment. Print
     python -m bench.bench_cold_start --rounds 5 --command "python -m core --help"
 
 Each round runs the two commands one after the other, in alternating order (the machine is shared: a busy
-moment then slows both), each a new process; the medians and their ratio are printed. One untimed query
-first fills the user cache (the open vocabulary's candidate list, core/words/candidate_cache.py), as any
-first use does once per model: what is timed is a query of a process started afresh, as a person who
-looks up one word from a terminal starts one.
+moment then slows both), each a new process; the medians and their ratio are printed, with the load average
+before and after (on a shared machine, say it with the numbers). One untimed query first fills the user cache
+as any first use does once: WordNet's candidate list as arrays (core/words/candidate_cache.py) and the exact
+vectors of the query's first candidates (core/words/exact_rescoring.py). What is timed is a query of a process
+started afresh, as a person who looks up one word from a terminal starts one: torch imported, the shipped
+model's encoder built (its tokenizer read without transformers: core/tokenizer.py), the open vocabulary's
+compact vectors decoded, one forward pass and the scoring of 147k candidates.
+
+A profile of one such query: `python -m cProfile -s cumulative -m core "a person who is in charge"`.
 """
 from __future__ import annotations
 
@@ -45,6 +50,11 @@ def rounds(commands: dict[str, list[str]], count: int) -> dict[str, list[float]]
     return times
 
 
+def load_average() -> float:
+    """The last minute's load average (NaN where the system has none)."""
+    return os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=5)
@@ -54,10 +64,11 @@ def main() -> None:
         parser.error("--rounds must be from 1 to 50")
     query = shlex.split(args.command) if args.command else QUERY
     seconds(query)  # fills the user cache once, untimed
+    before = load_average()
     times = rounds({"query": query, "torch": TORCH}, args.rounds)
     median = {name: statistics.median(values) for name, values in times.items()}
-    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
-    print(f"{os.cpu_count()} CPUs, load average {load:.1f} at the end; {args.rounds} rounds\n")
+    print(f"{os.cpu_count()} CPUs, load average {before:.1f} at the start and {load_average():.1f} at the end; "
+          f"{args.rounds} rounds\n")
     print("| command | median s | all s |\n|---|---:|---|")
     for name, command in (("query", query), ("torch", TORCH)):
         print(f"| `{shlex.join(command).replace(sys.executable, 'python')}` | {median[name]:.2f} | "

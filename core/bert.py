@@ -63,12 +63,12 @@ class BertConfig:
 
 
 class BertEmbeddings(nn.Module):
-    def __init__(self, c: BertConfig):
+    def __init__(self, c: BertConfig, device: torch.device | str | None = None):
         super().__init__()
-        self.word_embeddings = nn.Embedding(c.vocab_size, c.hidden_size, padding_idx=c.pad_token_id)
-        self.position_embeddings = nn.Embedding(c.max_position_embeddings, c.hidden_size)
-        self.token_type_embeddings = nn.Embedding(c.type_vocab_size, c.hidden_size)
-        self.LayerNorm = nn.LayerNorm(c.hidden_size, eps=c.layer_norm_eps)
+        self.word_embeddings = _embedding(c.vocab_size, c.hidden_size, c.pad_token_id, device)
+        self.position_embeddings = _embedding(c.max_position_embeddings, c.hidden_size, None, device)
+        self.token_type_embeddings = _embedding(c.type_vocab_size, c.hidden_size, None, device)
+        self.LayerNorm = nn.LayerNorm(c.hidden_size, eps=c.layer_norm_eps, device=device)
         self.dropout = nn.Dropout(c.hidden_dropout_prob)
 
     def forward(self, input_ids: torch.Tensor) -> torch.Tensor:
@@ -79,14 +79,14 @@ class BertEmbeddings(nn.Module):
 
 
 class BertSelfAttention(nn.Module):
-    def __init__(self, c: BertConfig):
+    def __init__(self, c: BertConfig, device: torch.device | str | None = None):
         super().__init__()
         if c.hidden_size % c.num_attention_heads:
             raise Unsupported(f"hidden size {c.hidden_size} is not a multiple of {c.num_attention_heads} heads")
         self.heads = c.num_attention_heads
-        self.query = nn.Linear(c.hidden_size, c.hidden_size)
-        self.key = nn.Linear(c.hidden_size, c.hidden_size)
-        self.value = nn.Linear(c.hidden_size, c.hidden_size)
+        self.query = nn.Linear(c.hidden_size, c.hidden_size, device=device)
+        self.key = nn.Linear(c.hidden_size, c.hidden_size, device=device)
+        self.value = nn.Linear(c.hidden_size, c.hidden_size, device=device)
         self.dropout = c.attention_probs_dropout_prob
 
     def forward(self, x: torch.Tensor, keep: torch.Tensor) -> torch.Tensor:
@@ -102,10 +102,10 @@ class BertSelfAttention(nn.Module):
 class BertResidualOutput(nn.Module):
     """dense -> dropout -> LayerNorm(+ residual): BERT's `attention.output` and `output` blocks."""
 
-    def __init__(self, c: BertConfig, inputs: int):
+    def __init__(self, c: BertConfig, inputs: int, device: torch.device | str | None = None):
         super().__init__()
-        self.dense = nn.Linear(inputs, c.hidden_size)
-        self.LayerNorm = nn.LayerNorm(c.hidden_size, eps=c.layer_norm_eps)
+        self.dense = nn.Linear(inputs, c.hidden_size, device=device)
+        self.LayerNorm = nn.LayerNorm(c.hidden_size, eps=c.layer_norm_eps, device=device)
         self.dropout = nn.Dropout(c.hidden_dropout_prob)
 
     def forward(self, x: torch.Tensor, residual: torch.Tensor) -> torch.Tensor:
@@ -113,14 +113,14 @@ class BertResidualOutput(nn.Module):
 
 
 class BertLayer(nn.Module):
-    def __init__(self, c: BertConfig):
+    def __init__(self, c: BertConfig, device: torch.device | str | None = None):
         super().__init__()
         self.attention = nn.Module()  # named as in transformers: attention.self, attention.output
-        self.attention.self = BertSelfAttention(c)
-        self.attention.output = BertResidualOutput(c, c.hidden_size)
+        self.attention.self = BertSelfAttention(c, device)
+        self.attention.output = BertResidualOutput(c, c.hidden_size, device)
         self.intermediate = nn.Module()
-        self.intermediate.dense = nn.Linear(c.hidden_size, c.intermediate_size)
-        self.output = BertResidualOutput(c, c.intermediate_size)
+        self.intermediate.dense = nn.Linear(c.hidden_size, c.intermediate_size, device=device)
+        self.output = BertResidualOutput(c, c.intermediate_size, device)
         self.act = ACTIVATIONS[c.hidden_act]
 
     def forward(self, x: torch.Tensor, keep: torch.Tensor) -> torch.Tensor:
@@ -129,14 +129,15 @@ class BertLayer(nn.Module):
 
 
 class BertModel(nn.Module):
-    """`forward(input_ids (B, T), attention_mask (B, T))` -> `.last_hidden_state` (B, T, H)."""
+    """`forward(input_ids (B, T), attention_mask (B, T))` -> `.last_hidden_state` (B, T, H). Built on the
+    "meta" `device`, it holds no numbers until weights are assigned (`load_bert`)."""
 
-    def __init__(self, config: BertConfig):
+    def __init__(self, config: BertConfig, device: torch.device | str | None = None):
         super().__init__()
         self.config = config
-        self.embeddings = BertEmbeddings(config)
+        self.embeddings = BertEmbeddings(config, device)
         self.encoder = nn.Module()
-        self.encoder.layer = nn.ModuleList(BertLayer(config) for _ in range(config.num_hidden_layers))
+        self.encoder.layer = nn.ModuleList(BertLayer(config, device) for _ in range(config.num_hidden_layers))
 
     def get_input_embeddings(self) -> nn.Embedding:
         return self.embeddings.word_embeddings
@@ -165,17 +166,29 @@ class BertMaskedLMHead(nn.Module):
     then the activation, then LayerNorm) and the output `bias`; its decoder is the word embedding
     matrix. core/words/word_head.py builds the word head from them."""
 
-    def __init__(self, config: BertConfig):
+    def __init__(self, config: BertConfig, device: torch.device | str | None = None):
         super().__init__()
         self.transform = nn.Module()
-        self.transform.dense = nn.Linear(config.hidden_size, config.hidden_size)
-        self.transform.LayerNorm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
-        self.bias = nn.Parameter(torch.zeros(config.vocab_size))
+        self.transform.dense = nn.Linear(config.hidden_size, config.hidden_size, device=device)
+        self.transform.LayerNorm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps, device=device)
+        self.bias = nn.Parameter(torch.zeros(config.vocab_size, device=device))
 
 
-def load_bert(path: str | Path) -> tuple[BertModel, BertMaskedLMHead | None]:
+def _embedding(rows: int, width: int, padding_idx: int | None, device: torch.device | str | None) -> nn.Embedding:
+    """nn.Embedding; on the meta device without its random start (`normal_` there sets up for seconds first)."""
+    if device is not None and torch.device(device).type == "meta":
+        return nn.Embedding(rows, width, padding_idx, _weight=torch.empty(rows, width, device="meta"))
+    return nn.Embedding(rows, width, padding_idx, device=device)
+
+
+def load_bert(path: str | Path, random_start: bool = True) -> tuple[BertModel, BertMaskedLMHead | None]:
     """The encoder of a BERT checkpoint folder, and its masked-LM head when the file has one.
 
+    `random_start`: the network is first built with random weights, as transformers builds it, which the
+    file's then replace; this draws from torch's global random generator, as callers that seed it and
+    then draw more expect (a decoder warm-started from BERT: core/vec2sent/transformer.py). False: built on
+    the meta device and only the file's weights are ever held (a fraction of a second off each cold start),
+    torch's generator left as it was.
     Raises Unsupported for anything else (the caller falls back to transformers).
     """
     path = Path(path)
@@ -188,7 +201,8 @@ def load_bert(path: str | Path) -> tuple[BertModel, BertMaskedLMHead | None]:
             and not k.startswith((prefix + "pooler.", prefix + "embeddings.position_ids"))}
     head = {k[len(HEAD_PREFIX):]: v for k, v in tensors.items()
             if k.startswith(HEAD_PREFIX) and k[len(HEAD_PREFIX):] in HEAD_KEYS}
-    model, mlm_head = BertModel(config), BertMaskedLMHead(config)
+    device = None if random_start else "meta"
+    model, mlm_head = BertModel(config, device), BertMaskedLMHead(config, device)
     _assign(model, body, path)
     if len(head) < len(HEAD_KEYS):
         return model, None

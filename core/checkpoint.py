@@ -69,7 +69,7 @@ def fingerprint(tensors: Mapping[str, torch.Tensor]) -> str:
     for name in sorted(tensors):
         t = tensors[name].detach().contiguous().cpu()
         digest.update(f"{name}:{tuple(t.shape)}:{t.dtype}".encode())
-        digest.update(t.view(torch.uint8).numpy().tobytes() if t.numel() else b"")
+        digest.update(t.view(torch.uint8).numpy() if t.numel() else b"")  # its bytes, read in place (no copy)
     return digest.hexdigest()[:16]
 
 

@@ -19,6 +19,7 @@ from .bert import Unsupported, load_bert
 from .runtime.cancel import check_cancelled
 from .runtime.device import autocast, module_device, resolve_precision
 from .runtime.hardware import PRECISIONS, quantize_int8
+from .tokenizer import load_tokenizer, tokenize_padded
 
 log = logging.getLogger(__name__)
 
@@ -70,9 +71,7 @@ class SentenceEncoder(nn.Module):
     def from_pretrained(cls, path: str | Path, pooling: str = "mean", max_length: int = 128
                         ) -> tuple["SentenceEncoder", nn.Module | None]:
         """Load a checkpoint; return (encoder, masked-LM head module or None if it has none)."""
-        from transformers import AutoTokenizer
-
-        tokenizer = AutoTokenizer.from_pretrained(str(path))
+        tokenizer = load_tokenizer(path)  # a BERT folder's without importing transformers (core/tokenizer.py)
         backbone, mlm_head = _load_backbone_and_head(str(path))
         return cls(backbone, tokenizer, pooling, max_length), mlm_head
 
@@ -117,8 +116,7 @@ class SentenceEncoder(nn.Module):
     def tokenize(self, texts: list[str], device: torch.device | None = None) -> dict[str, torch.Tensor]:
         """Tokenise with padding and truncation, on `device` (default: the CPU); warn when a text is
         cut at the model's maximum."""
-        batch = self.tokenizer(texts, padding=True, truncation=True, max_length=self.max_length,
-                               return_tensors="pt")
+        batch = tokenize_padded(self.tokenizer, texts, self.max_length)
         if batch["input_ids"].shape[1] == self.max_length:
             full = [len(ids) for ids in self.tokenizer(texts, add_special_tokens=True)["input_ids"]]
             cut = sum(n > self.max_length for n in full)
@@ -177,7 +175,7 @@ def _load_backbone_and_head(path: str) -> tuple[nn.Module, nn.Module | None]:
     return None for the head.
     """
     try:
-        return load_bert(path)
+        return load_bert(path, random_start=False)  # the file's weights only: no random start drawn first
     except Unsupported as err:
         log.info("loading %s with transformers (%s)", path, err)
     from transformers import AutoModel, AutoModelForMaskedLM

@@ -35,7 +35,7 @@ from .runtime.hardware import return_freed_memory
 from .words.exact_rescoring import ExactRescorer, ExactVectors
 from .words.hubness import DEFAULT_K, DEFAULT_WEIGHT, HubPenalty, group_definitions
 from .lexicon.dictionary import Entry
-from .lora import dense_delta, factored_delta, is_low_rank, stored_factors
+from .lora import add_into, dense_delta, factored_delta, is_low_rank, stored_factors
 from .words.open_vocab import COMPACT_SUBSPACES, COMPACT_VECTORS, Candidates, OpenScorer, open_scorer, stored_vectors
 from .readout import (ANALOGY, DEFAULT_CORRECTION, PATH_FLUENCY, REFERENCE_SIZE, AnalogyResult, InterpolationPoint,
                       Reference, VectorReader)
@@ -196,9 +196,8 @@ class Engine:
         unknown = sorted(set(delta) - set(state))
         if unknown:
             raise CheckpointError(f"checkpoint changes tensors the base does not have: {unknown[:5]}")
-        with torch.no_grad():
-            for name, d in delta.items():
-                state[name].add_(d.to(state[name]))  # its dtype and device
+        for name, d in delta.items():
+            add_into(state[name], d)  # in its dtype, on its device
         self._fingerprint = None
 
     def save(self, path: str | Path, name: str | None = None, training: dict | None = None,
@@ -404,7 +403,8 @@ class Engine:
         on, `user_dictionary`), scored as core/words/open_vocab.py
         says. The first call for a model embeds them all (about 4 minutes on 2 cores for WordNet;
         `progress(done, total)` per batch, `done` only growing: the words, then the definitions, of
-        one total); with `cache_dir` the vectors are kept there per model and candidate list. Vectors
+        one total); with `cache_dir` the vectors are kept there per model and candidate list (and WordNet's
+        candidate list in the user cache, as arrays: core/words/candidate_cache.py). Vectors
         precomputed in the checkpoint's SHIPPED_VECTORS folder are read instead (a Space's), else its
         product-quantized COMPACT_VECTORS when they were made for these candidates (a fresh clone's;
         `words.compact`; not with `compact=False`, which embeds instead). With
@@ -414,7 +414,7 @@ class Engine:
         (`open_vocab_parent_scorer`), though the reused vectors come from the encoder before
         fine-tuning; they are cached apart ("-reused") and flagged (`words.reused`) until a call
         without `reuse` embeds everything with this model."""
-        candidates = self.words.candidates(extra, dictionary)
+        candidates = self.words.candidates(extra, dictionary, cached=cache_dir is not None)
         name = self._open_vocab_cache_name(candidates)
         cache = Path(cache_dir) / name if cache_dir is not None else None
         stored = self._stored_open_vocab(name, [] if cache_dir is None else [Path(cache_dir)], compact)

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import torch
 from torch import nn
 from torch.nn.utils import parametrize
@@ -91,14 +92,40 @@ def stored_factors(tensors: dict[str, torch.Tensor]) -> dict[str, tuple[torch.Te
     for name in sorted(names):
         if name + SUFFIX_A not in tensors or name + SUFFIX_B not in tensors:
             raise ValueError(f"{name} has only one of its two factors ({SUFFIX_B}, {SUFFIX_A})")
-    return {name: (tensors[name + SUFFIX_B].float(), tensors[name + SUFFIX_A].float()) for name in names}
+    return {name: (float32(tensors[name + SUFFIX_B]), float32(tensors[name + SUFFIX_A])) for name in names}
 
 
 def dense_delta(tensors: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
     """A checkpoint's delta tensors with every `.lora_B`/`.lora_A` pair expanded to B @ A (float32)."""
-    dense = {k: v.float() for k, v in tensors.items() if not k.endswith((SUFFIX_A, SUFFIX_B))}
+    dense = {k: float32(v) for k, v in tensors.items() if not k.endswith((SUFFIX_A, SUFFIX_B))}
     dense.update({name: B @ A for name, (B, A) in stored_factors(tensors).items()})  # (out, in)
     return dense
+
+
+# Why numpy below: each torch operation on a tensor of more than 32k numbers is an OpenMP region, and on a busy
+# 2-core machine every region waited milliseconds for its second thread; a checkpoint's 96 delta tensors, converted
+# and added, took 0.85 s of a cold start instead of 0.1 s (docs/results.md, issue 62). numpy's conversion and
+# addition run in one thread and give the same numbers: float16 -> float32 is exact, and a float32 sum is
+# rounded once either way.
+
+def float32(t: torch.Tensor) -> torch.Tensor:
+    """`t.float()`: float16 on the CPU converted by numpy (a new tensor; see above)."""
+    if t.dtype == torch.float16 and t.device.type == "cpu" and not t.requires_grad:
+        return torch.from_numpy(t.numpy().astype(np.float32))
+    return t.float()
+
+
+def add_into(weight: torch.Tensor, delta: torch.Tensor) -> None:
+    """`weight.add_(delta.to(weight))` without recording a gradient: float32 pairs of one shape on the CPU summed
+    by numpy into the weight's own memory (see above), its version counted as add_ counts it."""
+    if weight.device.type == delta.device.type == "cpu" and weight.dtype == delta.dtype == torch.float32 \
+            and weight.shape == delta.shape:
+        values = weight.detach().numpy()
+        np.add(values, delta.detach().numpy(), out=values)
+        torch.autograd.graph.increment_version(weight)
+        return
+    with torch.no_grad():
+        weight.add_(delta.to(weight))
 
 
 def factored_delta(delta: dict[str, torch.Tensor], low_rank: dict[str, tuple[torch.Tensor, torch.Tensor]]

@@ -44,7 +44,7 @@ def test_a_description_is_the_reverse_dictionary_and_a_command_name_runs_the_com
     assert main(["a small animal", "-k", "3", "--model", str(checkpoint)]) == 0
     out = capsys.readouterr().out.splitlines()
     assert out[0] == "a small animal" and [line.split()[0] for line in out[1:]] == ["1.", "2.", "3."]
-    assert main(["words", "a small animal", "-k", "2", "--model", str(checkpoint)]) == 0
+    assert main(["words", "a small animal", "-k", "2", "--threads", "1", "--model", str(checkpoint)]) == 0
     assert len(capsys.readouterr().out.splitlines()) == 3
     assert main(["--help"]) == 0 and "vec2sent-diagnostics" in capsys.readouterr().out
 
@@ -264,6 +264,7 @@ def test_decode_analogy_and_interpolate_read_vectors_back(checkpoint, tmp_path, 
     (["interpolate", "a", "b", "--steps", "500"], "--steps must be from 2 to 50"),
     (["decode", "v.csv"], "vectors are read from .npy or .jsonl"),
     (["words", "a dog", "-k", "1000"], "-k must be from 1 to 100"),
+    (["words", "a dog", "--threads", "-1"], "--threads must be from 0 to 1024"),
     (["encod", "a sentence to embed"], "did you mean `python -m core encode`"),
     (["simlarity", "a", "b"], "did you mean `python -m core similarity`"),
 ])

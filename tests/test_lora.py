@@ -112,3 +112,21 @@ def test_low_rank_and_top_layers_are_exclusive(tiny_mlm_dir):
         train(engine, ENTRIES, ENTRIES, TrainConfig(lora_rank=2, trainable_layers=1, **CONFIG))
     assert not is_low_rank(engine.encoder.backbone)
 
+
+
+def test_the_delta_is_converted_and_added_as_torch_does_it():
+    from core.lora import add_into, float32
+
+    g = torch.Generator().manual_seed(0)
+    half = (torch.randn(300, 200, generator=g) * 3).half()
+    for t in (half, half.T, half[::2], torch.randn(5, generator=g).bfloat16(), torch.randn(4, 3, generator=g)):
+        assert float32(t).dtype == torch.float32 and torch.equal(float32(t), t.float())
+    weight = torch.nn.Parameter(torch.randn(300, 200, generator=g))
+    expected = weight.detach().clone().add_(float32(half))
+    version = weight._version
+    add_into(weight, float32(half))
+    assert torch.equal(weight.detach(), expected) and weight._version > version and weight.requires_grad
+    other = torch.randn(300, 200, generator=g, dtype=torch.float64)  # another dtype: torch's own add_
+    expected = weight.detach().clone().add_(other.to(weight))
+    add_into(weight, other)
+    assert torch.equal(weight.detach(), expected)

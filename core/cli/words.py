@@ -42,13 +42,16 @@ def words(argv: Sequence[str]) -> int:
                         help="leave the description's own words out of its answers (default: yes, as the app)")
     parser.add_argument("--single-token-words", action="store_true",
                         help="answer with the word head's single-token words only (skips the open vocabulary)")
+    add_threads_flag(parser, note="; a query's scores may differ in their last digits with another count")
     add_output_flags(parser)
     args = parser.parse_args(argv)
     texts = texts_from(args)
     check_range("-k", args.k, 1, MAX_K)
+    check_range("--threads", args.threads, 0, 1024)
     if args.pos not in ("", "n", "v", "a", "r"):
         raise InputError(f"--pos must be n, v, a or r, not {args.pos!r}")
     device = device_from_flag(parser, args.device)
+    set_threads(args.threads)
     from ..engine import Engine
 
     # no decoder: the reverse dictionary never decodes, and "auto" would look one up

@@ -211,13 +211,16 @@ class OpenScorer:
     """Scores (B, C) of sentence vectors against every candidate (see the module docstring)."""
 
     def __init__(self, candidates: Candidates, word_vectors: torch.Tensor, definition_vectors: torch.Tensor,
-                 config: OpenVocabConfig = OpenVocabConfig(), word_map: torch.nn.Module | None = None):
+                 config: OpenVocabConfig = OpenVocabConfig(), word_map: torch.nn.Module | None = None,
+                 own: bool = False):
+        """`own`: the vectors are this scorer's alone (just read), so they are scaled to unit length in place
+        rather than copied (264k rows: hundreds of MB not allocated again at a cold start)."""
         self.candidates = candidates
         self.multi = torch.from_numpy(np.flatnonzero(~candidates.single_token))  # (M,) no token
         self.single = torch.from_numpy(np.flatnonzero(candidates.single_token))  # (S,)
         self.single_tokens = torch.from_numpy(candidates.token_ids[candidates.single_token])  # (S,)
-        self.word_vectors = _unit(word_vectors)  # (C, d), row i for candidates.words[i]
-        self.definition_vectors = _unit(definition_vectors)  # (G, d)
+        self.word_vectors = _unit(word_vectors, in_place=own)  # (C, d), row i for candidates.words[i]
+        self.definition_vectors = _unit(definition_vectors, in_place=own)  # (G, d)
         self.config = config
         self.word_map = word_map
         self.rescorer: Rescorer | None = None  # scores the first candidates again (approximate vectors)
@@ -419,7 +422,7 @@ class OpenScorer:
                    for kind in ("word", "definition")}
         if vectors["word"].shape[0] != len(candidates):
             raise ValueError(f"{path} holds vectors of another candidate list")
-        return cls(candidates, vectors["word"], vectors["definition"], config, word_map)
+        return cls(candidates, vectors["word"], vectors["definition"], config, word_map, own=True)
 
 
 def open_scorer(encode_words: Encode, encode_definitions: Encode, candidates: Candidates, config: OpenVocabConfig,
@@ -489,8 +492,14 @@ def load_word_map(path: Path) -> torch.nn.Linear:
     return word_map.requires_grad_(False)
 
 
-def _unit(x: torch.Tensor) -> torch.Tensor:
-    return torch.nn.functional.normalize(x.float(), dim=1)
+def _unit(x: torch.Tensor, in_place: bool = False) -> torch.Tensor:
+    """x's rows scaled to length 1, float32 (`torch.nn.functional.normalize`). The float32 copy of another dtype
+    (int8 rows from a cache) is scaled in place, and so is a float32 x itself with `in_place`: the same numbers,
+    without a second copy."""
+    unit = x.float()  # x itself when it is float32
+    if (in_place or unit is not x) and not unit.requires_grad:
+        return unit.div_(unit.norm(2, 1, keepdim=True).clamp_min(1e-12))  # normalize's own steps
+    return torch.nn.functional.normalize(unit, dim=1)
 
 
 def _save_atomically(tensors: dict[str, torch.Tensor], path: Path, metadata: dict[str, str] | None = None

@@ -137,12 +137,25 @@ class WordScorer:
         self.open_vocab, self.tower, self.word_map = None, None, None
         self.config = DEFAULT_OPEN_VOCAB
 
-    def candidates(self, extra: Iterable[Entry] | None = None, dictionary: Iterable[Entry] | None = None) -> Candidates:
+    def candidates(self, extra: Iterable[Entry] | None = None, dictionary: Iterable[Entry] | None = None,
+                   cached: bool = False) -> Candidates:
         """The words and phrases the open vocabulary answers with: `dictionary` (default: every WordNet
-        lemma) and `extra` (default: `user_dictionary`)."""
+        lemma) and `extra` (default: `user_dictionary`). With `cached` and neither `dictionary` nor `extra`
+        entries, WordNet's list is kept in the user cache as plain arrays and read back by later processes
+        (core/words/candidate_cache.py: a few hundred ms, not 5-11 s); a user's own words are never written there."""
         extra = list(self.user_dictionary if extra is None else extra)
-        entries = load_wordnet_lemmas() if dictionary is None else dictionary
-        return Candidates([*entries, *extra], self.vocab, user_words=(e.word for e in extra))
+
+        def build() -> Candidates:
+            entries = load_wordnet_lemmas() if dictionary is None else dictionary
+            return Candidates([*entries, *extra], self.vocab, user_words=(e.word for e in extra))
+        # a stand-in for WordNet's loader (tests put one in this module) is never cached under WordNet's name
+        if dictionary is not None or extra or not cached or load_wordnet_lemmas is not lexicon_files.load_wordnet_lemmas:
+            return build()
+        from ..paths import user_cache_dir
+        from .candidate_cache import cached_candidates, candidates_key
+
+        key = candidates_key(WORDNET_SYNSETS_PATH, self.vocab.words)
+        return cached_candidates(build, key, user_cache_dir("candidates"), self.vocab)
 
     # ---- scoring -----------------------------------------------------------------------------
     @torch.inference_mode()

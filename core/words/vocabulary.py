@@ -96,17 +96,21 @@ class WordVocabulary:
         self._set_words([surface_form(t, word_start_marker) for t in tokens], pos_of)
 
     @classmethod
-    def of_words(cls, words: Sequence[str], pos_of: Mapping[str, Iterable[str]] | None = None) -> "WordVocabulary":
-        """Filters over a list of words and phrases as they are ("ice cream"), each a candidate."""
+    def of_words(cls, words: Sequence[str],
+                 pos_of: Mapping[str, Iterable[str]] | Callable[[], Mapping[str, Iterable[str]]] | None = None,
+                 lengths: np.ndarray | None = None) -> "WordVocabulary":
+        """Filters over a list of words and phrases as they are ("ice cream"), each a candidate; `pos_of` a
+        mapping or a function giving one when first asked for; `lengths` their `letters`, when known."""
         vocab = cls.__new__(cls)
-        vocab._set_words(list(words), pos_of)
+        vocab._set_words(list(words), pos_of, lengths)
         return vocab
 
     def _set_words(self, words: list[str | None],
-                   pos_of: Mapping[str, Iterable[str]] | Callable[[], Mapping[str, Iterable[str]]] | None) -> None:
+                   pos_of: Mapping[str, Iterable[str]] | Callable[[], Mapping[str, Iterable[str]]] | None,
+                   lengths: np.ndarray | None = None) -> None:
         self.words = words  # None where a token is not a word
         self.candidate_mask = np.array([w is not None for w in words], dtype=bool)
-        self.lengths = np.array([letters(w) if w else 0 for w in words])
+        self.lengths = np.array([letters(w) if w else 0 for w in words]) if lengths is None else lengths
         self.id_of = {w: i for i, w in enumerate(words) if w is not None}
         self._pos_source = pos_of if callable(pos_of) else None
         if not callable(pos_of):
