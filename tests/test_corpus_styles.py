@@ -3,7 +3,7 @@ import random
 
 import pytest
 
-from core.corpus.styles import headline, post, styled_corpus, third_person
+from core.corpus.styles import headline, post, styled_corpus, third_person, write_styled_corpus
 
 
 @pytest.mark.parametrize("sentence, expected", [
@@ -58,3 +58,23 @@ def test_styled_corpus_rewrites_only_its_genres_and_replays_the_rest():
     assert len(rewritten) == 25 and not any("function" in s for s in rewritten)
     assert any(s.startswith("Minister of region") and "opens new bridge" in s for s in rewritten)
     assert styled_corpus(train, genres, 10, 20, 5, seed=1)[0] == mix
+
+
+def test_write_styled_corpus_needs_the_genres_and_writes_a_corpus_folder(tmp_path):
+    source, out = tmp_path / "modern", tmp_path / "styles"
+    source.mkdir()
+    train = [f"The mayor of town {i} has opened a new school." for i in range(30)]
+    (source / "train.txt").write_text("".join(s + "\n" for s in train))
+    (source / "heldout.jsonl").write_text('{"text": "A held-out sentence.", "genre": "news"}\n')
+    with pytest.raises(FileNotFoundError, match="train-genres.txt is missing"):
+        write_styled_corpus(source, out, replay=5, headlines=10, posts=0)
+    (source / "train-genres.txt").write_text("news\n" * 29)
+    with pytest.raises(ValueError, match="29 lines for 30"):
+        write_styled_corpus(source, out, replay=5, headlines=10, posts=0)
+    assert not out.exists()
+    (source / "train-genres.txt").write_text("news\n" * 30)
+    stats = write_styled_corpus(source, out, replay=5, headlines=10, posts=0)
+    lines = (out / "train.txt").read_text().splitlines()
+    assert stats["headlines"] == 10 and len(lines) == stats["train"] == 15
+    assert (out / "heldout.jsonl").read_text() == (source / "heldout.jsonl").read_text()
+    assert not list(out.glob("*.partial"))

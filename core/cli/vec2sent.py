@@ -77,23 +77,15 @@ def vec2sent_corpus(argv: Sequence[str]) -> int:
 
 def _styled_corpus(args) -> int:
     import json
-    import shutil
 
-    from ..corpus.styles import styled_corpus
+    from ..corpus.styles import write_styled_corpus
 
     if args.out is None:
         raise SystemExit("--styles-from needs --out (a new corpus folder)")
-    source = args.styles_from
-    train = (source / "train.txt").read_text(encoding="utf-8").splitlines()
-    genres_file = source / "train-genres.txt"
-    if not genres_file.is_file():
-        raise SystemExit(f"{genres_file} is missing: build the modern corpus again (vec2sent-corpus --modern)")
-    genres = genres_file.read_text(encoding="utf-8").splitlines()
-    mix, stats = styled_corpus(train, genres, args.replay, args.headlines, args.posts, args.seed)
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "train.txt").write_text("".join(s + "\n" for s in mix), encoding="utf-8")
-    shutil.copy(source / "heldout.jsonl", args.out / "heldout.jsonl")
-    (args.out / "corpus.json").write_text(json.dumps({**stats, "from": str(source)}, indent=2) + "\n")
+    try:
+        stats = write_styled_corpus(args.styles_from, args.out, args.replay, args.headlines, args.posts, args.seed)
+    except (FileNotFoundError, ValueError) as err:
+        raise SystemExit(str(err)) from None
     print(json.dumps(stats, indent=2))
     return 0
 

@@ -14,8 +14,11 @@ Both are seeded by the caller's `random.Random` and return None for a sentence t
 """
 from __future__ import annotations
 
+import json
 import random
 import re
+import shutil
+from pathlib import Path
 
 from core.lexicon.forms import inflect, lemmas_written_as
 
@@ -149,3 +152,23 @@ def styled_corpus(train: list[str], genres: list[str], replay: int, headlines: i
     rng.shuffle(mix)
     return mix, {"replay": min(replay, len(train)), "headlines": len(made["headline"]), "posts": len(made["post"]),
                  "train": len(mix), "seed": seed}
+
+
+def write_styled_corpus(source: Path, out: Path, replay: int, headlines: int, posts: int, seed: int = 13) -> dict:
+    """`styled_corpus` of the modern corpus in `source` (its train.txt and train-genres.txt) written to `out` as
+    a corpus folder: train.txt (replaced atomically), its held-out set and corpus.json. Returns the counts."""
+    genres_file = source / "train-genres.txt"
+    if not genres_file.is_file():
+        raise FileNotFoundError(f"{genres_file} is missing: build the modern corpus again (vec2sent-corpus --modern)")
+    train = (source / "train.txt").read_text(encoding="utf-8").splitlines()
+    genres = genres_file.read_text(encoding="utf-8").splitlines()
+    if len(genres) != len(train):
+        raise ValueError(f"{genres_file} has {len(genres)} lines for {len(train)} in train.txt: build the corpus again")
+    mix, stats = styled_corpus(train, genres, replay, headlines, posts, seed)
+    out.mkdir(parents=True, exist_ok=True)
+    partial = out / "train.txt.partial"
+    partial.write_text("".join(s + "\n" for s in mix), encoding="utf-8")
+    partial.replace(out / "train.txt")
+    shutil.copy(source / "heldout.jsonl", out / "heldout.jsonl")
+    (out / "corpus.json").write_text(json.dumps({**stats, "from": str(source)}, indent=2) + "\n", encoding="utf-8")
+    return stats
