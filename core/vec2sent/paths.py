@@ -22,7 +22,7 @@ from typing import Sequence
 
 import numpy as np
 
-from core.lexicon.forms import FORMS, inflect, is_lemma, lemmas_of
+from core.lexicon.forms import FORMS, inflect, is_lemma, lemmas_of, takes_form
 from core.text import detokenize
 
 MAX_EDIT_PATH = 64  # sentences an edit path offers at most (2^edits grows fast)
@@ -76,7 +76,9 @@ def transfer_edit(a: str, b: str, c: str) -> str | None:
 
     A word of a that c shares is replaced as in b ("man" -> "woman"). A word of a that c lacks may
     stand at the same place in c, between the same shared words ("A dog is" / "A cat is"); there a
-    change of form carries over ("dog" -> "dogs" makes "mouse" -> "mice"; `_same_form_change`)."""
+    change of form carries over ("dog" -> "dogs" makes "mouse" -> "mice"; `_same_form_change`). A
+    change of form with no such place goes to c's word in the same form ("He eats an apple." ->
+    "He ate an apple." makes "Our neighbour finds the keys." -> "... found the keys."; `_by_form`)."""
     wa, wb, wc = _words(a), _words(b), _words(c)
     edits = word_edits(wa, wb)
     if not edits:
@@ -85,13 +87,10 @@ def transfer_edit(a: str, b: str, c: str) -> str | None:
     moved = []
     for start, end, new in edits:
         if end > start:
-            if not all(i in to_c for i in range(start, end)) or to_c[end - 1][0] - to_c[start][0] != end - start - 1:
+            replaced = _replacement_in_c(wa, wc, to_c, start, end, new)
+            if replaced is None:
                 return None
-            if end - start == 1 and len(new) == 1 and to_c[start][1] != "same":
-                new = [_same_form_change(wa[start], new[0], wc[to_c[start][0]])]
-                if new[0] is None:
-                    return None
-            moved.append((to_c[start][0], to_c[end - 1][0] + 1, new))
+            moved.append(replaced)
         elif start == 0:
             moved.append((0, 0, new))
         elif start - 1 in to_c:
@@ -101,6 +100,34 @@ def transfer_edit(a: str, b: str, c: str) -> str | None:
     if len({(s, e) for s, e, _ in moved}) < len(moved):
         return None
     return _sentence(apply_edits(wc, moved))
+
+
+def _replacement_in_c(wa: Sequence[str], wc: Sequence[str], to_c: dict[int, tuple[int, str]], start: int,
+                      end: int, new: list[str]) -> Edit | None:
+    """The edit of c that stands for a's words [start:end] becoming `new`, or None when they have no place
+    in c (`transfer_edit`)."""
+    one_word = end - start == 1 and len(new) == 1
+    if all(i in to_c for i in range(start, end)) and to_c[end - 1][0] - to_c[start][0] == end - start - 1:
+        at = to_c[start][0]
+        if one_word and to_c[start][1] != "same":
+            changed = _same_form_change(wa[start], new[0], wc[at])
+            return None if changed is None else (at, at + 1, [changed])
+        return at, to_c[end - 1][0] + 1, new
+    return _by_form(wa[start], new[0], wc, start / max(len(wa) - 1, 1)) if one_word else None
+
+
+def _by_form(old: str, new: str, wc: Sequence[str], place: float) -> Edit | None:
+    """c's word that is in the inflected form `old` is in and changes as `old` became `new` (a word whose
+    lemma takes both forms; of several, the nearest to `place`, 0-1 along the sentence), or None."""
+    found = []
+    for i, word in enumerate(wc):
+        changed = _same_form_change(old, new, word, inflected_only=True)
+        if changed is not None:
+            found.append((abs(i / max(len(wc) - 1, 1) - place), i, changed))
+    if not found:
+        return None
+    _, at, changed = min(found)
+    return at, at + 1, [changed]
 
 
 def _counterparts(wa: Sequence[str], wc: Sequence[str]) -> dict[int, tuple[int, str]]:
@@ -118,18 +145,21 @@ def _counterparts(wa: Sequence[str], wc: Sequence[str]) -> dict[int, tuple[int, 
     return to_c
 
 
-def _same_form_change(old: str, new: str, word: str) -> str | None:
+def _same_form_change(old: str, new: str, word: str, inflected_only: bool = False) -> str | None:
     """`word` changed as `old` became `new`, when that is a change of form (core/lexicon/forms.py: a
     lemma, plural or third person, past, -ing, comparative or superlative): "dog" -> "dogs" makes "mouse"
     -> "mice", "opens" -> "opened" makes "teaches" -> "taught". None when it is no such change (a
-    different word: "tea" -> "coffee") or `word` is not in the same form as `old`."""
+    different word: "tea" -> "coffee") or `word` is not in the same form as `old`. `inflected_only`: only
+    when `old` and `word` are inflected (not lemmas) and `word`'s lemma is a WordNet word that takes both
+    forms ("keys" is no verb's third person to put in the past)."""
     old, new, lower = old.lower(), new.lower(), word.lower()
-    for source in (None, *FORMS):  # the form `old` is written in (None: the lemma itself)
+    for source in (FORMS if inflected_only else (None, *FORMS)):  # the form `old` is written in (None: a lemma)
         for lemma in _lemmas(old, source):
             for target in (None, *FORMS):
                 if target != source and (lemma if target is None else inflect(lemma, target)) == new:
-                    changed = [w if target is None else inflect(w, target) for w in _lemmas(lower, source)]
-                    return changed[0] if changed else None
+                    lemmas = [w for w in _lemmas(lower, source) if not inflected_only
+                              or (takes_form(w, source) and (target is None or takes_form(w, target)))]
+                    return (lemmas[0] if target is None else inflect(lemmas[0], target)) if lemmas else None
     return None
 
 

@@ -1,0 +1,65 @@
+"""Agreement repairs of a chosen sentence (core/vec2sent/grammar.py) and the analogy's choice of sentence."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from core.vec2sent.grammar import RepairSettings, agreement_variants, repair, sentence_key
+
+
+@pytest.mark.parametrize("slip, repaired", [
+    ("Four mouse are running.", "Four mice are running."),
+    ("She has two sister.", "She has two sisters."),
+    ("Three woman are jumping.", "Three women are jumping."),
+    ("Three women is jumping.", "Three women are jumping."),
+    ("The dogs is barking.", "The dogs are barking."),
+    ("Are he tired?", "Is he tired?"),
+    ("They runs fast.", "They run fast."),
+    ("He run fast.", "He runs fast."),
+    ("He saw a elephant.", "He saw an elephant."),
+    ("I saw one birds.", "I saw one bird."),
+])
+def test_a_slip_of_agreement_has_its_repair_among_the_variants(slip, repaired):
+    assert repaired in agreement_variants(slip)
+
+
+@pytest.mark.parametrize("text", ["Our neighbour watched television.", "Is he tired?", "Two sheep are sleeping.",
+                                  "I like dogs.", "We sell the car.", "A dog runs on the grass.", "They were at home."])
+def test_a_sentence_that_agrees_has_no_variants(text):
+    assert agreement_variants(text) == []
+
+
+def fake_encode(vectors: dict[str, list[float]]):
+    return lambda texts: np.array([vectors[t] for t in texts], dtype=np.float32)
+
+
+def test_repair_takes_the_variant_the_language_model_prefers_if_it_still_fits():
+    slip, fixed = "She has two sister.", "She has two sisters."
+    encode = fake_encode({slip: [1.0, 0.0], fixed: [0.96, 0.28]})  # cosine .96 to the vector: .04 lower
+    prefer_fixed = lambda texts: np.array([-10.0 if t == fixed else -12.0 for t in texts])  # noqa: E731
+    vector = np.array([1.0, 0.0], dtype=np.float32)
+    assert repair(slip, vector, encode, prefer_fixed, RepairSettings(gain=1.0, margin=0.05)) == fixed
+    assert repair(slip, vector, encode, prefer_fixed, RepairSettings(gain=1.0, margin=0.03)) == slip  # fits too badly
+    assert repair(slip, vector, encode, prefer_fixed, RepairSettings(gain=3.0, margin=0.05)) == slip  # gains too little
+
+
+def test_two_slips_are_repaired_in_two_rounds():
+    slip = "Three woman is jumping."
+    texts = [slip, "Three women is jumping.", "Three woman are jumping.", "Three women are jumping."]
+    encode = fake_encode({t: [1.0, 0.0] for t in texts})
+    nats = {slip: -30.0, texts[1]: -27.0, texts[2]: -28.0, texts[3]: -20.0}
+    log_probs = lambda batch: np.array([nats[t] for t in batch])  # noqa: E731
+    vector = np.array([1.0, 0.0], dtype=np.float32)
+    assert repair(slip, vector, encode, log_probs, RepairSettings(rounds=2)) == texts[3]
+    assert repair(slip, vector, encode, log_probs, RepairSettings(rounds=1)) == texts[1]
+
+
+@pytest.mark.parametrize("bad", [dict(gain=-1), dict(margin=0.6), dict(rounds=0), dict(rounds=5)])
+def test_repair_settings_are_bounded(bad):
+    with pytest.raises(ValueError, match="a repair needs"):
+        RepairSettings(**bad)
+
+
+def test_the_sentence_key_ignores_case_punctuation_and_spelling():
+    assert sentence_key("Our neighbor paints the fence.") == sentence_key("our neighbour paints the fence")
+    assert sentence_key("He is afraid.") != sentence_key("He is not afraid.")
