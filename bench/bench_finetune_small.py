@@ -1,7 +1,7 @@
 """The Fine-tune tab's defaults on small glossaries (issue 62, 7): a glossary of 40 entries got 6 training steps
 from 3 epochs and learned nothing. Prints a Markdown table, one row per glossary and number of steps.
 
-    python -m bench.bench_finetune_small --glossaries 3 --steps 6 150
+    python -m bench.bench_finetune_small --glossaries 3 --steps 6 150 [--lr 5e-5 2e-4]
 
 Each glossary (fixed seeds) has 40 words of WordNet's held-out lemmas (`lemma_split().test`: neither the encoder
 nor its word tower trained on them), one definition each: 15 words, 10 phrases and 15 invented names given a
@@ -45,8 +45,9 @@ def glossary(held_out, seed: int):
             + [Entry(name, first[w].definition, first[w].pos) for name, w in zip(names, invented)])
 
 
-def run(model: Path, entries, steps: int, out: Path) -> dict:
-    """One fine-tune of `model` on `entries` for `steps` steps, the tab's other settings: what it measured."""
+def run(model: Path, entries, steps: int, out: Path, lr: float | None = None) -> dict:
+    """One fine-tune of `model` on `entries` for `steps` steps at learning rate `lr` (None: the tab's), the
+    tab's other settings: what it measured."""
     from app.shared.finetune import FinetuneSettings, UploadData, run_finetune
     from core import Engine
     from core.lexicon.dictionary import split_by_word
@@ -62,7 +63,7 @@ def run(model: Path, entries, steps: int, out: Path) -> dict:
     upload = UploadData.pack("glossary.tsv", "", 0, entries, len(split.train))
     started = time.perf_counter()
     result = run_finetune(Quiet(), lambda: Engine.load(model, open_vocabulary=False), upload,
-                          FinetuneSettings(max_steps=steps), model.name, out)
+                          FinetuneSettings(max_steps=steps, **({} if lr is None else {"lr": lr})), model.name, out)
     history = [h for h in result.training["result"]["history"] if "mrr" in h.get("dev", h)]
     dev = [h.get("dev", h)["mrr"] for h in history]
     return {"seconds": time.perf_counter() - started, "dev_first": dev[0] if dev else float("nan"),
@@ -78,23 +79,27 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--model", type=Path, default=DEFAULT_CHECKPOINT)
     parser.add_argument("--glossaries", type=int, default=3, help="glossaries drawn (seeds 0..N-1)")
     parser.add_argument("--steps", type=int, nargs="+", default=[6, 150])
+    parser.add_argument("--lr", type=float, nargs="+", default=[None], help="learning rates (default: the tab's)")
     parser.add_argument("--threads", type=int, default=2)
     args = parser.parse_args(argv)
     if not 1 <= args.glossaries <= 10 or not all(1 <= s <= 2_000 for s in args.steps):
         parser.error("--glossaries from 1 to 10, --steps from 1 to 2,000")
+    if not all(lr is None or 0 < lr <= 1e-2 for lr in args.lr):
+        parser.error("--lr above 0, at most 1e-2")
     import torch
 
     torch.set_num_threads(args.threads)
     held_out = lemma_split().test
-    print("| glossary | steps | s | dev MRR first -> best | held-out MRR before -> after | "
-          "still missed: training | dev | held out |\n|---|---:|---:|---|---|---|---|---|", flush=True)
+    print("| glossary | steps | lr | s | dev MRR first -> best | held-out MRR before -> after | "
+          "still missed: training | dev | held out |\n|---|---:|---:|---:|---|---|---|---|---|", flush=True)
     with tempfile.TemporaryDirectory() as tmp:
         for seed in range(args.glossaries):
             entries = glossary(held_out, seed)
-            for steps in args.steps:
-                r = run(args.model, entries, steps, Path(tmp) / f"g{seed}-{steps}")
+            for steps, lr in [(steps, lr) for steps in args.steps for lr in args.lr]:
+                r = run(args.model, entries, steps, Path(tmp) / f"g{seed}-{steps}-{lr}", lr)
                 missed = {name: f"{len(p['missed'])}/{p['words']}" for name, p in r["missed"].items()}
-                print(f"| {seed} | {steps} | {r['seconds']:.0f} | {r['dev_first']:.3f} -> {r['dev_best']:.3f} | "
+                shown_lr = f"{lr:g}" if lr is not None else "default"
+                print(f"| {seed} | {steps} | {shown_lr} | {r['seconds']:.0f} | {r['dev_first']:.3f} -> {r['dev_best']:.3f} | "
                       f"{r['before']:.3f} -> {r['after']:.3f} | {missed['training']} | {missed['dev']} | "
                       f"{missed['held out']} |", flush=True)
     return 0
