@@ -45,9 +45,10 @@ def glossary(held_out, seed: int):
             + [Entry(name, first[w].definition, first[w].pos) for name, w in zip(names, invented)])
 
 
-def run(model: Path, entries, steps: int, out: Path, lr: float | None = None) -> dict:
+def run(model: Path, entries, steps: int, out: Path, lr: float | None = None, guard=()) -> dict:
     """One fine-tune of `model` on `entries` for `steps` steps at learning rate `lr` (None: the tab's), the
-    tab's other settings: what it measured."""
+    tab's other settings: what it measured, and the trained model's MRR on the WordNet entries `guard` (what it
+    knew before the glossary; nan without)."""
     from app.shared.finetune import FinetuneSettings, UploadData, run_finetune
     from core import Engine
     from core.lexicon.dictionary import split_by_word
@@ -68,7 +69,16 @@ def run(model: Path, entries, steps: int, out: Path, lr: float | None = None) ->
     dev = [h.get("dev", h)["mrr"] for h in history]
     return {"seconds": time.perf_counter() - started, "dev_first": dev[0] if dev else float("nan"),
             "dev_best": result.training["result"]["best_dev"].get("mrr", float("nan")),
-            "before": result.before["mrr"], "after": result.after["mrr"], "missed": result.missed}
+            "before": result.before["mrr"], "after": result.after["mrr"], "missed": result.missed,
+            "guard": guard_mrr(out, guard)}
+
+
+def guard_mrr(model: Path, entries) -> float:
+    """`model`'s word-prediction MRR on `entries` (nan for none)."""
+    from core import Engine
+    from core.words.word_eval import evaluate_words
+
+    return evaluate_words(Engine.load(model, open_vocabulary=False, decoder=None), entries)["mrr"] if entries else float("nan")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -78,30 +88,38 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", type=Path, default=DEFAULT_CHECKPOINT)
     parser.add_argument("--glossaries", type=int, default=3, help="glossaries drawn (seeds 0..N-1)")
+    parser.add_argument("--first", type=int, default=0, help="the first glossary's seed")
     parser.add_argument("--steps", type=int, nargs="+", default=[6, 150])
     parser.add_argument("--lr", type=float, nargs="+", default=[None], help="learning rates (default: the tab's)")
+    parser.add_argument("--guard", type=int, default=0,
+                        help="WordNet test definitions (not the glossary's words) scored before and after")
     parser.add_argument("--threads", type=int, default=2)
     args = parser.parse_args(argv)
-    if not 1 <= args.glossaries <= 10 or not all(1 <= s <= 2_000 for s in args.steps):
-        parser.error("--glossaries from 1 to 10, --steps from 1 to 2,000")
+    if not 1 <= args.glossaries <= 10 or not 0 <= args.first <= 100 or not all(1 <= s <= 2_000 for s in args.steps):
+        parser.error("--glossaries from 1 to 10, --first from 0 to 100, --steps from 1 to 2,000")
     if not all(lr is None or 0 < lr <= 1e-2 for lr in args.lr):
         parser.error("--lr above 0, at most 1e-2")
     import torch
 
     torch.set_num_threads(args.threads)
     held_out = lemma_split().test
+    glossaries = {seed: glossary(held_out, seed) for seed in range(args.first, args.first + args.glossaries)}
+    used = {text for entries in glossaries.values() for e in entries for text in (e.word, e.definition)}
+    guard = [e for e in held_out if e.word not in used and e.definition not in used][:args.guard]
+    if guard:
+        print(f"guard: {len(guard)} WordNet test definitions, MRR before {guard_mrr(args.model, guard):.3f}", flush=True)
     print("| glossary | steps | lr | s | dev MRR first -> best | held-out MRR before -> after | "
-          "still missed: training | dev | held out |\n|---|---:|---:|---:|---|---|---|---|---|", flush=True)
+          "still missed: training | dev | held out | guard MRR after |\n|---|---:|---:|---:|---|---|---|---|---|---:|",
+          flush=True)
     with tempfile.TemporaryDirectory() as tmp:
-        for seed in range(args.glossaries):
-            entries = glossary(held_out, seed)
+        for seed, entries in glossaries.items():
             for steps, lr in [(steps, lr) for steps in args.steps for lr in args.lr]:
-                r = run(args.model, entries, steps, Path(tmp) / f"g{seed}-{steps}-{lr}", lr)
+                r = run(args.model, entries, steps, Path(tmp) / f"g{seed}-{steps}-{lr}", lr, guard)
                 missed = {name: f"{len(p['missed'])}/{p['words']}" for name, p in r["missed"].items()}
                 shown_lr = f"{lr:g}" if lr is not None else "default"
                 print(f"| {seed} | {steps} | {shown_lr} | {r['seconds']:.0f} | {r['dev_first']:.3f} -> {r['dev_best']:.3f} | "
                       f"{r['before']:.3f} -> {r['after']:.3f} | {missed['training']} | {missed['dev']} | "
-                      f"{missed['held out']} |", flush=True)
+                      f"{missed['held out']} | {r['guard']:.3f} |", flush=True)
     return 0
 
 

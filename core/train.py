@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import copy
 import math
+import random
 import time
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, replace
@@ -26,8 +27,8 @@ from torch import nn
 from .runtime import distributed
 from .runtime.device import OutOfDeviceMemory, autocast, out_of_memory_message, release_cached_memory
 from .runtime.hardware import check_training_precision, train_mode
-from .words.hubness import DEFAULT_K, DEFAULT_WEIGHT
-from .lexicon.dictionary import definition_key
+from .words.hubness import DEFAULT_K, DEFAULT_WEIGHT, TUNED_REFERENCES, scaled_k
+from .lexicon.dictionary import definition_key, load_wordnet, split_by_word
 from .lora import add_low_rank, merge_low_rank
 from .words.open_vocab import Candidates, OpenScorer
 from .words.word_eval import definition_pairs, evaluate_vectors, metrics_from_ranks, rank_of_gold
@@ -57,6 +58,8 @@ class TrainConfig:
     word_vector_objective: bool = False  # train and select on head + word vectors (refreshed per evaluation)
     hub_weight: float = DEFAULT_WEIGHT  # hubness correction computed at the end on the training
     hub_k: int = DEFAULT_K                # definitions (core/words/hubness.py; weight 0 = none)
+    hub_references: int = 0       # at least this many references for it: WordNet training definitions
+                                  # (not of the training words) added to a small dictionary's
     seed: int = 0
     precision: str = "float32"    # "bfloat16": autocast training steps and dev encodings (2.5x faster
                                   # steps on CPUs with native bfloat16; weights stay float32)
@@ -67,6 +70,8 @@ class TrainConfig:
         check_training_precision(self.precision)
         if self.hub_weight and self.hub_k < 1:  # refused before training, not after it
             raise ValueError(f"the hubness correction needs hub_k >= 1 (got {self.hub_k}); or hub_weight 0 for none")
+        if not 0 <= self.hub_references <= TUNED_REFERENCES:
+            raise ValueError(f"hub_references must be from 0 to {TUNED_REFERENCES:,}, not {self.hub_references}")
 
 
 @dataclass
@@ -257,9 +262,27 @@ def _train(engine, train_entries, dev_entries, config: TrainConfig, progress, sh
     engine.add_word_vectors(config.word_vector_scale)
     if config.hub_weight:
         # references: every training definition, a NO_TOKEN one (own words) counting for every column,
-        # so that a glossary of phrases and invented words has references too
-        engine.add_hub_penalty(texts, gold, config.hub_k, config.hub_weight)
+        # so that a glossary of phrases and invented words has references too; a small dictionary's topped
+        # up with WordNet's, k scaled to their number
+        texts, gold = hub_references(engine, texts, gold, train_entries, config.hub_references, config.seed)
+        engine.add_hub_penalty(texts, gold, scaled_k(config.hub_k, len(set(texts))), config.hub_weight)
     return TrainResult(config, total, time.time() - t0, best["step"], best["dev"], history)
+
+
+def hub_references(engine, texts: Sequence[str], gold, entries, at_least: int, seed: int = 0
+                   ) -> tuple[list[str], np.ndarray]:
+    """The hubness correction's reference definitions and the ids they define: `texts` and `gold`, topped up
+    to `at_least` distinct texts with a seeded sample of WordNet's training definitions (the shipped split)
+    whose words are not among `entries`' (each defining its word's id, or NO_TOKEN)."""
+    texts, gold = list(texts), np.asarray(gold, dtype=np.int64)
+    missing = at_least - len(set(texts))
+    if missing <= 0:
+        return texts, gold
+    words, known = {e.word for e in entries}, set(texts)
+    pool = [e for e in split_by_word(load_wordnet()).train if e.word not in words and e.definition not in known]
+    extra = random.Random(seed).sample(pool, min(missing, len(pool)))
+    ids = [engine.words.vocab.token_id(e.word) for e in extra]
+    return texts + [e.definition for e in extra], np.concatenate([gold, [NO_TOKEN if i is None else i for i in ids]])
 
 
 def _step(engine, encoder: nn.Module, optimizer: torch.optim.Optimizer, texts: list[str], gold: torch.Tensor,

@@ -10,7 +10,7 @@ import torch
 
 from core import Engine
 from core.checkpoint import MANIFEST
-from core.lexicon.dictionary import Entry
+from core.lexicon.dictionary import Entry, load_wordnet
 from core.cli import main as cli
 from core.train import (NO_TOKEN, OwnWords, TrainConfig, TrainingCancelled, _defsent_loss, fit_head, train,
                         vocabulary_self_examples)
@@ -207,6 +207,33 @@ def test_the_hubness_correction_of_an_own_words_run_references_every_training_de
     assert sorted(texts) == sorted(e.definition for e in [*GLOSSARY[:4], *ENTRIES[:4]])
     single = {engine.words.vocab.token_id(e.word) for e in ENTRIES[:4]}
     assert set(gold.tolist()) == single | {NO_TOKEN}  # a glossary word has no column: its text excludes none
+
+
+def test_a_small_dictionarys_hubness_correction_is_topped_up_with_wordnet_and_its_k_scaled(tiny_mlm_dir):
+    """32 definitions alone gave every word a penalty over a third of them (k = 10): the model lost a fifth of
+    its MRR on WordNet's test words after a glossary fine-tune."""
+    from core.words.hubness import TUNED_REFERENCES, scaled_k
+
+    engine = Engine.from_base(str(tiny_mlm_dir))
+    config = TrainConfig(lr=1e-3, max_steps=1, batch_size=4, eval_every=10, word_vector_scale=0, hub_references=120)
+    train(engine, ENTRIES[:6], ENTRIES[6:], config)
+    penalty = engine.words.hub_penalty
+    assert penalty.references == 120 and penalty.k == scaled_k(config.hub_k, 120) == 1
+    assert scaled_k(10, TUNED_REFERENCES) == scaled_k(10, 10 * TUNED_REFERENCES) == 10
+    assert scaled_k(10, 4_000) == 2
+
+
+def test_the_wordnet_references_leave_out_the_dictionarys_words(tiny_mlm_dir):
+    from core.train import hub_references
+
+    engine = Engine.from_base(str(tiny_mlm_dir))
+    own = [Entry("dog", "a domestic animal that barks", "n"), Entry("cat", "a small domestic feline", "n")]
+    texts, gold = hub_references(engine, [e.definition for e in own], [-100, -100], own, at_least=300)
+    assert len(set(texts)) == 300 and texts[:2] == [e.definition for e in own] and len(gold) == 300
+    wordnet = {e.definition: e.word for e in load_wordnet()}
+    assert not {"dog", "cat"} & {wordnet[t] for t in texts[2:]}
+    assert hub_references(engine, texts[:2], gold[:2], own, at_least=2)[0] == texts[:2]  # enough already
+    assert hub_references(engine, [e.definition for e in own], [-100, -100], own, at_least=300)[0] == texts  # seeded
 
 
 def test_a_hubness_correction_that_cannot_be_computed_is_refused_before_training():

@@ -99,6 +99,10 @@ MAX_TOTAL_STEPS = 100_000  # steps of one job, whether set by max_steps or by ep
 # glossaries (bench/bench_finetune_small.py, docs/results.md "Fine-tuning a small glossary"). A large dictionary's
 # epochs give more; Max steps sets the count exactly.
 MIN_STEPS = 150
+# The hubness correction of a glossary of a few dozen definitions, computed on them alone, cost the model
+# a fifth of its MRR on WordNet's test words; topped up to 2,000 references (WordNet's) it costs nothing
+# and embeds for about 10 s (docs/results.md, "Fine-tuning a small glossary").
+HUB_REFERENCES = 2_000
 
 
 def setting_bounds(layers: int | None) -> dict[str, Bound]:
@@ -173,7 +177,7 @@ class FinetuneSettings:
                            trainable_layers=int(self.trainable_layers), max_steps=self.total_steps(train_pairs),
                            eval_every=max(1, self.total_steps(train_pairs) // int(self.evaluations)),
                            seed=int(self.seed), precision=resolve_precision(self.precision, device),
-                           own_words=self.own_words)
+                           own_words=self.own_words, hub_references=HUB_REFERENCES)
 
 
 @dataclass(frozen=True)

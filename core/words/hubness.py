@@ -26,6 +26,15 @@ from safetensors.torch import load_file, save_file
 
 HUB_PENALTY = "hub_penalty.safetensors"
 DEFAULT_K, DEFAULT_WEIGHT = 10, 0.5  # chosen on the WordNet dev split: docs/training.md, "What was tried"
+TUNED_REFERENCES = 24_781  # the WordNet training definitions DEFAULT_K and DEFAULT_WEIGHT were chosen with
+
+
+def scaled_k(k: int, references: int) -> int:
+    """k for `references` reference texts such that the k nearest are the same share of them as `k` of
+    TUNED_REFERENCES (the penalty's scale, for which the weight was chosen): `k` for as many or more, fewer
+    (at least 1) for fewer. A glossary's 32 definitions with k = 10 made every word's penalty a mean of a
+    third of them (docs/results.md, "Fine-tuning a small glossary")."""
+    return k if references >= TUNED_REFERENCES else max(1, round(k * references / TUNED_REFERENCES))
 
 
 @dataclass
