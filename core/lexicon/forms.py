@@ -128,6 +128,22 @@ def inflect(word: str, form: str) -> str:
     return _RULES[form](word)
 
 
+_THIRD_PERSON = {"be": "is", "have": "has", "do": "does", "go": "goes", "undo": "undoes", "outdo": "outdoes"}
+
+
+def third_person(verb: str) -> str:
+    """`verb` (a lemma: "cut", "try", "give up") as "somebody ..." takes it: "cuts", "tries", "gives up"; the
+    first word of a phrase is conjugated."""
+    first, _, rest = verb.partition(" ")
+    if first in _THIRD_PERSON:
+        written = _THIRD_PERSON[first]
+    elif first.endswith("o") and len(first) > 1 and first[-2] not in _VOWELS:  # veto -> vetoes
+        written = first + "es"
+    else:
+        written = _plural(first)  # the same spelling rules: pushes, tries, plays
+    return f"{written} {rest}" if rest else written
+
+
 def _plural(w: str) -> str:
     if w.endswith(("s", "x", "z", "ch", "sh")):
         return w + "es"
@@ -226,6 +242,11 @@ def _pos_tags() -> dict[str, frozenset[str]]:
     for entry in load_wordnet_lemmas():
         tags.setdefault(entry.word, set()).add(entry.pos)
     return {word: frozenset(pos) for word, pos in tags.items()}
+
+
+def pos_tags(word: str) -> frozenset[str]:
+    """The parts of speech (n, v, a, s, r) of `word` among every WordNet lemma; empty if it is none."""
+    return _pos_tags().get(word, frozenset())
 
 
 def is_lemma(word: str) -> bool:
