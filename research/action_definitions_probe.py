@@ -92,8 +92,9 @@ def main() -> None:
     candidates = Candidates([*lemmas, *extra], engine.words.vocab)
     assert candidates.words == base.candidates.words, "the rewritten glosses add no word"
     print(f"{len(extra)} rewritten entries, {len(candidates.definitions) - len(base.candidates.definitions)} new texts")
-    engine.words.open_vocab = reusing(base, candidates, lambda texts: None, cached_encoder(engine, CACHE_DIR / "action-shapes"),
-                                      engine.words.config, engine.words.word_map)
+    encode_new = cached_encoder(engine, CACHE_DIR / "action-shapes")  # only the rewrites: every word is there
+    engine.words.open_vocab = reusing(base, candidates, lambda texts: None, encode_new, engine.words.config,
+                                      engine.words.word_map)
     evaluate_reverse(engine, chosen_sets(engine, args.sets), ["none"], say=lambda line: say("after " + line))
 
 

@@ -15,7 +15,8 @@ training words' verb and adjective glosses ("when somebody cuts or makes a notch
 action_shapes.py), their own gloss left out of the definition channel; the human dev set's action descriptions
 and the rule-made dev slice (eval-reverse's "wordnet-dev/actions", its leak-free index) are measured too.
 
-    python -m research.query_lora_probe --steps 500 --threads 1 --people-batch 24 --dictionary-batch 16 --action-batch 24
+    python -m research.query_lora_probe --steps 500 --threads 1 --people-batch 24 --dictionary-batch 16 \
+        --action-batch 24
 """
 from __future__ import annotations
 
@@ -31,7 +32,8 @@ import torch
 
 from core.checkpoint import DEFAULT_CHECKPOINT
 from core.engine import Engine
-from core.evaluation.reverse import DEFSENT_TABLE6, Query, ranks, read_human_descriptions, reverse_query_sets, scored_with
+from core.evaluation.reverse import (DEFSENT_TABLE6, Query, ranks, read_human_descriptions, reverse_query_sets,
+                                     scored_with)
 from core.lexicon.action_shapes import action_shapes
 from core.lexicon.forms import describes_action
 from core.lexicon.dictionary import lemma_split

@@ -127,4 +127,5 @@ def action_queries(entries: Sequence[Entry], verbs: int = DEV_ACTIONS, states: i
 
 def glosses_and_shapes(entries: Sequence[Entry]) -> list[str]:
     """Each entry's gloss and its `action_shapes`: what an evaluation's index leaves out with a held-out gloss."""
-    return [text for entry in entries for text in (entry.definition, *action_shapes(entry.definition, entry.pos).values())]
+    return [text for entry in entries
+            for text in (entry.definition, *action_shapes(entry.definition, entry.pos).values())]
