@@ -118,7 +118,8 @@ def evaluate_reverse(argv: Sequence[str]) -> int:
     parser = parser_for("eval-reverse", evaluate_reverse)
     parser.add_argument("--model", type=Path, default=DEFAULT_CHECKPOINT)
     parser.add_argument("--sets", nargs="+", default=None,
-                        help="human-dev, defsent-table6, wordnet-test, gcide-test (default: those with data)")
+                        help="human-dev, human-dev/actions, defsent-table6, wordnet-dev/actions, wordnet-test, "
+                             "gcide-test, ... (default: those with data)")
     parser.add_argument("--filters", nargs="+", default=list(FILTERS), choices=FILTERS)
     parser.add_argument("--single-token-words", action="store_true", help="the word head's words only")
     parser.add_argument("--gcide", type=Path, default=GCIDE_DICTD, help="unpacked dict-gcide (scripts/fetch_gcide.sh)")

@@ -7,6 +7,9 @@ Query sets (`reverse_query_sets`):
   its singular ("facts" -> fact). "human-dev/actions": those that describe an action or a state as people
   do ("to ...", "when ...", `core.lexicon.forms.describes_action`; issue 60).
 - "defsent-table6": the 12 definitions of the DefSent paper's Table 6.
+- "wordnet-dev/actions": WordNet dev verbs' and adjectives' glosses rewritten into people's shapes for actions
+  and states ("to ...", "when you ...", "the act of ...ing": core/lexicon/action_shapes.py, issue 60), scored with
+  the leak-free index of "wordnet-test" (no dev or test gloss, nor its rewrites).
 - "wordnet-test": WordNet test definitions of words never trained on, scored with an index that holds
   no dev or test definition (leak-free), as core/words/open_vocab_fit.py does; also apart for multi-token words.
 - "gcide-test": GCIDE's definitions of those test words, with an index without their near copies.
@@ -150,6 +153,7 @@ def reverse_query_sets(engine, gcide: Sequence | None = None, human: Path = HUMA
     for the sets the module docstring lists; a set whose data is missing is left out. Needs
     `engine.words.open_vocab` in float32 (the leak-free indexes drop definitions). `norms_sample`: score
     a seeded sample of that many of the held-out norms' descriptions (0: all of them)."""
+    from core.lexicon.action_shapes import action_queries, glosses_and_shapes
     from core.lexicon.dictionary import lemma_split
     from core.lexicon.forms import describes_action
     from core.words.open_vocab_fit import near_copies, query_sets
@@ -166,8 +170,9 @@ def reverse_query_sets(engine, gcide: Sequence | None = None, human: Path = HUMA
     seed = int(engine.manifest.get("training", {}).get("split_seed", 0))
     split = lemma_split(seed)
     entries = query_sets(split, set(scorer.candidates.words), gcide or [])
-    sets["wordnet-test"] = ([Query(e.definition, e.word) for e in entries["wordnet-test"]],
-                            scorer.without_definitions(e.definition for e in split.dev + split.test))
+    leak_free = scorer.without_definitions(glosses_and_shapes(split.dev + split.test))
+    sets["wordnet-dev/actions"] = ([Query(e.definition, e.word) for e in action_queries(split.dev)], leak_free)
+    sets["wordnet-test"] = ([Query(e.definition, e.word) for e in entries["wordnet-test"]], leak_free)
     if gcide:
         copies = near_copies(entries["gcide-dev"] + entries["gcide-test"], scorer.candidates)
         sets["gcide-test"] = ([Query(e.definition, e.word) for e in entries["gcide-test"]],

@@ -128,6 +128,22 @@ def inflect(word: str, form: str) -> str:
     return _RULES[form](word)
 
 
+_THIRD_PERSON = {"be": "is", "have": "has", "do": "does", "go": "goes", "undo": "undoes", "outdo": "outdoes"}
+
+
+def third_person(verb: str) -> str:
+    """`verb` (a lemma: "cut", "try", "give up") as "somebody ..." takes it: "cuts", "tries", "gives up"; the
+    first word of a phrase is conjugated."""
+    first, _, rest = verb.partition(" ")
+    if first in _THIRD_PERSON:
+        written = _THIRD_PERSON[first]
+    elif first.endswith("o") and len(first) > 1 and first[-2] not in _VOWELS:  # veto -> vetoes
+        written = first + "es"
+    else:
+        written = _plural(first)  # the same spelling rules: pushes, tries, plays
+    return f"{written} {rest}" if rest else written
+
+
 def _plural(w: str) -> str:
     if w.endswith(("s", "x", "z", "ch", "sh")):
         return w + "es"
@@ -228,17 +244,21 @@ def _pos_tags() -> dict[str, frozenset[str]]:
     return {word: frozenset(pos) for word, pos in tags.items()}
 
 
+def pos_tags(word: str) -> frozenset[str]:
+    """The parts of speech (n, v, a, s, r) of `word` among every WordNet lemma; empty if it is none."""
+    return _pos_tags().get(word, frozenset())
+
+
 def takes_form(lemma: str, form: str) -> bool:
     """Whether the WordNet lemma `lemma` can be written in `form`: a noun or a verb in the plural (a verb's
     third person), an adjective or adverb compared, a verb in the past or -ing form."""
-    tags = _pos_tags().get(lemma, frozenset())
     wanted = {"plural": {"n", "v"}, "past": {"v"}, "ing": {"v"}}.get(form, {"a", "s", "r"})
-    return bool(tags & wanted)
+    return bool(pos_tags(lemma) & wanted)
 
 
 def is_noun(word: str) -> bool:
     """Whether `word` is a WordNet noun."""
-    return "n" in _pos_tags().get(word, frozenset())
+    return "n" in pos_tags(word)
 
 
 def is_lemma(word: str) -> bool:
