@@ -279,7 +279,8 @@ def hub_references(engine, texts: Sequence[str], gold, entries, at_least: int, s
     if missing <= 0:
         return texts, gold
     words, known = {e.word for e in entries}, set(texts)
-    pool = [e for e in split_by_word(load_wordnet()).train if e.word not in words and e.definition not in known]
+    pool = list({e.definition: e for e in split_by_word(load_wordnet()).train
+                 if e.word not in words and e.definition not in known}.values())  # synonyms share a gloss
     extra = random.Random(seed).sample(pool, min(missing, len(pool)))
     ids = [engine.words.vocab.token_id(e.word) for e in extra]
     return texts + [e.definition for e in extra], np.concatenate([gold, [NO_TOKEN if i is None else i for i in ids]])

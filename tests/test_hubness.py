@@ -10,7 +10,7 @@ import torch
 from core import Engine
 from core.checkpoint import MANIFEST
 from core.lexicon.dictionary import Entry
-from core.words.hubness import HUB_PENALTY, HubPenalty, group_definitions
+from core.words.hubness import HUB_PENALTY, HubPenalty, group_definitions, scaled_k
 from core.train import TrainConfig, train
 from core.words.word_eval import definition_pairs
 
@@ -75,7 +75,9 @@ def test_training_recomputes_the_penalty_on_its_training_definitions(engine):
     before = engine.words.hub_penalty
     train(engine, ENTRIES, ENTRIES[:2], TrainConfig(max_steps=2, batch_size=2, eval_every=1, hub_k=2))
     assert engine.words.hub_penalty is not None and engine.words.hub_penalty is not before
-    assert engine.words.hub_penalty.k == 2 and engine.words.hub_penalty.references == len(definition_pairs(ENTRIES, engine.words.vocab)[0])
+    references = len(definition_pairs(ENTRIES, engine.words.vocab)[0])
+    assert engine.words.hub_penalty.references == references
+    assert engine.words.hub_penalty.k == scaled_k(2, references) == 1  # k scaled to a few references
     train(engine, ENTRIES, ENTRIES[:2], TrainConfig(max_steps=1, batch_size=2, hub_weight=0.0))
     assert engine.words.hub_penalty is None
 
