@@ -53,7 +53,9 @@ class PausingSaveSpec(ModelSpec):
 
         def sync_then_pause(directory: Path) -> None:
             sync(directory)
-            Path(self.marker).write_text(str(directory), encoding="utf-8")
+            staged = Path(self.marker + ".tmp")  # renamed into place: the test never reads a half-written marker
+            staged.write_text(str(directory), encoding="utf-8")
+            staged.rename(self.marker)
             time.sleep(120)
         core.checkpoint._fsync_tree = sync_then_pause
         return super().load()
