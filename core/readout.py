@@ -268,8 +268,11 @@ class Reading:
 
 @dataclass
 class AnalogyResult(Reading):
-    """The reading of `expression` over the sentences a, b, c (default b - a + c)."""
+    """The reading of `expression` over the sentences a, b, c (default b - a + c). `edited`: the sentence shown
+    is c with the word edits that turn a into b (`transfer_edit`), which the vector agrees with, not a
+    decoding."""
     expression: str
+    edited: bool = False
 
 
 @dataclass
@@ -476,15 +479,16 @@ class VectorReader:
         transferred = transfer_edit(a, b, c) if edits and expression.split() == ANALOGY.split() else None
         _check_count("k", k, 1)
         _check_count("beam", beam, 1)
-        decoded = (self._analogy_sentence(vector, (a, b, c), transferred, beam, refine, correct, fluency)
-                   if self.decoder is not None else None)
+        decoded, edited = (self._analogy_sentence(vector, (a, b, c), transferred, beam, refine, correct, fluency)
+                           if self.decoder is not None else (None, False))
         words, nearest = self._words_and_nearest(vector[None], reference, k)
-        return AnalogyResult(vector, decoded, words[0], nearest[0], expression)
+        return AnalogyResult(vector, decoded, words[0], nearest[0], expression, edited)
 
     def _analogy_sentence(self, vector: np.ndarray, given: Sequence[str], transferred: str | None, beam: int,
                           refine: RefineSettings | None, correct: CorrectSettings | None,
-                          fluency: FluencySettings | None) -> str:
-        """The sentence shown for an analogy's vector (d,): of the decoder's hypotheses and the edit transfer,
+                          fluency: FluencySettings | None) -> tuple[str, bool]:
+        """The sentence shown for an analogy's vector (d,), and whether it is the edit transfer: of the decoder's
+        hypotheses and the edit transfer,
         none saying what one of the `given` sentences says (as word analogies leave out a, b and c), chosen
         as `_choose` does; with a fluency model its agreement slips repaired (`repair`); the transfer (also
         repaired) instead when it fits within TRANSFER_MARGIN of that."""
@@ -500,12 +504,14 @@ class VectorReader:
         def repaired(text: str) -> str:
             return text if model is None else repair(text, vector, encode, model.log_probs, PATH_REPAIR)
 
-        chosen = repaired(self._choose([candidates], vector[None], encode, fluency)[0])
-        if transferred is None or transferred == chosen or sentence_key(transferred) in told:
-            return chosen
-        transferred = repaired(transferred)
+        chosen = self._choose([candidates], vector[None], encode, fluency)[0]
+        if transferred is None or sentence_key(transferred) in told:
+            return repaired(chosen), False
+        if chosen == transferred:
+            return repaired(chosen), True
+        chosen, transferred = repaired(chosen), repaired(transferred)
         fits = l2_normalize(encode([chosen, transferred])) @ l2_normalize(vector[None])[0]  # (2,)
-        return transferred if fits[1] >= fits[0] - TRANSFER_MARGIN else chosen
+        return (transferred, True) if fits[1] >= fits[0] - TRANSFER_MARGIN else (chosen, False)
 
     def interpolate(self, x: str, y: str, steps: int = 5, reference: Reference | None = None,
                     k: int = 5, beam: int = 5, refine: RefineSettings | None = None,

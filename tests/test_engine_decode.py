@@ -205,9 +205,19 @@ def test_an_analogys_edit_transfer_is_shown_when_it_fits_within_the_margin(engin
     monkeypatch.setattr(engine.reader, "_hypotheses", lambda *args: [["the king visits italy"]])
     monkeypatch.setattr(engine.reader, "_choose", lambda rows, *args: ["the king visits italy"])  # by cosine
     monkeypatch.setattr(core.readout, "TRANSFER_MARGIN", margin)
-    decoded = engine.analogy(a, b, c, reference=reference).decoded
-    assert decoded == {"the transfer": "The woman is running", "the hypothesis": "the king visits italy"}[shown]
-    assert engine.analogy(a, b, c, reference=reference, edits=False).decoded == "the king visits italy"
+    result = engine.analogy(a, b, c, reference=reference)
+    assert result.decoded == {"the transfer": "The woman is running", "the hypothesis": "the king visits italy"}[shown]
+    assert result.edited == (shown == "the transfer")  # the app says where the sentence came from
+    plain = engine.analogy(a, b, c, reference=reference, edits=False)
+    assert plain.decoded == "the king visits italy" and not plain.edited
+
+    from app.handlers import Studio
+    from app.handlers.analogy import EDITED
+    from app.shared.models import Models, ModelSpec
+
+    studio = Studio(Models.from_engine(engine, ModelSpec("tiny", engine.checkpoint_dir), engine.checkpoint_dir.parent))
+    decoded, _, _ = studio.analogy.analogy(a, b, c, "b - a + c")
+    assert (EDITED in decoded) == (shown == "the transfer")
 
 
 def test_analogy_with_another_expression(engine, reference):

@@ -16,6 +16,9 @@ NO_DECODER = ("No Vec2Sent decoder is available for the active encoder (none in 
               "its fingerprint {fp}), so no sentence is decoded; the top words and the nearest reference "
               "sentences below are read off the vector directly. Train one with `python -m core vec2sent-train`.")
 
+EDITED = ("*This sentence is c with the word edits that turn a into b; the vector agrees: it fits b - a + c about as "
+          "well as the decoder's own best reading.*")
+
 
 class AnalogyHandlers(TabHandlers):
     """Arithmetic on sentence vectors, read back as sentences, words and nearest texts."""
@@ -32,6 +35,8 @@ class AnalogyHandlers(TabHandlers):
                                        beam=APP_BEAM, expression=expression, **_exactness(refine))
         decoded = (f"**Decoded:** {result.decoded}" if result.decoded is not None
                    else NO_DECODER.format(fp=active.engine.fingerprint))
+        if result.edited:
+            decoded += f"\n\n{EDITED}"
         borrowed = active.engine.reader.borrowed_decoding
         if result.decoded is not None and borrowed:
             decoded += f"\n\n{describe_borrowed(borrowed)}"
