@@ -16,6 +16,7 @@ from core.vec2sent.grammar import RepairSettings, agreement_variants, repair, se
     ("Are he tired?", "Is he tired?"),
     ("They runs fast.", "They run fast."),
     ("He run fast.", "He runs fast."),
+    ("She do her work.", "She does her work."),
     ("He saw a elephant.", "He saw an elephant."),
     ("I saw one birds.", "I saw one bird."),
 ])

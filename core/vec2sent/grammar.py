@@ -14,7 +14,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from core.lexicon.forms import inflect, is_noun, lemmas_of, takes_form
+from core.lexicon.forms import inflect, is_noun, lemmas_of, takes_form, third_person
 from core.lexicon.spelling import spelling_key
 from core.text import detokenize
 
@@ -93,7 +93,7 @@ def _agreeing(word: str, before: str, after: str) -> str | None:
     if third and before in _PLURAL_PRONOUNS | {"i"}:
         return third[0]  # "they runs" -> "they run"
     if _verb(word) and before in _SINGULAR_PRONOUNS:
-        return inflect(word, "plural")  # "he run" -> "he runs"
+        return third_person(word)  # "he run" -> "he runs", "she do" -> "she does"
     return None
 
 
