@@ -113,12 +113,17 @@ def engine(tiny_mlm_dir) -> Engine:
 
 @pytest.fixture
 def studio(engine, tiny_mlm_dir, tmp_path) -> Studio:
+    return make_studio(engine, tiny_mlm_dir, tmp_path)
+
+
+def make_studio(engine, tiny_mlm_dir: Path, folder: Path) -> Studio:
+    """The app's handlers serving `engine`, saving models under `folder`."""
     from app.handlers import Studio
     from app.shared.jobs import JobManager
     from app.shared.models import Models, ModelSpec
     from app.views.projection import Projector
 
-    models = Models.from_engine(engine, ModelSpec("tiny", base=str(tiny_mlm_dir)), tmp_path / "checkpoints")
+    models = Models.from_engine(engine, ModelSpec("tiny", base=str(tiny_mlm_dir)), folder / "checkpoints")
     return Studio(models, Projector(), JobManager())
 
 

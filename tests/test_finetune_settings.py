@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from app.shared.finetune import MAX_TOTAL_STEPS, FinetuneSettings, model_layers, setting_bounds
-from app.handlers import Session
-from tests.conftest import DEFINITIONS
+from app.handlers import Session, Studio
+from tests.conftest import DEFINITIONS, make_studio
 
 pytestmark = pytest.mark.usefixtures("cache_in_tmp")  # the cache in tmp_path: tests/conftest.py
 
@@ -19,11 +19,26 @@ GOOD = {"epochs": 1, "lr": 1e-3, "batch_size": 4, "trainable_layers": 0, "max_st
 
 @pytest.fixture
 def session(studio, tmp_path) -> Session:
-    path = tmp_path / "mine.tsv"
+    return validated_session(studio, tmp_path)
+
+
+def validated_session(studio, folder: Path) -> Session:
+    path = folder / "mine.tsv"
     path.write_text("word\tdefinition\n" + "".join(f"{w}\t{d}\n" for w, d in DEFINITIONS.items()), encoding="utf-8")
     report, session = studio.finetune.validate_upload(str(path), 0, Session())
     assert "Ready" in report, report
     return session
+
+
+@pytest.fixture(scope="module")
+def refusing(engine, tiny_mlm_dir, tmp_path_factory) -> tuple[Studio, Session]:
+    """One studio and validated upload shared by the refusals below, which start nothing: validating an upload
+    runs a full garbage collection (return_freed_memory), over a second each late in a test run."""
+    folder = tmp_path_factory.mktemp("refusing")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("DEFSENT_CACHE_DIR", str(folder / "cache"))
+        studio = make_studio(engine, tiny_mlm_dir, folder)
+        return studio, validated_session(studio, folder)
 
 
 @pytest.mark.parametrize("field, value, message", [
@@ -54,7 +69,8 @@ def session(studio, tmp_path) -> Session:
     ("batch_size", None, "Batch size is empty: enter a whole number from 1 to 256."),
     ("seed", "abc", "Seed must be a whole number from 0 to 2,147,483,647 (got 'abc')"),
 ])
-def test_a_setting_out_of_range_is_refused_by_name_and_nothing_starts(studio, session, field, value, message):
+def test_a_setting_out_of_range_is_refused_by_name_and_nothing_starts(refusing, field, value, message):
+    studio, session = refusing
     with pytest.raises(ValueError) as error:
         studio.finetune.start_finetune(session, **{**GOOD, field: value})
     assert str(error.value).startswith(message)

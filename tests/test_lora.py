@@ -15,7 +15,7 @@ from core.engine import ENCODER_DELTA
 from core.lora import (add_low_rank, dense_delta, factored_delta, is_low_rank, low_rank_targets,
                        merge_low_rank)
 from core.train import TrainConfig, TrainingCancelled, train
-from tests.test_train import ENTRIES
+from tests.test_train import ENTRIES, GLOSSARY
 
 CONFIG = dict(lr=1e-2, max_steps=30, batch_size=8, eval_every=10, seed=1, word_vector_scale=0, hub_weight=0.0)
 
@@ -104,6 +104,33 @@ def test_cancelled_low_rank_run_restores_plain_base_weights(tiny_mlm_dir):
     assert not is_low_rank(engine.encoder.backbone) and engine.low_rank == {}
     after = engine.encoder.state_dict()
     assert set(after) == set(before) and all(torch.equal(after[k], v) for k, v in before.items())
+
+
+def test_a_low_rank_run_of_a_model_with_a_word_tower_evaluates_its_own_words(tiny_mlm_dir):
+    """The shipped model has a word tower; its factors are keyed by plain weight names, which a low-rank
+    run's parametrised layers rename: the first dev evaluation failed ("factors for weights the encoder
+    does not have")."""
+    from core.words.word_tower import word_tower
+
+    engine = Engine.from_base(str(tiny_mlm_dir))
+    names = list(low_rank_targets(engine.encoder.backbone))[:2]
+    g = torch.Generator().manual_seed(0)
+    engine.words.tower = {f"{n}.weight": (torch.randn(32, 2, generator=g) * 0.1, torch.randn(2, 32, generator=g) * 0.1)
+                          for n in names if "intermediate" not in n and "output.dense" not in n}
+    add_low_rank(engine.encoder.backbone, rank=2)
+    with torch.no_grad():
+        for p in engine.encoder.parameters():
+            if p.requires_grad:
+                p.normal_(0, 0.05)
+    during = word_tower(engine.encoder, engine.words.tower).encode(["a dog that runs"])
+    assert is_low_rank(engine.encoder.backbone)  # the encoder being trained keeps its delta
+    merge_low_rank(engine.encoder.backbone)
+    np.testing.assert_allclose(word_tower(engine.encoder, engine.words.tower).encode(["a dog that runs"]), during,
+                               atol=1e-5)  # the tower of a low-rank run = the tower of its merged weights
+    config = TrainConfig(lr=3e-3, max_steps=4, batch_size=6, eval_every=2, seed=1, word_vector_scale=0,
+                         hub_weight=0.0, own_words=True, lora_rank=2)
+    result = train(engine, GLOSSARY[:6], GLOSSARY[6:], config)
+    assert [h["n"] for h in result.history] == [2] * 3 and len(engine.low_rank) == 12
 
 
 def test_low_rank_and_top_layers_are_exclusive(tiny_mlm_dir):

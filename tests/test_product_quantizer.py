@@ -29,3 +29,11 @@ def test_many_rows_are_approximated_by_their_nearest_centroids():
 def test_subspaces_must_divide_the_width():
     with pytest.raises(ValueError, match="do not divide"):
         fit_codes(torch.randn(10, 12), subspaces=5)
+
+
+def test_rows_are_assigned_in_blocks_as_all_at_once():
+    from core.words.product_quantizer import NEAREST_BLOCK, _nearest
+
+    x, centroids = torch.randn(2 * NEAREST_BLOCK + 3, 6), torch.randn(256, 6)  # two whole blocks and a part
+    nearest = _nearest(x[:, 1:4], centroids[:, :3])  # a slice of the rows' width, as fit_codes passes them
+    assert torch.equal(nearest, torch.cdist(x[:, 1:4], centroids[:, :3]).argmin(dim=1))

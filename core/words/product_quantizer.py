@@ -13,6 +13,7 @@ import torch
 CENTROIDS = 256            # one byte a slice
 TRAINING_ROWS = 64 * CENTROIDS  # k-means runs on a sample of this many rows, then every row is assigned
 ITERATIONS = 20
+NEAREST_BLOCK = 2048       # rows whose distances to the centroids are computed at once
 
 
 def fit_codes(x: torch.Tensor, subspaces: int, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
@@ -51,4 +52,7 @@ def _kmeans(x: torch.Tensor, k: int, generator: torch.Generator) -> torch.Tensor
 
 
 def _nearest(x: torch.Tensor, centroids: torch.Tensor) -> torch.Tensor:
-    return torch.cdist(x, centroids.float()).argmin(dim=1)  # (N,)
+    """The index of each row's nearest centroid (N,). In blocks of rows: the (block, k) distances stay in the
+    CPU's cache; one (264k, 256) matrix a slice made the compact vectors 2.6x slower to fit."""
+    centroids = centroids.float()
+    return torch.cat([torch.cdist(rows.contiguous(), centroids).argmin(dim=1) for rows in x.split(NEAREST_BLOCK)])

@@ -92,20 +92,32 @@ def _learning_rate(config: WordTowerConfig, step: int, steps: int) -> float:
 
 
 def word_tower(encoder: SentenceEncoder, factors: Factors) -> SentenceEncoder:
-    """A copy of `encoder` with each weight W replaced by W + B @ A (its precision kept). An int8
-    encoder has no float weights to add to: ValueError."""
+    """A copy of `encoder` with each weight W replaced by W + B @ A (its precision kept); W includes a
+    low-rank training delta attached to `encoder`. An int8 encoder has no float weights to add to: ValueError."""
     if encoder.precision == "int8":
         raise ValueError("the open vocabulary's word tower needs the float weights: embed the candidates "
                          "with a float32 or bfloat16 engine (the vectors are cached per model)")
     tower = copy.deepcopy(encoder)
     state = tower.backbone.state_dict()
-    unknown = sorted(set(factors) - set(state))
+    keys = {name: _stored_weight(name, state) for name in factors}
+    unknown = sorted(name for name, key in keys.items() if key is None)
     if unknown:
         raise ValueError(f"word tower factors for weights the encoder does not have: {unknown[:3]}")
     with torch.no_grad():
         for name, (B, A) in factors.items():
-            state[name].add_((B.float() @ A.float()).to(state[name]))  # (out, in), its dtype and device
+            weight = state[keys[name]]
+            weight.add_((B.float() @ A.float()).to(weight))  # (out, in), its dtype and device
     return tower
+
+
+def _stored_weight(name: str, state: dict[str, torch.Tensor]) -> str | None:
+    """The state-dict key holding weight `name`: itself, or, while a low-rank delta is attached (a low-rank
+    fine-tune in progress), the parametrised layer's original weight, to which the delta is still added.
+    (Not merged in the copy: a deep copy shares its parametrised class, whose removal would break `encoder`.)"""
+    if name in state:
+        return name
+    original = name.removesuffix(".weight") + ".parametrizations.weight.original"
+    return original if original in state else None
 
 
 def save_word_tower(factors: Factors, path: Path) -> None:
