@@ -1,7 +1,7 @@
 """The Fine-tune tab's defaults on small glossaries (issue 62, 7): a glossary of 40 entries got 6 training steps
 from 3 epochs and learned nothing. Prints a Markdown table, one row per glossary and number of steps.
 
-    python -m bench.bench_finetune_small --glossaries 3 --steps 6 150 [--lr 5e-5 2e-4]
+    python -m bench.bench_finetune_small --glossaries 3 --steps 6 150 [--lr 5e-5 2e-4] [--rehearsal 0 16] [--guard 300]
 
 Each glossary (fixed seeds) has 40 words of WordNet's held-out lemmas (`lemma_split().test`: neither the encoder
 nor its word tower trained on them), one definition each: 15 words, 10 phrases and 15 invented names given a
@@ -45,7 +45,8 @@ def glossary(held_out, seed: int):
             + [Entry(name, first[w].definition, first[w].pos) for name, w in zip(names, invented)])
 
 
-def run(model: Path, entries, steps: int, out: Path, lr: float | None = None, guard=()) -> dict:
+def run(model: Path, entries, steps: int, out: Path, lr: float | None = None, guard=(), rehearsal: int | None = None,
+        lora_rank: int = 0) -> dict:
     """One fine-tune of `model` on `entries` for `steps` steps at learning rate `lr` (None: the tab's), the
     tab's other settings: what it measured, and the trained model's MRR on the WordNet entries `guard` (what it
     knew before the glossary; nan without)."""
@@ -64,7 +65,9 @@ def run(model: Path, entries, steps: int, out: Path, lr: float | None = None, gu
     upload = UploadData.pack("glossary.tsv", "", 0, entries, len(split.train))
     started = time.perf_counter()
     result = run_finetune(Quiet(), lambda: Engine.load(model, open_vocabulary=False), upload,
-                          FinetuneSettings(max_steps=steps, **({} if lr is None else {"lr": lr})), model.name, out)
+                          FinetuneSettings(max_steps=steps, **({} if lr is None else {"lr": lr}),
+                                            **({} if rehearsal is None else {"rehearsal": rehearsal}),
+                                            lora_rank=lora_rank), model.name, out)
     history = [h for h in result.training["result"]["history"] if "mrr" in h.get("dev", h)]
     dev = [h.get("dev", h)["mrr"] for h in history]
     return {"seconds": time.perf_counter() - started, "dev_first": dev[0] if dev else float("nan"),
@@ -93,12 +96,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--lr", type=float, nargs="+", default=[None], help="learning rates (default: the tab's)")
     parser.add_argument("--guard", type=int, default=0,
                         help="WordNet test definitions (not the glossary's words) scored before and after")
+    parser.add_argument("--rehearsal", type=int, nargs="+", default=[None],
+                        help="WordNet definitions rehearsed a batch (default: the tab's)")
+    parser.add_argument("--lora-rank", type=int, default=0, help="> 0: train a low-rank delta of this rank instead")
     parser.add_argument("--threads", type=int, default=2)
     args = parser.parse_args(argv)
     if not 1 <= args.glossaries <= 10 or not 0 <= args.first <= 100 or not all(1 <= s <= 2_000 for s in args.steps):
         parser.error("--glossaries from 1 to 10, --first from 0 to 100, --steps from 1 to 2,000")
     if not all(lr is None or 0 < lr <= 1e-2 for lr in args.lr):
         parser.error("--lr above 0, at most 1e-2")
+    if not all(r is None or 0 <= r <= 256 for r in args.rehearsal) or not 0 <= args.lora_rank <= 64:
+        parser.error("--rehearsal from 0 to 256, --lora-rank from 0 to 64")
     import torch
 
     torch.set_num_threads(args.threads)
@@ -108,18 +116,20 @@ def main(argv: list[str] | None = None) -> int:
     guard = [e for e in held_out if e.word not in used and e.definition not in used][:args.guard]
     if guard:
         print(f"guard: {len(guard)} WordNet test definitions, MRR before {guard_mrr(args.model, guard):.3f}", flush=True)
-    print("| glossary | steps | lr | s | dev MRR first -> best | held-out MRR before -> after | "
-          "still missed: training | dev | held out | guard MRR after |\n|---|---:|---:|---:|---|---|---|---|---|---:|",
+    print("| glossary | steps | lr | rehearsal | s | dev MRR first -> best | held-out MRR before -> after | "
+          "still missed: training | dev | held out | guard MRR after |\n|---|---:|---:|---:|---:|---|---|---|---|---|---:|",
           flush=True)
+    runs = [(steps, lr, rehearsal) for steps in args.steps for lr in args.lr for rehearsal in args.rehearsal]
     with tempfile.TemporaryDirectory() as tmp:
         for seed, entries in glossaries.items():
-            for steps, lr in [(steps, lr) for steps in args.steps for lr in args.lr]:
-                r = run(args.model, entries, steps, Path(tmp) / f"g{seed}-{steps}-{lr}", lr, guard)
+            for steps, lr, rehearsal in runs:
+                r = run(args.model, entries, steps, Path(tmp) / f"g{seed}-{steps}-{lr}-{rehearsal}", lr, guard, rehearsal,
+                        args.lora_rank)
                 missed = {name: f"{len(p['missed'])}/{p['words']}" for name, p in r["missed"].items()}
-                shown_lr = f"{lr:g}" if lr is not None else "default"
-                print(f"| {seed} | {steps} | {shown_lr} | {r['seconds']:.0f} | {r['dev_first']:.3f} -> {r['dev_best']:.3f} | "
-                      f"{r['before']:.3f} -> {r['after']:.3f} | {missed['training']} | {missed['dev']} | "
-                      f"{missed['held out']} | {r['guard']:.3f} |", flush=True)
+                shown = [f"{v:g}" if v is not None else "default" for v in (lr, rehearsal)]
+                print(f"| {seed} | {steps} | {shown[0]} | {shown[1]} | {r['seconds']:.0f} | {r['dev_first']:.3f} -> "
+                      f"{r['dev_best']:.3f} | {r['before']:.3f} -> {r['after']:.3f} | {missed['training']} | "
+                      f"{missed['dev']} | {missed['held out']} | {r['guard']:.3f} |", flush=True)
     return 0
 
 

@@ -53,6 +53,10 @@ from .words.word_vectors import DEFAULT_SCALE, WordVectors
 ENCODER_DELTA = "encoder_delta.safetensors"
 HEAD_WEIGHTS = "head.safetensors"
 HEAD_CONFIG = "head_config.json"
+# Candidates (words and definitions) from which enabling the open vocabulary hands freed memory back: WordNet's
+# 264k leave ~430 MB in glibc's arenas; a dictionary's few thousand leave too little to pay a full garbage collection
+# (0.3-1.5 s with the GIL held, on a large heap).
+TRIM_AFTER_CANDIDATES = 20_000
 REUSED = "-reused"  # the cache of vectors a fine-tuned model took over from its parent (`enable_open_vocabulary`)
 
 
@@ -440,7 +444,8 @@ class Engine:
         self.words.compact = cache is not None and cache.name == COMPACT_VECTORS
         if self.words.compact:  # the first candidates of each query scored again with exact vectors
             scorer.rescorer = ExactRescorer(self.exact_vectors(cache_dir))
-        return_freed_memory()
+        if total >= TRIM_AFTER_CANDIDATES:
+            return_freed_memory()
 
     def exact_vectors(self, cache_dir: str | Path | None) -> ExactVectors:
         """This model's open-vocabulary vectors embedded on demand, text by text (the word tower's for words,

@@ -28,7 +28,7 @@ from .runtime import distributed
 from .runtime.device import OutOfDeviceMemory, autocast, out_of_memory_message, release_cached_memory
 from .runtime.hardware import check_training_precision, train_mode
 from .words.hubness import DEFAULT_K, DEFAULT_WEIGHT, TUNED_REFERENCES, scaled_k
-from .lexicon.dictionary import definition_key, load_wordnet, split_by_word
+from .lexicon.dictionary import Entry, definition_key, load_wordnet, split_by_word
 from .lora import add_low_rank, merge_low_rank
 from .words.open_vocab import Candidates, OpenScorer
 from .words.word_eval import definition_pairs, evaluate_vectors, metrics_from_ranks, rank_of_gold
@@ -37,6 +37,9 @@ from .words.word_vectors import DEFAULT_SCALE, WordVectors
 
 HEAD_STAGES = ("definitions", "definitions+words", "none")  # how a base without a masked-LM head gets one
 NO_TOKEN = -100  # the gold token of a definition whose word is not one token: no head loss (own words)
+
+
+MAX_REHEARSAL = 256  # rehearsed definitions a batch
 
 
 class TrainingCancelled(Exception):
@@ -65,6 +68,9 @@ class TrainConfig:
                                   # steps on CPUs with native bfloat16; weights stay float32)
     own_words: bool = False       # every word of the training dictionary trains, phrases and words of
                                   # several pieces too (`OwnWords`), and dev ranks among its own words
+    rehearsal: int = 0            # WordNet training definitions (not of the dictionary's words) added to
+                                  # every batch, scored by the head: a small dictionary's run keeps what
+                                  # the model knew (`rehearsal_pairs`)
 
     def __post_init__(self) -> None:
         check_training_precision(self.precision)
@@ -72,6 +78,8 @@ class TrainConfig:
             raise ValueError(f"the hubness correction needs hub_k >= 1 (got {self.hub_k}); or hub_weight 0 for none")
         if not 0 <= self.hub_references <= TUNED_REFERENCES:
             raise ValueError(f"hub_references must be from 0 to {TUNED_REFERENCES:,}, not {self.hub_references}")
+        if not 0 <= self.rehearsal <= MAX_REHEARSAL:
+            raise ValueError(f"rehearsal must be from 0 to {MAX_REHEARSAL} definitions a batch, not {self.rehearsal}")
 
 
 @dataclass
@@ -223,6 +231,8 @@ def _train(engine, train_entries, dev_entries, config: TrainConfig, progress, sh
     best = {"step": 0, "dev": evaluate(), "state": None}
     history = [{"step": 0, **best["dev"]}]
     order = _epoch_orders(len(texts), config.seed)
+    rehearsed = rehearsal_pairs(engine, [*train_entries, *dev_entries]) if config.rehearsal else ([], None)
+    rehearsal_order = _epoch_orders(len(rehearsed[0]), config.seed + 1) if rehearsed[0] else None
     t0, loss_avg, last_dev = time.time(), 0.0, best["dev"]
 
     def give_up(error: Exception):
@@ -235,9 +245,13 @@ def _train(engine, train_entries, dev_entries, config: TrainConfig, progress, sh
         if should_stop is not None and should_stop():
             give_up(TrainingCancelled(f"cancelled at step {step - 1} of {total}"))
         idx = distributed.shard(_next_batch(order, config.batch_size))  # every process draws the same batch
+        rehearsal = None
+        if rehearsal_order is not None:
+            rows = distributed.shard(_next_batch(rehearsal_order, config.rehearsal))
+            rehearsal = ([rehearsed[0][i] for i in rows], torch.from_numpy(rehearsed[1][rows]))
         try:
             loss = _step(engine, encoder, optimizer, [texts[i] for i in idx], torch.from_numpy(gold[idx]),
-                         config.precision, partial(own.loss, rows=idx) if own else None)
+                         config.precision, partial(own.loss, rows=idx) if own else None, rehearsal)
         except torch.OutOfMemoryError:
             optimizer.zero_grad(set_to_none=True)
             release_cached_memory(engine.device)
@@ -278,21 +292,36 @@ def hub_references(engine, texts: Sequence[str], gold, entries, at_least: int, s
     missing = at_least - len(set(texts))
     if missing <= 0:
         return texts, gold
-    words, known = {e.word for e in entries}, set(texts)
-    pool = list({e.definition: e for e in split_by_word(load_wordnet()).train
-                 if e.word not in words and e.definition not in known}.values())  # synonyms share a gloss
+    pool = wordnet_training_entries(entries, set(texts))
     extra = random.Random(seed).sample(pool, min(missing, len(pool)))
     ids = [engine.words.vocab.token_id(e.word) for e in extra]
     return texts + [e.definition for e in extra], np.concatenate([gold, [NO_TOKEN if i is None else i for i in ids]])
 
 
+def wordnet_training_entries(entries, known_texts: set[str] = frozenset()) -> list[Entry]:
+    """WordNet's training definitions (the shipped split) whose words are not among `entries'` and whose texts
+    are not in `known_texts`, one entry a text (synonyms share a gloss)."""
+    words = {e.word for e in entries}
+    return list({e.definition: e for e in split_by_word(load_wordnet()).train
+                 if e.word not in words and e.definition not in known_texts}.values())
+
+
+def rehearsal_pairs(engine, entries) -> tuple[list[str], np.ndarray]:
+    """(texts, token ids) of WordNet's training definitions of words the head predicts, none of `entries`' words:
+    what the shipped model learnt, rehearsed beside a dictionary (`TrainConfig.rehearsal`)."""
+    return definition_pairs(wordnet_training_entries(entries), engine.words.vocab)
+
+
 def _step(engine, encoder: nn.Module, optimizer: torch.optim.Optimizer, texts: list[str], gold: torch.Tensor,
-          precision: str, own_loss: Callable | None = None) -> torch.Tensor:
-    """One optimiser step on a batch; returns its loss."""
+          precision: str, own_loss: Callable | None = None,
+          rehearsal: tuple[list[str], torch.Tensor] | None = None) -> torch.Tensor:
+    """One optimiser step on a batch, plus the head's loss on the `rehearsal` (texts, gold) if given; returns
+    the batch's loss."""
     with train_mode(engine.encoder):  # dropout for the step's forward passes only
         loss = _defsent_loss(engine, texts, gold, precision, encoder, own_loss)
+        total = loss if rehearsal is None else loss + _defsent_loss(engine, *rehearsal, precision, encoder)
     optimizer.zero_grad()
-    loss.backward()
+    total.backward()
     optimizer.step()
     return loss
 

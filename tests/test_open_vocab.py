@@ -102,6 +102,19 @@ def test_vectors_are_cached_per_model_and_candidates(engine, tmp_path, monkeypat
         engine.enable_open_vocabulary(dictionary=DICTIONARY[:3], cache_dir=tmp_path)
 
 
+def test_memory_is_handed_back_after_a_large_vocabulary_only(engine, monkeypatch):
+    """A full garbage collection and malloc_trim after WordNet's 264k candidates; not after a dictionary's few."""
+    import core.engine
+
+    trims = []
+    monkeypatch.setattr(core.engine, "return_freed_memory", lambda: trims.append(1))
+    engine.enable_open_vocabulary(dictionary=DICTIONARY)
+    assert trims == []
+    monkeypatch.setattr(core.engine, "TRIM_AFTER_CANDIDATES", 10)  # the candidates: 6 words, 5 definitions
+    engine.enable_open_vocabulary(dictionary=DICTIONARY)
+    assert trims == [1]
+
+
 def test_extended_split_keeps_the_trained_split_and_evaluates_no_trained_text():
     base = [Entry("dog", "a barking animal", "n"), Entry("cat", "a mewing animal", "n"),
             Entry("king", "a male ruler", "n")]

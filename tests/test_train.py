@@ -240,3 +240,27 @@ def test_a_hubness_correction_that_cannot_be_computed_is_refused_before_training
     with pytest.raises(ValueError, match="hub_k >= 1"):
         TrainConfig(hub_k=0)
     assert TrainConfig(hub_k=0, hub_weight=0.0).hub_k == 0  # no correction: k unused
+
+
+def test_a_rehearsing_run_adds_wordnet_definitions_of_other_words_to_every_batch(tiny_mlm_dir, monkeypatch):
+    """`rehearsal`: each step also scores that many WordNet training definitions of words the head predicts and
+    the dictionary does not define (what the model knew), so that a small glossary's run keeps them."""
+    import core.train
+    from core.train import MAX_REHEARSAL, rehearsal_pairs, wordnet_training_entries
+
+    engine = Engine.from_base(str(tiny_mlm_dir))
+    texts, gold = rehearsal_pairs(engine, ENTRIES)
+    pool = {e.definition: e.word for e in wordnet_training_entries(ENTRIES)}
+    assert texts and all(pool[t] == engine.words.vocab.words[g] for t, g in zip(texts, gold))
+    assert not {pool[t] for t in texts} & {e.word for e in ENTRIES}
+    batches = []
+    real_loss = core.train._defsent_loss
+    monkeypatch.setattr(core.train, "_defsent_loss", lambda e, t, *a, **k: batches.append(list(t)) or real_loss(e, t, *a, **k))
+    config = TrainConfig(lr=1e-3, max_steps=3, batch_size=4, eval_every=10, word_vector_scale=0, hub_weight=0.0,
+                         rehearsal=5)
+    train(engine, ENTRIES[:6], ENTRIES[6:], config)
+    own, rehearsed = batches[0::2], batches[1::2]  # each step: the dictionary's batch, then the rehearsal's
+    assert len(own) == len(rehearsed) == 3 and all(len(b) == 5 and set(b) <= set(texts) for b in rehearsed)
+    assert all(set(b) <= {e.definition for e in ENTRIES[:6]} for b in own)
+    with pytest.raises(ValueError, match=f"rehearsal must be from 0 to {MAX_REHEARSAL}"):
+        TrainConfig(rehearsal=MAX_REHEARSAL + 1)

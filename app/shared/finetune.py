@@ -143,6 +143,11 @@ class FinetuneSettings:
     measure_decoder: bool = False
     # every word of the dictionary trains (core.train.OwnWords), not only those the word head scores
     own_words: bool = True
+    # WordNet training definitions rehearsed in every batch (core.train.TrainConfig.rehearsal)
+    rehearsal: int = 0
+    # > 0: a low-rank delta of this rank trains instead of the whole encoder (not on the form: measured worse
+    # on small glossaries, docs/results.md)
+    lora_rank: int = 0
 
     @classmethod
     def from_form(cls, layers: int | None, measure_decoder: bool = False, **values: object) -> "FinetuneSettings":
@@ -177,7 +182,8 @@ class FinetuneSettings:
                            trainable_layers=int(self.trainable_layers), max_steps=self.total_steps(train_pairs),
                            eval_every=max(1, self.total_steps(train_pairs) // int(self.evaluations)),
                            seed=int(self.seed), precision=resolve_precision(self.precision, device),
-                           own_words=self.own_words, hub_references=HUB_REFERENCES)
+                           own_words=self.own_words, hub_references=HUB_REFERENCES, rehearsal=self.rehearsal,
+                           lora_rank=self.lora_rank)
 
 
 @dataclass(frozen=True)
