@@ -16,8 +16,8 @@ import pytest
 
 from app.views import render
 from app.shared.export import export_sentence_transformers, zip_folder
-from app.shared.finetune import (HUB_REFERENCES, MIN_STEPS, FinetuneSettings, comparison_rows, missed_note, run_finetune,
-                                 save_finetuned, validate_upload)
+from app.shared.finetune import (HUB_REFERENCES, MIN_STEPS, REHEARSAL, FinetuneSettings, comparison_rows, missed_note,
+                                 run_finetune, save_finetuned, validate_upload)
 from app.handlers import Session
 from app.shared.jobs import CANCELLED, DONE, FAILED, Job, JobCancelled, JobManager
 from app.shared.models import BASE_LABEL
@@ -198,6 +198,7 @@ def test_the_default_finetune_trains_a_glossary_of_words_of_several_pieces(engin
     assert result.after["n"] == len(upload.split.test)
     # issue 62: 3 epochs of 2 batches were 6 steps, too few to learn a glossary; the run takes MIN_STEPS
     assert result.training["result"]["steps"] == MIN_STEPS > 3 * math.ceil(len(upload.split.train) / 16)
+    assert result.training["result"]["config"]["rehearsal"] == REHEARSAL  # WordNet's definitions beside its own
     # and says which entries, in every part of the split, the trained model still misses
     parts = {"held out": upload.split.test, "dev": upload.split.dev, "training": upload.split.train}
     assert {name: part["words"] for name, part in result.missed.items()} == {

@@ -87,6 +87,15 @@ def test_a_run_longer_than_the_step_limit_is_refused():
         FinetuneSettings(epochs=50, batch_size=1).train_config(10_000)  # the training process checks too
 
 
+def test_a_small_dictionary_rehearses_wordnet_and_a_large_one_does_not():
+    from app.shared.finetune import HUB_REFERENCES, REHEARSAL
+
+    settings = FinetuneSettings()
+    assert settings.train_config(32).rehearsal == REHEARSAL > 0
+    assert settings.train_config(HUB_REFERENCES).rehearsal == 0
+    assert FinetuneSettings(rehearsal=4).train_config(HUB_REFERENCES).rehearsal == 4  # as set
+
+
 def test_values_at_the_bounds_are_accepted_as_numbers_of_the_right_kind(engine):
     layers = model_layers(engine)
     top = {"epochs": 50, "lr": 1e-2, "batch_size": 256.0, "trainable_layers": layers, "max_steps": 100_000,

@@ -103,6 +103,10 @@ MIN_STEPS = 150
 # a fifth of its MRR on WordNet's test words; topped up to 2,000 references (WordNet's) it costs nothing
 # and embeds for about 10 s (docs/results.md, "Fine-tuning a small glossary").
 HUB_REFERENCES = 2_000
+# WordNet training definitions rehearsed beside each batch of a dictionary of fewer than HUB_REFERENCES training
+# definitions: on four 40-entry glossaries every training word learnt (13 of 128 missed before) and WordNet's
+# test MRR kept as well (docs/results.md, "Rehearsal"); a larger dictionary is not slowed by it (not measured).
+REHEARSAL = 16
 
 
 def setting_bounds(layers: int | None) -> dict[str, Bound]:
@@ -143,8 +147,9 @@ class FinetuneSettings:
     measure_decoder: bool = False
     # every word of the dictionary trains (core.train.OwnWords), not only those the word head scores
     own_words: bool = True
-    # WordNet training definitions rehearsed in every batch (core.train.TrainConfig.rehearsal)
-    rehearsal: int = 0
+    # WordNet training definitions rehearsed in every batch (core.train.TrainConfig.rehearsal); None: REHEARSAL
+    # for a small dictionary, none for a large one
+    rehearsal: int | None = None
     # > 0: a low-rank delta of this rank trains instead of the whole encoder (not on the form: measured worse
     # on small glossaries, docs/results.md)
     lora_rank: int = 0
@@ -182,8 +187,14 @@ class FinetuneSettings:
                            trainable_layers=int(self.trainable_layers), max_steps=self.total_steps(train_pairs),
                            eval_every=max(1, self.total_steps(train_pairs) // int(self.evaluations)),
                            seed=int(self.seed), precision=resolve_precision(self.precision, device),
-                           own_words=self.own_words, hub_references=HUB_REFERENCES, rehearsal=self.rehearsal,
-                           lora_rank=self.lora_rank)
+                           own_words=self.own_words, hub_references=HUB_REFERENCES,
+                           rehearsal=self.rehearsal_for(train_pairs), lora_rank=self.lora_rank)
+
+    def rehearsal_for(self, train_pairs: int) -> int:
+        """WordNet definitions rehearsed a batch for a dictionary of `train_pairs` training definitions."""
+        if self.rehearsal is not None:
+            return self.rehearsal
+        return REHEARSAL if train_pairs < HUB_REFERENCES else 0
 
 
 @dataclass(frozen=True)
