@@ -37,9 +37,7 @@ from .words.word_vectors import DEFAULT_SCALE, WordVectors
 
 HEAD_STAGES = ("definitions", "definitions+words", "none")  # how a base without a masked-LM head gets one
 NO_TOKEN = -100  # the gold token of a definition whose word is not one token: no head loss (own words)
-
-
-MAX_REHEARSAL = 256  # rehearsed definitions a batch
+MAX_REHEARSAL = 256  # rehearsed definitions a batch (`TrainConfig.rehearsal`)
 
 
 class TrainingCancelled(Exception):
