@@ -87,6 +87,7 @@ def guard_mrr(model: Path, entries) -> float:
 def main(argv: list[str] | None = None) -> int:
     from core.checkpoint import DEFAULT_CHECKPOINT
     from core.lexicon.dictionary import lemma_split
+    from core.train import MAX_REHEARSAL
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", type=Path, default=DEFAULT_CHECKPOINT)
@@ -105,8 +106,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--glossaries from 1 to 10, --first from 0 to 100, --steps from 1 to 2,000")
     if not all(lr is None or 0 < lr <= 1e-2 for lr in args.lr):
         parser.error("--lr above 0, at most 1e-2")
-    if not all(r is None or 0 <= r <= 256 for r in args.rehearsal) or not 0 <= args.lora_rank <= 64:
-        parser.error("--rehearsal from 0 to 256, --lora-rank from 0 to 64")
+    if not all(r is None or 0 <= r <= MAX_REHEARSAL for r in args.rehearsal) or not 0 <= args.lora_rank <= 64:
+        parser.error(f"--rehearsal from 0 to {MAX_REHEARSAL}, --lora-rank from 0 to 64")
     import torch
 
     torch.set_num_threads(args.threads)

@@ -18,7 +18,7 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, replace
 from functools import partial
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import AbstractSet, Callable, Iterator, Sequence
 
 import numpy as np
 import torch
@@ -136,7 +136,7 @@ def fit_head(engine, texts: Sequence[str], gold: np.ndarray, vectors: np.ndarray
 def train(engine, train_entries, dev_entries, config: TrainConfig = TrainConfig(),
           progress: Callable[[TrainProgress], None] | None = None,
           should_stop: Callable[[], bool] | None = None,
-          sts_dev: Callable[[object], float] | None = None) -> TrainResult:
+          sts_dev: Callable[[object], float] | None = None, held_out: Sequence[Entry] = ()) -> TrainResult:
     """Fine-tune `engine.encoder` in place so that head(u) predicts each definition's word.
 
     The head stays frozen. Every `eval_every` steps the dev split is scored (MRR, plus STS-dev
@@ -152,13 +152,16 @@ def train(engine, train_entries, dev_entries, config: TrainConfig = TrainConfig(
     batch with DistributedDataParallel; only rank 0 evaluates, selects and computes the final word
     scoring (the others return a result without dev metrics). `should_stop` must then answer alike
     in every process.
+    `config.rehearsal` > 0 adds that many WordNet training definitions to every step, none of a word or text of
+    `train_entries`, `dev_entries` or `held_out` (the entries kept for the final test); with none to rehearse
+    (a head without WordNet's words) the run goes on without, and its result's config says rehearsal 0.
     `config.lora_rank` > 0 trains low-rank deltas only (core/lora.py), merged into the weights at the
     end and recorded in `engine.low_rank`, so that `engine.save` stores them as factors.
     Steps run on `engine.device` (core/runtime/device.py); a step that does not fit in its memory restores
     the starting weights and raises OutOfDeviceMemory.
     """
     with _encoding_precision(engine, config.precision), _low_rank_merged(engine):
-        return _train(engine, train_entries, dev_entries, config, progress, should_stop, sts_dev)
+        return _train(engine, train_entries, dev_entries, config, progress, should_stop, sts_dev, held_out)
 
 
 @contextmanager
@@ -191,7 +194,8 @@ def _encoding_precision(engine, precision: str):
         engine.encoder.precision = before
 
 
-def _train(engine, train_entries, dev_entries, config: TrainConfig, progress, should_stop, sts_dev) -> TrainResult:
+def _train(engine, train_entries, dev_entries, config: TrainConfig, progress, should_stop, sts_dev, held_out
+           ) -> TrainResult:
     torch.manual_seed(config.seed)
     own = OwnWords.embed(engine, train_entries, dev_entries) if config.own_words else None
     texts, gold = (own.texts, own.token_gold) if own else definition_pairs(train_entries, engine.words.vocab)
@@ -202,6 +206,11 @@ def _train(engine, train_entries, dev_entries, config: TrainConfig, progress, sh
         raise ValueError("training and dev splits need definitions of words the head can predict")
     if config.batch_size < distributed.world_size():
         raise ValueError(f"a batch of {config.batch_size} cannot be shared by {distributed.world_size()} processes")
+    if config.rehearsal and distributed.world_size() > 1:  # its second forward pass before the backward: one process
+        raise ValueError("rehearsal trains in one process: run without torchrun, or with rehearsal 0")
+    rehearsal = rehearsal_pairs(engine, [*train_entries, *dev_entries, *held_out]) if config.rehearsal else ([], [])
+    if not rehearsal[0]:
+        config = replace(config, rehearsal=0)  # nothing to rehearse: said in the result
     params = _trainable_parameters(engine, config.trainable_layers, config.lora_rank)
     encoder = _data_parallel(engine.encoder)  # the module the steps call: gradients averaged over processes
     start_state = _snapshot(engine)  # after the low-rank deltas are attached (at zero): same weights
@@ -229,8 +238,7 @@ def _train(engine, train_entries, dev_entries, config: TrainConfig, progress, sh
     best = {"step": 0, "dev": evaluate(), "state": None}
     history = [{"step": 0, **best["dev"]}]
     order = _epoch_orders(len(texts), config.seed)
-    rehearsed = rehearsal_pairs(engine, [*train_entries, *dev_entries]) if config.rehearsal else ([], None)
-    rehearsal_order = _epoch_orders(len(rehearsed[0]), config.seed + 1) if rehearsed[0] else None
+    rehearsed = _rehearsal_batches(*rehearsal, config.rehearsal, config.seed + 1)
     t0, loss_avg, last_dev = time.time(), 0.0, best["dev"]
 
     def give_up(error: Exception):
@@ -243,13 +251,9 @@ def _train(engine, train_entries, dev_entries, config: TrainConfig, progress, sh
         if should_stop is not None and should_stop():
             give_up(TrainingCancelled(f"cancelled at step {step - 1} of {total}"))
         idx = distributed.shard(_next_batch(order, config.batch_size))  # every process draws the same batch
-        rehearsal = None
-        if rehearsal_order is not None:
-            rows = distributed.shard(_next_batch(rehearsal_order, config.rehearsal))
-            rehearsal = ([rehearsed[0][i] for i in rows], torch.from_numpy(rehearsed[1][rows]))
         try:
             loss = _step(engine, encoder, optimizer, [texts[i] for i in idx], torch.from_numpy(gold[idx]),
-                         config.precision, partial(own.loss, rows=idx) if own else None, rehearsal)
+                         config.precision, partial(own.loss, rows=idx) if own else None, next(rehearsed))
         except torch.OutOfMemoryError:
             optimizer.zero_grad(set_to_none=True)
             release_cached_memory(engine.device)
@@ -296,18 +300,34 @@ def hub_references(engine, texts: Sequence[str], gold, entries, at_least: int, s
     return texts + [e.definition for e in extra], np.concatenate([gold, [NO_TOKEN if i is None else i for i in ids]])
 
 
-def wordnet_training_entries(entries, known_texts: set[str] = frozenset()) -> list[Entry]:
-    """WordNet's training definitions (the shipped split) whose words are not among `entries'` and whose texts
-    are not in `known_texts`, one entry a text (synonyms share a gloss)."""
+def wordnet_training_entries(entries: Sequence[Entry], known_texts: AbstractSet[str] = frozenset()) -> list[Entry]:
+    """WordNet's training definitions (the shipped split), one entry a text (synonyms share a gloss), none of
+    whose words or texts (compared by `definition_key`) is among `entries` and none of whose texts is in
+    `known_texts`."""
     words = {e.word for e in entries}
+    texts = {definition_key(e.definition) for e in entries}
     return list({e.definition: e for e in split_by_word(load_wordnet()).train
-                 if e.word not in words and e.definition not in known_texts}.values())
+                 if e.word not in words and e.definition not in known_texts
+                 and definition_key(e.definition) not in texts}.values())
 
 
-def rehearsal_pairs(engine, entries) -> tuple[list[str], np.ndarray]:
-    """(texts, token ids) of WordNet's training definitions of words the head predicts, none of `entries`' words:
-    what the shipped model learnt, rehearsed beside a dictionary (`TrainConfig.rehearsal`)."""
+def rehearsal_pairs(engine, entries: Sequence[Entry]) -> tuple[list[str], np.ndarray]:
+    """(texts, token ids) of WordNet's training definitions of words the head predicts, none of `entries`' words
+    or texts: what the shipped model learnt, rehearsed beside a dictionary (`TrainConfig.rehearsal`)."""
     return definition_pairs(wordnet_training_entries(entries), engine.words.vocab)
+
+
+def _rehearsal_batches(texts: Sequence[str], gold: np.ndarray, size: int, seed: int
+                       ) -> Iterator[tuple[list[str], torch.Tensor] | None]:
+    """Endless (texts, token ids) batches of `size` rehearsed definitions, a fresh shuffle per pass; None each
+    step when there are none (size 0 or no texts)."""
+    if not size or not len(texts):
+        while True:
+            yield None
+    order = _epoch_orders(len(texts), seed)
+    while True:
+        rows = _next_batch(order, size)
+        yield [texts[i] for i in rows], torch.from_numpy(gold[rows])
 
 
 def _step(engine, encoder: nn.Module, optimizer: torch.optim.Optimizer, texts: list[str], gold: torch.Tensor,

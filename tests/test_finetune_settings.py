@@ -88,12 +88,12 @@ def test_a_run_longer_than_the_step_limit_is_refused():
 
 
 def test_a_small_dictionary_rehearses_wordnet_and_a_large_one_does_not():
-    from app.shared.finetune import HUB_REFERENCES, REHEARSAL
+    from app.shared.finetune import REHEARSAL, REHEARSE_BELOW
 
     settings = FinetuneSettings()
     assert settings.train_config(32).rehearsal == REHEARSAL > 0
-    assert settings.train_config(HUB_REFERENCES).rehearsal == 0
-    assert FinetuneSettings(rehearsal=4).train_config(HUB_REFERENCES).rehearsal == 4  # as set
+    assert settings.train_config(REHEARSE_BELOW).rehearsal == 0
+    assert FinetuneSettings(rehearsal=4).train_config(REHEARSE_BELOW).rehearsal == 4  # as set
 
 
 def test_values_at_the_bounds_are_accepted_as_numbers_of_the_right_kind(engine):

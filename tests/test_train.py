@@ -264,3 +264,37 @@ def test_a_rehearsing_run_adds_wordnet_definitions_of_other_words_to_every_batch
     assert all(set(b) <= {e.definition for e in ENTRIES[:6]} for b in own)
     with pytest.raises(ValueError, match=f"rehearsal must be from 0 to {MAX_REHEARSAL}"):
         TrainConfig(rehearsal=MAX_REHEARSAL + 1)
+
+
+def test_the_rehearsed_definitions_move_the_encoder_and_leave_out_the_dictionarys_texts(tiny_mlm_dir):
+    from core.train import _step, wordnet_training_entries
+
+    engine = Engine.from_base(str(tiny_mlm_dir))
+    gloss = wordnet_training_entries([])[0]
+    synonym = Entry("zzz", gloss.definition)  # a user's entry with a WordNet gloss, under another word
+    assert gloss.definition not in {e.definition for e in wordnet_training_entries([synonym])}
+    texts, gold = definition_pairs(ENTRIES[:4], engine.words.vocab)
+    rehearsed = definition_pairs(wordnet_training_entries(ENTRIES)[:50], engine.words.vocab)
+    before = {k: v.clone() for k, v in engine.encoder.state_dict().items()}
+    params = [p for p in engine.encoder.parameters() if p.requires_grad]
+    optimizer = torch.optim.SGD(params, lr=0.1)
+    ignored = torch.full((len(texts),), NO_TOKEN)  # the dictionary's batch gives no gradient at all
+    _step(engine, engine.encoder, optimizer, texts, ignored, "float32")
+    assert all(torch.equal(v, before[k]) for k, v in engine.encoder.state_dict().items())
+    _step(engine, engine.encoder, optimizer, texts, ignored, "float32", None,
+          (rehearsed[0][:8], torch.from_numpy(rehearsed[1][:8])))
+    assert any(not torch.equal(v, before[k]) for k, v in engine.encoder.state_dict().items())
+
+
+def test_a_run_with_nothing_to_rehearse_says_so_and_torchrun_refuses_rehearsal(tiny_mlm_dir, monkeypatch):
+    import core.train
+    from core.runtime import distributed
+
+    config = TrainConfig(lr=1e-3, max_steps=2, batch_size=4, eval_every=10, word_vector_scale=0, hub_weight=0.0,
+                         rehearsal=4)
+    monkeypatch.setattr(core.train, "rehearsal_pairs", lambda engine, entries: ([], np.zeros(0, dtype=np.int64)))
+    result = train(Engine.from_base(str(tiny_mlm_dir)), ENTRIES[:6], ENTRIES[6:], config)
+    assert result.config.rehearsal == 0 and result.steps == 2
+    monkeypatch.setattr(distributed, "world_size", lambda: 2)
+    with pytest.raises(ValueError, match="rehearsal trains in one process"):
+        train(Engine.from_base(str(tiny_mlm_dir)), ENTRIES[:6], ENTRIES[6:], config)

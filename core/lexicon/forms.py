@@ -240,11 +240,14 @@ def _pos_tags() -> dict[str, frozenset[str]]:
     """word or phrase -> its parts of speech among every WordNet lemma (built once). The words share the few
     distinct sets: 147k frozensets of their own were a tenth of a test process's objects, walked by every full
     garbage collection."""
-    tags: dict[str, set[str]] = {}
+    tags: dict = {}  # word -> its set, then its shared frozenset
     for entry in load_wordnet_lemmas():
         tags.setdefault(entry.word, set()).add(entry.pos)
     shared: dict[frozenset[str], frozenset[str]] = {}
-    return {word: shared.setdefault(frozenset(pos), frozenset(pos)) for word, pos in tags.items()}
+    for word, pos in tags.items():
+        key = frozenset(pos)
+        tags[word] = shared.setdefault(key, key)
+    return tags
 
 
 def pos_tags(word: str) -> frozenset[str]:
