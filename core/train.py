@@ -18,7 +18,7 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, replace
 from functools import partial
 from pathlib import Path
-from typing import AbstractSet, Callable, Iterator, Sequence
+from typing import Callable, Iterator, Sequence
 
 import numpy as np
 import torch
@@ -294,21 +294,19 @@ def hub_references(engine, texts: Sequence[str], gold, entries, at_least: int, s
     missing = at_least - len(set(texts))
     if missing <= 0:
         return texts, gold
-    pool = wordnet_training_entries(entries, set(texts))
+    pool = wordnet_training_entries(entries)  # the texts are the entries' own definitions
     extra = random.Random(seed).sample(pool, min(missing, len(pool)))
     ids = [engine.words.vocab.token_id(e.word) for e in extra]
     return texts + [e.definition for e in extra], np.concatenate([gold, [NO_TOKEN if i is None else i for i in ids]])
 
 
-def wordnet_training_entries(entries: Sequence[Entry], known_texts: AbstractSet[str] = frozenset()) -> list[Entry]:
+def wordnet_training_entries(entries: Sequence[Entry]) -> list[Entry]:
     """WordNet's training definitions (the shipped split), one entry a text (synonyms share a gloss), none of
-    whose words or texts (compared by `definition_key`) is among `entries` and none of whose texts is in
-    `known_texts`."""
+    whose words or texts (compared by `definition_key`) is among `entries`."""
     words = {e.word for e in entries}
     texts = {definition_key(e.definition) for e in entries}
     return list({e.definition: e for e in split_by_word(load_wordnet()).train
-                 if e.word not in words and e.definition not in known_texts
-                 and definition_key(e.definition) not in texts}.values())
+                 if e.word not in words and definition_key(e.definition) not in texts}.values())
 
 
 def rehearsal_pairs(engine, entries: Sequence[Entry]) -> tuple[list[str], np.ndarray]:
