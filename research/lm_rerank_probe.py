@@ -29,6 +29,13 @@ def accuracy(ranked: list[list[str]], gold: list[str], at: int) -> float:
     return float(np.mean([g in r[:at] for r, g in zip(ranked, gold)]))
 
 
+def table_row(label: str, ranked: list[list[str]], gold: list[str], actions: list[int]) -> str:
+    """A markdown row: `label`, then acc@1 and acc@10 of the whole set and of the `actions` slice."""
+    slice_ranked, slice_gold = [ranked[i] for i in actions], [gold[i] for i in actions]
+    return (f"| {label} | {accuracy(ranked, gold, 1):.3f} | {accuracy(ranked, gold, 10):.3f} | "
+            f"{accuracy(slice_ranked, slice_gold, 1):.3f} | {accuracy(slice_ranked, slice_gold, 10):.3f} |")
+
+
 def main(argv: list[str] | None = None) -> int:
     from core import Engine
     from core.evaluation.reverse import read_human_descriptions
@@ -61,9 +68,7 @@ def main(argv: list[str] | None = None) -> int:
     print("| beta | all acc@1 | all acc@10 | actions acc@1 | actions acc@10 |\n|---:|---:|---:|---:|---:|")
     for beta in args.betas:
         ranked = [[words[i] for i in np.argsort(-(encoder + beta * lm), kind="stable")] for words, encoder, lm in lists]
-        slice_ranked, slice_gold = [ranked[i] for i in actions], [gold[i] for i in actions]
-        print(f"| {beta:g} | {accuracy(ranked, gold, 1):.3f} | {accuracy(ranked, gold, 10):.3f} | "
-              f"{accuracy(slice_ranked, slice_gold, 1):.3f} | {accuracy(slice_ranked, slice_gold, 10):.3f} |")
+        print(table_row(f"{beta:g}", ranked, gold, actions))
     return 0
 
 
