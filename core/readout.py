@@ -488,9 +488,9 @@ class VectorReader:
                           refine: RefineSettings | None, correct: CorrectSettings | None,
                           fluency: FluencySettings | None) -> tuple[str, bool]:
         """The sentence shown for an analogy's vector (d,), and whether it is the edit transfer: of the decoder's
-        hypotheses and the edit transfer, none saying what one of the `given` sentences says (as word analogies leave out a, b and c), chosen
-        as `_choose` does; with a fluency model its agreement slips repaired (`repair`); the transfer (also
-        repaired) instead when it fits within TRANSFER_MARGIN of that."""
+        hypotheses and the edit transfer, none saying what one of the `given` sentences says (as word analogies
+        leave out a, b and c), chosen as `_choose` does; with a fluency model its agreement slips repaired
+        (`repair`); the transfer (also repaired) instead when it fits within TRANSFER_MARGIN of that."""
         encode = embedding_once(self.model.encode)
         cased = self._require_decoder().cased
         transferred = cased(transferred) if transferred else None
