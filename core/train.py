@@ -46,9 +46,9 @@ class TrainingCancelled(Exception):
 
 @dataclass
 class TrainConfig:
-    lr: float = 5e-5
-    epochs: float = 1.0
-    batch_size: int = 16
+    lr: float = 5e-5              # AdamW's learning rate
+    epochs: float = 1.0           # passes over the training definitions
+    batch_size: int = 16          # definitions a step
     warmup: float = 0.1           # fraction of steps with a linear warm-up, then constant
     trainable_layers: int = 0     # train only the top-n transformer layers (0 = all layers)
     lora_rank: int = 0            # > 0: train a rank-r delta of each layer's Linear weights instead
@@ -57,11 +57,12 @@ class TrainConfig:
     max_steps: int = 0            # 0 = as many as `epochs` gives
     word_vector_scale: float = DEFAULT_SCALE  # recompute word vectors at the end (0 = none)
     word_vector_objective: bool = False  # train and select on head + word vectors (refreshed per evaluation)
-    hub_weight: float = DEFAULT_WEIGHT  # hubness correction computed at the end on the training
-    hub_k: int = DEFAULT_K                # definitions (core/words/hubness.py; weight 0 = none)
+    hub_weight: float = DEFAULT_WEIGHT  # weight of the hubness correction computed at the end on the
+                                        # training definitions (core/words/hubness.py; 0 = none)
+    hub_k: int = DEFAULT_K        # the correction's neighbours a definition
     hub_references: int = 0       # at least this many references for it: WordNet training definitions
                                   # (not of the training words) added to a small dictionary's
-    seed: int = 0
+    seed: int = 0                 # of the initial weights, the batches' order and the rehearsed definitions
     precision: str = "float32"    # "bfloat16": autocast training steps and dev encodings (2.5x faster
                                   # steps on CPUs with native bfloat16; weights stay float32)
     own_words: bool = False       # every word of the training dictionary trains, phrases and words of
@@ -72,6 +73,15 @@ class TrainConfig:
 
     def __post_init__(self) -> None:
         check_training_precision(self.precision)
+        for name, ok, rule in (("lr", self.lr > 0, "above 0"), ("epochs", self.epochs > 0, "above 0"),
+                               ("batch_size", self.batch_size >= 1, "at least 1"),
+                               ("eval_every", self.eval_every >= 1, "at least 1"),
+                               ("warmup", 0 <= self.warmup <= 1, "from 0 to 1"),
+                               ("max_steps", self.max_steps >= 0, "at least 0"),
+                               ("trainable_layers", self.trainable_layers >= 0, "at least 0"),
+                               ("lora_rank", self.lora_rank >= 0, "at least 0")):
+            if not ok:
+                raise ValueError(f"{name} must be {rule}, not {getattr(self, name)}")
         if self.hub_weight and self.hub_k < 1:  # refused before training, not after it
             raise ValueError(f"the hubness correction needs hub_k >= 1 (got {self.hub_k}); or hub_weight 0 for none")
         if not 0 <= self.hub_references <= TUNED_REFERENCES:

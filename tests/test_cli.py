@@ -76,10 +76,16 @@ def test_eval_words_scores_the_model_or_its_untrained_base_on_the_split_asked(ch
     assert "(untrained base)" in out
 
 
-@pytest.mark.parametrize("command", ["hubness", "word-vectors"])
+@pytest.mark.parametrize("command", ["hubness", "word-vectors", "everyday-adapter"])
 def test_writing_commands_refuse_to_write_without_a_model_before_any_work(command, capsys):
     with pytest.raises(SystemExit):
         main([command, "--write"])
+    assert "--write needs an explicit --model" in capsys.readouterr().err
+
+
+def test_the_everyday_adapter_never_writes_into_the_shipped_checkpoint_by_default(capsys):
+    with pytest.raises(SystemExit):
+        main(["everyday-adapter", "--steps", "3"])  # --write is its default: the model must be named
     assert "--write needs an explicit --model" in capsys.readouterr().err
 
 
@@ -267,6 +273,23 @@ def test_decode_analogy_and_interpolate_read_vectors_back(checkpoint, tmp_path, 
     (["words", "a dog", "--threads", "-1"], "--threads must be from 0 to 1024"),
     (["encod", "a sentence to embed"], "did you mean `python -m core encode`"),
     (["simlarity", "a", "b"], "did you mean `python -m core similarity`"),
+    # every command, not only those on texts: a missing file, a bad value, a number out of bounds
+    (["dictionary", "/no/such.jsonl.gz"], "/no/such.jsonl.gz: No such file or directory"),
+    (["gcide", "--dictd-dir", "/no/such", "--out", "g.jsonl.gz"], "/no/such/gcide.dict.dz: No such file"),
+    (["wordnet", "--wordnet-dir", "/no/such", "--out", "w.jsonl.gz"], "/no/such/data.noun: No such file"),
+    (["word-vectors", "--model", "/no/such"], "no checkpoint at /no/such"),
+    (["train", "--out", "t", "--no-open-vocab", "--precision", "fp16"], "precision must be one of"),
+    (["train", "--out", "t", "--no-open-vocab", "--batch-size", "0"], "batch_size must be at least 1, not 0"),
+    (["vec2sent-train", "--encoder", "e", "--out", "o", "--minutes", "0"], "minutes must be above 0"),
+    (["vec2sent-corpus", "--styles-from", "/no/such", "--out", "s"], "--styles-from: no corpus folder at /no/such"),
+    (["vec2sent-corpus", "--modern", "--heldout-size", "0", "--out", "m"], "--heldout-size must be from 1 to"),
+    (["vec2sent-diagnostics", "--encoder", "e", "--decoder", "d", "--test", "t.txt", "--limit", "0"],
+     "--limit must be from 1 to"),
+    (["vec2sent-diagnostics", "--encoder", "e", "--decoder", "d", "--test", "t.txt", "--beams", "5", "500"],
+     "--beams must be from 1 to 20, not 500"),
+    (["vec2sent-diagnostics", "--encoder", "e", "--decoder", "d", "--test", "t.txt", "--correct", "50"],
+     "correction rounds must be 0-8"),
+    (["vec2sent-diagnostics", "--encoder", "e", "--decoder", "d", "--test", "t.txt"], "--test: no file t.txt"),
 ])
 def test_bad_input_is_one_clear_line_and_nothing_is_written(argv, message, tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
@@ -315,3 +338,76 @@ def test_help_imports_no_torch():
     done = subprocess.run([sys.executable, "-c", "import sys; from core.cli import main; main(['--help']); "
                            "print('torch' in sys.modules)"], cwd=REPO, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0 and done.stdout.strip().endswith("False")
+
+
+def test_input_files_are_checked_before_a_model_loads(monkeypatch, tmp_path, capsys):
+    import core.cli.vectors as vectors
+
+    monkeypatch.setattr(vectors, "_load", lambda *a, **k: pytest.fail("the model loaded before the input was checked"))
+    assert main(["decode", str(tmp_path / "absent.npy")]) == 2
+    assert f"no file {tmp_path / 'absent.npy'}" in capsys.readouterr().err
+    assert main(["search", "a query", "--in", str(tmp_path / "absent.txt")]) == 2
+    assert "--in: no file" in capsys.readouterr().err
+
+
+def test_eval_reverse_refuses_an_unknown_set_before_loading_anything(monkeypatch, capsys):
+    import core.engine
+
+    monkeypatch.setattr(core.engine.Engine, "load", lambda *a, **k: pytest.fail("loaded before --sets was checked"))
+    with pytest.raises(SystemExit):
+        main(["eval-reverse", "--sets", "human-dve"])
+    assert "invalid choice: 'human-dve'" in capsys.readouterr().err
+
+
+def test_eval_reverse_set_names_are_the_ones_its_sets_carry(checkpoint):
+    from core.evaluation.reverse import SET_NAMES, reverse_query_sets
+
+    assert set(reverse_query_sets(Engine.load(checkpoint, decoder=None), norms=None)) <= set(SET_NAMES)
+
+
+class _Terminal:
+    def isatty(self) -> bool:
+        return True
+
+
+def test_no_arguments_at_a_terminal_lists_the_commands_and_version_answers(capsys):
+    assert main([], stdin=_Terminal()) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("usage: python -m core COMMAND") and all(name in err for name in COMMANDS)
+    assert main(["--version"]) == 0
+    assert capsys.readouterr().out.startswith("defsent-studio ")
+
+
+def test_every_command_is_summed_up_in_one_whole_line():
+    for name, function in COMMANDS.items():
+        first = (function.__doc__ or "").strip().splitlines()[0]
+        assert first.endswith("."), (name, first)
+
+
+def test_help_shows_defaults_and_field_comments_and_no_path_of_this_machine(capsys):
+    for name in COMMANDS:
+        with pytest.raises(SystemExit):
+            main([name, "--help"])
+        out = capsys.readouterr().out
+        assert str(REPO) not in out and str(REPO.parent) + "/" not in out, name
+    with pytest.raises(SystemExit):
+        main(["train", "--help"])
+    out = " ".join(capsys.readouterr().out.split())
+    assert "--lr LR AdamW's learning rate (default: 5e-05)" in out
+    assert "--data" not in out and "(default: ../shared/data/senteval)" in out  # --senteval's, relative
+
+
+def test_field_comments_are_the_comments_beside_each_field():
+    from dataclasses import dataclass
+
+    from core.cli.flags import field_comments
+
+    @dataclass
+    class Settings:
+        width: int = 3  # columns of the grid
+        depth: int = 2  # rows of it,
+                        # and this line goes on
+        # a block comment above a field is not its help
+        plain: bool = False
+
+    assert field_comments(Settings) == {"width": "columns of the grid", "depth": "rows of it, and this line goes on"}

@@ -28,15 +28,23 @@ __all__ = ["COMMANDS", "main", "usage"]
 DEFAULT_COMMAND = "words"
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def main(argv: Sequence[str] | None = None, stdin=None) -> int:
     """Run `python -m core ARGS`: a command by its name, else the reverse dictionary; a first argument a
-    mistyped command name (`near_command`) is refused rather than looked up as a description."""
+    mistyped command name (`near_command`) is refused rather than looked up as a description. No arguments
+    and nothing piped in: the commands are listed (exit status 2)."""
     args = list(sys.argv[1:] if argv is None else argv)
+    stdin = sys.stdin if stdin is None else stdin
     if args and args[0] in COMMANDS:
         return COMMANDS[args[0]](args[1:])
     if args and args[0] in ("-h", "--help"):
         print(usage())
         return 0
+    if args and args[0] == "--version":
+        print(f"defsent-studio {version()}")
+        return 0
+    if not args and (stdin is None or stdin.isatty()):
+        print(usage(), file=sys.stderr)
+        return 2
     near = near_command(args)
     if near:
         print(f"error: unknown command {args[0]!r}: did you mean `python -m core {near}`? (to look up a description "
@@ -63,6 +71,20 @@ def edit_distance(a: str, b: str) -> int:
         for j, y in enumerate(b, 1):
             previous, row[j] = row[j], min(row[j] + 1, row[j - 1] + 1, previous + (x != y))
     return row[-1]
+
+
+def version() -> str:
+    """The installed package's version, or the source tree's (pyproject.toml) when it is not installed."""
+    from importlib.metadata import PackageNotFoundError, version as installed
+
+    try:
+        return installed("defsent-studio")
+    except PackageNotFoundError:
+        import re
+
+        from ..paths import REPO_ROOT
+        found = re.search(r'^version = "([^"]+)"', (REPO_ROOT / "pyproject.toml").read_text(encoding="utf-8"), re.M)
+        return found.group(1) if found else "unknown"
 
 
 def usage() -> str:

@@ -11,7 +11,12 @@ from typing import Sequence
 
 from ..paths import SENTEVAL_DIR
 from ..runtime.hardware import PRECISIONS
-from .flags import add_device_flag, add_threads_flag, command, device_from_flag, parser_for, set_threads
+from .flags import (add_device_flag, add_threads_flag, command, device_from_flag, parser_for, set_threads,
+                    shown_path)
+
+MAX_NORMS_SAMPLE = 200_000  # descriptions (the feature norms hold 173k in all)
+MAX_DECODER_SENTENCES = 100_000
+MAX_FOLDS = 100  # SentEval's cross-validation (its default 10)
 
 
 # ---- evaluation -----------------------------------------------------------------------------------
@@ -45,7 +50,7 @@ def evaluate(argv: Sequence[str]) -> int:
     parser.add_argument("--untrained", action="store_true",
                         help="an Engine checkpoint's base encoder with its word head: the model before DefSent training")
     parser.add_argument("--data", type=Path, default=SENTEVAL_DIR,
-                        help=f"folder in SentEval's data/downstream layout (default: {SENTEVAL_DIR})")
+                        help="folder in SentEval's data/downstream layout")
     parser.add_argument("--tasks", default=",".join(TASKS),
                         help=f"comma-separated, from: {', '.join(TASKS)} (default: all)")
     parser.add_argument("--words-split", default="test", choices=["dev", "test"],
@@ -62,7 +67,7 @@ def evaluate(argv: Sequence[str]) -> int:
                         help="pooling of a plain Hugging Face model folder given as --model (default: mean)")
     parser.add_argument("--decoder-test", type=Path, default=None,
                         help="sentences for the vec2sent task: one a line, or JSON lines with \"text\" "
-                             f"(default: {DEFAULT_TEST})")
+                             f"(default: {shown_path(DEFAULT_TEST)})")
     parser.add_argument("--decoder-sentences", type=int, default=500, help="first N of them (default: 500)")
     add_device_flag(parser)
     args = parser.parse_args(argv)
@@ -73,8 +78,10 @@ def evaluate(argv: Sequence[str]) -> int:
         parser.error(f"unknown or no task(s) in --tasks {args.tasks!r}; choose from {', '.join(TASKS)}")
     if not args.data.is_dir() and set(tasks) & {"sts", "senteval"}:
         parser.error(f"data folder not found: {args.data} (pass --data)")
-    if args.decoder_sentences < 1:
-        parser.error("--decoder-sentences must be >= 1")
+    if not 1 <= args.decoder_sentences <= MAX_DECODER_SENTENCES:
+        parser.error(f"--decoder-sentences must be from 1 to {MAX_DECODER_SENTENCES:,}")
+    if not 2 <= args.kfold <= MAX_FOLDS:
+        parser.error(f"--kfold must be from 2 to {MAX_FOLDS}")
 
     start = time.perf_counter()
     try:
@@ -111,15 +118,14 @@ def evaluate_reverse(argv: Sequence[str]) -> int:
 
     from ..checkpoint import DEFAULT_CHECKPOINT
     from ..engine import Engine
-    from ..evaluation.reverse import FILTERS, evaluate_reverse as run, reverse_query_sets
+    from ..evaluation.reverse import FILTERS, SET_NAMES, evaluate_reverse as run, reverse_query_sets
     from ..words.open_vocab_fit import GCIDE_DICTD, missing_gcide, progress, read_gcide_dictd
     from ..paths import FEATURE_NORMS, user_cache_dir
 
     parser = parser_for("eval-reverse", evaluate_reverse)
     parser.add_argument("--model", type=Path, default=DEFAULT_CHECKPOINT)
-    parser.add_argument("--sets", nargs="+", default=None,
-                        help="human-dev, human-dev/actions, defsent-table6, wordnet-dev/actions, wordnet-test, "
-                             "gcide-test, ... (default: those with data)")
+    parser.add_argument("--sets", nargs="+", default=None, choices=SET_NAMES, metavar="SET",
+                        help=f"of {', '.join(SET_NAMES)} (default: those with data)")
     parser.add_argument("--filters", nargs="+", default=list(FILTERS), choices=FILTERS)
     parser.add_argument("--single-token-words", action="store_true", help="the word head's words only")
     parser.add_argument("--gcide", type=Path, default=GCIDE_DICTD, help="unpacked dict-gcide (scripts/fetch_gcide.sh)")
@@ -133,8 +139,8 @@ def evaluate_reverse(argv: Sequence[str]) -> int:
     add_threads_flag(parser)
     add_device_flag(parser)
     args = parser.parse_args(argv)
-    if args.norms_sample < 0:
-        parser.error("--norms-sample must be 0 (all) or more")
+    if not 0 <= args.norms_sample <= MAX_NORMS_SAMPLE:
+        parser.error(f"--norms-sample must be from 0 (all) to {MAX_NORMS_SAMPLE:,}")
     set_threads(args.threads)
     engine = Engine.load(args.model, decoder=None, open_vocabulary=False,  # enabled below, in float32
                          device=device_from_flag(parser, args.device))

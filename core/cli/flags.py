@@ -1,14 +1,16 @@
 """The registry of commands and the flags they share: `command(name)` registers a function of the
-command's arguments as `python -m core NAME` (core/cli/__init__.py dispatches to it), `parser_for` gives
-it a parser whose description is its docstring, `add_config_flags` and `config_from_flags` turn a
-configuration dataclass into flags and back, `parse_with_recipe` reads a --recipe's flags as the
-defaults, and --threads and --device are the same flag wherever a command takes them. The commands on
-texts share how they read texts (`add_text_flags`, `texts_from`), their bounds, --json and how bad input is
-reported (`reports_errors`: one line, exit status 2).
+command's arguments as `python -m core NAME` (core/cli/__init__.py dispatches to it), every command's bad
+input reported the same way (`reports_errors`: one line, exit status 2); `parser_for` gives it a parser
+whose description is its docstring and whose help shows each flag's default, `add_config_flags` and
+`config_from_flags` turn a configuration dataclass into flags (their help the fields' comments) and back,
+`parse_with_recipe` reads a --recipe's flags as the defaults, and --threads and --device are the same flag
+wherever a command takes them. The commands on texts share how they read texts (`add_text_flags`,
+`texts_from`), their bounds and --json.
 """
 from __future__ import annotations
 
 import argparse
+import copy
 import dataclasses
 import json
 import sys
@@ -16,36 +18,95 @@ import typing
 from pathlib import Path
 from typing import Callable, Sequence
 
+from ..paths import REPO_ROOT
+
 Command = Callable[[Sequence[str]], int]
 COMMANDS: dict[str, Command] = {}
 
 
 def command(name: str) -> Callable[[Command], Command]:
-    """Register a function taking the command's arguments (after its name) as `python -m core NAME`."""
+    """Register a function taking the command's arguments (after its name) as `python -m core NAME`; bad
+    input it raises is reported as one line, exit status 2 (`reports_errors`), as every command's is."""
     def register(function: Command) -> Command:
-        COMMANDS[name] = function
+        COMMANDS[name] = reports_errors(function)
         return function
     return register
 
 
+class HelpFormatter(argparse.RawDescriptionHelpFormatter, argparse.ArgumentDefaultsHelpFormatter):
+    """A command's docstring as written, and each flag's default; a path inside the repository is shown
+    relative to it (not as this machine's absolute path)."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        if (action.default in (None, [], ()) or isinstance(action.default, bool)
+                or "default" in (action.help or "").lower()):
+            return action.help or ""  # no default, an on/off flag, or one its help already names
+        return super()._get_help_string(action)
+
+    def _expand_help(self, action: argparse.Action) -> str:
+        if isinstance(action.default, Path) or str(action.default).startswith("/"):
+            action = copy.copy(action)
+            action.default = shown_path(action.default)
+        return super()._expand_help(action)
+
+
+def shown_path(path: Path) -> str:
+    """`path` relative to the repository (or its parent, where ../shared lives) when inside it, else as is."""
+    for base, prefix in ((REPO_ROOT, ""), (REPO_ROOT.parent, "../")):
+        try:
+            return prefix + str(Path(path).resolve().relative_to(base.resolve()))
+        except ValueError:
+            continue
+    return str(path)
+
+
 def parser_for(name: str, function: Command) -> argparse.ArgumentParser:
     return argparse.ArgumentParser(prog=f"python -m core {name}", description=function.__doc__,
-                                   formatter_class=argparse.RawDescriptionHelpFormatter)
+                                   formatter_class=HelpFormatter)
 
 
 def add_config_flags(parser: argparse.ArgumentParser, config: type, skip: Sequence[str] = ()) -> None:
     """One flag per field of the dataclass `config`: --field-name with the field's type and default
-    (a bool: --field-name / --no-field-name; `int | None`: an int, None by default)."""
+    (a bool: --field-name / --no-field-name; `int | None`: an int, None by default), its help the
+    comment written beside the field (`field_comments`)."""
     hints = typing.get_type_hints(config)
+    comments = field_comments(config)
     for f in dataclasses.fields(config):
         if f.name in skip or f.default is dataclasses.MISSING:
             continue
         flag = "--" + f.name.replace("_", "-")
         if isinstance(f.default, bool):
-            parser.add_argument(flag, action=argparse.BooleanOptionalAction, default=f.default)
+            parser.add_argument(flag, action=argparse.BooleanOptionalAction, default=f.default,
+                                help=comments.get(f.name))
         else:
             kind = next(t for t in typing.get_args(hints[f.name]) or (hints[f.name],) if t is not type(None))
-            parser.add_argument(flag, type=kind, default=f.default)
+            parser.add_argument(flag, type=kind, default=f.default, help=comments.get(f.name))
+
+
+def field_comments(config: type) -> dict[str, str]:
+    """{field: the comment beside it in the class body, its continuation lines joined} of the dataclass
+    `config` (a field's one definition documents its flag too); {} where the source cannot be read."""
+    import inspect
+    import re
+    import textwrap
+
+    try:
+        lines = textwrap.dedent(inspect.getsource(config)).splitlines()
+    except (OSError, TypeError):
+        return {}
+    field_line = re.compile(r"^    (\w+)\s*:[^#]*?(?:#\s*(.*))?$")
+    comments: dict[str, str] = {}
+    last = None
+    for line in lines[1:]:
+        continued = re.match(r"^\s{5,}#\s*(.*)$", line)  # a field's comment goes on, indented past the fields
+        if continued and last in comments:
+            comments[last] += " " + continued.group(1)
+            continue
+        found = field_line.match(line)
+        last = found.group(1) if found else None
+        if found and found.group(2):
+            comments[last] = found.group(2).strip()
+    return comments
 
 
 def config_from_flags(config: type, args: argparse.Namespace, **given):
@@ -81,7 +142,7 @@ def set_threads(threads: int) -> None:
 
 def add_threads_flag(parser: argparse.ArgumentParser, default: int = 0, note: str = "") -> None:
     parser.add_argument("--threads", type=int, default=default,
-                        help="torch threads (0: torch's default; 1 is fastest on a busy 2-core machine)" + note)
+                        help="torch threads (0: torch's default; 1 can be fastest when other jobs share the cores)" + note)
 
 
 def add_device_flag(parser: argparse.ArgumentParser) -> None:
@@ -185,9 +246,16 @@ def reports_errors(function: Command) -> Command:
         except Exception as err:  # noqa: BLE001 - a bug's traceback still shows: re-raised below
             if not is_user_error(err):
                 raise
-            print(f"error: {(str(err) or type(err).__name__).splitlines()[0]}", file=sys.stderr)
+            print(f"error: {error_line(err)}", file=sys.stderr)
             return 2
     return run
+
+
+def error_line(err: BaseException) -> str:
+    """The first line of `err`'s message; a file error as "PATH: what is wrong" (without "[Errno 2]")."""
+    if isinstance(err, OSError) and err.filename is not None and err.strerror:
+        return f"{err.filename}: {err.strerror}"
+    return (str(err) or type(err).__name__).splitlines()[0]
 
 
 def is_user_error(err: BaseException) -> bool:

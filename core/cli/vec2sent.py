@@ -12,8 +12,12 @@ from typing import Sequence
 
 from ..paths import CACHE_DIR, CORPUS_DIR, MODERN_CORPUS_DIR, SENTEVAL_DIR
 from ..runtime.hardware import PRECISIONS, TRAINING_PRECISIONS
-from .flags import (add_config_flags, add_device_flag, add_threads_flag, command, config_from_flags,
-                    device_from_flag, parse_with_recipe, parser_for, set_threads)
+from .flags import (InputError, add_config_flags, add_device_flag, add_threads_flag, check_range, command,
+                    config_from_flags, device_from_flag, parse_with_recipe, parser_for, set_threads, shown_path)
+
+MAX_STYLED_SENTENCES = 1_000_000  # of each kind in a --styles-from corpus (the modern corpus has 1,028,415)
+MAX_SET_SIZE = 100_000  # sentences of a held-out or test set
+MAX_DIAGNOSED = 100_000  # test sentences one diagnostics run decodes
 
 
 # ---- Vec2Sent ---------------------------------------------------------------------------------------
@@ -31,7 +35,7 @@ def vec2sent_corpus(argv: Sequence[str]) -> int:
 
     parser = parser_for("vec2sent-corpus", vec2sent_corpus)
     parser.add_argument("--out", type=Path, default=None,
-                        help=f"default {CORPUS_DIR}, with --modern {MODERN_CORPUS_DIR}")
+                        help=f"default {shown_path(CORPUS_DIR)}, with --modern {shown_path(MODERN_CORPUS_DIR)}")
     parser.add_argument("--modern", action="store_true",
                         help="build the cased modern corpus (core/corpus/modern.py): 4-30 words, Debian "
                         "documentation, e-mail, dialogue, fortunes, SentEval training splits and the old sources, "
@@ -54,6 +58,8 @@ def vec2sent_corpus(argv: Sequence[str]) -> int:
     parser.add_argument("--headlines", type=int, default=30_000, help="--styles-from: headline rewrites")
     parser.add_argument("--posts", type=int, default=30_000, help="--styles-from: post rewrites")
     args = parser.parse_args(argv)
+    check_range("--heldout-size", args.heldout_size, 1, MAX_SET_SIZE)
+    check_range("--test-size", args.test_size, 1, MAX_SET_SIZE)
     if args.styles_from:
         return _styled_corpus(args)
     if args.modern:
@@ -81,11 +87,13 @@ def _styled_corpus(args) -> int:
     from ..corpus.styles import write_styled_corpus
 
     if args.out is None:
-        raise SystemExit("--styles-from needs --out (a new corpus folder)")
-    try:
-        stats = write_styled_corpus(args.styles_from, args.out, args.replay, args.headlines, args.posts, args.seed)
-    except (FileNotFoundError, ValueError) as err:
-        raise SystemExit(str(err)) from None
+        raise InputError("--styles-from needs --out (a new corpus folder)")
+    if not args.styles_from.is_dir():
+        raise InputError(f"--styles-from: no corpus folder at {args.styles_from} (build one with `python -m core "
+                         "vec2sent-corpus --modern --out FOLDER`)")
+    for flag in ("replay", "headlines", "posts"):
+        check_range(f"--{flag}", getattr(args, flag), 0, MAX_STYLED_SENTENCES)
+    stats = write_styled_corpus(args.styles_from, args.out, args.replay, args.headlines, args.posts, args.seed)
     print(json.dumps(stats, indent=2))
     return 0
 
@@ -203,6 +211,8 @@ def vec2sent_diagnostics(argv: Sequence[str]) -> int:
                         help="the encoder's, for the test vectors, reranking and refining (the app: bfloat16)")
     add_device_flag(parser)
     args = parser.parse_args(argv)
+    correct = None if args.correct is None else CorrectSettings(args.correct, args.correct_step)  # bounds its rounds
+    _check_diagnostics_flags(args)
     set_threads(args.threads)
     device = device_from_flag(parser, args.device)
     from ..vec2sent.checkpoint import load_checkpoint, mean_cosine
@@ -216,7 +226,6 @@ def vec2sent_diagnostics(argv: Sequence[str]) -> int:
     references, genres = read_test_sentences(args.test, args.limit)
     vectors = link.encode(references)
     rows, by_genre = {}, {}
-    correct = None if args.correct is None else CorrectSettings(args.correct, args.correct_step)
     for width in args.beams:
         for name, (hypotheses, seconds) in decodings(decoder, link, vectors, width, args.alpha,
                                                      args.rerank, args.refine, correct).items():
@@ -237,3 +246,19 @@ def vec2sent_diagnostics(argv: Sequence[str]) -> int:
     if by_genre:
         print("\nby genre:\n" + format_table(by_genre))
     return 0
+
+
+def _check_diagnostics_flags(args: argparse.Namespace) -> None:
+    """InputError for a diagnostics flag out of bounds or a path that is not there, before any model loads."""
+    from .vectors import MAX_BEAM
+
+    check_range("--limit", args.limit, 1, MAX_DIAGNOSED)
+    for width in args.beams:
+        check_range("--beams", width, 1, MAX_BEAM)
+    check_range("--examples", args.examples, 0, MAX_DIAGNOSED)
+    if not args.test.is_file():
+        raise InputError(f"--test: no file {args.test}")
+    for flag, folder in (("--decoder", args.decoder), ("--encoder", args.encoder)):
+        if not folder.is_dir():
+            raise InputError(f"{flag}: no checkpoint folder {folder}")
+

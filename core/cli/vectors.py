@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Sequence
 
 from .flags import (MAX_K, InputError, add_output_flags, add_text_flags, check_range, command, device_from_flag,
-                    parser_for, print_json, reports_errors, texts_from)
+                    parser_for, print_json, texts_from)
 
 VECTOR_FILES = (".npy", ".jsonl")  # what `encode` writes and `decode` / `search --in` read back
 MAX_BEAM = 20
@@ -23,7 +23,6 @@ MAX_STEPS = 50
 # ---- encode, similarity, search -------------------------------------------------------------------
 
 @command("encode")
-@reports_errors
 def encode(argv: Sequence[str]) -> int:
     """Sentence vectors: texts to an (n, d) float32 .npy, or a .jsonl of {"text", "vector"} lines.
 
@@ -50,7 +49,6 @@ def encode(argv: Sequence[str]) -> int:
 
 
 @command("similarity")
-@reports_errors
 def similarity(argv: Sequence[str]) -> int:
     """Cosine similarity of the first text with each of the others.
 
@@ -73,7 +71,6 @@ def similarity(argv: Sequence[str]) -> int:
 
 
 @command("search")
-@reports_errors
 def search(argv: Sequence[str]) -> int:
     """Semantic search: the texts of a collection nearest to each query, by cosine.
 
@@ -89,6 +86,8 @@ def search(argv: Sequence[str]) -> int:
     args = parser.parse_args(argv)
     check_range("-k", args.k, 1, MAX_K)
     queries = texts_from(args)
+    if not args.collection.is_file():
+        raise InputError(f"--in: no file {args.collection}")
     engine = _load(parser, args)
     texts, vectors = read_collection(args.collection, engine)
     hits = engine.semantic_search(engine.encode(queries), vectors, top_k=args.k)
@@ -107,7 +106,6 @@ def search(argv: Sequence[str]) -> int:
 # ---- decode, analogy, interpolate (core/readout.py) -------------------------------------------------
 
 @command("decode")
-@reports_errors
 def decode(argv: Sequence[str]) -> int:
     """Vec2Sent: one sentence for each vector of a file `encode` wrote (.npy (n, d) or (d,), or .jsonl).
 
@@ -119,6 +117,7 @@ def decode(argv: Sequence[str]) -> int:
     add_output_flags(parser)
     args = parser.parse_args(argv)
     check_range("--beam", args.beam, 1, MAX_BEAM)
+    check_vector_file(args.vectors)
     engine = _load(parser, args, decoder="auto")
     vectors = read_vectors(args.vectors, engine.encoder.hidden_size)[1]
     sentences = engine.decode(vectors, beam=args.beam)
@@ -127,7 +126,6 @@ def decode(argv: Sequence[str]) -> int:
 
 
 @command("analogy")
-@reports_errors
 def analogy(argv: Sequence[str]) -> int:
     """a : b :: c : ?  The vector b - a + c read back: its sentence (with a decoder), words and nearest texts.
 
@@ -150,7 +148,6 @@ def analogy(argv: Sequence[str]) -> int:
 
 
 @command("interpolate")
-@reports_errors
 def interpolate(argv: Sequence[str]) -> int:
     """Points from one sentence to another, each read back like an analogy.
 
@@ -259,10 +256,7 @@ def read_vectors(path: Path, dimensions: int):
     another file, another width than `dimensions`, or values that are not finite numbers."""
     import numpy as np
 
-    if path.suffix not in VECTOR_FILES:
-        raise InputError(f"{path.name}: vectors are read from .npy or .jsonl (python -m core encode --out ...)")
-    if not path.is_file():
-        raise InputError(f"no file {path}")
+    check_vector_file(path)
     texts = None
     try:
         if path.suffix == ".npy":
@@ -278,6 +272,14 @@ def read_vectors(path: Path, dimensions: int):
     if not np.issubdtype(vectors.dtype, np.number) or not np.isfinite(vectors).all():
         raise InputError(f"{path.name} holds values that are not finite numbers")
     return texts, np.ascontiguousarray(vectors, dtype=np.float32)
+
+
+def check_vector_file(path: Path) -> None:
+    """InputError unless `path` is a .npy or .jsonl file that is there (checked before a model loads)."""
+    if path.suffix not in VECTOR_FILES:
+        raise InputError(f"{path.name}: vectors are read from .npy or .jsonl (python -m core encode --out ...)")
+    if not path.is_file():
+        raise InputError(f"no file {path}")
 
 
 def read_collection(path: Path, engine) -> tuple[list[str], object]:

@@ -15,13 +15,12 @@ from ..lexicon.forms import written_forms
 from ..paths import SENTEVAL_DIR
 from .flags import (MAX_K, Command, InputError, add_config_flags, add_device_flag, add_output_flags, add_text_flags,
                     add_threads_flag, check_range, command, config_from_flags, device_from_flag, parse_with_recipe,
-                    parser_for, print_json, reports_errors, set_threads, texts_from)
+                    parser_for, print_json, set_threads, texts_from)
 
 
 # ---- the reverse dictionary ---------------------------------------------------------------------
 
 @command("words")
-@reports_errors
 def words(argv: Sequence[str]) -> int:
     """The reverse dictionary: ranked words for each description.
 
@@ -85,8 +84,10 @@ def words(argv: Sequence[str]) -> int:
 
 @command("train")
 def train(argv: Sequence[str]) -> int:
-    """DefSent training: the word head (for a base without one), then the encoder (core/train.py),
-    then the open vocabulary's word tower and weights (core/words/open_vocab_fit.py; --no-open-vocab skips it).
+    """DefSent training: the word head, the encoder, then the open vocabulary (core/train.py).
+
+    The word head is fitted first for a base without one; the open vocabulary's word tower and weights
+    (core/words/open_vocab_fit.py) last, unless --no-open-vocab.
 
     python -m core train --recipe recipes/defsent-minilm.json --out checkpoints/NAME   # the shipped recipe
     """
@@ -261,7 +262,7 @@ def _missing_adapter_data(recipe: Path) -> str | None:
 
 
 def _fit_everyday_adapter(engine, recipe: Path) -> None:
-    """The query adapter of `recipe` (recipes/everyday-adapter.json: the flags of `everyday-adapter`) set on
+    """The query adapter of `recipe` (a JSON file of `everyday-adapter`'s flags) set on
     `engine` (core/words/adapter_fit.py)."""
     import dataclasses
 
@@ -418,29 +419,34 @@ def hubness(argv: Sequence[str]) -> int:
 
 @command("everyday-adapter")
 def everyday_adapter(argv: Sequence[str]) -> int:
-    """The everyday expert's query adapter (core/words/query_adapter.py): trained on descriptions people wrote
-    (the feature norms, core/lexicon/norms.py) and the dictionary's glosses (core/words/adapter_fit.py), measured
-    on the norms' held-out words, and written into the checkpoint (its encoder and head unchanged).
+    """The everyday expert's query adapter, trained on descriptions people wrote (core/words/query_adapter.py).
 
-    python -m core everyday-adapter --recipe recipes/everyday-adapter.json    # the shipped adapter
-    python -m core everyday-adapter --steps 300 --no-write                    # train and measure only
+    Trained on the feature norms (core/lexicon/norms.py) and the dictionary's glosses (core/words/adapter_fit.py),
+    measured on the norms' held-out words, and written into --model (its encoder and head unchanged). The
+    shipped checkpoint has none (docs/training.md, "People's descriptions").
+
+    python -m core everyday-adapter --model checkpoints/NAME --steps 600 --lr 1e-3   # train, measure, write
+    python -m core everyday-adapter --steps 300 --no-write       # the shipped model: train and measure only
     """
-    from ..checkpoint import DEFAULT_CHECKPOINT
     from ..lexicon.norms import HELD_OUT_SHARE, missing_norms
     from ..paths import FEATURE_NORMS
     from ..words.adapter_fit import AdapterFitConfig
 
     parser = parser_for("everyday-adapter", everyday_adapter)
-    parser.add_argument("--model", type=Path, default=DEFAULT_CHECKPOINT, help="the checkpoint to train it for")
+    parser.add_argument("--model", type=Path, default=None,
+                        help="the checkpoint to train it for (default: the shipped one, with --no-write only)")
     parser.add_argument("--norms", type=Path, default=FEATURE_NORMS,
                         help="the feature norms' word<TAB>response file (scripts/fetch_feature_norms.sh)")
     parser.add_argument("--split-seed", type=int, default=0, help="the seed of the norms' and WordNet's word splits")
     parser.add_argument("--held-out-share", type=float, default=HELD_OUT_SHARE, help="the norms' words never trained on")
     parser.add_argument("--write", action=argparse.BooleanOptionalAction, default=True,
-                        help="write the adapter into --model (default) or only train and measure")
+                        help="write the adapter into --model or only train and measure")
     add_config_flags(parser, AdapterFitConfig)
     add_threads_flag(parser)
     args = parse_with_recipe(parser, argv)
+    if args.write and args.model is None:
+        parser.error("--write needs an explicit --model (the checkpoint the adapter is written into); "
+                     "--no-write trains and measures for the shipped one")
     set_threads(args.threads)
     try:
         config = config_from_flags(AdapterFitConfig, args)

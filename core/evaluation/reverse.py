@@ -41,6 +41,8 @@ from core.words.vocabulary import WordFilter, letters
 
 MAX_RANK = 1000
 FILTERS = ("none", "initial", "initial+length")
+SET_NAMES = ("defsent-table6", "human-dev", "human-dev/actions", "human-dev/in-norms", "human-dev/not-in-norms",
+             "norms-heldout", "wordnet-dev/actions", "wordnet-test", "gcide-test")  # `reverse_query_sets`' names
 # DefSent (Tsukagoshi et al. 2021), Table 6: (word, definition).
 DEFSENT_TABLE6 = (
     ("cost", "be expensive for ( someone )"), ("preserve", "prevent ( food ) from rotting"),

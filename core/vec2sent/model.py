@@ -51,15 +51,15 @@ class Vec2SentConfig(JsonConfig):
     vocab_size: int
     architecture: str = "lstm"  # core/vec2sent/transformer.py's config says "transformer"
     sent_dim: int = 384
-    emb_dim: int = 256
-    hidden: int = 512
-    layers: int = 2
-    dropout: float = 0.2
-    tie_weights: bool = True
-    init_state: bool = True
+    emb_dim: int = 256  # the LSTM's piece embeddings
+    hidden: int = 512  # the LSTM's state
+    layers: int = 2  # the LSTM's layers
+    dropout: float = 0.2  # in training
+    tie_weights: bool = True  # the LSTM's output layer shares the piece embeddings
+    init_state: bool = True  # the LSTM's initial state comes from the sentence vector too
     # The encoder is compared by cosine, so only the direction of an embedding carries meaning;
     # normalising makes decoding of `2 * a` or `b - a + c` insensitive to their length.
-    normalize_input: bool = True
+    normalize_input: bool = True  # unit-length sentence vectors in
     max_length: int = 48  # decoding stops after this many pieces (longest training sentence + [EOS])
 
 

@@ -50,15 +50,15 @@ LONGEST_TRAINED_SENTENCE = 47  # pieces (the corpus' longest has 41, p99 22); lo
 @dataclass
 class TrainSettings:
     minutes: float = 80.0  # the whole run's budget, resumed parts included
-    max_steps: int | None = None
+    max_steps: int | None = None  # stop after this many steps too (None: the minutes alone)
     session_minutes: float | None = None  # stop (saved) after this many minutes of this invocation; --resume goes on
-    batch_size: int = 64
-    lr: float = 2e-3
-    clip: float = 1.0
-    seed: int = 13
+    batch_size: int = 64  # sentences a step
+    lr: float = 2e-3  # AdamW's peak learning rate
+    clip: float = 1.0  # gradient norm clipping
+    seed: int = 13  # of the corpus' order, the initial weights and each step's sampling
     log_every: int = 50  # steps between points of the loss curve
     eval_every: int = 500  # steps between validation losses
-    save_every_minutes: float = 10.0
+    save_every_minutes: float = 10.0  # the run's state is saved (atomically) this often, and at the end
     decay_from: float = 0.7  # fraction of the budget after which the learning rate decays linearly
     final_lr_factor: float = 0.05  # ... down to this fraction of `lr`
     precision: str = "float32"  # "bfloat16": autocast the forward pass (weights stay float32)
@@ -68,6 +68,21 @@ class TrainSettings:
 
     def __post_init__(self) -> None:
         check_training_precision(self.precision)
+        for name, ok, rule in (("minutes", self.minutes > 0, "above 0"), ("lr", self.lr > 0, "above 0"),
+                               ("session_minutes", self.session_minutes is None or self.session_minutes > 0,
+                                "above 0"),
+                               ("clip", self.clip > 0, "above 0"),
+                               ("save_every_minutes", self.save_every_minutes > 0, "above 0"),
+                               ("batch_size", self.batch_size >= 1, "at least 1"),
+                               ("log_every", self.log_every >= 1, "at least 1"),
+                               ("eval_every", self.eval_every >= 1, "at least 1"),
+                               ("max_steps", self.max_steps is None or self.max_steps >= 0, "at least 0"),
+                               ("decay_from", 0 <= self.decay_from <= 1, "from 0 to 1"),
+                               ("final_lr_factor", 0 <= self.final_lr_factor <= 1, "from 0 to 1"),
+                               ("sampled_negatives", self.sampled_negatives >= 0, "at least 0"),
+                               ("frequent_pieces", self.frequent_pieces >= 0, "at least 0")):
+            if not ok:
+                raise ValueError(f"{name} must be {rule}, not {getattr(self, name)}")
 
     def lr_factor(self, seconds: float, steps: int) -> float:
         """Multiplier of `lr` once `seconds` and `steps` of the budget are used (1, then linear decay)."""

@@ -33,23 +33,23 @@ Progress = Callable[[str], None]
 @dataclass(frozen=True)
 class AdapterFitConfig:
     """How `fit_adapter` trains (a recipe's "adapter" block; saved in the manifest)."""
-    hidden: int = 512
-    steps: int = 1500
-    people_batch: int = 64
-    dictionary_batch: int = 64
-    lr: float = 1e-3
-    weight_decay: float = 0.01
-    warmup_steps: int = 100
-    seed: int = 0
-    eval_every: int = 250
+    hidden: int = 512  # the adapter's hidden width
+    steps: int = 1500  # training steps
+    people_batch: int = 64  # descriptions people wrote, a step
+    dictionary_batch: int = 64  # dictionary glosses, a step
+    lr: float = 1e-3  # AdamW's peak learning rate
+    weight_decay: float = 0.01  # AdamW's
+    warmup_steps: int = 100  # of a linear warm-up
+    seed: int = 0  # of the weights and the batches
+    eval_every: int = 250  # steps between measurements
     measured: int = 1000  # held-out descriptions ranked before, every eval_every steps, and after
     candidates: int = 20000  # the most common candidates trained against (`common_candidates`), with every gold
     # What the loss reads: the mixture with the everyday expert's share near 1 at a temperature sharper than the
     # app's 64, whose softmax is so flat that the first adapter barely learnt (docs/results.md, "People's words":
     # at 16 every figure rose with the compact vectors and moved within noise with the exact ones; at 1 all fell).
     # The adapter answers in the app's mixture.
-    train_temperature: float = 16.0
-    train_share: float = 0.999
+    train_temperature: float = 16.0  # the mixture's temperature in the loss
+    train_share: float = 0.999  # the everyday expert's share in the loss
 
     def __post_init__(self) -> None:
         if self.steps < 1 or self.people_batch < 1 or self.dictionary_batch < 0 or self.hidden < 1:
