@@ -290,6 +290,7 @@ def test_decode_analogy_and_interpolate_read_vectors_back(checkpoint, tmp_path, 
     (["vec2sent-diagnostics", "--encoder", "e", "--decoder", "d", "--test", "t.txt", "--correct", "50"],
      "correction rounds must be 0-8"),
     (["vec2sent-diagnostics", "--encoder", "e", "--decoder", "d", "--test", "t.txt"], "--test: no file t.txt"),
+    (["corpus-index", "--batch-size", "0"], "--batch-size must be from 1 to 4096"),
 ])
 def test_bad_input_is_one_clear_line_and_nothing_is_written(argv, message, tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
@@ -395,6 +396,23 @@ def test_help_shows_defaults_and_field_comments_and_no_path_of_this_machine(caps
     out = " ".join(capsys.readouterr().out.split())
     assert "--lr LR AdamW's learning rate (default: 5e-05)" in out
     assert "--data" not in out and "(default: ../shared/data/senteval)" in out  # --senteval's, relative
+
+
+def test_every_argument_of_every_command_says_what_it_is(monkeypatch):
+    import argparse
+
+    parsers = []
+
+    def keep(parser, args=None, namespace=None):
+        parsers.append(parser)
+        raise SystemExit(0)
+
+    monkeypatch.setattr(argparse.ArgumentParser, "parse_args", keep)
+    for name, function in COMMANDS.items():
+        with pytest.raises(SystemExit):
+            function(["--help"])
+        unexplained = [a.option_strings[0] if a.option_strings else a.dest for a in parsers[-1]._actions if not a.help]
+        assert not unexplained, (name, unexplained)
 
 
 def test_field_comments_are_the_comments_beside_each_field():

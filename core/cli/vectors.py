@@ -133,9 +133,9 @@ def analogy(argv: Sequence[str]) -> int:
     python -m core analogy "a man" "a king" "a woman" --in sentences.txt   # nearest among your texts
     """
     parser = parser_for("analogy", analogy)
-    parser.add_argument("a")
-    parser.add_argument("b")
-    parser.add_argument("c")
+    parser.add_argument("a", help="a sentence (or word)")
+    parser.add_argument("b", help="what a becomes")
+    parser.add_argument("c", help="what is to become as a became b")
     parser.add_argument("--expression", default="b - a + c", help="another expression over a, b and c")
     add_reading_flags(parser)
     args = parser.parse_args(argv)
@@ -154,8 +154,8 @@ def interpolate(argv: Sequence[str]) -> int:
     python -m core interpolate "a happy child" "a sad old man" --steps 5
     """
     parser = parser_for("interpolate", interpolate)
-    parser.add_argument("x")
-    parser.add_argument("y")
+    parser.add_argument("x", help="the sentence the path starts from")
+    parser.add_argument("y", help="the sentence it ends at")
     parser.add_argument("--steps", type=int, default=5, help=f"points, the two ends included (2 to {MAX_STEPS})")
     add_reading_flags(parser)
     args = parser.parse_args(argv)

@@ -130,8 +130,10 @@ def train_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", type=Path, required=True, help="checkpoint directory to write")
     p.add_argument("--base", default=DEFAULT_BASE, help="base model: package:NAME, a path or a hub id")
     p.add_argument("--init", type=Path, help="continue from this checkpoint (its base, pooling and head)")
-    p.add_argument("--pooling", default="mean", choices=["cls", "mean", "max"])
-    p.add_argument("--head-kind", default="mlm", choices=HEAD_KINDS)
+    p.add_argument("--pooling", default="mean", choices=["cls", "mean", "max"],
+                   help="how the encoder's token vectors make the sentence embedding")
+    p.add_argument("--head-kind", default="mlm", choices=HEAD_KINDS,
+                   help="the word head: the base's masked-LM head, or a new one (core/words/word_head.py)")
     p.add_argument("--unit-rows", action="store_true",
                    help="new head scores against equal-length embedding rows (see core/words/word_head.py)")
     p.add_argument("--head-stage", default="definitions", choices=HEAD_STAGES,
