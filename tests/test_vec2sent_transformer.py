@@ -215,3 +215,48 @@ def test_a_run_killed_at_any_moment_leaves_a_loadable_decoder_and_resumes(tiny_b
     assert not list(tmp_path.glob(".*tmp*"))  # the resumed run cleared the killed writer's leftovers
     assert load_run(run).stats.steps == steps + 2
     assert json.loads((out / "manifest.json").read_text())["training"]["steps"] == steps + 2
+
+
+def test_a_recipe_that_goes_on_from_another_decoder_trains_that_one_first(tiny_mlm_dir, tiny_base_dir, tmp_path,
+                                                                         monkeypatch, capsys):
+    """recipes/vec2sent-*.json with "init_recipe": one command builds --init by that recipe while its run is
+    unfinished, then goes on from it; run again, nothing is trained twice."""
+    import core.vec2sent.train as training
+    from core import Engine
+    from core.cli import main
+
+    monkeypatch.setattr(training, "RUNS_DIR", tmp_path / "runs")
+    monkeypatch.setattr(training, "EMBEDDING_CACHE", tmp_path / "embeddings")
+    encoder = Engine.from_base(str(tiny_mlm_dir)).save(tmp_path / "encoder")
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    (corpus / "train.txt").write_text("\n".join(FIVE * 4) + "\n", encoding="utf-8")
+    shared = {"encoder": str(encoder), "corpus": str(corpus), "architecture": "transformer",
+              "base": str(tiny_base_dir), "prefix_length": 3, "dropout": 0.0, "batch_size": 4, "minutes": 10.0,
+              "eval_every": 1000, "sampled_negatives": 0}
+    first, second = tmp_path / "first.json", tmp_path / "second.json"
+    first.write_text(json.dumps({"flags": {**shared, "max_steps": 3}}))
+    second.write_text(json.dumps({"init_recipe": str(first),
+                                  "flags": {**shared, "max_steps": 2, "lr": 1e-4, "init": str(tmp_path / "base")}}))
+    argv = ["vec2sent-train", "--recipe", str(second), "--out", str(tmp_path / "out")]
+
+    def training(folder: str) -> dict:
+        return json.loads((tmp_path / folder / "manifest.json").read_text())["training"]
+
+    assert main(argv) == 0
+    assert "first the decoder it goes on from" in capsys.readouterr().out
+    assert training("base")["steps"] == 3
+    assert (training("out")["init"], training("out")["steps"], training("out")["settings"]["lr"]) == (
+        str(tmp_path / "base"), 2, 1e-4)
+    assert training("out")["validation_sentences"] == 2  # a tenth of a corpus smaller than 5,000 sentences
+
+    assert main([*argv, "--resume"]) == 0  # both finished: neither trains again
+    assert "first the decoder" not in capsys.readouterr().out
+    assert training("base")["steps"] == 3 and training("out")["steps"] == 2
+
+
+def test_a_corpus_no_larger_than_its_validation_set_is_refused_not_trained_forever(tiny_base_dir, tokenizer, tmp_path):
+    settings = TrainSettings(minutes=1, max_steps=2, batch_size=2)
+    with pytest.raises(ValueError, match="a decoder trains on more than the 500 it is validated on"):
+        train_for_encoder(FIVE * 4, make_link(tokenizer), tmp_path / "out", {**TRANSFORMER, "base": str(tiny_base_dir)},
+                          settings, cache_dir=tmp_path / "cache", progress=False)

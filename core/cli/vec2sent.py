@@ -105,15 +105,42 @@ def vec2sent_train(argv: Sequence[str]) -> int:
 
     python -m core vec2sent-train --encoder CKPT --corpus data/cache/corpus --out checkpoints/vec2sent-NAME --minutes 80
     python -m core vec2sent-train --recipe recipes/vec2sent-defsent-minilm.json --out checkpoints/NAME   # the shipped one
+
+    A recipe whose decoder goes on from another decoder names that one's recipe ("init_recipe"; its flag
+    --init is where it is built): while that run is unfinished, the same command trains it first, then this
+    one. --session-minutes and --resume apply to both.
     """
-    from ..runtime.device import OutOfDeviceMemory, resolve_precision
-    from ..vec2sent.train import TrainSettings
+    import time
 
     parser = vec2sent_train_parser()
     args = parse_with_recipe(parser, argv)
+    started = time.monotonic()
+    first = _unfinished_init_stage(args)
+    if first is not None:
+        print(f"first the decoder it goes on from: --recipe {first.recipe} --out {first.out}", flush=True)
+        stats, settings = _train(parser, first)
+        if not settings.finished(stats):
+            print(f"{first.out} is not finished ({stats.seconds / 60:.0f} of {settings.minutes:g} minutes): the same "
+                  "command with --resume goes on")
+            return 0
+        if args.session_minutes is not None:
+            args.session_minutes -= (time.monotonic() - started) / 60
+            if args.session_minutes <= 0:
+                print(f"{first.out} is finished; the same command with --resume trains {args.out} from it")
+                return 0
+    stats, _ = _train(parser, args)
+    print(f"{stats.steps} steps, {stats.epochs:.2f} epochs, {stats.sentences_per_second:.0f} sentences/s, "
+          f"final loss {stats.curve[-1]['loss']}; saved {args.out}")
+    return 0
+
+
+def _train(parser: argparse.ArgumentParser, args: argparse.Namespace):
+    """(TrainStats, TrainSettings) of training the decoder the flags `args` describe (resumed with --resume)."""
+    from ..runtime.device import OutOfDeviceMemory, resolve_precision
+    from ..vec2sent.train import RUNS_DIR, TrainSettings, read_corpus, train_for_encoder, validation_size
+
     set_threads(args.threads)
     from ..vec2sent.encoder_link import link_engine
-    from ..vec2sent.train import RUNS_DIR, read_corpus, train_for_encoder
 
     device = device_from_flag(parser, args.device)
     settings = config_from_flags(TrainSettings, args, precision=resolve_precision(args.precision, device),
@@ -122,14 +149,35 @@ def vec2sent_train(argv: Sequence[str]) -> int:
     link = link_engine(args.encoder, batch_size=128, precision=args.encoder_precision, device=device)
     try:
         stats = train_for_encoder(sentences, link, args.out, _decoder_overrides(args), settings,
-                                  init=args.init, corpus=corpus,
+                                  validation_size(len(sentences)), init=args.init, corpus=corpus,
                                   run_dir=args.run_dir or RUNS_DIR / args.out.name, resume=args.resume)
     except OutOfDeviceMemory as err:
-        print(f"error: {err} (the last checkpoint written stays whole; --resume goes on from it)", file=sys.stderr)
-        return 2
-    print(f"{stats.steps} steps, {stats.epochs:.2f} epochs, {stats.sentences_per_second:.0f} sentences/s, "
-          f"final loss {stats.curve[-1]['loss']}; saved {args.out}")
-    return 0
+        raise InputError(f"{err} (the last checkpoint written stays whole; --resume goes on from it)") from None
+    return stats, settings
+
+
+def _unfinished_init_stage(args: argparse.Namespace) -> argparse.Namespace | None:
+    """The flags of the run that builds --init, when the recipe names one ("init_recipe") and that run is not
+    finished (its run state in data/cache/vec2sent-runs/INIT_NAME); None otherwise. The per-invocation flags
+    (--session-minutes, --resume, --threads, --device) carry over."""
+    import json
+
+    from ..vec2sent.train import RUNS_DIR, TrainSettings, run_stats
+
+    recipe = json.loads(args.recipe.read_text(encoding="utf-8")) if args.recipe else {}
+    if not recipe.get("init_recipe"):
+        return None
+    if args.init is None:
+        raise InputError(f"{args.recipe} names an init_recipe but no --init to build it into")
+    argv = ["--recipe", recipe["init_recipe"], "--out", str(args.init), "--threads", str(args.threads),
+            "--device", args.device, *(["--resume"] if args.resume else []),
+            *(["--session-minutes", str(args.session_minutes)] if args.session_minutes else [])]
+    first = parse_with_recipe(vec2sent_train_parser(), argv)
+    first.recipe = Path(recipe["init_recipe"])
+    stats = run_stats(RUNS_DIR / Path(args.init).name)
+    if stats is not None and TrainSettings(minutes=first.minutes, max_steps=first.max_steps).finished(stats):
+        return None
+    return first
 
 
 def _decoder_overrides(args: argparse.Namespace) -> dict:

@@ -69,10 +69,10 @@ class TrainSettings:
     def __post_init__(self) -> None:
         check_training_precision(self.precision)
         for name, ok, rule in (("minutes", self.minutes > 0, "above 0"), ("lr", self.lr > 0, "above 0"),
-                               ("session_minutes", self.session_minutes is None or self.session_minutes > 0,
-                                "above 0"),
+                               ("session_minutes", self.session_minutes is None or self.session_minutes >= 0,
+                                "at least 0 (0: one step)"),
                                ("clip", self.clip > 0, "above 0"),
-                               ("save_every_minutes", self.save_every_minutes > 0, "above 0"),
+                               ("save_every_minutes", self.save_every_minutes >= 0, "at least 0 (0: every step)"),
                                ("batch_size", self.batch_size >= 1, "at least 1"),
                                ("log_every", self.log_every >= 1, "at least 1"),
                                ("eval_every", self.eval_every >= 1, "at least 1"),
@@ -83,6 +83,10 @@ class TrainSettings:
                                ("frequent_pieces", self.frequent_pieces >= 0, "at least 0")):
             if not ok:
                 raise ValueError(f"{name} must be {rule}, not {getattr(self, name)}")
+
+    def finished(self, stats: "TrainStats") -> bool:
+        """Whether a run at `stats` has used its whole budget (the minutes, or max_steps)."""
+        return stats.seconds >= self.minutes * 60 or stats.steps == self.max_steps
 
     def lr_factor(self, seconds: float, steps: int) -> float:
         """Multiplier of `lr` once `seconds` and `steps` of the budget are used (1, then linear decay)."""
@@ -170,13 +174,15 @@ def corpus_hash(sentences: list[str]) -> str:
     return hashlib.sha256("\n".join(sentences).encode()).hexdigest()
 
 
-def cached_embeddings(sentences: list[str], link: EncoderLink, cache_dir: Path = EMBEDDING_CACHE,
+def cached_embeddings(sentences: list[str], link: EncoderLink, cache_dir: Path | None = None,
                       chunk: int = 1024, save_every: int = 50) -> np.ndarray:
-    """Embeddings (n, S) of `sentences`, computed once per (encoder fingerprint, corpus) and cached.
+    """Embeddings (n, S) of `sentences`, computed once per (encoder fingerprint, corpus) and cached in
+    `cache_dir` (default EMBEDDING_CACHE).
 
     Each cache has its sentences beside it (.txt), so a grown corpus embeds only its new sentences:
     the others are taken from earlier caches of the same encoder and precision. Every `save_every`
     chunks the work so far is saved as a partial cache, so a killed run loses little."""
+    cache_dir = Path(EMBEDDING_CACHE if cache_dir is None else cache_dir)
     name = f"{link.fingerprint[:16]}-{corpus_hash(sentences)[:16]}"
     path = cache_dir / f"{name}{link.precision_tag}.npy"
     if path.is_file():
@@ -323,8 +329,10 @@ def train_decoder(model: Decoder, data: TrainingData, settings: TrainSettings,
     last_save = session_start = time.monotonic()
     started = last_save - stats.seconds
     budget = settings.minutes * 60
-    if stats.seconds >= budget or stats.steps == settings.max_steps:
+    if settings.finished(stats):
         return stats
+    if not len(data.sequences):
+        raise ValueError("no training sentences")  # else the loop below would draw empty epochs forever
     bar = tqdm(total=round(budget), initial=min(round(stats.seconds), round(budget)), unit="s",
                disable=not progress, desc="training")
     while True:
@@ -343,7 +351,7 @@ def train_decoder(model: Decoder, data: TrainingData, settings: TrainSettings,
             stats.steps += 1
             stats.sentences_seen += len(idx)
             stats.seconds = time.monotonic() - started
-            done = (stats.seconds >= budget or stats.steps == settings.max_steps
+            done = (settings.finished(stats)
                     or (settings.session_minutes is not None
                         and time.monotonic() - session_start >= settings.session_minutes * 60))
             if stats.steps % settings.log_every == 0 or done:
@@ -378,9 +386,14 @@ def _step(model: Decoder, optimizer: torch.optim.Optimizer, data: TrainingData, 
     return loss
 
 
+def validation_size(sentences: int) -> int:
+    """Sentences held out for the validation loss: 500, or a tenth of a smaller corpus (at least 1)."""
+    return max(1, min(500, sentences // 10))
+
+
 def train_for_encoder(sentences: list[str], link: EncoderLink, out: Path, config_overrides: dict,
                       settings: TrainSettings, val_size: int = 500,
-                      cache_dir: Path = EMBEDDING_CACHE, progress: bool = True,
+                      cache_dir: Path | None = None, progress: bool = True,
                       init: Path | None = None, corpus: dict | None = None,
                       run_dir: Path | None = None, resume: bool = False) -> TrainStats:
     """Embed (cached), build the vocabulary, train, and save the checkpoint at `out`.
@@ -401,6 +414,9 @@ def train_for_encoder(sentences: list[str], link: EncoderLink, out: Path, config
     leaves the last complete ones."""
     if resume and run_dir is None:
         raise ValueError("resume needs the run_dir of the run to go on from")
+    if len(sentences) <= val_size:
+        raise ValueError(f"{len(sentences):,} sentences: a decoder trains on more than the {val_size:,} it is "
+                         "validated on")
     embeddings = cached_embeddings(sentences, link, cache_dir)
     for folder in (Path(out).parent, Path(run_dir).parent if run_dir else None):
         if folder is not None:
@@ -463,6 +479,14 @@ def save_run(folder: Path, model: Decoder, vocab: PieceVocab, optimizer: torch.o
         torch.save(optimizer.state_dict(), staging / RUN_OPTIMIZER)
         state = {"vocab": vocab.to_json(), "stats": asdict(stats)}
         (staging / RUN_STATE).write_text(json.dumps(state) + "\n", encoding="utf-8")
+
+
+def run_stats(folder: Path) -> TrainStats | None:
+    """The statistics of the run saved in `folder` (None: no run there), without loading its weights."""
+    path = Path(folder) / RUN_STATE
+    if not path.is_file():
+        return None
+    return TrainStats(**json.loads(path.read_text(encoding="utf-8"))["stats"])
 
 
 def load_run(folder: Path, build: Callable[[Path], Decoder] = lambda config: build_decoder(read_config(config))
