@@ -429,3 +429,12 @@ def test_field_comments_are_the_comments_beside_each_field():
         plain: bool = False
 
     assert field_comments(Settings) == {"width": "columns of the grid", "depth": "rows of it, and this line goes on"}
+
+
+def test_the_installed_script_calls_itself_by_its_name(monkeypatch, capsys):
+    monkeypatch.setattr(sys, "argv", ["/usr/local/bin/defsent", "encod", "a text"])
+    assert main(["encod", "a text"]) == 2
+    assert "did you mean `defsent encode`" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["encode", "--help"])
+    assert capsys.readouterr().out.startswith("usage: defsent encode")

@@ -21,7 +21,7 @@ from typing import Sequence
 
 # Each command module registers its commands as it is imported: this order is the order usage lists them.
 from . import words, vectors, evaluate, data, vec2sent  # noqa: F401
-from .flags import COMMANDS
+from .flags import COMMANDS, program
 
 __all__ = ["COMMANDS", "main", "usage"]
 
@@ -47,8 +47,8 @@ def main(argv: Sequence[str] | None = None, stdin=None) -> int:
         return 2
     near = near_command(args)
     if near:
-        print(f"error: unknown command {args[0]!r}: did you mean `python -m core {near}`? (to look up a description "
-              f"starting with {args[0]!r}, quote it whole or use `python -m core {DEFAULT_COMMAND} ...`)", file=sys.stderr)
+        print(f"error: unknown command {args[0]!r}: did you mean `{program()} {near}`? (to look up a description "
+              f"starting with {args[0]!r}, quote it whole or use `{program()} {DEFAULT_COMMAND} ...`)", file=sys.stderr)
         return 2
     return COMMANDS[DEFAULT_COMMAND](args)
 
@@ -91,6 +91,6 @@ def usage() -> str:
     width = max(map(len, COMMANDS))
     lines = [f"  {name:<{width}}  {(function.__doc__ or '').strip().splitlines()[0]}"
              for name, function in COMMANDS.items()]
-    return (f"usage: python -m core COMMAND [flags]   (python -m core COMMAND --help)\n"
-            f"       python -m core \"a description\" ...   (the command {DEFAULT_COMMAND})\n\ncommands:\n"
+    return (f"usage: {program()} COMMAND [flags]   ({program()} COMMAND --help)\n"
+            f"       {program()} \"a description\" ...   (the command {DEFAULT_COMMAND})\n\ncommands:\n"
             + "\n".join(lines))

@@ -60,8 +60,13 @@ def shown_path(path: Path) -> str:
     return str(path)
 
 
+def program() -> str:
+    """How the command line was called: `defsent` (the installed script) or `python -m core`."""
+    return "defsent" if Path(sys.argv[0]).name == "defsent" else "python -m core"
+
+
 def parser_for(name: str, function: Command) -> argparse.ArgumentParser:
-    return argparse.ArgumentParser(prog=f"python -m core {name}", description=function.__doc__,
+    return argparse.ArgumentParser(prog=f"{program()} {name}", description=function.__doc__,
                                    formatter_class=HelpFormatter)
 
 
