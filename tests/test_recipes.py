@@ -86,6 +86,18 @@ def test_the_shipped_decoder_matches_its_recipe():
     assert str(args.encoder) == "checkpoints/" + manifest["encoder"]["name"]
 
 
+def test_a_decoder_recipe_that_goes_on_from_another_names_a_stage_recipe_that_builds_its_init():
+    for path in RECIPES.glob("vec2sent-*.json"):
+        recipe = load(path)
+        if "init_recipe" not in recipe:
+            continue
+        stage_path = REPO / recipe["init_recipe"]
+        stage = load(stage_path)
+        assert stage_path.parent == RECIPES / "stages" and stage["checkpoint"] == recipe["flags"]["init"]
+        args = parse_with_recipe(vec2sent_train_parser(), ["--recipe", str(stage_path), "--out", "x"])
+        assert args.init is None and args.encoder == Path(recipe["flags"]["encoder"])  # built from its base
+
+
 def test_a_recipe_gives_defaults_that_flags_override_and_refuses_unknown_flags(tmp_path, capsys):
     def parser() -> argparse.ArgumentParser:
         p = argparse.ArgumentParser()
