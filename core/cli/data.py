@@ -56,8 +56,7 @@ def corpus_index(argv: Sequence[str]) -> int:
     add_device_flag(parser)
     args = parser.parse_args(argv)
     device = device_from_flag(parser, args.device)
-    check_range("--batch-size", args.batch_size, 1, MAX_BATCH)
-    check_range("--limit", args.limit, 0, MAX_ROWS)
+    check_range("--batch-size", args.batch_size, 1, MAX_BATCH)  # --limit: read_sentences bounds it
     if not args.corpus.is_file():
         flag = f" --model {args.model}" if args.model else ""
         print(f"error: no sentence file at {args.corpus}: to index the modern corpus, {build_steps(flag)}",

@@ -173,7 +173,6 @@ def _unfinished_init_stage(args: argparse.Namespace) -> argparse.Namespace | Non
             "--device", args.device, *(["--resume"] if args.resume else []),
             *(["--session-minutes", str(args.session_minutes)] if args.session_minutes else [])]
     first = parse_with_recipe(vec2sent_train_parser(), argv)
-    first.recipe = Path(recipe["init_recipe"])
     stats = run_stats(RUNS_DIR / Path(args.init).name)
     if stats is not None and TrainSettings(minutes=first.minutes, max_steps=first.max_steps).finished(stats):
         return None
