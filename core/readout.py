@@ -33,7 +33,7 @@ from .encoder import l2_normalize, semantic_search
 from .vec2sent.checkpoint import FORMAT as DECODER_FORMAT
 from .vec2sent.checkpoint import MANIFEST as DECODER_MANIFEST
 from .vec2sent.checkpoint import Vec2Sent, best_by_cosine, load_checkpoint, mean_cosine
-from .vec2sent.expression import evaluate_expression
+from .vec2sent.expression import evaluate_expression, sentence_names
 from .vec2sent.fluency import FluencyModel, FluencySettings, choose_fluent, competitors, default_gguf
 from .vec2sent.grammar import RepairSettings, repair, sentence_key
 from .vec2sent.paths import edit_path, transfer_edit, walk
@@ -273,6 +273,7 @@ class AnalogyResult(Reading):
     decoding."""
     expression: str
     edited: bool = False
+    fit: float | None = None  # cos(decoded sentence, vector); None without a decoder
 
 
 @dataclass
@@ -447,11 +448,14 @@ class VectorReader:
                                  f"Engine.load(decoder=PATH) or train one with python -m core vec2sent-train")
         return decoder
 
-    def evaluate_expression(self, expression: str, sentences: Mapping[str, str]) -> np.ndarray:
+    def evaluate_expression(self, expression: str, sentences: Mapping[str, str], encode: Encode | None = None
+                            ) -> np.ndarray:
         """The vector (d,) that `expression` ("b - a + c": names, numbers, + - * /, parentheses)
-        denotes over the raw embeddings of the named sentences. ExpressionError names the column
-        of a bad expression; empty sentences raise ValueError."""
-        return evaluate_expression(expression, self._embed_named(sentences))
+        denotes over the raw embeddings of the named sentences; only the sentences it uses are embedded
+        (the others may be empty). ExpressionError names the column of a bad expression; a used sentence
+        that is empty raises ValueError."""
+        used = sentence_names(expression, sentences)
+        return evaluate_expression(expression, self._embed_named({name: sentences[name] for name in used}, encode))
 
     def _embed_named(self, sentences: Mapping[str, str], encode: Encode | None = None) -> dict[str, np.ndarray]:
         """name -> raw embedding (d,) by `encode` (default the model's); ValueError naming the first empty
@@ -470,28 +474,33 @@ class VectorReader:
                 beam: int = 5, expression: str = ANALOGY, refine: RefineSettings | None = None,
                 correct: CorrectSettings | None = DEFAULT_CORRECTION,
                 fluency: FluencySettings | None = PATH_FLUENCY, edits: bool = True) -> AnalogyResult:
-        """Read the vector b - a + c (a : b :: c : ?), or another `expression` over a, b, c: its
-        decoded sentence (`beam`, `refine`, `correct` and `fluency` as in `decode`), top-k words and
-        the k nearest texts of `reference` (default: the dictionary sample). With `edits`, for b - a + c,
-        c with the word edits that turn a into b (`transfer_edit`) competes beside the decoder's
-        hypotheses on the same terms: it is shown only if it fits the vector best."""
-        vector = self.evaluate_expression(expression, {"a": a, "b": b, "c": c})
-        transferred = transfer_edit(a, b, c) if edits and expression.split() == ANALOGY.split() else None
+        """Read the vector b - a + c (a : b :: c : ?), or another `expression` over a, b, c (those it does
+        not use may be empty: "a" decodes a alone): its decoded sentence (`beam`, `refine`, `correct` and
+        `fluency` as in `decode`) and that sentence's cosine to the vector (`fit`), top-k words and the k
+        nearest texts of `reference` (default: the dictionary sample). With `edits`, for b - a + c, c with
+        the word edits that turn a into b (`transfer_edit`) competes beside the decoder's hypotheses on the
+        same terms: it is shown only if it fits the vector best."""
         _check_count("k", k, 1)
         _check_count("beam", beam, 1)
-        decoded, edited = (self._analogy_sentence(vector, (a, b, c), transferred, beam, refine, correct, fluency)
+        sentences, encode = {"a": a, "b": b, "c": c}, embedding_once(self.model.encode)
+        vector = self.evaluate_expression(expression, sentences, encode)
+        transferred = transfer_edit(a, b, c) if edits and expression.split() == ANALOGY.split() else None
+        # as word analogies leave out a, b and c; an expression of one sentence is that sentence's decoding
+        given = [sentences[name] for name in sentence_names(expression, sentences)]
+        told = given if len(given) > 1 else []
+        decoded, edited = (self._analogy_sentence(vector, told, transferred, beam, refine, correct, fluency, encode)
                            if self.decoder is not None else (None, False))
+        fit = None if decoded is None else float(l2_normalize(encode([decoded]))[0] @ l2_normalize(vector[None])[0])
         words, nearest = self._words_and_nearest(vector[None], reference, k)
-        return AnalogyResult(vector, decoded, words[0], nearest[0], expression, edited)
+        return AnalogyResult(vector, decoded, words[0], nearest[0], expression, edited, fit)
 
     def _analogy_sentence(self, vector: np.ndarray, given: Sequence[str], transferred: str | None, beam: int,
                           refine: RefineSettings | None, correct: CorrectSettings | None,
-                          fluency: FluencySettings | None) -> tuple[str, bool]:
+                          fluency: FluencySettings | None, encode: Encode) -> tuple[str, bool]:
         """The sentence shown for an analogy's vector (d,), and whether it is the edit transfer: of the decoder's
         hypotheses and the edit transfer, none saying what one of the `given` sentences says (as word analogies
         leave out a, b and c), chosen as `_choose` does; with a fluency model its agreement slips repaired
         (`repair`); the transfer (also repaired) instead when it fits within TRANSFER_MARGIN of that."""
-        encode = embedding_once(self.model.encode)
         cased = self._require_decoder().cased
         transferred = cased(transferred) if transferred else None
         hypotheses = self._hypotheses(vector[None], beam, None, refine, correct, encode)[0]

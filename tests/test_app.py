@@ -238,6 +238,18 @@ def test_analogy_without_decoder_says_so(studio):
     assert "No Vec2Sent decoder" in decoded and len(words) == 10 and len(nearest) == 10
     with pytest.raises(ValueError, match="unknown name 'd'"):
         studio.analogy.analogy("a", "b", "c", "d - a")
+    assert "No Vec2Sent decoder" in studio.analogy.decode("Stocks fall sharply as inflation fears return")
+
+
+def test_analogy_asks_only_for_the_sentences_its_expression_uses(studio):
+    decoded, words, _ = studio.analogy.analogy("Stocks fall sharply", "", "", "a")  # decodes a alone
+    assert "No Vec2Sent decoder" in decoded and len(words) == 10
+    with pytest.raises(ValueError, match="Please enter sentence c"):
+        studio.analogy.analogy("a king", "a queen", "", "b - a + c")
+    with pytest.raises(ValueError, match="Please enter the From sentence"):
+        studio.analogy.interpolation("", "a king", 3)
+    with pytest.raises(ValueError, match="Please enter a sentence to decode"):
+        studio.analogy.decode("  ")
     assert find_decoder_dir(studio.models.active().engine.fingerprint, studio.models.checkpoints) is None
 
 
@@ -264,13 +276,18 @@ def test_the_app_decodes_with_its_wider_beam(studio, monkeypatch):
     monkeypatch.setattr(engine.reader, "_fluency", Lazy(lambda: None))
     decoded, _, _ = studio.analogy.analogy("a king", "a queen", "a boy", "b - a + c")
     rows, _ = studio.analogy.interpolation("a dog", "a king", 3)
-    assert decoded == "**Decoded:** x" and [rows[0][1], rows[-1][1]] == ["a dog", "a king"]
+    read_back = studio.analogy.decode("a boy")
+    fit = float(engine.similarity(engine.encode(["a queen"]) - engine.encode(["a king"]) + engine.encode(["a boy"]),
+                                  ["x"])[0, 0])
+    assert decoded == f"**Decoded:** x  \nfit {fit:.3f}: the cosine" + decoded.split(": the cosine")[1]
+    assert read_back.startswith("**Decoded:** x  \nfit ") and [rows[0][1], rows[-1][1]] == ["a dog", "a king"]
     assert rows[1][1] in {"x", "a dog", "a king"}  # the middle point's decoding competes with the ends
     # corrected once as the API does; corrected seven times by steps of 0.5 only when asked
     studio.analogy.analogy("a king", "a queen", "a boy", "b - a + c", refine=True)
     studio.analogy.interpolation("a dog", "a king", 3, refine=True)
+    studio.analogy.decode("a boy", refine=True)
     exact = (APP_BEAM, None, CorrectSettings(rounds=7, step=0.5))
-    assert beams == [(APP_BEAM, None, DEFAULT_CORRECTION)] * 2 + [exact] * 2 and APP_BEAM > 5
+    assert beams == [(APP_BEAM, None, DEFAULT_CORRECTION)] * 3 + [exact] * 3 and APP_BEAM > 5
 
 
 # ---- evaluate and about ------------------------------------------------------------------------------

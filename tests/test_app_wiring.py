@@ -72,7 +72,7 @@ def test_enter_in_a_one_line_box_does_what_its_button_does(studio, label, button
     assert clicked and set(clicked) & set(_events(demo, "submit", label=label)), (clicked, label)
 
 
-@pytest.mark.parametrize("api_name", ["reverse_dictionary", "similarity", "heatmap", "search", "analogy",
+@pytest.mark.parametrize("api_name", ["reverse_dictionary", "similarity", "heatmap", "search", "analogy", "decode",
                                       "interpolate", "draw_map", "search_map", "candidates_map", "evaluate_words",
                                       "evaluate_sts", "evaluate_senteval"])
 def test_a_request_first_empties_its_results(studio, api_name):

@@ -256,6 +256,9 @@ def test_decode_analogy_and_interpolate_read_vectors_back(checkpoint, tmp_path, 
                  "--model", str(model)]) == 0
     reading = json.loads(capsys.readouterr().out)
     assert reading["expression"] == "b - a + c" and isinstance(reading["sentence"], str)
+    assert 0 < reading["sentence_fit"] <= 1 + 1e-6
+    assert main(["analogy", "a red car", "--expression", "a", "--model", str(model)]) == 0  # decodes one text
+    assert "(its sentence fits it " in capsys.readouterr().out
     assert len(reading["words"]) == 2 and {n["text"] for n in reading["nearest"]} <= set(reference.read_text().split("\n"))
     assert main(["interpolate", "a happy child", "a sad man", "--steps", "3", "--in", str(reference),
                  "--model", str(model), "--json"]) == 0

@@ -220,6 +220,21 @@ def test_an_analogys_edit_transfer_is_shown_when_it_fits_within_the_margin(engin
     assert (EDITED in decoded) == (shown == "the transfer")
 
 
+def test_an_expression_of_one_sentence_decodes_it_and_needs_no_other(engine, reference, monkeypatch):
+    """"a" alone is a's decoding: its own text may win (it is no analogy), and b and c may be empty."""
+    a = "the king visits italy"
+    monkeypatch.setattr(engine.reader, "_hypotheses", lambda *args: [["the dog sleeps", a]])
+    result = engine.analogy(a, "", "", reference=reference, expression="A")
+    assert result.decoded == a and result.fit == pytest.approx(1.0, abs=1e-5)
+    with pytest.raises(ValueError, match="sentence 'b' is empty"):
+        engine.analogy(a, "", "", reference=reference)
+
+
+def test_an_analogys_fit_is_its_sentences_cosine_to_the_vector(engine, reference):
+    result = engine.analogy("the man eats pizza", "the king visits italy", "the woman drinks wine", reference=reference)
+    assert result.fit == pytest.approx(float(engine.similarity(result.vector[None], [result.decoded])[0, 0]), abs=1e-5)
+
+
 def test_analogy_with_another_expression(engine, reference):
     result = engine.analogy("a dog", "a cat", "a king", reference=reference, expression="(a + c) / 2")
     ua, _, uc = engine.encode(["a dog", "a cat", "a king"])
@@ -399,8 +414,10 @@ def test_the_app_decodes_with_the_engines_decoder(encoder_dir, plain_engine, tmp
     studio = Studio(Models.from_engine(engine, spec, folder))
     decoded, words, nearest = studio.analogy.analogy("a king", "a queen", "a boy", "b - a + c")
     ua, ub, uc = engine.encode(["a king", "a queen", "a boy"])
-    assert decoded == f"**Decoded:** {engine.decode(ub - ua + uc, beam=APP_BEAM)[0]}"
+    assert decoded.startswith(f"**Decoded:** {engine.decode(ub - ua + uc, beam=APP_BEAM)[0]}  \nfit ")
     assert len(words) == len(nearest) == 10
+    sentence = engine.decode(engine.encode(["a red car"])[0], beam=APP_BEAM)[0]  # the Decode box: the same search
+    assert studio.analogy.decode("a red car").startswith(f"**Decoded:** {sentence}  \nfit ")
     rows, _ = studio.analogy.interpolation("a dog", "a king", 3)
     assert [row[1] for row in rows] == [p.decoded for p in engine.interpolate("a dog", "a king", 3, beam=APP_BEAM)]
     assert "loaded" in studio.about()[0]

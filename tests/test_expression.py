@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from core.vec2sent.expression import MAX_DEPTH, MAX_LENGTH, ExpressionError, evaluate_expression
+from core.vec2sent.expression import MAX_DEPTH, MAX_LENGTH, ExpressionError, evaluate_expression, sentence_names
 
 A, B, C = np.array([1.0, 0.0, 2.0]), np.array([0.0, 1.0, 1.0]), np.array([3.0, 3.0, 3.0])
 VECTORS = {"a": A, "b": B, "c": C, "s1": A}
@@ -115,3 +115,22 @@ def test_zero_result_is_rejected():
         evaluate_expression("a - a", VECTORS)
     with pytest.raises(ExpressionError, match="zero vector"):
         evaluate_expression("0 * a", VECTORS)
+
+
+def test_names_may_be_written_in_either_case():
+    assert np.allclose(evaluate_expression("B - A + C", VECTORS), B - A + C)
+    with pytest.raises(ExpressionError, match="unknown name 'D'"):
+        evaluate_expression("D - a", VECTORS)
+
+
+@pytest.mark.parametrize("expression, used", [("b - a + c", ["a", "b", "c"]), ("a", ["a"]), ("2 * C - c", ["c"]),
+                                              ("(b + b) / 2", ["b"])])
+def test_sentence_names_are_the_known_names_an_expression_uses(expression, used):
+    assert sentence_names(expression, "abc") == used
+
+
+@pytest.mark.parametrize("expression, message", [("a + d", "unknown name 'd'"), ("a +", "invalid syntax"),
+                                                 ("", "empty"), (None, "must be text")])
+def test_sentence_names_reject_what_evaluation_rejects(expression, message):
+    with pytest.raises(ExpressionError, match=message):
+        sentence_names(expression, "abc")

@@ -3,7 +3,7 @@ sentences, decoded by Vec2Sent, with the nearest reference sentences."""
 from __future__ import annotations
 
 from core.readout import describe_borrowed
-from core.vec2sent import APP_BEAM, MOST_EXACT
+from core.vec2sent import APP_BEAM, MOST_EXACT, sentence_names
 
 from ..shared import services as sv
 from ..views import render
@@ -12,9 +12,13 @@ from .session import Session
 
 REFINED_STEPS = ("Refine takes about 2 seconds a step; this public server refines at most {limit} steps of an "
                  "interpolation, not {steps}: use fewer steps or turn Refine off.")
-NO_DECODER = ("No Vec2Sent decoder is available for the active encoder (none in checkpoints/ was trained on "
-              "its fingerprint {fp}), so no sentence is decoded; the top words and the nearest reference "
-              "sentences below are read off the vector directly. Train one with `python -m core vec2sent-train`.")
+NO_DECODER_SHORT = ("No Vec2Sent decoder is available for the active encoder (none in checkpoints/ was trained on "
+                    "its fingerprint {fp}), so no sentence is decoded. Train one with `python -m core vec2sent-train`.")
+NO_DECODER = NO_DECODER_SHORT.replace(
+    " Train", " The top words and the nearest reference sentences below are read off the vector directly. Train")
+
+SENTENCE_NAMES = ("a", "b", "c")  # the analogy's text boxes, as an expression names them
+FIT = "fit {fit:.3f}: the cosine between this sentence's vector and the one it was read from (1 = the encoder sees no difference)"
 
 EDITED = ("*This sentence is c with the word edits that turn a into b; the vector agrees: it fits b - a + c about as "
           "well as the decoder's own best reading.*")
@@ -29,11 +33,13 @@ class AnalogyHandlers(TabHandlers):
         """(decoded sentence or why there is none, top-word rows, rows of the nearest texts of
         `reference`, one of sv.REFERENCE_CHOICES or sv.UPLOADED_FILE: see Session.reference); `refine`:
         decode with the most exact setting (MOST_EXACT: more correction rounds, core/vec2sent/refine.py)."""
-        sentences = {name: sv.check_text(text, f"sentence {name}") for name, text in zip("abc", (a, b, c))}
+        used = sentence_names(expression, SENTENCE_NAMES)  # only these need a text: "a" alone decodes a
+        sentences = {name: sv.check_text(text, f"sentence {name}") if name in used else ""
+                     for name, text in zip(SENTENCE_NAMES, (a, b, c))}
         active, session = self.backend.model_for(session), session or Session()
         result = active.engine.analogy(**sentences, reference=session.reference(active, reference, progress), k=10,
                                        beam=APP_BEAM, expression=expression, **_exactness(refine))
-        decoded = (f"**Decoded:** {result.decoded}" if result.decoded is not None
+        decoded = (_decoded_line(result.decoded, result.fit) if result.decoded is not None
                    else NO_DECODER.format(fp=active.engine.fingerprint))
         if result.edited:
             decoded += f"\n\n{EDITED}"
@@ -41,6 +47,17 @@ class AnalogyHandlers(TabHandlers):
         if result.decoded is not None and borrowed:
             decoded += f"\n\n{describe_borrowed(borrowed)}"
         return (decoded, render.word_score_rows(result.words), render.scored_rows(result.nearest))
+
+    def decode(self, text: str, refine: bool = False, session: Session | None = None) -> str:
+        """The sentence the decoder reads back from `text`'s vector (a headline, a tweet, any text) and its fit;
+        the app's decode settings (APP_BEAM, corrected once; `refine`: MOST_EXACT)."""
+        text = sv.check_text(text, "a sentence to decode")
+        engine = self.backend.model_for(session).engine
+        if engine.decoder is None:
+            return NO_DECODER_SHORT.format(fp=engine.fingerprint)
+        vectors = engine.encode([text])  # (1, d)
+        sentence = engine.decode(vectors, beam=APP_BEAM, **_exactness(refine))[0]
+        return _decoded_line(sentence, float(engine.similarity(vectors, [sentence])[0, 0]))
 
     def interpolation(self, a: str, b: str, steps: int, refine: bool = False, reference: str = sv.LARGEST_READY,
                       session: Session | None = None, progress: sv.Progress = sv.no_progress):
@@ -52,7 +69,7 @@ class AnalogyHandlers(TabHandlers):
             raise ValueError("The number of steps must be between 2 and 50.")
         if refine and public is not None and int(steps) > public.refined_interpolation_steps:
             raise ValueError(REFINED_STEPS.format(steps=int(steps), limit=public.refined_interpolation_steps))
-        x, y = sv.check_text(a, "sentence A"), sv.check_text(b, "sentence B")
+        x, y = sv.check_text(a, "the From sentence"), sv.check_text(b, "the To sentence")
         active, session = self.backend.model_for(session), session or Session()
         reference = session.reference(active, reference, progress)
         points = active.engine.interpolate(x, y, int(steps), reference=reference, k=3,
@@ -60,6 +77,11 @@ class AnalogyHandlers(TabHandlers):
         rows = [[round(p.alpha, 3), p.decoded or "(no decoder)", *(_rounded(c) for c in (p.fit, p.decoded_cos_x, p.decoded_cos_y)),
                  render.word_list(p.words), p.nearest[0][0] if p.nearest else ""] for p in points]
         return rows, render.path_chart(points)
+
+
+def _decoded_line(sentence: str, fit: float | None) -> str:
+    """The decoded sentence and how well it fits the vector it was read from (as the interpolation's "fit")."""
+    return f"**Decoded:** {sentence}" + ("" if fit is None else f"  \n{FIT.format(fit=fit)}")
 
 
 def _rounded(value: float | None) -> float | None:

@@ -9,6 +9,8 @@ from ..handlers import Studio
 from ..wiring import DECODE, handler, wire
 from .shared import REFINE_LABEL, reference_choice
 
+DECODE_EXAMPLE = "Heavy storms expected tonight, stay safe everyone"
+
 
 def create(studio: Studio, session: gr.State) -> None:
     gr.Markdown("### Analogy")
@@ -35,6 +37,16 @@ def create(studio: Studio, session: gr.State) -> None:
          [a, b, c, expression, analogy_refine, analogy_reference, session],
          [decoded, words, nearest], api_name="analogy", **DECODE)
     gr.Examples([[e.a, e.b, e.c] for e in ANALOGY_EXAMPLES], [a, b, c], label="Examples (click one, then Compute)")
+
+    gr.Markdown("### Decode a sentence\nWhat the decoder reads back from one text's vector: paste a headline, a "
+                "tweet, anything. The closer its sentence is to yours, the more of your text the vector keeps.")
+    with gr.Row():
+        text = gr.Textbox(label="Sentence", value=DECODE_EXAMPLE, scale=3, elem_id="an-text")
+        decode_refine = gr.Checkbox(value=False, label=REFINE_LABEL, scale=1)
+    decode_button = gr.Button("Decode")
+    read_back = gr.Markdown()
+    wire([decode_button.click, text.submit], handler(studio.analogy.decode), [text, decode_refine, session],
+         [read_back], api_name="decode", **DECODE)
 
     gr.Markdown("### Interpolation")
     with gr.Row():

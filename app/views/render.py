@@ -284,8 +284,9 @@ def path_chart(points: Sequence) -> go.Figure:
     for name, values, dash in lines:
         fig.add_trace(go.Scatter(x=alphas, y=values, name=name, mode="lines+markers", line=dict(dash=dash),
                                  text=[p.decoded or "" for p in points], hovertemplate="%{y:.3f}<br>%{text}"))
+    # the legend below the x-axis title (plotly's horizontal legend sits on it otherwise); the margin grows to fit
     fig.update_layout(title="Cosines along the path", xaxis_title="alpha (0 = From, 1 = To)", yaxis_title="cosine",
-                      margin=dict(l=10, r=10, t=40, b=10), legend=dict(orientation="h"))
+                      margin=dict(l=10, r=10, t=40, b=10), legend=dict(orientation="h", yanchor="top", y=-0.25))
     return fig
 
 

@@ -134,16 +134,18 @@ def analogy(argv: Sequence[str]) -> int:
     """
     parser = parser_for("analogy", analogy)
     parser.add_argument("a", help="a sentence (or word)")
-    parser.add_argument("b", help="what a becomes")
-    parser.add_argument("c", help="what is to become as a became b")
-    parser.add_argument("--expression", default="b - a + c", help="another expression over a, b and c")
+    parser.add_argument("b", nargs="?", default="", help="what a becomes")
+    parser.add_argument("c", nargs="?", default="", help="what is to become as a became b")
+    parser.add_argument("--expression", default="b - a + c",
+                        help='another expression over a, b and c ("a" alone decodes a)')
     add_reading_flags(parser)
     args = parser.parse_args(argv)
     engine, reference = _reader(parser, args)
     reading = engine.analogy(args.a, args.b, args.c, reference=reference, k=args.k, beam=args.beam,
                              expression=args.expression)
-    document = {"expression": reading.expression, **_reading(reading)}
-    print_json(document) if args.json else _print_reading(reading.expression, document)
+    document = {"expression": reading.expression, "sentence_fit": reading.fit, **_reading(reading)}
+    fit = "" if reading.fit is None else f" (its sentence fits it {reading.fit:.2f})"
+    print_json(document) if args.json else _print_reading(reading.expression + fit, document)
     return 0
 
 

@@ -13,7 +13,7 @@ are not imported here, which keeps this import light.
 """
 from core.vec2sent.checkpoint import EncoderMismatchError, Vec2Sent, load_checkpoint, save_checkpoint
 from core.vec2sent.decode import beam_search, greedy_decode
-from core.vec2sent.expression import ExpressionError, evaluate_expression
+from core.vec2sent.expression import ExpressionError, evaluate_expression, sentence_names
 from core.vec2sent.model import Vec2SentConfig, Vec2SentDecoder
 from core.vec2sent.examples import ANALOGY_EXAMPLES
 from core.vec2sent.refine import APP_BEAM, MOST_EXACT
@@ -29,6 +29,7 @@ __all__ = [
     "load_checkpoint",
     "MOST_EXACT",
     "save_checkpoint",
+    "sentence_names",
     "Vec2Sent",
     "Vec2SentConfig",
     "Vec2SentDecoder",

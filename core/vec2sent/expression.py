@@ -11,7 +11,7 @@ import ast
 import math
 import operator
 import warnings
-from typing import Mapping, Union
+from typing import Iterable, Mapping, Union
 
 import numpy as np
 
@@ -45,8 +45,6 @@ def evaluate_expression(expression: str, vectors: Mapping[str, np.ndarray]) -> n
     may be combined with each other freely. Raises ExpressionError for anything else, including an
     expression whose result is a plain number.
     """
-    if not isinstance(expression, str):
-        raise ExpressionError(f"the expression must be text, not {type(expression).__name__}", 1)
     tree = _parse(expression)
     result = _Evaluator(expression, vectors).value(tree.body, depth=1)
     if not isinstance(result, np.ndarray):
@@ -59,7 +57,19 @@ def evaluate_expression(expression: str, vectors: Mapping[str, np.ndarray]) -> n
     return result.astype(np.float32)
 
 
+def sentence_names(expression: str, known: Iterable[str]) -> list[str]:
+    """The names of `known` that `expression` uses, in `known`'s order (a name may be written in either case:
+    "B - A + C" uses b, a and c). ExpressionError for an expression that does not parse or a name not known."""
+    known, tree = list(known), _parse(expression)
+    evaluator = _Evaluator(expression, {name: np.ones(1) for name in known})
+    evaluator.value(tree.body, depth=1)  # rejects what evaluation rejects, first problem first
+    used = {evaluator.resolve(node) for node in ast.walk(tree) if isinstance(node, ast.Name)}
+    return [name for name in known if name in used]
+
+
 def _parse(expression: str) -> ast.Expression:
+    if not isinstance(expression, str):
+        raise ExpressionError(f"the expression must be text, not {type(expression).__name__}", 1)
     if len(expression) > MAX_LENGTH:
         raise ExpressionError(f"the expression is longer than {MAX_LENGTH} characters", MAX_LENGTH + 1)
     if not expression.strip():
@@ -137,15 +147,21 @@ class _Evaluator:
             raise self.error("the number is too large", node)
         return number
 
+    def resolve(self, node: ast.Name) -> str:
+        """The known name that `node` stands for: itself, or else its lower-case form."""
+        for name in (node.id, node.id.lower()):
+            if name in self.vectors:
+                return name
+        known = ", ".join(sorted(self.vectors)) or "none"
+        raise self.error(f"unknown name {node.id!r}; the sentences are: {known}", node)
+
     def _sentence(self, node: ast.Name) -> np.ndarray:
-        if node.id not in self.vectors:
-            known = ", ".join(sorted(self.vectors)) or "none"
-            raise self.error(f"unknown name {node.id!r}; the sentences are: {known}", node)
-        vector = np.asarray(self.vectors[node.id], dtype=np.float64)
+        name = self.resolve(node)
+        vector = np.asarray(self.vectors[name], dtype=np.float64)
         if self.shape is None:
             self.shape = vector.shape
         if vector.shape != self.shape or vector.ndim != 1:
-            raise self.error(f"sentence {node.id!r} has shape {vector.shape}, expected {self.shape} "
+            raise self.error(f"sentence {name!r} has shape {vector.shape}, expected {self.shape} "
                              f"like the others", node)
         return vector
 
