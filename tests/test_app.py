@@ -131,12 +131,12 @@ def test_similarity_and_heatmap(studio):
 
 
 def test_search_dictionary_and_uploaded_file(studio, tmp_path):
-    rows, _ = studio.similarity.search("an animal that barks", sv.SAMPLE, None, 3, Session())
-    assert len(rows) == 3 and rows[0][0] == 1 and rows[0][1] >= rows[1][1]
+    rows, notice, _ = studio.similarity.search("an animal that barks", sv.SAMPLE, None, 3, Session())
+    assert len(rows) == 3 and rows[0][0] == 1 and rows[0][1] >= rows[1][1] and notice == ""
     corpus = tmp_path / "corpus.txt"
     corpus.write_text("a dog barks\nthe king rules\nbread is food\n", encoding="utf-8")
     session = Session()
-    rows, session = studio.similarity.search("a dog barks", "uploaded file", str(corpus), 2, session)
+    rows, _, session = studio.similarity.search("a dog barks", "uploaded file", str(corpus), 2, session)
     assert rows[0][2] == "a dog barks" and rows[0][1] == pytest.approx(1.0, abs=1e-4)
     cached = session.corpus
     studio.similarity.search("bread", "uploaded file", str(corpus), 2, session)
@@ -167,7 +167,7 @@ def test_search_analogy_and_interpolation_search_the_chosen_collection(tiny_mlm_
     engine = Engine.from_base(str(tiny_mlm_dir))
     studio = Studio(Models.from_engine(engine, ModelSpec("tiny", base=str(tiny_mlm_dir)), tmp_path), Projector(),
                     JobManager())
-    rows, _ = studio.similarity.search("an animal that barks", sv.LARGEST_READY, None, 3, Session())
+    rows, _, _ = studio.similarity.search("an animal that barks", sv.LARGEST_READY, None, 3, Session())
     assert len(rows) == 3 and all(":" in text for *_, text in rows)  # no open vocabulary yet: the sample
     with pytest.raises(ValueError, match="needs the full vocabulary"):
         studio.similarity.search("an animal", sv.EVERY_WORD, None, 3, Session())
@@ -176,13 +176,15 @@ def test_search_analogy_and_interpolation_search_the_chosen_collection(tiny_mlm_
         Entry("monarch", "a man who rules a country", "n"), Entry("ice cream", "a frozen sweet food", "n")])
     every_definition = ["dog: a domestic animal that barks", "ice cream: a frozen sweet food",
                         "king, monarch: a man who rules a country"]
-    rows, _ = studio.similarity.search("an animal that barks", sv.LARGEST_READY, None, 5, Session())
-    assert sorted(text for *_, text in rows) == every_definition
+    rows, notice, _ = studio.similarity.search("an animal that barks", sv.LARGEST_READY, None, 5, Session())
+    assert sorted(text for *_, text in rows) == every_definition and notice == ""
     engine.words.compact = True  # a fresh clone's compact vectors: still every definition, not the sample (issue 62)
-    rows, _ = studio.similarity.search("an animal that barks", sv.LARGEST_READY, None, 5, Session())
+    rows, notice, _ = studio.similarity.search("an animal that barks", sv.LARGEST_READY, None, 5, Session())
     assert sorted(text for *_, text in rows) == every_definition
+    assert "approximate vectors" in notice  # their cosines shift once the exact vectors are in: the user is told
     engine.words.compact = False
-    rows, _ = studio.similarity.search("an animal that barks", sv.EVERY_WORD, None, 5, Session())
+    rows, notice, _ = studio.similarity.search("an animal that barks", sv.EVERY_WORD, None, 5, Session())
+    assert notice == ""
     assert sorted(text for *_, text in rows) == ["dog", "ice cream", "king", "monarch"]
     _, _, nearest = studio.analogy.analogy("a king", "a queen", "a boy", "b - a + c", reference=sv.EVERY_WORD)
     assert {row[2] for row in nearest} == {"dog", "ice cream", "king", "monarch"}

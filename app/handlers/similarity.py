@@ -1,10 +1,18 @@
 """The Similarity tab's handlers (app/tabs/similarity.py): a pair's cosine, a heatmap, semantic search."""
 from __future__ import annotations
 
+from core.explore.reference import VocabularyTexts
+
 from ..shared import services as sv
 from ..views import render
 from .backend import TabHandlers
 from .session import Session
+
+
+# The vocabulary's definitions and words are searched with the vectors its reverse dictionary has: approximate
+# ones on a fresh clone until the exact ones are embedded, when the cosines and the order shift a little.
+APPROXIMATE_SEARCH = ("These cosines come from approximate vectors of the vocabulary until this model's own exact "
+                      "ones are embedded in the background; then the order may change a little.")
 
 
 class SimilarityHandlers(TabHandlers):
@@ -18,12 +26,17 @@ class SimilarityHandlers(TabHandlers):
         return render.heatmap_figure(sentences, matrix)
 
     def search(self, query: str, source: str, file: str | None, k: int, session: Session,
-               progress: sv.Progress = sv.no_progress) -> tuple[list[list], Session]:
-        """Top-k texts of `source` (one of sv.REFERENCE_CHOICES, or the uploaded file) for the query."""
+               progress: sv.Progress = sv.no_progress) -> tuple[list[list], str, Session]:
+        """(top-k texts of `source`, one of sv.REFERENCE_CHOICES or the uploaded file, for the query; a notice
+        when their cosines are not final yet, else "")."""
         sv.check_text(query, "a query")  # before the corpus is embedded, which can take a while
         active = self.backend.model_for(session)
         if source == sv.UPLOADED_FILE:
             corpus = session.uploaded_corpus(active, file, progress)
         else:
             corpus = active.reference_texts(source, progress)
-        return render.scored_rows(sv.semantic_search(active.engine, query, corpus, int(k))), session
+        rows = render.scored_rows(sv.semantic_search(active.engine, query, corpus, int(k)))
+        approximate = isinstance(corpus, VocabularyTexts) and active.engine.words.approximate
+        notice = (render.notice_html(APPROXIMATE_SEARCH) + render.embedding_progress_html(active.open_vocab_progress)
+                  if approximate else "")
+        return rows, notice, session

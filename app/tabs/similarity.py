@@ -34,6 +34,7 @@ def create(studio: Studio, session: gr.State) -> None:
                              info=REFERENCE_INFO, elem_id="sim-source")
         file = gr.File(label="Text file, one sentence per line", file_types=[".txt"], elem_id="sim-file")
     search_button = gr.Button("Search")
+    search_notice = gr.HTML()
     hits = gr.Dataframe(headers=["rank", "cosine", "text"], label="Results", wrap=True, elem_id="sim-hits")
     wire([search_button.click, query.submit], handler(studio.similarity.search), [query, source, file, k, session],
-         [hits, session], api_name="search", **HEAVY)
+         [hits, search_notice, session], api_name="search", **HEAVY)

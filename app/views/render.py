@@ -62,6 +62,11 @@ def progress_html(fraction: float, text: str) -> str:
             f"<div class='ds-progress-text'>{escape(text)}</div>")
 
 
+def embedding_progress_html(building: tuple[int, int, float] | None) -> str:
+    """A progress bar of background embedding (done, total, seconds left), or "" when none runs."""
+    return progress_html(building[0] / building[1], embedding_progress(*building)) if building else ""
+
+
 def embedding_progress(done: int, total: int, seconds_left: float) -> str:
     """"embedding 52,000/264,003 (once per model; about 3 min left)"."""
     left = f"about {seconds_left / 60:.0f} min left" if seconds_left >= 90 else f"about {seconds_left:.0f} s left"
