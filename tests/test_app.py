@@ -90,6 +90,8 @@ def test_a_words_senses_are_shown_best_match_first(tiny_mlm_dir):
         [row] = sv.reverse_dictionary(engine, query)
         assert row.word == "dog" and row.definitions[0].definition == "informal term for a man"
         assert len(row.definitions) == 3 and all(e.word == "dog" for e in row.definitions)
+    [row] = sv.reverse_dictionary(engine, sv.WordQuery("informal term for a man", k=1, pattern="dog", pos="verb"))
+    assert row.definitions[0].pos == "v"  # the part of speech asked for: its senses first (a new user's walk)
 
 
 def test_the_reverse_dictionary_shows_scores_relative_to_the_first_answer(studio):

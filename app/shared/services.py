@@ -179,24 +179,26 @@ def reverse_dictionary(engine, query: WordQuery) -> list[WordRow]:
         raise ValueError("The number of words must be between 1 and 100.")
     words = engine.predict_words(text, k=int(query.k), exclude_query_words=query.exclude_query_words,
                                  **query.filters())
-    senses = senses_by_fit(engine, text, [word for word, _ in words])
+    senses = senses_by_fit(engine, text, [word for word, _ in words], pos=query.filters()["pos"])
     written = written_forms(text, [word for word, _ in words])  # lemmas written in the form asked, if any
     return [WordRow(word, p, shown, "" if form == word else form)
             for (word, p), shown, form in zip(words, senses, written)]
 
 
-def senses_by_fit(engine, text: str, words: Sequence[str], limit: int = 3) -> list[list[Entry]]:
-    """For each of `words`, up to `limit` of its WordNet entries, by how well each definition matches
-    `text` (cosine of their embeddings; ties keep the dictionary's order). The shipped WordNet file is
-    in synset order, not WordNet's sense order, so its first entry is often a rare sense ("head": "oral
-    stimulation of the genitals"); the description says which sense the user means."""
+def senses_by_fit(engine, text: str, words: Sequence[str], limit: int = 3, pos: str = "") -> list[list[Entry]]:
+    """For each of `words`, up to `limit` of its WordNet entries: those of part of speech `pos` (a WordNet tag;
+    "" any) first, then by how well each definition matches `text` (cosine of their embeddings; ties keep the
+    dictionary's order). The shipped WordNet file is in synset order, not WordNet's sense order, so its first
+    entry is often a rare sense ("head": "oral stimulation of the genitals"); the description says which sense
+    the user means, and a part-of-speech filter which senses they ask for ("head" as a verb: "be in charge of")."""
     entries = [wordnet_index().get(word, ()) for word in words]
     texts = sorted({e.definition for senses in entries for e in senses})
     if not texts:
         return [[] for _ in words]
     query = engine.encode([text], normalize=True)[0]  # (d,)
     fit = dict(zip(texts, definition_fit(engine, query, texts).tolist()))
-    return [sorted(senses, key=lambda e: -fit[e.definition])[:limit] for senses in entries]
+    return [sorted(senses, key=lambda e: (bool(pos) and e.pos != pos, -fit[e.definition]))[:limit]
+            for senses in entries]
 
 
 def definition_fit(engine, unit: np.ndarray, texts: list[str]) -> np.ndarray:
