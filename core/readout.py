@@ -484,7 +484,7 @@ class VectorReader:
         _check_count("beam", beam, 1)
         sentences, encode = {"a": a, "b": b, "c": c}, embedding_once(self.model.encode)
         vector = self.evaluate_expression(expression, sentences, encode)
-        transferred = transfer_edit(a, b, c) if edits and expression.split() == ANALOGY.split() else None
+        transferred = transfer_edit(a, b, c) if edits and _is_analogy(expression) else None
         # as word analogies leave out a, b and c; an expression of one sentence is that sentence's decoding
         given = [sentences[name] for name in sentence_names(expression, sentences)]
         told = given if len(given) > 1 else []
@@ -593,6 +593,11 @@ def _packaged_fluency(cache_dir: Path | None) -> FluencyModel | None:
     except (OSError, ValueError, ImportError, RuntimeError) as error:
         warnings.warn(f"fluency model not loaded, choosing sentences by cosine alone: {error}")
         return None
+
+
+def _is_analogy(expression: str) -> bool:
+    """Whether `expression` is b - a + c as written any way (spacing, the names' case)."""
+    return "".join(expression.split()).lower() == "".join(ANALOGY.split())
 
 
 def _check_count(name: str, value: object, minimum: int) -> None:

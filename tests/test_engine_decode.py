@@ -208,6 +208,7 @@ def test_an_analogys_edit_transfer_is_shown_when_it_fits_within_the_margin(engin
     result = engine.analogy(a, b, c, reference=reference)
     assert result.decoded == {"the transfer": "The woman is running", "the hypothesis": "the king visits italy"}[shown]
     assert result.edited == (shown == "the transfer")  # the app says where the sentence came from
+    assert engine.analogy(a, b, c, reference=reference, expression="B-A+C").edited == result.edited  # as written
     plain = engine.analogy(a, b, c, reference=reference, edits=False)
     assert plain.decoded == "the king visits italy" and not plain.edited
 
