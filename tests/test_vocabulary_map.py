@@ -88,7 +88,7 @@ def test_the_command_lays_out_the_map_the_app_then_draws_and_searches(engine, ti
     (x0, x1), (y0, y1), width = figure.layout.xaxis.range, figure.layout.yaxis.range, np.ptp(coords, 0).max()
     assert np.allclose([(x0 + x1) / 2, (y0 + y1) / 2], star) and np.isclose(x1 - x0, width / SEARCH_ZOOM)  # flew there
     assert np.allclose(figure.layout.meta["full_x"], [coords[:, 0].min(), coords[:, 0].max()])  # for the zoom levels
-    assert note.startswith("'a small animal' is not on this map; nearest neighbours")  # and offers the nearest
+    assert note.startswith("'a small animal' is not on this map; the table: its nearest neighbours")  # and offers the nearest
     from app.shared.services import EVERY_DEFINITION
     figure, note, rows = studio.map.search_map("a small animal", 2, session, EVERY_DEFINITION)  # another collection
     definitions = studio.models.active().reference_texts(EVERY_DEFINITION).texts
@@ -101,7 +101,8 @@ def test_the_command_lays_out_the_map_the_app_then_draws_and_searches(engine, ti
     studio.similarity.search("a cat", "uploaded file", str(own), 1, session)  # the user's file, uploaded there
     figure, _, rows = studio.map.search_map("a small animal", 2, session, "uploaded file")
     assert {r[2] for r in rows} == {"a cat sleeps", "a king rules"} == set(figure.data[-2].text)  # landed too
-    assert studio.map.search_map("dog", 2, session)[1].startswith("1 point(s) contain 'dog'")
+    note = studio.map.search_map("dog", 2, session)[1]
+    assert note.startswith("1 point(s) contain 'dog' (ringed); the table:") and "need not be nearest its own" in note
     assert studio.map.export_map(session).endswith(".zip")
 
 

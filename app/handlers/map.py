@@ -34,6 +34,10 @@ MAP_SOURCES = ("dictionary definitions", "vocabulary words", "my sentences", sv.
                EVERY_DEFINITION_MAP)
 MAP_POINTS = "this map's points"  # what the map's search looks among, unless the user picks a collection
 MAX_MAP_NEIGHBOURS = 30
+# On the map of every word a word's point is the vector its reverse-dictionary score uses (the word channel), not
+# its name embedded: the search "dog" found the point "dog" at cosine 0.57, below other words (a new user's walk).
+WORD_POINTS = (" (a word's point is the vector the reverse dictionary scores it by, not the word itself embedded, so "
+               "a word need not be nearest its own point)")
 MAX_SELECTION_ROWS = 1_000  # rows of a map selection the table shows; its CSV holds every selected point
 MAX_EXPORT_POINTS = 20_000  # Projector files of a map: its vectors as text, about 3.5 kB a 384-d point; a sample above
 FILE_COLUMN = "a column of my file"
@@ -202,7 +206,7 @@ class MapHandlers(TabHandlers):
             return self._search_collection_on_map(m, query, int(k), collection, session)
         matches = [i for i, t in enumerate(m.corpus.texts) if query.lower() in t.lower()]
         vector = self.backend.model_for(session).engine.encode([query], normalize=True)
-        neighbours_of = "nearest neighbours by cosine in the original space:"
+        neighbours_of = "the table: its nearest neighbours by cosine in the original space, whatever their text"
         # only uploaded vectors can come from another model (the collections are this model's own)
         width = m.corpus.vectors.shape[1] if isinstance(m.corpus, EmbeddedTexts) else vector.shape[1]
         if vector.shape[1] != width:  # imported vectors of another model: start from the query's match
@@ -210,15 +214,16 @@ class MapHandlers(TabHandlers):
                 raise ValueError(f"No point's label contains {query!r}, and these {width}-d vectors come from "
                                  f"another model, so the query cannot be placed among them.")
             vector = m.corpus.rows(matches[:1])
-            neighbours_of = f"nearest neighbours of {m.corpus.texts[matches[0]]!r} by cosine in the original space:"
+            neighbours_of = (f"the table: the nearest neighbours of {m.corpus.texts[matches[0]]!r} by cosine in the "
+                             f"original space")
         hits = m.corpus.nearest(vector, int(k))[0]
         highlight = list(dict.fromkeys(matches[:MAX_HIGHLIGHTS] + [i for i, _ in hits]))
         fig = _map_figure(m, highlight)
         if m.place is not None:  # a fixed layout: the query lands where its nearest words are, and the view flies there
             landed = m.place(vector)[0]
             render.fly_to(render.add_marker(fig, landed, query), landed, m.coords)
-        found = f"{len(matches)} point(s) contain {query!r}" if matches else f"{query!r} is not on this map"
-        note = f"{found}; {neighbours_of}"
+        found = f"{len(matches)} point(s) contain {query!r} (ringed)" if matches else f"{query!r} is not on this map"
+        note = f"{found}; {neighbours_of}{WORD_POINTS if _is_word_map(m) else ''}:"
         return fig, note, render.scored_rows([(m.corpus.texts[i], s) for i, s in hits])
 
     def _search_collection_on_map(self, m: MapData, query: str, k: int, collection: str, session: Session):
@@ -479,3 +484,8 @@ def _quantile_bins(cells: list[str], numbers: dict[str, float]) -> list[str]:
     names = [f"{lo} to {hi}" for lo, hi in zip(shown[:-1], shown[1:])]
     return [names[int(np.searchsorted(edges[1:-1], numbers[cell], side="right"))] if cell else EMPTY
             for cell in cells]
+
+
+def _is_word_map(m: MapData) -> bool:
+    """Whether `m`'s points are the open vocabulary's words (the map of every word)."""
+    return isinstance(m.corpus, VocabularyTexts) and m.corpus.kind == "word"
