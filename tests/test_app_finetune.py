@@ -66,6 +66,8 @@ def test_job_view_while_queued_and_running(studio):
     html = studio.finetune.job_view(running.id)[0]
     assert "step 3/10, loss 1.5000, dev MRR 0.2500" in html and "width:30.0%" in html
     assert studio.finetune.job_active(running.id) and studio.finetune.job_view("") == ("", None, [], [])
+    # a mistyped id: said once where the progress shows, and the page stops polling (it toasted at every tick)
+    assert "No job with id" in studio.finetune.job_view("nope")[0] and not studio.finetune.job_active("nope")
     release.set()
     assert wait_for(studio.jobs, queued.id).status == DONE and not studio.finetune.job_active(running.id)
     assert "starting..." in render.job_progress_html({})  # no stage yet: a pulsing bar, no step count

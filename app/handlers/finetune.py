@@ -153,11 +153,15 @@ class FinetuneHandlers(TabHandlers):
                              "or cancel it, before starting another.")
 
     def job_view(self, job_id: str):
-        """(progress HTML, training figure, before/after rows, example rows) of a job."""
+        """(progress HTML, training figure, before/after rows, example rows) of a job; for an id this server does
+        not know, why, once in the progress (the page polls this: an error would repeat at every tick)."""
         if not (job_id or "").strip():
             return "", None, [], []
         jobs = self.backend.jobs
-        job = jobs.get(job_id)
+        try:
+            job = jobs.get(job_id)
+        except ValueError as err:
+            return render.notice_html(str(err)), None, [], []
         history = job.progress.get("history")
         figure = render.training_figure(history) if history else None
         if job.status == QUEUED:
@@ -178,8 +182,11 @@ class FinetuneHandlers(TabHandlers):
         return done, figure, comparison_rows(result), examples
 
     def job_active(self, job_id: str) -> bool:
-        """True while the job is queued or running (the UI keeps polling)."""
-        return bool((job_id or "").strip()) and self.backend.jobs.get(job_id).status in (QUEUED, RUNNING)
+        """True while the job is queued or running (the UI keeps polling); False for an id this server does not know."""
+        try:
+            return bool((job_id or "").strip()) and self.backend.jobs.get(job_id).status in (QUEUED, RUNNING)
+        except ValueError:
+            return False
 
     def cancel_job(self, job_id: str) -> str:
         """Ask the job to stop; its polled progress reads "Cancelling..." until it has."""
