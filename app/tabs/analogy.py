@@ -44,7 +44,7 @@ def create(studio: Studio, session: gr.State) -> None:
         text = gr.Textbox(label="Sentence", value=DECODE_EXAMPLE, scale=3, elem_id="an-text")
         decode_refine = gr.Checkbox(value=False, label=REFINE_LABEL, scale=1)
     decode_button = gr.Button("Decode")
-    read_back = gr.Markdown()
+    read_back = gr.Markdown(elem_id="an-read-back")
     wire([decode_button.click, text.submit], handler(studio.analogy.decode), [text, decode_refine, session],
          [read_back], api_name="decode", **DECODE)
 

@@ -193,6 +193,8 @@ def test_similarity_and_analogy_tabs(page, served_model):
     page.get_by_text("Decoded:" if has_decoder else "No Vec2Sent decoder is available").wait_for()
     wait_for_text(page, "#an-nearest", "1")
     assert_column_fits(page, "#an-nearest", "reference sentence")
+    page.locator("#an-text textarea").press("Enter")  # the Decode box: one sentence read back from its vector
+    wait_for_text(page, "#an-read-back", "fit " if has_decoder else "No Vec2Sent decoder is available")
     page.get_by_role("button", name="Interpolate").click()
     page.get_by_text("Cosines along the path").wait_for()
     shoot(page, shots, "3-analogy")
