@@ -108,7 +108,7 @@ def test_the_command_builds_an_index_the_app_then_searches(tiny_mlm_dir, tmp_pat
     assert main(["corpus-index", "--corpus", str(corpus), "--model", str(tiny_mlm_dir), "--threads", "1"]) == 0
     assert "150 modern sentences in" in capsys.readouterr().out
     # the largest ready: the corpus
-    rows, _ = studio.similarity.search(SENTENCES[7], sv.LARGEST_READY, None, 3, Session())
+    rows, _, _ = studio.similarity.search(SENTENCES[7], sv.LARGEST_READY, None, 3, Session())
     assert {text for *_, text in rows} <= set(SENTENCES[:150]) and rows[0][1] > 0.95  # near-twins: any of them
     assert main(["corpus-index", "--corpus", str(tmp_path / "missing.txt"), "--model", str(tiny_mlm_dir)]) == 2
     assert build_steps(f" --model {tiny_mlm_dir}") in capsys.readouterr().err

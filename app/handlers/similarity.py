@@ -1,7 +1,7 @@
 """The Similarity tab's handlers (app/tabs/similarity.py): a pair's cosine, a heatmap, semantic search."""
 from __future__ import annotations
 
-from core.explore.reference import VocabularyTexts
+from core.explore import VocabularyTexts
 
 from ..shared import services as sv
 from ..views import render
