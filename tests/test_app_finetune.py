@@ -219,6 +219,8 @@ def test_finetune_through_the_studio(studio, dictionary_file):
     assert wait_for(studio.jobs, job_id).status == DONE, studio.jobs.get(job_id).error
     progress, figure, comparison, examples = studio.finetune.job_view(job_id)
     assert "Done in" in progress and comparison and examples and figure is not None
+    # what ran, for a page that follows the id with its own form's settings (a new user's walk: "3 epochs" shown)
+    assert "1 epoch, learning rate 0.001, batch 4, all layers, at most 4 steps, 2 dev evaluations, seed 0" in progress
     stages = studio.jobs.get(job_id).result.training["stage_seconds"]  # where the time went, shown above
     assert "training" in stages and all(seconds >= 0 for seconds in stages.values())
     assert not any("decoder" in stage for stage in stages)  # measuring the decoder is asked for, not default

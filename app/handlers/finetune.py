@@ -135,7 +135,8 @@ class FinetuneHandlers(TabHandlers):
                               "the fine-tuned model")
         work = FinetuneJob(active.spec, upload, settings, training_threads(public=public is not None))
         try:
-            job = self.backend.jobs.submit(releasing(work, release), f"fine-tune {active.spec.name} on {upload.name}",
+            job = self.backend.jobs.submit(releasing(work, release),
+                                           f"Fine-tune {active.spec.name} on {upload.name}: {settings.summary()}",
                                            on_forget=lambda job: (release(), discard_staged(job)))
         except JobQueueFull:
             release()
@@ -162,6 +163,13 @@ class FinetuneHandlers(TabHandlers):
             job = jobs.get(job_id)
         except ValueError as err:
             return render.notice_html(str(err)), None, [], []
+        shown = self._job_state(job)
+        # what the job is, above its state: a page that follows a pasted id still shows its own form's settings
+        return (render.job_description_html(job.description) + shown[0], *shown[1:])
+
+    def _job_state(self, job: Job):
+        """job_view's four outputs for a known job, its state in the progress."""
+        jobs = self.backend.jobs
         history = job.progress.get("history")
         figure = render.training_figure(history) if history else None
         if job.status == QUEUED:

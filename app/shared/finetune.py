@@ -163,6 +163,17 @@ class FinetuneSettings:
         return cls(**{name: bounds[name].parse(value) for name, value in values.items()},
                    measure_decoder=bool(measure_decoder))
 
+    def summary(self) -> str:
+        """The form's settings in words ("1 epoch, learning rate 0.001, batch 4, all layers, at most 4 steps, 2 dev
+        evaluations, seed 0"): what a person following the job from another page needs to know."""
+        parts = [f"{self.epochs:g} epoch{'' if self.epochs == 1 else 's'}", f"learning rate {self.lr:g}",
+                 f"batch {self.batch_size}",
+                 f"top {self.trainable_layers} layers" if self.trainable_layers else "all layers",
+                 *([f"at most {self.max_steps} steps"] if self.max_steps else []),
+                 f"{self.evaluations} dev evaluations", f"seed {self.seed}",
+                 *(["measuring the decoder"] if self.measure_decoder else [])]
+        return ", ".join(parts)
+
     def check(self, train_pairs: int, layers: int | None = None) -> None:
         """ValueError naming the first setting out of its range, or when the run would take more than
         MAX_TOTAL_STEPS steps on `train_pairs` training definitions. `layers`: the model's number of

@@ -51,6 +51,11 @@ def words_html(rows: Sequence[WordRow], title: str) -> str:
             f"{''.join(items)}</div>")
 
 
+def job_description_html(description: str) -> str:
+    """A job's description as the first line of its progress."""
+    return f"<div class='ds-progress-text'><b>{escape(description)}</b></div>"
+
+
 def notice_html(message: str) -> str:
     return f"<div class='ds-notice'>{escape(message)}</div>"
 
