@@ -448,14 +448,19 @@ class VectorReader:
                                  f"Engine.load(decoder=PATH) or train one with python -m core vec2sent-train")
         return decoder
 
-    def evaluate_expression(self, expression: str, sentences: Mapping[str, str], encode: Encode | None = None
-                            ) -> np.ndarray:
+    def evaluate_expression(self, expression: str, sentences: Mapping[str, str]) -> np.ndarray:
         """The vector (d,) that `expression` ("b - a + c": names, numbers, + - * /, parentheses)
         denotes over the raw embeddings of the named sentences; only the sentences it uses are embedded
         (the others may be empty). ExpressionError names the column of a bad expression; a used sentence
         that is empty raises ValueError."""
+        return self._expression_vector(expression, sentences)[0]
+
+    def _expression_vector(self, expression: str, sentences: Mapping[str, str], encode: Encode | None = None
+                           ) -> tuple[np.ndarray, list[str]]:
+        """`evaluate_expression`'s vector, embedding with `encode`, and the names of the sentences it uses."""
         used = sentence_names(expression, sentences)
-        return evaluate_expression(expression, self._embed_named({name: sentences[name] for name in used}, encode))
+        vectors = self._embed_named({name: sentences[name] for name in used}, encode)
+        return evaluate_expression(expression, vectors), used
 
     def _embed_named(self, sentences: Mapping[str, str], encode: Encode | None = None) -> dict[str, np.ndarray]:
         """name -> raw embedding (d,) by `encode` (default the model's); ValueError naming the first empty
@@ -483,11 +488,10 @@ class VectorReader:
         _check_count("k", k, 1)
         _check_count("beam", beam, 1)
         sentences, encode = {"a": a, "b": b, "c": c}, embedding_once(self.model.encode)
-        vector = self.evaluate_expression(expression, sentences, encode)
+        vector, used = self._expression_vector(expression, sentences, encode)
         transferred = transfer_edit(a, b, c) if edits and _is_analogy(expression) else None
         # as word analogies leave out a, b and c; an expression of one sentence is that sentence's decoding
-        given = [sentences[name] for name in sentence_names(expression, sentences)]
-        told = given if len(given) > 1 else []
+        told = [sentences[name] for name in used] if len(used) > 1 else []
         decoded, edited = (self._analogy_sentence(vector, told, transferred, beam, refine, correct, fluency, encode)
                            if self.decoder is not None else (None, False))
         fit = None if decoded is None else float(l2_normalize(encode([decoded]))[0] @ l2_normalize(vector[None])[0])

@@ -12,10 +12,12 @@ from .session import Session
 
 REFINED_STEPS = ("Refine takes about 2 seconds a step; this public server refines at most {limit} steps of an "
                  "interpolation, not {steps}: use fewer steps or turn Refine off.")
-NO_DECODER_SHORT = ("No Vec2Sent decoder is available for the active encoder (none in checkpoints/ was trained on "
-                    "its fingerprint {fp}), so no sentence is decoded. Train one with `python -m core vec2sent-train`.")
-NO_DECODER = NO_DECODER_SHORT.replace(
-    " Train", " The top words and the nearest reference sentences below are read off the vector directly. Train")
+_NO_DECODER = ("No Vec2Sent decoder is available for the active encoder (none in checkpoints/ was trained on "
+               "its fingerprint {fp}), so no sentence is decoded.")
+_TRAIN_ONE = " Train one with `python -m core vec2sent-train`."
+NO_DECODER_SHORT = _NO_DECODER + _TRAIN_ONE  # the Decode box: nothing else is read off the vector
+NO_DECODER = (_NO_DECODER + " The top words and the nearest reference sentences below are read off the vector "
+              "directly." + _TRAIN_ONE)
 
 SENTENCE_NAMES = ("a", "b", "c")  # the analogy's text boxes, as an expression names them
 FIT = "fit {fit:.3f}: the cosine between this sentence's vector and the one it was read from (1 = the encoder sees no difference)"

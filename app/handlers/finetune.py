@@ -158,9 +158,8 @@ class FinetuneHandlers(TabHandlers):
         not know, why, once in the progress (the page polls this: an error would repeat at every tick)."""
         if not (job_id or "").strip():
             return "", None, [], []
-        jobs = self.backend.jobs
         try:
-            job = jobs.get(job_id)
+            job = self.backend.jobs.get(job_id)
         except ValueError as err:
             return render.notice_html(str(err)), None, [], []
         shown = self._job_state(job)

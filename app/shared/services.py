@@ -177,9 +177,9 @@ def reverse_dictionary(engine, query: WordQuery) -> list[WordRow]:
     text = check_text(query.text, "a description")
     if not 1 <= int(query.k) <= 100:
         raise ValueError("The number of words must be between 1 and 100.")
-    words = engine.predict_words(text, k=int(query.k), exclude_query_words=query.exclude_query_words,
-                                 **query.filters())
-    senses = senses_by_fit(engine, text, [word for word, _ in words], pos=query.filters()["pos"])
+    filters = query.filters()
+    words = engine.predict_words(text, k=int(query.k), exclude_query_words=query.exclude_query_words, **filters)
+    senses = senses_by_fit(engine, text, [word for word, _ in words], pos=filters["pos"])
     written = written_forms(text, [word for word, _ in words])  # lemmas written in the form asked, if any
     return [WordRow(word, p, shown, "" if form == word else form)
             for (word, p), shown, form in zip(words, senses, written)]
