@@ -25,7 +25,6 @@ import tempfile
 from pathlib import Path
 from typing import Iterator, Mapping
 
-import numpy as np
 import torch
 
 from .paths import CHECKPOINTS_DIR
@@ -182,28 +181,6 @@ def _replace_directory(new: Path, target: Path) -> None:
         os.rename(old, target)  # put the previous checkpoint back
         raise
     shutil.rmtree(old, ignore_errors=True)
-
-
-def save_npy_atomically(path: Path, array: np.ndarray) -> Path:
-    """Write `array` to `path` (.npy) beside it first, fsynced, then renamed: a kill never leaves a
-    half-written file at `path`."""
-    path = Path(path)
-    partial = path.with_name(f"{path.stem}.partial-{os.getpid()}.npy")
-    with open(partial, "wb") as f:
-        np.save(f, array)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(partial, path)
-    return path
-
-
-def save_json_atomically(path: Path, data: object, indent: int | None = 1) -> Path:
-    """Write `data` as JSON to `path` beside it first, then renamed: a kill never leaves half a file."""
-    path = Path(path)
-    partial = path.with_name(f"{path.name}.partial-{os.getpid()}")
-    partial.write_text(json.dumps(data, indent=indent), encoding="utf-8")
-    os.replace(partial, path)
-    return path
 
 
 def list_checkpoints(directory: Path = CHECKPOINTS_DIR) -> list[Path]:

@@ -27,9 +27,10 @@ from typing import Callable, Generic, Mapping, Protocol, Sequence, TypeVar
 import numpy as np
 import torch
 
-from .checkpoint import CHECKPOINTS_DIR, CheckpointError, save_npy_atomically
-from .lexicon.dictionary import Entry, load_wordnet
+from .atomic import save_npy_atomically
+from .checkpoint import CHECKPOINTS_DIR, CheckpointError
 from .encoder import l2_normalize, semantic_search
+from .lexicon.dictionary import Entry, load_wordnet
 from .vec2sent.checkpoint import FORMAT as DECODER_FORMAT
 from .vec2sent.checkpoint import MANIFEST as DECODER_MANIFEST
 from .vec2sent.checkpoint import Vec2Sent, best_by_cosine, load_checkpoint, mean_cosine

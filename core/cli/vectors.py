@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 from typing import Sequence
 
+from ..atomic import atomic_file
 from .flags import (MAX_K, InputError, add_output_flags, add_text_flags, check_range, command, device_from_flag,
                     parser_for, print_json, texts_from)
 
@@ -243,14 +244,12 @@ def write_vectors(path: Path, texts: Sequence[str], vectors) -> None:
     written beside it first, then renamed, so a failure leaves no half-written file."""
     import numpy as np
 
-    partial = path.with_name(path.name + ".partial")
-    with open(partial, "wb") as out:
+    with atomic_file(path) as partial, open(partial, "wb") as out:
         if path.suffix == ".npy":
             np.save(out, np.asarray(vectors, dtype=np.float32))
         else:
             for text, row in zip(texts, vectors):
                 out.write((json.dumps({"text": text, "vector": row.tolist()}, ensure_ascii=False) + "\n").encode())
-    partial.replace(path)
 
 
 def read_vectors(path: Path, dimensions: int):

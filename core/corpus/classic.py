@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable, Iterator, Sequence
 
+from core.atomic import save_text_atomically
 from core.paths import CACHE_DIR, CORPUS_DIR, SENTEVAL_DIR
 from core.text import detokenize, match_key, normalize
 
@@ -390,9 +391,7 @@ def write_corpus(corpus: Corpus, out: Path) -> None:
     for name, content in (("train.txt", "\n".join(corpus.train) + "\n"),
                           ("test.txt", "\n".join(corpus.test) + "\n"),
                           ("corpus.json", json.dumps(corpus.stats, indent=2) + "\n")):
-        partial = out / (name + ".partial")
-        partial.write_text(content, encoding="utf-8")
-        partial.replace(out / name)
+        save_text_atomically(out / name, content)
 
 
 def make_corpus(out: Path = CORPUS_DIR, cache: Path = CACHE_DIR, senteval: Path = SENTEVAL_DIR,

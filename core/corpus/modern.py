@@ -36,6 +36,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from core.atomic import save_text_atomically
 from core.corpus.readers import Doc
 from core.corpus.sentences import (
     dedup_key,
@@ -231,9 +232,7 @@ def write_modern_corpus(corpus: ModernCorpus, out: Path) -> None:
              ("heldout.txt", "".join(h["text"] + "\n" for h in corpus.heldout)),
              ("corpus.json", json.dumps(corpus.stats, indent=2) + "\n"))
     for name, content in files:
-        partial = out / (name + ".partial")
-        partial.write_text(content, encoding="utf-8")
-        partial.replace(out / name)
+        save_text_atomically(out / name, content)
 
 
 def make_modern_corpus(out: Path, cache: Path, senteval: Path, heldout_size: int = 1000, seed: int = 13,

@@ -20,6 +20,7 @@ import re
 import shutil
 from pathlib import Path
 
+from core.atomic import save_text_atomically
 from core.lexicon.forms import inflect, lemmas_written_as
 
 ARTICLES = frozenset({"a", "an", "the", "A", "An", "The"})
@@ -166,9 +167,7 @@ def write_styled_corpus(source: Path, out: Path, replay: int, headlines: int, po
         raise ValueError(f"{genres_file} has {len(genres)} lines for {len(train)} in train.txt: build the corpus again")
     mix, stats = styled_corpus(train, genres, replay, headlines, posts, seed)
     out.mkdir(parents=True, exist_ok=True)
-    partial = out / "train.txt.partial"
-    partial.write_text("".join(s + "\n" for s in mix), encoding="utf-8")
-    partial.replace(out / "train.txt")
+    save_text_atomically(out / "train.txt", "".join(s + "\n" for s in mix))
     shutil.copy(source / "heldout.jsonl", out / "heldout.jsonl")
     (out / "corpus.json").write_text(json.dumps({**stats, "from": str(source)}, indent=2) + "\n", encoding="utf-8")
     return stats

@@ -19,7 +19,6 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import os
 import time
 from pathlib import Path
 from typing import Callable, Sequence
@@ -27,11 +26,11 @@ from typing import Callable, Sequence
 import numpy as np
 import torch
 
-from ..checkpoint import save_json_atomically, save_npy_atomically
+from ..atomic import atomic_file, save_json_atomically, save_npy_atomically
 from ..encoder import l2_normalize
-from ..words.open_vocab import int8_rows
 from ..paths import user_cache_dir
 from ..readout import Reference
+from ..words.open_vocab import int8_rows
 
 CHUNK_ROWS = 16_384
 MAX_ROWS = 10_000_000  # sentences in one collection: 3.8 GB of int8 vectors and an index as large (docs/results.md)
@@ -191,9 +190,8 @@ def _write_index(folder: Path, chunks: int, progress: Progress | None) -> None:
         index.add(l2_normalize(chunk))
         if progress:
             progress("indexing", index.ntotal, rows)
-    partial = folder / f"{INDEX}.partial-{os.getpid()}"
-    faiss.write_index(index, str(partial))
-    os.replace(partial, folder / INDEX)
+    with atomic_file(folder / INDEX) as partial:
+        faiss.write_index(index, str(partial))
 
 
 def _chunk_path(folder: Path, c: int) -> Path:

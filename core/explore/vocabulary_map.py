@@ -24,7 +24,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from ..checkpoint import DEFAULT_CHECKPOINT, save_json_atomically, save_npy_atomically
+from ..atomic import save_json_atomically, save_npy_atomically
+from ..checkpoint import DEFAULT_CHECKPOINT
 from ..paths import user_cache_dir
 from ..words.open_vocab import OpenScorer
 from ..words.word_prior import zipf_frequencies

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import gzip
 import json
-import os
 import random
 import re
 from collections import Counter
@@ -16,6 +15,7 @@ from dataclasses import asdict, dataclass, replace
 from functools import lru_cache
 from pathlib import Path
 
+from ..atomic import atomic_file
 from ..paths import CORE_DATA_DIR
 from ..text import match_key
 
@@ -76,11 +76,10 @@ def read_entries(path: Path) -> list[Entry]:
 
 def write_entries(entries: Iterable[Entry], out: Path) -> None:
     """Write gzip JSONL atomically; mtime 0 in the gzip header keeps the bytes reproducible."""
-    tmp = out.with_name(out.name + ".tmp")
-    with tmp.open("wb") as raw, gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0) as stream:
+    with atomic_file(out) as tmp, tmp.open("wb") as raw, \
+            gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0) as stream:
         for entry in entries:
             stream.write((entry_to_json(entry) + "\n").encode("utf-8"))
-    os.replace(tmp, out)
 
 
 def load_wordnet_lemmas(path: str | Path | None = None) -> list[Entry]:

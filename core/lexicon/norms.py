@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable
 
+from ..atomic import save_text_atomically
 from ..paths import FEATURE_NORMS
 from .spelling import spellings
 
@@ -86,11 +87,7 @@ def build_norms_file(folder: Path, out: Path) -> int:
         rows += [f"{word}\t{answer}" for answer in answers if answer]
     if not rows:
         raise ValueError(f"{folder} holds no responses: expected one text file a word")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(out.name + ".tmp")
-    tmp.write_text("word\tresponse\n" + "\n".join(sorted(rows, key=lambda r: r.split("\t", 1)[0])) + "\n",
-                   encoding="utf-8")
-    tmp.replace(out)
+    save_text_atomically(out, "word\tresponse\n" + "\n".join(sorted(rows, key=lambda r: r.split("\t", 1)[0])) + "\n")
     return len(rows)
 
 

@@ -13,12 +13,12 @@ from __future__ import annotations
 import gzip
 import importlib.util
 import json
-import os
 import re
 from collections.abc import Collection, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from core.atomic import atomic_file
 from core.lexicon.dictionary import Entry, is_predictable, read_vocab, write_entries
 
 DATA_FILES = ("noun", "verb", "adj", "adv")
@@ -89,12 +89,11 @@ def write_synsets(synsets: Iterable[Synset], out: Path) -> None:
     """Every synset as one gzip JSONL line {"synset", "pos", "lemmas", "definition"}: all lemmas
     (multi-word, hyphenated, capitalised), for the open-vocabulary reverse dictionary. Atomic and
     reproducible byte for byte (mtime 0)."""
-    tmp = out.with_name(out.name + ".tmp")
-    with tmp.open("wb") as raw, gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0) as stream:
+    with atomic_file(out) as tmp, tmp.open("wb") as raw, \
+            gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0) as stream:
         for s in synsets:
             line = {"synset": s.synset, "pos": s.pos, "lemmas": list(s.lemmas), "definition": s.definition}
             stream.write((json.dumps(line, ensure_ascii=False) + "\n").encode("utf-8"))
-    os.replace(tmp, out)
 
 
 def license_text(copyright_path: Path) -> str:

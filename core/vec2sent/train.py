@@ -29,7 +29,8 @@ import torch
 from torch.nn import functional as F
 from tqdm import tqdm
 
-from core.checkpoint import atomic_directory, remove_stale_temporaries, resolve_base, save_npy_atomically
+from core.atomic import save_npy_atomically, save_text_atomically
+from core.checkpoint import atomic_directory, remove_stale_temporaries, resolve_base
 from core.runtime.device import (OutOfDeviceMemory, autocast, module_device, out_of_memory_message, release_cached_memory,
                          resolve_device)
 from core.runtime.hardware import check_training_precision, train_mode
@@ -206,11 +207,8 @@ def cached_embeddings(sentences: list[str], link: EncoderLink, cache_dir: Path |
 
 def _save_cache(path: Path, sentences: list[str], embeddings: np.ndarray) -> None:
     """The embeddings at `path` and their sentences beside it (.txt), each written atomically."""
-    sidecar = path.with_suffix(".txt")
-    staging = sidecar.with_name("." + sidecar.name + ".partial")
-    staging.write_text("\n".join(sentences) + "\n", encoding="utf-8")
     save_npy_atomically(path, embeddings)  # a crash between the two: lengths differ, the pair is ignored
-    staging.replace(sidecar)
+    save_text_atomically(path.with_suffix(".txt"), "\n".join(sentences) + "\n")
 
 
 def _earlier_embeddings(cache_dir: Path, link: EncoderLink) -> dict[str, np.ndarray]:

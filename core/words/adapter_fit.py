@@ -22,6 +22,7 @@ from typing import Callable, Sequence
 import numpy as np
 import torch
 
+from ..atomic import save_npy_atomically
 from ..lexicon.dictionary import lemma_split
 from ..lexicon.norms import HELD_OUT_SHARE, NORMS_SOURCE, Description, split_norm_words
 from ..text import singular
@@ -84,10 +85,7 @@ def embedded_texts(engine, texts: Sequence[str], cache_dir: Path | None, say: Pr
     vectors = engine.encode(list(texts), batch_size=128,
                             progress=lambda done, total: done % step < 128 and say(f"  {done:,}/{total:,}"))
     if path is not None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(path.name + ".tmp.npy")
-        np.save(tmp, vectors.astype(np.float32))
-        tmp.replace(path)
+        save_npy_atomically(path, vectors.astype(np.float32))
     return vectors
 
 

@@ -15,14 +15,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import tempfile
 import zipfile
 from pathlib import Path
 from typing import Callable, Iterable
 
 import numpy as np
 
+from ..atomic import atomic_file
 from ..lexicon import dictionary
 from . import open_vocab, vocabulary, word_prior
 from .open_vocab import Candidates
@@ -86,15 +85,8 @@ def save_candidates(candidates: Candidates, path: Path, key: str) -> None:
               "token_ids": candidates.token_ids, "lengths": candidates.filters.lengths, "pos_bits": pos_bits,
               "pair_definition": candidates.pair_definition, "pair_word": candidates.pair_word, "zipf": candidates.zipf}
     arrays = {name: np.ascontiguousarray(array, dtype=_MEMBERS[name]) for name, array in arrays.items()}
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, partial = tempfile.mkstemp(prefix=path.name + ".", suffix=".partial", dir=path.parent)
-    try:
-        with os.fdopen(handle, "wb") as out:
-            np.savez(out, **arrays)
-        os.replace(partial, path)
-    except BaseException:
-        Path(partial).unlink(missing_ok=True)
-        raise
+    with atomic_file(path) as partial, open(partial, "wb") as out:
+        np.savez(out, **arrays)
 
 
 def load_candidates(path: Path, key: str, vocab: WordVocabulary) -> Candidates:

@@ -27,6 +27,7 @@ import torch
 from safetensors import safe_open
 from safetensors.torch import save_file
 
+from ..atomic import atomic_file
 from .open_vocab import Encode, OpenScorer, int8_rows
 
 FIRST = 100  # candidates re-scored a query: the proxy on the human dev set met the overlap target at 100, not at 50 (docs/results.md)
@@ -127,10 +128,8 @@ class ExactVectors:
 
 
 def _write(path: Path, texts: Sequence[str], int8: torch.Tensor) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    save_file({"vectors": int8.contiguous()}, str(tmp), metadata={"texts": json.dumps(list(texts))})
-    tmp.replace(path)
+    with atomic_file(path) as tmp:
+        save_file({"vectors": int8.contiguous()}, str(tmp), metadata={"texts": json.dumps(list(texts))})
 
 
 class ExactRescorer:

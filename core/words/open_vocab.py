@@ -45,6 +45,7 @@ import torch
 from safetensors import safe_open
 from safetensors.torch import load_file, save_file
 
+from ..atomic import atomic_file
 from ..lexicon.dictionary import Entry, definition_key
 from ..runtime.hardware import RowwiseInt8Product
 from .product_quantizer import decode, fit_codes
@@ -504,9 +505,8 @@ def _unit(x: torch.Tensor, in_place: bool = False) -> torch.Tensor:
 
 def _save_atomically(tensors: dict[str, torch.Tensor], path: Path, metadata: dict[str, str] | None = None
                      ) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    save_file(tensors, str(tmp), metadata=metadata)
-    tmp.replace(path)
+    with atomic_file(path) as tmp:
+        save_file(tensors, str(tmp), metadata=metadata)
 
 
 def int8_rows(x: torch.Tensor) -> torch.Tensor:
