@@ -43,7 +43,7 @@ def test_reverse_dictionary_filters(engine):
                                                       exclude_query_words=True, min_length=3))
     assert rows and all(r.word.startswith("c") and len(r.word) >= 3 for r in rows)
     nouns = sv.reverse_dictionary(engine, sv.WordQuery("an animal", k=5, pos="noun"))
-    assert all(any(e.pos == "n" for e in sv.wordnet_index()[r.word]) for r in nouns)
+    assert len(nouns) == 5 and all(any(e.pos == "n" for e in sv.wordnet_index()[r.word]) for r in nouns)
 
 
 @pytest.mark.parametrize("query, message", [
@@ -72,7 +72,7 @@ def test_reverse_dictionary_answers_phrases_with_their_definitions_once_the_open
     engine.enable_open_vocabulary(dictionary=lemmas)
     rows = sv.reverse_dictionary(engine, sv.WordQuery("a frozen sweet food", k=4))
     assert {r.word for r in rows} == {"ice cream", "red tape", "dog", "give up"}
-    assert all(r.definitions and r.definitions[0].word == r.word for r in rows)
+    assert len(rows) == 4 and all(r.definitions and r.definitions[0].word == r.word for r in rows)
     ready, _ = studio.reverse.reverse_dictionary("a frozen sweet food", 5)
     assert "full vocabulary" not in ready and "ice cream" in ready
 
@@ -104,7 +104,7 @@ def test_the_reverse_dictionary_shows_scores_relative_to_the_first_answer(studio
     _, words, _ = studio.analogy.analogy("a king", "a queen", "a boy", "b - a + c")
     assert words[0][1] == 100 and all(0 <= score <= 100 for _, score in words)
     rows, _ = studio.analogy.interpolation("a dog", "a king", 3)
-    assert all("%" not in row[5] and len(row[5].split(", ")) == 3 for row in rows)
+    assert len(rows) == 3 and all("%" not in row[5] and len(row[5].split(", ")) == 3 for row in rows)
 
 
 def test_studio_reverse_escapes_html_and_compares(studio):

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from core.lexicon.dictionary import (
     Entry, definition_key, is_predictable, largest_shared_definition_group, load_wordnet, read_vocab, split_by_word,
 )
-from core.lexicon.user_files import RejectedRow, read_user_dictionary
+from core.lexicon.user_files import MAX_REPORT_CHARS, RejectedRow, read_user_dictionary
 from core.lexicon.wordnet import default_vocab_path, write_entries
 
 USER = Path(__file__).parent / "fixtures" / "user"
@@ -215,7 +215,9 @@ def test_any_bytes_give_a_report_never_an_exception(tmp_path_factory, head, body
     entries, report = read_user_dictionary(path, vocab=VOCAB)
     assert len(entries) == report.rows_accepted
     assert report.ok == bool(entries)
-    assert isinstance(report.summary(), str)
+    summary = report.summary()
+    assert f"{report.rows_read} rows read, {report.rows_accepted} accepted, {len(report.rejected)} rejected" in summary
+    assert ("Not usable:" in summary) == bool(report.error) and len(summary) <= MAX_REPORT_CHARS
     json.dumps(report.to_dict())
 
 

@@ -73,8 +73,10 @@ def test_predict_words_returns_only_whole_words(engine):
 
 
 def test_predict_words_filters_are_masks_before_topk(engine):
-    assert all(w.startswith("d") for w, _ in engine.predict_words("an animal", k=3, initial="d"))
-    assert all(len(w) == 4 for w, _ in engine.predict_words("an animal", k=5, min_length=4, max_length=4))
+    initial_d = [w for w, _ in engine.predict_words("an animal", k=3, initial="d")]
+    assert len(initial_d) == 3 and all(w.startswith("d") for w in initial_d)
+    four_letters = [w for w, _ in engine.predict_words("an animal", k=5, min_length=4, max_length=4)]
+    assert len(four_letters) == 5 and all(len(w) == 4 for w in four_letters)
     got = [w for w, _ in engine.predict_words("an animal", k=10, pattern="?o*")]
     assert got and all(len(w) >= 2 and w[1] == "o" for w in got)
     excluded = [w for w, _ in engine.predict_words("dog king", k=100, exclude_query_words=True)]

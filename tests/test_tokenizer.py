@@ -16,7 +16,7 @@ import torch
 
 from core.checkpoint import DEFAULT_BASE, resolve_base
 from core.lexicon.dictionary import load_wordnet
-from core.tokenizer import BertFolderTokenizer, load_tokenizer, tokenize_padded
+from core.tokenizer import BertFolderTokenizer, _bert_folder_tokenizer, load_tokenizer, tokenize_padded
 
 ODD = ["a person who is in charge", "Café naïve résumé", "ÀÉÎÕÜ çñß", "中文字符 and 日本語", "emoji 😀 🎉 here",
        "tabs\tand\nnewlines\r\n", "zero\u200bwidth\u00a0space", "control \x00\x01\x7f chars", "   leading and trailing   ",
@@ -110,11 +110,7 @@ def test_a_folder_it_cannot_vouch_for_is_left_to_transformers(tiny_mlm_dir, tmp_
     folder = Path(shutil.copytree(tiny_mlm_dir, tmp_path / "model"))
     assert isinstance(load_tokenizer(folder), BertFolderTokenizer)
     change(folder)
-    try:
-        tokenizer = load_tokenizer(folder)
-    except Exception:  # transformers itself may refuse the edited folder: what matters is that we did not load it
-        return
-    assert not isinstance(tokenizer, BertFolderTokenizer)
+    assert _bert_folder_tokenizer(folder) is None  # left to transformers, whether or not it can read the folder
 
 
 def _edit(path: Path, **changes) -> None:
