@@ -1,0 +1,132 @@
+"""Embed a corpus on Ray Data into a LanceDB table (core/collection/store.py).
+
+    collection = embed_corpus(read_corpus(path), "data/mine.lance", model=None)              # this machine
+    collection = embed_corpus(corpus, "s3://bucket/mine", model=None, address="ray://head:10001")  # a cluster
+
+Ray Data streams the rows missing from the table through a pool of actors (`SentenceEmbedder`: the model
+loaded once per actor; one actor per GPU when the cluster has GPUs, else one per CPU); this process writes
+what they return into the table every WRITE_ROWS rows, idempotently by row id. A rerun embeds only the row
+ids the table does not hold; a worker that dies mid-batch has its batch redone by Ray (lineage), and the
+write by row id stores a row once however often it arrives.
+
+Ray is imported here only: the app and the other commands never import it.
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+import pyarrow as pa
+from pyarrow import compute
+
+from .sources import ROW_ID, TEXT, VECTOR, corpus_digest
+from .store import Collection, build_index, open_for_writing, table_schema, write_rows
+
+Progress = Callable[[str, int, int], None]  # (stage, done, total)
+WRITE_ROWS = 16_384  # rows gathered before one write: one LanceDB fragment each, not one a batch
+BLOCK_BATCHES = 4  # batches in one Ray block: the unit a dead worker's replacement redoes
+
+
+class SentenceEmbedder:
+    """A Ray Data actor: loads the model once, then turns batches of (row_id, text) into (row_id, vector
+    unit float32)."""
+
+    def __init__(self, model: str | None, device: str, threads: int, batch_size: int):
+        import torch
+
+        from ..engine import Engine
+
+        torch.set_num_threads(threads)
+        self.engine = Engine.load(model, decoder=None, open_vocabulary=False, device=device)
+        self.batch_size = batch_size
+
+    def __call__(self, batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        vectors = self.engine.encode(list(batch[TEXT]), batch_size=self.batch_size, normalize=True)
+        return {ROW_ID: batch[ROW_ID], VECTOR: vectors.astype(np.float32)}
+
+
+def embed_corpus(corpus: pa.Table, uri: str, model: str | None = None, address: str | None = None,
+                 batch_size: int = 128, progress: Progress | None = None) -> tuple[Collection, str]:
+    """Embed the rows of `corpus` (`read_corpus`) that the table at `uri` does not hold yet with `model`
+    (a checkpoint directory; None: the shipped one) on Ray (`address`: a cluster; None: this machine),
+    then index the table. Returns the collection and what index it has, in words. ValueError, before
+    anything is embedded, for a table of another model or corpus."""
+    from ..engine import Engine
+
+    engine = Engine.load(model, decoder=None, open_vocabulary=False, device="cpu")  # its fingerprint and width
+    schema = table_schema(corpus.schema, engine.encoder.hidden_size, engine.fingerprint, corpus_digest(corpus))
+    del engine
+    table, stored = open_for_writing(uri, schema)
+    missing = corpus.filter(compute.invert(compute.is_in(corpus.column(ROW_ID), pa.array(stored, pa.int64()))))
+    done = len(corpus) - len(missing)
+    if progress:
+        progress("embedding", done, len(corpus))
+    if len(missing):
+        for vectors in _embedded(missing, model, address, batch_size):
+            write_rows(table, _with_vectors(corpus, vectors, schema))
+            done += len(vectors[ROW_ID])
+            if progress:
+                progress("embedding", done, len(corpus))
+    index = build_index(table, table.count_rows())
+    return Collection(uri, schema.metadata[b"defsent.model"].decode()), index
+
+
+def _embedded(missing: pa.Table, model: str | None, address: str | None, batch_size: int):
+    """(row_id, vector) tables of every row of `missing`, WRITE_ROWS at a time, in the order Ray returns them."""
+    import logging
+    import warnings
+
+    import ray
+
+    started_here = not ray.is_initialized()
+    if started_here:
+        with warnings.catch_warnings():  # Ray's processes are forked and exec'd at once: LanceDB's state is not shared
+            warnings.filterwarnings("ignore", "lancedb fork support", RuntimeWarning)
+            ray.init(address=address, include_dashboard=False, log_to_driver=False, logging_level="WARNING")
+    logging.getLogger("ray.data").setLevel(logging.WARNING)  # each run's plan and log folder: the progress says enough
+    try:
+        data = _embedding_dataset(missing.select([ROW_ID, TEXT]), model, batch_size)
+        gathered: list[dict] = []
+        for batch in data.iter_batches(batch_size=None, batch_format="numpy"):
+            gathered.append(batch)
+            if sum(len(b[ROW_ID]) for b in gathered) >= WRITE_ROWS:
+                yield _joined(gathered)
+                gathered = []
+        if gathered:
+            yield _joined(gathered)
+    finally:
+        if started_here:
+            ray.shutdown()
+
+
+def _embedding_dataset(rows: pa.Table, model: str | None, batch_size: int):
+    """The Ray dataset of `rows` mapped by a pool of `SentenceEmbedder` actors sized to the cluster."""
+    import ray
+    import ray.data
+
+    context = ray.data.DataContext.get_current()
+    context.enable_progress_bars = False  # the command prints its own progress, with rate and time left
+    resources = ray.cluster_resources()
+    gpus, cpus = int(resources.get("GPU", 0)), max(1, int(resources.get("CPU", 1)))
+    block = batch_size * BLOCK_BATCHES
+    data = ray.data.from_arrow([rows.slice(start, block) for start in range(0, len(rows), block)])
+    each = {"num_gpus": 1} if gpus else {"num_cpus": 1}  # one actor a GPU, else one a CPU with one thread
+    return data.map_batches(SentenceEmbedder, batch_size=batch_size, batch_format="numpy",
+                            compute=ray.data.ActorPoolStrategy(min_size=1, max_size=gpus or cpus),
+                            fn_constructor_kwargs=dict(model=model, device="cuda" if gpus else "cpu", threads=1,
+                                                       batch_size=batch_size), **each)
+
+
+def _joined(batches: list[dict]) -> dict[str, np.ndarray]:
+    return {ROW_ID: np.concatenate([b[ROW_ID] for b in batches]),
+            VECTOR: np.concatenate([b[VECTOR] for b in batches])}
+
+
+def _with_vectors(corpus: pa.Table, embedded: dict[str, np.ndarray], schema: pa.Schema) -> pa.Table:
+    """The corpus's rows of `embedded`'s row ids with their vectors, in the table's column order."""
+    positions = np.searchsorted(corpus.column(ROW_ID).to_numpy(), embedded[ROW_ID])  # row ids ascend
+    rows = corpus.take(pa.array(positions))
+    vectors = np.ascontiguousarray(embedded[VECTOR], dtype=np.float32)
+    vector_column = pa.FixedSizeListArray.from_arrays(pa.array(vectors.ravel()), vectors.shape[1])
+    columns = {**{name: rows.column(name) for name in rows.column_names}, VECTOR: vector_column}
+    return pa.table([columns[f.name] for f in schema], schema=schema)

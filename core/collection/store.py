@@ -1,0 +1,169 @@
+"""A collection stored as one LanceDB table: (row_id, text, vector, the corpus's metadata columns), the
+model's fingerprint and the corpus's digest in the table's schema metadata. `uri` is what
+`lancedb.connect` opens: a folder (embedded, the default) or object storage (s3://..., gs://...) that
+many machines share.
+
+Writing is idempotent per row id (`write_rows`: merge-insert, a row id already there is left as it is),
+so a batch written twice (a retried worker, a resumed run) is stored once. The index is LanceDB's IVF-PQ
+with exact re-ranking of the candidates from the stored float32 vectors (`refine_factor`), chosen by
+measurement against exact search; a table under BRUTE_FORCE_ROWS is searched exactly (docs/results.md,
+"Collections on LanceDB").
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+import pyarrow as pa
+
+from ..readout import Reference
+from .sources import ROW_ID, TEXT, VECTOR
+
+TABLE = "sentences"
+MODEL_KEY, CORPUS_KEY = b"defsent.model", b"defsent.corpus"
+# Chosen on 1M vectors against exact search (bench/bench_collection.py, docs/results.md):
+BRUTE_FORCE_ROWS = 100_000  # below it an exact scan is fast enough (~15-40 ms on 2 cores) and needs no build
+NPROBES = 64
+REFINE_FACTOR = 10  # candidates re-ranked exactly: k x REFINE_FACTOR
+SUB_VECTOR_DIMS = 8  # PQ: 384 dimensions -> 48 codes of one byte
+
+
+def connect(uri: str):
+    import lancedb
+
+    return lancedb.connect(uri)
+
+
+def table_schema(corpus: pa.Schema, dimensions: int, fingerprint: str, digest: str) -> pa.Schema:
+    """(row_id, text, vector float32[dimensions], the corpus's other columns) with the model's fingerprint
+    and the corpus's digest as metadata."""
+    fields = [corpus.field(ROW_ID), corpus.field(TEXT), pa.field(VECTOR, pa.list_(pa.float32(), dimensions))]
+    fields += [f for f in corpus if f.name not in (ROW_ID, TEXT)]
+    return pa.schema(fields, metadata={MODEL_KEY: fingerprint.encode(), CORPUS_KEY: digest.encode()})
+
+
+def open_for_writing(uri: str, schema: pa.Schema):
+    """(the table at `uri`, the row ids it holds already): created empty when new; ValueError (nothing
+    written) when it holds another model's vectors or another corpus's rows."""
+    db = connect(uri)
+    if TABLE not in _table_names(db):
+        return db.create_table(TABLE, schema=schema), np.zeros(0, np.int64)
+    table = db.open_table(TABLE)
+    check_model(table, uri, schema.metadata[MODEL_KEY].decode())
+    if table.schema.metadata.get(CORPUS_KEY) != schema.metadata[CORPUS_KEY]:
+        raise ValueError(f"{uri} was begun from another corpus (or --limit, --text-column): choose another --out")
+    if table.schema.remove_metadata() != schema.remove_metadata():
+        raise ValueError(f"{uri} holds other columns than this corpus's: choose another --out")
+    return table, stored_row_ids(table)
+
+
+def check_model(table, uri: str, fingerprint: str) -> None:
+    """ValueError unless the table's vectors are of the model of `fingerprint`."""
+    stored = (table.schema.metadata or {}).get(MODEL_KEY, b"").decode()
+    if stored != fingerprint:
+        raise ValueError(f"{uri} holds another model's vectors ({stored[:12] or 'none named'}, this model is "
+                         f"{fingerprint[:12]}): search it with that model, or embed the corpus again into another --out")
+
+
+def stored_row_ids(table) -> np.ndarray:
+    """Every row id in the table (int64), read from that column alone."""
+    ids = table.search().select([ROW_ID]).limit(None).to_arrow().column(ROW_ID)
+    return ids.to_numpy() if len(ids) else np.zeros(0, np.int64)
+
+
+def write_rows(table, rows: pa.Table) -> None:
+    """Insert `rows` (the table's columns) whose row id is not in the table yet: writing them twice stores them once."""
+    table.merge_insert(ROW_ID).when_not_matched_insert_all().execute(rows)
+
+
+def build_index(table, rows: int) -> str:
+    """Index the vectors of a finished table (IVF-PQ from BRUTE_FORCE_ROWS rows; exact search below) and
+    its row ids (a B-tree, for look-ups by id); what was built, in words."""
+    from lancedb.index import BTree, IvfPq
+
+    table.create_index(ROW_ID, config=BTree(), replace=True)
+    if rows < BRUTE_FORCE_ROWS:
+        return f"exact search (under {BRUTE_FORCE_ROWS:,} rows)"
+    dimensions = table.schema.field(VECTOR).type.list_size
+    partitions = max(1, round(rows ** 0.5))
+    table.create_index(VECTOR, config=IvfPq(distance_type="dot", num_partitions=partitions,
+                                            num_sub_vectors=dimensions // SUB_VECTOR_DIMS), replace=True)
+    return f"IVF{partitions},PQ{dimensions // SUB_VECTOR_DIMS} re-ranked exactly"
+
+
+class Collection(Reference):
+    """A stored collection (`core.readout.Reference`): `search` and `nearest` by cosine, `texts` and `rows`
+    by row id. `fingerprint`: refuse a table of another model's vectors."""
+
+    def __init__(self, uri: str, fingerprint: str | None = None):
+        db = connect(uri)
+        if TABLE not in _table_names(db):
+            raise FileNotFoundError(f"{uri} holds no collection (python -m core corpus-index --corpus FILE --out {uri})")
+        self.uri, self.table = uri, db.open_table(TABLE)
+        if fingerprint is not None:
+            check_model(self.table, uri, fingerprint)
+        self.size = self.table.count_rows()
+        self.indexed = bool([i for i in self.table.list_indices() if VECTOR in i.columns])
+        self.columns = [f.name for f in self.table.schema if f.name not in (ROW_ID, TEXT, VECTOR)]
+        self.texts = StoredTexts(self.table, self.size)
+        self.name = f"{self.size:,} sentences of {uri}"
+
+    def search(self, vectors: np.ndarray, k: int, columns: Sequence[str] = ()) -> list[list[dict]]:
+        """For each vector (n, d), the k nearest rows, best first: {"row_id", "text", "cosine", column: value}."""
+        found = []
+        for vector in np.atleast_2d(vectors):
+            query = self.table.search(_unit(vector), vector_column_name=VECTOR).metric("dot").limit(k)
+            if self.indexed:
+                query = query.nprobes(NPROBES).refine_factor(REFINE_FACTOR)
+            hits = query.select([ROW_ID, TEXT, *columns, "_distance"]).to_arrow()
+            cosines = 1.0 - hits.column("_distance").to_numpy()  # LanceDB's dot distance is 1 - dot
+            found.append([{ROW_ID: int(r), TEXT: t, "cosine": float(c),
+                           **{name: hits.column(name)[i].as_py() for name in columns}}
+                          for i, (r, t, c) in enumerate(zip(hits.column(ROW_ID).to_pylist(),
+                                                            hits.column(TEXT).to_pylist(), cosines))])
+        return found
+
+    def nearest(self, vectors: np.ndarray, k: int) -> list[list[tuple[int, float]]]:
+        return [[(hit[ROW_ID], hit["cosine"]) for hit in row] for row in self.search(vectors, k)]
+
+    def nearest_texts(self, vectors: np.ndarray, k: int) -> list[list[tuple[str, float]]]:
+        return [[(hit[TEXT], hit["cosine"]) for hit in row] for row in self.search(vectors, k)]
+
+    def rows(self, indices: list[int]) -> np.ndarray:
+        found = _by_row_id(self.table, indices, [ROW_ID, VECTOR])
+        return np.stack(found.column(VECTOR).to_numpy(zero_copy_only=False)).astype(np.float32)
+
+
+class StoredTexts(Sequence[str]):
+    """A collection's texts by row id, read from the table when asked (not held in memory)."""
+
+    def __init__(self, table, size: int):
+        self.table, self.size = table, size
+
+    def __len__(self) -> int:
+        return self.size
+
+    def __getitem__(self, row_id):
+        if isinstance(row_id, slice):
+            return [self[i] for i in range(*row_id.indices(self.size))]
+        return _by_row_id(self.table, [int(row_id)], [ROW_ID, TEXT]).column(TEXT)[0].as_py()
+
+
+def _by_row_id(table, ids: list[int], columns: list[str]) -> pa.Table:
+    """The rows of `ids`, in that order; KeyError for an id the table does not hold."""
+    found = table.search().where(f"{ROW_ID} IN ({', '.join(str(int(i)) for i in ids)})").select(columns) \
+        .limit(None).to_arrow()
+    position = {r: p for p, r in enumerate(found.column(ROW_ID).to_pylist())}
+    missing = [i for i in ids if i not in position]
+    if missing:
+        raise KeyError(f"no row {missing[0]} in the collection")
+    return found.take([position[i] for i in ids])
+
+
+def _unit(vector: np.ndarray) -> np.ndarray:
+    return (vector / max(float(np.linalg.norm(vector)), 1e-12)).astype(np.float32)
+
+
+def _table_names(db) -> list[str]:
+    listed = db.list_tables()
+    return list(getattr(listed, "tables", listed))
