@@ -270,11 +270,13 @@ class Reading:
 @dataclass
 class AnalogyResult(Reading):
     """The reading of `expression` over the sentences a, b, c (default b - a + c). `edited`: the sentence shown
-    is c with the word edits that turn a into b (`transfer_edit`), which the vector agrees with, not a
-    decoding."""
+    is c with the word edits that turn a into b (`transfer_edit`), not a decoding; it fits the vector (`fit`)
+    within TRANSFER_MARGIN of the decoder's best reading (`decoding_fit`: the vector agrees when it is no
+    higher than `fit`)."""
     expression: str
     edited: bool = False
     fit: float | None = None  # cos(decoded sentence, vector); None without a decoder
+    decoding_fit: float | None = None  # when `edited`: the best cos(decoder's hypothesis, vector)
 
 
 @dataclass
@@ -493,19 +495,21 @@ class VectorReader:
         transferred = transfer_edit(a, b, c) if edits and _is_analogy(expression) else None
         # as word analogies leave out a, b and c; an expression of one sentence is that sentence's decoding
         told = [sentences[name] for name in used] if len(used) > 1 else []
-        decoded, edited = (self._analogy_sentence(vector, told, transferred, beam, refine, correct, fluency, encode)
-                           if self.decoder is not None else (None, False))
-        fit = None if decoded is None else float(l2_normalize(encode([decoded]))[0] @ l2_normalize(vector[None])[0])
+        decoded, edited, decoding_fit = (
+            self._analogy_sentence(vector, told, transferred, beam, refine, correct, fluency, encode)
+            if self.decoder is not None else (None, False, None))
+        fit = None if decoded is None else _fits([decoded], vector, encode)[0]
         words, nearest = self._words_and_nearest(vector[None], reference, k)
-        return AnalogyResult(vector, decoded, words[0], nearest[0], expression, edited, fit)
+        return AnalogyResult(vector, decoded, words[0], nearest[0], expression, edited, fit, decoding_fit)
 
     def _analogy_sentence(self, vector: np.ndarray, given: Sequence[str], transferred: str | None, beam: int,
                           refine: RefineSettings | None, correct: CorrectSettings | None,
-                          fluency: FluencySettings | None, encode: Encode) -> tuple[str, bool]:
-        """The sentence shown for an analogy's vector (d,), and whether it is the edit transfer: of the decoder's
-        hypotheses and the edit transfer, none saying what one of the `given` sentences says (as word analogies
-        leave out a, b and c), chosen as `_choose` does; with a fluency model its agreement slips repaired
-        (`repair`); the transfer (also repaired) instead when it fits within TRANSFER_MARGIN of that."""
+                          fluency: FluencySettings | None, encode: Encode) -> tuple[str, bool, float | None]:
+        """The sentence shown for an analogy's vector (d,), whether it is the edit transfer and then the best fit
+        of the decoder's own hypotheses: of those and the edit transfer, none saying what one of the `given`
+        sentences says (as word analogies leave out a, b and c), chosen as `_choose` does; with a fluency model
+        its agreement slips repaired (`repair`); the transfer (also repaired) instead when it fits within
+        TRANSFER_MARGIN of that."""
         cased = self._require_decoder().cased
         transferred = cased(transferred) if transferred else None
         hypotheses = self._hypotheses(vector[None], beam, None, refine, correct, encode)[0]
@@ -519,12 +523,14 @@ class VectorReader:
 
         chosen = self._choose([candidates], vector[None], encode, fluency)[0]
         if transferred is None or sentence_key(transferred) in told:
-            return repaired(chosen), False
+            return repaired(chosen), False, None
+        own = [t for t in candidates if t != transferred] or hypotheses
+        decoding_fit = max(_fits(own, vector, encode))
         if chosen == transferred:
-            return repaired(chosen), True
+            return repaired(chosen), True, decoding_fit
         chosen, transferred = repaired(chosen), repaired(transferred)
-        fits = l2_normalize(encode([chosen, transferred])) @ l2_normalize(vector[None])[0]  # (2,)
-        return (transferred, True) if fits[1] >= fits[0] - TRANSFER_MARGIN else (chosen, False)
+        fits = _fits([chosen, transferred], vector, encode)
+        return (transferred, True, decoding_fit) if fits[1] >= fits[0] - TRANSFER_MARGIN else (chosen, False, None)
 
     def interpolate(self, x: str, y: str, steps: int = 5, reference: Reference | None = None,
                     k: int = 5, beam: int = 5, refine: RefineSettings | None = None,
@@ -598,6 +604,11 @@ def _packaged_fluency(cache_dir: Path | None) -> FluencyModel | None:
     except (OSError, ValueError, ImportError, RuntimeError) as error:
         warnings.warn(f"fluency model not loaded, choosing sentences by cosine alone: {error}")
         return None
+
+
+def _fits(texts: Sequence[str], vector: np.ndarray, encode: Encode) -> list[float]:
+    """Each text's cosine to `vector` (d,)."""
+    return [float(f) for f in l2_normalize(encode(list(texts))) @ l2_normalize(vector[None])[0]]
 
 
 def _is_analogy(expression: str) -> bool:

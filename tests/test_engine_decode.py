@@ -219,6 +219,20 @@ def test_an_analogys_edit_transfer_is_shown_when_it_fits_within_the_margin(engin
     studio = Studio(Models.from_engine(engine, ModelSpec("tiny", engine.checkpoint_dir), engine.checkpoint_dir.parent))
     decoded, _, _ = studio.analogy.analogy(a, b, c, "b - a + c")
     assert (EDITED in decoded) == (shown == "the transfer")
+    if result.edited:  # issue 76, 3: "the vector agrees" only when the edit fits at least as well as the decoding
+        rival = float(engine.similarity(result.vector[None], ["the king visits italy"])[0, 0])
+        assert result.decoding_fit == pytest.approx(rival, abs=1e-5)
+        assert ("the vector agrees" in decoded) == (result.fit >= result.decoding_fit)
+    else:
+        assert result.decoding_fit is None
+
+
+def test_the_vector_agrees_only_when_the_edit_fits_at_least_as_well_as_the_decoding():
+    from app.handlers.analogy import edited_note
+
+    assert "the vector agrees" in edited_note(0.912, 0.905)
+    close = edited_note(0.895, 0.905)
+    assert "the vector agrees" not in close and "0.895" in close and "0.905" in close
 
 
 def test_an_expression_of_one_sentence_decodes_it_and_needs_no_other(engine, reference, monkeypatch):

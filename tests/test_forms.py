@@ -4,8 +4,8 @@ from __future__ import annotations
 import pytest
 
 from core.lexicon.dictionary import load_wordnet_lemmas
-from core.lexicon.forms import (FORMS, asked_form, describes_action, inflect, lemmas_written_as, shown_form,
-                                written_forms)
+from core.lexicon.forms import (FORMS, asked_form, attested, describes_action, inflect, lemmas_written_as,
+                                shown_form, written_forms)
 
 # (template, form): a description asking for `form` of an answer made from a WordNet word of the right kind
 TEMPLATES = {
@@ -47,14 +47,16 @@ def test_lemmas_are_inflected_and_found_again_from_their_forms(lemma, form, writ
 
 
 def test_regular_forms_of_wordnet_words_lead_back_to_their_lemma():
-    """Pairs made by rule from WordNet's single-word nouns, adjectives and verbs: each form's lemmas hold it."""
+    """Pairs made by rule from WordNet's single-word nouns, adjectives and verbs: each form shown (an attested
+    one; the others are shown as the lemma) leads back to its lemma."""
     kinds = {"n": "plural", "a": "superlative", "v": "past"}
     seen = {form: 0 for form in kinds.values()}
     for entry in load_wordnet_lemmas()[::97]:
         form = kinds.get(entry.pos)
         if form and entry.word.isalpha():
-            assert entry.word in lemmas_written_as(shown_form(entry.word, form, {entry.pos}), form), entry.word
-            seen[form] += 1
+            written = shown_form(entry.word, form, {entry.pos})
+            assert written == entry.word or entry.word in lemmas_written_as(written, form), entry.word
+            seen[form] += written != entry.word
     assert min(seen.values()) > 50
 
 
@@ -67,6 +69,33 @@ def test_only_a_word_of_the_part_of_speech_that_takes_the_form_is_inflected():
     assert written_forms("a stick of wax that burns", ["candle"]) == ["candle"]
     with pytest.raises(ValueError, match="unknown form"):
         inflect("candle", "dual")
+
+
+@pytest.mark.parametrize("word, pos, form", [
+    ("offspring", "n", "plural"), ("young", "n", "plural"), ("little", "n", "plural"), ("dog breeding", "n", "plural"),
+    ("monetary", "a", "comparative"), ("economic", "a", "comparative"), ("ovenbird", "n", "plural"),
+])
+def test_a_form_no_lexicon_or_word_list_knows_is_not_shown(word, pos, form):
+    """Issue 76, 3: offsprings, youngs, littles, dog breedings, more monetary, more economic were answers."""
+    assert shown_form(word, form, {pos}) == word
+    assert attested(word, form) in (None, word)
+
+
+@pytest.mark.parametrize("lemma, form, written", [
+    ("ox", "plural", "oxen"), ("sheep", "plural", "sheep"), ("woman", "plural", "women"), ("person", "plural", "people"),
+    ("take", "past", "took"), ("take", "participle", "taken"), ("sing", "past", "sang"), ("sing", "participle", "sung"),
+    ("begin", "past", "began"), ("feed", "past", "fed"), ("be", "past", "was"), ("run", "participle", "run"),
+    ("show", "participle", "shown"), ("eat", "third", "eats"), ("go", "third", "goes"), ("good", "superlative", "best"),
+    ("beautiful", "comparative", "more beautiful"), ("candle", "plural", "candles"),
+])
+def test_irregular_and_regular_forms_are_attested(lemma, form, written):
+    assert attested(lemma, form) == written == inflect(lemma, form)
+
+
+def test_sticks_of_wax_are_candles_and_the_young_of_an_animal_stay_young():
+    assert written_forms("sticks of wax that burn", ["candle", "offspring", "young", "little"]) == [
+        "candles", "offspring", "young", "little"]
+    assert written_forms("more money than the others", ["monetary", "rich"]) == ["monetary", "richer"]
 
 
 @pytest.mark.parametrize("description, action", [

@@ -27,6 +27,26 @@ def test_an_analogys_edit_carries_over_to_c(a, b, c, expected):
     assert transfer_edit(a, b, c) == expected
 
 
+@pytest.mark.parametrize("a, b, c, expected", [
+    # issue 76, 3: "eats" read as a lemma was put in the past as "eatsed"; a tense change leaves the person behind
+    ("I eat an apple.", "I ate an apple.", "She eats an apple.", "She ate an apple."),
+    ("They go home.", "They went home.", "She goes home.", "She went home."),
+    # irregular forms from WordNet's exception lists, not spelling rules ("oxes", "sheeps", "gooses")
+    ("One horse runs.", "Two horses run.", "One ox runs.", "Two oxen run."),
+    ("One horse runs.", "Two horses run.", "One sheep runs.", "Two sheep run."),
+    ("A goose flies.", "Two geese fly.", "A mouse sleeps.", "Two mice sleep."),
+    ("He eats an apple.", "He ate an apple.", "He takes a nap.", "He took a nap."),
+])
+def test_an_edit_writes_only_attested_forms(a, b, c, expected):
+    assert transfer_edit(a, b, c) == expected
+
+
+def test_an_edit_whose_form_is_not_attested_is_not_made():
+    """"offspring" has no attested plural but itself, "monetary" no comparative: no sentence is made up."""
+    assert transfer_edit("A horse runs.", "Two horses run.", "A ovenbird runs.") is None
+    assert transfer_edit("The tall tree.", "The taller tree.", "The monetary tree.") is None
+
+
 @pytest.mark.parametrize("a, b, c", [
     ("She eats an apple.", "She ate an apple.", "The tea is hot."),  # no word of c is in the third person
     ("He eats pizza.", "He visits Italy.", "She drinks wine."),

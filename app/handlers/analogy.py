@@ -22,8 +22,16 @@ NO_DECODER = (_NO_DECODER + " The top words and the nearest reference sentences 
 SENTENCE_NAMES = ("a", "b", "c")  # the analogy's text boxes, as an expression names them
 FIT = "fit {fit:.3f}: the cosine between this sentence's vector and the one it was read from (1 = the encoder sees no difference)"
 
-EDITED = ("*This sentence is c with the word edits that turn a into b; the vector agrees: it fits b - a + c about as "
-          "well as the decoder's own best reading.*")
+EDITED = "*This sentence is c with the word edits that turn a into b, not a decoding; "
+AGREES = EDITED + "the vector agrees: it fits b - a + c (cosine {fit:.3f}) at least as well as the decoder's own best reading ({best:.3f}).*"
+CLOSE = (EDITED + "it fits b - a + c with cosine {fit:.3f}, a little less than the decoder's own best reading "
+         "({best:.3f}), and is shown because it says what the analogy asks.*")
+
+
+def edited_note(fit: float, best: float) -> str:
+    """What the Analogy tab says under an edit transfer that fits its vector with cosine `fit`, where the decoder's
+    own best reading fits it with `best`: "the vector agrees" only when it fits at least as well (issue 76, 3)."""
+    return (AGREES if fit >= best else CLOSE).format(fit=fit, best=best)
 
 
 class AnalogyHandlers(TabHandlers):
@@ -44,7 +52,7 @@ class AnalogyHandlers(TabHandlers):
         decoded = (_decoded_line(result.decoded, result.fit) if result.decoded is not None
                    else NO_DECODER.format(fp=active.engine.fingerprint))
         if result.edited:
-            decoded += f"\n\n{EDITED}"
+            decoded += "\n\n" + edited_note(result.fit, result.decoding_fit)
         borrowed = active.engine.reader.borrowed_decoding
         if result.decoded is not None and borrowed:
             decoded += f"\n\n{describe_borrowed(borrowed)}"

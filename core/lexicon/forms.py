@@ -7,53 +7,28 @@ the form asked, with its lemma's senses (one entry a word stays the rule; the fo
     shown_form("big", form, {"a"})                       # "biggest": an adjective takes the form
     lemmas_of("biggest", form)                           # ["big", ...]: what could be shown as "biggest"
 
-`asked_form` reads rules on the description's words (no model); `inflect` follows English spelling rules with
-a short list of irregular words (WordNet's exception lists are not shipped).
+`asked_form` reads rules on the description's words (no model). `inflect` writes irregular forms as the shipped
+table of attested forms (word-forms.tsv.gz, built from WordNet's exception lists and wordfreq by
+scripts/build_word_forms.py) has them and other forms by English spelling rules; `attested` writes only a form
+that table knows ("offspring" has no plural "offsprings", "monetary" no "more monetary"): what is shown to users.
 """
 from __future__ import annotations
 
 import re
+import gzip
+from collections import defaultdict
 from functools import lru_cache
 from typing import Iterable, Sequence
 
+from ..paths import CORE_DATA_DIR
 from .dictionary import load_wordnet_lemmas
 
 FORMS = ("plural", "comparative", "superlative", "past", "ing")
 FORM_POS = {"plural": "n", "comparative": "a", "superlative": "a", "past": "v", "ing": "v"}  # who takes it
+# The forms of the table of attested forms: FORMS, a verb's third person and its past participle
+ALL_FORMS = (*FORMS, "third", "participle")
+FORMS_FILE = CORE_DATA_DIR / "word-forms.tsv.gz"
 
-_IRREGULAR = {
-    "plural": {"man": "men", "woman": "women", "child": "children", "foot": "feet", "tooth": "teeth",
-               "goose": "geese", "mouse": "mice", "louse": "lice", "person": "people", "ox": "oxen",
-               "sheep": "sheep", "deer": "deer", "fish": "fish", "moose": "moose", "series": "series",
-               "species": "species", "knife": "knives", "wife": "wives", "life": "lives", "leaf": "leaves",
-               "wolf": "wolves", "half": "halves", "calf": "calves", "loaf": "loaves", "thief": "thieves",
-               "shelf": "shelves", "elf": "elves", "potato": "potatoes", "tomato": "tomatoes", "hero": "heroes",
-               "cactus": "cacti", "fungus": "fungi", "crisis": "crises", "phenomenon": "phenomena"},
-    "comparative": {"good": "better", "well": "better", "bad": "worse", "badly": "worse", "far": "farther",
-                    "little": "less", "much": "more", "many": "more"},
-    "superlative": {"good": "best", "well": "best", "bad": "worst", "badly": "worst", "far": "farthest",
-                    "little": "least", "much": "most", "many": "most"},
-    "past": {"be": "was", "have": "had", "do": "did", "go": "went", "come": "came", "see": "saw", "eat": "ate",
-             "take": "took", "give": "gave", "get": "got", "make": "made", "run": "ran", "say": "said",
-             "find": "found", "think": "thought", "bring": "brought", "buy": "bought", "catch": "caught",
-             "teach": "taught", "fight": "fought", "seek": "sought", "know": "knew", "grow": "grew",
-             "throw": "threw", "fly": "flew", "draw": "drew", "write": "wrote", "ride": "rode", "drive": "drove",
-             "rise": "rose", "speak": "spoke", "break": "broke", "choose": "chose", "freeze": "froze",
-             "steal": "stole", "wake": "woke", "sing": "sang", "ring": "rang", "drink": "drank", "swim": "swam",
-             "begin": "began", "sink": "sank", "sit": "sat", "stand": "stood", "understand": "understood",
-             "tell": "told", "sell": "sold", "feel": "felt", "keep": "kept", "sleep": "slept", "leave": "left",
-             "meet": "met", "lead": "led", "feed": "fed", "hold": "held", "win": "won", "lose": "lost",
-             "send": "sent", "spend": "spent", "build": "built", "lend": "lent", "bend": "bent", "hear": "heard",
-             "pay": "paid", "lay": "laid", "lie": "lay", "fall": "fell", "forget": "forgot", "hide": "hid",
-             "bite": "bit", "shoot": "shot", "wear": "wore", "tear": "tore", "bear": "bore", "swear": "swore",
-             "hang": "hung", "dig": "dug", "stick": "stuck", "strike": "struck", "swing": "swung",
-             "shine": "shone", "light": "lit", "slide": "slid", "spin": "spun", "win over": "won over",
-             "blow": "blew", "shake": "shook", "forgive": "forgave", "become": "became", "flee": "fled",
-             "put": "put", "cut": "cut", "hit": "hit", "let": "let", "set": "set", "shut": "shut", "hurt": "hurt",
-             "cost": "cost", "quit": "quit", "spread": "spread", "read": "read", "bet": "bet", "burst": "burst"},
-    "ing": {"be": "being", "see": "seeing", "flee": "fleeing", "agree": "agreeing", "lie": "lying",
-            "die": "dying", "tie": "tying", "dye": "dyeing"},
-}
 _VOWELS = "aeiou"
 _SUPERLATIVE = re.compile(r"\bthan (all|any|every|everything|everyone|anyone|anything)\b|\bthe most\b"
                           r"|\b(\w+est|most \w+) (of|in) (all|them|the world)\b")
@@ -105,26 +80,43 @@ def _head(words: list[str]) -> str:
 
 
 def _is_plural(word: str) -> bool:
-    if word in _IRREGULAR["plural"].values() and word not in _IRREGULAR["plural"]:
+    irregular = [lemma for lemma, form in _written_as().get(word, ()) if form == "plural"]
+    if irregular and word not in irregular:
         return True
     return len(word) > 3 and word.endswith("s") and not _NOT_PLURAL.search(word)
 
 
 def inflect(word: str, form: str) -> str:
-    """`word` (a lemma: "candle", "big", "give up") in `form` (one of FORMS) by English spelling rules and a
-    short list of irregular words; a phrase inflects its last word for a plural, its first for a verb form,
-    and takes "more" / "most" for a comparison."""
-    if form not in FORMS:
-        raise ValueError(f"unknown form {form!r}: use one of {', '.join(FORMS)}")
+    """`word` (a lemma: "candle", "big", "give up") in `form` (one of ALL_FORMS) as the table of attested forms
+    writes it (mice, took, better), else by English spelling rules (`rule_form`), attested or not; a phrase
+    inflects its last word for a plural, its first for a verb form, and takes "more" / "most" for a comparison."""
+    return _inflected(word, form, lambda w: _attested_forms().get((w, form)) or rule_form(w, form))
+
+
+def attested(word: str, form: str) -> str | None:
+    """`word` (a lemma) in `form` (one of ALL_FORMS) when the table of attested forms knows that form (a
+    phrase: its inflected word's; "more" / "most" + a phrase never), else None: "candle" -> "candles",
+    "goose" -> "geese", "offspring" -> "offspring" (its plural), "monetary" -> None for "comparative"."""
+    if " " in word and form in ("comparative", "superlative"):
+        return None
+    written = _inflected(word, form, lambda w: _attested_forms().get((w, form)) or "")
+    return None if "" in written.split(" ") else written
+
+
+def _inflected(word: str, form: str, one_word) -> str:
+    """`word` with `one_word` (a single word -> its form) applied to the word of a phrase that takes `form`."""
+    if form not in ALL_FORMS:
+        raise ValueError(f"unknown form {form!r}: use one of {', '.join(ALL_FORMS)}")
     words = word.split(" ")
-    if len(words) > 1:
-        if form in ("comparative", "superlative"):
-            return ("more " if form == "comparative" else "most ") + word
-        at = -1 if form == "plural" else 0
-        words[at] = inflect(words[at], form)
-        return " ".join(words)
-    if word in _IRREGULAR[form]:
-        return _IRREGULAR[form][word]
+    if len(words) > 1 and form in ("comparative", "superlative"):
+        return ("more " if form == "comparative" else "most ") + word
+    at = -1 if form == "plural" else 0
+    words[at] = one_word(words[at])
+    return " ".join(words)
+
+
+def rule_form(word: str, form: str) -> str:
+    """One word (a lemma) in `form` (one of ALL_FORMS) by English spelling rules alone: "goose" -> "gooses"."""
     return _RULES[form](word)
 
 
@@ -134,14 +126,31 @@ _THIRD_PERSON = {"be": "is", "have": "has", "do": "does", "go": "goes", "undo": 
 def third_person(verb: str) -> str:
     """`verb` (a lemma: "cut", "try", "give up") as "somebody ..." takes it: "cuts", "tries", "gives up"; the
     first word of a phrase is conjugated."""
-    first, _, rest = verb.partition(" ")
+    return inflect(verb, "third")
+
+
+def _third(first: str) -> str:
     if first in _THIRD_PERSON:
-        written = _THIRD_PERSON[first]
-    elif first.endswith("o") and len(first) > 1 and first[-2] not in _VOWELS:  # veto -> vetoes
-        written = first + "es"
-    else:
-        written = _plural(first)  # the same spelling rules: pushes, tries, plays
-    return f"{written} {rest}" if rest else written
+        return _THIRD_PERSON[first]
+    if first.endswith("o") and len(first) > 1 and first[-2] not in _VOWELS:  # veto -> vetoes
+        return first + "es"
+    return _plural(first)  # the same spelling rules: pushes, tries, plays
+
+
+@lru_cache(maxsize=1)
+def _attested_forms() -> dict[tuple[str, str], str]:
+    """(lemma, form) -> written, for every attested form in FORMS_FILE (read once)."""
+    with gzip.open(FORMS_FILE, "rt", encoding="utf-8") as lines:
+        return {(lemma, form): written for lemma, form, written in (line.rstrip("\n").split("\t") for line in lines)}
+
+
+@lru_cache(maxsize=1)
+def _written_as() -> dict[str, tuple[tuple[str, str], ...]]:
+    """written -> its (lemma, form)s in the table of attested forms."""
+    found: dict[str, list[tuple[str, str]]] = defaultdict(list)
+    for (lemma, form), written in _attested_forms().items():
+        found[written].append((lemma, form))
+    return {written: tuple(pairs) for written, pairs in found.items()}
 
 
 def _plural(w: str) -> str:
@@ -190,19 +199,19 @@ def _syllables(w: str) -> int:
     return max(1, groups - (1 if w.endswith("e") and not w.endswith(("le", "ee")) and groups > 1 else 0))
 
 
-_RULES = {"plural": _plural, "comparative": lambda w: _compare(w, "er"),
-          "superlative": lambda w: _compare(w, "est"), "past": _past, "ing": _ing}
+_RULES = {"plural": _plural, "comparative": lambda w: _compare(w, "er"), "superlative": lambda w: _compare(w, "est"),
+          "past": _past, "ing": _ing, "third": _third, "participle": _past}
 
 
 def shown_form(word: str, form: str | None, pos_tags: Iterable[str]) -> str:
-    """How an answer is written for a description asking for `form`: `inflect(word, form)` when the word has
+    """How an answer is written for a description asking for `form`: `attested(word, form)` when the word has
     the part of speech that takes that form (a noun for a plural, an adjective or adverb for a comparison, a
-    verb for a past or -ing form), else `word` as it is."""
+    verb for a past or -ing form) and that form is attested, else `word` as it is (never "offsprings")."""
     if form is None:
         return word
     tags = set(pos_tags)
     takes = FORM_POS[form] in tags or (FORM_POS[form] == "a" and ({"s", "r"} & tags))
-    return inflect(word, form) if takes else word
+    return (attested(word, form) or word) if takes else word
 
 
 def lemmas_of(written: str, form: str) -> list[str]:
@@ -212,9 +221,9 @@ def lemmas_of(written: str, form: str) -> list[str]:
         words = written.split(" ")
         at = len(words) - 1 if form == "plural" else 0
         return [" ".join(words[:at] + [lemma] + words[at + 1:]) for lemma in lemmas_of(words[at], form)]
-    found = [lemma for lemma, inflected in _IRREGULAR[form].items() if inflected == written]
-    stems = {"plural": ("s", "es"), "comparative": ("er", "r"), "superlative": ("est", "st"), "past": ("ed", "d"),
-             "ing": ("ing",)}[form]
+    found = [lemma for lemma, its_form in _written_as().get(written, ()) if its_form == form]
+    stems = {"plural": ("s", "es"), "third": ("s", "es"), "comparative": ("er", "r"), "superlative": ("est", "st"),
+             "past": ("ed", "d"), "participle": ("ed", "d"), "ing": ("ing",)}[form]
     for ending in stems:
         if written.endswith(ending) and len(written) > len(ending):
             stem = written[:-len(ending)]

@@ -14,7 +14,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from core.lexicon.forms import inflect, is_noun, lemmas_of, takes_form, third_person
+from core.lexicon.forms import attested, is_noun, lemmas_of, takes_form
 from core.lexicon.spelling import spelling_key
 from core.text import detokenize
 
@@ -74,7 +74,7 @@ def agreement_variants(text: str) -> list[str]:
 
 def _agreeing(word: str, before: str, after: str) -> str | None:
     """`word` as its neighbours `before` and `after` (lower case, "" at an end) want it, or None when they
-    say nothing of its number."""
+    say nothing of its number or the form they want is not attested."""
     if word in ("a", "an") and after[:1].isalpha():
         return "an" if after[0] in "aeiou" else "a"
     plural_before = before in _PLURAL_PRONOUNS or _is_plural_noun(before)
@@ -86,14 +86,14 @@ def _agreeing(word: str, before: str, after: str) -> str | None:
             return singular
         return None
     if before in _PLURAL_CUES and _singular_noun(word):
-        return inflect(word, "plural")
+        return attested(word, "plural")  # None for a plural no word list knows ("offsprings")
     if before in _SINGULAR_CUES and _is_plural_noun(word):
         return _singular(word)
     third = [lemma for lemma in lemmas_of(word, "plural") if _verb(lemma)]
     if third and before in _PLURAL_PRONOUNS | {"i"}:
         return third[0]  # "they runs" -> "they run"
     if _verb(word) and before in _SINGULAR_PRONOUNS:
-        return third_person(word)  # "he run" -> "he runs", "she do" -> "she does"
+        return attested(word, "third")  # "he run" -> "he runs", "she do" -> "she does"
     return None
 
 

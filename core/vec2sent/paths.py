@@ -22,7 +22,7 @@ from typing import Sequence
 
 import numpy as np
 
-from core.lexicon.forms import FORMS, inflect, is_lemma, lemmas_of, takes_form
+from core.lexicon.forms import FORMS, attested, inflect, is_lemma, lemmas_of, takes_form
 from core.text import detokenize
 
 MAX_EDIT_PATH = 64  # sentences an edit path offers at most (2^edits grows fast)
@@ -148,18 +148,37 @@ def _counterparts(wa: Sequence[str], wc: Sequence[str]) -> dict[int, tuple[int, 
 def _same_form_change(old: str, new: str, word: str, inflected_only: bool = False) -> str | None:
     """`word` changed as `old` became `new`, when that is a change of form (core/lexicon/forms.py: a
     lemma, plural or third person, past, -ing, comparative or superlative): "dog" -> "dogs" makes "mouse"
-    -> "mice", "opens" -> "opened" makes "teaches" -> "taught". None when it is no such change (a
-    different word: "tea" -> "coffee") or `word` is not in the same form as `old`. `inflected_only`: only
-    when `old` and `word` are inflected (not lemmas) and `word`'s lemma is a WordNet word that takes both
-    forms ("keys" is no verb's third person to put in the past)."""
+    -> "mice", "opens" -> "opened" makes "teaches" -> "taught", "eat" -> "ate" makes "eats" -> "ate" (a
+    change of tense leaves the present's person behind). None when it is no such change (a different word:
+    "tea" -> "coffee"), `word` is not in the same form as `old`, or its new form is not attested (never
+    "eatsed"). `inflected_only`: only when `old` and `word` are inflected (not lemmas) and `word`'s lemma is a
+    WordNet word that takes both forms ("keys" is no verb's third person to put in the past)."""
     old, new, lower = old.lower(), new.lower(), word.lower()
     for source in (FORMS if inflected_only else (None, *FORMS)):  # the form `old` is written in (None: a lemma)
         for lemma in _lemmas(old, source):
             for target in (None, *FORMS):
                 if target != source and (lemma if target is None else inflect(lemma, target)) == new:
-                    lemmas = [w for w in _lemmas(lower, source) if not inflected_only
-                              or (takes_form(w, source) and (target is None or takes_form(w, target)))]
-                    return (lemmas[0] if target is None else inflect(lemmas[0], target)) if lemmas else None
+                    return _changed(lower, _word_sources(source, target), target, inflected_only)
+    return None
+
+
+def _word_sources(source: str | None, target: str | None) -> tuple[str | None, ...]:
+    """The forms c's word may be in to change like a word in `source` changing to `target`: the same, and for a
+    present put in the past either person of the present."""
+    present = (None, "plural")
+    return present if target == "past" and source in present else (source,)
+
+
+def _changed(word: str, sources: tuple[str | None, ...], target: str | None, inflected_only: bool) -> str | None:
+    """`word`, read as a form in `sources`, written in `target` when that is an attested word, else None."""
+    for source in sources:
+        for lemma in _lemmas(word, source):
+            if (source is None and not is_lemma(lemma)) or (inflected_only and not (
+                    takes_form(lemma, source) and (target is None or takes_form(lemma, target)))):
+                continue
+            written = lemma if target is None else attested(lemma, target)
+            if written is not None:
+                return written
     return None
 
 
