@@ -1,6 +1,6 @@
 """The commands that build or inspect data: `dictionary` (a dictionary's counts and split), `wordnet`
-and `gcide` (the dictionaries from their sources, core/lexicon/), `corpus-index` (the app's corpus
-sentences, core/explore/corpus_index.py) and `vocabulary-map` (the map of every word,
+and `gcide` (the dictionaries from their sources, core/lexicon/), `corpus-index` (a corpus embedded on
+Ray Data into a LanceDB collection, core/collection/) and `vocabulary-map` (the map of every word,
 core/explore/vocabulary_map.py).
 """
 from __future__ import annotations
@@ -10,7 +10,8 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from ..paths import CACHE_DIR, MODERN_CORPUS_DIR
-from .flags import add_device_flag, add_threads_flag, check_range, command, device_from_flag, parser_for, set_threads
+from .flags import (InputError, add_threads_flag, check_range, command, parser_for, program,
+                    set_threads)
 
 MAX_BATCH = 4096  # sentences corpus-index encodes at once
 
@@ -35,46 +36,51 @@ def dictionary(argv: Sequence[str]) -> int:
 
 @command("corpus-index")
 def corpus_index(argv: Sequence[str]) -> int:
-    """Embed a sentence file and index it for nearest-neighbour search: the app's corpus sentences.
+    """Embed a corpus on Ray Data into a LanceDB collection, searchable by `search --in` and the app.
 
-    python -m core corpus-index                                  # the modern corpus (vec2sent-corpus --modern)
-    python -m core corpus-index --corpus FILE --name mine --limit 100000
+    python -m core corpus-index                                   # the modern corpus (vec2sent-corpus --modern)
+    python -m core corpus-index --corpus posts.parquet --text-column body --out data/posts
+    python -m core corpus-index --corpus FILE.jsonl --out s3://bucket/posts --ray-address ray://head:10001
 
-    One sentence per line. Resumable: a rerun after a kill embeds only the chunks still missing.
-    The app offers the index named "modern" (the default) of its model from the user cache as its
-    corpus sentences (core/explore/corpus_index.py, docs/results.md)."""
-    from ..explore.corpus_index import MAX_ROWS, build_corpus_index, build_steps, index_folder, read_sentences
+    A .txt (one sentence a line), .csv, .tsv, .jsonl or .parquet file: the other columns are kept as the
+    rows' metadata. Embedded on this machine (one Ray worker a CPU) or on the Ray cluster at
+    --ray-address (one worker a GPU when it has GPUs). Resumable: a rerun embeds only the rows the table
+    does not hold yet. Without --out the collection goes to the user cache, where the app finds the one
+    named "modern" as its corpus sentences (core/collection/, docs/scale.md)."""
+    from ..collection.sources import MAX_ROWS
+    from ..collection.store import build_steps
 
     parser = parser_for("corpus-index", corpus_index)
-    parser.add_argument("--corpus", type=Path, default=MODERN_CORPUS_DIR / "train.txt", help="one sentence a line")
-    parser.add_argument("--name", default="modern", help="the collection's name (letters, digits, '-')")
-    parser.add_argument("--limit", type=int, default=0, help=f"the first N sentences (0: all, at most {MAX_ROWS:,})")
+    parser.add_argument("--corpus", type=Path, default=MODERN_CORPUS_DIR / "train.txt",
+                        help=".txt (one sentence a line), .csv, .tsv, .jsonl or .parquet")
+    parser.add_argument("--text-column", default=None,
+                        help='the column of texts in a table (default: "text", else the only column of strings)')
+    parser.add_argument("--out", default=None, metavar="PATH_OR_URI",
+                        help="the LanceDB database: a folder or a URI LanceDB opens, e.g. s3://bucket/name "
+                             "(default: the user cache, per model and --name)")
+    parser.add_argument("--name", default="modern", help="the collection's name in the user cache (letters, digits, '-')")
+    parser.add_argument("--limit", type=int, default=0, help=f"the first N rows (0: all, at most {MAX_ROWS:,})")
     parser.add_argument("--model", default=None, help="checkpoint directory (default: the shipped one)")
-    parser.add_argument("--out", type=Path, default=None, help="folder (default: the user cache, per model)")
-    parser.add_argument("--batch-size", type=int, default=128, help=f"sentences encoded at once (1 to {MAX_BATCH})")
-    add_threads_flag(parser)
-    add_device_flag(parser)
+    parser.add_argument("--ray-address", default=None, metavar="ADDRESS",
+                        help="a Ray cluster (ray://HOST:10001, or auto); default: Ray on this machine only")
+    parser.add_argument("--batch-size", type=int, default=128, help=f"sentences a worker encodes at once (1 to {MAX_BATCH})")
     args = parser.parse_args(argv)
-    device = device_from_flag(parser, args.device)
-    check_range("--batch-size", args.batch_size, 1, MAX_BATCH)  # --limit: read_sentences bounds it
-    if not args.corpus.is_file():
+    check_range("--batch-size", args.batch_size, 1, MAX_BATCH)
+    check_range("--limit", args.limit, 0, MAX_ROWS)
+    if not args.corpus.is_file() and args.corpus == MODERN_CORPUS_DIR / "train.txt":
         flag = f" --model {args.model}" if args.model else ""
-        print(f"error: no sentence file at {args.corpus}: to index the modern corpus, {build_steps(flag)}",
-              file=sys.stderr)
-        return 2
-    set_threads(args.threads)
-    from ..checkpoint import CheckpointError
+        raise InputError(f"no sentence file at {args.corpus}: to index the modern corpus, {build_steps(flag)}")
+    from ..collection import embed_corpus, read_corpus
+    from ..collection.store import collection_uri
     from ..engine import Engine
-    try:
-        sentences = read_sentences(args.corpus, args.limit)
-        engine = Engine.load(args.model, decoder=None, open_vocabulary=False, device=device)
-        folder = args.out or index_folder(engine.fingerprint, args.name)
-        index = build_corpus_index(lambda texts: engine.encode(texts, batch_size=args.batch_size, normalize=True),
-                                   engine.fingerprint, sentences, folder, _stage_progress(), args.name)
-    except (CheckpointError, ValueError, OSError) as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 2
-    print(f"{index.name} in {folder} ({index.manifest['seconds']:.0f} s)")
+
+    corpus = read_corpus(args.corpus, args.text_column, args.limit)  # bad input stops here: nothing written
+    engine = Engine.load(args.model, decoder=None, open_vocabulary=False, device="cpu")  # its fingerprint
+    uri = args.out or collection_uri(engine.fingerprint, args.name)
+    print(f"{len(corpus):,} rows of {args.corpus.name} into {uri}", flush=True)
+    collection, index = embed_corpus(corpus, uri, engine, args.model, args.ray_address, args.batch_size,
+                                     _stage_progress(every=10.0))
+    print(f"{collection.size:,} rows in {uri} ({index}); search it: {program()} search \"...\" --in {uri}")
     return 0
 
 

@@ -77,23 +77,31 @@ def search(argv: Sequence[str]) -> int:
 
     python -m core search "a musical instrument with strings" --in sentences.txt -k 5
     python -m core search "a musical instrument with strings" --in vectors.jsonl   # vectors from `encode`
+    python -m core search "a musical instrument with strings" --in data/posts      # from `corpus-index`
     """
     parser = parser_for("search", search)
     add_text_flags(parser, "a query")
-    parser.add_argument("--in", dest="collection", type=Path, required=True, metavar="FILE",
-                        help="the collection: texts one a line, or what `encode` wrote (.jsonl, or .npy: rows by number)")
+    parser.add_argument("--in", dest="collection", required=True, metavar="FILE_OR_URI",
+                        help="the collection: texts one a line, what `encode` wrote (.jsonl, or .npy: rows by "
+                             "number), or a LanceDB collection `corpus-index` wrote (a folder or URI)")
     parser.add_argument("-k", type=int, default=10, help=f"how many texts a query (1 to {MAX_K})")
     add_output_flags(parser)
     args = parser.parse_args(argv)
     check_range("-k", args.k, 1, MAX_K)
     queries = texts_from(args)
-    if not args.collection.is_file():
-        raise InputError(f"--in: no file {args.collection}")
+    from ..collection.store import is_collection
+
+    stored = is_collection(args.collection)
+    if not stored and not Path(args.collection).is_file():
+        raise InputError(f"--in: no file or collection {args.collection}")
     engine = _load(parser, args)
-    texts, vectors = read_collection(args.collection, engine)
-    hits = engine.semantic_search(engine.encode(queries), vectors, top_k=args.k)
-    found = [{"query": q, "hits": [{"text": texts[h["corpus_id"]], "row": h["corpus_id"], "cosine": h["score"]}
-                                   for h in row]} for q, row in zip(queries, hits)]
+    if stored:
+        found = _search_collection(engine, queries, args.collection, args.k)
+    else:
+        texts, vectors = read_collection(Path(args.collection), engine)
+        hits = engine.semantic_search(engine.encode(queries), vectors, top_k=args.k)
+        found = [{"query": q, "hits": [{"text": texts[h["corpus_id"]], "row": h["corpus_id"], "cosine": h["score"]}
+                                       for h in row]} for q, row in zip(queries, hits)]
     if args.json:
         print_json(found)
         return 0
@@ -102,6 +110,16 @@ def search(argv: Sequence[str]) -> int:
         for rank, hit in enumerate(result["hits"], 1):
             print(f"  {rank:2d}. {hit['cosine']:+.3f}  {hit['text']}")
     return 0
+
+
+def _search_collection(engine, queries: list[str], uri: str, k: int) -> list[dict]:
+    """`search` over a LanceDB collection: each hit's row is its row id, with the collection's metadata columns."""
+    from ..collection import Collection
+
+    collection = Collection(uri, engine.fingerprint)  # another model's table is refused
+    hits = collection.search(engine.encode(queries, normalize=True), k, collection.columns)
+    return [{"query": q, "hits": [{"text": h.pop("text"), "row": h.pop("row_id"), "cosine": h.pop("cosine"),
+                                   "columns": h} for h in row]} for q, row in zip(queries, hits)]
 
 
 # ---- decode, analogy, interpolate (core/readout.py) -------------------------------------------------

@@ -45,17 +45,13 @@ class SentenceEmbedder:
         return {ROW_ID: batch[ROW_ID], VECTOR: vectors.astype(np.float32)}
 
 
-def embed_corpus(corpus: pa.Table, uri: str, model: str | None = None, address: str | None = None,
+def embed_corpus(corpus: pa.Table, uri: str, engine, model: str | None = None, address: str | None = None,
                  batch_size: int = 128, progress: Progress | None = None) -> tuple[Collection, str]:
-    """Embed the rows of `corpus` (`read_corpus`) that the table at `uri` does not hold yet with `model`
-    (a checkpoint directory; None: the shipped one) on Ray (`address`: a cluster; None: this machine),
-    then index the table. Returns the collection and what index it has, in words. ValueError, before
-    anything is embedded, for a table of another model or corpus."""
-    from ..engine import Engine
-
-    engine = Engine.load(model, decoder=None, open_vocabulary=False, device="cpu")  # its fingerprint and width
+    """Embed the rows of `corpus` (`read_corpus`) that the table at `uri` does not hold yet with the model
+    of `engine` (`model`: its checkpoint directory, which every worker loads; None: the shipped one) on Ray
+    (`address`: a cluster; None: this machine), then index the table. Returns the collection and what
+    index it has, in words. ValueError, before anything is embedded, for a table of another model or corpus."""
     schema = table_schema(corpus.schema, engine.encoder.hidden_size, engine.fingerprint, corpus_digest(corpus))
-    del engine
     table, stored = open_for_writing(uri, schema)
     missing = corpus.filter(compute.invert(compute.is_in(corpus.column(ROW_ID), pa.array(stored, pa.int64()))))
     done = len(corpus) - len(missing)
@@ -68,7 +64,7 @@ def embed_corpus(corpus: pa.Table, uri: str, model: str | None = None, address: 
             if progress:
                 progress("embedding", done, len(corpus))
     index = build_index(table, table.count_rows())
-    return Collection(uri, schema.metadata[b"defsent.model"].decode()), index
+    return Collection(uri, engine.fingerprint), index
 
 
 def _embedded(missing: pa.Table, model: str | None, address: str | None, batch_size: int):

@@ -11,6 +11,7 @@ measurement against exact search; a table under BRUTE_FORCE_ROWS is searched exa
 """
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Sequence
 
 import numpy as np
@@ -25,7 +26,8 @@ MODEL_KEY, CORPUS_KEY = b"defsent.model", b"defsent.corpus"
 BRUTE_FORCE_ROWS = 100_000  # below it an exact scan is fast enough (~15-40 ms on 2 cores) and needs no build
 NPROBES = 64
 REFINE_FACTOR = 10  # candidates re-ranked exactly: k x REFINE_FACTOR
-SUB_VECTOR_DIMS = 8  # PQ: 384 dimensions -> 48 codes of one byte
+SUB_VECTOR_DIMS = 8
+EMBEDDING_TIME = "about 1 h for the million on 2 CPU cores, minutes on a GPU"  # docs/results.md  # PQ: 384 dimensions -> 48 codes of one byte
 
 
 def connect(uri: str):
@@ -167,3 +169,35 @@ def _unit(vector: np.ndarray) -> np.ndarray:
 def _table_names(db) -> list[str]:
     listed = db.list_tables()
     return list(getattr(listed, "tables", listed))
+
+
+def collection_uri(fingerprint: str, name: str) -> str:
+    """Where `corpus-index` puts collection `name` of the model of `fingerprint` when no --out is given,
+    and where the app looks for it (the user cache)."""
+    from ..paths import user_cache_dir
+
+    if not name.replace("-", "").isalnum():
+        raise ValueError(f"a collection's name is letters, digits and '-', not {name!r}")
+    return str(user_cache_dir("collections") / f"{name}-{fingerprint[:16]}")
+
+
+def build_steps(model_flag: str = "") -> str:
+    """How the modern corpus's collection of a model is built, both steps with what they take on 2 CPU
+    cores: what the app and the command say when it is missing. `model_flag`: " --model X" for another
+    model than the shipped one."""
+    return ("first build the corpus, `python -m core vec2sent-corpus --modern --out data/cache/corpus-modern` "
+            "(1,028,415 sentences, 8-24 min), then embed it for the model, `python -m core corpus-index"
+            f"{model_flag}` (on Ray, resumable; {EMBEDDING_TIME})")
+
+
+def is_complete(uri: str) -> bool:
+    """Whether `uri` holds a finished collection: its row ids' index is built last (`build_index`)."""
+    if not is_collection(uri):
+        return False  # not opened: no LanceDB import for a collection that is not there
+    db = connect(uri)
+    return TABLE in _table_names(db) and any(ROW_ID in i.columns for i in db.open_table(TABLE).list_indices())
+
+
+def is_collection(location: str) -> bool:
+    """Whether `location` names a LanceDB collection (a URI, or a folder holding the table), not a file."""
+    return "://" in location or (Path(location) / f"{TABLE}.lance").is_dir()

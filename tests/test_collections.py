@@ -1,0 +1,222 @@
+"""A user's corpus embedded on a real Ray cluster (two worker nodes of one CPU each, on this machine) into
+a LanceDB table (core/collection/): the vectors are the model's, every row is stored exactly once, with a
+worker node killed mid-run too; a rerun resumes; another model's table is refused; bad input is one line
+and writes nothing."""
+from __future__ import annotations
+
+import json
+import random
+import subprocess
+import sys
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+import core.collection.embed as embed
+from core.collection import Collection, embed_corpus, read_corpus
+from core.collection.sources import MAX_ROWS
+from core.collection.store import TABLE, connect, stored_row_ids
+
+from conftest import TINY_WORDS
+
+ROWS = 2_000
+
+
+@pytest.fixture(scope="module")
+def sentences() -> list[str]:
+    rng = random.Random(0)
+    return [" ".join(rng.choices(TINY_WORDS, k=7)) + f" {i}" for i in range(ROWS)]
+
+
+@pytest.fixture(scope="module")
+def corpus_file(sentences, tmp_path_factory):
+    path = tmp_path_factory.mktemp("corpus") / "posts.jsonl"
+    path.write_text("".join(json.dumps({"body": s, "forum": f"f{i % 3}", "likes": i}) + "\n"
+                            for i, s in enumerate(sentences)), encoding="utf-8")
+    return path
+
+
+@pytest.fixture(scope="module")
+def tiny_engine(tiny_mlm_dir):
+    from core import Engine
+
+    return Engine.load(str(tiny_mlm_dir), decoder=None, open_vocabulary=False, device="cpu")
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    """A Ray cluster on this machine: a head that runs no work and two worker nodes of one CPU each."""
+    from ray.cluster_utils import Cluster
+
+    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 0})
+    cluster.add_node(num_cpus=1)
+    cluster.add_node(num_cpus=1)
+    cluster.wait_for_nodes()
+    yield cluster
+    cluster.shutdown()
+
+
+def stored(uri: str) -> pa.Table:
+    return connect(uri).open_table(TABLE).to_arrow().sort_by("row_id")
+
+
+def check_every_row_once_with_the_models_vectors(uri: str, engine, sentences: list[str]) -> None:
+    table = stored(uri)
+    assert table.column("row_id").to_pylist() == list(range(ROWS))  # every row, exactly once
+    assert table.column("text").to_pylist() == sentences
+    assert table.column("forum").to_pylist()[:4] == ["f0", "f1", "f2", "f0"] and table.column("likes")[5].as_py() == 5
+    vectors = np.stack(table.column("vector").to_numpy(zero_copy_only=False))
+    cosines = (vectors * engine.encode(sentences, normalize=True)).sum(axis=1)
+    assert cosines.min() >= 0.999
+
+
+def test_a_two_node_cluster_embeds_every_row_once_with_the_models_vectors(cluster, corpus_file, sentences,
+                                                                          tiny_engine, tiny_mlm_dir, tmp_path):
+    uri = str(tmp_path / "posts")
+    reports: list[tuple[str, int, int]] = []
+    collection, index = embed_corpus(read_corpus(corpus_file, "body"), uri, tiny_engine, str(tiny_mlm_dir),
+                                     cluster.address, batch_size=64, progress=lambda *r: reports.append(r))
+    check_every_row_once_with_the_models_vectors(uri, tiny_engine, sentences)
+    assert reports[0] == ("embedding", 0, ROWS) and reports[-1] == ("embedding", ROWS, ROWS)
+    assert index.startswith("exact search") and collection.columns == ["forum", "likes"]
+    query = tiny_engine.encode(sentences[7:8], normalize=True)
+    hit = collection.search(query, 3, ["forum"])[0][0]
+    assert (hit["row_id"], hit["text"], hit["forum"]) == (7, sentences[7], "f1") and hit["cosine"] > 0.999
+    assert collection.texts[7] == sentences[7] and collection.nearest_texts(query, 1)[0][0][0] == sentences[7]
+    np.testing.assert_allclose(collection.rows([7, 3]), tiny_engine.encode([sentences[7], sentences[3]],
+                                                                            normalize=True), atol=1e-4)
+
+
+def test_a_worker_node_killed_mid_run_loses_no_row_and_stores_none_twice(cluster, corpus_file, sentences,
+                                                                         tiny_engine, tiny_mlm_dir, tmp_path,
+                                                                         monkeypatch):
+    monkeypatch.setattr(embed, "WRITE_ROWS", 100)  # a write every 100 rows: the kill falls between writes
+    victim = list(cluster.worker_nodes)[-1]
+    killed: list[int] = []
+
+    def kill_a_node_early(stage: str, done: int, total: int) -> None:
+        if 0 < done and not killed:
+            cluster.remove_node(victim)  # its actor, and the batches it was embedding, die with it
+            killed.append(done)
+    uri = str(tmp_path / "posts")
+    try:
+        embed_corpus(read_corpus(corpus_file, "body"), uri, tiny_engine, str(tiny_mlm_dir), cluster.address,
+                     batch_size=16, progress=kill_a_node_early)
+    finally:
+        cluster.add_node(num_cpus=1)  # the next test's cluster has two workers again
+    assert killed and killed[0] < ROWS // 2
+    check_every_row_once_with_the_models_vectors(uri, tiny_engine, sentences)
+
+
+def test_a_rerun_embeds_only_the_missing_rows_and_another_models_table_is_refused(
+        cluster, corpus_file, sentences, tiny_engine, tiny_mlm_dir, tiny_base_dir, tmp_path, monkeypatch):
+    from core import Engine
+
+    monkeypatch.setattr(embed, "WRITE_ROWS", 500)
+    uri = str(tmp_path / "posts")
+    corpus = read_corpus(corpus_file, "body")
+
+    def interrupted(stage: str, done: int, total: int) -> None:
+        if done >= 500:
+            raise KeyboardInterrupt
+    with pytest.raises(KeyboardInterrupt):
+        embed_corpus(corpus, uri, tiny_engine, str(tiny_mlm_dir), cluster.address, 64, interrupted)
+    before = len(stored_row_ids(connect(uri).open_table(TABLE)))
+    assert 500 <= before < ROWS
+    reports: list[tuple[str, int, int]] = []
+    embed_corpus(corpus, uri, tiny_engine, str(tiny_mlm_dir), cluster.address, 64, lambda *r: reports.append(r))
+    assert reports[0] == ("embedding", before, ROWS)  # only the rest embedded
+    check_every_row_once_with_the_models_vectors(uri, tiny_engine, sentences)
+    other = Engine.load(str(tiny_base_dir), decoder=None, open_vocabulary=False, device="cpu")
+    with pytest.raises(ValueError, match="holds another model's vectors"):
+        embed_corpus(corpus, uri, other, str(tiny_base_dir), cluster.address)
+    with pytest.raises(ValueError, match="holds another model's vectors"):
+        Collection(uri, other.fingerprint)
+    with pytest.raises(ValueError, match="another corpus"):
+        embed_corpus(corpus.slice(0, 100), uri, tiny_engine, str(tiny_mlm_dir), cluster.address)
+    assert stored(uri).num_rows == ROWS
+
+
+# ---- reading a corpus: formats and bad input (no Ray) ---------------------------------------------------
+
+def test_every_format_is_read_with_its_metadata(tmp_path):
+    from pyarrow import parquet
+
+    (tmp_path / "a.txt").write_text("one  sentence\n\n two \n", encoding="utf-8")
+    (tmp_path / "a.csv").write_text('text,n\n"a, quoted one",1\n,2\nthird,3\n', encoding="utf-8")
+    (tmp_path / "a.tsv").write_text("id\tbody\nx\tfirst\ny\tsecond\n", encoding="utf-8")
+    (tmp_path / "a.jsonl").write_text('{"text": "j1", "tag": "t"}\n\n{"text": "j2", "tag": null}\n', encoding="utf-8")
+    parquet.write_table(pa.table({"body": ["p1", "p2"], "score": [0.5, 1.5]}), tmp_path / "a.parquet")
+    read = {name: read_corpus(tmp_path / name, column).to_pydict() for name, column in
+            (("a.txt", None), ("a.csv", None), ("a.tsv", "body"), ("a.jsonl", None), ("a.parquet", "body"))}
+    assert read["a.txt"] == {"row_id": [0, 1], "text": ["one sentence", "two"]}
+    assert read["a.csv"] == {"row_id": [0, 2], "text": ["a, quoted one", "third"], "n": [1, 3]}  # the empty row skipped
+    assert read["a.tsv"] == {"row_id": [0, 1], "text": ["first", "second"], "id": ["x", "y"]}
+    assert read["a.jsonl"] == {"row_id": [0, 1], "text": ["j1", "j2"], "tag": ["t", None]}
+    assert read["a.parquet"] == {"row_id": [0, 1], "text": ["p1", "p2"], "score": [0.5, 1.5]}
+    assert read_corpus(tmp_path / "a.txt", limit=1).num_rows == 1
+
+
+@pytest.mark.parametrize("name, content, column, message", [
+    ("a.csv", "text,n\nx,1\n", "body", r"has no column 'body' \(its columns: text, n\)"),
+    ("a.csv", "text,n\nx,1\n", "n", "column 'n' does not hold text"),
+    ("a.csv", "a,b\nx,y\n", None, "which column holds the text"),
+    ("a.csv", "text,vector\nx,1\n", None, "a column named 'vector' is the table's own"),
+    ("a.txt", b"\x89PNG\r\n\x1a\n\0\0\0", None, "is a binary file, not text"),
+    ("a.txt", b"caf\xe9\n", None, "is not UTF-8 text"),
+    ("a.txt", "\n  \n", None, "holds no text"),
+    ("a.jsonl", '{"text": "x"}\n[1]\n', None, "line 2: not a JSON object"),
+    ("a.parquet", "not parquet", None, "is not a Parquet file"),
+    ("a.docx", "x", None, "a corpus is a .txt, .csv"),
+])
+def test_bad_input_gets_one_line(tmp_path, name, content, column, message):
+    path = tmp_path / name
+    path.write_bytes(content if isinstance(content, bytes) else content.encode())
+    with pytest.raises(ValueError, match=message) as err:
+        read_corpus(path, column)
+    assert "\n" not in str(err.value)
+
+
+def test_over_the_row_bound_is_refused_unless_limited(tmp_path, monkeypatch):
+    import core.collection.sources as sources
+
+    (tmp_path / "a.txt").write_text("a\nb\nc\n", encoding="utf-8")
+    monkeypatch.setattr(sources, "MAX_ROWS", 2)
+    with pytest.raises(ValueError, match="has more than 2 rows: pass --limit"):
+        read_corpus(tmp_path / "a.txt")
+    assert read_corpus(tmp_path / "a.txt", limit=2).num_rows == 2
+    with pytest.raises(ValueError, match="--limit must be from 0"):
+        read_corpus(tmp_path / "a.txt", limit=-1)
+
+
+def test_the_commands_embed_then_search_and_refuse_bad_input_writing_nothing(tiny_mlm_dir, tmp_path, capsys):
+    """`corpus-index` on Ray on this machine (ray.init), then `search --in` the table; bad input: one line."""
+    from core.cli import main
+
+    corpus = tmp_path / "posts.tsv"
+    corpus.write_text("body\tforum\n" + "".join(f"{w} and {w}s\tf{i % 2}\n" for i, w in enumerate(TINY_WORDS[:40])),
+                      encoding="utf-8")
+    out = tmp_path / "db"
+    assert main(["corpus-index", "--corpus", str(tmp_path / "posts.tsv"), "--text-column", "nope", "--out",
+                 str(out), "--model", str(tiny_mlm_dir)]) == 2
+    assert "has no column 'nope' (its columns: body, forum)" in capsys.readouterr().err and not out.exists()
+    assert main(["corpus-index", "--corpus", str(corpus), "--limit", str(MAX_ROWS + 1), "--out", str(out)]) == 2
+    assert "--limit must be from 0 to" in capsys.readouterr().err
+    assert main(["corpus-index", "--corpus", str(corpus), "--text-column", "body", "--out", str(out),
+                 "--model", str(tiny_mlm_dir)]) == 0
+    printed = capsys.readouterr().out
+    assert "embedding: 40/40" in printed and f"40 rows in {out}" in printed
+    assert main(["search", "king and kings", "--in", str(out), "-k", "2", "--json", "--model", str(tiny_mlm_dir)]) == 0
+    hits = json.loads(capsys.readouterr().out)[0]["hits"]
+    assert hits[0]["text"] == "king and kings" and hits[0]["columns"]["forum"] in ("f0", "f1") and len(hits) == 2
+    assert main(["search", "x", "--in", str(tmp_path / "nothing"), "--model", str(tiny_mlm_dir)]) == 2
+    assert "no file or collection" in capsys.readouterr().err
+
+
+def test_the_app_and_the_engine_start_without_ray_or_lancedb():
+    code = ("import sys, app, core, core.cli, core.collection; import app.handlers; "
+            "print(sorted({'ray', 'lancedb'} & set(sys.modules)))")
+    found = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert found.returncode == 0, found.stderr
+    assert found.stdout.strip() == "[]"
