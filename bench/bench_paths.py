@@ -1,13 +1,16 @@
 """Paths through the embedding space, read by the decoder (issue 59): analogies and interpolations.
 
-    python -m bench.bench_paths [--shared ../shared] [--analogies 8 | --held-out] [--pairs 40] [--steps 6]
-                                [--settings app api] [--threads 2] [--no-fluency] [--no-walk]
+    python -m bench.bench_paths [--shared ../shared] [--analogies 8 | --held-out] [--structure] [--pairs 40]
+                                [--steps 6] [--settings app api] [--threads 2] [--no-fluency] [--no-walk]
 
 On the dev set of bench/path_set.py it prints, for each decode setting ("app": beam 20 as the app
 decodes, "api": `engine.analogy`'s and `engine.interpolate`'s defaults):
 
-- analogies: the share decoded exactly as expected (lower-case words, punctuation aside), by kind,
-  and ms per analogy (its sentence, top words and nearest reference texts, as the app reads it);
+- analogies: the share decoded exactly as expected (lower-case words, punctuation aside), and for each kind
+  its share and ms per analogy (its sentence, top words and nearest reference texts, as the app reads it);
+  `--structure`: the analogies that change a sentence's structure (issue 74: possessives, irregular forms,
+  negation with do and modals, two changes at once, yes/no questions, passives) instead of the simple kinds,
+  rule-made (10 of each) or with `--held-out` the hand-written held-out ones;
 - interpolations of --steps points between related sentence pairs: the share of interior points
   whose decoding differs from both ends and from both ends' decodings ("own sentence"); the mean
   fidelity gain, cos(encode(decoded), point) minus the nearer end sentence's cosine to the point;
@@ -27,7 +30,8 @@ import numpy as np
 import torch
 
 from bench.machine import machine_line
-from bench.path_set import HELD_OUT, interpolation_pairs, path_analogies, words_of
+from bench.path_set import (HELD_OUT, HELD_OUT_STRUCTURE, interpolation_pairs, path_analogies, structure_analogies,
+                            words_of)
 from core import Engine
 from core.encoder import l2_normalize
 from core.readout import EmbeddedTexts
@@ -39,18 +43,20 @@ SETTINGS = {"app": {"beam": APP_BEAM}, "api": {}}
 
 def analogy_scores(engine: Engine, setting: dict, items, reference, show: int = 0) -> dict:
     """Exact share overall and by kind, and ms per analogy, for the analogies `items`."""
-    hits, by_kind, times, misses = [], defaultdict(list), [], []
+    hits, by_kind, times, kind_times, misses = [], defaultdict(list), [], defaultdict(list), []
     for item in items:
         start = time.perf_counter()
         result = engine.analogy(item.a, item.b, item.c, reference=reference, k=5, **setting)
         times.append((time.perf_counter() - start) * 1000)
+        kind_times[item.kind].append(times[-1])
         exact = words_of(result.decoded) == words_of(item.expected)
         hits.append(exact)
         by_kind[item.kind].append(exact)
         if not exact:
             misses.append(f"{item.kind}: {item.expected} -> {result.decoded}")
     return {"exact": float(np.mean(hits)), "n": len(hits), "ms": statistics.mean(times),
-            "by_kind": {k: float(np.mean(v)) for k, v in by_kind.items()}, "misses": misses[:show]}
+            "by_kind": {k: float(np.mean(v)) for k, v in by_kind.items()},
+            "kind_ms": {k: statistics.mean(v) for k, v in kind_times.items()}, "misses": misses[:show]}
 
 
 def path_measures(engine: Engine, x: str, y: str, points) -> tuple[list[bool], list[float], bool]:
@@ -87,12 +93,21 @@ def interpolation_scores(engine: Engine, setting: dict, pairs, steps: int, refer
             "paths": len(pairs), "ms": statistics.mean(times), "examples": examples}
 
 
+def _analogies(held_out: bool, structure: bool, per_kind: int) -> list:
+    """The analogies asked for: the simple or the structural kinds (issue 74), rule-made or held out."""
+    if structure:
+        return HELD_OUT_STRUCTURE if held_out else structure_analogies(max(per_kind, 10))
+    return HELD_OUT if held_out else path_analogies(per_kind)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--shared", type=Path, default=ROOT.parent / "shared")
     parser.add_argument("--analogies", type=int, default=8, help="rule-made analogies of each kind")
     parser.add_argument("--held-out", action="store_true",
                         help="the held-out analogies (bench/path_set.py HELD_OUT) instead of the dev set")
+    parser.add_argument("--structure", action="store_true",
+                        help="the analogies that change a sentence's structure (issue 74) instead of the simple kinds")
     parser.add_argument("--pairs", type=int, default=40)
     parser.add_argument("--steps", type=int, default=6)
     parser.add_argument("--settings", nargs="+", choices=sorted(SETTINGS), default=["app", "api"])
@@ -116,9 +131,9 @@ def main(argv: list[str] | None = None) -> int:
     for name in args.settings:
         setting = {**SETTINGS[name], **options}
         if "analogies" not in args.skip:
-            items = HELD_OUT if args.held_out else path_analogies(args.analogies)
+            items = _analogies(args.held_out, args.structure, args.analogies)
             a = analogy_scores(engine, setting, items, reference, args.show)
-            kinds = ", ".join(f"{k} {v:.0%}" for k, v in sorted(a["by_kind"].items()))
+            kinds = ", ".join(f"{k} {v:.0%} {a['kind_ms'][k]:.0f} ms" for k, v in sorted(a["by_kind"].items()))
             print(f"[{name}{flags}] analogies: {a['exact']:.1%} exact of {a['n']} ({kinds}); {a['ms']:.0f} ms each")
             for miss in a["misses"]:
                 print(f"    miss  {miss}")
