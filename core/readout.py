@@ -37,7 +37,7 @@ from .vec2sent.checkpoint import Vec2Sent, best_by_cosine, load_checkpoint, mean
 from .vec2sent.expression import evaluate_expression, sentence_names
 from .vec2sent.fluency import FluencyModel, FluencySettings, choose_fluent, competitors, default_gguf
 from .vec2sent.grammar import RepairSettings, repair, sentence_key
-from .vec2sent.paths import edit_path, transfer_edit, walk
+from .vec2sent.paths import edit_path, transfer_edits, walk
 from .vec2sent.refine import CorrectSettings, Encode, RefineSettings, embedding_once
 from .vec2sent.refine import correct as correct_by_vectors
 from .vec2sent.refine import refine as refine_by_edits
@@ -270,7 +270,8 @@ class Reading:
 @dataclass
 class AnalogyResult(Reading):
     """The reading of `expression` over the sentences a, b, c (default b - a + c). `edited`: the sentence shown
-    is c with the word edits that turn a into b (`transfer_edit`), not a decoding; it fits the vector (`fit`)
+    is c changed as a became b (its word edits or change of structure, `transfer_edits`), not a decoding; it fits
+    the vector (`fit`)
     within TRANSFER_MARGIN of the decoder's best reading (`decoding_fit`: the vector agrees when it is no
     higher than `fit`)."""
     expression: str
@@ -486,13 +487,13 @@ class VectorReader:
         not use may be empty: "a" decodes a alone): its decoded sentence (`beam`, `refine`, `correct` and
         `fluency` as in `decode`) and that sentence's cosine to the vector (`fit`), top-k words and the k
         nearest texts of `reference` (default: the dictionary sample). With `edits`, for b - a + c, c with
-        the word edits that turn a into b (`transfer_edit`) competes beside the decoder's hypotheses on the
-        same terms: it is shown only if it fits the vector best."""
+        the word edits or change of structure that turn a into b (`transfer_edits`) compete beside the
+        decoder's hypotheses (`_analogy_sentence`)."""
         _check_count("k", k, 1)
         _check_count("beam", beam, 1)
         sentences, encode = {"a": a, "b": b, "c": c}, embedding_once(self.model.encode)
         vector, used = self._expression_vector(expression, sentences, encode)
-        transferred = transfer_edit(a, b, c) if edits and _is_analogy(expression) else None
+        transferred = transfer_edits(a, b, c) if edits and _is_analogy(expression) else []
         # as word analogies leave out a, b and c; an expression of one sentence is that sentence's decoding
         told = [sentences[name] for name in used] if len(used) > 1 else []
         decoded, edited, decoding_fit = (
@@ -502,19 +503,19 @@ class VectorReader:
         words, nearest = self._words_and_nearest(vector[None], reference, k)
         return AnalogyResult(vector, decoded, words[0], nearest[0], expression, edited, fit, decoding_fit)
 
-    def _analogy_sentence(self, vector: np.ndarray, given: Sequence[str], transferred: str | None, beam: int,
+    def _analogy_sentence(self, vector: np.ndarray, given: Sequence[str], transfers: Sequence[str], beam: int,
                           refine: RefineSettings | None, correct: CorrectSettings | None,
                           fluency: FluencySettings | None, encode: Encode) -> tuple[str, bool, float | None]:
-        """The sentence shown for an analogy's vector (d,), whether it is the edit transfer and then the best fit
-        of the decoder's own hypotheses: of those and the edit transfer, none saying what one of the `given`
-        sentences says (as word analogies leave out a, b and c), chosen as `_choose` does; with a fluency model
-        its agreement slips repaired (`repair`); the transfer (also repaired) instead when it fits within
-        TRANSFER_MARGIN of that."""
+        """The sentence shown for an analogy's vector (d,), whether it is an edit transfer (c changed as a became
+        b, `transfer_edits`) and then the best fit of the decoder's own hypotheses: of those and the transfers,
+        none saying what one of the `given` sentences says (as word analogies leave out a, b and c), chosen as
+        `_choose` does; with a fluency model its agreement slips repaired (`repair`); the transfer that fits
+        best (also repaired) instead when it fits within TRANSFER_MARGIN of that."""
         cased = self._require_decoder().cased
-        transferred = cased(transferred) if transferred else None
-        hypotheses = self._hypotheses(vector[None], beam, None, refine, correct, encode)[0]
         told = {sentence_key(t) for t in given}
-        candidates = list(dict.fromkeys([*([transferred] if transferred else []), *hypotheses]))
+        transfers = [t for t in dict.fromkeys(map(cased, transfers)) if sentence_key(t) not in told]
+        hypotheses = self._hypotheses(vector[None], beam, None, refine, correct, encode)[0]
+        candidates = list(dict.fromkeys([*transfers, *hypotheses]))
         candidates = [t for t in candidates if sentence_key(t) not in told] or hypotheses
         model = self.fluency_model if fluency is not None else None
 
@@ -522,13 +523,14 @@ class VectorReader:
             return text if model is None else repair(text, vector, encode, model.log_probs, PATH_REPAIR)
 
         chosen = self._choose([candidates], vector[None], encode, fluency)[0]
-        if transferred is None or sentence_key(transferred) in told:
+        if not transfers:
             return repaired(chosen), False, None
-        own = [t for t in candidates if t != transferred] or hypotheses
+        own = [t for t in candidates if t not in transfers] or hypotheses
         decoding_fit = max(_fits(own, vector, encode))
-        if chosen == transferred:
+        if chosen in transfers:
             return repaired(chosen), True, decoding_fit
-        chosen, transferred = repaired(chosen), repaired(transferred)
+        transfer_fits = _fits(transfers, vector, encode)
+        chosen, transferred = repaired(chosen), repaired(transfers[int(np.argmax(transfer_fits))])
         fits = _fits([chosen, transferred], vector, encode)
         return (transferred, True, decoding_fit) if fits[1] >= fits[0] - TRANSFER_MARGIN else (chosen, False, None)
 

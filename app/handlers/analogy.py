@@ -22,7 +22,7 @@ NO_DECODER = (_NO_DECODER + " The top words and the nearest reference sentences 
 SENTENCE_NAMES = ("a", "b", "c")  # the analogy's text boxes, as an expression names them
 FIT = "fit {fit:.3f}: the cosine between this sentence's vector and the one it was read from (1 = the encoder sees no difference)"
 
-EDITED = "*This sentence is c with the word edits that turn a into b, not a decoding; "
+EDITED = "*This sentence is c changed as a became b (its words or its structure), not a decoding; "
 AGREES = EDITED + "the vector agrees: it fits b - a + c (cosine {fit:.3f}) at least as well as the decoder's own best reading ({best:.3f}).*"
 CLOSE = (EDITED + "it fits b - a + c with cosine {fit:.3f}, a little less than the decoder's own best reading "
          "({best:.3f}), and is shown because it says what the analogy asks.*")

@@ -144,6 +144,11 @@ def _attested_forms() -> dict[tuple[str, str], str]:
         return {(lemma, form): written for lemma, form, written in (line.rstrip("\n").split("\t") for line in lines)}
 
 
+def readings(written: str) -> tuple[tuple[str, str], ...]:
+    """The (lemma, form)s the table of attested forms writes as `written`: "took" -> (("take", "past"),)."""
+    return _written_as().get(written, ())
+
+
 @lru_cache(maxsize=1)
 def _written_as() -> dict[str, tuple[tuple[str, str], ...]]:
     """written -> its (lemma, form)s in the table of attested forms."""

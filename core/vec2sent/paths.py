@@ -8,6 +8,9 @@ their points: word edits of the ends they were built from.
   "The woman is walking." applied to "The man is running." gives "The woman is running."), or None
   when an edit does not apply to c. It is only a candidate: it is shown when it fits b - a + c at
   least as well as what the decoder wrote, by the encoder's cosine.
+- `transfer_edits(a, b, c)`: the same and c with the change of structure that turns a into b (core/vec2sent/
+  structure.py: "He took the bus." -> "He did not take the bus." makes "He ate the soup." -> "He did not eat the
+  soup."), each only a candidate.
 - `edit_path(x, y)`: sentences made by applying some of the word edits that turn x into y.
 - `walk(fits, to_start, own, bonus)`: one candidate per point of an interpolation, best fitting
   overall, such that the chosen sentences' cosine to the start never rises from step to step.
@@ -24,6 +27,8 @@ import numpy as np
 
 from core.lexicon.forms import FORMS, attested, inflect, is_lemma, lemmas_of, takes_form
 from core.text import detokenize
+
+from .structure import CHANGES
 
 MAX_EDIT_PATH = 64  # sentences an edit path offers at most (2^edits grows fast)
 Edit = tuple[int, int, list[str]]  # (start, end, new words): x's words [start:end] become `new words`
@@ -100,6 +105,30 @@ def transfer_edit(a: str, b: str, c: str) -> str | None:
     if len({(s, e) for s, e, _ in moved}) < len(moved):
         return None
     return _sentence(apply_edits(wc, moved))
+
+
+def transfer_edits(a: str, b: str, c: str) -> list[str]:
+    """Candidates for an analogy a : b :: c : ?, each c with the change that turns a into b: its word edits
+    (`transfer_edit`) and, where a change of structure (core/vec2sent/structure.py: negation, a yes/no question,
+    the passive, their inverses) turns a into b or nearer to it than a is, that change of c, with the word edits
+    left over transferred ("The lamp is bright." -> "The lamps are not bright." makes "The road is wet." ->
+    "The road is not wet." -> "The roads are not wet."). Distinct, the word edits' first; none for a = b."""
+    found = [transfer_edit(a, b, c)]
+    wb, changed = _words(b), _changed_words(_words(a), _words(b))
+    for change in CHANGES.values():
+        changed_a, changed_c = change(a), change(c)
+        if changed_a is None or changed_c is None:
+            continue
+        if _lower(_words(changed_a)) == _lower(wb):
+            found.append(changed_c)
+        elif _changed_words(_words(changed_a), wb) < changed:
+            found.append(transfer_edit(changed_a, b, changed_c))
+    return list(dict.fromkeys(t for t in found if t))
+
+
+def _changed_words(x: Sequence[str], y: Sequence[str]) -> int:
+    """How many words the edits x -> y change: the larger side of each edit."""
+    return sum(max(end - start, len(new)) for start, end, new in word_edits(x, y))
 
 
 def _replacement_in_c(wa: Sequence[str], wc: Sequence[str], to_c: dict[int, tuple[int, str]], start: int,
