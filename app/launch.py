@@ -117,8 +117,9 @@ def exposure_warnings(host: str, share: bool, public: bool = False) -> list[str]
     return warnings
 
 
-def serve(demo, args: argparse.Namespace) -> None:
-    """Start serving `demo` as `args` say, without blocking; returns once the server listens.
+def serve(demo, args: argparse.Namespace, public=None) -> None:
+    """Start serving `demo` as `args` say, without blocking; returns once the server listens. With `public` (an
+    app.server.public.PublicLimits) the routes are those of public mode (app.server.gate.middleware).
 
     Gradio's launch then asks for its own page once (HEAD / with a 3 s timeout) and, if that fails, stops
     with "When localhost is not accessible, a shareable link must be created": on a busy machine, or while
@@ -132,7 +133,7 @@ def serve(demo, args: argparse.Namespace) -> None:
     demo.launch(server_name=args.host, server_port=args.port, share=args.share, auth=args.auth, theme=theme(),
                 css=CSS, prevent_thread_lock=True, footer_links=["api"], max_file_size=MAX_UPLOAD_BYTES,
                 # any body over ~21 MB: 413; a login gate with --auth; uploads within the disk budget; cancels
-                app_kwargs={"middleware": middleware(demo, login=args.auth is not None)},
+                app_kwargs={"middleware": middleware(demo, login=args.auth is not None, public=public)},
                 _frontend=False)
 
 
@@ -201,12 +202,14 @@ def _start(args: argparse.Namespace, started: float, starting: StartingPage | No
     configure_numba_cache()
     from app.handlers import start_studio
     from app.shared.models import ModelSpec, default_spec
-    from app.server.public import PublicLimits, public_mode
+    from app.server.public import PublicLimits, own_temp_folder, public_mode
     from core.checkpoint import CHECKPOINTS_DIR
 
     checkpoints = args.checkpoints or CHECKPOINTS_DIR
     spec = ModelSpec(args.model.name, args.model) if args.model else default_spec(checkpoints)
     public = PublicLimits() if public_mode(args.public) else None
+    if public is not None:
+        own_temp_folder(args.port)  # a killed server's uploads are not counted in this one's disk budget
     studio = start_studio(spec, checkpoints, not args.no_umap_warmup, args.warm_up_delay,
                           open_vocabulary=not args.single_token_words, public=public)
     from app.server.gate import PUBLIC_SHARES, QueueShares
@@ -218,7 +221,7 @@ def _start(args: argparse.Namespace, started: float, starting: StartingPage | No
         print(warning, file=sys.stderr)
     if starting is not None:
         starting.close()
-    serve(demo, args)
+    serve(demo, args, public)
     print(f"DefSent Studio listening on http://{args.host}:{args.port} "
           f"({time.perf_counter() - started:.1f} s after start; serving {spec.name} on {args.device}"
           f"{'; public mode' if public else ''}{'; login required' if args.auth else ''})", flush=True)

@@ -8,6 +8,7 @@ import functools
 import inspect
 import logging
 import math
+import re
 import types
 import typing
 from typing import Any, Callable
@@ -65,6 +66,10 @@ class StudioBlocks(gr.Blocks):
         for block, value in zip(block_fn.inputs, inputs):
             if isinstance(block, NUMBERS) and isinstance(value, float) and not math.isfinite(value):
                 raise gr.Error(input_refusal(block, value), print_exception=False)
+            surrogate = lone_surrogate(value)
+            if surrogate is not None:  # the tokenizer raised TypeError on it, the JSON answer too (issue 75)
+                raise gr.Error(f"{input_label(block)}: the text holds {surrogate}, a lone surrogate (half of a UTF-16 "
+                               "pair), which is no character on its own; remove it.", print_exception=False)
         try:
             processed = await super().preprocess_data(block_fn, inputs, state, explicit_call)
         except Exception as err:
@@ -98,6 +103,21 @@ class StudioBlocks(gr.Blocks):
 
 
 NUMBERS = (gr.Number, gr.Slider)
+SURROGATE = re.compile("[\ud800-\udfff]")  # JSON's "\\ud800" decodes to one; a valid pair decodes to one character
+NESTING = 4  # levels of lists and dicts (a table's rows, a multiple choice) searched for one
+
+
+def lone_surrogate(value: Any, depth: int = 0) -> str | None:
+    """The first surrogate code point in `value`'s text (a string, or the strings of its lists and dicts), as
+    "U+D800"; None when there is none."""
+    if isinstance(value, str):
+        found = SURROGATE.search(value)
+        return f"U+{ord(found.group()):04X}" if found else None
+    if isinstance(value, dict) and depth < NESTING:
+        value = [*value.keys(), *value.values()]
+    if isinstance(value, (list, tuple)) and depth < NESTING:
+        return next((found for item in value if (found := lone_surrogate(item, depth + 1)) is not None), None)
+    return None
 CHOICES = (gr.Dropdown, gr.Radio, gr.CheckboxGroup)
 
 

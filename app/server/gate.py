@@ -18,13 +18,21 @@ from __future__ import annotations
 import functools
 import ipaddress
 import json
+import logging
 import os
 import re
 import time
+import uuid
+from collections import Counter, deque
 from dataclasses import dataclass
 from typing import Any, Awaitable, Callable
 
 from gradio.server_messages import ProcessCompletedMessage
+
+from ..messages import quoted
+from .sessions import REQUEST_ADDRESS, BoundedSessions, SessionLimits, SessionRefused, install
+
+log = logging.getLogger(__name__)
 
 Scope = dict[str, Any]
 Message = dict[str, Any]
@@ -33,18 +41,26 @@ Send = Callable[[Message], Awaitable[None]]
 CANCEL_BODY_BYTES = 65_536  # a cancel or reset is ~100 bytes; a bigger body is left to Gradio (its 422)
 
 
+LIGHT_POOL = "quick"  # the concurrency pool of the light requests (app.wiring.QUICK): tens of ms each
+
+
 @dataclass(frozen=True)
 class QueueShares:
-    """How many requests one client may have waiting in the queue (running ones are not counted)."""
+    """How many requests one client may have waiting in the queue (running ones are not counted), and in public mode
+    how the queue is shared between addresses: places kept for light requests, and each pool's line served in turn
+    by address (`fair_order`)."""
     per_session: int = 8  # a page's own events are one at a time per button: 8 is many tabs' worth
     per_address: int | None = None  # public mode: a network address (several visitors may share one)
+    light_reserve: int = 0  # places of the queue only requests of LIGHT_POOL may take
 
     def __post_init__(self) -> None:
-        if self.per_session < 1 or (self.per_address is not None and self.per_address < 1):
-            raise ValueError("A client's share of the queue must be at least 1.")
+        if self.per_session < 1 or (self.per_address is not None and self.per_address < 1) or self.light_reserve < 0:
+            raise ValueError("A client's share of the queue must be at least 1, the light requests' reserve at least 0.")
 
 
-PUBLIC_SHARES = QueueShares(per_session=8, per_address=16)
+# Four addresses filled Gradio's 64 places with slow requests and every visitor was refused (issue 75): 16 places
+# are kept for the light requests (they drain in about a second).
+PUBLIC_SHARES = QueueShares(per_session=8, per_address=16, light_reserve=16)
 
 
 # A Hugging Face Space's container is reached only through the Space's own proxy, from a private address; the
@@ -181,8 +197,10 @@ def running(queue: Any) -> list:
     return [event for job in queue.active_jobs if job for event in job]
 
 
-def share_refusal(queue: Any, session_hash: str | None, request: Any, shares: QueueShares) -> str | None:
-    """Why one more request of this client may not wait in the queue; None when it may."""
+def share_refusal(queue: Any, session_hash: str | None, request: Any, shares: QueueShares,
+                  pool: str | None = None) -> str | None:
+    """Why one more request of this client, for concurrency pool `pool`, may not wait in the queue; None when it
+    may."""
     events = waiting(queue)
     mine = sum(1 for event in events if session_hash and event.session_hash == session_hash)
     if mine >= shares.per_session:
@@ -194,20 +212,58 @@ def share_refusal(queue: Any, session_hash: str | None, request: Any, shares: Qu
         if here >= shares.per_address:
             return (f"Your network address already has {here} requests waiting (at most {shares.per_address}): "
                     "wait for one to finish before sending more.")
+    slow_places = (getattr(queue, "max_size", None) or 0) - shares.light_reserve
+    if shares.light_reserve and pool != LIGHT_POOL:
+        slow = sum(1 for event in events if event.concurrency_id != LIGHT_POOL)
+        if slow >= slow_places:
+            return (f"This server has {slow} slow requests waiting (at most {slow_places}; the other "
+                    f"{shares.light_reserve} places are kept for quick ones): try again in a minute.")
     return None
+
+
+def fair_order(line: list) -> None:
+    """Reorder one pool's waiting events (oldest first) so that addresses take turns: each address's first event,
+    in the order they came, then each one's second... An address with 16 decodes waiting delayed everyone's decode
+    by all 16 (~60 s, issue 75); now by at most one per address waiting."""
+    turns: Counter[str] = Counter()
+    keyed = []
+    for arrival, event in enumerate(line):
+        address = client_address(event.request)
+        keyed.append((turns[address], arrival, event))
+        turns[address] += 1
+    line[:] = [event for _, _, event in sorted(keyed, key=lambda k: k[:2])]
 
 
 def bound_per_client(queue: Any, shares: QueueShares) -> None:
     """Make `queue` (a Blocks' Gradio queue) refuse, with a 503 and its reason, a request past its client's
-    share; others' requests are not affected."""
+    share; others' requests are not affected. In public mode (`shares.per_address`) each pool's line is served by
+    address in turn (`fair_order`). A request naming no function of this app is refused with a 400 (Gradio: a
+    bare 500), one whose session no bound has room for with a 503 (app.server.sessions)."""
     push = queue.push
 
     @functools.wraps(push)
     async def bounded_push(body, request, username):
-        reason = share_refusal(queue, body.session_hash, request, shares)
+        fn = queue.blocks.fns.get(body.fn_index) if isinstance(body.fn_index, int) else None
+        if fn is None:
+            return False, f"This app has no function {quoted(body.fn_index, 24)}: its API page lists them.", "error"
+        reason = share_refusal(queue, body.session_hash, request, shares, fn.concurrency_id)
         if reason is not None:
             return False, reason, "queue_full"
-        return await push(body=body, request=request, username=username)
+        # Gradio makes up a session for a request without one (/gradio_api/call/NAME) when it runs, in the queue's
+        # task, which knows no request's address: made up here, it is admitted now, as the request's, and may be
+        # dropped once its request has ended.
+        if body.session_hash is None:
+            body.session_hash = uuid.uuid4().hex
+            table = queue.blocks.state_holder.session_data
+            if isinstance(table, BoundedSessions):
+                table.dispose(body.session_hash)
+        try:
+            pushed = await push(body=body, request=request, username=username)
+        except SessionRefused as refused:
+            return False, str(refused), "queue_full"
+        if shares.per_address is not None and pushed[0] and fn.concurrency_id in queue.event_queue_per_concurrency_id:
+            fair_order(queue.event_queue_per_concurrency_id[fn.concurrency_id].queue)
+        return pushed
     queue.push = bounded_push
 
 
@@ -366,13 +422,19 @@ class LoginThrottle:
     address (`scope_address`), each further attempt waits 2, 4, 8... up to `max_wait` seconds after the last
     failure, and one sent sooner is answered 429 with the wait, unchecked. Gradio 6.31 checked about 1,000
     guesses a second (issue 61). A login that succeeds clears the address's count; an address forgotten after
-    `forget_after` seconds without a failure, the oldest first past `max_addresses`."""
+    `forget_after` seconds without a failure, the oldest first past `max_addresses`.
+    The whole server also checks at most `total_failures` failed logins per `window` seconds: past that every
+    attempt, from any address, waits until the oldest failure is `window` old (40 addresses had checked 200
+    passwords in 3.7 s, issue 75). While someone guesses, the rightful user waits up to `window` seconds too."""
 
     def __init__(self, app: Callable[[Scope, Receive, Send], Awaitable[None]], free_tries: int = 5,
-                 max_wait: float = 60.0, forget_after: float = 3600.0, max_addresses: int = 10_000):
+                 max_wait: float = 60.0, forget_after: float = 3600.0, max_addresses: int = 10_000,
+                 total_failures: int = 30, window: float = 60.0):
         self.app, self.free_tries, self.max_wait = app, free_tries, max_wait
         self.forget_after, self.max_addresses = forget_after, max_addresses
+        self.total_failures, self.window = total_failures, window
         self.failures: dict[str, Failures] = {}
+        self.recent: deque[float] = deque()  # when the server's failed logins of the last `window` seconds were
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or scope.get("method") != "POST" or \
@@ -380,10 +442,9 @@ class LoginThrottle:
             await self.app(scope, receive, send)
             return
         address, now = scope_address(scope), time.monotonic()
-        wait = self.wait(address, now)
-        if wait > 0:
-            body = json.dumps({"detail": f"Too many failed logins from your address: try again in {wait:.0f} s."})
-            await _plain(send, 429, body.encode(), b"application/json")
+        reason = self.refusal(address, now)
+        if reason is not None:
+            await _plain(send, 429, json.dumps({"detail": reason}).encode(), b"application/json")
             return
         status = []
 
@@ -394,6 +455,16 @@ class LoginThrottle:
         await self.app(scope, receive, watch)
         self.record(address, bool(status) and status[0] < 400, time.monotonic())
 
+    def refusal(self, address: str, now: float) -> str | None:
+        """Why an attempt from `address` is not checked now (None: it is)."""
+        wait = self.wait(address, now)
+        if wait > 0:
+            return f"Too many failed logins from your address: try again in {wait:.0f} s."
+        wait = self.total_wait(now)
+        if wait > 0:
+            return f"Too many failed logins on this server just now: try again in {wait:.0f} s."
+        return None
+
     def wait(self, address: str, now: float) -> float:
         """Seconds `address` must still wait before its next attempt is checked (0: none)."""
         failed = self.failures.get(address)
@@ -402,17 +473,108 @@ class LoginThrottle:
         delay = min(self.max_wait, 2.0 ** (failed.count - self.free_tries + 1))
         return max(0.0, failed.last + delay - now)
 
+    def total_wait(self, now: float) -> float:
+        """Seconds every address must still wait because the server had `total_failures` failures in `window`."""
+        while self.recent and now - self.recent[0] >= self.window:
+            self.recent.popleft()
+        return self.recent[0] + self.window - now if len(self.recent) >= self.total_failures else 0.0
+
     def record(self, address: str, succeeded: bool, now: float) -> None:
         """Count a login's outcome for `address`."""
         if succeeded:
             self.failures.pop(address, None)
             return
+        self.recent.append(now)
         for stale in [a for a, f in self.failures.items() if now - f.last > self.forget_after]:
             del self.failures[stale]
         failed = self.failures.pop(address, Failures())  # re-inserted last: the dict stays oldest first
         self.failures[address] = Failures(failed.count + 1, now)
         while len(self.failures) > self.max_addresses:
             del self.failures[next(iter(self.failures))]
+
+
+# Routes public mode closes (a path's end -> the one line it answers, 404): Gradio's screen recording stored up to
+# 20 MB a call in its temp folder outside the disk budget, for good when the reply was not read (issue 75).
+CLOSED_IN_PUBLIC = {"/gradio_api/process_recording": "Screen recording is not available on this public server."}
+HEARTBEAT = "/gradio_api/heartbeat/"
+# Routes whose lookups (a function, an endpoint, a component by its id or name) raise when nothing is found.
+LOOKUP_ROUTES = ("/gradio_api/component_server", "/gradio_api/run/", "/gradio_api/api/", "/gradio_api/call/",
+                 "/gradio_api/queue/join")
+
+
+class RouteGuard:
+    """ASGI middleware in front of every route:
+
+    - an exception a route raises before it answers is answered with one line, never Gradio's bare "500 Internal
+      Server Error" (an unknown component id or fn_index, /gradio_api/run/predict without one,
+      /gradio_api/call/v2/UNKNOWN, issue 75): a lookup that found nothing 404, a session no bound has room for 503,
+      anything else 500 "Something went wrong (TypeError)..." with the traceback in the log;
+    - public mode (`sessions`): Gradio's sessions are bounded (app.server.sessions) and told the address of each
+      request, a page's open heartbeat keeps its session live, and the routes of CLOSED_IN_PUBLIC answer 404."""
+
+    def __init__(self, app: Callable[[Scope, Receive, Send], Awaitable[None]], blocks: Any,
+                 sessions: SessionLimits | None = None):
+        self.app, self.blocks, self.sessions = app, blocks, sessions
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        path = "/" + scope.get("path", "").strip("/")
+        if self.sessions is None:
+            await self._answered(scope, receive, send, path)
+            return
+        closed = next((line for end, line in CLOSED_IN_PUBLIC.items() if path.endswith(end)), None)
+        if closed is not None:
+            await _plain(send, 404, json.dumps({"detail": closed}).encode(), b"application/json")
+            return
+        table = install(self.blocks.state_holder, self.sessions, self._busy)
+        token = REQUEST_ADDRESS.set(scope_address(scope))
+        beating = path.rpartition("/")[2] if HEARTBEAT in path + "/" and scope.get("method") == "GET" else None
+        if beating:
+            table.heartbeat(beating, True)
+        try:
+            await self._answered(scope, receive, send, path)
+        finally:
+            if beating:
+                table.heartbeat(beating, False)
+            REQUEST_ADDRESS.reset(token)
+
+    def _busy(self, session_hash: str) -> bool:
+        """Whether a request of this session waits or runs in the queue."""
+        queue = self.blocks._queue
+        return queue is not None and any(event.session_hash == session_hash
+                                         for event in waiting(queue) + running(queue))
+
+    async def _answered(self, scope: Scope, receive: Receive, send: Send, path: str) -> None:
+        """Pass the request on; an exception before the answer began is answered with one line."""
+        started = False
+
+        async def watch(message: Message) -> None:
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+        try:
+            await self.app(scope, receive, watch)
+        except Exception as err:  # noqa: BLE001 - every route's, answered with one line
+            if started:
+                raise
+            status, detail = _explained(err, path)
+            await _plain(send, status, json.dumps({"detail": detail}).encode(), b"application/json")
+
+
+def _explained(err: Exception, path: str) -> tuple[int, str]:
+    """(status, one line) for what a route raised."""
+    from gradio.route_utils import FnIndexInferError
+    if isinstance(err, SessionRefused):
+        return 503, str(err)
+    if isinstance(err, (KeyError, IndexError, FnIndexInferError)) and any(route in path for route in LOOKUP_ROUTES):
+        what = quoted(err.args[0], 40) if isinstance(err, KeyError) and err.args else "what the request names"
+        log.info("%s: nothing found for %s", path[:100], what)
+        return 404, (f"This app has no function, endpoint or component {what}: its API page lists them "
+                     "(a function by fn_index needs one).")
+    log.error("%s failed", path[:100], exc_info=err)
+    return 500, f"Something went wrong ({type(err).__name__}); the server log has details."
 
 
 async def _plain(send: Send, status: int, body: bytes, content_type: bytes) -> None:
@@ -447,16 +609,24 @@ def distrust_uvicorn_forwarding() -> None:
     os.environ["FORWARDED_ALLOW_IPS"] = ""  # an empty name: no peer is trusted
 
 
-def middleware(blocks: Any, login: bool = False) -> list:
-    """The ASGI layers in front of `blocks`' server, outermost first: the request body bound, the login throttle
-    and gate (with `login`), the disk budget for uploads (public mode), then cancels. Call it before `launch`: it also
-    stops uvicorn from rewriting the client's address (`distrust_uvicorn_forwarding`)."""
+def middleware(blocks: Any, login: bool = False, public: Any = None) -> list:
+    """The ASGI layers in front of `blocks`' server, outermost first: the request body bound, the route guard
+    (`RouteGuard`: one-line answers for what routes raise; with `public`, an app.server.public.PublicLimits, bounded
+    sessions and the closed routes), the login throttle and gate (with `login`), the disk budget for uploads
+    (public mode), then cancels. Call it before `launch`: it also stops uvicorn from rewriting the client's address
+    (`distrust_uvicorn_forwarding`), and in public mode closes Gradio's routes that run a queued event outside the
+    queue (POST /gradio_api/run/NAME and /api/NAME answer 404 "join the queue": 30 decodes from one address had run
+    at once there, issue 75); the queue's own routes (/gradio_api/queue/join, /gradio_api/call/NAME, the page,
+    gradio_client) stay."""
     from starlette.middleware import Middleware
     distrust_uvicorn_forwarding()
 
     from .public import disk_budget
     from .request_limits import RequestBodyLimit, UploadRoom
+    if public is not None:
+        blocks.api_open = False  # read by Gradio's /run and /api routes at each request
     gate = [Middleware(LoginThrottle), Middleware(LoginGate, blocks=blocks)] if login else []
-    return [Middleware(RequestBodyLimit), *gate,
+    return [Middleware(RequestBodyLimit),
+            Middleware(RouteGuard, blocks=blocks, sessions=public.sessions if public is not None else None), *gate,
             Middleware(UploadRoom, blocks=blocks, budget=disk_budget, address=scope_address),
             Middleware(CancelReach, blocks=blocks)]

@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterator
 
+from .sessions import SessionLimits
 from ..settings import (UPLOAD_LIFETIME_S, cache_dir, download_dir, folder_bytes, remove_old_downloads, staging_root,
                         upload_dir)
 
@@ -55,7 +56,13 @@ class PublicLimits:
     session_lifetime: float = 2 * 3600.0  # seconds a session's state (and its saved models) is kept unused
     loaded_models: int = 2  # models loaded for sessions besides the server's own (each ~100-300 MB)
     refined_interpolation_steps: int = 10  # the most exact decoding takes about 2 s a step
-    address_share: float = 0.5  # of disk_bytes one network address may use, so one visitor cannot lock others out
+    # Of disk_bytes one network address may use (150 MB: seven full-size uploads), so that a few addresses cannot
+    # lock others out: two addresses had filled the budget at 0.5 (issue 75).
+    address_share: float = 0.1
+    # Seconds Gradio's temp files (uploads, served copies) are kept once the budget needs room (Gradio's own
+    # deletion keeps them an hour): a full budget frees itself within this (issue 75).
+    temp_lifetime: float = 900.0
+    sessions: SessionLimits = SessionLimits()  # Gradio's sessions, per address and in all (app.server.sessions)
 
 
 def public_mode(flag: bool = False) -> bool:
@@ -141,10 +148,23 @@ def remove_old_temp_files(lifetime: float = UPLOAD_LIFETIME_S, now: float | None
 
 
 def make_room(limits: PublicLimits) -> None:
-    """Delete what has outlived its time: expired sessions' saves, old downloads and Gradio's old temp files."""
+    """Delete what has outlived its time: expired sessions' saves, old downloads and Gradio's temp files older than
+    `limits.temp_lifetime`."""
     remove_expired(limits.session_lifetime)
     remove_old_downloads(download_dir())
-    remove_old_temp_files()
+    remove_old_temp_files(limits.temp_lifetime)
+
+
+def own_temp_folder(port: int) -> Path:
+    """Give this public server a temp folder of its own for Gradio ($GRADIO_TEMP_DIR set to a folder of the one it
+    had, named by the port, which no other live server has), emptied: what a killed server on this port left there
+    was counted in the new one's disk budget until it was an hour old (277 MB after a kill -9, issue 75). Call it
+    before the app is built (Gradio reads the variable when it stores a file). Returns the folder."""
+    folder = upload_dir() / f"defsent-public-{port}"
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True)
+    os.environ["GRADIO_TEMP_DIR"] = str(folder)
+    return folder
 
 
 # The address of the visitor whose request is being handled (app.wiring sets it; None outside a request). Plain

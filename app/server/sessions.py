@@ -1,0 +1,129 @@
+"""Sessions with bounds, for public mode (issue 75). Gradio 6.31 makes a session (its copy of every component's
+config and the session's gr.State values, ~0.3 MB for this app) for any session hash a request names, even one
+answered 404 (/gradio_api/component_server), and keeps up to 10,000, dropping the least recently used past that:
+10,100 requests from one address took the server from 2.8 to 6.1 GB and dropped another visitor's session, their
+model choice with it.
+
+`BoundedSessions` replaces Gradio's session table (`StateHolder.session_data`): a new session is admitted only
+within `SessionLimits.per_address` sessions of its network address and `total` in all. At a bound, the least
+recently used *idle* session (of that address, or of anyone at the total) is dropped, its end callbacks run (a
+visitor's saved models are deleted with it); a session is live, never dropped, while a request used it within
+`idle_s` or its page holds its heartbeat open. When every session at the bound is live, the new one is refused with
+`SessionRefused` (one line; the gate answers it 503).
+
+Plain Python (no gradio import): the gate installs it into Gradio's StateHolder (`install`).
+"""
+from __future__ import annotations
+
+import contextvars
+import datetime
+import threading
+from collections import Counter, OrderedDict
+from dataclasses import dataclass
+from typing import Any, Callable
+
+# The network address of the HTTP request being handled (the gate sets it for every request; None outside one,
+# e.g. in the queue's own task, which only uses sessions its requests made).
+REQUEST_ADDRESS: contextvars.ContextVar[str | None] = contextvars.ContextVar("request_address", default=None)
+
+
+@dataclass(frozen=True)
+class SessionLimits:
+    """How many sessions the server keeps, and when one counts as idle."""
+    per_address: int = 32  # a page is one session a tab, a gradio_client one a Client: 32 is a classroom's NAT
+    total: int = 1_000  # about 0.3 GB of session state for this app
+    idle_s: float = 900.0  # unused this long (and no page holding its heartbeat): may be dropped for a new one
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.per_address <= self.total or self.idle_s < 0:
+            raise ValueError("Sessions: 1 <= per_address <= total, idle_s >= 0.")
+
+
+class SessionRefused(Exception):
+    """A new session that no bound has room for; its text is the one-line reason."""
+
+
+class BoundedSessions(OrderedDict):
+    """Gradio's session table (session hash -> SessionState, least recently used first), bounded by `limits`.
+    Gradio adds a session with `table[key] = SessionState(...)`; that admission is checked here."""
+
+    def __init__(self, holder: Any, limits: SessionLimits, sessions: dict | None = None,
+                 busy: Callable[[str], bool] = lambda key: False):
+        self.holder, self.limits, self.busy = holder, limits, busy
+        self.owners: dict[str, str | None] = {}  # session -> the address that made it
+        self.heartbeats: Counter[str] = Counter()  # session -> heartbeat streams open now
+        self.disposable: set[str] = set()  # sessions made up for one request (`dispose`)
+        self.lock = threading.RLock()
+        super().__init__()
+        for key, value in (sessions or {}).items():  # those made before the bound: kept, of no known address
+            OrderedDict.__setitem__(self, key, value)
+            self.owners[key] = None
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        with self.lock:
+            if key not in self:
+                self._admit(key, REQUEST_ADDRESS.get())
+            super().__setitem__(key, value)
+
+    def __delitem__(self, key: str) -> None:
+        with self.lock:
+            super().__delitem__(key)
+            self.owners.pop(key, None)
+            self.disposable.discard(key)
+
+    def popitem(self, last: bool = True) -> tuple[str, Any]:
+        with self.lock:
+            key, value = super().popitem(last)
+            self.owners.pop(key, None)
+            self.disposable.discard(key)
+            return key, value
+
+    def _admit(self, key: str, address: str | None) -> None:
+        """Make room for `key` of `address` within the bounds, or raise SessionRefused."""
+        mine = [k for k in self if self.owners.get(k) == address]
+        if len(mine) >= self.limits.per_address and not self._drop_idle(mine):
+            raise SessionRefused(f"Your network address already has {len(mine)} sessions open on this public server "
+                                 f"(at most {self.limits.per_address}), all in use: close a tab or wait a few "
+                                 "minutes, then reload the page.")
+        if len(self) >= self.limits.total and not self._drop_idle(list(self)):
+            raise SessionRefused(f"This public server has as many visitors' sessions as it keeps "
+                                 f"({self.limits.total}), all in use: try again in a few minutes.")
+        self.owners[key] = address
+
+    def _drop_idle(self, keys: list[str]) -> bool:
+        """Drop the least recently used idle session among `keys` (oldest first); whether one was."""
+        cutoff = datetime.datetime.now() - datetime.timedelta(seconds=self.limits.idle_s)
+        for key in keys:
+            used = self.holder.time_last_used.get(key)
+            if (key in self.disposable and not self.busy(key)) or \
+                    (not self.heartbeats[key] and (used is None or used < cutoff)):
+                self.holder.delete_state(key)  # its gr.State end callbacks: a visitor's saves go with it
+                del self[key]
+                self.holder.time_last_used.pop(key, None)
+                return True
+        return False
+
+    def dispose(self, key: str) -> None:
+        """Session `key` is made up for one request (Gradio's for /gradio_api/call/NAME): idle once `busy(key)` is
+        false, whenever it was used (each such call makes one: 33 calls in 15 minutes would fill an address's
+        share)."""
+        with self.lock:
+            self.disposable.add(key)
+
+    def heartbeat(self, key: str, opened: bool) -> None:
+        """A page opened (or closed) the heartbeat stream of session `key`: while one is open it is live."""
+        with self.lock:
+            self.heartbeats[key] += 1 if opened else -1
+            if self.heartbeats[key] <= 0:
+                del self.heartbeats[key]
+
+
+def install(holder: Any, limits: SessionLimits, busy: Callable[[str], bool] = lambda key: False) -> BoundedSessions:
+    """Bound the sessions of Gradio's `holder` (a StateHolder; its sessions so far are kept); `busy(key)` tells
+    whether a session has a request waiting or running. Returns the table. Gradio's own least-recently-used drop
+    is turned off: it would drop a live session."""
+    if not isinstance(holder.session_data, BoundedSessions):
+        with holder.lock:
+            holder.session_data = BoundedSessions(holder, limits, holder.session_data, busy)
+            holder.capacity = limits.total + 1  # never reached: admission keeps the table within `total`
+    return holder.session_data
