@@ -227,6 +227,22 @@ def test_an_analogys_edit_transfer_is_shown_when_it_fits_within_the_margin(engin
         assert result.decoding_fit is None
 
 
+def test_an_analogys_change_of_structure_competes_with_the_decoding(engine, reference, monkeypatch):
+    """Issue 74: c negated with do-support ("He did not eat the soup.") is a candidate beside the word edits
+    ("He did not take the soup.") and the decoder's hypotheses; the one chosen is shown as an edit."""
+    seen = []
+
+    def choose(rows, *args):
+        seen.extend(rows[0])
+        return [rows[0][1]]
+
+    monkeypatch.setattr(engine.reader, "_hypotheses", lambda *args: [["the king visits italy"]])
+    monkeypatch.setattr(engine.reader, "_choose", choose)
+    result = engine.analogy("He took the bus.", "He did not take the bus.", "He ate the soup.", reference=reference)
+    assert seen == ["He did not take the soup.", "He did not eat the soup.", "the king visits italy"]
+    assert result.decoded == "He did not eat the soup." and result.edited
+
+
 def test_the_vector_agrees_only_when_the_edit_fits_at_least_as_well_as_the_decoding():
     from app.handlers.analogy import edited_note
 
