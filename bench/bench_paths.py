@@ -1,6 +1,7 @@
 """Paths through the embedding space, read by the decoder (issue 59): analogies and interpolations.
 
     python -m bench.bench_paths [--shared ../shared] [--analogies 8 | --held-out] [--structure] [--pairs 40]
+                                [--pairs-split dev|test]
                                 [--steps 6] [--settings app api] [--threads 2] [--no-fluency] [--no-walk]
 
 On the dev set of bench/path_set.py it prints, for each decode setting ("app": beam 20 as the app
@@ -11,7 +12,8 @@ decodes, "api": `engine.analogy`'s and `engine.interpolate`'s defaults):
   `--structure`: the analogies that change a sentence's structure (issue 74: possessives, irregular forms,
   negation with do and modals, two changes at once, yes/no questions, passives) instead of the simple kinds,
   rule-made (10 of each) or with `--held-out` the hand-written held-out ones;
-- interpolations of --steps points between related sentence pairs: the share of interior points
+- interpolations of --steps points between related sentence pairs (STS-B dev, or test with
+  `--pairs-split test`): the share of interior points
   whose decoding differs from both ends and from both ends' decodings ("own sentence"); the mean
   fidelity gain, cos(encode(decoded), point) minus the nearer end sentence's cosine to the point;
   the share of paths whose decodings' cosine to the start never rises from step to step ("steady");
@@ -109,6 +111,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--structure", action="store_true",
                         help="the analogies that change a sentence's structure (issue 74) instead of the simple kinds")
     parser.add_argument("--pairs", type=int, default=40)
+    parser.add_argument("--pairs-split", choices=["dev", "test"], default="dev",
+                        help="STS-B split the interpolation pairs come from (test: held out)")
     parser.add_argument("--steps", type=int, default=6)
     parser.add_argument("--settings", nargs="+", choices=sorted(SETTINGS), default=["app", "api"])
     parser.add_argument("--threads", type=int, default=2)
@@ -125,7 +129,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     # A small fixed reference keeps the timings about the decoding (the app's default is larger).
     reference = EmbeddedTexts(["a"], l2_normalize(engine.encode(["a"])), name="one text")
-    pairs = [] if "interpolations" in args.skip else interpolation_pairs(args.shared, args.pairs)
+    pairs = [] if "interpolations" in args.skip else interpolation_pairs(args.shared, args.pairs, split=args.pairs_split)
     flags = "".join(f", {flag}" for flag, on in [("no fluency", args.no_fluency), ("no edits", args.no_edits)] if on)
     options = {"edits": not args.no_edits, **({"fluency": None} if args.no_fluency else {})}
     for name in args.settings:

@@ -451,13 +451,15 @@ def path_analogies(per_kind: int = 8, seed: int = 0) -> list[PathAnalogy]:
     return _rule_analogies(random.Random(seed), per_kind) + HAND_WRITTEN
 
 
-STSB_DEV = Path("data/senteval/STS/STSBenchmark/sts-dev.csv")
+STSB = Path("data/senteval/STS/STSBenchmark")
 
 
-def interpolation_pairs(shared: Path, limit: int = 40, seed: int = 0) -> list[tuple[str, str]]:
-    """`limit` pairs of related but different sentences (STS-B dev, gold 2-4, 4-15 words each),
-    a seeded sample; FileNotFoundError naming the file when ../shared is not there."""
-    file = Path(shared) / STSB_DEV
+def interpolation_pairs(shared: Path, limit: int = 40, seed: int = 0, split: str = "dev") -> list[tuple[str, str]]:
+    """`limit` pairs of related but different sentences (STS-B's `split`, "dev" or, held out, "test"; gold 2-4,
+    4-15 words each), a seeded sample; FileNotFoundError naming the file when ../shared is not there."""
+    if split not in ("dev", "test"):
+        raise ValueError(f"split must be dev or test, not {split!r}")
+    file = Path(shared) / STSB / f"sts-{split}.csv"
     pairs = []
     for line in file.read_text(encoding="utf-8").splitlines():
         cols = line.split("\t")
