@@ -23,7 +23,7 @@ from core.checkpoint import CheckpointError
 from core.runtime import Cancelled
 
 from .messages import one_line, quoted
-from .server.gate import QueueShares, bound_per_client, client_address
+from .server.gate import LIGHT_POOL, QueueShares, bound_per_client, client_address
 from .server.public import VISITOR
 from .server.work import RUNNING, run_owned
 from .settings import QUEUE_SIZE
@@ -35,7 +35,7 @@ EVENT_CONCURRENCY = 2  # requests of one event that run at a time (2 cores, torc
 # the reverse dictionary, a pair's similarity, job queries) have a pool of their own, so a slow
 # request never holds their slots; each slow kind runs one at a time, so a burst of maps or decodings
 # waits in its own queue and leaves the 2 cores (torch on 1 thread per request) to the cheap ones.
-QUICK = {"concurrency_id": "quick", "concurrency_limit": 2}
+QUICK = {"concurrency_id": LIGHT_POOL, "concurrency_limit": 2}  # public mode keeps them a reserve of the queue
 DECODE = {"concurrency_id": "decode", "concurrency_limit": 1}  # Vec2Sent beam search: analogy, interpolation
 # Seconds of CPU each: maps (UMAP/PCA), candidate maps, heatmaps, embedding an uploaded corpus or
 # dictionary, exports.

@@ -9,7 +9,6 @@ import argparse
 import json
 import threading
 import time
-from pathlib import Path
 
 import httpx
 import pytest
@@ -87,7 +86,7 @@ def call_result(base: str, api_name: str, data: list, source: str = "127.0.0.1")
 def test_the_routes_that_skip_the_queue_are_closed(public_server, route):
     """Before: POST /gradio_api/run/NAME (and /api/NAME) ran the handler at once, outside the queue's shares and
     pools: 30 decodes from one address ran together."""
-    demo, base = public_server
+    _, base = public_server
     with client() as http:
         answer = http.post(f"{base}/gradio_api/{route}/reverse_dictionary",
                            json={"data": api_data(base, "reverse_dictionary") + [None]})  # and its state
@@ -98,7 +97,7 @@ def test_the_routes_that_skip_the_queue_are_closed(public_server, route):
 def test_the_queue_and_gradio_client_still_answer(public_server):
     from gradio_client import Client
 
-    demo, base = public_server
+    _, base = public_server
     assert call_result(base, "reverse_dictionary", api_data(base, "reverse_dictionary"))[0] == "complete"
     answer = Client(base + "/", verbose=False).predict("a dog", "a cat", api_name="/similarity")
     assert isinstance(answer, (float, int, str, dict)), answer
@@ -111,7 +110,7 @@ def test_the_screen_recording_upload_is_closed_and_leaves_nothing(public_server)
     budget, for good when its reply was not read."""
     from app.settings import upload_dir
 
-    demo, base = public_server
+    _, base = public_server
     before = sorted(upload_dir().rglob("*")) if upload_dir().exists() else []
     with client() as http:
         answer = http.post(f"{base}/gradio_api/process_recording", files={"video": ("r.mp4", b"\0" * 200_000)})
@@ -164,6 +163,69 @@ def test_a_session_flood_from_one_address_is_bounded_and_others_keep_their_state
     assert "visitor" in holder.session_data
 
 
+def test_sessions_are_bounded_in_total_and_an_idle_one_goes_before_a_live_one():
+    """The bounds of app.server.sessions on Gradio's own StateHolder: per address, in total, an idle session (its end
+    callbacks run: a visitor's saved models go with it) dropped before a live one, a page's heartbeat keeps its
+    session live however long unused, and a session made up for one request goes once it has ended."""
+    import datetime
+
+    import gradio as gr
+    from gradio.state_holder import StateHolder
+
+    from app.server.sessions import (
+        REQUEST_ADDRESS,
+        SessionLimits,
+        SessionRefused,
+        install,
+    )
+
+    ended = []
+    with gr.Blocks() as blocks:
+        state = gr.State(None, delete_callback=ended.append)
+    holder = StateHolder()
+    holder.set_blocks(blocks)
+    busy = {"once"}
+    table = install(holder, SessionLimits(per_address=2, total=3, idle_s=60), busy=lambda key: key in busy)
+
+    def make(key: str, address: str) -> None:
+        token = REQUEST_ADDRESS.set(address)
+        try:
+            holder[key]
+        finally:
+            REQUEST_ADDRESS.reset(token)
+
+    def age(*keys: str) -> None:
+        for key in keys:
+            holder.time_last_used[key] = datetime.datetime.now() - datetime.timedelta(minutes=5)
+
+    make("a1", "A")
+    holder["a1"][state._id] = "a1's saved models"
+    make("a2", "A")
+    with pytest.raises(SessionRefused, match="at most 2"):
+        make("a3", "A")  # both of A's are live
+    age("a1")
+    make("a3", "A")  # a1, idle, goes, with its end callback
+    assert list(table) == ["a2", "a3"] and ended == ["a1's saved models"]
+    make("b1", "B")
+    with pytest.raises(SessionRefused, match="as many visitors' sessions as it keeps"):
+        make("c1", "C")  # 3 in all, all live
+    age("a2", "a3")
+    table.heartbeat("a2", True)  # a2's page is open: live, however long unused
+    make("c1", "C")
+    assert sorted(table) == ["a2", "b1", "c1"]
+    table.heartbeat("a2", False)
+    holder["a2"]  # used again
+    table.dispose("once")
+    with pytest.raises(SessionRefused):
+        make("once", "D")  # nothing idle: a made-up session is admitted like any
+    age("b1")
+    make("once", "D")  # b1 goes (the only idle one)
+    holder["c1"]
+    busy.clear()  # its request has ended: idle at once, though just used
+    make("d2", "E")
+    assert sorted(table) == ["a2", "c1", "d2"]
+
+
 # ---- 5. odd input and bare 500s -----------------------------------------------------------------------------
 
 def test_a_lone_surrogate_in_any_text_input_is_refused_with_one_line(public_server):
@@ -173,7 +235,7 @@ def test_a_lone_surrogate_in_any_text_input_is_refused_with_one_line(public_serv
     demo, base = public_server
     info = httpx.get(f"{base}/gradio_api/info", timeout=30).json()["named_endpoints"]
     tried = []
-    for name, endpoint in info.items():
+    for name in info:
         fn = next(f for f in demo.fns.values() if f.api_name == name.lstrip("/"))
         texts = [i for i, block in enumerate(b for b in fn.inputs if not isinstance(b, gr.State))
                  if isinstance(block, gr.Textbox)]
@@ -197,9 +259,127 @@ def test_a_lone_surrogate_in_any_text_input_is_refused_with_one_line(public_serv
     ("/gradio_api/call/v2/no_such_endpoint", {}),
 ])
 def test_no_route_answers_a_bare_500(public_server, path, body):
-    demo, base = public_server
+    _, base = public_server
     with client("127.0.0.9") as http:  # an address with no sessions yet
         answer = http.post(base + path, json=body)
     assert answer.status_code in (400, 404), (answer.status_code, answer.text)
     detail = answer.json()["detail"]
     assert isinstance(detail, str) and "\n" not in detail and 0 < len(detail) < 300, detail
+
+
+# ---- 4. shares that a few addresses beat ----------------------------------------------------------------------
+
+@pytest.fixture
+def pooled_server():
+    """A Blocks on the app's queue and middleware with a slow pool (one at a time, like the decodes) and a light one
+    (app.server.gate.LIGHT_POOL), 9 places, 3 an address, 3 kept for light requests: (url, the order the slow
+    requests ran in, the event that lets the first one finish)."""
+    import gradio as gr
+
+    from app.server.gate import LIGHT_POOL, QueueShares, middleware
+    from app.wiring import enable_queue
+
+    order, release = [], threading.Event()
+
+    def slow(text: str) -> str:
+        order.append(text)
+        release.wait(60)
+        return text
+    with gr.Blocks() as demo:
+        box = gr.Textbox()
+        box.submit(slow, box, box, api_name="slow", concurrency_id="decode", concurrency_limit=1)
+        gr.Button().click(lambda text: text, box, box, api_name="light", concurrency_id=LIGHT_POOL,
+                          concurrency_limit=2)
+    enable_queue(demo, max_size=9, shares=QueueShares(per_session=8, per_address=3, light_reserve=3))
+    demo.launch(server_name="127.0.0.1", server_port=free_port(), prevent_thread_lock=True, quiet=True,
+                app_kwargs={"middleware": middleware(demo)})
+    try:
+        yield demo.local_url.rstrip("/"), order, release
+    finally:
+        release.set()
+        demo.close()
+
+
+def join(base: str, api_index: int, text: str, source: str) -> httpx.Response:
+    with client(source) as http:
+        return http.post(f"{base}/gradio_api/queue/join", json={
+            "data": [text], "fn_index": api_index, "session_hash": f"page-{text}", "trigger_id": None})
+
+
+def test_a_few_addresses_cannot_take_the_whole_queue_nor_the_slow_pool(pooled_server):
+    """Before: four addresses filled the 64 places with slow requests and everyone was refused, light requests too;
+    and one address's 16 waiting decodes ran before anyone else's."""
+    base, order, release = pooled_server
+    assert join(base, 0, "a0", "127.0.0.1").status_code == 200
+    for _ in range(100):
+        if order:
+            break
+        time.sleep(0.05)
+    assert order == ["a0"]  # runs, holding the slow pool
+    answers = {text: join(base, 0, text, source) for source, texts in
+               [("127.0.0.1", ["a1", "a2", "a3"]), ("127.0.0.2", ["b0", "b1", "b2"]), ("127.0.0.3", ["c0", "c1"])]
+               for text in texts}
+    assert all(answers[text].status_code == 200 for text in ["a1", "a2", "a3", "b0", "b1", "b2"])
+    assert all(answers[text].status_code == 503 for text in ["c0", "c1"]), {t: a.text for t, a in answers.items()}
+    assert "kept for quick ones" in answers["c0"].json()["detail"]
+    assert join(base, 1, "light", "127.0.0.4").status_code == 200  # the reserve: before, "Queue is full"
+    release.set()
+    for _ in range(200):
+        if len(order) == 7:
+            break
+        time.sleep(0.05)
+    assert order == ["a0", "b0", "a1", "b1", "a2", "b2", "a3"]  # by turns; before, a1 a2 a3 then b0 b1 b2
+
+
+def test_the_whole_servers_failed_logins_are_bounded_not_only_each_address():
+    """Before: the throttle counted failures per address only: 40 addresses checked 200 passwords in 3.7 s."""
+    import asyncio
+
+    from app.server.gate import LoginThrottle
+
+    checked = []
+
+    async def wrong_password(scope, receive, send):
+        checked.append(scope["client"][0])
+        await send({"type": "http.response.start", "status": 400, "headers": []})
+        await send({"type": "http.response.body", "body": b"{}"})
+
+    throttle = LoginThrottle(wrong_password)
+
+    async def guesses() -> list[int]:
+        codes = []
+        for address in range(40):
+            transport = httpx.ASGITransport(app=throttle, client=(f"198.51.100.{address}", 4000))
+            async with httpx.AsyncClient(transport=transport, base_url="http://server") as http:
+                for guess in range(5):
+                    answer = await http.post("/login", data={"username": "alice", "password": f"guess-{guess}"})
+                    codes.append(answer.status_code)
+        return codes
+    codes = asyncio.run(guesses())
+    assert len(checked) == throttle.total_failures == 30, len(checked)  # before: all 200 checked
+    assert codes.count(429) == 200 - 30
+    assert throttle.refusal("203.0.113.1", time.monotonic()).startswith("Too many failed logins on this server")
+
+
+def test_a_few_addresses_cannot_hold_the_disk_budget_for_long(tmp_path, monkeypatch):
+    """Before: each address could hold half the budget (two filled it, issue 75), and Gradio's temp files were kept
+    an hour before the budget could reclaim them."""
+    import os
+
+    from app.server.public import disk_budget, guard_write, set_disk_budget
+    from app.settings import upload_dir
+
+    monkeypatch.setenv("GRADIO_TEMP_DIR", str(tmp_path / "gradio"))
+    limits = PublicLimits(disk_bytes=3_000_000)
+    assert limits.address_share * 5 <= 0.5  # five addresses together hold at most half of it
+    set_disk_budget(limits)
+    try:
+        old = upload_dir() / "an-upload" / "words.tsv"
+        old.parent.mkdir(parents=True)
+        old.write_bytes(b"x" * 2_000_000)
+        stale = time.time() - 20 * 60  # 20 minutes: past the budget's temp lifetime, within Gradio's hour
+        os.utime(old.parent, (stale, stale))
+        guard_write(1_500_000, "this upload")  # before: refused, the old upload kept its room for the hour
+        assert not old.exists() and disk_budget().reserved() == 0
+    finally:
+        set_disk_budget(None)

@@ -221,11 +221,12 @@ def share_refusal(queue: Any, session_hash: str | None, request: Any, shares: Qu
     return None
 
 
-def fair_order(line: list) -> None:
-    """Reorder one pool's waiting events (oldest first) so that addresses take turns: each address's first event,
-    in the order they came, then each one's second... An address with 16 decodes waiting delayed everyone's decode
-    by all 16 (~60 s, issue 75); now by at most one per address waiting."""
-    turns: Counter[str] = Counter()
+def fair_order(line: list, busy: list = ()) -> None:
+    """Reorder one pool's waiting events (oldest first) so that addresses take turns, those with fewer of the pool's
+    events running (`busy`) first: each address's next event, in the order they came, then each one's after that...
+    An address with 16 decodes waiting delayed everyone's decode by all 16 (~60 s, issue 75); now by at most one
+    per other address waiting."""
+    turns: Counter[str] = Counter(client_address(event.request) for event in busy)
     keyed = []
     for arrival, event in enumerate(line):
         address = client_address(event.request)
@@ -262,7 +263,8 @@ def bound_per_client(queue: Any, shares: QueueShares) -> None:
         except SessionRefused as refused:
             return False, str(refused), "queue_full"
         if shares.per_address is not None and pushed[0] and fn.concurrency_id in queue.event_queue_per_concurrency_id:
-            fair_order(queue.event_queue_per_concurrency_id[fn.concurrency_id].queue)
+            fair_order(queue.event_queue_per_concurrency_id[fn.concurrency_id].queue,
+                       [event for event in running(queue) if event.concurrency_id == fn.concurrency_id])
         return pushed
     queue.push = bounded_push
 

@@ -19,8 +19,9 @@ import contextvars
 import datetime
 import threading
 from collections import Counter, OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 # The network address of the HTTP request being handled (the gate sets it for every request; None outside one,
 # e.g. in the queue's own task, which only uses sessions its requests made).
