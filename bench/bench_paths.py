@@ -43,8 +43,9 @@ ROOT = Path(__file__).resolve().parents[1]
 SETTINGS = {"app": {"beam": APP_BEAM}, "api": {}}
 
 
-def analogy_scores(engine: Engine, setting: dict, items, reference, show: int = 0) -> dict:
-    """Exact share overall and by kind, and ms per analogy, for the analogies `items`."""
+def analogy_scores(engine: Engine, setting: dict, items, reference, show: int = 0, progress: bool = False) -> dict:
+    """Exact share overall and by kind, and ms per analogy, for the analogies `items`; `progress`: a line on
+    stderr for each."""
     hits, by_kind, times, kind_times, misses = [], defaultdict(list), [], defaultdict(list), []
     for item in items:
         start = time.perf_counter()
@@ -56,6 +57,9 @@ def analogy_scores(engine: Engine, setting: dict, items, reference, show: int = 
         by_kind[item.kind].append(exact)
         if not exact:
             misses.append(f"{item.kind}: {item.expected} -> {result.decoded}")
+        if progress:  # a long run on a busy machine keeps what it measured
+            print(f"    {len(hits)}/{len(items)} {item.kind} {'exact' if exact else 'miss'} {times[-1]:.0f} ms: "
+                  f"{result.decoded}", file=sys.stderr, flush=True)
     return {"exact": float(np.mean(hits)), "n": len(hits), "ms": statistics.mean(times),
             "by_kind": {k: float(np.mean(v)) for k, v in by_kind.items()},
             "kind_ms": {k: statistics.mean(v) for k, v in kind_times.items()}, "misses": misses[:show]}
@@ -118,6 +122,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--show", type=int, default=10, help="misses and paths to print")
     parser.add_argument("--skip", nargs="*", choices=["analogies", "interpolations"], default=[])
+    parser.add_argument("--progress", action="store_true", help="a line on stderr for each analogy")
     parser.add_argument("--no-fluency", action="store_true", help="choose by cosine alone (no language model)")
     parser.add_argument("--no-edits", action="store_true", help="no candidates made of the given sentences' word edits")
     args = parser.parse_args(argv)
@@ -136,7 +141,7 @@ def main(argv: list[str] | None = None) -> int:
         setting = {**SETTINGS[name], **options}
         if "analogies" not in args.skip:
             items = _analogies(args.held_out, args.structure, args.analogies)
-            a = analogy_scores(engine, setting, items, reference, args.show)
+            a = analogy_scores(engine, setting, items, reference, args.show, args.progress)
             kinds = ", ".join(f"{k} {v:.0%} {a['kind_ms'][k]:.0f} ms" for k, v in sorted(a["by_kind"].items()))
             print(f"[{name}{flags}] analogies: {a['exact']:.1%} exact of {a['n']} ({kinds}); {a['ms']:.0f} ms each")
             for miss in a["misses"]:
