@@ -49,7 +49,8 @@ def embed_corpus(corpus: pa.Table, uri: str, engine, model: str | None = None, a
                  batch_size: int = 128, progress: Progress | None = None) -> tuple[Collection, str]:
     """Embed the rows of `corpus` (`read_corpus`) that the table at `uri` does not hold yet with the model
     of `engine` (`model`: its checkpoint directory, which every worker loads; None: the shipped one) on Ray
-    (`address`: a cluster; None: this machine), then index the table. Returns the collection and what
+    (`address`: a cluster, "auto" the one already running here; None: a Ray of its own on this
+    machine), then index the table. Returns the collection and what
     index it has, in words. ValueError, before anything is embedded, for a table of another model or corpus."""
     schema = table_schema(corpus.schema, engine.encoder.hidden_size, engine.fingerprint, corpus_digest(corpus))
     table, stored = open_for_writing(uri, schema)
@@ -78,7 +79,7 @@ def _embedded(missing: pa.Table, model: str | None, address: str | None, batch_s
     if started_here:
         with warnings.catch_warnings():  # Ray's processes are forked and exec'd at once: LanceDB's state is not shared
             warnings.filterwarnings("ignore", "lancedb fork support", RuntimeWarning)
-            ray.init(address=address, include_dashboard=False, log_to_driver=False, logging_level="WARNING")
+            ray.init(address=address or "local", include_dashboard=False, log_to_driver=False, logging_level="WARNING")
     logging.getLogger("ray.data").setLevel(logging.WARNING)  # each run's plan and log folder: the progress says enough
     try:
         data = _embedding_dataset(missing.select([ROW_ID, TEXT]), model, batch_size)

@@ -109,21 +109,37 @@ class Collection(Reference):
         self.columns = [f.name for f in self.table.schema if f.name not in (ROW_ID, TEXT, VECTOR)]
         self.texts = StoredTexts(self.table, self.size)
         self.name = f"{self.size:,} sentences of {uri}"
+        self._vectors: tuple[np.ndarray, np.ndarray] | None = None  # (row ids, unit rows): exact search's
 
     def search(self, vectors: np.ndarray, k: int, columns: Sequence[str] = ()) -> list[list[dict]]:
         """For each vector (n, d), the k nearest rows, best first: {"row_id", "text", "cosine", column: value}."""
-        found = []
-        for vector in np.atleast_2d(vectors):
-            query = self.table.search(_unit(vector), vector_column_name=VECTOR).metric("dot").limit(k)
-            if self.indexed:
-                query = query.nprobes(NPROBES).refine_factor(REFINE_FACTOR)
-            hits = query.select([ROW_ID, TEXT, *columns, "_distance"]).to_arrow()
-            cosines = 1.0 - hits.column("_distance").to_numpy()  # LanceDB's dot distance is 1 - dot
-            found.append([{ROW_ID: int(r), TEXT: t, "cosine": float(c),
-                           **{name: hits.column(name)[i].as_py() for name in columns}}
-                          for i, (r, t, c) in enumerate(zip(hits.column(ROW_ID).to_pylist(),
-                                                            hits.column(TEXT).to_pylist(), cosines))])
-        return found
+        units = np.stack([_unit(v) for v in np.atleast_2d(vectors)])
+        wanted = [ROW_ID, TEXT, *columns]
+        if self.indexed:
+            return [self._indexed_search(unit, k, wanted) for unit in units]
+        ids, cosines = self._exact_search(units, k)
+        rows = _by_row_id(self.table, sorted(set(ids.ravel().tolist())), wanted).to_pylist()
+        by_id = {row[ROW_ID]: row for row in rows}
+        return [[{**by_id[i], "cosine": float(c)} for i, c in zip(r.tolist(), s)] for r, s in zip(ids, cosines)]
+
+    def _indexed_search(self, unit: np.ndarray, k: int, wanted: list[str]) -> list[dict]:
+        """LanceDB's IVF-PQ, its NPROBES lists' best k x REFINE_FACTOR re-ranked by the stored vectors."""
+        hits = (self.table.search(unit, vector_column_name=VECTOR).metric("dot").limit(k).nprobes(NPROBES)
+                .refine_factor(REFINE_FACTOR).select([*wanted, "_distance"]).to_arrow())
+        cosines = 1.0 - hits.column("_distance").to_numpy()  # LanceDB's dot distance is 1 - dot
+        return [{**row, "cosine": float(c)} for row, c in zip(hits.select(wanted).to_pylist(), cosines)]
+
+    def _exact_search(self, units: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """(row ids, cosines), each (n, k), by every row's vector, held in memory after the first search
+        (under BRUTE_FORCE_ROWS rows: at most 150 MB at 384 dimensions)."""
+        if self._vectors is None:
+            stored = self.table.search().select([ROW_ID, VECTOR]).limit(None).to_arrow()
+            self._vectors = (stored.column(ROW_ID).to_numpy(),
+                             np.stack(stored.column(VECTOR).to_numpy(zero_copy_only=False)).astype(np.float32))
+        ids, matrix = self._vectors
+        cosines = units @ matrix.T  # (n, N)
+        top = np.argsort(-cosines, axis=1, kind="stable")[:, :min(k, len(ids))]
+        return ids[top], np.take_along_axis(cosines, top, axis=1)
 
     def nearest(self, vectors: np.ndarray, k: int) -> list[list[tuple[int, float]]]:
         return [[(hit[ROW_ID], hit["cosine"]) for hit in row] for row in self.search(vectors, k)]

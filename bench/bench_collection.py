@@ -1,0 +1,172 @@
+"""A collection's index (core/collection/store.py) against exact search: recall@10 and ms a query.
+
+    python -m bench.bench_collection --rows 1000000 --queries 500               # synthetic vectors (below)
+    python -m bench.bench_collection --collection data/posts --queries 500      # a built collection's own
+    python -m bench.bench_collection --rows 1000000 --faiss                     # and FAISS HNSW32,SQ8 beside it
+
+Vectors: a built collection's (`--collection`; queries are its rows plus noise), or, where embedding a
+million sentences is out of reach (2 CPU cores: about an hour), `--rows` synthetic unit vectors with the
+structure of real ones: each is the shipped model's vector of a WordNet word or definition plus half of
+another's plus noise (reconstructed from the open vocabulary's PQ codes, 264k rows; `synthetic_rows`), and
+the queries are fresh such mixtures. For each setting: LanceDB IVF-PQ (build seconds, index MB) with
+`nprobes` lists probed and `refine_factor` x 10 candidates re-ranked exactly, recall@10 against exact
+inner-product search over the same float32 rows, and ms a query one at a time (the app's case). Prints JSON.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+K = 10
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    import pyarrow as pa
+
+    from core.collection.store import TABLE, build_index, connect
+
+    rng = np.random.default_rng(args.seed)
+    if args.collection:
+        table = connect(args.collection).open_table(TABLE)
+        rows = np.stack(table.to_arrow().column("vector").to_numpy(zero_copy_only=False)).astype(np.float32)
+        picked = rows[rng.choice(len(rows), args.queries, replace=False)]
+        queries = _unit(picked + 0.3 * rng.standard_normal(picked.shape).astype(np.float32) / np.sqrt(rows.shape[1]))
+    else:
+        rows, queries = synthetic_rows(args.rows, args.queries, rng)
+    truth = exact_nearest(rows, queries)
+    report: dict = {"rows": len(rows), "queries": len(queries), "vectors": args.collection or "synthetic"}
+    with tempfile.TemporaryDirectory(dir=args.tmp) as folder:
+        vector = pa.FixedSizeListArray.from_arrays(pa.array(rows.ravel()), rows.shape[1])
+        table = connect(folder).create_table(TABLE, data=pa.table({"row_id": np.arange(len(rows)), "vector": vector}))
+        if args.exact:
+            report["exact_lancedb"] = measure_lancedb(table, queries, truth, None)
+        started = time.perf_counter()
+        report["index"] = build_index(table, len(rows) if args.index else 0)
+        report["build_s"] = round(time.perf_counter() - started, 1)
+        report["index_mb"] = round(sum(f.stat().st_size for f in Path(folder).rglob("_indices/**/*") if f.is_file()) / 1e6, 1)
+        report["settings"] = [{"nprobes": n, "refine_factor": r, **measure_lancedb(table, queries, truth, (n, r))}
+                              for n in args.nprobes for r in args.refine]
+    if args.faiss:
+        report["faiss_hnsw32_sq8"] = measure_faiss(rows, queries, truth)
+    print(json.dumps(report, indent=1))
+    return 0
+
+
+def synthetic_rows(n: int, q: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """(n rows, q queries), unit float32: real vectors (`real_rows`) mixed pairwise with noise."""
+    real = real_rows()
+
+    def mixtures(count: int) -> np.ndarray:
+        out = np.empty((count, real.shape[1]), np.float32)
+        for start in range(0, count, 100_000):
+            m = min(100_000, count - start)
+            a, b = rng.integers(0, len(real), m), rng.integers(0, len(real), m)
+            noise = rng.standard_normal((m, real.shape[1]), dtype=np.float32) / np.sqrt(real.shape[1])
+            out[start:start + m] = _unit(real[a] + 0.5 * real[b] + 0.3 * noise)
+        return out
+    return mixtures(n), mixtures(q)
+
+
+def real_rows() -> np.ndarray:
+    """The shipped model's vectors of 116,697 WordNet definitions and 147,306 words and phrases, rebuilt
+    from the open vocabulary's product-quantized codes (checkpoints/defsent-minilm/open_vocab_codes)."""
+    from safetensors.numpy import load_file
+
+    from core.checkpoint import DEFAULT_CHECKPOINT
+
+    stored = load_file(str(DEFAULT_CHECKPOINT / "open_vocab_codes.safetensors"))
+    parts = []
+    for kind in ("definition", "word"):
+        books, codes = stored[f"{kind}_codebooks"].astype(np.float32), stored[f"{kind}_codes"]  # (M, 256, s), (n, M)
+        parts.append(np.concatenate([books[m][codes[:, m]] for m in range(books.shape[0])], axis=1))
+    return _unit(np.concatenate(parts))
+
+
+def exact_nearest(rows: np.ndarray, queries: np.ndarray) -> np.ndarray:
+    """(q, K) row numbers of the K largest inner products, by numpy over all rows."""
+    best = np.zeros((len(queries), 0), np.int64)
+    scores = np.zeros((len(queries), 0), np.float32)
+    for start in range(0, len(rows), 200_000):
+        s = queries @ rows[start:start + 200_000].T
+        top = np.argpartition(-s, K, axis=1)[:, :K]
+        best = np.concatenate([best, top + start], axis=1)
+        scores = np.concatenate([scores, np.take_along_axis(s, top, 1)], axis=1)
+        keep = np.argsort(-scores, axis=1)[:, :K]
+        best, scores = np.take_along_axis(best, keep, 1), np.take_along_axis(scores, keep, 1)
+    return best
+
+
+def measure_lancedb(table, queries: np.ndarray, truth: np.ndarray, setting: tuple[int, int] | None) -> dict:
+    """Recall@K and ms a query (one at a time) of LanceDB's search: exact when `setting` is None, else
+    the index with (nprobes, refine_factor)."""
+    found, times = [], []
+    for query in queries:
+        search = table.search(query).metric("dot").limit(K).select(["row_id", "_distance"])
+        search = search.bypass_vector_index() if setting is None else search.nprobes(setting[0]).refine_factor(setting[1])
+        started = time.perf_counter()
+        found.append(search.to_arrow().column("row_id").to_numpy())
+        times.append(time.perf_counter() - started)
+    return {"recall_at_10": recall(found, truth), "ms_median": round(1e3 * float(np.median(times)), 2),
+            "ms_p90": round(1e3 * float(np.percentile(times, 90)), 2)}
+
+
+def measure_faiss(rows: np.ndarray, queries: np.ndarray, truth: np.ndarray) -> dict:
+    """FAISS HNSW32 over 8-bit rows with efSearch 128 (the index `corpus-index` built before LanceDB)."""
+    import faiss
+
+    started = time.perf_counter()
+    index = faiss.index_factory(rows.shape[1], "HNSW32,SQ8", faiss.METRIC_INNER_PRODUCT)
+    index.train(rows[:65_536])
+    index.add(rows)
+    build = time.perf_counter() - started
+    index.hnsw.efSearch = 128
+    found, times = [], []
+    for query in queries:
+        started = time.perf_counter()
+        found.append(index.search(query[None], K)[1][0])
+        times.append(time.perf_counter() - started)
+    return {"recall_at_10": recall(found, truth), "ms_median": round(1e3 * float(np.median(times)), 2),
+            "build_s": round(build, 1)}
+
+
+def recall(found: list[np.ndarray], truth: np.ndarray) -> float:
+    return round(float(np.mean([len(set(f.tolist()) & set(t.tolist())) / K for f, t in zip(found, truth)])), 4)
+
+
+def _unit(x: np.ndarray) -> np.ndarray:
+    return (x / np.maximum(np.linalg.norm(x, axis=1, keepdims=True), 1e-12)).astype(np.float32)
+
+
+def _numbers(text: str) -> list[int]:
+    numbers = [int(n) for n in text.split(",")]
+    if not all(1 <= n <= 10_000 for n in numbers):
+        raise argparse.ArgumentTypeError(f"numbers from 1 to 10,000, not {text!r}")
+    return numbers
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--rows", type=int, default=100_000, help="synthetic rows (1,000 to 10,000,000)")
+    parser.add_argument("--collection", default=None, help="a built collection's vectors instead (a folder or URI)")
+    parser.add_argument("--queries", type=int, default=500, help="queries (10 to 10,000)")
+    parser.add_argument("--nprobes", type=_numbers, default=[16, 32, 64, 128], help="IVF lists probed, e.g. 64,128")
+    parser.add_argument("--refine", type=_numbers, default=[5, 10, 20], help="refine factors, e.g. 10,20")
+    parser.add_argument("--exact", action="store_true", help="also LanceDB's own exact search (slow past 100k rows)")
+    parser.add_argument("--no-index", dest="index", action="store_false", help="exact search only (no IVF-PQ build)")
+    parser.add_argument("--faiss", action="store_true", help="also FAISS HNSW32,SQ8 (efSearch 128) on the same rows")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the synthetic rows and the queries")
+    parser.add_argument("--tmp", default=None, help="folder for the temporary table (default: the system's)")
+    args = parser.parse_args(argv)
+    if not 1_000 <= args.rows <= 10_000_000 or not 10 <= args.queries <= 10_000:
+        parser.error("--rows must be from 1,000 to 10,000,000 and --queries from 10 to 10,000")
+    return args
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
