@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextvars
 import datetime
+import functools
 import threading
 from collections import Counter, OrderedDict
 from collections.abc import Callable
@@ -62,9 +63,15 @@ class BoundedSessions(OrderedDict):
 
     def __setitem__(self, key: str, value: Any) -> None:
         with self.lock:
-            if key not in self:
-                self._admit(key, REQUEST_ADDRESS.get())
+            self.admit(key)
             super().__setitem__(key, value)
+
+    def admit(self, key: str) -> None:
+        """Admit session `key` of the request being handled (REQUEST_ADDRESS), unless it is here or admitted
+        already: room is made within the bounds, else SessionRefused."""
+        with self.lock:
+            if key not in self and key not in self.owners:
+                self._admit(key, REQUEST_ADDRESS.get())
 
     def __delitem__(self, key: str) -> None:
         with self.lock:
@@ -127,4 +134,16 @@ def install(holder: Any, limits: SessionLimits, busy: Callable[[str], bool] = la
         with holder.lock:
             holder.session_data = BoundedSessions(holder, limits, holder.session_data, busy)
             holder.capacity = limits.total + 1  # never reached: admission keeps the table within `total`
+            holder.__class__ = _admitting(type(holder))
     return holder.session_data
+
+
+@functools.cache
+def _admitting(holder_class: type) -> type:
+    """`holder_class` (Gradio's StateHolder) admitting a new session before building it: Gradio builds a session
+    (~25 ms of the event loop for this app's 231 components) before it stores it, so a refusal at the store still
+    cost that much."""
+    def getitem(holder: Any, key: str) -> Any:
+        holder.session_data.admit(key)
+        return holder_class.__getitem__(holder, key)
+    return type("Admitting" + holder_class.__name__, (holder_class,), {"__getitem__": getitem})
