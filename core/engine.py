@@ -483,7 +483,7 @@ class Engine:
         """Whether this model's open vocabulary (WordNet and its own words) can be had without embedding
         it all: its vectors stored (in `cache_dir`, its shipped folder or its compact file), or, for a
         model fine-tuned in the app, its parent's (`open_vocab_parent_scorer`)."""
-        name = self._open_vocab_cache_name(self.words.candidates())
+        name = self._open_vocab_cache_name(self.words.candidates(cached=True))  # read again by the caller, fast
         return (self._stored_open_vocab(name, [Path(cache_dir)]) is not None
                 or self._stored_open_vocab(reused_name(name), [Path(cache_dir)]) is not None
                 or self._open_vocab_parent_file([Path(cache_dir), user_cache_dir("open-vocab")]) is not None)

@@ -183,7 +183,7 @@ def test_search_analogy_and_interpolation_search_the_chosen_collection(tiny_mlm_
     engine.words.compact = True  # a fresh clone's compact vectors: still every definition, not the sample (issue 62)
     rows, notice, _ = studio.similarity.search("an animal that barks", sv.LARGEST_READY, None, 5, Session())
     assert sorted(text for *_, text in rows) == every_definition
-    assert "approximate vectors" in notice  # their cosines shift once the exact vectors are in: the user is told
+    assert "compressed copy" in notice  # their cosines shift once the exact vectors are in: the user is told
     engine.words.compact = False
     rows, notice, _ = studio.similarity.search("an animal that barks", sv.EVERY_WORD, None, 5, Session())
     assert notice == ""
@@ -358,6 +358,39 @@ def test_model_loads_in_the_background(tiny_mlm_dir, tmp_path):
     assert "failed" in broken.status()
 
 
+def test_a_fresh_starts_first_answer_comes_from_the_whole_vocabulary(tiny_mlm_dir, tmp_path, monkeypatch):
+    """Issue 76, 2: for ~20 s after the page was usable, answers came from the head's single-token words alone
+    ("a person who is in charge": no "chief"), though the checkpoint's compact vectors are read in seconds."""
+    import core.words.scorer
+    from core.lexicon.dictionary import load_wordnet_lemmas
+    lemmas = [e for e in load_wordnet_lemmas() if e.word in ("ice cream", "dog", "give up")]
+    monkeypatch.setattr(core.words.scorer, "load_wordnet_lemmas", lambda: lemmas)  # WordNet's stand-in
+    monkeypatch.setenv("DEFSENT_CACHE_DIR", str(tmp_path / "cache"))
+    saved = Engine.from_base(str(tiny_mlm_dir)).save(tmp_path / "checkpoints" / "tiny")
+    Engine.load(saved, decoder=None, open_vocabulary=False).save_compact_open_vocab(subspaces=2,
+                                                                                     cache_dir=tmp_path / "elsewhere")
+    # a fresh start: an empty cache; the rest of the preparation (delay) comes long after the first answer
+    monkeypatch.setenv("DEFSENT_CACHE_DIR", str(tmp_path / "fresh-cache"))
+    studio = start_studio(ModelSpec("tiny", saved), tmp_path / "checkpoints", warm_up_umap=False, delay=3600)
+    words, _ = studio.reverse.reverse_dictionary("a frozen sweet food", 3)
+    assert "ice cream" in words  # a phrase: only the whole vocabulary has it
+    assert studio.models.active().engine.words.compact and "compressed copy" in words  # and it says so, plainly
+
+
+def test_a_bar_of_background_work_goes_when_the_work_ends(studio):
+    """Issue 76, 2: a bar "embedding 264,003/264,003 ... about 0 s left" stayed on screen."""
+    from app.handlers.reverse import vocabulary_progress_html
+    active = studio.models.active()
+    active.open_vocab_progress = (66_000, 264_003, 200.0)
+    assert "66,000/264,003" in studio.reverse.vocabulary_progress() and "about 3 min left" in vocabulary_progress_html(active)
+    active.open_vocab_progress = (264_003, 264_003, 0.0)  # embedded; saved and read back next: seconds
+    assert "0 s left" not in studio.reverse.vocabulary_progress()
+    active.open_vocab_progress = None  # done: the tab's polling then shows nothing, and stops
+    assert studio.reverse.vocabulary_progress() == ""
+    words, _ = studio.reverse.reverse_dictionary("an animal", 3)
+    assert "ds-progress" not in words  # an answer holds no bar: it would stay after the work
+
+
 def test_switch_model_and_unknown_name(studio):
     # "tiny" is served from outside checkpoints/; like the base, it is a model before DefSent training
     labels = [(f"{BASE_LABEL}: {BASE_WARNING_SHORT}", BASE_LABEL), (f"tiny: {BASE_WARNING_SHORT}", "tiny")]
@@ -384,8 +417,8 @@ def test_the_reverse_dictionary_says_when_it_answers_from_approximate_vectors(ti
     exact, _ = studio.reverse.reverse_dictionary("a frozen sweet food", 2)
     engine.words.compact = True  # as read from a checkpoint's compact vectors
     approximate, _ = studio.reverse.reverse_dictionary("a frozen sweet food", 2)
-    assert "approximate vectors" in approximate and "ice cream" in approximate
-    assert "approximate vectors" not in exact and "ice cream" in exact
+    assert "compressed copy" in approximate and "ice cream" in approximate
+    assert "compressed copy" not in exact and "ice cream" in exact
 
 
 def test_an_answer_is_written_in_the_form_the_description_asks_for_with_its_lemmas_senses(tiny_mlm_dir):

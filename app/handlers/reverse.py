@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 from core.answers import EXCLUDE_QUERY_WORDS
-from core.words import APPROXIMATE_ANSWERS
 
 from ..shared import services as sv
 from ..shared.models import ActiveModel
@@ -10,20 +9,30 @@ from ..views import render
 from .backend import TabHandlers
 from .session import Session
 
-OPEN_VOCABULARY_PENDING = ("Answers come from the 21.7k words the word head knows until the full vocabulary "
-                           "(147k WordNet words and phrases) is ready: seconds after the model loads when its "
-                           "checkpoint ships compact vectors, else a few minutes once per model (then cached).")
+# What an answer says while the model's vocabulary is not final, in plain words (issue 76)
+OPEN_VOCABULARY_PENDING = ("For now the answers come from a shorter list of {words:,} single words: this model's full "
+                           "vocabulary of 147k WordNet words and phrases is being prepared in the background (a few "
+                           "minutes, once per model). Ask again then for the full answer.")
+APPROXIMATE_NOTE = ("These answers come from a compressed copy of this model's word vectors (the best candidates "
+                    "are checked with exact ones) while its exact vectors are computed in the background (a few "
+                    "minutes, once per model); afterwards the order may change a little.")
 
 
 def vocabulary_notice_html(active: ActiveModel) -> str:
-    """While `active`'s answers and searches over the vocabulary are not final (the full vocabulary is being
-    built, or it answers from approximate vectors): what is going on and how far it is; else ""."""
+    """While `active`'s answers over the vocabulary are not final (the full vocabulary is being built, or it
+    answers from approximate vectors): what that means for this answer; else "". The work's progress is shown
+    apart, live (`vocabulary_progress_html`): a bar in an answer stayed there after the work had ended."""
     words = active.engine.words
     if words.open_vocab is not None and not words.approximate:
         return ""
-    pending = (OPEN_VOCABULARY_PENDING if words.open_vocab is None
-               else f"{APPROXIMATE_ANSWERS[0].upper()}{APPROXIMATE_ANSWERS[1:]} in the background.")
-    return render.notice_html(pending) + render.embedding_progress_html(active.open_vocab_progress)
+    if words.open_vocab is None:
+        return render.notice_html(OPEN_VOCABULARY_PENDING.format(words=int(words.vocab.candidate_mask.sum())))
+    return render.notice_html(APPROXIMATE_NOTE)
+
+
+def vocabulary_progress_html(active: ActiveModel) -> str:
+    """A bar of `active`'s vocabulary being embedded in the background, or "" when no such work runs."""
+    return render.embedding_progress_html(active.open_vocab_progress, "this model's vocabulary, in the background")
 
 
 class ReverseHandlers(TabHandlers):
@@ -45,3 +54,7 @@ class ReverseHandlers(TabHandlers):
             return main, render.notice_html("The active model is the untrained base: nothing to compare with.")
         before = sv.reverse_dictionary(active.untrained(), query)
         return main, render.words_html(before, "before DefSent training (same head)")
+
+    def vocabulary_progress(self, session: Session | None = None) -> str:
+        """`vocabulary_progress_html` of the session's model (the tabs poll it while it is not "")."""
+        return vocabulary_progress_html(self.backend.model_for(session))

@@ -11,8 +11,9 @@ from .session import Session
 
 # The vocabulary's definitions and words are searched with the vectors its reverse dictionary has: approximate
 # ones on a fresh clone until the exact ones are embedded, when the cosines and the order shift a little.
-APPROXIMATE_SEARCH = ("These cosines come from approximate vectors of the vocabulary until this model's own exact "
-                      "ones are embedded in the background; then the order may change a little.")
+APPROXIMATE_SEARCH = ("These cosines come from a compressed copy of the vocabulary's vectors while this model's exact "
+                      "ones are computed in the background (a few minutes, once per model); afterwards the order may "
+                      "change a little.")
 
 
 class SimilarityHandlers(TabHandlers):
@@ -37,6 +38,5 @@ class SimilarityHandlers(TabHandlers):
             corpus = active.reference_texts(source, progress)
         rows = render.scored_rows(sv.semantic_search(active.engine, query, corpus, int(k)))
         approximate = isinstance(corpus, VocabularyTexts) and active.engine.words.approximate
-        notice = (render.notice_html(APPROXIMATE_SEARCH) + render.embedding_progress_html(active.open_vocab_progress)
-                  if approximate else "")
+        notice = render.notice_html(APPROXIMATE_SEARCH) if approximate else ""  # the progress is shown apart, live
         return rows, notice, session

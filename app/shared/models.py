@@ -14,7 +14,8 @@ from typing import Callable
 from core.runtime import uncancellable
 from core.checkpoint import (CHECKPOINTS_DIR, DEFAULT_BASE, DEFAULT_CHECKPOINT, CheckpointError, list_checkpoints,
                              read_manifest)
-from core.explore import INDEX, CorpusIndex, build_steps, index_folder
+from core.collection import Collection
+from core.collection.store import build_steps, collection_uri, is_complete, table_version
 from core.engine import Engine
 from core.readout import REFERENCE_SIZE, EmbeddedTexts, Reference
 
@@ -137,18 +138,18 @@ class ActiveModel:
         shipped = self.spec.path is not None and Path(self.spec.path).resolve() == DEFAULT_CHECKPOINT.resolve()
         return "" if shipped else f" --model {self.spec.path or self.spec.base}"
 
-    def corpus_folder(self) -> Path:
-        """Where `python -m core corpus-index` puts this model's index of the modern corpus."""
-        return index_folder(self.engine.fingerprint, CORPUS_NAME)
+    def corpus_uri(self) -> str:
+        """Where `python -m core corpus-index` puts this model's collection of the modern corpus."""
+        return collection_uri(self.engine.fingerprint, CORPUS_NAME)
 
-    def corpus_index(self) -> CorpusIndex:
-        """This model's index of the modern corpus, loaded once; ValueError saying how to build it."""
-        if not self.corpus_folder().joinpath(INDEX).is_file():
-            raise ValueError(f"No corpus index for this model yet: {build_steps(self.model_flag())}; then choose "
-                             "it again.")
-        index = self.corpus_folder() / INDEX
-        # keyed by the index file's identity: an index built again while the app runs is loaded again
-        return self.once(f"corpus-index-{index.stat().st_mtime_ns}", lambda: CorpusIndex(self.corpus_folder()))
+    def corpus_index(self) -> Collection:
+        """This model's collection of the modern corpus, opened once; ValueError saying how to build it."""
+        uri = self.corpus_uri()
+        if not is_complete(uri):
+            raise ValueError(f"No corpus collection for this model yet: {build_steps(self.model_flag())}; then "
+                             "choose it again.")
+        # keyed by the table's version: a collection built again while the app runs is opened again
+        return self.once(f"corpus-{uri}-{table_version(uri)}", lambda: Collection(uri, self.engine.fingerprint))
 
     def reference_texts(self, choice: str, progress: Progress = no_progress) -> Reference:
         """The collection of `choice` (one of REFERENCE_CHOICES): LARGEST_READY is the corpus's index
@@ -157,7 +158,7 @@ class ActiveModel:
         instrument with strings" in 2 s, where the 2,000-definition sample found "wheel: an instrument of
         torture", issue 62), else the sample. ValueError for a collection that is not ready."""
         if choice == LARGEST_READY:
-            choice = (CORPUS_SENTENCES if self.corpus_folder().joinpath(INDEX).is_file()
+            choice = (CORPUS_SENTENCES if is_complete(self.corpus_uri())
                       else EVERY_DEFINITION if self.engine.words.open_vocab is not None else SAMPLE)
         if choice == SAMPLE:
             return self.reference(progress)
@@ -206,21 +207,28 @@ class Models:
         models.use(engine, spec)
         return models
 
-    def load_in_background(self, spec: ModelSpec, then: Callable[[ActiveModel], None] | None = None
-                           ) -> threading.Thread:
-        """Load `spec` in a daemon thread; `then(active)` runs afterwards in the same thread."""
+    def load_in_background(self, spec: ModelSpec, first: Callable[[ActiveModel], None] | None = None,
+                           then: Callable[[ActiveModel], None] | None = None) -> threading.Thread:
+        """Load `spec` in a daemon thread; `first(model)` runs before the model serves any request (requests
+        wait for it: what no answer may go without), `then(active)` after it is served, in the same thread."""
         def run() -> None:
             try:
-                self.use(spec.load(), spec)
-                log.info("model %s loaded", spec.name)
+                model = ActiveModel(spec, spec.load(), self.checkpoints)
             except Exception as err:  # shown to users by active()
                 log.exception("loading %s failed", spec.name)
                 self._error = f"Loading the model {spec.name!r} failed: {err}"
                 self._ready.set()
                 return
+            if first is not None:
+                try:
+                    first(model)
+                except Exception:  # the model still answers; `then` builds what it needs
+                    log.exception("getting %s ready before its first answer failed", spec.name)
+            self._activate(model)
+            log.info("model %s loaded", spec.name)
             if then is not None:
                 try:
-                    then(self._active)
+                    then(model)
                 except Exception:  # warm-up is an optimisation: requests build what they need
                     log.exception("background work after loading %s failed", spec.name)
         thread = threading.Thread(target=run, name="load-model", daemon=True)

@@ -8,6 +8,7 @@ from core.answers import EXCLUDE_QUERY_WORDS
 from ..handlers import Studio
 from ..shared.services import POS_CODES
 from ..wiring import QUICK, handler, wire
+from .shared import vocabulary_progress
 
 EXAMPLES = ["a person who is in charge", "a large grey animal with a trunk", "a building where people live",
             "to move quickly on foot", "feeling or showing pleasure", "a place where books are kept"]
@@ -33,11 +34,13 @@ def create(studio: Studio, session: gr.State) -> None:
                 exclude = gr.Checkbox(EXCLUDE_QUERY_WORDS, label="Exclude the words of my description")
             compare = gr.Checkbox(label="Compare with the model before DefSent training, side by side")
             go_button = gr.Button("Find words", variant="primary", elem_id="rd-go")
-        with gr.Column(scale=2):
+        with gr.Column(scale=2) as answers:
             words = gr.HTML(elem_id="rd-words")
         with gr.Column(scale=2):
             before = gr.HTML(elem_id="rd-before")
     inputs = [text, k, pos, min_length, max_length, initial, pattern, exclude, compare, session]
-    wire([go_button.click, text.submit], handler(studio.reverse.reverse_dictionary), inputs, [words, before],
-         api_name="reverse_dictionary", **QUICK)
+    answered = wire([go_button.click, text.submit], handler(studio.reverse.reverse_dictionary), inputs,
+                    [words, before], api_name="reverse_dictionary", **QUICK)
+    with answers:  # under the words
+        vocabulary_progress(studio, session, [answered])
     gr.Examples(EXAMPLES, [text], label="Examples (click one, then Find words)")

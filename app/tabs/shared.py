@@ -1,7 +1,9 @@
-"""What several tabs show alike: the choice of reference collection and the Refine option."""
+"""What several tabs show alike: the choice of reference collection, the Refine option, the vocabulary's live progress."""
 from __future__ import annotations
 
 import gradio as gr
+
+from ..handlers import Studio
 
 from core.vec2sent import MOST_EXACT
 
@@ -20,3 +22,21 @@ def reference_choice() -> gr.Dropdown:
     """Where an analogy's or interpolation's nearest sentences come from."""
     return gr.Dropdown([*sv.REFERENCE_CHOICES, sv.UPLOADED_FILE], value=sv.LARGEST_READY,
                        label="Nearest sentences from", info=REFERENCE_INFO)
+
+
+PROGRESS_SECONDS = 2.0  # how often a shown bar of background work is refreshed
+
+
+def vocabulary_progress(studio: Studio, session: gr.State, after: list) -> None:
+    """A bar of the model's vocabulary being embedded in the background, shown after each of the events `after` and
+    refreshed until that work ends, when it goes: a bar inside an answer stayed at "264,003/264,003 ... about 0 s
+    left" after the work had ended (issue 76)."""
+    bar, timer = gr.HTML(), gr.Timer(PROGRESS_SECONDS, active=False)
+
+    def show(state) -> tuple[str, gr.Timer]:
+        html = studio.reverse.vocabulary_progress(state)
+        return html, gr.Timer(active=bool(html))
+    quiet = {"queue": False, "show_progress": "hidden", "api_visibility": "private"}
+    for event in after:
+        event.then(show, session, [bar, timer], **quiet)
+    timer.tick(show, session, [bar, timer], **quiet)

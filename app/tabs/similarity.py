@@ -6,7 +6,7 @@ import gradio as gr
 from ..handlers import Studio
 from ..shared import services as sv
 from ..wiring import HEAVY, QUICK, handler, wire
-from .shared import REFERENCE_INFO
+from .shared import REFERENCE_INFO, vocabulary_progress
 
 
 def create(studio: Studio, session: gr.State) -> None:
@@ -34,7 +34,10 @@ def create(studio: Studio, session: gr.State) -> None:
                              info=REFERENCE_INFO, elem_id="sim-source")
         file = gr.File(label="Text file, one sentence per line", file_types=[".txt"], elem_id="sim-file")
     search_button = gr.Button("Search")
-    search_notice = gr.HTML()
+    with gr.Column() as notices:
+        search_notice = gr.HTML()
     hits = gr.Dataframe(headers=["rank", "cosine", "text"], label="Results", wrap=True, elem_id="sim-hits")
-    wire([search_button.click, query.submit], handler(studio.similarity.search), [query, source, file, k, session],
-         [hits, search_notice, session], api_name="search", **HEAVY)
+    searched = wire([search_button.click, query.submit], handler(studio.similarity.search),
+                    [query, source, file, k, session], [hits, search_notice, session], api_name="search", **HEAVY)
+    with notices:  # under the notice
+        vocabulary_progress(studio, session, [searched])

@@ -67,13 +67,19 @@ def progress_html(fraction: float, text: str) -> str:
             f"<div class='ds-progress-text'>{escape(text)}</div>")
 
 
-def embedding_progress_html(building: tuple[int, int, float] | None) -> str:
-    """A progress bar of background embedding (done, total, seconds left), or "" when none runs."""
-    return progress_html(building[0] / building[1], embedding_progress(*building)) if building else ""
+def embedding_progress_html(building: tuple[int, int, float] | None, what: str = "") -> str:
+    """A progress bar of background embedding (done, total, seconds left) of `what` (named first, when given), or ""
+    when none runs."""
+    if not building:
+        return ""
+    return progress_html(building[0] / building[1], (f"{what}: " if what else "") + embedding_progress(*building))
 
 
 def embedding_progress(done: int, total: int, seconds_left: float) -> str:
-    """"embedding 52,000/264,003 (once per model; about 3 min left)"."""
+    """"embedding 52,000/264,003 (once per model; about 3 min left)"; once all are embedded, what remains (saving
+    and reading them back takes seconds, which read "about 0 s left")."""
+    if done >= total:
+        return f"all {total:,} embedded; saving them and switching to them (seconds)"
     left = f"about {seconds_left / 60:.0f} min left" if seconds_left >= 90 else f"about {seconds_left:.0f} s left"
     return f"embedding {done:,}/{total:,} (once per model; {left})"
 
