@@ -190,28 +190,47 @@ def test_over_the_row_bound_is_refused_unless_limited(tmp_path, monkeypatch):
         read_corpus(tmp_path / "a.txt", limit=-1)
 
 
-def test_the_commands_embed_then_search_and_refuse_bad_input_writing_nothing(tiny_mlm_dir, tmp_path, capsys):
-    """`corpus-index` on Ray on this machine (ray.init), then `search --in` the table; bad input: one line."""
-    from core.cli import main
+def test_the_commands_embed_then_search_and_the_app_finds_the_corpus(tiny_mlm_dir, tmp_path, monkeypatch, capsys):
+    """`corpus-index` on a Ray of its own on this machine, into the user cache where the app looks (no --out);
+    then `search --in` the table and the app's largest ready collection; bad input: one line, nothing written."""
+    import re
 
+    from app.handlers import Session
+    from app.shared import services as sv
+    from conftest import make_studio
+    from core import Engine
+    from core.cli import main
+    from core.collection.store import build_steps
+
+    monkeypatch.setenv("DEFSENT_CACHE_DIR", str(tmp_path / "cache"))
     corpus = tmp_path / "posts.tsv"
     corpus.write_text("body\tforum\n" + "".join(f"{w} and {w}s\tf{i % 2}\n" for i, w in enumerate(TINY_WORDS[:40])),
                       encoding="utf-8")
-    out = tmp_path / "db"
-    assert main(["corpus-index", "--corpus", str(tmp_path / "posts.tsv"), "--text-column", "nope", "--out",
-                 str(out), "--model", str(tiny_mlm_dir)]) == 2
-    assert "has no column 'nope' (its columns: body, forum)" in capsys.readouterr().err and not out.exists()
-    assert main(["corpus-index", "--corpus", str(corpus), "--limit", str(MAX_ROWS + 1), "--out", str(out)]) == 2
+    model = ["--model", str(tiny_mlm_dir)]
+    studio = make_studio(Engine.from_base(str(tiny_mlm_dir)), tiny_mlm_dir, tmp_path)
+    with pytest.raises(ValueError) as missing:
+        studio.similarity.search("king", sv.CORPUS_SENTENCES, None, 3, Session())
+    # both steps, in order, with their times (issue 54, item 7); the command says the same
+    assert re.search(f"vec2sent-corpus --modern .*8-24 min.*corpus-index --model {re.escape(str(tiny_mlm_dir))}`",
+                     str(missing.value))
+    assert main(["corpus-index", *model]) == 2  # the modern corpus is not built here
+    assert build_steps(f" --model {tiny_mlm_dir}") in capsys.readouterr().err
+    assert main(["corpus-index", "--corpus", str(corpus), "--text-column", "nope", *model]) == 2
+    assert "has no column 'nope' (its columns: body, forum)" in capsys.readouterr().err
+    assert not list((tmp_path / "cache").rglob("*.lance"))  # nothing written
+    assert main(["corpus-index", "--corpus", str(corpus), "--limit", str(MAX_ROWS + 1)]) == 2
     assert "--limit must be from 0 to" in capsys.readouterr().err
-    assert main(["corpus-index", "--corpus", str(corpus), "--text-column", "body", "--out", str(out),
-                 "--model", str(tiny_mlm_dir)]) == 0
+    assert main(["corpus-index", "--corpus", str(corpus), "--text-column", "body", *model]) == 0
     printed = capsys.readouterr().out
-    assert "embedding: 40/40" in printed and f"40 rows in {out}" in printed
-    assert main(["search", "king and kings", "--in", str(out), "-k", "2", "--json", "--model", str(tiny_mlm_dir)]) == 0
+    uri = re.search(r"40 rows in (\S+) \(exact search", printed).group(1)
+    assert "embedding: 40/40" in printed and uri.startswith(str(tmp_path / "cache"))
+    assert main(["search", "king and kings", "--in", uri, "-k", "2", "--json", *model]) == 0
     hits = json.loads(capsys.readouterr().out)[0]["hits"]
     assert hits[0]["text"] == "king and kings" and hits[0]["columns"]["forum"] in ("f0", "f1") and len(hits) == 2
-    assert main(["search", "x", "--in", str(tmp_path / "nothing"), "--model", str(tiny_mlm_dir)]) == 2
+    assert main(["search", "x", "--in", str(tmp_path / "nothing"), *model]) == 2
     assert "no file or collection" in capsys.readouterr().err
+    rows, _, _ = studio.similarity.search("king and kings", sv.LARGEST_READY, None, 3, Session())  # the corpus
+    assert rows[0][-1] == "king and kings" and rows[0][1] > 0.99
 
 
 def test_the_app_and_the_engine_start_without_ray_or_lancedb():

@@ -292,4 +292,4 @@ def _encoding_progress(progress: Progress) -> Callable[[int, int], None]:
 def semantic_search(engine, query: str, corpus: Reference, k: int) -> list[tuple[str, float]]:
     """The k corpus texts most similar to the query, with cosines."""
     vector = engine.encode([check_text(query, "a query")], normalize=True)
-    return [(corpus.texts[i], score) for i, score in corpus.nearest(vector, int(k))[0]]
+    return corpus.nearest_texts(vector, int(k))[0]

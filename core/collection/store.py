@@ -214,6 +214,11 @@ def is_complete(uri: str) -> bool:
     return TABLE in _table_names(db) and any(ROW_ID in i.columns for i in db.open_table(TABLE).list_indices())
 
 
+def table_version(uri: str) -> int:
+    """The version of the collection's table at `uri`: it grows with every write."""
+    return connect(uri).open_table(TABLE).version
+
+
 def is_collection(location: str) -> bool:
     """Whether `location` names a LanceDB collection (a URI, or a folder holding the table), not a file."""
     return "://" in location or (Path(location) / f"{TABLE}.lance").is_dir()
