@@ -132,6 +132,9 @@ def serve(demo, args: argparse.Namespace, public=None) -> None:
     from app.ui import CSS, theme
     demo.launch(server_name=args.host, server_port=args.port, share=args.share, auth=args.auth, theme=theme(),
                 css=CSS, prevent_thread_lock=True, footer_links=["api"], max_file_size=MAX_UPLOAD_BYTES,
+                # Gradio's own lines ("set `share=True` in `launch()`", its URL) only where they say something: the
+                # app prints its address itself, and a share link is Gradio's to print
+                quiet=not args.share,
                 # any body over ~21 MB: 413; a login gate with --auth; uploads within the disk budget; cancels
                 app_kwargs={"middleware": middleware(demo, login=args.auth is not None, public=public)},
                 _frontend=False)

@@ -143,9 +143,10 @@ def test_app_binds_localhost_by_default(monkeypatch):
     assert (args.host, args.port, args.share) == ("127.0.0.1", 7860, False)
 
 
-def test_the_server_starts_when_its_first_page_is_slow(studio, monkeypatch):
+def test_the_server_starts_when_its_first_page_is_slow(studio, monkeypatch, capfd):
     """Gradio's launch asks for its own page once (a 3 s HEAD /) and stopped the app when that timed out,
-    as it did on a busy machine; the launcher's server starts whatever that check would say."""
+    as it did on a busy machine; the launcher's server starts whatever that check would say. Its log tells
+    nobody to "set `share=True` in `launch()`" (issue 76): the app has its --share flag."""
     pytest.importorskip("gradio")
     import httpx
     from gradio import networking
@@ -161,6 +162,7 @@ def test_the_server_starts_when_its_first_page_is_slow(studio, monkeypatch):
         assert httpx.get(demo.local_url + "config", timeout=60).status_code == 200
     finally:
         demo.close()
+    assert "share=True" not in capfd.readouterr().out
 
 
 def test_the_port_answers_while_the_app_starts_and_is_then_the_apps(monkeypatch):

@@ -127,6 +127,13 @@ def test_the_cli_says_when_it_answers_from_approximate_vectors(tiny_mlm_dir, tmp
     assert main(["words", "a frozen sweet food", "-k", "2", "--model", str(saved)]) == 0
     out = capsys.readouterr()
     assert "approximate vectors" in out.err and len(out.out.splitlines()) == 3
+    assert "add --exact-vectors" in out.err and "eval-reverse" not in out.err  # a way to them, not an evaluation
+    assert main(["words", "a frozen sweet food", "-k", "2", "--model", str(saved), "--exact-vectors"]) == 0
+    out = capsys.readouterr()
+    assert "embedding the open vocabulary" in out.err and "approximate vectors" not in out.err
+    assert main(["words", "a frozen sweet food", "-k", "2", "--model", str(saved)]) == 0
+    assert "approximate vectors" not in capsys.readouterr().err  # kept in the user cache
+    assert main(["words", "a thing", "--exact-vectors", "--single-token-words"]) == 2
 
 
 def test_only_definitions_near_their_words_best_are_embedded(served):

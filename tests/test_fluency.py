@@ -50,6 +50,16 @@ def test_a_texts_log_probability_does_not_depend_on_its_batch(tiny_lm_dir):
     assert lm.log_probs([]).shape == (0,)
 
 
+def test_loading_prints_no_progress_bar(tiny_lm_dir, capfd):
+    """transformers' "Loading weights 0%|..." bar is no output of a command (issue 76, item 5)."""
+    from transformers.utils import logging as hf_logging
+
+    capfd.readouterr()
+    FluencyModel.load(tiny_lm_dir, precision="float32")
+    assert "Loading weights" not in capfd.readouterr().err
+    assert hf_logging.is_progress_bar_enabled()  # turned off for the load only
+
+
 def test_a_final_full_stop_is_no_matter_of_fluency(tiny_lm_dir):
     lm = FluencyModel.load(tiny_lm_dir, precision="float32")
     with_stop, without, question = lm.log_probs(["the dog is happy .", "the dog is happy", "the dog is happy ?"])

@@ -12,10 +12,14 @@ from typing import Sequence
 
 from ..answers import EXCLUDE_QUERY_WORDS, SCORE_NOTE, relative_scores
 from ..lexicon.forms import written_forms
-from ..paths import SENTEVAL_DIR
+from ..paths import SENTEVAL_DIR, user_cache_dir
 from .flags import (MAX_K, Command, InputError, add_config_flags, add_device_flag, add_output_flags, add_text_flags,
                     add_threads_flag, check_range, command, config_from_flags, device_from_flag, parse_with_recipe,
                     parser_for, print_json, set_threads, texts_from)
+
+# How long a model's own open-vocabulary vectors take to embed, once (147k words and their definitions; the app
+# built the shipped model's in about 6 minutes on 2 cores, issue 76)
+EXACT_VECTORS_TIME = "about 6 minutes on 2 cores"
 
 
 # ---- the reverse dictionary ---------------------------------------------------------------------
@@ -41,6 +45,9 @@ def words(argv: Sequence[str]) -> int:
                         help="leave the description's own words out of its answers (default: yes, as the app)")
     parser.add_argument("--single-token-words", action="store_true",
                         help="answer with the word head's single-token words only (skips the open vocabulary)")
+    parser.add_argument("--exact-vectors", action="store_true",
+                        help=f"first embed this model's own open-vocabulary vectors where they are not yet in the user "
+                             f"cache ({EXACT_VECTORS_TIME}), then answer from them")
     add_threads_flag(parser, note="; a query's scores may differ in their last digits with another count")
     add_output_flags(parser)
     args = parser.parse_args(argv)
@@ -49,12 +56,20 @@ def words(argv: Sequence[str]) -> int:
     check_range("--threads", args.threads, 0, 1024)
     if args.pos not in ("", "n", "v", "a", "r"):
         raise InputError(f"--pos must be n, v, a or r, not {args.pos!r}")
+    if args.exact_vectors and args.single_token_words:
+        raise InputError("--exact-vectors embeds the open vocabulary, which --single-token-words leaves out: give one")
     device = device_from_flag(parser, args.device)
     set_threads(args.threads)
     from ..engine import Engine
 
     # no decoder: the reverse dictionary never decodes, and "auto" would look one up
-    engine = Engine.load(args.model, decoder=None, open_vocabulary=not args.single_token_words, device=device)
+    engine = Engine.load(args.model, decoder=None, device=device,
+                         open_vocabulary=not (args.single_token_words or args.exact_vectors))
+    if args.exact_vectors:  # the vectors the app embeds in the background, in the same cache
+        from ..words.open_vocab_fit import progress
+
+        engine.enable_open_vocabulary(cache_dir=user_cache_dir("open-vocab"), compact=False,
+                                      progress=progress("the open vocabulary", lambda line: print(line, file=sys.stderr)))
     # a few queries: quantizing the 264k open-vocabulary vectors to int8 (7 s on 2 busy cores) would
     # cost more than it saves (0.7 instead of 4.6 ms a query); float32 ranks alike (docs/results.md)
     engine.words.set_precision("float32")
@@ -63,8 +78,8 @@ def words(argv: Sequence[str]) -> int:
     if engine.words.approximate:  # said once, before the answers
         from ..words.open_vocab import APPROXIMATE_ANSWERS  # here: `--help` imports no torch
 
-        print(f"note: {APPROXIMATE_ANSWERS} (once, 20+ minutes on 2 cores: `python -m core eval-reverse --sets "
-              "defsent-table6`)", file=sys.stderr)
+        print(f"note: {APPROXIMATE_ANSWERS} (once, {EXACT_VECTORS_TIME}: add --exact-vectors, or start the app, "
+              "which embeds them in the background)", file=sys.stderr)
     # the form the description asks for ("candles" for "sticks of wax that burn"), its lemma beside it
     written = [written_forms(text, [word for word, _ in ranked]) for text, ranked in zip(texts, results)]
     if args.json:

@@ -18,6 +18,7 @@ single candidate, or none within the margin, keeps the best by cosine.
 """
 from __future__ import annotations
 
+import contextlib
 import importlib
 import importlib.util
 import os
@@ -110,14 +111,16 @@ class FluencyModel:
             path = cached
         if path.suffix == ".gguf":
             tokenizer = AutoTokenizer.from_pretrained(path.parent, gguf_file=path.name)
-            model = _dequantised(AutoModelForCausalLM.from_pretrained(path.parent, dtype=dtype, **_gguf_options(path)))
+            with _no_loading_bar():
+                model = _dequantised(AutoModelForCausalLM.from_pretrained(path.parent, dtype=dtype, **_gguf_options(path)))
             if cached is not None:
                 with atomic_directory(cached) as staging:
                     model.save_pretrained(staging)
                     tokenizer.save_pretrained(staging)
         else:
             tokenizer = AutoTokenizer.from_pretrained(path)
-            model = AutoModelForCausalLM.from_pretrained(path, dtype=dtype)
+            with _no_loading_bar():
+                model = AutoModelForCausalLM.from_pretrained(path, dtype=dtype)
         return cls(model, tokenizer)
 
     @torch.no_grad()
@@ -144,6 +147,21 @@ class FluencyModel:
 
 def _without_final_stop(text: str) -> str:
     return re.sub(r"\s*[.!]+$", "", text.strip())
+
+
+@contextlib.contextmanager
+def _no_loading_bar():
+    """transformers' "Loading weights" progress bar off while a model loads: it fills in a moment, and a
+    command's output (or the app's log) is its answers. (A GGUF file's one-time de-quantising keeps its bar.)"""
+    from transformers.utils import logging as hf_logging
+
+    shown = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        if shown:
+            hf_logging.enable_progress_bar()
 
 
 def _gguf_options(path: Path) -> dict:
