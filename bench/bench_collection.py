@@ -3,6 +3,8 @@
     python -m bench.bench_collection --rows 1000000 --queries 500               # synthetic vectors (below)
     python -m bench.bench_collection --collection data/posts --queries 500      # a built collection's own
     python -m bench.bench_collection --rows 1000000 --faiss                     # and FAISS HNSW32,SQ8 beside it
+    python -m bench.bench_collection --embed ../shared/data/feature-norms/feature-norms.tsv --text-column response \
+        --rows 5000                                                             # rows/s: Ray against one process
 
 Vectors: a built collection's (`--collection`; queries are its rows plus noise), or, where embedding a
 million sentences is out of reach (2 CPU cores: about an hour), `--rows` synthetic unit vectors with the
@@ -10,7 +12,13 @@ structure of real ones: each is the shipped model's vector of a WordNet word or 
 another's plus noise (reconstructed from the open vocabulary's PQ codes, 264k rows; `synthetic_rows`), and
 the queries are fresh such mixtures. For each setting: LanceDB IVF-PQ (build seconds, index MB) with
 `nprobes` lists probed and `refine_factor` x 10 candidates re-ranked exactly, recall@10 against exact
-inner-product search over the same float32 rows, and ms a query one at a time (the app's case). Prints JSON.
+inner-product search over the same float32 rows, and ms a query one at a time (the app's case). Prints
+one JSON line a part, as each is measured.
+
+`--embed FILE`: the first --rows rows of FILE embedded by the shipped model twice, in this process
+(`Engine.encode`, batches of 128, as the hand-written loop `corpus-index` had before Ray did) and by
+`embed_corpus` on a Ray of its own on this machine (its start included), into a temporary collection:
+rows a second each and their ratio, and the peak memory of this process and of the Ray workers.
 """
 from __future__ import annotations
 
@@ -31,6 +39,9 @@ def main(argv: list[str] | None = None) -> int:
 
     from core.collection.store import TABLE, build_index, connect
 
+    if args.embed:
+        print(json.dumps(measure_embedding(args.embed, args.text_column, args.rows, args.tmp)))
+        return 0
     rng = np.random.default_rng(args.seed)
     if args.collection:
         table = connect(args.collection).open_table(TABLE)
@@ -50,12 +61,37 @@ def main(argv: list[str] | None = None) -> int:
         report["index"] = build_index(table, len(rows) if args.index else 0)
         report["build_s"] = round(time.perf_counter() - started, 1)
         report["index_mb"] = round(sum(f.stat().st_size for f in Path(folder).rglob("_indices/**/*") if f.is_file()) / 1e6, 1)
-        report["settings"] = [{"nprobes": n, "refine_factor": r, **measure_lancedb(table, queries, truth, (n, r))}
-                              for n in args.nprobes for r in args.refine]
+        print(json.dumps(report), flush=True)  # each part as it is measured: a long run killed keeps what it had
+        for n in args.nprobes:
+            for r in args.refine:
+                print(json.dumps({"nprobes": n, "refine_factor": r, **measure_lancedb(table, queries, truth, (n, r))}),
+                      flush=True)
     if args.faiss:
-        report["faiss_hnsw32_sq8"] = measure_faiss(rows, queries, truth)
-    print(json.dumps(report, indent=1))
+        print(json.dumps({"faiss_hnsw32_sq8": measure_faiss(rows, queries, truth)}), flush=True)
     return 0
+
+
+def measure_embedding(path: Path, text_column: str | None, rows: int, tmp: str | None) -> dict:
+    """Rows a second of one process's `Engine.encode` and of `embed_corpus` on a local Ray, on the same rows."""
+    import resource
+
+    from core.collection import embed_corpus, read_corpus
+    from core.engine import Engine
+
+    corpus = read_corpus(path, text_column, rows)
+    texts = corpus.column("text").to_pylist()
+    engine = Engine.load(None, decoder=None, open_vocabulary=False, device="cpu")
+    started = time.perf_counter()
+    engine.encode(texts, batch_size=128, normalize=True)
+    one_process = len(texts) / (time.perf_counter() - started)
+    with tempfile.TemporaryDirectory(dir=tmp) as folder:
+        started = time.perf_counter()
+        embed_corpus(corpus, folder, engine, None, None, 128)
+        on_ray = len(texts) / (time.perf_counter() - started)
+    peak = {who: round(resource.getrusage(which).ru_maxrss / 1e3) for who, which in
+            (("this_process_mb", resource.RUSAGE_SELF), ("largest_worker_mb", resource.RUSAGE_CHILDREN))}
+    return {"rows": len(texts), "one_process_rows_s": round(one_process, 1), "ray_rows_s": round(on_ray, 1),
+            "ratio": round(on_ray / one_process, 3), **peak}
 
 
 def synthetic_rows(n: int, q: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
@@ -160,6 +196,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--exact", action="store_true", help="also LanceDB's own exact search (slow past 100k rows)")
     parser.add_argument("--no-index", dest="index", action="store_false", help="exact search only (no IVF-PQ build)")
     parser.add_argument("--faiss", action="store_true", help="also FAISS HNSW32,SQ8 (efSearch 128) on the same rows")
+    parser.add_argument("--embed", type=Path, default=None, help="a corpus file: measure embedding rows/s instead")
+    parser.add_argument("--text-column", default=None, help="--embed's column of texts (a table's)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the synthetic rows and the queries")
     parser.add_argument("--tmp", default=None, help="folder for the temporary table (default: the system's)")
     args = parser.parse_args(argv)

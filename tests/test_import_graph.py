@@ -146,7 +146,7 @@ FLOORS = [
     ("readers of vectors", ["core.readout", "core.explore", "core.train"]),
     ("the engine", ["core.engine"]),
     ("on the engine", ["core.evaluation", "core.vec2sent.encoder_link", "core.vec2sent.train",
-                       "core.vec2sent.diagnostics"]),
+                       "core.vec2sent.diagnostics", "core.collection"]),
     ("entry points", ["core", "core.cli", "core.__main__"]),
 ]
 

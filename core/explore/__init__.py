@@ -1,7 +1,5 @@
 """Exploring the space at scale: `reference` (WordNet's definitions and words as searchable collections),
-`corpus_index` (a large sentence file embedded and indexed), `vocabulary_map` (one 2-D map of every word)
-and `projector` (the Embedding Projector's TSV files in and out)."""
-from .corpus_index import INDEX, CorpusIndex, build_corpus_index, build_steps, index_folder
+`vocabulary_map` (one 2-D map of every word) and `projector` (the Embedding Projector's TSV files in and out)."""
 from .projector import ProjectorPoints, holds_vectors, read_projector, table_columns, write_projector
 from .reference import VocabularyTexts
 from .vocabulary_map import (
@@ -24,16 +22,11 @@ __all__ = [
     "aligned_layout",
     "build_map",
     "default_parent",
-    "build_corpus_index",
-    "build_steps",
     "build_layout",
     "definition_layout",
     "kept_definition_positions",
     "layout_stamp",
-    "CorpusIndex",
     "holds_vectors",
-    "INDEX",
-    "index_folder",
     "LABEL_LEVELS",
     "lay_out",
     "load_moves",
