@@ -1,5 +1,5 @@
 """Sessions with bounds, for public mode (issue 75). Gradio 6.31 makes a session (its copy of every component's
-config and the session's gr.State values, ~0.3 MB for this app) for any session hash a request names, even one
+config and the session's gr.State values, ~0.4 MB for this app) for any session hash a request names, even one
 answered 404 (/gradio_api/component_server), and keeps up to 10,000, dropping the least recently used past that:
 10,100 requests from one address took the server from 2.8 to 6.1 GB and dropped another visitor's session, their
 model choice with it.
@@ -33,7 +33,7 @@ REQUEST_ADDRESS: contextvars.ContextVar[str | None] = contextvars.ContextVar("re
 class SessionLimits:
     """How many sessions the server keeps, and when one counts as idle."""
     per_address: int = 32  # a page is one session a tab, a gradio_client one a Client: 32 is a classroom's NAT
-    total: int = 1_000  # about 0.3 GB of session state for this app
+    total: int = 1_000  # about 0.4 GB of session state for this app (bench/session_flood.py: 0.4 MB each)
     idle_s: float = 900.0  # unused this long (and no page holding its heartbeat): may be dropped for a new one
 
     def __post_init__(self) -> None:
