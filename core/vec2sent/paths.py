@@ -112,18 +112,21 @@ def transfer_edits(a: str, b: str, c: str) -> list[str]:
     (`transfer_edit`) and, where a change of structure (core/vec2sent/structure.py: negation, a yes/no question,
     the passive, their inverses) turns a into b or nearer to it than a is, that change of c, with the word edits
     left over transferred ("The lamp is bright." -> "The lamps are not bright." makes "The road is wet." ->
-    "The road is not wet." -> "The roads are not wet."). Distinct, the word edits' first; none for a = b."""
-    found = [transfer_edit(a, b, c)]
+    "The road is not wet." -> "The roads are not wet."). Distinct, the word edits' first; where a change turns a
+    into b exactly, that change of c alone; none for a = b."""
+    found, exact = [transfer_edit(a, b, c)], []
     wb, changed = _words(b), _changed_words(_words(a), _words(b))
     for change in CHANGES.values():
         changed_a, changed_c = change(a), change(c)
         if changed_a is None or changed_c is None:
             continue
         if _lower(_words(changed_a)) == _lower(wb):
-            found.append(changed_c)
+            exact.append(changed_c)
         elif _changed_words(_words(changed_a), wb) < changed:
             found.append(transfer_edit(changed_a, b, changed_c))
-    return list(dict.fromkeys(t for t in found if t))
+    # a change that makes b of a says what the analogy does; word edits then copy b's words ("visited" -> "did not
+    # visit" made "They forgot the tickets." "They did not visit the tickets.")
+    return list(dict.fromkeys(exact or [t for t in found if t]))
 
 
 def _changed_words(x: Sequence[str], y: Sequence[str]) -> int:
