@@ -167,16 +167,18 @@ def test_sessions_are_bounded_in_total_and_an_idle_one_goes_before_a_live_one():
     """The bounds of app.server.sessions on Gradio's own StateHolder: per address, in total, an idle session (its end
     callbacks run: a visitor's saved models go with it) dropped before a live one, a page's heartbeat keeps its
     session live however long unused, and a session made up for one request goes once it has ended."""
+    import contextvars
     import datetime
 
     import gradio as gr
     from gradio.state_holder import StateHolder
 
     from app.server.sessions import (
-        REQUEST_ADDRESS,
         SessionLimits,
         SessionRefused,
+        handling,
         install,
+        request_address,
     )
 
     ended = []
@@ -188,11 +190,8 @@ def test_sessions_are_bounded_in_total_and_an_idle_one_goes_before_a_live_one():
     table = install(holder, SessionLimits(per_address=2, total=3, idle_s=60), busy=lambda key: key in busy)
 
     def make(key: str, address: str) -> None:
-        token = REQUEST_ADDRESS.set(address)
-        try:
+        with handling(address):
             holder[key]
-        finally:
-            REQUEST_ADDRESS.reset(token)
 
     def age(*keys: str) -> None:
         for key in keys:
@@ -228,6 +227,13 @@ def test_sessions_are_bounded_in_total_and_an_idle_one_goes_before_a_live_one():
     busy.clear()  # its request has ended: idle at once, though just used
     make("d2", "E")
     assert sorted(table) == ["a2", "c1", "d2"]
+    age("a2", "c1", "d2")
+    busy.add("a2")  # a request of a2 waits in the queue: live, however long unused
+    make("e1", "F")
+    assert sorted(table) == ["a2", "d2", "e1"]
+    with handling("A"):
+        started_meanwhile = contextvars.copy_context()  # as a task the request starts (the queue's) copies it
+    assert started_meanwhile.run(request_address) is None  # not A's any more once the request has ended
 
 
 # ---- 5. odd input and bare 500s -----------------------------------------------------------------------------

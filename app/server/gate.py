@@ -30,7 +30,7 @@ from typing import Any, Awaitable, Callable
 from gradio.server_messages import ProcessCompletedMessage
 
 from ..messages import quoted
-from .sessions import REQUEST_ADDRESS, BoundedSessions, SessionLimits, SessionRefused, install
+from .sessions import BoundedSessions, SessionLimits, SessionRefused, handling, install
 
 log = logging.getLogger(__name__)
 
@@ -531,16 +531,15 @@ class RouteGuard:
             await _plain(send, 404, json.dumps({"detail": closed}).encode(), b"application/json")
             return
         table = install(self.blocks.state_holder, self.sessions, self._busy)
-        token = REQUEST_ADDRESS.set(scope_address(scope))
         beating = path.rpartition("/")[2] if HEARTBEAT in path + "/" and scope.get("method") == "GET" else None
         if beating:
             table.heartbeat(beating, True)
         try:
-            await self._answered(scope, receive, send, path)
+            with handling(scope_address(scope)):
+                await self._answered(scope, receive, send, path)
         finally:
             if beating:
                 table.heartbeat(beating, False)
-            REQUEST_ADDRESS.reset(token)
 
     def _busy(self, session_hash: str) -> bool:
         """Whether a request of this session waits or runs in the queue."""

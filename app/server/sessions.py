@@ -8,7 +8,7 @@ model choice with it.
 within `SessionLimits.per_address` sessions of its network address and `total` in all. At a bound, the least
 recently used *idle* session (of that address, or of anyone at the total) is dropped, its end callbacks run (a
 visitor's saved models are deleted with it); a session is live, never dropped, while a request used it within
-`idle_s` or its page holds its heartbeat open. When every session at the bound is live, the new one is refused with
+`idle_s`, a request of it waits or runs, or its page holds its heartbeat open. When every session at the bound is live, the new one is refused with
 `SessionRefused` (one line; the gate answers it 503).
 
 Plain Python (no gradio import): the gate installs it into Gradio's StateHolder (`install`).
@@ -20,13 +20,40 @@ import datetime
 import functools
 import threading
 from collections import Counter, OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-# The network address of the HTTP request being handled (the gate sets it for every request; None outside one,
-# e.g. in the queue's own task, which only uses sessions its requests made).
-REQUEST_ADDRESS: contextvars.ContextVar[str | None] = contextvars.ContextVar("request_address", default=None)
+
+@dataclass
+class RequestAddress:
+    """The network address of the HTTP request being handled; None once it has ended."""
+    address: str | None
+
+
+# Set by the gate for every request (`handling`). A task started during a request (the queue's own, if a request
+# started it) copies the variable, so the address is cleared in place when the request ends: such a task then
+# reads None, never a past request's address.
+_REQUEST: contextvars.ContextVar[RequestAddress | None] = contextvars.ContextVar("request_address", default=None)
+
+
+def request_address() -> str | None:
+    """The address of the request being handled here; None outside one."""
+    current = _REQUEST.get()
+    return current.address if current is not None else None
+
+
+@contextmanager
+def handling(address: str) -> Iterator[None]:
+    """While the block runs, `request_address()` is `address`, in this task and in those it starts."""
+    current = RequestAddress(address)
+    token = _REQUEST.set(current)
+    try:
+        yield
+    finally:
+        current.address = None
+        _REQUEST.reset(token)
 
 
 @dataclass(frozen=True)
@@ -67,11 +94,11 @@ class BoundedSessions(OrderedDict):
             super().__setitem__(key, value)
 
     def admit(self, key: str) -> None:
-        """Admit session `key` of the request being handled (REQUEST_ADDRESS), unless it is here or admitted
+        """Admit session `key` of the request being handled (`request_address`), unless it is here or admitted
         already: room is made within the bounds, else SessionRefused."""
         with self.lock:
             if key not in self and key not in self.owners:
-                self._admit(key, REQUEST_ADDRESS.get())
+                self._admit(key, request_address())
 
     def __delitem__(self, key: str) -> None:
         with self.lock:
@@ -103,8 +130,8 @@ class BoundedSessions(OrderedDict):
         cutoff = datetime.datetime.now() - datetime.timedelta(seconds=self.limits.idle_s)
         for key in keys:
             used = self.holder.time_last_used.get(key)
-            if (key in self.disposable and not self.busy(key)) or \
-                    (not self.heartbeats[key] and (used is None or used < cutoff)):
+            if (key in self.disposable or (not self.heartbeats[key] and (used is None or used < cutoff))) and \
+                    not self.busy(key):  # a request of it waiting or running: live, however long it has waited
                 self.holder.delete_state(key)  # its gr.State end callbacks: a visitor's saves go with it
                 del self[key]
                 self.holder.time_last_used.pop(key, None)
