@@ -99,8 +99,10 @@ def test_the_queue_and_gradio_client_still_answer(public_server):
 
     _, base = public_server
     assert call_result(base, "reverse_dictionary", api_data(base, "reverse_dictionary"))[0] == "complete"
-    answer = Client(base + "/", verbose=False).predict("a dog", "a cat", api_name="/similarity")
+    api = Client(base + "/", verbose=False)
+    answer = api.predict("a dog", "a cat", api_name="/similarity")
     assert isinstance(answer, (float, int, str, dict)), answer
+    assert "total" in api.predict(api_name="/running_work")  # an event outside the queue (queue=False) still answers
 
 
 # ---- 2. an upload route outside the disk budget ----------------------------------------------------------------
