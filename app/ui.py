@@ -84,7 +84,15 @@ def _model_bar(demo: gr.Blocks, studio: Studio, session: gr.State
 
     def relist(state):
         return gr.Dropdown(choices=studio.model_choices(state)[0])
-    demo.load(refresh, session, [choice, status], api_visibility="private")
+    # A page opened while the model loads (its whole vocabulary is read before its first answer: ~20 s on a fresh
+    # start) asks again every 2 s until it is up: it said "Loading the model..." beside the first answers.
+    loading = gr.Timer(2.0, active=False)
+
+    def until_loaded(state):
+        return *refresh(state), gr.Timer(active=not studio.models.ready)
+    demo.load(until_loaded, session, [choice, status, loading], api_visibility="private")
+    loading.tick(until_loaded, session, [choice, status, loading], queue=False, show_progress="hidden",
+                 api_visibility="private")
     choice.focus(relist, session, choice, queue=False, show_progress="hidden", api_visibility="private")
     return refresh, [choice, status]
 

@@ -16,8 +16,8 @@ import pytest
 
 from app.views import render
 from app.shared.export import export_sentence_transformers, zip_folder
-from app.shared.finetune import (HUB_REFERENCES, MIN_STEPS, REHEARSAL, FinetuneSettings, comparison_rows, missed_note,
-                                 run_finetune, save_finetuned, validate_upload)
+from app.shared.finetune import (ACTIVATED_ANSWERS, HUB_REFERENCES, MIN_STEPS, REHEARSAL, FinetuneSettings,
+                                 comparison_rows, missed_note, run_finetune, save_finetuned, validate_upload)
 from app.handlers import Session
 from app.shared.jobs import CANCELLED, DONE, FAILED, Job, JobCancelled, JobManager
 from app.shared.models import BASE_LABEL
@@ -120,6 +120,23 @@ def test_the_report_names_the_held_out_words_and_the_tab_the_header_a_file_needs
                if isinstance(b, gr.Markdown) and b.value)
     [measure] = [b for b in blocks if isinstance(b, gr.Checkbox) and b.label.startswith("Measure the decoder")]
     assert not any(isinstance(b, gr.Number) for b in measure.parent.children)  # not squeezed beside the numbers
+
+
+def test_a_reloaded_page_follows_the_running_job(studio, monkeypatch):
+    """Issue 76, 4: after a reload the Job id box was empty though the tab says a reload finds the job. The page
+    follows the job its browser kept; without one (reloaded before the browser kept it), on a private server,
+    the job running now; a public server never shows one visitor another's job."""
+    release = threading.Event()
+    assert studio.finetune.job_to_follow("") == ""  # nothing runs
+    job = studio.jobs.submit(lambda job: release.wait(60), "a fine-tune")
+    try:
+        assert studio.finetune.job_to_follow("") == job.id
+        assert studio.finetune.job_to_follow("f00d") == job.id  # a forgotten id: the running job instead
+        monkeypatch.setattr(studio, "public", object())
+        assert studio.finetune.job_to_follow("") == ""
+        assert studio.finetune.job_to_follow(job.id) == job.id  # its own, kept by its browser
+    finally:
+        release.set()
 
 
 def test_a_reloaded_page_gets_its_validated_upload_back(studio, dictionary_file):
@@ -271,6 +288,35 @@ def test_a_downloaded_fine_tune_answers_from_the_compact_vectors_it_carries(tiny
                        "not a word the head knows"}
     assert embedded[0] == "a cold sweet food" and set(embedded[1:]) <= candidate_texts
     assert {"ice cream", "zzzz"} <= set(words) and loaded.words.compact and loaded.words.reused
+
+
+def test_the_reports_missed_words_are_those_the_activated_model_misses(tiny_mlm_dir, dictionary_file, tmp_path,
+                                                                      monkeypatch):
+    """Issue 76, 4: the report said 8 of 24 training words were still missed, yet the activated model found every
+    word from its definition: the report ranked among the dictionary's words without the definitions, the app
+    over every word with them. Now both answer with the vocabulary activation starts with (same scorer)."""
+    import core.words.scorer
+    from app.handlers.studio import prepare_model
+    from app.shared.models import ActiveModel, ModelSpec
+    from core.lexicon import Entry
+    from core.paths import user_cache_dir
+
+    monkeypatch.setattr(core.words.scorer, "load_wordnet_lemmas",  # WordNet's stand-in (the job body runs here)
+                        lambda: [Entry(w, d) for w, d in DEFINITIONS.items()] + [Entry("ice cream", "a cold sweet food")])
+    monkeypatch.setenv("DEFSENT_CACHE_DIR", str(tmp_path / "cache"))
+    parent = Engine.from_base(str(tiny_mlm_dir))
+    parent.enable_open_vocabulary(cache_dir=user_cache_dir("open-vocab"))  # the active model's, as the app caches them
+    upload = validate_upload(parent, dictionary_file)
+    result = run_finetune(Job("j", "test", lambda j: None), lambda: Engine.from_base(str(tiny_mlm_dir)), upload,
+                          FinetuneSettings(max_steps=4, batch_size=4, evaluations=1), "tiny", tmp_path / "staged")
+    activated = ActiveModel(ModelSpec("mine", result.checkpoint), ModelSpec("mine", result.checkpoint).load())
+    prepare_model(activated)  # as "Use as the active model" prepares it
+    split = upload.split
+    for name, part in (("held out", split.test), ("dev", split.dev), ("training", split.train)):
+        first = [words[0][0] for words in activated.engine.predict_words_batch([e.definition for e in part], k=1)]
+        assert result.missed[name]["missed"] == sorted({e.word for e, top in zip(part, first) if top != e.word})
+        assert result.missed[name]["among"] == ACTIVATED_ANSWERS
+    assert missed_note(result.missed).startswith(f"Checked: {ACTIVATED_ANSWERS}.")
 
 
 def test_finetune_can_be_cancelled(studio, dictionary_file):

@@ -28,8 +28,10 @@ def test_draw_map_then_search(studio):
     assert "PCA" in status and "UMAP needs at least 10 points" in status
     assert session.map.coords.shape == (4, 3) and figure.data[0].type == "scatter3d"
     figure, note, rows = studio.map.search_map("dog", 2, session)
-    assert "1 point(s)" in note and rows[0][2] == "a dog"
-    assert figure.data[-1].name == "search hits"
+    assert note.startswith("1 point contains 'dog'; 2 points ringed") and rows[0][2] == "a dog"
+    assert figure.data[-1].name == "search hits" and len(figure.data[-1].x) == 2  # as many rings as it says (issue 76)
+    labels = [t for t in figure.data if t.mode == "text"]  # a few texts of one's own: each named on the map
+    assert len(labels) == 1 and sorted(labels[0].text) == ["a cat", "a dog", "the king", "wine"]
     from app.shared.services import SAMPLE
     with pytest.raises(ValueError, match="map of every word only"):  # this map's layout is its own
         studio.map.search_map("dog", 2, session, SAMPLE)

@@ -88,7 +88,7 @@ def test_the_command_lays_out_the_map_the_app_then_draws_and_searches(engine, ti
     (x0, x1), (y0, y1), width = figure.layout.xaxis.range, figure.layout.yaxis.range, np.ptp(coords, 0).max()
     assert np.allclose([(x0 + x1) / 2, (y0 + y1) / 2], star) and np.isclose(x1 - x0, width / SEARCH_ZOOM)  # flew there
     assert np.allclose(figure.layout.meta["full_x"], [coords[:, 0].min(), coords[:, 0].max()])  # for the zoom levels
-    assert note.startswith("'a small animal' is not on this map; the table: its nearest neighbours")  # and offers the nearest
+    assert note.startswith("'a small animal' is not on this map; 2 points ringed, its nearest neighbours; the table: its nearest neighbours")  # and offers the nearest
     from app.shared.services import EVERY_DEFINITION
     figure, note, rows = studio.map.search_map("a small animal", 2, session, EVERY_DEFINITION)  # another collection
     definitions = studio.models.active().reference_texts(EVERY_DEFINITION).texts
@@ -102,7 +102,7 @@ def test_the_command_lays_out_the_map_the_app_then_draws_and_searches(engine, ti
     figure, _, rows = studio.map.search_map("a small animal", 2, session, "uploaded file")
     assert {r[2] for r in rows} == {"a cat sleeps", "a king rules"} == set(figure.data[-2].text)  # landed too
     note = studio.map.search_map("dog", 2, session)[1]
-    assert note.startswith("1 point(s) contain 'dog' (ringed); the table:") and "need not be nearest its own" in note
+    assert note.startswith("1 point contains 'dog'; ") and "; the table:" in note and "need not be nearest its own" in note
     assert studio.map.export_map(session).endswith(".zip")
 
 
@@ -508,7 +508,7 @@ def test_the_map_of_every_definition_is_drawn_searched_and_selected_on_the_map_o
     again, _, _ = studio.map.draw_map(EVERY_DEFINITION_MAP, 0, "", None, "UMAP", "2-D", "part of speech", Session())
     assert again is figure  # built once per layout and colour
     figure, note, rows = studio.map.search_map("purrs", 2, session)
-    assert note.startswith("1 point(s) contain 'purrs'") and len(rows) == 2
+    assert note.startswith("1 point contains 'purrs'") and len(rows) == 2
     assert figure.data[-1].name == "your search"
     star = [figure.data[-1].x[0], figure.data[-1].y[0]]
     np.testing.assert_allclose(star, place(engine.words.open_vocab, coords, engine.encode(["purrs"], normalize=True))[0])

@@ -188,6 +188,16 @@ class FinetuneHandlers(TabHandlers):
         done = render.progress_html(1, f"Done in {took}.{missed} Held-out words before and after:")
         return done, figure, comparison_rows(result), examples
 
+    def job_to_follow(self, stored: str) -> str:
+        """The job a (re)loaded page follows: the one its browser kept, while this server knows it; else, on a private
+        server, the fine-tune queued or running now (the last started), so that a page reloaded before its browser
+        kept the id (or opened in another browser) still finds it (issue 76); "". A public server never shows a
+        visitor another's job."""
+        if self.backend.known_job(stored) is not None:
+            return stored.strip()
+        unfinished = self.backend.jobs.unfinished() if self.backend.public is None else []
+        return unfinished[-1].id if unfinished else ""
+
     def job_active(self, job_id: str) -> bool:
         """True while the job is queued or running (the UI keeps polling); False for an id this server does not know."""
         try:

@@ -222,8 +222,8 @@ class MapHandlers(TabHandlers):
         if m.place is not None:  # a fixed layout: the query lands where its nearest words are, and the view flies there
             landed = m.place(vector)[0]
             render.fly_to(render.add_marker(fig, landed, query), landed, m.coords)
-        found = f"{len(matches)} point(s) contain {query!r} (ringed)" if matches else f"{query!r} is not on this map"
-        note = f"{found}; {neighbours_of}{WORD_POINTS if _is_word_map(m) else ''}:"
+        note = (f"{ringed_note(len(matches), len(highlight), query)}; {neighbours_of}"
+                f"{WORD_POINTS if _is_word_map(m) else ''}:")
         return fig, note, render.scored_rows([(m.corpus.texts[i], s) for i, s in hits])
 
     def _search_collection_on_map(self, m: MapData, query: str, k: int, collection: str, session: Session):
@@ -311,6 +311,20 @@ class MapHandlers(TabHandlers):
         scores = render.relative_scores([r.probability for r in rows])  # the first word 100, as the word list shows
         table = [[r.word, score, " | ".join(e.definition for e in r.definitions)] for r, score in zip(rows, scores)]
         return fig, table
+
+
+def ringed_note(matching: int, ringed: int, query: str) -> str:
+    """How many of a map's points contain `query`, and how many a search rings: those (at most MAX_HIGHLIGHTS) and
+    the query's nearest neighbours. It said "3 point(s) contain 'dog' (ringed)" beside 11 rings (issue 76)."""
+    if not matching:
+        return f"{query!r} is not on this map; {_count(ringed, 'point')} ringed, its nearest neighbours"
+    contain = f"{_count(matching, 'point')} contain{'s' if matching == 1 else ''} {query!r}"
+    return f"{contain}; {_count(ringed, 'point')} ringed, {'it' if matching == 1 else 'those'} and its nearest neighbours"
+
+
+def _count(n: int, noun: str) -> str:
+    """"1 point", "1,200 points"."""
+    return f"{n:,} {noun}{'' if n == 1 else 's'}"
 
 
 def _map_figure(m: MapData, highlight: list[int] = ()):

@@ -38,7 +38,8 @@ def create(demo: gr.Blocks, studio: Studio, session: gr.State, stored: gr.Browse
                                   elem_id="ft-measure")
     with gr.Row():
         start = gr.Button("Start fine-tuning", variant="primary", elem_id="ft-start")
-        cancel = gr.Button("Cancel", variant="stop")
+        # Red and pressable only while a job runs: bright red beside no job it looked like an alarm (issue 76)
+        cancel = gr.Button("Cancel", variant="secondary", interactive=False, elem_id="ft-cancel")
         job_id = gr.Textbox(label="Job id (paste one to follow it)", elem_id="ft-job")
     progress = gr.HTML(elem_id="ft-progress")
     curve = gr.Plot(label="Loss and dev MRR")
@@ -72,17 +73,20 @@ def create(demo: gr.Blocks, studio: Studio, session: gr.State, stored: gr.Browse
     # A refused start (no dictionary yet, a job running) says why in its toast; Gradio also marks the event's
     # outputs with a bare "Error" badge, which stayed on the Job id box after the toast had gone (issue 54):
     # the step after a failure gives the box back its normal look, its value unchanged.
-    start.click(start_and_remember, [session, epochs, lr, batch, layers, max_steps, evaluations, seed, measure_decoder],
-                [job_id, stored, session, timer], api_name="start_finetune", **QUICK).failure(
-        lambda: gr.update(), None, job_id, queue=False, show_progress="hidden", api_visibility="private")
+    started = start.click(start_and_remember, [session, epochs, lr, batch, layers, max_steps, evaluations, seed,
+                                               measure_decoder], [job_id, stored, session, timer],
+                          api_name="start_finetune", **QUICK)
+    started.failure(lambda: gr.update(), None, job_id, queue=False, show_progress="hidden", api_visibility="private")
+    started.success(lambda: cancel_button(True), None, cancel, queue=False, api_visibility="private")
     job_id.submit(lambda j: gr.Timer(active=True), job_id, timer, api_visibility="private")
     gr.api(handler(studio.finetune.job_active), api_name="job_active", **QUICK)  # for API clients waiting on a job
 
     view = handler(studio.finetune.job_view)
 
     async def poll(job):
-        return (*await view(job), gr.Timer(active=studio.finetune.job_active(job)))
-    timer.tick(poll, job_id, [progress, curve, comparison, examples, timer], show_progress="hidden",
+        active = studio.finetune.job_active(job)
+        return (*await view(job), gr.Timer(active=active), cancel_button(active))
+    timer.tick(poll, job_id, [progress, curve, comparison, examples, timer, cancel], show_progress="hidden",
                api_visibility="private")
     # Into the job's progress, which the polling then replaces ("Cancelling...", then the outcome).
     cancel.click(handler(studio.finetune.cancel_job), job_id, progress, api_name="cancel_finetune", **QUICK).success(
@@ -98,4 +102,12 @@ def create(demo: gr.Blocks, studio: Studio, session: gr.State, stored: gr.Browse
         refresh_models, session, model_components, api_visibility="private")
     download.click(handler(studio.finetune.download_finetuned), [job_id, session], [zip_file, st_file],
                    api_name="download_finetuned", **HEAVY)
-    demo.load(lambda j: (j, gr.Timer(active=bool(j))), stored, [job_id, timer], api_visibility="private")
+    def follow(kept: str):
+        job = studio.finetune.job_to_follow(kept)
+        return job, job, gr.Timer(active=bool(job))
+    demo.load(follow, stored, [job_id, stored, timer], api_visibility="private")
+
+
+def cancel_button(running: bool) -> gr.Button:
+    """The Cancel button as a job's state wants it: red and pressable while it is queued or running, else neither."""
+    return gr.Button(variant="stop" if running else "secondary", interactive=running)

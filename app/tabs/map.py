@@ -88,11 +88,14 @@ def create(demo: gr.Blocks, studio: Studio, session: gr.State) -> None:
     # Folded: open, these two pushed the map below the fold (issue 54); the points "my sentences" and
     # "uploaded file" read them.
     with gr.Accordion("My sentences or file (for the points 'my sentences' and 'uploaded file')", open=False,
-                      elem_id="map-own"), gr.Row():
-        sentences = gr.Textbox(label="My sentences (one per line)", lines=3)
-        file = gr.File(label="Or a text file (one text a line, or a table: a header line, then a text and its "
-                             "columns a line, separated by tabs), or the Projector's vectors.tsv (+ metadata.tsv)",
-                       file_types=[".txt", ".tsv"], file_count="multiple")
+                      elem_id="map-own"):
+        with gr.Row():
+            sentences = gr.Textbox(label="My sentences (one per line)", lines=3)
+            # a short label: the file box cut a long one to "...its columns a li" (issue 76); the formats below
+            file = gr.File(label="Or a file of texts", file_types=[".txt", ".tsv"], file_count="multiple",
+                           elem_id="map-file")
+        gr.Markdown("A file holds one text a line, or a table: a header line, then a text and its columns a line, "
+                    "separated by tabs; or the Embedding Projector's vectors.tsv (with its metadata.tsv).")
     draw = gr.Button("Draw map", variant="primary", elem_id="map-draw")
     status = gr.Markdown(elem_id="map-status")
     plot = gr.Plot(render.placeholder_figure("Choose the points above, then press Draw map."), elem_id="map-plot")

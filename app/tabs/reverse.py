@@ -41,6 +41,10 @@ def create(studio: Studio, session: gr.State) -> None:
     inputs = [text, k, pos, min_length, max_length, initial, pattern, exclude, compare, session]
     answered = wire([go_button.click, text.submit], handler(studio.reverse.reverse_dictionary), inputs,
                     [words, before], api_name="reverse_dictionary", **QUICK)
+    # A refused description (empty, too long) is said once, in its toast: Gradio also marked both answer boxes
+    # with a red "Error" badge (issue 76); the step after a failure gives them back their look, empty.
+    answered.failure(lambda: (gr.update(), gr.update()), None, [words, before], queue=False, show_progress="hidden",
+                     api_visibility="private")
     with answers:  # under the words
         vocabulary_progress(studio, session, [answered])
     gr.Examples(EXAMPLES, [text], label="Examples (click one, then Find words)")

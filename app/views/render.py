@@ -16,6 +16,8 @@ from core.answers import SCORE_NOTE, relative_scores
 from ..shared.services import POS_NAMES, WordRow
 
 HOVER_CHARS = 90
+LABELLED_POINTS = 60  # a map of at most this many points (one's own sentences or file) names each point on it
+LABEL_CHARS = 28  # of a point's text its name on the map shows
 # A point's second hover line (a word's first definition on the map of every word): 147k of them are
 # about 9 MB of JSON, sent after the map is drawn (`trace_details`; docs/results.md "One map of every word")
 DETAIL_CHARS = 56
@@ -145,6 +147,8 @@ def scatter_figure(coords: np.ndarray, texts: Sequence[str], groups: Sequence[st
         fig.add_trace(_points(coords[idx], [hovers[i] for i in idx], str(group), three_d,
                               marker=dict(size=size, symbol=(symbols or {}).get(group, "circle")),
                               legendrank=ranks[str(group)]))
+    if len(coords) <= LABELLED_POINTS:  # a few texts of one's own: each named on the map, not only on hover
+        fig.add_trace(_labels(coords, [shorten(t, LABEL_CHARS) for t in texts], three_d))
     if len(highlight):
         idx = list(highlight)
         fig.add_trace(_points(coords[idx], [hovers[i] for i in idx], "search hits", three_d,
@@ -197,6 +201,16 @@ def _points(xyz: np.ndarray, hover: Sequence[str], name: str, three_d: bool, **s
                             hoverinfo="text", **style)
     return go.Scattergl(x=xyz[:, 0], y=xyz[:, 1], mode="markers", name=name, text=hover, hoverinfo="text",
                         **style)
+
+
+def _labels(xyz: np.ndarray, labels: Sequence[str], three_d: bool):
+    """A trace of `labels` written above the points `xyz` (n, 2 or 3): no markers, no hover, not in the legend
+    (after the points' own traces: a selection names points by those)."""
+    style = dict(mode="text", text=[escape(t) for t in labels], textposition="top center", hoverinfo="skip",
+                 showlegend=False, name="labels", textfont=dict(size=11))
+    if three_d:
+        return go.Scatter3d(x=xyz[:, 0], y=xyz[:, 1], z=xyz[:, 2], **style)
+    return go.Scattergl(x=xyz[:, 0], y=xyz[:, 1], **style)
 
 
 def placeholder_figure(hint: str) -> go.Figure:

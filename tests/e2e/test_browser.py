@@ -479,3 +479,76 @@ def test_evaluate_and_about_tabs(page, served_model):
     open_tab(page, "About")
     page.get_by_text("Encoder fingerprint").wait_for()
     shoot(page, shots, "7-about")
+
+
+def test_a_fresh_starts_first_answer_comes_from_the_whole_vocabulary(browser, tmp_path):
+    """Issue 76, 2: the shipped model on a fresh start (an empty cache), asked as soon as the page is usable,
+    answered from the head's 21.7k single words for ~20 s ("a person who is in charge": supervisor, executive,
+    director, no "chief"); its compact vectors are now read before its first answer, as the README's example says."""
+    port, log = free_port(), (tmp_path / "app.log").open("w")
+    env = {**os.environ, "DEFSENT_CACHE_DIR": str(tmp_path / "cache"), "PYTHONUNBUFFERED": "1"}
+    process = subprocess.Popen([sys.executable, "app.py", "--port", str(port), "--no-umap-warmup", "--checkpoints",
+                                str(tmp_path / "checkpoints"), "--model", str(REPO / "checkpoints" / "defsent-minilm")],
+                               cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT)
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    page.set_default_timeout(300_000)  # a hang guard
+    try:
+        wait_until_up(f"http://127.0.0.1:{port}/", process, tmp_path / "app.log")
+        page.goto(f"http://127.0.0.1:{port}/")
+        page.locator("#rd-query textarea").fill("a person who is in charge")
+        page.locator("#rd-go").click()
+        page.locator("#rd-words .ds-w").first.wait_for()
+        words = page.locator("#rd-words .ds-w").all_inner_texts()
+        assert "chief" in words[:5] and "head" in words[:5], words
+        assert "shorter list" not in page.locator("#rd-words").inner_text()
+        wait_for_text(page, "#model-status", "Active model")  # the model bar followed the load (it said "Loading")
+    finally:
+        page.close()
+        process.terminate()
+        process.wait(timeout=30)
+        log.close()
+
+
+def test_an_empty_description_is_one_clear_message(page):
+    """Issue 76, 5: an empty description showed a toast and a red "Error" badge on both answer boxes."""
+    page.locator("#rd-query textarea").fill("")
+    page.locator("#rd-go").click()
+    page.get_by_text("Please enter a description.").first.wait_for()
+    page.wait_for_timeout(1_000)  # the badges showed with the toast
+    assert "Error" not in page.locator("#rd-words").inner_text() + page.locator("#rd-before").inner_text()
+    assert page.get_by_text("Please enter a description.").count() == 1
+
+
+def test_a_reloaded_page_finds_the_running_job_and_its_cancel_button(browser, app_url, tmp_path):
+    """Issue 76, 4 and 5: a page opened without the job's id in its browser (reloaded before the browser kept it,
+    or another browser) finds the job running on this private server; Cancel is red and pressable only then."""
+    dictionary = tmp_path / "my-words.tsv"
+    dictionary.write_text("word\tdefinition\n" + "".join(f"{w}\t{d}\n" for w, d in TINY_PAIRS.items()),
+                          encoding="utf-8")
+    first = browser.new_page(viewport={"width": 1400, "height": 1000})
+    first.set_default_timeout(300_000)
+    cancel = first.locator("#ft-cancel")
+    try:
+        first.goto(app_url)
+        open_tab(first, "Fine-tune")
+        assert cancel.is_disabled() and "stop" not in cancel.get_attribute("class")  # no job: neither red nor live
+        first.locator("#ft-file input[type=file]").set_input_files(str(dictionary))
+        wait_for_value(first, "#ft-report textarea", "v.includes('Ready')")
+        first.get_by_label("Max steps (0: by epochs").fill("5000")  # long enough to be found running
+        first.get_by_label("Batch size").fill("4")
+        first.locator("#ft-start").click()
+        wait_for_value(first, "#ft-job textarea", "v.length > 0")
+        job_id = first.locator("#ft-job textarea").input_value()
+        first.wait_for_function("!document.querySelector('#ft-cancel').disabled")
+        assert "stop" in cancel.get_attribute("class")
+        other = browser.new_context().new_page()  # its own storage: the job's id is not kept there
+        other.set_default_timeout(300_000)
+        other.goto(app_url)
+        open_tab(other, "Fine-tune")
+        wait_for_value(other, "#ft-job textarea", f"v === {job_id!r}")
+        other.context.close()
+        cancel.click()
+        first.locator("#ft-progress").get_by_text("cancelled").wait_for()
+        first.wait_for_function("document.querySelector('#ft-cancel').disabled")
+    finally:
+        first.close()
