@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import tempfile
 import threading
 import time
 
@@ -34,6 +35,8 @@ def public_server(tiny_mlm_dir, tmp_path_factory):
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("DEFSENT_CACHE_DIR", str(work / "cache"))
         patch.setenv("GRADIO_TEMP_DIR", str(work / "gradio"))
+        patch.setenv("TMPDIR", str(work))  # download zips: app.settings.download_dir()
+        patch.setattr(tempfile, "tempdir", None)
         engine = Engine.from_base(str(tiny_mlm_dir))
         public = PublicLimits()
         studio = Studio(Models.from_engine(engine, ModelSpec("tiny", base=str(tiny_mlm_dir)), work / "checkpoints"),
@@ -129,6 +132,8 @@ def test_a_restart_does_not_count_a_dead_servers_files(tmp_path, monkeypatch):
 
     monkeypatch.setenv("DEFSENT_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setenv("GRADIO_TEMP_DIR", str(tmp_path / "gradio"))
+    monkeypatch.setenv("TMPDIR", str(tmp_path))  # download zips: app.settings.download_dir()
+    monkeypatch.setattr(tempfile, "tempdir", None)
     first = own_temp_folder(7861)
     (first / "abc").mkdir()
     (first / "abc" / "upload.bin").write_bytes(b"x" * 1_000_000)  # the dead server's upload
@@ -395,3 +400,27 @@ def test_a_few_addresses_cannot_hold_the_disk_budget_for_long(tmp_path, monkeypa
         assert not old.exists() and disk_budget().reserved() == 0
     finally:
         set_disk_budget(None)
+
+
+# Control characters, bidirectional overrides, noncharacters, the last code point, combining marks, a BOM, emoji.
+ODD = "\x00 \u202e\u2066 \uffff\ufffe \U0010ffff " + "e\u0301" * 300 + " \r\n\t\x0b \ufeff " + "\U0001f600" * 50
+
+
+def test_odd_unicode_in_any_text_input_is_answered_or_refused_with_one_line(public_server):
+    import gradio as gr
+
+    demo, base = public_server
+    info = httpx.get(f"{base}/gradio_api/info", timeout=30).json()["named_endpoints"]
+    for name in info:
+        fn = next(f for f in demo.fns.values() if f.api_name == name.lstrip("/"))
+        texts = [i for i, block in enumerate(b for b in fn.inputs if not isinstance(b, gr.State))
+                 if isinstance(block, gr.Textbox)]
+        if not texts or name in ("/evaluate_sts", "/evaluate_senteval"):
+            continue
+        data = api_data(base, name.lstrip("/"))
+        data[texts[0]] = "a dog " + ODD
+        event, payload = call_result(base, name.lstrip("/"), data, source="127.0.0.8")
+        assert event in ("complete", "error"), (name, event, payload[:200])
+        if event == "error":
+            message = str(json.loads(payload).get("error") if payload.startswith("{") else payload)
+            assert "went wrong" not in message and "\n" not in message and len(message) < 600, (name, message)
