@@ -24,8 +24,8 @@ FIT = "fit {fit:.3f}: the cosine between this sentence's vector and the one it w
 
 EDITED = "*This sentence is c changed as a became b (its words or its structure), not a decoding; "
 AGREES = EDITED + "the vector agrees: it fits b - a + c (cosine {fit:.3f}) at least as well as the decoder's own best reading ({best:.3f}).*"
-CLOSE = (EDITED + "it fits b - a + c with cosine {fit:.3f}, a little less than the decoder's own best reading "
-         "({best:.3f}), and is shown because it says what the analogy asks.*")
+CLOSE = (EDITED + "it fits b - a + c with cosine {fit:.3f}, less than the decoder's own best reading ({best:.3f}), "
+         "and is shown because it changes c as a was changed into b.*")
 
 
 def edited_note(fit: float, best: float) -> str:
