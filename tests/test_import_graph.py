@@ -138,7 +138,7 @@ FLOORS = [
     ("ground", ["core.text", "core.answers", "core.paths", "core.runtime.cancel", "core.runtime.hardware", "core.lora",
                 "core.bert", "core.runtime.distributed", "core.explore.projector", "core.vec2sent.expression",
                 "core.vec2sent.examples", "core.evaluation.files", "core.evaluation.metrics",
-                "core.evaluation.reference", "core.spreadsheet", "core.tokenizer"]),
+                "core.evaluation.reference", "core.spreadsheet", "core.tokenizer", "core.atomic"]),
     ("data and devices", ["core.runtime", "core.runtime.device", "core.checkpoint", "core.lexicon",
                           "core.evaluation.base", "core.evaluation.sts", "core.evaluation.senteval",
                           "core.evaluation.report"]),
