@@ -516,7 +516,8 @@ class Engine:
         parent = self.manifest.get("training", {}).get("open_vocab_parent")
         if not parent:
             return None
-        candidates = self.words.candidates(self.words.user_dictionary[:parent["user_entries"]], dictionary)
+        # cached: a parent without words of its own has WordNet's list, read in a moment rather than built (~10 s)
+        candidates = self.words.candidates(self.words.user_dictionary[:parent["user_entries"]], dictionary, cached=True)
         name = self._open_vocab_cache_name(candidates, parent["fingerprint"])
         folders = [*folders, *([Path(parent["shipped"])] if parent.get("shipped") else [])]
         found = stored_vectors(name, folders, [Path(parent["compact"])] if parent.get("compact") else [])

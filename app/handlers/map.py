@@ -319,7 +319,8 @@ def ringed_note(matching: int, ringed: int, query: str) -> str:
     if not matching:
         return f"{query!r} is not on this map; {_count(ringed, 'point')} ringed, its nearest neighbours"
     contain = f"{_count(matching, 'point')} contain{'s' if matching == 1 else ''} {query!r}"
-    return f"{contain}; {_count(ringed, 'point')} ringed, {'it' if matching == 1 else 'those'} and its nearest neighbours"
+    those = "it" if matching == 1 else "those"
+    return f"{contain}; {_count(ringed, 'point')} ringed, {those} and its nearest neighbours"
 
 
 def _count(n: int, noun: str) -> str:

@@ -446,7 +446,7 @@ def test_finetune_survives_a_reload(page, served_model, tmp_path):
     page.reload()
     open_tab(page, "Fine-tune")
     wait_for_value(page, "#ft-job textarea", f"v === {job_id!r}")
-    page.locator("#ft-progress").get_by_text("Done").wait_for(timeout=180_000)
+    page.locator("#ft-progress").get_by_text("Done").wait_for(timeout=600_000)
     assert "MRR" in page.locator("#ft-compare").inner_text()
     assert_column_fits(page, "#ft-examples", "after (top 3)")
     page.get_by_label("Checkpoint name").fill("my-words-v1")
@@ -545,7 +545,11 @@ def test_a_reloaded_page_finds_the_running_job_and_its_cancel_button(browser, ap
         other.set_default_timeout(300_000)
         other.goto(app_url)
         open_tab(other, "Fine-tune")
-        wait_for_value(other, "#ft-job textarea", f"v === {job_id!r}")
+        try:
+            wait_for_value(other, "#ft-job textarea", f"v === {job_id!r}")
+        except Exception:
+            print(f"the other page's job box: {other.locator('#ft-job textarea').input_value()!r}, not {job_id!r}")
+            raise
         other.context.close()
         cancel.click()
         first.locator("#ft-progress").get_by_text("cancelled").wait_for()
