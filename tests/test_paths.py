@@ -41,6 +41,16 @@ def test_an_edit_writes_only_attested_forms(a, b, c, expected):
     assert transfer_edit(a, b, c) == expected
 
 
+@pytest.mark.parametrize("a, b, c, expected", [
+    # issue 74: b's words that are forms of a's replaced word take c's word ("did not take" copied "take")
+    ("She sings a song.", "She is singing a song.", "He paints a wall.", "He is painting a wall."),
+    ("We cleaned the car.", "We did not clean the car.", "We sold the house.", "We did not sell the house."),
+    ("The cup is full.", "The cups are not full.", "The jar is empty.", "The jars are not empty."),
+])
+def test_a_replacement_carries_c_s_own_word_in_b_s_form(a, b, c, expected):
+    assert transfer_edit(a, b, c) == expected
+
+
 def test_an_edit_whose_form_is_not_attested_is_not_made():
     """"offspring" has no attested plural but itself, "monetary" no comparative: no sentence is made up."""
     assert transfer_edit("A horse runs.", "Two horses run.", "A ovenbird runs.") is None

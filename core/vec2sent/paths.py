@@ -144,8 +144,20 @@ def _replacement_in_c(wa: Sequence[str], wc: Sequence[str], to_c: dict[int, tupl
         if one_word and to_c[start][1] != "same":
             changed = _same_form_change(wa[start], new[0], wc[at])
             return None if changed is None else (at, at + 1, [changed])
-        return at, to_c[end - 1][0] + 1, new
+        return at, to_c[end - 1][0] + 1, [_carried(word, wa[start:end], wc[at:at + end - start]) for word in new]
     return _by_form(wa[start], new[0], wc, start / max(len(wa) - 1, 1)) if one_word else None
+
+
+def _carried(word: str, old: Sequence[str], in_c: Sequence[str]) -> str:
+    """A word of b that replaces a's words `old` (standing as `in_c` in c), as c has it: a form of one of `old`'s
+    lemmas is c's word in that form ("took" -> "did not take" makes "ate" -> "did not eat", "writes" -> "is
+    writing" makes "reads" -> "is reading"); any other word as it is."""
+    for was, there in zip(old, in_c):
+        if was.lower() != there.lower():
+            changed = _same_form_change(was, word, there)
+            if changed is not None:
+                return changed
+    return word
 
 
 def _by_form(old: str, new: str, wc: Sequence[str], place: float) -> Edit | None:
