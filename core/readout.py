@@ -57,7 +57,9 @@ ANALOGY = "b - a + c"
 OWN_SENTENCE_MARGIN = 0.02
 # An analogy's edit transfer (c edited as a became b; core/vec2sent/paths.py) is shown when it fits the
 # vector within this cosine of the best candidate: the edit says what the analogy means, the vector checks it.
-TRANSFER_MARGIN = 0.02
+# .02 until issue 74: MiniLM carries negation, tense and voice weakly, so b - a + c lies near c and a garbled c
+# ("The mouse caught the cat.") fitted it .02-.04 better than the passive it asked for (the structure dev set).
+TRANSFER_MARGIN = 0.04
 # Agreement slips of an analogy's chosen sentence are repaired by the fluency model (core/vec2sent/grammar.py).
 PATH_REPAIR = RepairSettings()
 
@@ -497,7 +499,7 @@ class VectorReader:
         # as word analogies leave out a, b and c; an expression of one sentence is that sentence's decoding
         told = [sentences[name] for name in used] if len(used) > 1 else []
         decoded, edited, decoding_fit = (
-            self._analogy_sentence(vector, told, transferred, beam, refine, correct, fluency, encode, (a, b, c))
+            self._analogy_sentence(vector, told, transferred, beam, refine, correct, fluency, encode)
             if self.decoder is not None else (None, False, None))
         fit = None if decoded is None else _fits([decoded], vector, encode)[0]
         words, nearest = self._words_and_nearest(vector[None], reference, k)
@@ -505,14 +507,12 @@ class VectorReader:
 
     def _analogy_sentence(self, vector: np.ndarray, given: Sequence[str], transfers: Sequence[str], beam: int,
                           refine: RefineSettings | None, correct: CorrectSettings | None,
-                          fluency: FluencySettings | None, encode: Encode,
-                          abc: tuple[str, str, str]) -> tuple[str, bool, float | None]:
+                          fluency: FluencySettings | None, encode: Encode) -> tuple[str, bool, float | None]:
         """The sentence shown for an analogy's vector (d,), whether it is an edit transfer (c changed as a became
         b, `transfer_edits`) and then the best fit of the decoder's own hypotheses: of those and the transfers,
         none saying what one of the `given` sentences says (as word analogies leave out a, b and c), chosen as
         `_choose` does; with a fluency model its agreement slips repaired (`repair`); the transfer that fits
-        best (also repaired) instead when it fits within TRANSFER_MARGIN of that or its change from c follows
-        b - a more closely (`_follows`; `abc` = a, b, c)."""
+        best (also repaired) instead when it fits within TRANSFER_MARGIN of that."""
         cased = self._require_decoder().cased
         told = {sentence_key(t) for t in given}
         transfers = [t for t in dict.fromkeys(map(cased, transfers)) if sentence_key(t) not in told]
@@ -533,9 +533,8 @@ class VectorReader:
             return repaired(chosen), True, decoding_fit
         transfer_fits = _fits(transfers, vector, encode)
         chosen, transferred = repaired(chosen), repaired(transfers[int(np.argmax(transfer_fits))])
-        fits, follows = _fits([chosen, transferred], vector, encode), _follows([chosen, transferred], *abc, encode)
-        shown = fits[1] >= fits[0] - TRANSFER_MARGIN or follows[1] > follows[0]
-        return (transferred, True, decoding_fit) if shown else (chosen, False, None)
+        fits = _fits([chosen, transferred], vector, encode)
+        return (transferred, True, decoding_fit) if fits[1] >= fits[0] - TRANSFER_MARGIN else (chosen, False, None)
 
     def interpolate(self, x: str, y: str, steps: int = 5, reference: Reference | None = None,
                     k: int = 5, beam: int = 5, refine: RefineSettings | None = None,
@@ -614,17 +613,6 @@ def _packaged_fluency(cache_dir: Path | None) -> FluencyModel | None:
 def _fits(texts: Sequence[str], vector: np.ndarray, encode: Encode) -> list[float]:
     """Each text's cosine to `vector` (d,)."""
     return [float(f) for f in l2_normalize(encode(list(texts))) @ l2_normalize(vector[None])[0]]
-
-
-def _follows(texts: Sequence[str], a: str, b: str, c: str, encode: Encode) -> list[float]:
-    """How closely each text's change from c follows b's from a: cos(u_text - u_c, u_b - u_a) on unit
-    embeddings. MiniLM carries negation, tense and voice weakly, so b - a + c lies near c and a garbled c
-    ("He caught the fish not.") may fit it best; the change itself tells the one that says what b says of a."""
-    unit = l2_normalize(encode([a, b, c, *texts]))  # (3 + n, d)
-    change = unit[1] - unit[0]
-    moved = unit[3:] - unit[2]  # (n, d)
-    norms = np.linalg.norm(moved, axis=1) * np.linalg.norm(change) + 1e-12
-    return [float(x) for x in (moved @ change) / norms]
 
 
 def _is_analogy(expression: str) -> bool:
