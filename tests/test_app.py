@@ -361,6 +361,7 @@ def test_model_loads_in_the_background(tiny_mlm_dir, tmp_path):
 def test_a_fresh_starts_first_answer_comes_from_the_whole_vocabulary(tiny_mlm_dir, tmp_path, monkeypatch):
     """Issue 76, 2: for ~20 s after the page was usable, answers came from the head's single-token words alone
     ("a person who is in charge": no "chief"), though the checkpoint's compact vectors are read in seconds."""
+    import app.handlers.studio
     import core.words.scorer
     from core.lexicon.dictionary import load_wordnet_lemmas
     lemmas = [e for e in load_wordnet_lemmas() if e.word in ("ice cream", "dog", "give up")]
@@ -369,9 +370,10 @@ def test_a_fresh_starts_first_answer_comes_from_the_whole_vocabulary(tiny_mlm_di
     saved = Engine.from_base(str(tiny_mlm_dir)).save(tmp_path / "checkpoints" / "tiny")
     Engine.load(saved, decoder=None, open_vocabulary=False).save_compact_open_vocab(subspaces=2,
                                                                                      cache_dir=tmp_path / "elsewhere")
-    # a fresh start: an empty cache; the rest of the preparation (delay) comes long after the first answer
+    # a fresh start: an empty cache; the background preparation, which would build the vocabulary too, does nothing
     monkeypatch.setenv("DEFSENT_CACHE_DIR", str(tmp_path / "fresh-cache"))
-    studio = start_studio(ModelSpec("tiny", saved), tmp_path / "checkpoints", warm_up_umap=False, delay=3600)
+    monkeypatch.setattr(app.handlers.studio, "prepare_model", lambda active, progress=None, open_vocabulary=True: None)
+    studio = start_studio(ModelSpec("tiny", saved), tmp_path / "checkpoints", warm_up_umap=False, delay=0)
     words, _ = studio.reverse.reverse_dictionary("a frozen sweet food", 3)
     assert "ice cream" in words  # a phrase: only the whole vocabulary has it
     assert studio.models.active().engine.words.compact and "compressed copy" in words  # and it says so, plainly

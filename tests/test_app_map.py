@@ -42,11 +42,12 @@ def test_draw_map_then_search(studio):
 def test_map_of_vocabulary_words_coloured_by_part_of_speech(studio):
     figure, _, session = studio.map.draw_map("vocabulary words", 30, "", None, "PCA", "2-D", "part of speech",
                                              Session())
-    assert {t.name for t in figure.data} <= {"noun", "verb", "adjective", "adverb"}
+    assert {t.name for t in figure.data if t.mode == "markers"} <= {"noun", "verb", "adjective", "adverb"}
     assert len(session.map.corpus.texts) == 30
     figure, _, session = studio.map.draw_map("vocabulary words", 30, "", None, "PCA", "2-D", "frequency", Session())
     assert session.map.groups == frequency_bands(session.map.corpus.texts)
-    assert [t.name for t in figure.data] == list(dict.fromkeys(session.map.groups))
+    assert [t.name for t in figure.data if t.mode == "markers"] == list(dict.fromkeys(session.map.groups))
+    assert [t.name for t in figure.data if t.mode == "text"] == ["labels"]  # 30 points: each named on the map
 
 
 def test_a_selection_on_the_map_lists_its_points_and_their_csv(studio, monkeypatch, tmp_path):
@@ -62,7 +63,8 @@ def test_a_selection_on_the_map_lists_its_points_and_their_csv(studio, monkeypat
         studio.map.select_map("[[0, 0]]", Session())
     figure, _, session = studio.map.draw_map("vocabulary words", 30, "", None, "PCA", "2-D", "part of speech",
                                              Session())
-    trace = len(figure.data) - 1  # the browser names points by trace and position: map them back
+    # the browser names points by trace and position: map them back (the last group's; the points' names follow)
+    trace = max(i for i, t in enumerate(figure.data) if t.mode == "markers")
     pairs = [[trace, p] for p in range(len(figure.data[trace].x))] + [[trace + 5, 0]]  # a search's trace: not a point
     rows, note, path = studio.map.select_map(json.dumps(pairs), session)
     names = [html.unescape(t) for t in figure.data[trace].text]  # hover texts: escaped words
@@ -143,7 +145,8 @@ def test_a_projector_files_third_metadata_column_colours_the_map_and_goes_out_wi
     figure, status, session = studio.map.draw_map("uploaded file", 0, "", files, "PCA", "2-D", FILE_COLUMN,
                                                   Session(), "source")
     assert session.map.groups == ["news", "novel", "news", "(empty)", "novel", "news"]
-    assert [t.name for t in figure.data] == ["news", "novel", "(empty)"] and "column 'source'" in status
+    assert [t.name for t in figure.data if t.mode == "markers"] == ["news", "novel", "(empty)"]
+    assert "column 'source'" in status
     assert studio.map.map_columns(session) == ["pos", "source"]  # the Column dropdown's: the labels are the texts
     _, status, first = studio.map.draw_map("uploaded file", 0, "", files, "PCA", "2-D", FILE_COLUMN, Session())
     assert first.map.groups == ["noun"] * 6 and "column 'pos'" in status  # none chosen: the first after the labels
@@ -173,8 +176,9 @@ def test_a_table_of_texts_colours_the_map_by_its_columns(studio, tmp_path):
     by_score = dict(zip((float(r[2]) for r in rows), session.map.groups))
     assert [by_score[x] for x in (0, 1.5, 3.0)] == ["0 to 3.3"] * 3 and by_score[16.5] == "13.2 to 16.5"
     assert len(set(session.map.groups)) == 5 and session.map.corpus is embedded
-    legend = [t.name for t in sorted(figure.data, key=lambda t: t.legendrank)]
-    assert legend[0] == "0 to 3.3" and legend[-1] == "13.2 to 16.5" and legend != [t.name for t in figure.data]
+    groups = [t for t in figure.data if t.mode == "markers"]  # the points' names are a trace of text after them
+    legend = [t.name for t in sorted(groups, key=lambda t: t.legendrank)]
+    assert legend[0] == "0 to 3.3" and legend[-1] == "13.2 to 16.5" and legend != [t.name for t in groups]
     searched = studio.map.search_map("sentence number 3", 2, session)[0]
     ranks = [1000 if t.legendrank is None else t.legendrank for t in searched.data]  # plotly's default: 1000
     legend = [searched.data[i].name for i in sorted(range(len(ranks)), key=lambda i: (ranks[i], i))]
