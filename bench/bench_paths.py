@@ -8,7 +8,8 @@ On the dev set of bench/path_set.py it prints, for each decode setting ("app": b
 decodes, "api": `engine.analogy`'s and `engine.interpolate`'s defaults):
 
 - analogies: the share decoded exactly as expected (lower-case words, punctuation aside), and for each kind
-  its share and ms per analogy (its sentence, top words and nearest reference texts, as the app reads it);
+  its share and ms per analogy, wall-clock and CPU (its sentence, top words and nearest reference texts, as the
+  app reads it);
   `--structure`: the analogies that change a sentence's structure (issue 74: possessives, irregular forms,
   negation with do and modals, two changes at once, yes/no questions, passives) instead of the simple kinds,
   rule-made (10 of each) or with `--held-out` the hand-written held-out ones;
@@ -46,12 +47,13 @@ SETTINGS = {"app": {"beam": APP_BEAM}, "api": {}}
 def analogy_scores(engine: Engine, setting: dict, items, reference, show: int = 0, progress: bool = False) -> dict:
     """Exact share overall and by kind, and ms per analogy, for the analogies `items`; `progress`: a line on
     stderr for each."""
-    hits, by_kind, times, kind_times, misses = [], defaultdict(list), [], defaultdict(list), []
+    hits, by_kind, times, kind_times, kind_cpu, misses = [], defaultdict(list), [], defaultdict(list), defaultdict(list), []
     for item in items:
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.process_time()
         result = engine.analogy(item.a, item.b, item.c, reference=reference, k=5, **setting)
         times.append((time.perf_counter() - start) * 1000)
         kind_times[item.kind].append(times[-1])
+        kind_cpu[item.kind].append((time.process_time() - cpu) * 1000)  # what it costs alone, on a busy machine
         exact = words_of(result.decoded) == words_of(item.expected)
         hits.append(exact)
         by_kind[item.kind].append(exact)
@@ -62,7 +64,8 @@ def analogy_scores(engine: Engine, setting: dict, items, reference, show: int = 
                   f"{result.decoded}", file=sys.stderr, flush=True)
     return {"exact": float(np.mean(hits)), "n": len(hits), "ms": statistics.mean(times),
             "by_kind": {k: float(np.mean(v)) for k, v in by_kind.items()},
-            "kind_ms": {k: statistics.mean(v) for k, v in kind_times.items()}, "misses": misses[:show]}
+            "kind_ms": {k: statistics.mean(v) for k, v in kind_times.items()},
+            "kind_cpu_ms": {k: statistics.mean(v) for k, v in kind_cpu.items()}, "misses": misses[:show]}
 
 
 def path_measures(engine: Engine, x: str, y: str, points) -> tuple[list[bool], list[float], bool]:
@@ -142,7 +145,8 @@ def main(argv: list[str] | None = None) -> int:
         if "analogies" not in args.skip:
             items = _analogies(args.held_out, args.structure, args.analogies)
             a = analogy_scores(engine, setting, items, reference, args.show, args.progress)
-            kinds = ", ".join(f"{k} {v:.0%} {a['kind_ms'][k]:.0f} ms" for k, v in sorted(a["by_kind"].items()))
+            kinds = ", ".join(f"{k} {v:.0%} {a['kind_ms'][k]:.0f} ms ({a['kind_cpu_ms'][k]:.0f} CPU)"
+                              for k, v in sorted(a["by_kind"].items()))
             print(f"[{name}{flags}] analogies: {a['exact']:.1%} exact of {a['n']} ({kinds}); {a['ms']:.0f} ms each")
             for miss in a["misses"]:
                 print(f"    miss  {miss}")
