@@ -379,18 +379,23 @@ def test_a_fresh_starts_first_answer_comes_from_the_whole_vocabulary(tiny_mlm_di
     assert studio.models.active().engine.words.compact and "compressed copy" in words  # and it says so, plainly
 
 
-def test_a_bar_of_background_work_goes_when_the_work_ends(studio):
+def test_a_bar_of_background_work_goes_when_the_work_ends(studio, monkeypatch):
     """Issue 76, 2: a bar "embedding 264,003/264,003 ... about 0 s left" stayed on screen."""
     from app.handlers.reverse import vocabulary_progress_html
     active = studio.models.active()
     active.open_vocab_progress = (66_000, 264_003, 200.0)
-    assert "66,000/264,003" in studio.reverse.vocabulary_progress() and "about 3 min left" in vocabulary_progress_html(active)
+    assert "66,000/264,003" in studio.reverse.vocabulary_progress()[0]
+    assert "about 3 min left" in vocabulary_progress_html(active)
     active.open_vocab_progress = (264_003, 264_003, 0.0)  # embedded; saved and read back next: seconds
-    assert "0 s left" not in studio.reverse.vocabulary_progress()
+    assert "0 s left" not in studio.reverse.vocabulary_progress()[0]
     active.open_vocab_progress = None  # done: the tab's polling then shows nothing, and stops
-    assert studio.reverse.vocabulary_progress() == ""
+    assert studio.reverse.vocabulary_progress() == ("", True)  # no vocabulary yet: it polls on, for the work to come
+    active.open_vocab_progress = (66_000, 264_003, 200.0)
     words, _ = studio.reverse.reverse_dictionary("an animal", 3)
-    assert "ds-progress" not in words  # an answer holds no bar: it would stay after the work
+    assert "ds-progress" not in words  # an answer holds no bar, even while the work runs: it would stay after it
+    active.open_vocab_progress = None
+    monkeypatch.setattr(active.engine.words, "open_vocab", SimpleNamespace())  # its whole vocabulary, exact
+    assert studio.reverse.vocabulary_progress() == ("", False)  # final: nothing more to wait for
 
 
 def test_switch_model_and_unknown_name(studio):

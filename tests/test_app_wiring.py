@@ -258,7 +258,7 @@ def test_the_page_shows_the_open_vocabulary_building_with_its_progress(studio, m
 
     def encode_and_look(texts, **kwargs):  # what a user sees while the vocabulary is embedded
         if kwargs.get("progress") is not None:  # a batch of the vocabulary's, not the query's own
-            seen.append((studio.reverse.reverse_dictionary("a small animal")[0], studio.reverse.vocabulary_progress()))
+            seen.append((studio.reverse.reverse_dictionary("a small animal")[0], studio.reverse.vocabulary_progress()[0]))
         return real_encode(texts, **kwargs)
 
     monkeypatch.setattr(active.engine.encoder, "encode", encode_and_look)
@@ -267,7 +267,7 @@ def test_the_page_shows_the_open_vocabulary_building_with_its_progress(studio, m
     assert shown and all("once per model; about" in bar and "shorter list" in answer for answer, bar in shown)
     assert not any("ds-progress" in answer for answer, _ in seen)  # an answer holds none: it stayed after the work
     assert "ds-notice" not in studio.reverse.reverse_dictionary("a small animal")[0]  # ready: no notice
-    assert studio.reverse.vocabulary_progress() == ""  # and no bar
+    assert studio.reverse.vocabulary_progress() == ("", False)  # and no bar, nothing to poll for
 
 
 def test_an_activated_fine_tune_answers_with_its_parents_vectors_then_its_own(tiny_mlm_dir, tmp_path, monkeypatch):

@@ -55,6 +55,8 @@ class ReverseHandlers(TabHandlers):
         before = sv.reverse_dictionary(active.untrained(), query)
         return main, render.words_html(before, "before DefSent training (same head)")
 
-    def vocabulary_progress(self, session: Session | None = None) -> str:
-        """`vocabulary_progress_html` of the session's model (the tabs poll it while it is not "")."""
-        return vocabulary_progress_html(self.backend.model_for(session))
+    def vocabulary_progress(self, session: Session | None = None) -> tuple[str, bool]:
+        """(`vocabulary_progress_html` of the session's model, whether its vocabulary is not final yet): the tabs
+        poll it while either holds (the background work may start after an answer)."""
+        active = self.backend.model_for(session)
+        return vocabulary_progress_html(active), bool(vocabulary_notice_html(active))

@@ -29,13 +29,14 @@ PROGRESS_SECONDS = 2.0  # how often a shown bar of background work is refreshed
 
 def vocabulary_progress(studio: Studio, session: gr.State, after: list) -> None:
     """A bar of the model's vocabulary being embedded in the background, shown after each of the events `after` and
-    refreshed until that work ends, when it goes: a bar inside an answer stayed at "264,003/264,003 ... about 0 s
+    refreshed while the vocabulary is not final (the work may start after the answer) until that work ends, when it
+    goes: a bar inside an answer stayed at "264,003/264,003 ... about 0 s
     left" after the work had ended (issue 76)."""
     bar, timer = gr.HTML(), gr.Timer(PROGRESS_SECONDS, active=False)
 
     def show(state) -> tuple[str, gr.Timer]:
-        html = studio.reverse.vocabulary_progress(state)
-        return html, gr.Timer(active=bool(html))
+        html, pending = studio.reverse.vocabulary_progress(state)
+        return html, gr.Timer(active=bool(html) or pending)
     quiet = {"queue": False, "show_progress": "hidden", "api_visibility": "private"}
     for event in after:
         event.then(show, session, [bar, timer], **quiet)
