@@ -37,7 +37,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     import pyarrow as pa
 
+    import core.collection.store as store
     from core.collection.store import TABLE, build_index, connect
+
+    store.SUB_VECTOR_DIMS = args.sub_vector_dims
 
     if args.embed:
         print(json.dumps(measure_embedding(args.embed, args.text_column, args.rows, args.tmp)))
@@ -193,6 +196,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--queries", type=int, default=500, help="queries (10 to 10,000)")
     parser.add_argument("--nprobes", type=_numbers, default=[16, 32, 64, 128], help="IVF lists probed, e.g. 64,128")
     parser.add_argument("--refine", type=_numbers, default=[5, 10, 20], help="refine factors, e.g. 10,20")
+    parser.add_argument("--sub-vector-dims", type=int, default=8, choices=(4, 8, 16),
+                        help="dimensions a PQ code stands for (384 / 8 = 48 one-byte codes a row)")
     parser.add_argument("--exact", action="store_true", help="also LanceDB's own exact search (slow past 100k rows)")
     parser.add_argument("--no-index", dest="index", action="store_false", help="exact search only (no IVF-PQ build)")
     parser.add_argument("--faiss", action="store_true", help="also FAISS HNSW32,SQ8 (efSearch 128) on the same rows")

@@ -27,7 +27,7 @@ BRUTE_FORCE_ROWS = 100_000  # below it an exact scan is fast enough (~15-40 ms o
 NPROBES = 64
 REFINE_FACTOR = 10  # candidates re-ranked exactly: k x REFINE_FACTOR
 SUB_VECTOR_DIMS = 8
-EMBEDDING_TIME = "about 1 h for the million on 2 CPU cores, minutes on a GPU"  # docs/results.md  # PQ: 384 dimensions -> 48 codes of one byte
+EMBEDDING_TIME = "about 1 h for the million on 2 quiet CPU cores, minutes on a GPU"  # docs/scale.md  # PQ: 384 dimensions -> 48 codes of one byte
 
 
 def connect(uri: str):
