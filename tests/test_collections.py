@@ -239,3 +239,36 @@ def test_the_app_and_the_engine_start_without_ray_or_lancedb():
     found = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert found.returncode == 0, found.stderr
     assert found.stdout.strip() == "[]"
+
+
+def test_writes_are_idempotent_by_row_id_and_a_large_table_is_searched_through_its_index(tmp_path, monkeypatch):
+    """No Ray: the store alone. A batch written twice is stored once; from BRUTE_FORCE_ROWS rows the table
+    gets IVF-PQ, whose re-ranked answers agree with exact search and carry exact cosines."""
+    import core.collection.store as store
+    from core.collection.sources import corpus_digest
+    from core.collection.store import build_index, open_for_writing, table_schema, write_rows
+    from core.collection.embed import _with_vectors
+
+    rng = np.random.default_rng(0)
+    vectors = rng.standard_normal((3_000, 32)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    corpus = pa.table({"row_id": pa.array(range(3_000), pa.int64()), "text": [f"t{i}" for i in range(3_000)]})
+    schema = table_schema(corpus.schema, 32, "model-a", corpus_digest(corpus))
+    uri = str(tmp_path / "big")
+    table, held = open_for_writing(uri, schema)
+    assert len(held) == 0
+    for start in (0, 1_000, 1_000, 2_000):  # the middle batch twice: a retried worker's
+        ids = np.arange(start, start + 1_000)
+        write_rows(table, _with_vectors(corpus, {"row_id": ids, "vector": vectors[ids]}, schema))
+    assert sorted(stored(uri).column("row_id").to_pylist()) == list(range(3_000))
+    monkeypatch.setattr(store, "BRUTE_FORCE_ROWS", 1_000)
+    assert build_index(table, 3_000).startswith("IVF55,PQ4")
+    collection = Collection(uri, "model-a")
+    assert collection.indexed
+    queries = vectors[:20] + 0.1 * rng.standard_normal((20, 32)).astype(np.float32)
+    found = collection.search(queries, 10)
+    exact = np.argsort(-(queries / np.linalg.norm(queries, axis=1, keepdims=True)) @ vectors.T, axis=1)[:, :10]
+    recall = np.mean([len({h["row_id"] for h in row} & set(e.tolist())) / 10 for row, e in zip(found, exact)])
+    assert recall >= 0.8
+    hit = found[0][0]
+    assert abs(hit["cosine"] - float(vectors[hit["row_id"]] @ queries[0] / np.linalg.norm(queries[0]))) < 1e-4
