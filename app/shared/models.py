@@ -14,8 +14,7 @@ from typing import Callable
 from core.runtime import uncancellable
 from core.checkpoint import (CHECKPOINTS_DIR, DEFAULT_BASE, DEFAULT_CHECKPOINT, CheckpointError, list_checkpoints,
                              read_manifest)
-from core.collection import Collection
-from core.collection.store import build_steps, collection_uri, is_complete, table_version
+from core.collection import Collection, build_steps, collection_uri, is_complete, table_version
 from core.engine import Engine
 from core.readout import REFERENCE_SIZE, EmbeddedTexts, Reference
 
