@@ -18,7 +18,7 @@ from core.collection import Collection, embed_corpus, read_corpus
 from core.collection.sources import MAX_ROWS
 from core.collection.store import TABLE, connect, stored_row_ids
 
-from conftest import TINY_WORDS
+from tests.conftest import TINY_WORDS
 
 ROWS = 2_000
 

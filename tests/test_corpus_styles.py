@@ -77,4 +77,4 @@ def test_write_styled_corpus_needs_the_genres_and_writes_a_corpus_folder(tmp_pat
     lines = (out / "train.txt").read_text().splitlines()
     assert stats["headlines"] == 10 and len(lines) == stats["train"] == 15
     assert (out / "heldout.jsonl").read_text() == (source / "heldout.jsonl").read_text()
-    assert not list(out.glob("*.partial"))
+    assert sorted(p.name for p in out.iterdir()) == ["corpus.json", "heldout.jsonl", "train.txt"]  # no temporary left
