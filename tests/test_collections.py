@@ -128,6 +128,9 @@ def test_a_rerun_embeds_only_the_missing_rows_and_another_models_table_is_refuse
     embed_corpus(corpus, uri, tiny_engine, str(tiny_mlm_dir), cluster.address, 64, lambda *r: reports.append(r))
     assert reports[0] == ("embedding", before, ROWS)  # only the rest embedded
     check_every_row_once_with_the_models_vectors(uri, tiny_engine, sentences)
+    version = connect(uri).open_table(TABLE).version
+    assert embed_corpus(corpus, uri, tiny_engine, str(tiny_mlm_dir), cluster.address)[1] == "already complete"
+    assert connect(uri).open_table(TABLE).version == version  # a finished collection's indexes are not rebuilt
     other = Engine.load(str(tiny_base_dir), decoder=None, open_vocabulary=False, device="cpu")
     with pytest.raises(ValueError, match="holds another model's vectors"):
         embed_corpus(corpus, uri, other, str(tiny_base_dir), cluster.address)
@@ -257,11 +260,13 @@ def test_writes_are_idempotent_by_row_id_and_a_large_table_is_searched_through_i
     uri = str(tmp_path / "big")
     table, held = open_for_writing(uri, schema)
     assert len(held) == 0
-    for start in (0, 1_000, 1_000, 2_000):  # the middle batch twice: a retried worker's
-        ids = np.arange(start, start + 1_000)
+    for ids in (np.arange(0, 1_000), np.arange(1_000, 2_000), np.arange(1_000, 2_000),  # twice: a retried worker's
+                np.r_[np.arange(2_000, 3_000), 2_500]):  # a row twice within one batch (a block Ray ran twice)
         write_rows(table, _with_vectors(corpus, {"row_id": ids, "vector": vectors[ids]}, schema))
     assert sorted(stored(uri).column("row_id").to_pylist()) == list(range(3_000))
     monkeypatch.setattr(store, "BRUTE_FORCE_ROWS", 1_000)
+    with pytest.raises(RuntimeError, match="no vector index"):  # killed while indexing: not read into memory whole
+        Collection(uri, "model-a").search(vectors[:1], 10)
     assert build_index(table, 3_000).startswith("IVF55,PQ4")
     collection = Collection(uri, "model-a")
     assert collection.indexed

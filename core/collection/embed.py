@@ -13,6 +13,7 @@ Ray is imported here only: the app and the other commands never import it.
 """
 from __future__ import annotations
 
+import contextlib
 from typing import Callable
 
 import numpy as np
@@ -20,7 +21,7 @@ import pyarrow as pa
 from pyarrow import compute
 
 from .sources import ROW_ID, TEXT, VECTOR, corpus_digest
-from .store import Collection, build_index, open_for_writing, table_schema, write_rows
+from .store import Collection, build_index, is_complete, open_for_writing, table_schema, write_rows
 
 Progress = Callable[[str, int, int], None]  # (stage, done, total)
 WRITE_ROWS = 16_384  # rows gathered before one write: one LanceDB fragment each, not one a batch
@@ -58,12 +59,15 @@ def embed_corpus(corpus: pa.Table, uri: str, engine, model: str | None = None, a
     done = len(corpus) - len(missing)
     if progress:
         progress("embedding", done, len(corpus))
+    if not len(missing) and is_complete(uri):  # finished before: its indexes stand (a rebuild takes minutes)
+        return Collection(uri, engine.fingerprint), "already complete"
     if len(missing):
-        for vectors in _embedded(missing, model, address, batch_size):
-            write_rows(table, _with_vectors(corpus, vectors, schema))
-            done += len(vectors[ROW_ID])
-            if progress:
-                progress("embedding", done, len(corpus))
+        with contextlib.closing(_embedded(missing, model, address, batch_size)) as batches:  # Ray shut down on errors too
+            for vectors in batches:
+                write_rows(table, _with_vectors(corpus, vectors, schema))
+                done += len(vectors[ROW_ID])
+                if progress:
+                    progress("embedding", done, len(corpus))
     index = build_index(table, table.count_rows())
     return Collection(uri, engine.fingerprint), index
 

@@ -24,10 +24,11 @@ TABLE = "sentences"
 MODEL_KEY, CORPUS_KEY = b"defsent.model", b"defsent.corpus"
 # Chosen on 1M vectors against exact search (bench/bench_collection.py, docs/results.md):
 BRUTE_FORCE_ROWS = 100_000  # below it an exact scan is fast enough (~15-40 ms on 2 cores) and needs no build
-NPROBES = 64
-REFINE_FACTOR = 10  # candidates re-ranked exactly: k x REFINE_FACTOR
-SUB_VECTOR_DIMS = 8
-EMBEDDING_TIME = "about 1 h for the million on 2 quiet CPU cores, minutes on a GPU"  # docs/scale.md  # PQ: 384 dimensions -> 48 codes of one byte
+# Chosen at 1M rows (docs/scale.md): recall@10 .936 in 20 ms a query on 2 cores (nprobes 256: .960 in 31 ms).
+NPROBES = 128
+REFINE_FACTOR = 40  # candidates re-ranked exactly: k x REFINE_FACTOR
+SUB_VECTOR_DIMS = 8  # PQ: 384 dimensions -> 48 codes of one byte
+EMBEDDING_TIME = "about 1 h for the million on 2 quiet CPU cores, minutes on a GPU"  # docs/scale.md
 
 
 def connect(uri: str):
@@ -74,7 +75,11 @@ def stored_row_ids(table) -> np.ndarray:
 
 
 def write_rows(table, rows: pa.Table) -> None:
-    """Insert `rows` (the table's columns) whose row id is not in the table yet: writing them twice stores them once."""
+    """Insert `rows` (the table's columns) whose row id is not in the table yet: writing them twice stores them
+    once, and a row id repeated within `rows` (a block Ray ran twice) is stored once too. One writer per table."""
+    _, first = np.unique(rows.column(ROW_ID).to_numpy(), return_index=True)
+    if len(first) < rows.num_rows:
+        rows = rows.take(np.sort(first))
     table.merge_insert(ROW_ID).when_not_matched_insert_all().execute(rows)
 
 
@@ -83,13 +88,14 @@ def build_index(table, rows: int) -> str:
     its row ids (a B-tree, for look-ups by id); what was built, in words."""
     from lancedb.index import BTree, IvfPq
 
-    table.create_index(ROW_ID, config=BTree(), replace=True)
-    if rows < BRUTE_FORCE_ROWS:
-        return f"exact search (under {BRUTE_FORCE_ROWS:,} rows)"
     dimensions = table.schema.field(VECTOR).type.list_size
     partitions = max(1, round(rows ** 0.5))
-    table.create_index(VECTOR, config=IvfPq(distance_type="dot", num_partitions=partitions,
-                                            num_sub_vectors=dimensions // SUB_VECTOR_DIMS), replace=True)
+    if rows >= BRUTE_FORCE_ROWS:
+        table.create_index(VECTOR, config=IvfPq(distance_type="dot", num_partitions=partitions,
+                                                num_sub_vectors=dimensions // SUB_VECTOR_DIMS), replace=True)
+    table.create_index(ROW_ID, config=BTree(), replace=True)  # last: it marks the collection complete (is_complete)
+    if rows < BRUTE_FORCE_ROWS:
+        return f"exact search (under {BRUTE_FORCE_ROWS:,} rows)"
     return f"IVF{partitions},PQ{dimensions // SUB_VECTOR_DIMS} re-ranked exactly"
 
 
@@ -133,6 +139,9 @@ class Collection(Reference):
         """(row ids, cosines), each (n, k), by every row's vector, held in memory after the first search
         (under BRUTE_FORCE_ROWS rows: at most 150 MB at 384 dimensions)."""
         if self._vectors is None:
+            if self.size >= BRUTE_FORCE_ROWS:  # a run killed while indexing: never hold millions of rows
+                raise RuntimeError(f"{self.uri} has {self.size:,} rows and no vector index: run corpus-index on it "
+                                   "again to finish it")
             stored = self.table.search().select([ROW_ID, VECTOR]).limit(None).to_arrow()
             self._vectors = (stored.column(ROW_ID).to_numpy(),
                              np.stack(stored.column(VECTOR).to_numpy(zero_copy_only=False)).astype(np.float32))
