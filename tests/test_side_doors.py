@@ -145,6 +145,31 @@ def test_a_restart_does_not_count_a_dead_servers_files(tmp_path, monkeypatch):
     assert disk_used() == 0 and other.exists()
 
 
+def test_a_second_server_on_a_live_servers_port_leaves_its_files_alone(tmp_path, monkeypatch):
+    """Before: a second public server started on the port of a live one emptied the live one's temp folder (its
+    visitors' uploads), and only then failed to bind the port."""
+    import os
+    import subprocess
+    import sys
+
+    from app.server.public import own_temp_folder
+
+    monkeypatch.setenv("GRADIO_TEMP_DIR", str(tmp_path / "gradio"))
+    live = subprocess.Popen([sys.executable, "-c", "import sys, time\nfrom app.server.public import own_temp_folder\n"
+                             "(own_temp_folder(7863) / 'upload.bin').write_bytes(b'x')\nprint('up', flush=True)\n"
+                             "time.sleep(60)"], stdout=subprocess.PIPE, text=True, env=dict(os.environ))
+    try:
+        assert live.stdout.readline().strip() == "up"
+        with pytest.raises(RuntimeError, match="Another public server on port 7863"):
+            own_temp_folder(7863)
+        assert (tmp_path / "gradio" / "defsent-public-7863" / "upload.bin").exists()
+    finally:
+        live.kill()
+        live.wait()
+    monkeypatch.setenv("GRADIO_TEMP_DIR", str(tmp_path / "gradio"))
+    assert not any(own_temp_folder(7863).iterdir())  # once it is gone (killed), the port's folder is this one's
+
+
 # ---- 3. sessions without bound -------------------------------------------------------------------------------
 
 def test_a_session_flood_from_one_address_is_bounded_and_others_keep_their_state(public_server):
@@ -424,3 +449,30 @@ def test_odd_unicode_in_any_text_input_is_answered_or_refused_with_one_line(publ
         if event == "error":
             message = str(json.loads(payload).get("error") if payload.startswith("{") else payload)
             assert "went wrong" not in message and "\n" not in message and len(message) < 600, (name, message)
+
+
+def test_a_refused_request_without_a_session_leaves_nothing_in_the_session_table():
+    """Before: a request without a session (/gradio_api/call/NAME) was marked disposable before the queue took it;
+    refused (queue full), its made-up session was never made, and its mark stayed for good: one a refusal."""
+    import asyncio
+    from types import SimpleNamespace
+
+    from app.server.gate import QueueShares, bound_per_client
+    from app.server.sessions import BoundedSessions, SessionLimits
+
+    holder = SimpleNamespace(time_last_used={})
+    table = BoundedSessions(holder, SessionLimits(per_address=4, total=8))
+    accepted = iter([False, True])
+
+    async def push(body, request, username):
+        return (True, "queued", "") if next(accepted) else (False, "Queue is full", "queue_full")
+    queue = SimpleNamespace(push=push, event_queue_per_concurrency_id={}, active_jobs=[], max_size=64,
+                            blocks=SimpleNamespace(fns={0: SimpleNamespace(concurrency_id="light")},
+                                                   state_holder=SimpleNamespace(session_data=table)))
+    bound_per_client(queue, QueueShares(per_session=8))
+    refused = SimpleNamespace(fn_index=0, session_hash=None)
+    assert asyncio.run(queue.push(refused, None, None))[0] is False
+    assert table.disposable == set()
+    taken = SimpleNamespace(fn_index=0, session_hash=None)
+    assert asyncio.run(queue.push(taken, None, None))[0] is True
+    assert table.disposable == {taken.session_hash}  # made up and queued: dropped once its request ends

@@ -253,15 +253,16 @@ def bound_per_client(queue: Any, shares: QueueShares) -> None:
         # Gradio makes up a session for a request without one (/gradio_api/call/NAME) when it runs, in the queue's
         # task, which knows no request's address: made up here, it is admitted now, as the request's, and may be
         # dropped once its request has ended.
-        if body.session_hash is None:
+        made_up = body.session_hash is None
+        if made_up:
             body.session_hash = uuid.uuid4().hex
-            table = queue.blocks.state_holder.session_data
-            if isinstance(table, BoundedSessions):
-                table.dispose(body.session_hash)
         try:
             pushed = await push(body=body, request=request, username=username)
         except SessionRefused as refused:
             return False, str(refused), "queue_full"
+        table = queue.blocks.state_holder.session_data
+        if made_up and pushed[0] and isinstance(table, BoundedSessions):  # a refused one is never made: not kept
+            table.dispose(body.session_hash)
         if shares.per_address is not None and pushed[0] and fn.concurrency_id in queue.event_queue_per_concurrency_id:
             fair_order(queue.event_queue_per_concurrency_id[fn.concurrency_id].queue,
                        [event for event in running(queue) if event.concurrency_id == fn.concurrency_id])

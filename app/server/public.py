@@ -159,12 +159,37 @@ def own_temp_folder(port: int) -> Path:
     """Give this public server a temp folder of its own for Gradio ($GRADIO_TEMP_DIR set to a folder of the one it
     had, named by the port, which no other live server has), emptied: what a killed server on this port left there
     was counted in the new one's disk budget until it was an hour old (277 MB after a kill -9, issue 75). Call it
-    before the app is built (Gradio reads the variable when it stores a file). Returns the folder."""
+    before the app is built (Gradio reads the variable when it stores a file). Returns the folder.
+
+    The folder is claimed with a lock held for the life of this process (a killed server's lock goes with it): a
+    second server started on the port of a live one is refused here, before it empties the live one's files."""
     folder = upload_dir() / f"defsent-public-{port}"
+    if port not in _TEMP_FOLDER_LOCKS:
+        _TEMP_FOLDER_LOCKS[port] = _claim(folder.with_name(folder.name + ".lock"), port)
     shutil.rmtree(folder, ignore_errors=True)
     folder.mkdir(parents=True)
     os.environ["GRADIO_TEMP_DIR"] = str(folder)
     return folder
+
+
+_TEMP_FOLDER_LOCKS: dict[int, object] = {}  # port -> the open lock file of its temp folder, held until exit
+
+
+def _claim(lock_path: Path, port: int):
+    """The lock file at `lock_path`, opened and locked; RuntimeError when a live process holds it."""
+    try:
+        import fcntl
+    except ImportError:  # Windows: no advisory locks; a public server there is not run twice on one port
+        return None
+    lock_path.parent.mkdir(parents=True, exist_ok=True)
+    lock = open(lock_path, "a")  # noqa: SIM115 - held open for the life of the server
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        lock.close()
+        raise RuntimeError(f"Another public server on port {port} is running (it holds {lock_path}): "
+                           "stop it or choose another --port.") from None
+    return lock
 
 
 # The address of the visitor whose request is being handled (app.wiring sets it; None outside a request). Plain

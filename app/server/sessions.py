@@ -113,6 +113,10 @@ class BoundedSessions(OrderedDict):
             self.disposable.discard(key)
             return key, value
 
+    def move_to_end(self, key: str, last: bool = True) -> None:
+        with self.lock:  # Gradio reorders under its own lock: not while `_admit` walks the table
+            super().move_to_end(key, last)
+
     def _admit(self, key: str, address: str | None) -> None:
         """Make room for `key` of `address` within the bounds, or raise SessionRefused."""
         mine = [k for k in self if self.owners.get(k) == address]
