@@ -75,8 +75,10 @@ def embed_corpus(corpus: pa.Table, uri: str, engine, model: str | None = None, a
 def _embedded(missing: pa.Table, model: str | None, address: str | None, batch_size: int):
     """(row_id, vector) tables of every row of `missing`, WRITE_ROWS at a time, in the order Ray returns them."""
     import logging
+    import os
     import warnings
 
+    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")  # offline by default: Ray would report usage to its makers
     import ray
 
     started_here = not ray.is_initialized()
