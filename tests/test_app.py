@@ -441,3 +441,11 @@ def test_an_answer_is_written_in_the_form_the_description_asks_for_with_its_lemm
     assert plural.definitions == lemma.definitions and all(e.word == "candle" for e in plural.definitions)
     page = render.words_html([plural], "model")
     assert page.index("candles") < page.index("(candle)")
+
+
+def test_the_about_tab_passes_gemmas_terms_on_to_users():
+    """The fluency model is Gemma 3 270M: a server that offers it to others must pass its terms and use
+    restrictions on to them (NOTICE; Gemma Terms of Use, section 3.2)."""
+    from app.tabs.about import ABOUT
+
+    assert "Gemma Terms of Use" in ABOUT and "ai.google.dev/gemma/prohibited_use_policy" in ABOUT

@@ -32,6 +32,9 @@ sentences; with it, analogies and interpolations between sentences can be read a
 sentences its beam search finds, from the vector and once more from the vector moved along what the
 first sentence missed, the app shows the one whose own embedding lies closest to the vector. With
 "Refine" it corrects {EXACT_ROUNDS} times instead of once: more sentences come back exactly, in about 2 s each.
+Among sentences that fit the vector about as well, a small language model, Gemma 3 270M, picks the most fluent.
+Gemma is provided under and subject to the [Gemma Terms of Use](https://ai.google.dev/gemma/terms); its use here is
+subject to the [Gemma Prohibited Use Policy](https://ai.google.dev/gemma/prohibited_use_policy) (NOTICE).
 
 """
 SHARED_MODELS = "Models are shared by every user of this server; your inputs, maps and uploads stay in your session."
