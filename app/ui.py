@@ -89,7 +89,7 @@ def _model_bar(demo: gr.Blocks, studio: Studio, session: gr.State
     loading = gr.Timer(2.0, active=False)
 
     def until_loaded(state):
-        return *refresh(state), gr.Timer(active=not studio.models.ready)
+        return *refresh(state), gr.Timer(active=studio.models.loading)  # a failed load: said once, not polled
     demo.load(until_loaded, session, [choice, status, loading], api_visibility="private")
     loading.tick(until_loaded, session, [choice, status, loading], queue=False, show_progress="hidden",
                  api_visibility="private")

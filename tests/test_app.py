@@ -356,6 +356,7 @@ def test_model_loads_in_the_background(tiny_mlm_dir, tmp_path):
     with pytest.raises(ModelUnavailable, match="Loading the model 'gone' failed"):
         broken.active()
     assert "failed" in broken.status()
+    assert not broken.loading and not broken.ready  # the page's model bar stops asking (it polled for good)
 
 
 def test_a_fresh_starts_first_answer_comes_from_the_whole_vocabulary(tiny_mlm_dir, tmp_path, monkeypatch):
@@ -396,6 +397,18 @@ def test_a_bar_of_background_work_goes_when_the_work_ends(studio, monkeypatch):
     active.open_vocab_progress = None
     monkeypatch.setattr(active.engine.words, "open_vocab", SimpleNamespace())  # its whole vocabulary, exact
     assert studio.reverse.vocabulary_progress() == ("", False)  # final: nothing more to wait for
+
+
+def test_a_single_token_server_neither_promises_a_vocabulary_nor_polls_for_one(studio):
+    """Review: with --single-token-words the whole vocabulary is never built, yet the answers said it was being
+    prepared ("Ask again then") and every page asked for its progress every 2 s, for good."""
+    from app.handlers.studio import prepare_model
+
+    active = studio.models.active()
+    prepare_model(active, open_vocabulary=False)
+    words, _ = studio.reverse.reverse_dictionary("an animal", 3)
+    assert "--single-token-words" in words and "Ask again" not in words
+    assert studio.reverse.vocabulary_progress() == ("", False)
 
 
 def test_switch_model_and_unknown_name(studio):

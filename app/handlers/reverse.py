@@ -13,6 +13,8 @@ from .session import Session
 OPEN_VOCABULARY_PENDING = ("For now the answers come from a shorter list of {words:,} single words: this model's full "
                            "vocabulary of 147k WordNet words and phrases is being prepared in the background (a few "
                            "minutes, once per model). Ask again then for the full answer.")
+SINGLE_TOKEN_NOTE = ("This server answers from {words:,} single words only (it was started with --single-token-words): "
+                     "phrases such as \"ice cream\" are not among its answers.")
 APPROXIMATE_NOTE = ("These answers come from a compressed copy of this model's word vectors (the best candidates "
                     "are checked with exact ones) while its exact vectors are computed in the background (a few "
                     "minutes, once per model); afterwards the order may change a little.")
@@ -26,7 +28,8 @@ def vocabulary_notice_html(active: ActiveModel) -> str:
     if words.open_vocab is not None and not words.approximate:
         return ""
     if words.open_vocab is None:
-        return render.notice_html(OPEN_VOCABULARY_PENDING.format(words=int(words.vocab.candidate_mask.sum())))
+        note = SINGLE_TOKEN_NOTE if active.single_token_words else OPEN_VOCABULARY_PENDING
+        return render.notice_html(note.format(words=int(words.vocab.candidate_mask.sum())))
     return render.notice_html(APPROXIMATE_NOTE)
 
 
@@ -59,4 +62,4 @@ class ReverseHandlers(TabHandlers):
         """(`vocabulary_progress_html` of the session's model, whether its vocabulary is not final yet): the tabs
         poll it while either holds (the background work may start after an answer)."""
         active = self.backend.model_for(session)
-        return vocabulary_progress_html(active), bool(vocabulary_notice_html(active))
+        return vocabulary_progress_html(active), bool(vocabulary_notice_html(active)) and not active.single_token_words

@@ -81,6 +81,7 @@ def prepare_model(active: ActiveModel, progress: sv.Progress = sv.no_progress, o
     model: minutes the first time), the reference sentences, the Vec2Sent decoder with the language
     model that judges its paths' grammar, and the untrained twin that "compare" uses (~20 s)."""
     active.engine.predict_words("a word")
+    active.single_token_words = not open_vocabulary
     if open_vocabulary and active.engine.words.open_vocab is None:
         embedded = recording_progress(active, lambda done, total, left: progress(
             0.1 + 0.6 * done / total, desc=f"open vocabulary: {render.embedding_progress(done, total, left)}"))

@@ -89,6 +89,7 @@ class ActiveModel:
     checkpoints: Path = CHECKPOINTS_DIR
     # (texts embedded, texts in all, seconds left) while the open vocabulary is built: shown on the page
     open_vocab_progress: tuple[int, int, float] | None = None
+    single_token_words: bool = False  # the server answers from the word head's single-token words only, for good
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)  # guards _key_locks
     _key_locks: dict = field(default_factory=dict, repr=False)
     _cache: dict = field(default_factory=dict, repr=False)
@@ -323,6 +324,11 @@ class Models:
     def ready(self) -> bool:
         """True once a model is active."""
         return self._ready.is_set() and self._active is not None
+
+    @property
+    def loading(self) -> bool:
+        """True while the first model loads (False once it is active, or its loading failed)."""
+        return not self._ready.is_set()
 
     def status(self) -> str:
         """One line for the UI: which model is active, or that it is loading."""
