@@ -200,7 +200,7 @@ def test_the_commands_embed_then_search_and_the_app_finds_the_corpus(tiny_mlm_di
 
     from app.handlers import Session
     from app.shared import services as sv
-    from conftest import make_studio
+    from tests.conftest import make_studio
     from core import Engine
     from core.cli import main
     from core.collection.store import build_steps
