@@ -132,16 +132,10 @@ def _read_delimited(path: Path, rows: int) -> pa.Table:
     from pyarrow import csv
 
     delimiter = "\t" if path.suffix.lower() == ".tsv" else ","
-    batches, count = [], 0
     try:
         reader = csv.open_csv(path, parse_options=csv.ParseOptions(delimiter=delimiter, newlines_in_values=True),
                               read_options=csv.ReadOptions(block_size=1 << 22))
-        for batch in reader:
-            batches.append(batch)
-            count += len(batch)
-            if count >= rows:
-                break
-        table = pa.Table.from_batches(batches, reader.schema)
+        table = _first_rows(reader, reader.schema, rows)
     except (pa.ArrowInvalid, UnicodeDecodeError) as err:
         raise ValueError(f"{path.name} is not a {path.suffix.lower()[1:].upper()} file ({err})".splitlines()[0]) from None
     return table.slice(0, rows)
@@ -152,16 +146,21 @@ def _read_parquet(path: Path, rows: int) -> pa.Table:
 
     try:
         file = parquet.ParquetFile(path)
-        batches, count = [], 0
-        for batch in file.iter_batches(batch_size=65_536):
-            batches.append(batch)
-            count += len(batch)
-            if count >= rows:
-                break
-        table = pa.Table.from_batches(batches, file.schema_arrow)
+        table = _first_rows(file.iter_batches(batch_size=65_536), file.schema_arrow, rows)
     except (pa.ArrowInvalid, OSError) as err:
         raise ValueError(f"{path.name} is not a readable Parquet file ({err})".splitlines()[0]) from None
     return table.slice(0, rows)
+
+
+def _first_rows(batches, schema: pa.Schema, rows: int) -> pa.Table:
+    """The record batches of `batches` read until they hold `rows` rows (a huge file is not read whole)."""
+    kept, count = [], 0
+    for batch in batches:
+        kept.append(batch)
+        count += len(batch)
+        if count >= rows:
+            break
+    return pa.Table.from_batches(kept, schema)
 
 
 _READERS = {".txt": _read_txt, ".csv": _read_delimited, ".tsv": _read_delimited, ".jsonl": _read_jsonl,
