@@ -31,10 +31,18 @@ MAX_RUNNING_ENV, MAX_WAITING_ENV = "DEFSENT_MAX_TRAINING_JOBS", "DEFSENT_MAX_QUE
 REASON_CHARS = 300
 POLL_SECONDS = 0.1
 EXIT_SECONDS = 5.0
-# Background work (a job's process, a model's background embedding) runs at this lower priority, so the
-# server's requests take a core first when they need one and training may use every core meanwhile
-# (docs/limits.md).
+# A fine-tune's process runs at JOB_NICENESS, so the server's requests take a core first when they need one and
+# training may use every core meanwhile; a model's background preparation (its exact vectors: minutes on a fresh
+# machine) runs lower still, so that a job a user waits for gets most of the CPU beside it (issue 76: a 30-word
+# glossary took 585 s beside it at the same niceness, 65 s alone). docs/limits.md.
+JOB_NICENESS = 5
 BACKGROUND_NICENESS = 10
+# A job's process that uses every core has them: background preparation waits between its batches
+# (`yield_to_jobs`). Nice values alone are not enough: a torch thread sharing a core with the background thread
+# stalls the job's other threads at every parallel region's barrier (65 s alone; >6 min of CPU and counting
+# beside it at niceness 5 against 10).
+_whole_machine_jobs = 0  # such processes running now
+_whole_machine_jobs_changed = threading.Condition()
 
 
 class JobCancelled(Exception):
@@ -218,7 +226,7 @@ class ChildReporter:
 
 def run_in_process(job: Job, target: Callable[..., Any], *args: Any, threads: int = 1) -> Any:
     """Run `target(reporter, *args)` in a spawned child process with `threads` torch threads, at
-    BACKGROUND_NICENESS, forward its progress to `job`, and return its (picklable) result.
+    JOB_NICENESS, forward its progress to `job`, and return its (picklable) result.
 
     Raises JobFailed with a short reason when the target raises or the process dies (killed by a
     signal, out of memory, a nonzero exit), and JobCancelled when the job is cancelled (the process
@@ -231,6 +239,8 @@ def run_in_process(job: Job, target: Callable[..., Any], *args: Any, threads: in
     process.start()
     sender.close()  # only the child holds the sending end now: end of file means the child is gone
     job.pid = process.pid
+    whole_machine = threads >= usable_cores()
+    _count_whole_machine_job(+1 if whole_machine else 0)
     try:
         return _follow(job, process, receiver)
     finally:
@@ -238,6 +248,21 @@ def run_in_process(job: Job, target: Callable[..., Any], *args: Any, threads: in
         process.join(EXIT_SECONDS)  # after its last message the child ends by itself
         _stop(process)
         job.pid = None
+        _count_whole_machine_job(-1 if whole_machine else 0)
+
+
+def _count_whole_machine_job(change: int) -> None:
+    global _whole_machine_jobs
+    with _whole_machine_jobs_changed:
+        _whole_machine_jobs += change
+        _whole_machine_jobs_changed.notify_all()
+
+
+def yield_to_jobs() -> None:
+    """Wait while a job's process uses every core (a fine-tune on a private server). Background preparation calls
+    it between batches; in public mode a job trains on one thread (`training_threads`) and nothing waits."""
+    with _whole_machine_jobs_changed:
+        _whole_machine_jobs_changed.wait_for(lambda: _whole_machine_jobs == 0)
 
 
 def _follow(job: Job, process, receiver) -> Any:
@@ -346,7 +371,7 @@ def _child_main(connection, threads: int, target: Callable[..., Any], args: tupl
     """The child process: run the target and send ("done", result) or ("failed", reason)."""
     import torch
     if hasattr(os, "nice"):
-        os.nice(BACKGROUND_NICENESS)
+        os.nice(JOB_NICENESS)
     torch.set_num_threads(threads)
     try:
         outcome = ("done", target(ChildReporter(connection), *args))
