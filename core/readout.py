@@ -33,6 +33,7 @@ from .encoder import l2_normalize, semantic_search
 from .lexicon.dictionary import Entry, load_wordnet
 from .vec2sent.checkpoint import FORMAT as DECODER_FORMAT
 from .vec2sent.checkpoint import MANIFEST as DECODER_MANIFEST
+from .vec2sent.checkpoint import WEIGHTS as DECODER_WEIGHTS
 from .vec2sent.checkpoint import Vec2Sent, best_by_cosine, load_checkpoint, mean_cosine
 from .vec2sent.expression import evaluate_expression, sentence_names
 from .vec2sent.fluency import FluencyModel, FluencySettings, choose_fluent, competitors, default_gguf
@@ -175,17 +176,24 @@ def _load_cached(file: Path, rows: int) -> np.ndarray | None:
 def find_decoder_dir(fingerprint: str, directory: Path = CHECKPOINTS_DIR) -> Path | None:
     """The Vec2Sent checkpoint in `directory` whose manifest names the encoder `fingerprint`, if any.
 
-    Hidden folders (checkpoints being written) and unreadable manifests are skipped.
+    Hidden folders (checkpoints being written) are skipped. CheckpointError naming the manifest when none names
+    `fingerprint` and a decoder's (beside its weights) cannot be read: it may be this encoder's ("none was trained
+    for it" would be untrue).
     """
-    directory = Path(directory)
+    directory, corrupt = Path(directory), ""
     for path in sorted(directory.glob(f"[!.]*/{DECODER_MANIFEST}")) if directory.is_dir() else ():
         try:
             manifest = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
+            encoder = manifest.get("encoder", {}) if manifest.get("format") == DECODER_FORMAT else {}
+        except (OSError, ValueError, AttributeError) as err:  # AttributeError: JSON, but not an object
+            if (path.parent / DECODER_WEIGHTS).is_file():  # not an encoder checkpoint's manifest
+                corrupt = corrupt or f"{path} ({type(err).__name__}: {err})"
             continue
-        if (manifest.get("format") == DECODER_FORMAT
-                and manifest.get("encoder", {}).get("fingerprint") == fingerprint):
+        if isinstance(encoder, dict) and encoder.get("fingerprint") == fingerprint:
             return path.parent
+    if corrupt:
+        raise CheckpointError(f"No decoder manifest in {directory} names this encoder (fingerprint {fingerprint}), "
+                              f"but one is corrupt and may be its decoder's: {corrupt}. Repair or remove that folder.")
     return None
 
 

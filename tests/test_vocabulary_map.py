@@ -465,22 +465,43 @@ def test_the_definitions_positions_are_kept_for_one_version_of_the_layout(engine
     assert vocabulary_map.kept_definition_positions(path, new_stamp, len(first)) is None
 
 
-def test_a_failed_placing_of_the_definitions_is_said_at_the_next_draw_then_tried_again(engine, tiny_mlm_dir,
-                                                                                       monkeypatch):
-    import app.shared.vocabulary_map
+def test_a_failed_placing_of_the_definitions_is_the_maps_to_say_never_another_callers(engine, tiny_mlm_dir,
+                                                                                      monkeypatch):
+    """Before: the stored failure was raised at the next caller of `start`, whoever it was (a model's preparation
+    got the map's MemoryError), and the page's timer started the work again at its next poll."""
+    import threading
 
-    active = Models.from_engine(engine, ModelSpec("tiny", base=str(tiny_mlm_dir))).active()
+    import app.shared.vocabulary_map
+    from app.handlers import EVERY_DEFINITION_MAP
+
+    studio = Studio(Models.from_engine(engine, ModelSpec("tiny", base=str(tiny_mlm_dir))), Projector(), JobManager())
+    active = studio.models.active()
+    placing = active.vocabulary_map.placing
     save_layout(np.zeros((len(DICTIONARY), 2), dtype=np.float32), engine.vocabulary_layout_path())
+    drawn = threading.Event()
+
+    def out_of_memory(*args):
+        drawn.wait(30)  # fails once Draw map has answered that it is under way
+        raise MemoryError("full")
+
     with monkeypatch.context() as patched:
-        patched.setattr(app.shared.vocabulary_map, "definition_layout",
-                        lambda *args: (_ for _ in ()).throw(MemoryError("full")))
-        active.vocabulary_map.placing.start()
-        active.vocabulary_map.placing.thread.join(30)
-        with pytest.raises(MemoryError, match="full"):
-            active.vocabulary_map.placing.start()
-    active.vocabulary_map.placing.start()  # tried again
-    active.vocabulary_map.placing.thread.join(30)
-    assert active.vocabulary_map.definitions_placed()
+        patched.setattr(app.shared.vocabulary_map, "definition_layout", out_of_memory)
+        _, status, session = studio.map.draw_map(EVERY_DEFINITION_MAP, 0, "", None, "UMAP", "2-D",
+                                                 "part of speech", Session())
+        drawn.set()
+        assert status.startswith("Placing the") and session.waiting == EVERY_DEFINITION_MAP
+        placing.thread.join(30)
+        assert isinstance(placing.failure, MemoryError)
+        failed_run = placing.thread
+        status, waits, figure = studio.map.map_waiting(session)  # the page's timer: says why, and stops
+        assert status == ("Placing the definitions on the map of every word failed (MemoryError: full); press "
+                          "Draw map to try again.") and not waits and figure is None and not session.waiting
+        assert placing.thread is failed_run  # the timer did not start it again
+        placing.start()  # another caller (a model's preparation): nothing raised at it, and the work tried again
+        placing.thread.join(30)
+    placing.start()
+    placing.thread.join(30)
+    assert active.vocabulary_map.definitions_placed() and placing.failure is None
 
 
 def test_the_map_of_every_definition_is_drawn_searched_and_selected_on_the_map_of_every_word(engine, tiny_mlm_dir):

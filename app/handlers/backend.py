@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import json
 
+from core.checkpoint import CheckpointError
+
 from ..messages import quoted
 from ..server.public import (
     YOURS,
@@ -107,9 +109,10 @@ class Backend:
     # ---- active model ---------------------------------------------------------------------------
     def model_choices(self, session: Session | None = None) -> tuple[list[tuple[str, str]], str | None]:
         """((label, name) of each model one can switch to, the chosen one's name or None while loading):
-        the active model's, or in public mode the session's choice. The untrained base's label says what it is."""
+        the active model's, or in public mode the session's choice. The untrained base's label says what it is, a
+        broken checkpoint's why it cannot be loaded."""
         active = self.models.active(timeout=0) if self.models.ready else None
-        choices = [(f"{spec.name}: {BASE_WARNING_SHORT}" if spec.path is None else spec.name, spec.name)
+        choices = [(f"{spec.name}: {BASE_WARNING_SHORT}" if spec.path is None else spec.label, spec.name)
                    for spec in self._specs(session)]
         return choices, self._session_model(session) or (active.spec.name if active else None)
 
@@ -145,9 +148,12 @@ class Backend:
     def about(self, session: Session | None = None) -> tuple[str, str]:
         """(the active checkpoint, decoder and a summary of its manifest in Markdown, the manifest as JSON text)."""
         active = self.model_for(session)
-        decoder = active.engine.decoder
+        try:
+            decoder = "loaded" if active.engine.decoder is not None else "none trained for this encoder"
+        except CheckpointError as err:  # a corrupt decoder manifest is not "none trained"
+            decoder = f"unknown: {err}"
         lines = [f"**Active model:** {active.spec.name}", f"**Encoder fingerprint:** `{active.engine.fingerprint}`",
-                 "**Vec2Sent decoder:** " + ("loaded" if decoder is not None else "none trained for this encoder")]
+                 f"**Vec2Sent decoder:** {decoder}"]
         if active.is_base:
             lines.append("This is the untrained base: its word head is untrained, so word predictions are noise.")
         lines.append(render.manifest_summary(active.engine.manifest))

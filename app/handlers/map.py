@@ -20,6 +20,7 @@ from core.words import APPROXIMATE_ANSWERS, frequency_bands
 from ..server.public import is_visitors_model
 from ..shared import services as sv
 from ..shared.export import csv_download, projector_download
+from ..shared.jobs import BackgroundOnce, short_reason
 from ..shared.models import ActiveModel
 from ..views import render
 from .backend import TabHandlers
@@ -102,7 +103,7 @@ class MapHandlers(TabHandlers):
         if colour not in COLOUR_BY:
             raise ValueError(f"Colour by one of: {', '.join(COLOUR_BY)}.")
         started = time.perf_counter()
-        waits = self._every_word_waits(active, definitions)
+        waits = self._every_word_waits(active, definitions, retry=True)
         if waits is not None:
             session.waiting = EVERY_DEFINITION_MAP if definitions else EVERY_WORD_MAP
             session.waiting_colour = colour
@@ -113,20 +114,22 @@ class MapHandlers(TabHandlers):
         status = f"{len(session.map.coords):,} points in {time.perf_counter() - started:.1f} s, coloured by {shown}."
         return figure, status, session
 
-    def _every_word_waits(self, active: ActiveModel, definitions: bool) -> tuple[str, float | None] | None:
+    def _every_word_waits(self, active: ActiveModel, definitions: bool, retry: bool = False
+                          ) -> tuple[str, float | None] | None:
         """(what the map of every word, or of every definition, waits for, the fraction done or None), having
-        started that work in the background if it was not under way; None once the map can be drawn."""
+        started that work in the background if it was not under way; None once the map can be drawn. ValueError
+        saying why that work failed; with `retry` (Draw map) a failed work is tried again first."""
         engine = active.engine
         # definitions are placed once and kept: by the model's own vectors, not its parent's (`reused`)
         if engine.words.open_vocab is None or engine.words.compact or definitions and engine.words.reused:
             return _exact_vectors_progress(active)
         if not engine.vocabulary_layout_path().is_file():
-            laying_out = self._lay_out_soon(active)
+            laying_out = self._lay_out_soon(active, retry)
             if laying_out:
                 return laying_out, None
         placing = active.vocabulary_map.placing
         if definitions and not active.vocabulary_map.definitions_placed():
-            placing.start()
+            _start(placing, retry, "Placing the definitions on the map of every word")
             return (f"Placing the {len(engine.words.open_vocab.candidates.definitions):,} definitions on the map of "
                     "every word, each on its nearest word: about 4 minutes on 2 cores, once per model, in the "
                     f"background ({_elapsed(placing.started)} so far). {APPEARS_WHEN_READY}"), None
@@ -155,21 +158,19 @@ class MapHandlers(TabHandlers):
         return status, False, figure
 
     @staticmethod
-    def _lay_out_soon(active: ActiveModel) -> str:
-        """Start laying out the model's map of every word in the background (once per model); returns what
-        is under way ("" once laid out). ValueError saying why it cannot be (a visitor's model) or why it
-        failed."""
+    def _lay_out_soon(active: ActiveModel, retry: bool = False) -> str:
+        """Start laying out the model's map of every word in the background (once per model; with `retry`, again
+        if it failed); returns what is under way ("" once laid out). ValueError saying why it cannot be (a
+        visitor's model) or why it failed."""
         if is_visitors_model(active.spec.path):
             raise ValueError("A visitor's model has no map of every word here: fine-tune and lay it out on your "
                              "own machine (`python -m core vocabulary-map --model <it>`).")
         if active.engine.words.reused:  # laid out from its own vectors, which are being embedded
             return _exact_vectors_progress(active)[0]
         laying_out = active.vocabulary_map.laying_out
-        laying_out.start()
-        if not laying_out.running():  # done just now, or failed just now: the second start says why
-            if laying_out.done():
-                return ""
-            laying_out.start()
+        _start(laying_out, retry, "Laying out the map of every word")
+        if not laying_out.running() and laying_out.done():  # done just now
+            return ""
         return (f"Laying out the map of every word for this model in the background ({_elapsed(laying_out.started)} "
                 "so far; once per model, 3 to 8 minutes on 2 cores: a fine-tune's words go on the shipped model's "
                 f"map, whose map is laid out first if need be). {APPEARS_WHEN_READY}")
@@ -395,6 +396,16 @@ def _pending_note(note: str, fraction: float | None = None) -> str:
     """What is under way, after a bar of the fraction done (when known)."""
     bar = "" if fraction is None else f"`{'█' * round(20 * fraction)}{'░' * (20 - round(20 * fraction))}` "
     return bar + note
+
+
+def _start(work: BackgroundOnce, retry: bool, what: str) -> None:
+    """Start `work` in the background unless under way or done; ValueError saying why it failed, when it has (the
+    page's timer stops there). A failed work starts again only with `retry` (Draw map), not at the timer's polls."""
+    if retry or work.failure is None:
+        work.start()
+    failure = work.failure
+    if failure is not None and not work.running():
+        raise ValueError(f"{what} failed ({short_reason(failure)}); press Draw map to try again.")
 
 
 def _elapsed(since: float) -> str:

@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 from typing import Callable
 
+from core.checkpoint import CheckpointError
 from core.runtime import freeze_long_lived
 
 from ..server.public import PublicLimits, is_visitors_model, model_cache_dir, reserved
@@ -101,8 +102,12 @@ def prepare_model(active: ActiveModel, progress: sv.Progress = sv.no_progress, o
     progress(0.7, desc="embedding the reference sentences")
     active.reference()
     progress(0.85, desc="loading the decoder, its language model and the untrained twin")
-    _ = active.engine.decoder  # found and loaded now rather than by the first analogy
-    _ = active.engine.reader.fluency_model if active.engine.decoder is not None else None  # analogies' grammar
+    try:  # found and loaded now rather than by the first analogy
+        decoder = active.engine.decoder
+    except CheckpointError:  # a corrupt decoder manifest: the model answers the rest, and decoding says why
+        log.warning("the decoder of %s could not be looked up", active.spec.name, exc_info=True)
+        decoder = None
+    _ = active.engine.reader.fluency_model if decoder is not None else None  # analogies' grammar
     _ = active.untrained()
     engine = active.engine
     if engine.words.open_vocab is not None and not engine.words.compact and engine.vocabulary_layout_path().is_file():

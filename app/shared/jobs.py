@@ -335,23 +335,22 @@ def in_background(work: Callable[[], None], name: str) -> threading.Thread:
 
 
 class BackgroundOnce:
-    """Work run in the background (`in_background`) until it succeeds once: `start` starts it unless
-    `done()` or it is running, and it runs unless `done()` by then; a failure (of `work` or `done`) is
-    raised by the next `start`, then forgotten (that call does not start it again; the one after does)."""
+    """Work run in the background (`in_background`) until it succeeds once: `start` starts it unless `done()` or
+    it is running, and it runs unless `done()` by then. A failure (of `work` or `done`) belongs to the work:
+    `failure` holds it for whoever shows that work, until a `start` tries it again; no `start` raises it."""
 
     def __init__(self, name: str, work: Callable[[], None], done: Callable[[], bool]):
         self.name, self.work, self.done = name, work, done
         self.thread: threading.Thread | None = None
         self.started = 0.0  # time.monotonic() of the last start
-        self._lock = threading.Lock()  # guards thread and _failed
-        self._failed: Exception | None = None
+        self.failure: Exception | None = None  # why the last run failed; None while it runs and once it succeeds
+        self._lock = threading.Lock()  # one start at a time
 
     def start(self) -> None:
+        """Start the work unless it is running or done (a failed one is tried again)."""
         with self._lock:
-            failed, self._failed = self._failed, None
-            if failed is not None:
-                raise failed
             if not self.running() and not self.done():
+                self.failure = None
                 self.started, self.thread = time.monotonic(), in_background(self._run, self.name)
 
     def running(self) -> bool:
@@ -361,9 +360,8 @@ class BackgroundOnce:
         try:
             if not self.done():  # it may have waited behind other background work that did it
                 self.work()
-        except Exception as err:  # said by the next start
-            with self._lock:
-                self._failed = err
+        except Exception as err:  # kept for whoever shows this work (logged by in_background)
+            self.failure = err
             raise
 
 

@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Callable
 
 from core.runtime import uncancellable
-from core.checkpoint import (CHECKPOINTS_DIR, DEFAULT_BASE, DEFAULT_CHECKPOINT, CheckpointError, list_checkpoints,
-                             read_manifest)
+from core.checkpoint import (CHECKPOINTS_DIR, DEFAULT_BASE, DEFAULT_CHECKPOINT, CheckpointError, checkpoint_problem,
+                             encoder_folders)
 from core.collection import Collection, build_steps, collection_uri, is_complete, table_version
 from core.engine import Engine
 from core.readout import REFERENCE_SIZE, EmbeddedTexts, Reference
@@ -31,13 +31,21 @@ BASE_LABEL = "untrained base (all-MiniLM-L6-v2)"
 
 @dataclass(frozen=True)
 class ModelSpec:
-    """How to load one model: a checkpoint folder, or a base model (`path` None) by its source."""
+    """How to load one model: a checkpoint folder, or a base model (`path` None) by its source. A checkpoint
+    that cannot be loaded says why (`broken`): it stays in the model list, labelled so, and is not loaded."""
     name: str
     path: Path | None = None
     base: str = DEFAULT_BASE
+    broken: str = ""  # why the checkpoint cannot be loaded (core.checkpoint.checkpoint_problem); "": it can
+
+    @property
+    def label(self) -> str:
+        """The model's name in the model list, with why it cannot be loaded when it cannot."""
+        return f"{self.name} (broken: {self.broken})" if self.broken else self.name
 
     def load(self) -> Engine:
-        """The model on the app's device (`model_device`)."""
+        """The model on the app's device (`model_device`); CheckpointError saying why for a broken one."""
+        self._refuse_broken()
         # open_vocabulary=False: the app builds it in the background (handlers.prepare_model), not in a request
         engine = (Engine.load(self.path, open_vocabulary=False, device=model_device()) if self.path
                   else Engine.from_base(self.base).to(model_device()))
@@ -46,35 +54,36 @@ class ModelSpec:
 
     def load_untrained(self) -> Engine | None:
         """The same model before DefSent training (None: this model is the untrained base)."""
+        self._refuse_broken()
         return Engine.load(self.path, untrained=True, decoder=None, device=model_device()) if self.path else None
+
+    def _refuse_broken(self) -> None:
+        if self.broken:
+            raise CheckpointError(f"The model {quoted(self.name)} cannot be loaded: {self.broken} (in {self.path}).")
 
 
 def default_spec(checkpoints: Path = CHECKPOINTS_DIR) -> ModelSpec:
-    """The shipped checkpoint if it exists, else the untrained base."""
+    """The shipped checkpoint if it exists (broken or not: see ModelSpec.broken), else the untrained base."""
     if (checkpoints / DEFAULT_CHECKPOINT.name).is_dir():
-        return ModelSpec(DEFAULT_CHECKPOINT.name, checkpoints / DEFAULT_CHECKPOINT.name)
+        return checkpoint_spec(DEFAULT_CHECKPOINT.name, checkpoints / DEFAULT_CHECKPOINT.name)
     return ModelSpec(BASE_LABEL)
 
 
 def available_specs(checkpoints: Path = CHECKPOINTS_DIR) -> list[ModelSpec]:
-    """Every complete encoder checkpoint in `checkpoints` (Vec2Sent decoders are not models one can
+    """Every encoder checkpoint in `checkpoints`, broken ones too (Vec2Sent decoders are not models one can
     switch to: each is loaded with its encoder), then the untrained base."""
     return checkpoint_specs(checkpoints) + [ModelSpec(BASE_LABEL)]
 
 
 def checkpoint_specs(folder: Path, prefix: str = "") -> list[ModelSpec]:
-    """The complete encoder checkpoints in `folder` (none if it does not exist), named `prefix` + folder name."""
-    if not folder.is_dir():
-        return []
-    return [ModelSpec(prefix + p.name, p) for p in list_checkpoints(folder) if _is_encoder(p)]
+    """The encoder checkpoints in `folder` (none if it does not exist), named `prefix` + folder name; a broken
+    one with why (`ModelSpec.broken`), so that it is listed as such rather than silently missing."""
+    return [checkpoint_spec(prefix + p.name, p) for p in encoder_folders(folder)]
 
 
-def _is_encoder(path: Path) -> bool:
-    try:
-        read_manifest(path)
-    except CheckpointError:
-        return False
-    return True
+def checkpoint_spec(name: str, path: Path) -> ModelSpec:
+    """The checkpoint at `path`, called `name`, with why it cannot be loaded if it cannot."""
+    return ModelSpec(name, path, broken=checkpoint_problem(path))
 
 
 class ModelUnavailable(RuntimeError):
