@@ -3,6 +3,8 @@
     python -m bench.bench_collection --rows 1000000 --queries 500               # synthetic vectors (below)
     python -m bench.bench_collection --collection data/posts --queries 500      # a built collection's own
     python -m bench.bench_collection --rows 1000000 --faiss                     # and FAISS HNSW32,SQ8 beside it
+    python -m bench.bench_collection --rows 1000000 --kinds ivf_sq,ivf_hnsw_sq --ef 0,40  # other LanceDB indexes
+    python -m bench.bench_collection --real --queries 500                       # real vectors only (below)
     python -m bench.bench_collection --embed ../shared/data/feature-norms/feature-norms.tsv --text-column response \
         --rows 5000                                                             # rows/s: Ray against one process
 
@@ -10,10 +12,12 @@ Vectors: a built collection's (`--collection`; queries are its rows plus noise),
 million sentences is out of reach (2 CPU cores: about an hour), `--rows` synthetic unit vectors with the
 structure of real ones: each is the shipped model's vector of a WordNet word or definition plus half of
 another's plus noise (reconstructed from the open vocabulary's PQ codes, 264k rows; `synthetic_rows`), and
-the queries are fresh such mixtures. For each setting: LanceDB IVF-PQ (build seconds, index MB) with
-`nprobes` lists probed and `refine_factor` x 10 candidates re-ranked exactly, recall@10 against exact
-inner-product search over the same float32 rows, and ms a query one at a time (the app's case). Prints
-one JSON line a part, as each is measured.
+the queries are fresh such mixtures. `--real`: those 264k real vectors themselves (no mixing, no noise; rows
+that coincide kept once), `--queries` of them drawn out of the table as the queries. For each index of `--kinds`
+(core/collection/store.py `vector_index`: IVF-PQ, IVF-SQ8, IVF-RaBitQ, IVF-HNSW-SQ8; build seconds, index MB)
+and each setting: `nprobes` lists probed, `refine_factor` x 10 candidates re-ranked exactly, `ef` (HNSW's),
+recall@10 against exact inner-product search over the same float32 rows, and ms a query one at a time (the
+app's case). Prints one JSON line a part, as each is measured.
 
 `--embed FILE`: the first --rows rows of FILE embedded by the shipped model twice, in this process
 (`Engine.encode`, batches of 128, as the hand-written loop `corpus-index` had before Ray did) and by
@@ -37,8 +41,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     import pyarrow as pa
 
-    import core.collection.store as store
-    from core.collection.store import TABLE, build_index, connect
+    from core.collection import store
+    from core.collection.store import TABLE, build_index, connect, vector_index
 
     store.SUB_VECTOR_DIMS = args.sub_vector_dims
 
@@ -51,24 +55,36 @@ def main(argv: list[str] | None = None) -> int:
         rows = np.stack(table.to_arrow().column("vector").to_numpy(zero_copy_only=False)).astype(np.float32)
         picked = rows[rng.choice(len(rows), args.queries, replace=False)]
         queries = _unit(picked + 0.3 * rng.standard_normal(picked.shape).astype(np.float32) / np.sqrt(rows.shape[1]))
+    elif args.real:
+        rows = np.unique(real_rows(), axis=0)  # rebuilt from codes, some rows coincide: ties would blur recall
+        rows = rows[rng.permutation(len(rows))]
+        rows, queries = rows[args.queries:], rows[:args.queries]
     else:
         rows, queries = synthetic_rows(args.rows, args.queries, rng)
     truth = exact_nearest(rows, queries)
-    report: dict = {"rows": len(rows), "queries": len(queries), "vectors": args.collection or "synthetic"}
+    vectors = args.collection or ("real" if args.real else "synthetic")
+    report: dict = {"rows": len(rows), "queries": len(queries), "vectors": vectors}
     with tempfile.TemporaryDirectory(dir=args.tmp) as folder:
         vector = pa.FixedSizeListArray.from_arrays(pa.array(rows.ravel()), rows.shape[1])
         table = connect(folder).create_table(TABLE, data=pa.table({"row_id": np.arange(len(rows)), "vector": vector}))
         if args.exact:
             report["exact_lancedb"] = measure_lancedb(table, queries, truth, None)
-        started = time.perf_counter()
-        report["index"] = build_index(table, len(rows) if args.index else 0)
-        report["build_s"] = round(time.perf_counter() - started, 1)
-        report["index_mb"] = round(sum(f.stat().st_size for f in Path(folder).rglob("_indices/**/*") if f.is_file()) / 1e6, 1)
+        if not args.index:
+            report["index"] = build_index(table, 0)
         print(json.dumps(report), flush=True)  # each part as it is measured: a long run killed keeps what it had
-        for n in args.nprobes:
-            for r in args.refine:
-                print(json.dumps({"nprobes": n, "refine_factor": r, **measure_lancedb(table, queries, truth, (n, r))}),
-                      flush=True)
+        for kind in args.kinds if args.index else []:
+            started, before = time.perf_counter(), _indices_mb(Path(folder))
+            config, described = vector_index(len(rows), rows.shape[1], kind, args.distance, args.lists)
+            table.create_index("vector", config=config, replace=True)
+            built = {"index": described, "distance": args.distance, "build_s": round(time.perf_counter() - started, 1),
+                     "index_mb": round(_indices_mb(Path(folder)) - before, 1)}
+            print(json.dumps(built), flush=True)
+            for n in args.nprobes:
+                for r in args.refine:
+                    for ef in args.ef if kind == "ivf_hnsw_sq" else [0]:
+                        setting = {"nprobes": n, "refine_factor": r, **({"ef": ef} if ef else {})}
+                        measured = measure_lancedb(table, queries, truth, (n, r, ef), args.distance)
+                        print(json.dumps({**setting, **measured}), flush=True)
     if args.faiss:
         print(json.dumps({"faiss_hnsw32_sq8": measure_faiss(rows, queries, truth)}), flush=True)
     return 0
@@ -141,13 +157,21 @@ def exact_nearest(rows: np.ndarray, queries: np.ndarray) -> np.ndarray:
     return best
 
 
-def measure_lancedb(table, queries: np.ndarray, truth: np.ndarray, setting: tuple[int, int] | None) -> dict:
+def _indices_mb(folder: Path) -> float:
+    """MB of every index file of the table in `folder` (a replaced index's files stay: compare before and after)."""
+    return sum(f.stat().st_size for f in folder.rglob("_indices/**/*") if f.is_file()) / 1e6
+
+
+def measure_lancedb(table, queries: np.ndarray, truth: np.ndarray, setting: tuple[int, int, int] | None,
+                    distance: str = "dot") -> dict:
     """Recall@K and ms a query (one at a time) of LanceDB's search: exact when `setting` is None, else
-    the index with (nprobes, refine_factor)."""
+    the index with (nprobes, refine_factor, ef) as the app searches (core/collection/store.py `tuned`)."""
+    from core.collection.store import tuned
+
     found, times = [], []
     for query in queries:
-        search = table.search(query).metric("dot").limit(K).select(["row_id", "_distance"])
-        search = search.bypass_vector_index() if setting is None else search.nprobes(setting[0]).refine_factor(setting[1])
+        search = table.search(query).metric(distance).limit(K).select(["row_id", "_distance"])
+        search = search.bypass_vector_index() if setting is None else tuned(search, *setting)
         started = time.perf_counter()
         found.append(search.to_arrow().column("row_id").to_numpy())
         times.append(time.perf_counter() - started)
@@ -182,11 +206,20 @@ def _unit(x: np.ndarray) -> np.ndarray:
     return (x / np.maximum(np.linalg.norm(x, axis=1, keepdims=True), 1e-12)).astype(np.float32)
 
 
-def _numbers(text: str) -> list[int]:
+def _numbers(text: str, least: int = 1) -> list[int]:
     numbers = [int(n) for n in text.split(",")]
-    if not all(1 <= n <= 10_000 for n in numbers):
-        raise argparse.ArgumentTypeError(f"numbers from 1 to 10,000, not {text!r}")
+    if not all(least <= n <= 10_000 for n in numbers):
+        raise argparse.ArgumentTypeError(f"numbers from {least} to 10,000, not {text!r}")
     return numbers
+
+
+def _kinds(text: str) -> list[str]:
+    from core.collection.store import INDEX_KINDS
+
+    kinds = text.split(",")
+    if not set(kinds) <= set(INDEX_KINDS):
+        raise argparse.ArgumentTypeError(f"indexes of {', '.join(INDEX_KINDS)}, not {text!r}")
+    return kinds
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -196,6 +229,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--queries", type=int, default=500, help="queries (10 to 10,000)")
     parser.add_argument("--nprobes", type=_numbers, default=[16, 32, 64, 128], help="IVF lists probed, e.g. 64,128")
     parser.add_argument("--refine", type=_numbers, default=[5, 10, 20], help="refine factors, e.g. 10,20")
+    parser.add_argument("--kinds", type=_kinds, default=["ivf_pq"], help="vector indexes, e.g. ivf_pq,ivf_hnsw_sq")
+    parser.add_argument("--ef", type=lambda t: _numbers(t, 0), default=[0], help="ivf_hnsw_sq: HNSW's ef values (0: LanceDB's default)")
+    parser.add_argument("--lists", type=int, default=0, help="IVF lists (0: sqrt(rows), as corpus-index builds)")
+    parser.add_argument("--distance", choices=("dot", "cosine"), default="dot",
+                        help="the index's distance (unit rows: the same order; cosine normalises every row again)")
+    parser.add_argument("--real", action="store_true", help="the 264k real vectors alone (queries drawn out of them)")
     parser.add_argument("--sub-vector-dims", type=int, default=8, choices=(4, 8, 16),
                         help="dimensions a PQ code stands for (384 / 8 = 48 one-byte codes a row)")
     parser.add_argument("--exact", action="store_true", help="also LanceDB's own exact search (slow past 100k rows)")

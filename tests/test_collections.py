@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import json
 import random
+import re
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
@@ -21,6 +23,7 @@ from core.collection.store import TABLE, connect, stored_row_ids
 from tests.conftest import TINY_WORDS
 
 ROWS = 2_000
+REPO = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(scope="module")
@@ -141,6 +144,93 @@ def test_a_rerun_embeds_only_the_missing_rows_and_another_models_table_is_refuse
     assert stored(uri).num_rows == ROWS
 
 
+def _free_ports(count: int) -> list[int]:
+    """`count` ports free on this machine now (each bound once by the OS, then released)."""
+    import socket
+
+    sockets = [socket.socket() for _ in range(count)]
+    for each in sockets:
+        each.bind(("127.0.0.1", 0))
+    ports = [each.getsockname()[1] for each in sockets]
+    for each in sockets:
+        each.close()
+    return ports
+
+
+def _ray_start(groups: list[int], *flags: str) -> None:
+    """Run `ray start` (the command a user runs) with `flags` and one CPU, in a process group of its own, which the
+    node's daemons (GCS, raylet, workers) inherit; the group's id, by which the node is stopped, goes in `groups`
+    at once (a start that fails half-way is stopped too)."""
+    import os
+    import shutil
+
+    ports = _free_ports(5)  # two nodes on one machine: every agent's port apart (the defaults are fixed numbers)
+    command = [shutil.which("ray") or "ray", "start", *flags, "--num-cpus=1", "--disable-usage-stats",
+               f"--node-manager-port={ports[0]}", f"--object-manager-port={ports[1]}",
+               f"--dashboard-agent-listen-port={ports[2]}", f"--dashboard-agent-grpc-port={ports[3]}",
+               f"--runtime-env-agent-port={ports[4]}"]
+    started = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                               start_new_session=True, env={**os.environ, "RAY_USAGE_STATS_ENABLED": "0"})
+    groups.append(started.pid)  # its own session: the group's id is its pid, its daemons' too after it exits
+    output, _ = started.communicate(timeout=120)
+    assert started.returncode == 0, output[-2000:]
+
+
+def _stop_group(group: int) -> bool:
+    """Stop the processes of one node `ray start` started: SIGTERM to its group, SIGKILL to what is left after 15 s;
+    whether none is left. Not `ray stop`, which stops every Ray process on the machine, other people's too."""
+    import os
+    import signal
+    import time
+
+    for sent, grace in ((signal.SIGTERM, 15.0), (signal.SIGKILL, 5.0)):
+        try:
+            os.killpg(group, sent)
+        except ProcessLookupError:
+            return True
+        deadline = time.monotonic() + grace
+        while time.monotonic() < deadline:
+            try:
+                os.killpg(group, 0)
+            except ProcessLookupError:
+                return True
+            time.sleep(0.2)
+    return False
+
+
+@pytest.mark.slow
+def test_a_cluster_made_by_ray_start_twice_embeds_every_row_once(corpus_file, sentences, tiny_engine, tiny_mlm_dir,
+                                                                 tmp_path):
+    """The cluster form a user makes by hand (issue 72, 5): `ray start --head` and `ray start --address` (one CPU
+    each), the command given its address; both nodes are stopped, by their process groups, whatever happens."""
+    import shutil
+    import tempfile
+
+    import ray
+
+    [gcs] = _free_ports(1)
+    temp = tempfile.mkdtemp(prefix="ray-", dir="/tmp")  # short: Ray's socket paths under it must fit 107 bytes
+    groups: list[int] = []
+    try:
+        _ray_start(groups, "--head", f"--port={gcs}", "--include-dashboard=false", f"--temp-dir={temp}")
+        _ray_start(groups, f"--address=127.0.0.1:{gcs}")
+        ray.init(address=f"127.0.0.1:{gcs}", log_to_driver=False)
+        try:  # the worker node has joined: two nodes of one CPU
+            assert sorted(n["Resources"].get("CPU") for n in ray.nodes() if n["Alive"]) == [1.0, 1.0]
+        finally:
+            ray.shutdown()
+        uri = str(tmp_path / "posts")
+        collection, index = embed_corpus(read_corpus(corpus_file, "body"), uri, tiny_engine, str(tiny_mlm_dir),
+                                         f"127.0.0.1:{gcs}", batch_size=64)
+        assert not ray.is_initialized()  # the command's own connection, closed
+        check_every_row_once_with_the_models_vectors(uri, tiny_engine, sentences)
+        assert collection.size == ROWS and index.startswith("exact search")
+    finally:
+        stopped = [_stop_group(group) for group in reversed(groups)]
+        shutil.rmtree(temp, ignore_errors=True)
+    assert stopped == [True, True]  # no process of either node left
+
+
 # ---- reading a corpus: formats and bad input (no Ray) ---------------------------------------------------
 
 def test_every_format_is_read_with_its_metadata(tmp_path):
@@ -236,12 +326,17 @@ def test_the_commands_embed_then_search_and_the_app_finds_the_corpus(tiny_mlm_di
     assert rows[0][-1] == "king and kings" and rows[0][1] > 0.99
 
 
-def test_the_app_and_the_engine_start_without_ray_or_lancedb():
-    code = ("import sys, app, core, core.cli, core.collection; import app.handlers; "
+def test_the_app_and_the_engine_start_without_ray_or_lancedb(tiny_mlm_dir, tmp_path):
+    """Importing the app and building its whole page (a collection's path box among it) imports neither: LanceDB
+    comes when a collection is opened, Ray when one is embedded."""
+    code = ("import sys, pathlib, app, core, core.cli, core.collection; import app.handlers\n"
+            "from app.ui import build_app\nfrom core import Engine\nfrom tests.conftest import make_studio\n"
+            f"tiny = pathlib.Path({str(tiny_mlm_dir)!r})\n"
+            f"build_app(make_studio(Engine.from_base(str(tiny)), tiny, pathlib.Path({str(tmp_path)!r})))\n"
             "print(sorted({'ray', 'lancedb'} & set(sys.modules)))")
-    found = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    found = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, cwd=REPO)
     assert found.returncode == 0, found.stderr
-    assert found.stdout.strip() == "[]"
+    assert found.stdout.strip().splitlines()[-1] == "[]"
 
 
 def test_writes_are_idempotent_by_row_id_and_a_large_table_is_searched_through_its_index(tmp_path, monkeypatch):
@@ -277,3 +372,136 @@ def test_writes_are_idempotent_by_row_id_and_a_large_table_is_searched_through_i
     assert recall >= 0.8
     hit = found[0][0]
     assert abs(hit["cosine"] - float(vectors[hit["row_id"]] @ queries[0] / np.linalg.norm(queries[0]))) < 1e-4
+
+
+# ---- a collection built in this process (no Ray): what reads it ------------------------------------------
+
+def built_collection(uri: str, engine, texts: list[str], columns: dict[str, list] | None = None,
+                     fingerprint: str | None = None, index: bool = True) -> str:
+    """A finished collection of `texts` (with `columns` as metadata) embedded in this process by `engine`, written
+    as `embed_corpus` writes (`fingerprint`: name another model's; `index` False: left unfinished)."""
+    from core.collection.embed import _with_vectors
+    from core.collection.sources import corpus_digest
+    from core.collection.store import build_index, open_for_writing, table_schema, write_rows
+
+    corpus = pa.table({"row_id": pa.array(range(len(texts)), pa.int64()), "text": texts, **(columns or {})})
+    schema = table_schema(corpus.schema, engine.encoder.hidden_size, fingerprint or engine.fingerprint,
+                          corpus_digest(corpus))
+    table, _ = open_for_writing(uri, schema)
+    vectors = engine.encode(texts, normalize=True)
+    write_rows(table, _with_vectors(corpus, {"row_id": np.arange(len(texts)), "vector": vectors}, schema))
+    if index:
+        build_index(table, len(texts))
+    return uri
+
+
+def test_the_decoder_trains_on_a_collections_texts_and_vectors_without_embedding_them(tiny_mlm_dir, tmp_path,
+                                                                                     monkeypatch, capsys):
+    """`vec2sent-train --vectors-from URI` (issue 72, 3): the texts and vectors of a collection of this encoder, in
+    the file's order, nothing embedded again; another model's collection, or an unfinished one, is refused."""
+    import core.vec2sent.train as training
+    from core import Engine
+    from core.cli import main
+    from core.collection import training_rows
+
+    def never_embedded(*args, **kwargs):
+        raise AssertionError("the collection's vectors were embedded again")
+    monkeypatch.setattr(training, "cached_embeddings", never_embedded)
+    monkeypatch.setattr(training, "RUNS_DIR", tmp_path / "runs")
+    encoder = Engine.from_base(str(tiny_mlm_dir)).save(tmp_path / "encoder")
+    engine = Engine.load(str(encoder), decoder=None, open_vocabulary=False, device="cpu")
+    texts = [f"the {a} and the {b}" for a, b in zip(TINY_WORDS[:40], reversed(TINY_WORDS[:40]))]
+    unfinished = built_collection(str(tmp_path / "unfinished"), engine, texts, index=False)
+    with pytest.raises(ValueError, match="is not finished: run corpus-index on it again"):
+        training_rows(unfinished, engine.fingerprint)
+    uri = built_collection(str(tmp_path / "posts"), engine, texts)
+    read, vectors = training_rows(uri, engine.fingerprint, first=30)
+    assert read == texts[:30]
+    np.testing.assert_allclose(vectors, engine.encode(texts[:30], normalize=True), atol=1e-5)
+    argv = ["vec2sent-train", "--encoder", str(encoder), "--vectors-from", uri, "--out", str(tmp_path / "out"),
+            "--emb-dim", "8", "--hidden", "16", "--layers", "1", "--batch-size", "4", "--max-steps", "2",
+            "--eval-every", "1000", "--corpus-sentences", "30"]
+    assert main(argv) == 0
+    trained = json.loads((tmp_path / "out" / "manifest.json").read_text())["training"]
+    assert trained["corpus"]["collection"] == uri and trained["corpus"]["sentences"] == 30 and trained["steps"] == 2
+    assert trained["train_sentences"] + trained["validation_sentences"] == 30
+    other = built_collection(str(tmp_path / "other"), engine, texts, fingerprint="another-model")
+    for location, message in ((other, "holds another model's vectors"), (str(tmp_path / "none"), "no collection at")):
+        argv[argv.index("--vectors-from") + 1] = location
+        assert main(argv) == 2
+        err = capsys.readouterr().err
+        assert err.count("--vectors-from: ") == 1 and location in err and message in err
+    assert main([*argv[:-2], "--vectors-from", uri, "--no-normalize-input"]) == 2
+    assert "a collection holds unit vectors" in capsys.readouterr().err
+
+
+def test_the_app_opens_a_collection_by_its_path_to_search_map_and_read_nearest_sentences_from(tiny_mlm_dir, tmp_path):
+    """Issue 72, 4, browser-free: semantic search answers with each row's metadata; the Map draws a sample with its
+    columns as colours, every point searchable; an analogy's nearest sentences come from the collection opened last;
+    bad paths, unfinished and other models' collections say why; public mode refuses any path."""
+    from app.handlers import FILE_COLUMN, MAX_MAP_SAMPLE, MY_COLLECTION, Session
+    from app.handlers.collection import PUBLIC_REFUSAL
+    from app.server.public import PublicLimits
+    from core import Engine
+    from tests.conftest import make_studio
+
+    engine = Engine.from_base(str(tiny_mlm_dir))
+    studio = make_studio(engine, tiny_mlm_dir, tmp_path)
+    texts = [f"the {a} and the {b}" for a, b in zip(TINY_WORDS[:40], reversed(TINY_WORDS[:40]))]
+    forums = [f"f{i % 3}" for i in range(40)]
+    uri = built_collection(str(tmp_path / "posts"), engine, texts, {"forum": forums, "likes": list(range(40))})
+    session = Session()
+    found, notice, session = studio.similarity.search(texts[5], MY_COLLECTION, None, 3, session, uri)
+    assert found["headers"] == ["rank", "cosine", "text", "forum", "likes"] and notice == ""
+    assert found["data"][0][2:] == [texts[5], "f2", 5] and found["data"][0][1] > 0.999 and len(found["data"]) == 3
+
+    _, status, session = studio.map.draw_map(MY_COLLECTION, 25, "", None, "PCA", "2-D", FILE_COLUMN, session,
+                                                  "forum", uri)
+    drawn = session.map
+    assert len(drawn.coords) == 25 and list(drawn.columns) == ["forum", "likes"] and len(set(drawn.corpus.texts)) == 25
+    assert set(drawn.groups) <= {"f0", "f1", "f2"} and "Coloured by the column 'forum'" in status
+    assert [forums[texts.index(t)] for t in drawn.corpus.texts] == drawn.groups  # each point's own metadata
+    point = drawn.corpus.texts[17]
+    _, _, neighbours = studio.map.search_map(point, 2, session)  # every point of the sample is searchable
+    assert neighbours[0][2] == point and neighbours[0][1] > 0.999
+    with pytest.raises(ValueError, match=f"from 1 to {MAX_MAP_SAMPLE:,} of its rows"):
+        studio.map.draw_map(MY_COLLECTION, MAX_MAP_SAMPLE + 1, "", None, "PCA", "2-D", "cluster", session, None, uri)
+
+    active = studio.model_for(session)
+    nearest = session.reference(active, MY_COLLECTION).nearest_texts(engine.encode(texts[9:10], normalize=True), 1)
+    assert nearest[0][0][0] == texts[9]  # an analogy's and an interpolation's nearest sentences
+    with pytest.raises(ValueError, match="none opened yet"):
+        Session().reference(active, MY_COLLECTION)
+
+    unfinished = built_collection(str(tmp_path / "unfinished"), engine, texts, index=False)
+    other = built_collection(str(tmp_path / "other"), engine, texts, fingerprint="another-model")
+    for path, message in (("  ", "Enter the path of a collection"), (str(tmp_path / "none"), "No collection at"),
+                          (unfinished, "is not finished"), (other, "holds another model's vectors")):
+        with pytest.raises(ValueError, match=message):
+            studio.similarity.search("king", MY_COLLECTION, None, 3, Session(), path)
+    studio.public = PublicLimits()  # the handlers of a public server (its start's clean-ups not needed here)
+    for ask in (lambda: studio.similarity.search("king", MY_COLLECTION, None, 3, Session(), uri),
+                lambda: studio.map.draw_map(MY_COLLECTION, 25, "", None, "PCA", "2-D", "cluster", Session(), None, uri)):
+        with pytest.raises(ValueError, match=re.escape(PUBLIC_REFUSAL)):
+            ask()
+
+
+def test_the_collection_path_box_is_offered_on_a_server_of_ones_own_only(tiny_mlm_dir, tmp_path):
+    import gradio as gr
+
+    from app.handlers import MY_COLLECTION
+    from app.server.public import PublicLimits
+    from app.ui import build_app
+    from core import Engine
+    from tests.conftest import make_studio
+
+    studio = make_studio(Engine.from_base(str(tiny_mlm_dir)), tiny_mlm_dir, tmp_path)
+
+    def offered(public: PublicLimits | None) -> tuple[list[bool], bool]:
+        studio.public = public
+        blocks = build_app(studio).blocks.values()
+        boxes = [b.visible for b in blocks if isinstance(b, gr.Textbox) and (b.elem_id or "").endswith("-collection")]
+        choices = any(MY_COLLECTION in [c[0] for c in b.choices] for b in blocks if isinstance(b, gr.Dropdown | gr.Radio))
+        return boxes, choices
+    assert offered(None) == ([True, True], True)  # Similarity's and the Map's
+    assert offered(PublicLimits()) == ([False, False], False)

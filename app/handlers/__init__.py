@@ -9,6 +9,7 @@ tab beside it, each in the module named after its tab in app/tabs/ (`studio.reve
 (the UI shows it as an error toast).
 """
 from .backend import BASE_WARNING_SHORT
+from .collection import MAX_MAP_SAMPLE, MY_COLLECTION
 from .evaluate import PUBLIC_EVALUATE
 from .finetune import QUOTA_USED
 from .map import (
@@ -26,5 +27,5 @@ from .session import Session
 from .studio import Studio, prepare_model, start_studio
 
 __all__ = ["BASE_WARNING_SHORT", "COLOUR_BY", "EVERY_DEFINITION_MAP", "EVERY_WORD_MAP", "FILE_COLUMN", "MAP_POINTS",
-           "MAP_SOURCES", "MAX_EXPORT_POINTS", "MAX_MAP_NEIGHBOURS", "PUBLIC_EVALUATE", "QUOTA_USED", "Session", "Studio", "prepare_model",
-           "start_studio", "vocabulary_figure"]
+           "MAP_SOURCES", "MAX_EXPORT_POINTS", "MAX_MAP_NEIGHBOURS", "MAX_MAP_SAMPLE", "MY_COLLECTION", "PUBLIC_EVALUATE",
+           "QUOTA_USED", "Session", "Studio", "prepare_model", "start_studio", "vocabulary_figure"]

@@ -25,6 +25,7 @@ from ..shared.models import ActiveModel
 from ..views import render
 from .backend import TabHandlers
 from .session import MapData, Session
+from .collection import MY_COLLECTION, collection_sample
 
 EVERY_WORD_MAP = "every word (laid out once per model)"
 EVERY_DEFINITION_MAP = "every definition (on the map of every word)"
@@ -59,17 +60,23 @@ class MapHandlers(TabHandlers):
         return self.backend.projector.status()
 
     def draw_map(self, source: str, size: int, sentences: str, file: str | None, method: str, dims: str,
-                 colour: str, session: Session, column: str | None = None, progress: sv.Progress = sv.no_progress):
+                 colour: str, session: Session, column: str | None = None, collection: str = "",
+                 progress: sv.Progress = sv.no_progress):
         """(figure, a status line, the session with this map kept for searching); `column` names the
         column of the user's file that colours the map under FILE_COLUMN (its first column if empty; None
-        by default, which makes it optional for API clients)."""
+        by default, which makes it optional for API clients). `source` MY_COLLECTION: `size` rows of the
+        collection at the path `collection` (local mode only), its metadata columns the file's columns."""
         session.waiting = ""  # a map of every word not ready yet waits again below
         active = self.backend.model_for(session)
         if source in (EVERY_WORD_MAP, EVERY_DEFINITION_MAP):
             return self._vocabulary_map(active, colour, session, definitions=source == EVERY_DEFINITION_MAP)
-        if colour == FILE_COLUMN and source != sv.UPLOADED_FILE:  # before embedding: a bad choice costs nothing
+        if colour == FILE_COLUMN and source not in (sv.UPLOADED_FILE, MY_COLLECTION):  # before embedding
             raise ValueError(NO_COLUMNS)
-        corpus = self._map_corpus(active, source, int(size), sentences, file, session, progress)
+        if source == MY_COLLECTION:  # embedded already: a sample of its rows
+            opened = session.open_collection(active, collection, public=self.backend.public is not None)
+            corpus = collection_sample(opened, int(size))
+        else:
+            corpus = self._map_corpus(active, source, int(size), sentences, file, session, progress)
         coloured = ""
         if colour == FILE_COLUMN:
             column = _file_column(corpus.columns, (column or "").strip())

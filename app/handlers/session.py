@@ -14,12 +14,14 @@ from pathlib import Path
 
 import numpy as np
 
+from core.collection import Collection
 from core.readout import EmbeddedTexts, Reference
 
 from ..shared import services as sv
 from ..shared.finetune import Upload
 from ..shared.models import ActiveModel
 from ..views import render
+from .collection import MY_COLLECTION, NONE_OPENED, checked_location, is_opened_for
 
 
 @dataclass
@@ -60,6 +62,8 @@ class Session:
     model: str = ""  # public mode: the name of the model this session chose ("": the server's)
     saved: dict[str, str] = field(default_factory=dict)  # public mode: job id -> the session's saved checkpoint
     key: str = ""  # public mode: names the session's folder of saved models; drawn on first use
+    collection: Reference | None = None  # a collection of the user's own, opened last by its path (.collection)
+    collection_key: str = ""  # ... of which model, where, which version of its table
 
     @property
     def job(self) -> str:
@@ -74,13 +78,27 @@ class Session:
 
     def reference(self, active: ActiveModel, choice: str, progress: sv.Progress = sv.no_progress) -> Reference:
         """The texts `choice` names for searching: one of sv.REFERENCE_CHOICES, or sv.UPLOADED_FILE, the text
-        file this user last searched (Similarity tab) or drew (Map tab), as `active`'s model embedded it."""
+        file this user last searched (Similarity tab) or drew (Map tab), as `active`'s model embedded it, or
+        MY_COLLECTION, the collection this user last opened by its path there (local mode only)."""
+        if choice == MY_COLLECTION:
+            if self.collection is None or not is_opened_for(self.collection_key, active):
+                raise ValueError(NONE_OPENED)
+            return self.collection
         if choice != sv.UPLOADED_FILE:
             return active.reference_texts(choice, progress)
         if self.corpus is None or not self.corpus_key.startswith(active.engine.fingerprint):
             raise ValueError(f"{sv.UPLOADED_FILE.capitalize()}: none yet for this model. Upload a text file in the "
                              "Similarity tab and search it, or in the Map tab and draw it, first.")
         return self.corpus
+
+    def open_collection(self, active: ActiveModel, path: str | None, public: bool) -> Collection:
+        """The finished collection of the user's own at `path` (`checked_location`: ValueError saying why not, public
+        mode among them) with `active`'s model's vectors (ValueError for another model's), kept here until another
+        path, model or version of its table is asked for."""
+        location, key = checked_location(active, path, public)
+        if self.collection_key != key:
+            self.collection, self.collection_key = Collection(location, active.engine.fingerprint), key
+        return self.collection
 
     def uploaded_corpus(self, active: ActiveModel, file: str | None, progress: sv.Progress) -> EmbeddedTexts:
         """The user's uploaded corpus with its columns, if a table (sv.read_text_file), embedded once per

@@ -6,6 +6,7 @@ from core.explore import VocabularyTexts
 from ..shared import services as sv
 from ..views import render
 from .backend import TabHandlers
+from .collection import MY_COLLECTION, search_collection
 from .session import Session
 
 
@@ -26,17 +27,21 @@ class SimilarityHandlers(TabHandlers):
         sentences, matrix = sv.similarity_matrix(self.backend.model_for(session).engine, text)
         return render.heatmap_figure(sentences, matrix)
 
-    def search(self, query: str, source: str, file: str | None, k: int, session: Session,
-               progress: sv.Progress = sv.no_progress) -> tuple[list[list], str, Session]:
+    def search(self, query: str, source: str, file: str | None, k: int, session: Session, collection: str = "",
+               progress: sv.Progress = sv.no_progress) -> tuple[list[list] | dict, str, Session]:
         """(top-k texts of `source`, one of sv.REFERENCE_CHOICES or the uploaded file, for the query; a notice
-        when their cosines are not final yet, else "")."""
+        when their cosines are not final yet, else ""). `source` MY_COLLECTION: the collection at the path
+        `collection` (local mode only), its hits a table with its metadata columns ({"headers", "data"})."""
         sv.check_text(query, "a query")  # before the corpus is embedded, which can take a while
         active = self.backend.model_for(session)
+        if source == MY_COLLECTION:
+            opened = session.open_collection(active, collection, public=self.backend.public is not None)
+            return search_collection(active, opened, query, int(k)), "", session
         if source == sv.UPLOADED_FILE:
             corpus = session.uploaded_corpus(active, file, progress)
         else:
             corpus = active.reference_texts(source, progress)
         rows = render.scored_rows(sv.semantic_search(active.engine, query, corpus, int(k)))
-        approximate = isinstance(corpus, VocabularyTexts) and active.engine.words.approximate
+        approximate = isinstance(corpus, VocabularyTexts) and active.engine.vocabulary.approximate
         notice = render.notice_html(APPROXIMATE_SEARCH) if approximate else ""  # the progress is shown apart, live
         return rows, notice, session

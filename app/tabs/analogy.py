@@ -22,7 +22,7 @@ def create(studio: Studio, session: gr.State) -> None:
         expression = gr.Textbox(label="Expression", value="b - a + c")
     with gr.Row():
         analogy_refine = gr.Checkbox(value=False, label=REFINE_LABEL)
-        analogy_reference = reference_choice()
+        analogy_reference = reference_choice(studio)
     analogy_button = gr.Button("Compute", variant="primary")
     decoded = gr.Markdown()
     # The minimum widths stack the two tables on a phone (side by side at 420 px each was 160 px wide). Every
@@ -55,7 +55,7 @@ def create(studio: Studio, session: gr.State) -> None:
         steps = gr.Slider(2, 21, value=6, step=1, label="Steps")
     with gr.Row():
         path_refine = gr.Checkbox(value=False, label=REFINE_LABEL)
-        path_reference = reference_choice()
+        path_reference = reference_choice(studio)
     path_button = gr.Button("Interpolate")
     # per step: its sentence's cosine to its point ("fit") and to the two ends; the chart draws them
     table = gr.Dataframe(headers=["alpha", "sentence", "fit", "to From", "to To", "top words", "nearest"], wrap=True,

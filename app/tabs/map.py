@@ -3,11 +3,22 @@ from __future__ import annotations
 
 import gradio as gr
 
-from ..handlers import COLOUR_BY, FILE_COLUMN, MAP_POINTS, MAP_SOURCES, MAX_EXPORT_POINTS, MAX_MAP_NEIGHBOURS, Studio
+from ..handlers import (
+    COLOUR_BY,
+    FILE_COLUMN,
+    MAP_POINTS,
+    MAP_SOURCES,
+    MAX_EXPORT_POINTS,
+    MAX_MAP_NEIGHBOURS,
+    MAX_MAP_SAMPLE,
+    MY_COLLECTION,
+    Studio,
+)
 from ..shared import services as sv
 from ..views import render
 from ..views.projection import METHODS
 from ..wiring import HEAVY, QUICK, handler, wire
+from .shared import COLLECTION_PLACEHOLDER
 
 # Plotly reports a selection, a click and a zoom to the page only. Each drawn map gets listeners: a box or
 # lasso selection writes its [trace, point] pairs into the hidden #map-selection box (a click: #map-click),
@@ -76,9 +87,11 @@ SHOW_DETAILS_JS = "(details) => { window.__dsShowDetails && window.__dsShowDetai
 
 def create(demo: gr.Blocks, studio: Studio, session: gr.State) -> None:
     umap_status = gr.Markdown(studio.map.umap_status(), elem_id="umap-status")
+    local = studio.public is None  # a collection is opened by its path on a server of one's own only
     with gr.Row():
-        source = gr.Radio(list(MAP_SOURCES), value=MAP_SOURCES[0], label="Points")
-        size = gr.Dropdown([500, 1000, 2000, 5000], value=1000, label="Sample size")
+        source = gr.Radio([*MAP_SOURCES, *([MY_COLLECTION] if local else [])], value=MAP_SOURCES[0], label="Points")
+        size = gr.Dropdown([500, 1000, 2000, 5000, *([10_000, MAX_MAP_SAMPLE] if local else [])], value=1000,
+                           label="Sample size")
         method = gr.Radio(list(METHODS), value="UMAP", label="Projection")
         dims = gr.Radio(["2-D", "3-D"], value="2-D", label="Dimensions")
         colour = gr.Radio(list(COLOUR_BY), value=COLOUR_BY[0], label="Colour by")
@@ -87,8 +100,8 @@ def create(demo: gr.Blocks, studio: Studio, session: gr.State) -> None:
                              info=f"of your table or metadata.tsv, for '{FILE_COLUMN}' (empty: the first)")
     # Folded: open, these two pushed the map below the fold (issue 54); the points "my sentences" and
     # "uploaded file" read them.
-    with gr.Accordion("My sentences or file (for the points 'my sentences' and 'uploaded file')", open=False,
-                      elem_id="map-own"):
+    own = "'my sentences', 'uploaded file'" + (f" and {MY_COLLECTION!r}" if local else "")
+    with gr.Accordion(f"My sentences, file or collection (for the points {own})", open=False, elem_id="map-own"):
         with gr.Row():
             sentences = gr.Textbox(label="My sentences (one per line)", lines=3)
             # a short label: the file box cut a long one to "...its columns a li" (issue 76); the formats below
@@ -96,6 +109,9 @@ def create(demo: gr.Blocks, studio: Studio, session: gr.State) -> None:
                            elem_id="map-file")
         gr.Markdown("A file holds one text a line, or a table: a header line, then a text and its columns a line, "
                     "separated by tabs; or the Embedding Projector's vectors.tsv (with its metadata.tsv).")
+        collection = gr.Textbox(label="Collection path: a sample of its rows (the sample size), its metadata columns "
+                                f"to colour by ({FILE_COLUMN!r})", placeholder=COLLECTION_PLACEHOLDER, visible=local,
+                                elem_id="map-collection")
     draw = gr.Button("Draw map", variant="primary", elem_id="map-draw")
     status = gr.Markdown(elem_id="map-status")
     plot = gr.Plot(render.placeholder_figure("Choose the points above, then press Draw map."), elem_id="map-plot")
@@ -116,7 +132,7 @@ def create(demo: gr.Blocks, studio: Studio, session: gr.State) -> None:
     # ended (issue 54).
     waiting = gr.Timer(WAIT_POLL_S, active=False)
     wire([draw.click], handler(studio.map.draw_map),
-         [source, size, sentences, file, method, dims, colour, session, column],
+         [source, size, sentences, file, method, dims, colour, session, column, collection],
          [plot, status, session], api_name="draw_map", **HEAVY).success(
         lambda state: (gr.Dropdown(choices=studio.map.map_columns(state)), gr.Timer(active=bool(state.waiting))),
         session, [column, waiting], api_visibility="private")

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import gradio as gr
 
-from ..handlers import Studio
+from ..handlers import MY_COLLECTION, Studio
 
 from core.vec2sent import MOST_EXACT
 
@@ -18,9 +18,14 @@ REFERENCE_INFO = (f"{sv.LARGEST_READY!r}: the biggest collection ready here (the
                   f"every WordNet definition, else {sv.SAMPLE}). {sv.UPLOADED_FILE!r}: your last text file.")
 
 
-def reference_choice() -> gr.Dropdown:
-    """Where an analogy's or interpolation's nearest sentences come from."""
-    return gr.Dropdown([*sv.REFERENCE_CHOICES, sv.UPLOADED_FILE], value=sv.LARGEST_READY,
+COLLECTION_PLACEHOLDER = "a folder made by: python -m core corpus-index --corpus FILE --out PATH"
+
+
+def reference_choice(studio: Studio) -> gr.Dropdown:
+    """Where an analogy's or interpolation's nearest sentences come from: on a server of one's own also the
+    collection the session opened last by its path (Similarity or Map)."""
+    own = [MY_COLLECTION] if studio.public is None else []
+    return gr.Dropdown([*sv.REFERENCE_CHOICES, sv.UPLOADED_FILE, *own], value=sv.LARGEST_READY,
                        label="Nearest sentences from", info=REFERENCE_INFO)
 
 

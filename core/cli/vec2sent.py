@@ -145,15 +145,34 @@ def _train(parser: argparse.ArgumentParser, args: argparse.Namespace):
     device = device_from_flag(parser, args.device)
     settings = config_from_flags(TrainSettings, args, precision=resolve_precision(args.precision, device),
                                  device=str(device))
-    sentences, corpus = read_corpus(args.corpus, args.corpus_sentences)
+    if args.vectors_from and not args.normalize_input:
+        raise InputError("--vectors-from: a collection holds unit vectors, so the decoder must normalise its input "
+                         "(leave out --no-normalize-input)")
+    sentences, corpus = read_corpus(args.corpus, args.corpus_sentences) if not args.vectors_from else ([], {})
     link = link_engine(args.encoder, batch_size=128, precision=args.encoder_precision, device=device)
+    embeddings = None
+    if args.vectors_from:
+        sentences, embeddings, corpus = _collection_rows(args.vectors_from, link.fingerprint, args.corpus_sentences)
     try:
         stats = train_for_encoder(sentences, link, args.out, _decoder_overrides(args), settings,
                                   validation_size(len(sentences)), init=args.init, corpus=corpus,
-                                  run_dir=args.run_dir or RUNS_DIR / args.out.name, resume=args.resume)
+                                  run_dir=args.run_dir or RUNS_DIR / args.out.name, resume=args.resume,
+                                  embeddings=embeddings)
     except OutOfDeviceMemory as err:
         raise InputError(f"{err} (the last checkpoint written stays whole; --resume goes on from it)") from None
     return stats, settings
+
+
+def _collection_rows(uri: str, fingerprint: str, first: int):
+    """(texts, vectors, the corpus's description for the manifest) of the collection at `uri`, which must
+    hold the vectors of the encoder of `fingerprint`; InputError saying why not."""
+    from ..collection import training_rows
+
+    try:
+        sentences, vectors = training_rows(uri, fingerprint, first)
+    except ValueError as err:
+        raise InputError(f"--vectors-from: {err}") from None
+    return sentences, vectors, {"collection": uri, **({"first_sentences": first} if first else {})}
 
 
 def _unfinished_init_stage(args: argparse.Namespace) -> argparse.Namespace | None:
@@ -203,6 +222,9 @@ def vec2sent_train_parser() -> argparse.ArgumentParser:
     parser.add_argument("--corpus-sentences", type=int, default=0,
                         help="train on the first N sentences of the corpus (its train.txt is shuffled), to embed "
                              "and train within a budget (0: all)")
+    parser.add_argument("--vectors-from", default=None, metavar="PATH_OR_URI",
+                        help="instead of --corpus: the texts and vectors of a collection `corpus-index` built with "
+                             "this encoder (embedded there, on Ray: a GPU or a cluster), in the order of its file")
     parser.add_argument("--out", type=Path, required=True, help="the decoder's folder (written at each checkpoint)")
     parser.add_argument("--init", type=Path, help="start from this decoder, e.g. the decoder of the encoder "
                         "this one was fine-tuned or blended from (another corpus' pieces are mapped)")

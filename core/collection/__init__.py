@@ -4,7 +4,15 @@ embedded on Ray Data (`embed_corpus`: this machine or a Ray cluster) and stored 
 """
 from .embed import embed_corpus
 from .sources import MAX_ROWS, read_corpus
-from .store import Collection, build_steps, collection_uri, is_complete, table_version
+from .store import (
+    Collection,
+    build_steps,
+    collection_uri,
+    is_collection,
+    is_complete,
+    table_version,
+    training_rows,
+)
 
-__all__ = ["MAX_ROWS", "Collection", "build_steps", "collection_uri", "embed_corpus", "is_complete", "read_corpus",
-           "table_version"]
+__all__ = ["MAX_ROWS", "Collection", "build_steps", "collection_uri", "embed_corpus", "is_collection", "is_complete",
+           "read_corpus", "table_version", "training_rows"]

@@ -11,13 +11,13 @@ measurement against exact search; a table under BRUTE_FORCE_ROWS is searched exa
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 import numpy as np
 import pyarrow as pa
 
-from ..readout import Reference
+from ..readout import EmbeddedTexts, Reference
 from .sources import ROW_ID, TEXT, VECTOR
 
 TABLE = "sentences"
@@ -25,8 +25,11 @@ MODEL_KEY, CORPUS_KEY = b"defsent.model", b"defsent.corpus"
 # Chosen on 1M vectors against exact search (bench/bench_collection.py, docs/results.md):
 BRUTE_FORCE_ROWS = 100_000  # below it an exact scan is fast enough (~15-40 ms on 2 cores) and needs no build
 # Chosen at 1M rows (docs/scale.md): recall@10 .936 in 20 ms a query on 2 cores (nprobes 256: .960 in 31 ms).
+INDEX_KINDS = ("ivf_pq", "ivf_sq", "ivf_rq", "ivf_hnsw_sq")  # LanceDB's vector indexes the bench compares
+INDEX_KIND = "ivf_pq"
 NPROBES = 128
 REFINE_FACTOR = 40  # candidates re-ranked exactly: k x REFINE_FACTOR
+EF = 0  # HNSW's candidate list in each probed list (ivf_hnsw_sq only; 0: LanceDB's default)
 SUB_VECTOR_DIMS = 8  # PQ: 384 dimensions -> 48 codes of one byte
 EMBEDDING_TIME = "about 1 h for the million on 2 quiet CPU cores, minutes on a GPU"  # docs/scale.md
 
@@ -86,17 +89,40 @@ def write_rows(table, rows: pa.Table) -> None:
 def build_index(table, rows: int) -> str:
     """Index the vectors of a finished table (IVF-PQ from BRUTE_FORCE_ROWS rows; exact search below) and
     its row ids (a B-tree, for look-ups by id); what was built, in words."""
-    from lancedb.index import BTree, IvfPq
+    from lancedb.index import BTree
 
-    dimensions = table.schema.field(VECTOR).type.list_size
-    partitions = max(1, round(rows ** 0.5))
+    described = f"exact search (under {BRUTE_FORCE_ROWS:,} rows)"
     if rows >= BRUTE_FORCE_ROWS:
-        table.create_index(VECTOR, config=IvfPq(distance_type="dot", num_partitions=partitions,
-                                                num_sub_vectors=dimensions // SUB_VECTOR_DIMS), replace=True)
+        config, described = vector_index(rows, table.schema.field(VECTOR).type.list_size)
+        table.create_index(VECTOR, config=config, replace=True)
     table.create_index(ROW_ID, config=BTree(), replace=True)  # last: it marks the collection complete (is_complete)
-    if rows < BRUTE_FORCE_ROWS:
-        return f"exact search (under {BRUTE_FORCE_ROWS:,} rows)"
-    return f"IVF{partitions},PQ{dimensions // SUB_VECTOR_DIMS} re-ranked exactly"
+    return described
+
+
+def vector_index(rows: int, dimensions: int, kind: str = "", distance: str = "dot", lists: int = 0
+                 ) -> tuple[object, str]:
+    """(LanceDB's index config, its name in words) of the vector index `kind` (default INDEX_KIND) for `rows`
+    unit vectors: `lists` IVF lists (0: sqrt(rows)); `distance` "dot" (on unit rows the cosine, without
+    LanceDB's normalising; the bench compares "cosine")."""
+    from lancedb.index import HnswSq, IvfPq, IvfRq, IvfSq
+
+    kind, lists = kind or INDEX_KIND, lists or max(1, round(rows ** 0.5))
+    if kind == "ivf_pq":
+        codes = dimensions // SUB_VECTOR_DIMS
+        return IvfPq(distance_type=distance, num_partitions=lists, num_sub_vectors=codes), \
+            f"IVF{lists},PQ{codes} re-ranked exactly"
+    configs = {"ivf_sq": (IvfSq, "SQ8"), "ivf_rq": (IvfRq, "RQ1"), "ivf_hnsw_sq": (HnswSq, "HNSW,SQ8")}
+    if kind not in configs:
+        raise ValueError(f"a vector index is one of {', '.join(INDEX_KINDS)}, not {kind!r}")
+    make, name = configs[kind]
+    return make(distance_type=distance, num_partitions=lists), f"IVF{lists},{name} re-ranked exactly"
+
+
+def tuned(query, nprobes: int = 0, refine_factor: int = 0, ef: int = 0):
+    """`query` (LanceDB's vector query) with the index's search settings: NPROBES lists, REFINE_FACTOR x k
+    candidates re-ranked by the stored float32 vectors, EF for HNSW; each given here overrides its constant."""
+    query = query.nprobes(nprobes or NPROBES).refine_factor(refine_factor or REFINE_FACTOR)
+    return query.ef(ef or EF) if ef or EF else query
 
 
 class Collection(Reference):
@@ -129,9 +155,9 @@ class Collection(Reference):
         return [[{**by_id[i], "cosine": float(c)} for i, c in zip(r.tolist(), s)] for r, s in zip(ids, cosines)]
 
     def _indexed_search(self, unit: np.ndarray, k: int, wanted: list[str]) -> list[dict]:
-        """LanceDB's IVF-PQ, its NPROBES lists' best k x REFINE_FACTOR re-ranked by the stored vectors."""
-        hits = (self.table.search(unit, vector_column_name=VECTOR).metric("dot").limit(k).nprobes(NPROBES)
-                .refine_factor(REFINE_FACTOR).select([*wanted, "_distance"]).to_arrow())
+        """LanceDB's index, its NPROBES lists' best k x REFINE_FACTOR re-ranked by the stored vectors (`tuned`)."""
+        query = self.table.search(unit, vector_column_name=VECTOR).metric("dot").limit(k)
+        hits = tuned(query).select([*wanted, "_distance"]).to_arrow()
         cosines = 1.0 - hits.column("_distance").to_numpy()  # LanceDB's dot distance is 1 - dot
         return [{**row, "cosine": float(c)} for row, c in zip(hits.select(wanted).to_pylist(), cosines)]
 
@@ -153,12 +179,55 @@ class Collection(Reference):
     def nearest(self, vectors: np.ndarray, k: int) -> list[list[tuple[int, float]]]:
         return [[(hit[ROW_ID], hit["cosine"]) for hit in row] for row in self.search(vectors, k)]
 
+    def sample(self, size: int, seed: int = 0) -> EmbeddedTexts:
+        """At most `size` rows drawn at random (the same ones for the same table and seed), in row-id order, as
+        texts with their vectors and metadata columns (each value as text, "" for none): what a map draws."""
+        offsets = np.arange(self.size)
+        if self.size > size:
+            offsets = np.sort(np.random.default_rng(seed).choice(self.size, size, replace=False))
+        rows = self.table.take_offsets(offsets.tolist()).select([ROW_ID, TEXT, VECTOR, *self.columns]).to_arrow()
+        rows = rows.sort_by(ROW_ID)
+        columns = {name: ["" if v is None else str(v) for v in rows.column(name).to_pylist()] for name in self.columns}
+        shown = f"{len(rows):,} of {self.size:,}" if len(rows) < self.size else f"all {self.size:,}"
+        return EmbeddedTexts(rows.column(TEXT).to_pylist(), _vector_matrix(rows), name=f"{shown} rows of {self.uri}",
+                             columns=columns)
+
     def nearest_texts(self, vectors: np.ndarray, k: int) -> list[list[tuple[str, float]]]:
         return [[(hit[TEXT], hit["cosine"]) for hit in row] for row in self.search(vectors, k)]
 
     def rows(self, indices: list[int]) -> np.ndarray:
         found = _by_row_id(self.table, indices, [ROW_ID, VECTOR])
         return np.stack(found.column(VECTOR).to_numpy(zero_copy_only=False)).astype(np.float32)
+
+
+def training_rows(uri: str, fingerprint: str, first: int = 0) -> tuple[list[str], np.ndarray]:
+    """(texts, unit float32 vectors (n, d)) of the finished collection at `uri`, in row-id order (the corpus
+    file's): the first `first` rows, or all of them if 0. ValueError, reading nothing, where `uri` holds no
+    collection, an unfinished one (corpus-index resumes it) or another model's vectors (not `fingerprint`)."""
+    if first < 0:
+        raise ValueError(f"the first N rows (N >= 1) or all (0), not {first}")
+    if not is_collection(uri):
+        raise ValueError(f"no collection at {uri} (python -m core corpus-index --corpus FILE --out {uri})")
+    if not is_complete(uri):
+        raise ValueError(f"{uri} is not finished: run corpus-index on it again to finish it")
+    table = connect(uri).open_table(TABLE)
+    check_model(table, uri, fingerprint)
+    ids = np.sort(stored_row_ids(table))
+    if first > len(ids):
+        raise ValueError(f"{uri} holds {len(ids):,} rows, fewer than the {first:,} asked for")
+    query = table.search().select([ROW_ID, TEXT, VECTOR]).limit(None)
+    if first:
+        query = query.where(f"{ROW_ID} <= {int(ids[first - 1])}")
+    rows = query.to_arrow().sort_by(ROW_ID)
+    return rows.column(TEXT).to_pylist(), _vector_matrix(rows)
+
+
+def _vector_matrix(rows: pa.Table) -> np.ndarray:
+    """The vector column of `rows` as one float32 matrix (n, d), without a Python object a row (`flatten`: a
+    slice's own values, not its parent's)."""
+    vectors = rows.column(VECTOR).combine_chunks()
+    matrix = vectors.flatten().to_numpy(zero_copy_only=False).reshape(len(rows), vectors.type.list_size)
+    return matrix.astype(np.float32, copy=False)
 
 
 class StoredTexts(Sequence[str]):

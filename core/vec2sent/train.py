@@ -393,8 +393,12 @@ def train_for_encoder(sentences: list[str], link: EncoderLink, out: Path, config
                       settings: TrainSettings, val_size: int = 500,
                       cache_dir: Path | None = None, progress: bool = True,
                       init: Path | None = None, corpus: dict | None = None,
-                      run_dir: Path | None = None, resume: bool = False) -> TrainStats:
+                      run_dir: Path | None = None, resume: bool = False,
+                      embeddings: np.ndarray | None = None) -> TrainStats:
     """Embed (cached), build the vocabulary, train, and save the checkpoint at `out`.
+
+    `embeddings` (n, S): the sentences' vectors by this encoder when they come embedded already (a
+    collection `corpus-index` built: `core.collection.training_rows`), so nothing is embedded here.
 
     The manifest records the sentences' hash and count, with `corpus` (e.g. its path and packages).
 
@@ -415,7 +419,8 @@ def train_for_encoder(sentences: list[str], link: EncoderLink, out: Path, config
     if len(sentences) <= val_size:
         raise ValueError(f"{len(sentences):,} sentences: a decoder trains on more than the {val_size:,} it is "
                          "validated on")
-    embeddings = cached_embeddings(sentences, link, cache_dir)
+    if embeddings is None:
+        embeddings = cached_embeddings(sentences, link, cache_dir)
     for folder in (Path(out).parent, Path(run_dir).parent if run_dir else None):
         if folder is not None:
             remove_stale_temporaries(folder)  # a killed run's hidden half-written folders (hundreds of MB)
