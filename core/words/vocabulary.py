@@ -9,7 +9,6 @@ from __future__ import annotations
 import functools
 import re
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import Callable, Iterable, Mapping, Sequence
 
 import numpy as np
@@ -18,6 +17,7 @@ _WORD = re.compile(r"^[a-z][a-z'-]*[a-z]$|^[a-z]$")
 ROBERTA_SPACE = "\u0120"  # byte-level BPE marks a word start with "Ġ"
 PART_OF_SPEECH = {"n": "noun", "v": "verb", "a": "adjective", "r": "adverb"}  # WordNet's tags
 POS_TAGS = tuple(PART_OF_SPEECH)
+MASKS_KEPT = 256  # filters' masks a vocabulary keeps (`WordVocabulary.mask`)
 
 
 def surface_form(token: str, word_start_marker: str | None) -> str | None:
@@ -112,6 +112,9 @@ class WordVocabulary:
         self.candidate_mask = np.array([w is not None for w in words], dtype=bool)
         self.lengths = np.array([letters(w) if w else 0 for w in words]) if lengths is None else lengths
         self.id_of = {w: i for i, w in enumerate(words) if w is not None}
+        # the masks of the filters asked for, kept with this vocabulary (a cache on the class kept every
+        # vocabulary it had seen alive, a dropped model's too)
+        self._masks: dict[WordFilter, np.ndarray] = {}
         self._pos_source = pos_of if callable(pos_of) else None
         if not callable(pos_of):
             self.__dict__["_pos_of"] = _as_sets(pos_of)
@@ -151,10 +154,14 @@ class WordVocabulary:
 
     def mask(self, word_filter: WordFilter = WordFilter()) -> np.ndarray:
         """Boolean mask (V,): True where a token is a whole word that passes the filter."""
-        return self._mask(word_filter).copy()
+        mask = self._masks.get(word_filter)
+        if mask is None:
+            if len(self._masks) >= MASKS_KEPT:  # a user's many patterns stay bounded (clear: atomic, threads)
+                self._masks.clear()
+            mask = self._masks[word_filter] = self._computed_mask(word_filter)
+        return mask.copy()
 
-    @lru_cache(maxsize=256)
-    def _mask(self, f: WordFilter) -> np.ndarray:
+    def _computed_mask(self, f: WordFilter) -> np.ndarray:
         if f.pos and f.pos.strip().lower()[:1] not in POS_TAGS:
             raise ValueError(f"unknown part of speech {f.pos!r}: use n, v, a or r")
         if f.pos and not self._pos_of:
