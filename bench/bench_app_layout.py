@@ -33,7 +33,7 @@ def main() -> None:
     p.add_argument("--model", required=True, type=Path)
     args = p.parse_args()
     engine = Engine.load(args.model, decoder=None, open_vocabulary=False)
-    engine.enable_open_vocabulary(cache_dir=user_cache_dir("open-vocab"), compact=False)
+    engine.vocabulary.enable(cache_dir=user_cache_dir("open-vocab"), compact=False)
     path = engine.vocabulary_layout_path()
     aside = Path(tempfile.mkdtemp())
     for kept in path.parent.glob(path.stem + "*"):  # the layout, its moves and its definitions

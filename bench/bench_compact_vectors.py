@@ -1,5 +1,5 @@
 """How long a download's compact open-vocabulary vectors take to make (issue 54, 4): product-quantize
-`--rows` unit rows of `--width` numbers to `--subspaces` bytes a row, as `Engine.save_compact_open_vocab`
+`--rows` unit rows of `--width` numbers to `--subspaces` bytes a row, as `OpenVocabulary.save_compact`
 does for the 264,081 words and definitions of WordNet (random rows: the time does not depend on them).
 
     python -m bench.bench_compact_vectors                  # the shipped model's size

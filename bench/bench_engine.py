@@ -5,7 +5,7 @@
                                  [--open-vocabulary]
 
 Prints medians over repeated runs. `--open-vocabulary` answers from all 147k WordNet words and
-phrases (Engine.enable_open_vocabulary, vectors cached in data/cache/open-vocab) and also prints
+phrases (`engine.vocabulary.enable`, vectors cached in data/cache/open-vocab) and also prints
 the memory it adds. Encode throughput against SentenceTransformer is measured by
 bench/bench_encode.py.
 """
@@ -62,7 +62,7 @@ def main() -> int:
     if args.open_vocabulary:
         engine.predict_words(QUERIES[0])  # the closed vocabulary's own matrices first, so they are not counted
         before = resident_mb()
-        engine.enable_open_vocabulary(cache_dir=Path("data/cache/open-vocab"))
+        engine.vocabulary.enable(cache_dir=Path("data/cache/open-vocab"))
         engine.predict_words(QUERIES[0])
         extra = [("open vocabulary: candidates", f"{len(engine.words.open_vocab.candidates):,}"),
                  ("open vocabulary: memory added (MB, resident)", f"{resident_mb() - before:.0f}")]

@@ -111,9 +111,9 @@ def activation(out: Path, test) -> dict:
         with tempfile.TemporaryDirectory() as cache:
             started = time.perf_counter()
             if folder is None:
-                engine.enable_open_vocabulary()
+                engine.vocabulary.enable()
             else:
-                engine.enable_open_vocabulary(cache_dir=cache)  # the parent's vectors: found in the user cache
+                engine.vocabulary.enable(cache_dir=cache)  # the parent's vectors: found in the user cache
             seconds = time.perf_counter() - started
         with scored_with(engine, engine.words.open_vocab.without_definitions(e.definition for e in test)):
             held_out = summary(ranks(engine, [Query(e.definition, e.word) for e in test]))

@@ -30,6 +30,7 @@ from core.evaluation.reverse import read_human_descriptions
 from core.paths import HUMAN_DESCRIPTIONS, user_cache_dir
 from core.words.exact_rescoring import FIRST, MARGIN, ExactRescorer, ExactVectors
 from core.words.open_vocab import int8_rows
+from core.words.open_vocabulary import VocabularyState
 
 K = 10
 
@@ -65,7 +66,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"compact vectors alone: {summary(answers(compact, queries), reference, queries)}; "
               f"{times(compact, timed)}")
         for first in args.first:
-            vectors = compact.exact_vectors(Path(fresh) / str(first))  # empty: a fresh start's (the tower built anew)
+            vectors = compact.vocabulary.exact_vectors(Path(fresh) / str(first))  # empty: a fresh start's (the tower built anew)
             scorer.rescorer = ExactRescorer(vectors, first, args.margin)
             cold = times(compact, timed)  # a fresh start: what the first candidates need is embedded now
             print(f"first {first} re-scored: from an empty cache, {cold} "
@@ -83,13 +84,13 @@ def load(model: Path | None, precision: str, exact: bool, cache: Path | None = N
     engine = Engine.load(model, decoder=None, open_vocabulary=False)
     engine.words.set_precision(precision)
     if exact:
-        cached = user_cache_dir("open-vocab") / engine._open_vocab_cache_name(engine.words.candidates())
+        cached = user_cache_dir("open-vocab") / engine.vocabulary.cache_name(engine.words.candidates())
         if not cached.is_file():
             return None
-        engine.enable_open_vocabulary(cache_dir=user_cache_dir("open-vocab"), compact=False)
+        engine.vocabulary.enable(cache_dir=user_cache_dir("open-vocab"), compact=False)
     else:
-        engine.enable_open_vocabulary(cache_dir=cache)
-        if not engine.words.compact:
+        engine.vocabulary.enable(cache_dir=cache)
+        if engine.vocabulary.state is not VocabularyState.COMPACT:
             raise SystemExit(f"{cache} holds this model's full vectors: name an on-demand cache without them")
     return engine
 

@@ -133,7 +133,7 @@ def engine_side(definitions: bool = False) -> None:
     from core.explore.vocabulary_map import place
 
     engine = Engine.load(decoder=None, open_vocabulary=False)
-    engine.enable_open_vocabulary(cache_dir=user_cache_dir("open-vocab"), compact=False)
+    engine.vocabulary.enable(cache_dir=user_cache_dir("open-vocab"), compact=False)
     active = ActiveModel(ModelSpec(DEFAULT_CHECKPOINT.name, DEFAULT_CHECKPOINT), engine)
     coords = active.vocabulary_map.layout()
     if definitions:

@@ -207,7 +207,7 @@ def open_vocabulary(args, device, report) -> dict:
     candidates = engine.words.candidates()
     texts = len(candidates.words) + len(candidates.definitions)
     started = time.perf_counter()
-    engine.enable_open_vocabulary()
+    engine.vocabulary.enable()
     gpu_seconds = time.perf_counter() - started
     sample = list(candidates.words[:args.cpu_sample])
     tower = ENGINES["cpu"].word_encoder()

@@ -79,7 +79,7 @@ def main() -> None:
     torch.set_num_threads(1)
     engine = Engine.load(DEFAULT_CHECKPOINT, decoder=None, open_vocabulary=False)
     engine.words.set_precision("float32")
-    engine.enable_open_vocabulary(cache_dir=user_cache_dir("open-vocab"), compact=False)
+    engine.vocabulary.enable(cache_dir=user_cache_dir("open-vocab"), compact=False)
     weights = {k: float(v) for k, v in (pair.split("=") for pair in args.weights)}
     engine.words.config = dataclasses.replace(engine.words.config, **weights)
     base = engine.words.open_vocab.with_config(engine.words.config)

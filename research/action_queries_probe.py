@@ -43,7 +43,7 @@ def main() -> None:
     torch.set_num_threads(1)
     engine = Engine.load(DEFAULT_CHECKPOINT, decoder=None, open_vocabulary=False)
     engine.words.set_precision("float32")
-    engine.enable_open_vocabulary(cache_dir=user_cache_dir("open-vocab"), compact=False)
+    engine.vocabulary.enable(cache_dir=user_cache_dir("open-vocab"), compact=False)
     actions = [q for q in read_human_descriptions(HUMAN_DESCRIPTIONS) if describes_action(q.text)]
     found = {}
     for name, rewrite in VARIANTS.items():

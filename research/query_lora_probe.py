@@ -134,7 +134,7 @@ def main() -> None:
     engine.words.set_precision("float32")
     # the exact vectors from the user cache, as eval-reverse (2026-11-29 this read the compact ones, which are now
     # re-scored with exact vectors embedded on demand: minutes a set on one thread)
-    engine.enable_open_vocabulary(cache_dir=user_cache_dir("open-vocab"), compact=False)
+    engine.vocabulary.enable(cache_dir=user_cache_dir("open-vocab"), compact=False)
     texts, people, dictionary, actions, norms = training_texts(engine)
     _, _, actions = common_candidates(engine.words.open_vocab, people, actions, args.candidates)  # the same subset
     scorer, people, dictionary = common_candidates(engine.words.open_vocab, people, dictionary, args.candidates)

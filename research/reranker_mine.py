@@ -36,7 +36,7 @@ def probe_engine(model: str) -> Engine:
     issue-38 probes scored it (`git show 666302e:research/human_fusion_probe.py`, where this came from)."""
     engine = Engine.load(model, decoder=None)
     engine.words.set_precision("float32")
-    engine.enable_open_vocabulary(cache_dir=user_cache_dir("open-vocab"))
+    engine.vocabulary.enable(cache_dir=user_cache_dir("open-vocab"))
     return engine
 
 

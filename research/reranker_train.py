@@ -67,7 +67,7 @@ def export_bundle(model: str, lists: Path, out: Path) -> None:
     from core import Engine  # here: the device machine has none of the engine's packages
 
     engine = Engine.load(model, decoder=None)
-    engine.enable_open_vocabulary()
+    engine.vocabulary.enable()
     cands = engine.words.open_vocab.candidates
     data = torch.load(lists)
     strings: dict[str, int] = {}  # every candidate text once: the lists repeat them

@@ -29,7 +29,7 @@ def main(argv: list[str] | None = None) -> int:
     queries = read_human_descriptions()
     engine = Engine.load(decoder=None, open_vocabulary=False)
     engine.words.set_precision("float32")  # the vectors kept, to quantize again
-    engine.enable_open_vocabulary()  # the checkpoint's compact vectors: the proxy's "exact" ones
+    engine.vocabulary.enable()  # the checkpoint's compact vectors: the proxy's "exact" ones
     fine = engine.words.open_vocab
     fine.rescorer = None
     reference = answers(engine, queries)

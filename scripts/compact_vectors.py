@@ -29,7 +29,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     started = time.perf_counter()
     engine = Engine.load(args.model, decoder=None, open_vocabulary=False)
-    target = engine.save_compact_open_vocab(args.subspaces, progress=progress("candidates"))
+    target = engine.vocabulary.save_compact(args.subspaces, progress=progress("candidates"))
     print(f"{target}: {target.stat().st_size / 1e6:.1f} MB in {time.perf_counter() - started:.0f} s")
 
 

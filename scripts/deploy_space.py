@@ -29,7 +29,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from core.engine import SHIPPED_VECTORS as VECTORS  # a checkpoint's folder of precomputed vectors
+from core.words.open_vocabulary import SHIPPED_VECTORS as VECTORS  # a checkpoint's folder of precomputed vectors
 
 REPO = Path(__file__).resolve().parents[1]
 FILES = ("app.py", "requirements.txt", "README.md")
@@ -63,7 +63,7 @@ def ship_vectors(root: Path) -> Path:
     from core.paths import user_cache_dir
 
     engine = Engine.load(root / FOLDERS[2], open_vocabulary=False, decoder=None, device="cpu")
-    name = engine._open_vocab_cache_name(engine.words.candidates())
+    name = engine.vocabulary.cache_name(engine.words.candidates())
     target = root / FOLDERS[2] / VECTORS / name
     cached = user_cache_dir("open-vocab") / name
     if not target.is_file():
@@ -71,7 +71,7 @@ def ship_vectors(root: Path) -> Path:
         if cached.is_file():
             shutil.copyfile(cached, target)
         else:
-            engine.open_vocabulary_on_first_use = True
+            engine.vocabulary.defer()
             engine.predict_words("a word")  # embeds them into the user cache, with a progress bar
             shutil.copyfile(cached, target)
     return target

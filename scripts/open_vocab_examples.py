@@ -24,7 +24,7 @@ def main() -> None:
     args = p.parse_args()
     engine = Engine.load(args.model, decoder=None, precision="auto")
     closed = [engine.predict_words(d, k=args.k) for d in args.descriptions]
-    engine.enable_open_vocabulary(cache_dir=Path("data/cache/open-vocab"))
+    engine.vocabulary.enable(cache_dir=Path("data/cache/open-vocab"))
     print("| description | single-token words (before) | open vocabulary |\n|---|---|---|")
     for description, before in zip(args.descriptions, closed):
         after = engine.predict_words(description, k=args.k)

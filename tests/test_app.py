@@ -23,6 +23,7 @@ from app.shared.models import BASE_LABEL, Models, ModelSpec, ModelUnavailable, a
 from app.views.projection import Projector
 from core import Engine
 from core.readout import find_decoder_dir
+from core.words import EmbeddingProgress, VocabularyState
 from tests.conftest import TINY_WORDS
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -69,7 +70,7 @@ def test_reverse_dictionary_answers_phrases_with_their_definitions_once_the_open
     pending, _ = studio.reverse.reverse_dictionary("a frozen sweet food", 5)
     assert "full vocabulary" in pending
     lemmas = [e for e in load_wordnet_lemmas() if e.word in ("ice cream", "red tape", "dog", "give up")]
-    engine.enable_open_vocabulary(dictionary=lemmas)
+    engine.vocabulary.enable(dictionary=lemmas)
     rows = sv.reverse_dictionary(engine, sv.WordQuery("a frozen sweet food", k=4))
     assert {r.word for r in rows} == {"ice cream", "red tape", "dog", "give up"}
     assert len(rows) == 4 and all(r.definitions and r.definitions[0].word == r.word for r in rows)
@@ -86,7 +87,7 @@ def test_a_words_senses_are_shown_best_match_first(tiny_mlm_dir):
     assert sv.definitions_of("dog")[0].definition.startswith("a member of the genus Canis")
     for open_vocabulary in (False, True):
         if open_vocabulary:
-            engine.enable_open_vocabulary(dictionary=[e for e in load_wordnet_lemmas() if e.word in ("dog", "cat")])
+            engine.vocabulary.enable(dictionary=[e for e in load_wordnet_lemmas() if e.word in ("dog", "cat")])
         [row] = sv.reverse_dictionary(engine, query)
         assert row.word == "dog" and row.definitions[0].definition == "informal term for a man"
         assert len(row.definitions) == 3 and all(e.word == "dog" for e in row.definitions)
@@ -173,18 +174,18 @@ def test_search_analogy_and_interpolation_search_the_chosen_collection(tiny_mlm_
     assert len(rows) == 3 and all(":" in text for *_, text in rows)  # no open vocabulary yet: the sample
     with pytest.raises(ValueError, match="needs the full vocabulary"):
         studio.similarity.search("an animal", sv.EVERY_WORD, None, 3, Session())
-    engine.enable_open_vocabulary(dictionary=[
+    engine.vocabulary.enable(dictionary=[
         Entry("dog", "a domestic animal that barks", "n"), Entry("king", "a man who rules a country", "n"),
         Entry("monarch", "a man who rules a country", "n"), Entry("ice cream", "a frozen sweet food", "n")])
     every_definition = ["dog: a domestic animal that barks", "ice cream: a frozen sweet food",
                         "king, monarch: a man who rules a country"]
     rows, notice, _ = studio.similarity.search("an animal that barks", sv.LARGEST_READY, None, 5, Session())
     assert sorted(text for *_, text in rows) == every_definition and notice == ""
-    engine.words.compact = True  # a fresh clone's compact vectors: still every definition, not the sample (issue 62)
+    engine.vocabulary.state = VocabularyState.COMPACT  # a fresh clone's: still every definition, not the sample (issue 62)
     rows, notice, _ = studio.similarity.search("an animal that barks", sv.LARGEST_READY, None, 5, Session())
     assert sorted(text for *_, text in rows) == every_definition
     assert "compressed copy" in notice  # their cosines shift once the exact vectors are in: the user is told
-    engine.words.compact = False
+    engine.vocabulary.state = VocabularyState.EXACT
     rows, notice, _ = studio.similarity.search("an animal that barks", sv.EVERY_WORD, None, 5, Session())
     assert notice == ""
     assert sorted(text for *_, text in rows) == ["dog", "ice cream", "king", "monarch"]
@@ -369,32 +370,34 @@ def test_a_fresh_starts_first_answer_comes_from_the_whole_vocabulary(tiny_mlm_di
     monkeypatch.setattr(core.words.scorer, "load_wordnet_lemmas", lambda: lemmas)  # WordNet's stand-in
     monkeypatch.setenv("DEFSENT_CACHE_DIR", str(tmp_path / "cache"))
     saved = Engine.from_base(str(tiny_mlm_dir)).save(tmp_path / "checkpoints" / "tiny")
-    Engine.load(saved, decoder=None, open_vocabulary=False).save_compact_open_vocab(subspaces=2,
-                                                                                     cache_dir=tmp_path / "elsewhere")
+    Engine.load(saved, decoder=None, open_vocabulary=False).vocabulary.save_compact(subspaces=2,
+                                                                                    cache_dir=tmp_path / "elsewhere")
     # a fresh start: an empty cache; the background preparation, which would build the vocabulary too, does nothing
     monkeypatch.setenv("DEFSENT_CACHE_DIR", str(tmp_path / "fresh-cache"))
     monkeypatch.setattr(app.handlers.studio, "prepare_model", lambda active, progress=None, open_vocabulary=True: None)
     studio = start_studio(ModelSpec("tiny", saved), tmp_path / "checkpoints", warm_up_umap=False, delay=0)
     words, _ = studio.reverse.reverse_dictionary("a frozen sweet food", 3)
     assert "ice cream" in words  # a phrase: only the whole vocabulary has it
-    assert studio.models.active().engine.words.compact and "compressed copy" in words  # and it says so, plainly
+    assert studio.models.active().engine.vocabulary.state is VocabularyState.COMPACT
+    assert "compressed copy" in words  # and it says so, plainly
 
 
 def test_a_bar_of_background_work_goes_when_the_work_ends(studio, monkeypatch):
     """Issue 76, 2: a bar "embedding 264,003/264,003 ... about 0 s left" stayed on screen."""
     from app.handlers.reverse import vocabulary_progress_html
     active = studio.models.active()
-    active.open_vocab_progress = (66_000, 264_003, 200.0)
+    vocabulary = active.engine.vocabulary
+    vocabulary.progress = EmbeddingProgress(66_000, 264_003, 200.0)
     assert "66,000/264,003" in studio.reverse.vocabulary_progress()[0]
     assert "about 3 min left" in vocabulary_progress_html(active)
-    active.open_vocab_progress = (264_003, 264_003, 0.0)  # embedded; saved and read back next: seconds
+    vocabulary.progress = EmbeddingProgress(264_003, 264_003, 0.0)  # embedded; saved and read back next: seconds
     assert "0 s left" not in studio.reverse.vocabulary_progress()[0]
-    active.open_vocab_progress = None  # done: the tab's polling then shows nothing, and stops
+    vocabulary.progress = None  # done: the tab's polling then shows nothing, and stops
     assert studio.reverse.vocabulary_progress() == ("", True)  # no vocabulary yet: it polls on, for the work to come
-    active.open_vocab_progress = (66_000, 264_003, 200.0)
+    vocabulary.progress = EmbeddingProgress(66_000, 264_003, 200.0)
     words, _ = studio.reverse.reverse_dictionary("an animal", 3)
     assert "ds-progress" not in words  # an answer holds no bar, even while the work runs: it would stay after it
-    active.open_vocab_progress = None
+    vocabulary.progress = None
     monkeypatch.setattr(active.engine.words, "open_vocab", SimpleNamespace())  # its whole vocabulary, exact
     assert studio.reverse.vocabulary_progress() == ("", False)  # final: nothing more to wait for
 
@@ -433,9 +436,9 @@ def test_the_reverse_dictionary_says_when_it_answers_from_approximate_vectors(ti
     engine = Engine.from_base(str(tiny_mlm_dir))
     studio = Studio(Models.from_engine(engine, ModelSpec("tiny", base=str(tiny_mlm_dir)), tmp_path), Projector(),
                     JobManager())
-    engine.enable_open_vocabulary(dictionary=[e for e in load_wordnet_lemmas() if e.word in ("dog", "ice cream")])
+    engine.vocabulary.enable(dictionary=[e for e in load_wordnet_lemmas() if e.word in ("dog", "ice cream")])
     exact, _ = studio.reverse.reverse_dictionary("a frozen sweet food", 2)
-    engine.words.compact = True  # as read from a checkpoint's compact vectors
+    engine.vocabulary.state = VocabularyState.COMPACT  # as read from a checkpoint's compact vectors
     approximate, _ = studio.reverse.reverse_dictionary("a frozen sweet food", 2)
     assert "compressed copy" in approximate and "ice cream" in approximate
     assert "compressed copy" not in exact and "ice cream" in exact
@@ -445,7 +448,7 @@ def test_an_answer_is_written_in_the_form_the_description_asks_for_with_its_lemm
     """Issue 60, 2: "sticks of wax that burn" asks for candles; the app offered lemmas only."""
     from core.lexicon.dictionary import load_wordnet_lemmas
     engine = Engine.from_base(str(tiny_mlm_dir))
-    engine.enable_open_vocabulary(dictionary=[e for e in load_wordnet_lemmas() if e.word in ("candle", "dog")])
+    engine.vocabulary.enable(dictionary=[e for e in load_wordnet_lemmas() if e.word in ("candle", "dog")])
     [plural] = sv.reverse_dictionary(engine, sv.WordQuery("sticks of wax that burn to give light", k=1,
                                                           pattern="candle"))
     [lemma] = sv.reverse_dictionary(engine, sv.WordQuery("a stick of wax that burns to give light", k=1,

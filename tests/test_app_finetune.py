@@ -260,12 +260,13 @@ def test_a_downloaded_fine_tune_answers_from_the_compact_vectors_it_carries(tiny
     from app.views.projection import Projector
     from core.lexicon import Entry
     from core.paths import user_cache_dir
-    from core.words.open_vocab import COMPACT_VECTORS
+    from core.words import VocabularyState
+    from core.words.open_vocab import COMPACT_VECTORS, compact_name
 
     monkeypatch.setattr(core.words.scorer, "load_wordnet_lemmas",  # WordNet's stand-in
                         lambda: [Entry(w, d) for w, d in DEFINITIONS.items()] + [Entry("ice cream", "a cold sweet food")])
     parent = Engine.from_base(str(tiny_mlm_dir))
-    parent.enable_open_vocabulary(cache_dir=user_cache_dir("open-vocab"))  # the active model's, as the app caches them
+    parent.vocabulary.enable(cache_dir=user_cache_dir("open-vocab"))  # the active model's, as the app caches them
     studio = Studio(Models.from_engine(parent, ModelSpec("tiny", base=str(tiny_mlm_dir)), tmp_path / "checkpoints"),
                     Projector(), JobManager())
     _, session = studio.finetune.validate_upload(str(dictionary_file), 0, Session())
@@ -287,7 +288,8 @@ def test_a_downloaded_fine_tune_answers_from_the_compact_vectors_it_carries(tiny
     candidate_texts = {*DEFINITIONS, *DEFINITIONS.values(), "ice cream", "a cold sweet food", "zzzz",
                        "not a word the head knows"}
     assert embedded[0] == "a cold sweet food" and set(embedded[1:]) <= candidate_texts
-    assert {"ice cream", "zzzz"} <= set(words) and loaded.words.compact and loaded.words.reused
+    assert {"ice cream", "zzzz"} <= set(words) and loaded.vocabulary.state is VocabularyState.COMPACT
+    assert compact_name(loaded.checkpoint_dir / COMPACT_VECTORS).endswith("-reused.safetensors")  # its parent's, quantized
 
 
 def test_the_reports_missed_words_are_those_the_activated_model_misses(tiny_mlm_dir, dictionary_file, tmp_path,
@@ -305,7 +307,7 @@ def test_the_reports_missed_words_are_those_the_activated_model_misses(tiny_mlm_
                         lambda: [Entry(w, d) for w, d in DEFINITIONS.items()] + [Entry("ice cream", "a cold sweet food")])
     monkeypatch.setenv("DEFSENT_CACHE_DIR", str(tmp_path / "cache"))
     parent = Engine.from_base(str(tiny_mlm_dir))
-    parent.enable_open_vocabulary(cache_dir=user_cache_dir("open-vocab"))  # the active model's, as the app caches them
+    parent.vocabulary.enable(cache_dir=user_cache_dir("open-vocab"))  # the active model's, as the app caches them
     upload = validate_upload(parent, dictionary_file)
     result = run_finetune(Job("j", "test", lambda j: None), lambda: Engine.from_base(str(tiny_mlm_dir)), upload,
                           FinetuneSettings(max_steps=4, batch_size=4, evaluations=1), "tiny", tmp_path / "staged")

@@ -13,6 +13,7 @@ from app.handlers import Session
 from app.shared.models import ModelSpec
 from core import Engine
 from core.lexicon.dictionary import Entry
+from core.words import VocabularyState
 from tests.conftest import DEFINITIONS
 
 pytestmark = pytest.mark.usefixtures("cache_in_tmp")  # the cache in tmp_path: tests/conftest.py
@@ -283,7 +284,7 @@ def test_an_activated_fine_tune_answers_with_its_parents_vectors_then_its_own(ti
     monkeypatch.setenv("DEFSENT_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setattr(core.words.scorer, "load_wordnet_lemmas", lambda: [Entry(w, d) for w, d in DEFINITIONS.items()])
     parent = Engine.from_base(str(tiny_mlm_dir))
-    parent.enable_open_vocabulary(cache_dir=cache_dir("open-vocab"))  # as the app cached the active model's
+    parent.vocabulary.enable(cache_dir=cache_dir("open-vocab"))  # as the app cached the active model's
     fingerprint = parent.fingerprint
     with torch.no_grad():  # "fine-tuning"
         next(parent.encoder.parameters()).add_(0.01)
@@ -292,12 +293,12 @@ def test_an_activated_fine_tune_answers_with_its_parents_vectors_then_its_own(ti
                        training={"open_vocab_parent": {"fingerprint": fingerprint, "user_entries": 0}})
     active = ActiveModel(ModelSpec("tuned", path), Engine.load(path, open_vocabulary=False, decoder=None))
     prepare_model(active)
-    assert active.engine.words.open_vocab is not None  # answering: the parent's vectors and its new word
+    assert active.engine.vocabulary.enabled  # answering: the parent's vectors and its new word
     assert any(f.stem.endswith("-reused") for f in cache_dir("open-vocab").iterdir())
     for thread in threading.enumerate():
         if thread.name == "own-vectors":
             thread.join(timeout=60)
-    assert not active.engine.words.reused  # then its own, embedded in the background
+    assert active.engine.vocabulary.state is VocabularyState.EXACT  # then its own, embedded in the background
     assert "zib zab" in active.engine.words.open_vocab.candidates.words
 
 
@@ -312,19 +313,19 @@ def test_a_fresh_clone_answers_with_the_compact_vectors_then_embeds_exact_ones(t
     monkeypatch.setattr(core.words.scorer, "load_wordnet_lemmas", lambda: [Entry(w, d) for w, d in DEFINITIONS.items()])
     monkeypatch.setenv("DEFSENT_CACHE_DIR", str(tmp_path / "build-cache"))
     path = Engine.from_base(str(tiny_mlm_dir)).save(tmp_path / "checkpoints" / "shipped")
-    Engine.load(path, open_vocabulary=False, decoder=None).save_compact_open_vocab(subspaces=4)  # as shipped
+    Engine.load(path, open_vocabulary=False, decoder=None).vocabulary.save_compact(subspaces=4)  # as shipped
     monkeypatch.setenv("DEFSENT_CACHE_DIR", str(tmp_path / "fresh-cache"))  # another machine: nothing cached
     active = ActiveModel(ModelSpec("shipped", path), Engine.load(path, open_vocabulary=False, decoder=None))
     gate, real_embedding = threading.Event(), app.handlers.studio.embed_own_vectors
     monkeypatch.setattr(app.handlers.studio, "embed_own_vectors", lambda model: gate.wait(60) and real_embedding(model))
     prepare_model(active)
-    assert active.engine.words.compact
-    assert len(active.engine.words.open_vocab.candidates.words) == len(DEFINITIONS)  # every word, at once
+    assert active.engine.vocabulary.state is VocabularyState.COMPACT
+    assert len(active.engine.vocabulary.scorer.candidates.words) == len(DEFINITIONS)  # every word, at once
     gate.set()
     for thread in threading.enumerate():
         if thread.name == "own-vectors":
             thread.join(timeout=60)
-    assert not active.engine.words.compact  # then its own exact vectors, embedded in the background
+    assert active.engine.vocabulary.state is VocabularyState.EXACT  # then its own exact vectors, embedded in the background
 
 
 def test_the_collection_hint_is_short_enough_for_a_phone():

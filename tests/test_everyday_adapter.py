@@ -24,7 +24,7 @@ DICTIONARY = [Entry(w, d, "n", (), f"{i}-n") for i, (w, d) in enumerate([
 def engine(tiny_mlm_dir) -> Engine:
     engine = Engine.from_base(str(tiny_mlm_dir))
     engine.words.set_precision("float32")
-    engine.enable_open_vocabulary(dictionary=DICTIONARY)
+    engine.vocabulary.enable(dictionary=DICTIONARY)
     return engine
 
 

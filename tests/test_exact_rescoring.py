@@ -10,6 +10,7 @@ import core.words.product_quantizer
 from core import Engine
 from core.lexicon.dictionary import Entry
 from core.words.exact_rescoring import MAX_SHARDS, ExactRescorer, ExactVectors
+from core.words import VocabularyState
 from core.words.vocabulary import WordFilter
 from tests.test_open_vocab import DICTIONARY as OPEN_VOCAB_DICTIONARY
 
@@ -26,11 +27,11 @@ def served(tiny_mlm_dir, tmp_path, monkeypatch):
     exact = Engine.load(saved, decoder=None, open_vocabulary=False)
     exact.words.set_precision("float32")
     monkeypatch.setattr(core.words.product_quantizer, "CENTROIDS", 2)  # coarse: far from the exact vectors
-    exact.save_compact_open_vocab(subspaces=2, dictionary=DICTIONARY)
+    exact.vocabulary.save_compact(subspaces=2, dictionary=DICTIONARY)
     compact = Engine.load(saved, decoder=None, open_vocabulary=False)
     compact.words.set_precision("float32")
-    compact.enable_open_vocabulary(dictionary=DICTIONARY, cache_dir=tmp_path / "fresh-cache")
-    assert compact.words.compact and not exact.words.compact
+    compact.vocabulary.enable(dictionary=DICTIONARY, cache_dir=tmp_path / "fresh-cache")
+    assert compact.vocabulary.state is VocabularyState.COMPACT and exact.vocabulary.state is VocabularyState.EXACT
     return compact, exact
 
 
@@ -120,7 +121,7 @@ def test_the_cli_says_when_it_answers_from_approximate_vectors(tiny_mlm_dir, tmp
     engine = Engine.from_base(str(tiny_mlm_dir))
     engine.words.user_dictionary = [Entry("zib zab", "a thing nobody has named before", "n")]  # answers: on first use
     saved = engine.save(tmp_path / "model")
-    Engine.load(saved, decoder=None, open_vocabulary=False).save_compact_open_vocab(subspaces=2)
+    Engine.load(saved, decoder=None, open_vocabulary=False).vocabulary.save_compact(subspaces=2)
     assert main(["words", "a frozen sweet food", "-k", "2", "--model", str(saved)]) == 0
     assert "approximate vectors" not in capsys.readouterr().err  # the exact ones are in the user cache
     monkeypatch.setenv("DEFSENT_CACHE_DIR", str(tmp_path / "fresh-cache"))

@@ -9,6 +9,7 @@ from core import Engine
 from core.words.scorer import without_inflections
 from core.lexicon.dictionary import Entry, definition_key, extend_split, load_wordnet, load_wordnet_lemmas, split_by_word
 from core.words.open_vocab import Candidates, OpenScorer, OpenVocabConfig
+from core.words import VocabularyState
 from core.words.word_tower import WordTowerConfig, fit_word_tower, tower_fingerprint
 
 DICTIONARY = [
@@ -36,7 +37,7 @@ def test_candidates_know_tokens_phrases_and_shared_definitions(engine):
 
 
 def test_phrases_are_answers_and_filters_work_on_them(engine):
-    engine.enable_open_vocabulary(dictionary=DICTIONARY)
+    engine.vocabulary.enable(dictionary=DICTIONARY)
     words = [w for w, _ in engine.predict_words("a frozen sweet food made of cream", k=6)]
     assert sorted(words) == sorted(c for c in engine.words.open_vocab.candidates.words)
     assert [w for w, _ in engine.predict_words("food", k=6, pattern="ice*")] == ["ice cream"]
@@ -85,7 +86,7 @@ def test_int8_scores_rank_like_float32(engine):
 
 
 def test_vectors_are_cached_per_model_and_candidates(engine, tmp_path, monkeypatch):
-    engine.enable_open_vocabulary(dictionary=DICTIONARY, cache_dir=tmp_path)
+    engine.vocabulary.enable(dictionary=DICTIONARY, cache_dir=tmp_path)
     u = engine.encode(["a frozen sweet food"])
     first = engine.words.ranked(u, k=6)
     assert len(list(tmp_path.glob("*.safetensors"))) == 1 and not list(tmp_path.glob("*.tmp"))
@@ -94,24 +95,24 @@ def test_vectors_are_cached_per_model_and_candidates(engine, tmp_path, monkeypat
         raise AssertionError("the cached vectors should have been loaded")
 
     monkeypatch.setattr(engine, "encode", no_encoding)
-    engine.enable_open_vocabulary(dictionary=DICTIONARY, cache_dir=tmp_path)
+    engine.vocabulary.enable(dictionary=DICTIONARY, cache_dir=tmp_path)
     # the same words and scores: a model answers alike whether its cache existed or was just written
     # (the load test's switched-to models differed by 0.01-0.1 points from the first instance)
     assert engine.words.ranked(u, k=6) == first
     with pytest.raises(AssertionError, match="cached"):  # another candidate list is another file
-        engine.enable_open_vocabulary(dictionary=DICTIONARY[:3], cache_dir=tmp_path)
+        engine.vocabulary.enable(dictionary=DICTIONARY[:3], cache_dir=tmp_path)
 
 
 def test_memory_is_handed_back_after_a_large_vocabulary_only(engine, monkeypatch):
     """A full garbage collection and malloc_trim after WordNet's 264k candidates; not after a dictionary's few."""
-    import core.engine
+    import core.words.open_vocabulary
 
     trims = []
-    monkeypatch.setattr(core.engine, "return_freed_memory", lambda: trims.append(1))
-    engine.enable_open_vocabulary(dictionary=DICTIONARY)
+    monkeypatch.setattr(core.words.open_vocabulary, "return_freed_memory", lambda: trims.append(1))
+    engine.vocabulary.enable(dictionary=DICTIONARY)
     assert trims == []
-    monkeypatch.setattr(core.engine, "TRIM_AFTER_CANDIDATES", 10)  # the candidates: 6 words, 5 definitions
-    engine.enable_open_vocabulary(dictionary=DICTIONARY)
+    monkeypatch.setattr(core.words.open_vocabulary, "TRIM_AFTER_CANDIDATES", 10)  # the candidates: 6 words, 5 definitions
+    engine.vocabulary.enable(dictionary=DICTIONARY)
     assert trims == [1]
 
 
@@ -172,15 +173,15 @@ def test_open_vocabulary_weights_tower_and_older_map_travel_with_the_checkpoint(
     assert loaded.words.config == engine.words.config
     torch.testing.assert_close(loaded.words.word_map.weight, engine.words.word_map.weight)
     assert tower_fingerprint(loaded.words.tower) == tower_fingerprint(engine.words.tower)
-    engine.enable_open_vocabulary(dictionary=DICTIONARY)
-    loaded.enable_open_vocabulary(dictionary=DICTIONARY)
+    engine.vocabulary.enable(dictionary=DICTIONARY)
+    loaded.vocabulary.enable(dictionary=DICTIONARY)
     assert loaded.words.open_vocab.config == engine.words.config and loaded.words.open_vocab.word_map is loaded.words.word_map
     u = torch.randn(3, 32)
     torch.testing.assert_close(loaded.words.open_vocab.scores(u, loaded.words.logits(u)),
                                engine.words.open_vocab.scores(u, engine.words.logits(u)))
     for tower in (engine.words.tower, None):  # another tower, another cache file
         engine.words.tower = tower
-        engine.enable_open_vocabulary(dictionary=DICTIONARY, cache_dir=tmp_path / "cache")
+        engine.vocabulary.enable(dictionary=DICTIONARY, cache_dir=tmp_path / "cache")
     assert len(list((tmp_path / "cache").iterdir())) == 2
 
 
@@ -200,7 +201,7 @@ def test_a_fine_tuned_dictionary_travels_with_the_checkpoint_and_its_words_are_a
 
 def test_the_open_vocabulary_progress_only_goes_forward_to_one_total(engine):
     seen = []
-    engine.enable_open_vocabulary(dictionary=DICTIONARY, progress=lambda done, total: seen.append((done, total)))
+    engine.vocabulary.enable(dictionary=DICTIONARY, progress=lambda done, total: seen.append((done, total)))
     c = engine.words.open_vocab.candidates
     assert {total for _, total in seen} == {len(c.words) + len(c.definitions)}
     assert [done for done, _ in seen] == sorted(done for done, _ in seen) and seen[-1][0] == seen[-1][1]
@@ -218,7 +219,7 @@ def test_two_spellings_of_one_word_take_one_place():
 
 
 def test_a_querys_word_in_another_spelling_is_left_out_too(engine):
-    engine.enable_open_vocabulary(dictionary=DICTIONARY + [Entry("gray", "a colour between black and white", "n")])
+    engine.vocabulary.enable(dictionary=DICTIONARY + [Entry("gray", "a colour between black and white", "n")])
     every = len(engine.words.open_vocab.candidates)
     assert "gray" in [w for w, _ in engine.predict_words("a grey colour", k=every, exclude_query_words=False)]
     assert "gray" not in [w for w, _ in engine.predict_words("a grey colour", k=every)]  # left out by default
@@ -305,7 +306,7 @@ def test_a_missing_gcide_is_named_with_its_fetch_script(tmp_path):
 
 
 def test_answers_are_ranked_by_score_even_where_probabilities_underflow_to_zero(engine):
-    engine.enable_open_vocabulary(dictionary=DICTIONARY)
+    engine.vocabulary.enable(dictionary=DICTIONARY)
     engine.words.open_vocab = engine.words.open_vocab.with_config(OpenVocabConfig(word_scale=5000.0))  # softmax: 1, 0, 0, ...
     u = torch.from_numpy(engine.encode(["a frozen sweet food made of cream"]))
     scores = engine.words.open_vocab.scores(u, engine.words.logits(u))[0]  # (C,)
@@ -315,7 +316,7 @@ def test_answers_are_ranked_by_score_even_where_probabilities_underflow_to_zero(
 
 
 def test_shown_probabilities_are_the_softmax_of_scores_over_the_temperature(engine):
-    engine.enable_open_vocabulary(dictionary=DICTIONARY)
+    engine.vocabulary.enable(dictionary=DICTIONARY)
     engine.words.open_vocab = engine.words.open_vocab.with_config(OpenVocabConfig(word_scale=50.0, temperature=10.0))
     u = torch.from_numpy(engine.encode(["a frozen sweet food made of cream"]))
     probs = (engine.words.open_vocab.scores(u, engine.words.logits(u))[0] / 10.0).softmax(-1)  # (C,)
@@ -336,15 +337,15 @@ def test_a_loaded_checkpoint_fitted_for_the_open_vocabulary_answers_with_it_from
                                              WordTowerConfig(rank=2, batch_size=6, negatives=2, warmup_steps=1))
     engine.save(tmp_path / "fitted")
     loaded = Engine.load(tmp_path / "fitted", decoder=None)
-    assert loaded.words.open_vocab is None and loaded.open_vocabulary_on_first_use
+    assert loaded.words.open_vocab is None and loaded.vocabulary.deferred
     words = [w for w, _ in loaded.predict_words("a frozen sweet food", k=6)]
     assert loaded.words.open_vocab is not None and "ice cream" in words  # a phrase: the open vocabulary answered
     assert len(list((tmp_path / "cache" / "open-vocab").iterdir())) == 1
-    assert not Engine.load(tmp_path / "fitted", decoder=None, open_vocabulary=False).open_vocabulary_on_first_use
-    assert not Engine.load(tmp_path / "fitted", decoder=None, untrained=True).open_vocabulary_on_first_use
+    assert not Engine.load(tmp_path / "fitted", decoder=None, open_vocabulary=False).vocabulary.deferred
+    assert not Engine.load(tmp_path / "fitted", decoder=None, untrained=True).vocabulary.deferred
     engine.words.tower = None
     engine.save(tmp_path / "plain")  # no tower: not fitted, the head's words as before
-    assert not Engine.load(tmp_path / "plain", decoder=None).open_vocabulary_on_first_use
+    assert not Engine.load(tmp_path / "plain", decoder=None).vocabulary.deferred
 
 
 def test_training_scores_are_the_dictionary_experts_less_each_querys_own_text(engine):
@@ -366,7 +367,7 @@ def test_training_scores_are_the_dictionary_experts_less_each_querys_own_text(en
 def test_a_fine_tuned_model_reuses_its_parents_cached_vectors_and_embeds_only_its_new_words(engine, tmp_path):
     cache = tmp_path / "cache"
     engine.words.set_precision("float32")  # keeps the float vectors, to compare them
-    engine.enable_open_vocabulary(dictionary=DICTIONARY, cache_dir=cache)  # the parent, as the app caches it
+    engine.vocabulary.enable(dictionary=DICTIONARY, cache_dir=cache)  # the parent, as the app caches it
     parent, parent_fingerprint = engine.words.open_vocab, engine.fingerprint
     mine = [Entry("zib zab", "a thing nobody has named before", "n"), Entry("dog", "a loyal friend", "n")]
     with torch.no_grad():  # "fine-tuning": another fingerprint
@@ -379,34 +380,34 @@ def test_a_fine_tuned_model_reuses_its_parents_cached_vectors_and_embeds_only_it
     embedded = []
     real_encode = tuned.encoder.encode
     tuned.encoder.encode = lambda texts, **kw: embedded.extend(texts) or real_encode(texts, **kw)
-    tuned.enable_open_vocabulary(dictionary=DICTIONARY, cache_dir=cache, reuse=True)  # as the app activates it
+    tuned.vocabulary.enable(dictionary=DICTIONARY, cache_dir=cache, reuse=True)  # as the app activates it
     assert sorted(embedded) == ["a loyal friend", "a thing nobody has named before", "zib zab"]
     c = tuned.words.open_vocab.candidates
     ice_cream = c.words.index("ice cream")
     torch.testing.assert_close(tuned.words.open_vocab.word_vectors[ice_cream],
                                parent.word_vectors[parent.candidates.words.index("ice cream")], atol=0.01, rtol=0)
-    assert tuned.words.reused and len(list(cache.iterdir())) == 2  # cached in turn, marked "-reused"
+    assert tuned.vocabulary.state is VocabularyState.REUSED and len(list(cache.iterdir())) == 2  # cached in turn, marked "-reused"
     again = Engine.load(saved, decoder=None, open_vocabulary=False)
     again.encoder.encode = lambda texts, **kw: pytest.fail("the reused vectors are read back, not embedded")
-    again.enable_open_vocabulary(dictionary=DICTIONARY, cache_dir=cache, reuse=True)
-    assert again.words.reused
-    tuned.enable_open_vocabulary(dictionary=DICTIONARY, cache_dir=cache)  # by default its own, all embedded
-    assert not tuned.words.reused and len(list(cache.iterdir())) == 3
+    again.vocabulary.enable(dictionary=DICTIONARY, cache_dir=cache, reuse=True)
+    assert again.vocabulary.state is VocabularyState.REUSED
+    tuned.vocabulary.enable(dictionary=DICTIONARY, cache_dir=cache)  # by default its own, all embedded
+    assert tuned.vocabulary.state is VocabularyState.EXACT and len(list(cache.iterdir())) == 3
 
 
 
 def test_vectors_shipped_beside_a_checkpoint_are_read_instead_of_embedded(engine, tmp_path, monkeypatch):
-    from core.engine import SHIPPED_VECTORS
+    from core.words.open_vocabulary import SHIPPED_VECTORS
 
     monkeypatch.setenv("DEFSENT_CACHE_DIR", str(tmp_path / "cache"))
     saved = engine.save(tmp_path / "model")
     built = Engine.load(saved, decoder=None, open_vocabulary=False)
-    built.enable_open_vocabulary(dictionary=DICTIONARY, cache_dir=saved / SHIPPED_VECTORS)  # as deploy_space ships them
+    built.vocabulary.enable(dictionary=DICTIONARY, cache_dir=saved / SHIPPED_VECTORS)  # as deploy_space ships them
     served = Engine.load(saved, decoder=None, open_vocabulary=False)
     served.encoder.encode = lambda texts, **kw: pytest.fail("shipped vectors are read, not embedded")
-    served.enable_open_vocabulary(dictionary=DICTIONARY, cache_dir=tmp_path / "empty-cache")
+    served.vocabulary.enable(dictionary=DICTIONARY, cache_dir=tmp_path / "empty-cache")
     assert served.words.open_vocab.candidates.words == built.words.open_vocab.candidates.words
-    assert served.open_vocab_parent_record()["shipped"] == str((saved / SHIPPED_VECTORS).resolve())
+    assert served.vocabulary.parent_record()["shipped"] == str((saved / SHIPPED_VECTORS).resolve())
 
 
 def test_compact_vectors_in_a_checkpoint_are_read_instead_of_embedded_when_made_for_it(engine, tmp_path,
@@ -416,20 +417,20 @@ def test_compact_vectors_in_a_checkpoint_are_read_instead_of_embedded_when_made_
     monkeypatch.setenv("DEFSENT_CACHE_DIR", str(tmp_path / "cache"))
     saved = engine.save(tmp_path / "model")
     built = Engine.load(saved, decoder=None, open_vocabulary=False)
-    target = built.save_compact_open_vocab(subspaces=4, dictionary=DICTIONARY)  # embeds the model's own words into the user cache first
+    target = built.vocabulary.save_compact(subspaces=4, dictionary=DICTIONARY)  # embeds the model's own words into the user cache first
     assert target == saved / COMPACT_VECTORS and compact_name(target).endswith(".safetensors")
     served = Engine.load(saved, decoder=None, open_vocabulary=False)
     real_encode = served.encoder.encode
     served.encoder.encode = lambda texts, **kw: pytest.fail("compact vectors are read, not embedded")
-    served.enable_open_vocabulary(dictionary=DICTIONARY, cache_dir=tmp_path / "empty-cache")
+    served.vocabulary.enable(dictionary=DICTIONARY, cache_dir=tmp_path / "empty-cache")
     served.encoder.encode = real_encode  # queries embed their first candidates exactly (test_exact_rescoring.py)
-    assert served.words.compact and not built.words.compact
+    assert served.vocabulary.state is VocabularyState.COMPACT and built.vocabulary.state is VocabularyState.EXACT
     assert served.words.open_vocab.candidates.words == built.words.open_vocab.candidates.words
     u = torch.from_numpy(built.encode(["a frozen sweet food made of cream"]))
     exact = built.words.open_vocab.scores(u, built.words.logits(u))
     compact = served.words.open_vocab.scores(u, served.words.logits(u))
     assert torch.corrcoef(torch.stack([exact[0], compact[0]]))[0, 1] > 0.9
-    assert served.open_vocab_parent_record()["compact"] == str(target.resolve())  # a fine-tune can reuse them
+    assert served.vocabulary.parent_record()["compact"] == str(target.resolve())  # a fine-tune can reuse them
 
 
 def test_a_first_query_reading_compact_vectors_shows_no_embedding_bar(engine, tmp_path, monkeypatch, capsys):
@@ -442,7 +443,7 @@ def test_a_first_query_reading_compact_vectors_shows_no_embedding_bar(engine, tm
     engine.words.user_dictionary = [Entry("zib zab", "a thing nobody has named before", "n")]  # answers: on first use
     saved = engine.save(tmp_path / "model")
     engine.words.user_dictionary = []
-    Engine.load(saved, decoder=None, open_vocabulary=False).save_compact_open_vocab(subspaces=4)
+    Engine.load(saved, decoder=None, open_vocabulary=False).vocabulary.save_compact(subspaces=4)
     monkeypatch.setenv("DEFSENT_CACHE_DIR", str(tmp_path / "empty-cache"))
     capsys.readouterr()
     Engine.load(saved, decoder=None).predict_words("a frozen sweet food")
@@ -462,14 +463,14 @@ def test_compact_vectors_made_for_other_candidates_are_ignored(engine, tmp_path,
     saved = engine.save(tmp_path / "model")
     built = Engine.load(saved, decoder=None, open_vocabulary=False)
     built.words.set_precision("float32")
-    built.enable_open_vocabulary(dictionary=DICTIONARY)
+    built.vocabulary.enable(dictionary=DICTIONARY)
     built.words.open_vocab.save_compact(saved / COMPACT_VECTORS, "another-model.safetensors", subspaces=4)
     served = Engine.load(saved, decoder=None, open_vocabulary=False)
     embedded = []
     real_encode = served.encoder.encode
     served.encoder.encode = lambda texts, **kw: embedded.extend(texts) or real_encode(texts, **kw)
-    served.enable_open_vocabulary(dictionary=DICTIONARY, cache_dir=tmp_path / "empty-cache")
-    assert embedded and not served.words.compact
+    served.vocabulary.enable(dictionary=DICTIONARY, cache_dir=tmp_path / "empty-cache")
+    assert embedded and served.vocabulary.state is VocabularyState.EXACT
 
 
 @pytest.mark.parametrize("precision", ["float32", "int8"])
@@ -477,7 +478,7 @@ def test_vocabulary_texts_search_the_open_vocabularys_own_vectors_exactly(engine
     from core.explore.reference import VocabularyTexts
 
     engine.words.set_precision(precision)
-    engine.enable_open_vocabulary(dictionary=DICTIONARY)
+    engine.vocabulary.enable(dictionary=DICTIONARY)
     definitions = engine.vocabulary_reference("definition")
     assert engine.vocabulary_reference("definition") is definitions  # built once for the scorer in use
     assert "king, monarch: a man who rules a country" in definitions.texts and len(definitions.texts) == 5
@@ -492,6 +493,6 @@ def test_vocabulary_texts_search_the_open_vocabularys_own_vectors_exactly(engine
         assert np.allclose([[c for _, c in row] for row in nearest], -np.sort(-exact, axis=1)[:, :3], atol=0.02)
     with pytest.raises(ValueError, match="unknown collection"):
         VocabularyTexts(engine.words.open_vocab, "sentences")
-    engine.reset_open_vocabulary()
+    engine.vocabulary.reset()
     with pytest.raises(ValueError, match="without the open vocabulary"):
         engine.vocabulary_reference()

@@ -204,19 +204,19 @@ def test_saves_and_downloads_share_a_disk_budget(tiny_mlm_dir, checkpoints, othe
 def test_a_chosen_models_vocabulary_cache_is_written_only_within_the_disk_budget(tiny_mlm_dir, checkpoints,
                                                                                  other_checkpoint, monkeypatch):
     """"Use this model" on a saved model wrote its ~101 MB vocabulary cache unchecked (issue 55)."""
-    from app.handlers.studio import expected_open_vocab_bytes, prepare_model
+    from app.handlers.studio import prepare_model
     from app.shared.models import ActiveModel
     from app.settings import folder_bytes
     size = folder_bytes(other_checkpoint)
     engine = Engine.load(other_checkpoint, open_vocabulary=False)
-    budget = size + expected_open_vocab_bytes(engine) // 2  # the save fits, its vocabulary cache does not
+    budget = size + engine.vocabulary.cache_bytes() // 2  # the save fits, its vocabulary cache does not
     studio = make_studio(tiny_mlm_dir, checkpoints, PublicLimits(disk_bytes=budget))
     alice = Session()
     studio.finetune.save_finetuned(finished_job(studio, other_checkpoint), "mine", alice)  # fits
     mine = public_saves_dir() / alice.key / "mine"
     active = ActiveModel(ModelSpec(f"{YOURS}mine", mine), Engine.load(mine, open_vocabulary=False))
     writes = []
-    monkeypatch.setattr(active.engine, "enable_open_vocabulary", lambda **kwargs: writes.append(kwargs))
+    monkeypatch.setattr(active.engine.vocabulary, "enable", lambda **kwargs: writes.append(kwargs))
     with pytest.raises(ValueError, match="storage for visitors' files is full .* vocabulary cache needs"):
         prepare_model(active)
     assert writes == []

@@ -12,6 +12,7 @@ import torch
 
 from core import Engine
 from core.checkpoint import DEFAULT_CHECKPOINT
+from core.words import VocabularyState
 
 pytestmark = pytest.mark.slow
 
@@ -146,7 +147,7 @@ def shipped_open_vocabulary() -> Engine:
     from app.settings import cache_dir
 
     engine = Engine.load(decoder=None)
-    engine.enable_open_vocabulary(cache_dir=cache_dir("open-vocab"), compact=False)
+    engine.vocabulary.enable(cache_dir=cache_dir("open-vocab"), compact=False)
     return engine
 
 
@@ -154,8 +155,8 @@ def shipped_open_vocabulary() -> Engine:
 def shipped_compact_vocabulary(tmp_path_factory) -> Engine:
     """The shipped model as a fresh clone answers in its first minutes: the checkpoint's compact vectors."""
     engine = Engine.load(decoder=None)
-    engine.enable_open_vocabulary(cache_dir=tmp_path_factory.mktemp("empty-cache"))
-    assert engine.words.compact
+    engine.vocabulary.enable(cache_dir=tmp_path_factory.mktemp("empty-cache"))
+    assert engine.vocabulary.state is VocabularyState.COMPACT
     return engine
 
 

@@ -20,6 +20,7 @@ from app.views.projection import Projector
 from core import Engine
 from core.lexicon.dictionary import Entry
 from core.explore.vocabulary_map import build_layout, place, save_layout
+from core.words import EmbeddingProgress, VocabularyState
 
 DICTIONARY = [Entry("dog", "a domestic animal that barks", "n"), Entry("cat", "a small animal that purrs", "n"),
               Entry("king", "a man who rules a country", "n"), Entry("run", "to move fast on foot", "v"),
@@ -30,7 +31,7 @@ DICTIONARY = [Entry("dog", "a domestic animal that barks", "n"), Entry("cat", "a
 def engine(tiny_mlm_dir, tmp_path, monkeypatch) -> Engine:
     monkeypatch.setenv("DEFSENT_CACHE_DIR", str(tmp_path / "cache"))
     engine = Engine.from_base(str(tiny_mlm_dir))
-    engine.enable_open_vocabulary(dictionary=DICTIONARY)
+    engine.vocabulary.enable(dictionary=DICTIONARY)
     return engine
 
 
@@ -153,19 +154,24 @@ def test_the_map_tab_lays_the_map_out_in_the_background_then_draws_it(engine, ti
 
 
 def test_the_background_embedding_of_the_exact_vectors_records_its_progress(engine, tiny_mlm_dir, monkeypatch):
+    import core.words.open_vocabulary
+    import core.words.scorer
     from app.handlers.studio import embed_own_vectors
 
     active = Models.from_engine(engine, ModelSpec("tiny", base=str(tiny_mlm_dir))).active()
-    seen = []
+    seen, real_scorer = [], core.words.open_vocabulary.open_scorer
 
-    def enable(progress=None, **_):  # as the engine reports each batch
-        for done in (100, 200):
-            progress(done, 400)
-            seen.append(active.open_vocab_progress)
-    monkeypatch.setattr(engine, "enable_open_vocabulary", enable)
+    def open_scorer(encode_words, encode_definitions, *args):  # every batch seen as the tabs see it
+        def watched(encode):
+            return lambda texts: (encode(texts), seen.append(active.engine.vocabulary.progress))[0]
+        return real_scorer(watched(encode_words), watched(encode_definitions), *args)
+    monkeypatch.setattr(core.words.open_vocabulary, "open_scorer", open_scorer)
+    monkeypatch.setattr(core.words.scorer, "load_wordnet_lemmas", lambda: DICTIONARY)  # WordNet's stand-in
     embed_own_vectors(active)
-    assert [(done, total) for done, total, _ in seen] == [(100, 400), (200, 400)] and all(s[2] >= 0 for s in seen)
-    assert active.open_vocab_progress is None  # done: nothing left to show
+    total = len(DICTIONARY) + len({e.definition for e in DICTIONARY})
+    assert seen and all(s.total == total and 0 < s.done <= total and s.seconds_left >= 0 for s in seen)
+    assert seen[-1].done == total
+    assert active.engine.vocabulary.progress is None  # done: nothing left to show
 
 
 def test_no_map_of_every_word_from_compact_vectors_but_their_progress_and_no_error(engine, tiny_mlm_dir):
@@ -173,18 +179,18 @@ def test_no_map_of_every_word_from_compact_vectors_but_their_progress_and_no_err
     left, where it raised a red error pointing at a tab that did not show it."""
     studio = Studio(Models.from_engine(engine, ModelSpec("tiny", base=str(tiny_mlm_dir))), Projector(), JobManager())
     active = studio.models.active()
-    engine.words.compact = True
+    engine.vocabulary.state = VocabularyState.COMPACT
     figure, status, _ = studio.map.draw_map(EVERY_WORD_MAP, 0, "", None, "UMAP", "2-D", "part of speech", Session())
     assert "exact vectors, which are being embedded" in status and not any(len(t.x) for t in figure.data)
-    active.open_vocab_progress = (66_000, 264_000, 1_500.0)  # as embed_own_vectors records it
+    engine.vocabulary.progress = EmbeddingProgress(66_000, 264_000, 1_500.0)  # as embed_own_vectors records it
     _, status, _ = studio.map.draw_map(EVERY_WORD_MAP, 0, "", None, "UMAP", "2-D", "part of speech", Session())
     assert "embedding 66,000/264,000 (once per model; about 25 min left)" in status and "█████░" in status
-    active.open_vocab_progress = None
-    engine.words.compact, engine.words.reused = False, True
+    engine.vocabulary.progress = None
+    engine.vocabulary.state = VocabularyState.REUSED
     _, status, _ = studio.map.draw_map(EVERY_WORD_MAP, 0, "", None, "UMAP", "2-D", "part of speech", Session())
     assert "own exact vectors" in status  # not laid out from its parent's
     assert active.vocabulary_map.laying_out.thread is None
-    engine.words.reused = False
+    engine.vocabulary.state = VocabularyState.EXACT
     save_layout(np.ones((len(DICTIONARY), 2), dtype=np.float32), engine.vocabulary_layout_path())
     assert not list(engine.vocabulary_layout_path().parent.glob("*.partial-*"))  # written whole
     _, _, session = studio.map.draw_map(EVERY_WORD_MAP, 0, "", None, "UMAP", "2-D", "part of speech", Session())
@@ -206,14 +212,14 @@ def test_the_status_of_a_map_of_every_word_not_ready_follows_the_work_until_it_i
     monkeypatch.setattr(app.shared.vocabulary_map, "build_map", lambda *args: gate.wait(30) and build_map(*args))
     studio = Studio(Models.from_engine(engine, ModelSpec("tiny", base=str(tiny_mlm_dir))), Projector(), JobManager())
     active = studio.models.active()
-    engine.words.compact = True
-    active.open_vocab_progress = (66_000, 264_000, 1_500.0)
+    engine.vocabulary.state = VocabularyState.COMPACT
+    engine.vocabulary.progress = EmbeddingProgress(66_000, 264_000, 1_500.0)
     _, status, session = studio.map.draw_map(EVERY_WORD_MAP, 0, "", None, "UMAP", "2-D", "part of speech", Session())
     assert "embedding 66,000/264,000" in status and session.waiting == EVERY_WORD_MAP
-    active.open_vocab_progress = (220_000, 264_000, 60.0)  # later: the status of now
+    engine.vocabulary.progress = EmbeddingProgress(220_000, 264_000, 60.0)  # later: the status of now
     note, waits, figure = studio.map.map_waiting(session)
     assert "embedding 220,000/264,000 (once per model; about 60 s left)" in note and waits and figure is None
-    engine.words.compact, active.open_vocab_progress = False, None  # embedded: the layout starts, followed too
+    engine.vocabulary.state, engine.vocabulary.progress = VocabularyState.EXACT, None  # embedded: the layout starts
     note, waits, _ = studio.map.map_waiting(session)
     assert re.search(r"Laying out the map of every word .* \(\d+ s so far;", note) and waits  # not "0 min"
     assert "appears here by itself when it is ready" in note and "Press Draw map" not in note
@@ -272,7 +278,7 @@ def test_each_word_on_the_map_hovers_its_first_definition(tiny_mlm_dir, tmp_path
 
     monkeypatch.setenv("DEFSENT_CACHE_DIR", str(tmp_path / "cache"))
     engine = Engine.from_base(str(tiny_mlm_dir))
-    engine.enable_open_vocabulary(dictionary=DICTIONARY + [Entry("dog", "a dull unattractive <unpleasant> girl", "n")])
+    engine.vocabulary.enable(dictionary=DICTIONARY + [Entry("dog", "a dull unattractive <unpleasant> girl", "n")])
     save_layout(np.ones((len(DICTIONARY), 2), dtype=np.float32), engine.vocabulary_layout_path())
     studio = Studio(Models.from_engine(engine, ModelSpec("tiny", base=str(tiny_mlm_dir))), Projector(), JobManager())
     assert studio.map.map_details(Session()) is None  # no map yet
@@ -366,7 +372,7 @@ def test_a_fine_tunes_map_is_aligned_to_its_parents_with_its_own_words_moves(eng
     assert len(fake_umap) == 1  # the parent's map only: the child's goes on it
     parent_engine, child_engine = (Engine.load(p, open_vocabulary=False, decoder=None) for p in (parent, child_path))
     for e in (parent_engine, child_engine):
-        e.enable_open_vocabulary(cache_dir=tmp_path / "cache" / "open-vocab")
+        e.vocabulary.enable(cache_dir=tmp_path / "cache" / "open-vocab")
     before, after = np.load(parent_engine.vocabulary_layout_path()), np.load(child_engine.vocabulary_layout_path())
     words = child_engine.words.open_vocab.candidates.words
     shared = [words.index(w) for w in parent_engine.words.open_vocab.candidates.words]
@@ -549,6 +555,6 @@ def test_the_map_of_every_definition_is_drawn_searched_and_selected_on_the_map_o
     middle = {name for t in by_region.data if t.name == REGION_LABELS and t.meta == 1 for name in t.text}
     assert status.endswith("coloured by region.")
     assert {t.name for t in by_region.data if t.mode == "markers"} <= {html.unescape(n) for n in middle}
-    engine.words.compact = True
+    engine.vocabulary.state = VocabularyState.COMPACT
     _, status, _ = studio.map.draw_map(EVERY_DEFINITION_MAP, 0, "", None, "UMAP", "2-D", "part of speech", Session())
     assert "exact vectors, which are being embedded" in status

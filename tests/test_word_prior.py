@@ -72,7 +72,7 @@ def test_user_dictionary_words_get_the_user_prior(engine):
 
 
 def test_ranks_follow_the_app_and_filters_narrow_them(engine):
-    engine.enable_open_vocabulary(dictionary=DICTIONARY)
+    engine.vocabulary.enable(dictionary=DICTIONARY)
     queries = [Query("a frozen sweet food made of cream", "ice cream"), Query("a thing", "unknownword"),
                Query("animals with wings", "birds")]  # a plural counts through its singular
     none, initial, length = (ranks(engine, queries, mode) for mode in ("none", "initial", "initial+length"))
@@ -85,7 +85,7 @@ def test_ranks_follow_the_app_and_filters_narrow_them(engine):
 
 
 def test_a_word_of_the_description_is_left_out_as_in_the_app(engine):
-    engine.enable_open_vocabulary(dictionary=DICTIONARY)
+    engine.vocabulary.enable(dictionary=DICTIONARY)
     assert ranks(engine, [Query("a dog", "dog")])[0] == MAX_RANK
 
 

@@ -287,5 +287,5 @@ def carry_compact_vectors(engine: Engine, checkpoint: Path) -> None:
     if (checkpoint / COMPACT_VECTORS).is_file():
         return
     cache = model_cache_dir(checkpoint, "open-vocab")
-    if engine.open_vocab_vectors_at_hand(cache):
-        engine.save_compact_open_vocab(reuse=True, cache_dir=cache)
+    if engine.vocabulary.vectors_at_hand(cache):
+        engine.vocabulary.save_compact(reuse=True, cache_dir=cache)

@@ -15,7 +15,8 @@ import numpy as np
 
 from core.explore import VocabularyTexts, holds_vectors, place
 from core.readout import EmbeddedTexts
-from core.words import APPROXIMATE_ANSWERS, frequency_bands
+from core.runtime import Cancelled
+from core.words import APPROXIMATE_ANSWERS, VocabularyState, frequency_bands
 
 from ..server.public import is_visitors_model
 from ..shared import services as sv
@@ -116,7 +117,15 @@ class MapHandlers(TabHandlers):
             session.waiting_colour = colour
             return _pending(session, *waits)
         kind = "definition" if definitions else "word"
-        session.map, figure = vocabulary_map_data(active, colour, kind), vocabulary_figure(active, colour, kind)
+        try:
+            session.map, figure = vocabulary_map_data(active, colour, kind), vocabulary_figure(active, colour, kind)
+        except Cancelled:
+            raise
+        except Exception as err:  # a broken layout file, say: why, where the user looks (not just in the log)
+            active.vocabulary_map.failed(err)
+            raise ValueError(f"The map of every word could not be drawn ({active.vocabulary_map.failure}); press "
+                             "Draw map to try again.") from err
+        active.vocabulary_map.failure = ""
         shown = "region" if colour == "cluster" else colour
         status = f"{len(session.map.coords):,} points in {time.perf_counter() - started:.1f} s, coloured by {shown}."
         return figure, status, session
@@ -126,10 +135,14 @@ class MapHandlers(TabHandlers):
         """(what the map of every word, or of every definition, waits for, the fraction done or None), having
         started that work in the background if it was not under way; None once the map can be drawn. ValueError
         saying why that work failed; with `retry` (Draw map) a failed work is tried again first."""
-        engine = active.engine
-        # definitions are placed once and kept: by the model's own vectors, not its parent's (`reused`)
-        if engine.words.open_vocab is None or engine.words.compact or definitions and engine.words.reused:
+        engine, state = active.engine, active.engine.vocabulary.state
+        # definitions are placed once and kept: by the model's own vectors, not its parent's (REUSED)
+        if state in (VocabularyState.SINGLE_TOKEN, VocabularyState.COMPACT) or (
+                definitions and state is VocabularyState.REUSED):
             return _exact_vectors_progress(active)
+        if active.vocabulary_map.failure and not retry:  # at the model's start, or the last draw: Draw map retries
+            raise ValueError(f"Preparing the map of every word failed ({active.vocabulary_map.failure}); press Draw "
+                             "map to try again.")
         if not engine.vocabulary_layout_path().is_file():
             laying_out = self._lay_out_soon(active, retry)
             if laying_out:
@@ -137,7 +150,7 @@ class MapHandlers(TabHandlers):
         placing = active.vocabulary_map.placing
         if definitions and not active.vocabulary_map.definitions_placed():
             _start(placing, retry, "Placing the definitions on the map of every word")
-            return (f"Placing the {len(engine.words.open_vocab.candidates.definitions):,} definitions on the map of "
+            return (f"Placing the {len(engine.vocabulary.scorer.candidates.definitions):,} definitions on the map of "
                     "every word, each on its nearest word: about 4 minutes on 2 cores, once per model, in the "
                     f"background ({_elapsed(placing.started)} so far). {APPEARS_WHEN_READY}"), None
         return None
@@ -172,7 +185,7 @@ class MapHandlers(TabHandlers):
         if is_visitors_model(active.spec.path):
             raise ValueError("A visitor's model has no map of every word here: fine-tune and lay it out on your "
                              "own machine (`python -m core vocabulary-map --model <it>`).")
-        if active.engine.words.reused:  # laid out from its own vectors, which are being embedded
+        if active.engine.vocabulary.state is VocabularyState.REUSED:  # laid out from its own vectors, being embedded
             return _exact_vectors_progress(active)[0]
         laying_out = active.vocabulary_map.laying_out
         _start(laying_out, retry, "Laying out the map of every word")
@@ -381,8 +394,14 @@ def export_rows(points: int, limit: int | None = None) -> list[int]:
 
 def _exact_vectors_progress(active: ActiveModel) -> tuple[str, float | None]:
     """(what the map of every word waits for, the fraction done or None): this model's own exact vectors,
-    embedded in the background (`embed_own_vectors`) while it answers from approximate ones."""
-    building = active.open_vocab_progress
+    embedded in the background (`embed_own_vectors`) while it answers from approximate ones. ValueError saying why
+    when that failed (the timer's polls stop there)."""
+    vocabulary = active.engine.vocabulary
+    building = vocabulary.progress
+    if building is None and vocabulary.failure:
+        meanwhile = f"; meanwhile {APPROXIMATE_ANSWERS}" if vocabulary.approximate else ""
+        raise ValueError(f"The map of every word is drawn from this model's own exact vectors, and preparing them "
+                         f"failed ({vocabulary.failure}){meanwhile}.")
     waits = ("The map of every word is drawn from this model's own exact vectors, which are being embedded in the "
              f"background; meanwhile {APPROXIMATE_ANSWERS}")
     if building is None:

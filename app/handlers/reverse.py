@@ -15,6 +15,8 @@ OPEN_VOCABULARY_PENDING = ("For now the answers come from a shorter list of {wor
                            "minutes, once per model). Ask again then for the full answer.")
 SINGLE_TOKEN_NOTE = ("This server answers from {words:,} single words only (it was started with --single-token-words): "
                      "phrases such as \"ice cream\" are not among its answers.")
+VOCABULARY_FAILED = ("Preparing this model's full vocabulary failed ({reason}), so for now the answers come from "
+                     "{source}; the server log has the details.")
 APPROXIMATE_NOTE = ("These answers come from a compressed copy of this model's word vectors (the best candidates "
                     "are checked with exact ones) while its exact vectors are computed in the background (a few "
                     "minutes, once per model); afterwards the order may change a little.")
@@ -24,18 +26,23 @@ def vocabulary_notice_html(active: ActiveModel) -> str:
     """While `active`'s answers over the vocabulary are not final (the full vocabulary is being built, or it
     answers from approximate vectors): what that means for this answer; else "". The work's progress is shown
     apart, live (`vocabulary_progress_html`): a bar in an answer stayed there after the work had ended."""
-    words = active.engine.words
-    if words.open_vocab is not None and not words.approximate:
+    vocabulary = active.engine.vocabulary
+    if vocabulary.enabled and not vocabulary.approximate:
         return ""
-    if words.open_vocab is None:
+    words = vocabulary.single_token_words
+    if vocabulary.failure and not active.single_token_words:  # the work stopped: say why, not that it goes on
+        source = (f"a shorter list of {words:,} single words" if not vocabulary.enabled
+                  else "a compressed copy of this model's word vectors")
+        return render.notice_html(VOCABULARY_FAILED.format(reason=vocabulary.failure, source=source))
+    if not vocabulary.enabled:
         note = SINGLE_TOKEN_NOTE if active.single_token_words else OPEN_VOCABULARY_PENDING
-        return render.notice_html(note.format(words=int(words.vocab.candidate_mask.sum())))
+        return render.notice_html(note.format(words=words))
     return render.notice_html(APPROXIMATE_NOTE)
 
 
 def vocabulary_progress_html(active: ActiveModel) -> str:
     """A bar of `active`'s vocabulary being embedded in the background, or "" when no such work runs."""
-    return render.embedding_progress_html(active.open_vocab_progress, "this model's vocabulary, in the background")
+    return render.embedding_progress_html(active.engine.vocabulary.progress, "this model's vocabulary, in the background")
 
 
 class ReverseHandlers(TabHandlers):
@@ -60,6 +67,8 @@ class ReverseHandlers(TabHandlers):
 
     def vocabulary_progress(self, session: Session | None = None) -> tuple[str, bool]:
         """(`vocabulary_progress_html` of the session's model, whether its vocabulary is not final yet): the tabs
-        poll it while either holds (the background work may start after an answer)."""
+        poll it while either holds (the background work may start after an answer), not once that work failed."""
         active = self.backend.model_for(session)
-        return vocabulary_progress_html(active), bool(vocabulary_notice_html(active)) and not active.single_token_words
+        vocabulary = active.engine.vocabulary
+        pending = bool(vocabulary_notice_html(active)) and not active.single_token_words and not vocabulary.failure
+        return vocabulary_progress_html(active), pending

@@ -9,10 +9,10 @@ import functools
 import logging
 import time
 from pathlib import Path
-from typing import Callable
 
 from core.checkpoint import CheckpointError
 from core.runtime import freeze_long_lived
+from core.words import VocabularyState
 
 from ..server.public import PublicLimits, is_visitors_model, model_cache_dir, reserved
 from ..shared import services as sv
@@ -74,31 +74,28 @@ def read_stored_vocabulary(active: ActiveModel) -> None:
     vectors are at hand (its checkpoint's compact ones, its cache, a fine-tune's parent's): seconds, where the
     first answers came from the head's 21.7k words for about 20 s (issue 76). A model without them answers from
     those while `prepare_model` embeds them (minutes, once per model), and says so."""
-    engine, cache = active.engine, open_vocab_cache(active)
-    if engine.words.open_vocab is None and engine.open_vocab_vectors_at_hand(cache):
-        engine.enable_open_vocabulary(cache_dir=cache, reuse=True)
+    active.engine.vocabulary.read_stored(open_vocab_cache(active))
 
 
 def prepare_model(active: ActiveModel, progress: sv.Progress = sv.no_progress, open_vocabulary: bool = True) -> None:
     """Build, in this order, what a model's answers need: the word scoring (a reverse-dictionary
-    query builds its int8 matrices), the open vocabulary (`Engine.enable_open_vocabulary`, cached per
+    query builds its int8 matrices), the open vocabulary (`OpenVocabulary.enable`, cached per
     model: minutes the first time), the reference sentences, the Vec2Sent decoder with the language
     model that judges its paths' grammar, and the untrained twin that "compare" uses (~20 s)."""
     active.engine.predict_words("a word")
     active.single_token_words = not open_vocabulary
-    if open_vocabulary and active.engine.words.open_vocab is None:
-        embedded = recording_progress(active, lambda done, total, left: progress(
-            0.1 + 0.6 * done / total, desc=f"open vocabulary: {render.embedding_progress(done, total, left)}"))
+    vocabulary = active.engine.vocabulary
+    if open_vocabulary and not vocabulary.enabled:
+        def embedded(done: int, total: int) -> None:
+            left = vocabulary.progress.seconds_left if vocabulary.progress is not None else 0.0
+            progress(0.1 + 0.6 * done / total, desc=f"open vocabulary: {render.embedding_progress(done, total, left)}")
         # A visitor's model writes its cache into their session's folder: its room is reserved while it is written.
         writes = is_visitors_model(active.spec.path) and not any(open_vocab_cache(active).iterdir())
-        needed = expected_open_vocab_bytes(active.engine) if writes else 0
-        try:  # a fine-tuned model starts with its parent's vectors: seconds, where all would take minutes
-            with reserved(needed, "this model's vocabulary cache") as written:
-                written.append(open_vocab_cache(active))
-                active.engine.enable_open_vocabulary(cache_dir=open_vocab_cache(active), progress=embedded,
-                                                     reuse=True)
-        finally:
-            active.open_vocab_progress = None
+        needed = vocabulary.cache_bytes() if writes else 0
+        # a fine-tuned model starts with its parent's vectors: seconds, where all would take minutes
+        with reserved(needed, "this model's vocabulary cache") as written:
+            written.append(open_vocab_cache(active))
+            vocabulary.enable(cache_dir=open_vocab_cache(active), progress=embedded, reuse=True)
     progress(0.7, desc="embedding the reference sentences")
     active.reference()
     progress(0.85, desc="loading the decoder, its language model and the untrained twin")
@@ -110,30 +107,24 @@ def prepare_model(active: ActiveModel, progress: sv.Progress = sv.no_progress, o
     _ = active.engine.reader.fluency_model if decoder is not None else None  # analogies' grammar
     _ = active.untrained()
     engine = active.engine
-    if engine.words.open_vocab is not None and not engine.words.compact and engine.vocabulary_layout_path().is_file():
+    own_vectors = vocabulary.state in (VocabularyState.REUSED, VocabularyState.EXACT)  # not compact ones
+    if own_vectors and engine.vocabulary_layout_path().is_file():
         try:  # the map of every word, when it was laid out: its first draw is then instant
             vocabulary_figure(active)
-            own = not engine.words.reused  # definitions are placed by the model's own vectors only
+            own = vocabulary.state is VocabularyState.EXACT  # definitions are placed by the model's own vectors only
             # the map of every definition's first draw: instant too
             if own and active.vocabulary_map.definitions_placed():
                 vocabulary_figure(active, kind="definition")
             elif own:  # minutes, once per layout, in the background
                 active.vocabulary_map.placing.start()
-        except Exception:  # the map is optional: the model answers without it, and the Map tab says why
+        except Exception as err:  # the map is optional: the model answers without it, and the Map tab says why
             log.warning("the map of every word could not be prepared", exc_info=True)
     # then its own exact vectors, in the background, where it answers with its parent's or with the shipped
+            active.vocabulary_map.failed(err)
     # compact ones; not for a visitor's model, which may go with its session first
-    approximate = active.engine.words.reused or active.engine.words.compact
-    if approximate and not is_visitors_model(active.spec.path):
+    if vocabulary.approximate and not is_visitors_model(active.spec.path):
         in_background(lambda: embed_own_vectors(active), "own-vectors")
     freeze_long_lived()  # the model's objects out of the collector's walks, which stalled every request
-
-
-def expected_open_vocab_bytes(engine) -> int:
-    """What a model's open-vocabulary cache takes: an int8 row for each word and definition
-    (core.words.open_vocab), with 5% to spare (the shipped model's: 101.4 MB, this says 106.5 MB)."""
-    candidates = engine.words.candidates()
-    return int(1.05 * engine.encoder.hidden_size * (len(candidates.words) + len(candidates.definitions)))
 
 
 def open_vocab_cache(active: ActiveModel) -> Path:
@@ -145,25 +136,9 @@ def embed_own_vectors(active: ActiveModel) -> None:
     the background by `prepare_model`, at a lower priority than requests). Its vectors until then were
     approximate: its parent's (a fine-tune's activation) or the checkpoint's compact ones (a fresh clone):
     docs/results.md."""
-    try:  # its progress is shown where the map of every word waits for these vectors
-        active.engine.enable_open_vocabulary(cache_dir=open_vocab_cache(active), compact=False,
-                                             # a fine-tune using every core has them: this waits between
-                                             # batches while one trains (`yield_to_jobs`)
-                                             progress=recording_progress(active, lambda *_: yield_to_jobs()))
-    finally:
-        active.open_vocab_progress = None
+    # its progress (`OpenVocabulary.progress`) is shown where the map of every word waits for these vectors;
+    # failing, the old ones answer and the tabs say why (`OpenVocabulary.failure`)
+    # a fine-tune using every core has them: this waits between batches while one trains (`yield_to_jobs`)
+    active.engine.vocabulary.embed_exact(open_vocab_cache(active), progress=lambda done, total: yield_to_jobs())
     freeze_long_lived()
 
-
-def recording_progress(active: ActiveModel, then: Callable[[int, int, float], None] | None = None
-                       ) -> Callable[[int, int], None]:
-    """A `progress(done, total)` for embedding `active`'s open vocabulary that keeps (done, total, seconds
-    left) in `active.open_vocab_progress` for the tabs to show, and passes them on to `then`."""
-    started = time.monotonic()
-
-    def embedded(done: int, total: int) -> None:
-        left = (time.monotonic() - started) * (total - done) / max(done, 1)
-        active.open_vocab_progress = (done, total, left)
-        if then is not None:
-            then(done, total, left)
-    return embedded

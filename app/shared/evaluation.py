@@ -108,7 +108,7 @@ def wordnet_test() -> tuple[Entry, ...]:
 
 def held_out_sample(engine, size: int, seed: int = 0) -> list[Entry]:
     """A fixed sample of the test entries whose word the engine's head can predict."""
-    entries = [e for e in wordnet_test() if engine.words.vocab.token_id(e.word) is not None]
+    entries = [e for e in wordnet_test() if engine.head_words.token_id(e.word) is not None]
     return random.Random(seed).sample(entries, min(size, len(entries)))
 
 

@@ -276,7 +276,7 @@ def words_line(title: str, words: set[str], most: int = HELD_OUT_SHOWN, count: b
 
 def _open_vocabulary_note(entries: list[Entry], engine: Engine) -> str:
     words = {e.word for e in entries}
-    single = sum(engine.words.vocab.token_id(w) is not None for w in words)
+    single = sum(engine.head_words.token_id(w) is not None for w in words)
     return (f"{len(words)} words, all of them answers and evaluated.\n"
             f"The definitions of the training words train the encoder, every word of them:\n"
             f"{single} single tokens of the model's vocabulary, {len(words) - single} of several pieces "
@@ -381,12 +381,12 @@ def run_finetune(job: Reporter, load_engine: Callable[[], Engine], upload: Uploa
     job.report(stage="loading a copy of the model", step=0, total=0)
     engine = load_engine()
     split = upload.split
-    pairs = len(split.train) if settings.own_words else len(definition_pairs(split.train, engine.words.vocab)[0])
+    pairs = len(split.train) if settings.own_words else len(definition_pairs(split.train, engine.head_words)[0])
     config = settings.train_config(pairs, model_layers(engine), engine.device)
-    if engine.words.vectors is None and config.word_vector_scale:  # score before and after alike
+    if not engine.has_word_vectors and config.word_vector_scale:  # score before and after alike
         job.report(stage="embedding every word of the vocabulary (word vectors)")
         engine.add_word_vectors(config.word_vector_scale)
-    parent = engine.open_vocab_parent_record()  # the fine-tuned model's open vocabulary can reuse this one's vectors
+    parent = engine.vocabulary.parent_record()  # the fine-tuned model's open vocabulary can reuse this one's vectors
     job.report(stage="scoring the held-out words before training")
     examples = _examples(split.test)
     before, before_words = _ranked_among_own_words(engine, split.test, upload.entries, examples)
@@ -402,7 +402,7 @@ def run_finetune(job: Reporter, load_engine: Callable[[], Engine], upload: Uploa
         job.record(step=p.step, loss=p.loss, dev_mrr=p.dev.get("mrr"))
 
     result = train(engine, split.train, split.dev, config, progress=progress, held_out=split.test)
-    engine.words.user_dictionary = _merged(engine.words.user_dictionary, upload.entries)  # its words: answers in the app
+    engine.vocabulary.user_dictionary = _merged(engine.vocabulary.user_dictionary, upload.entries)  # its words: answers
     job.report(stage="scoring the held-out words after training")
     after, after_words = _ranked_among_own_words(engine, split.test, upload.entries, examples)
     job.report(stage="reading the vocabulary the trained model answers with once active")
@@ -553,13 +553,13 @@ def _ranked_among_own_words(engine: Engine, test: list[Entry], dictionary: list[
 
 
 def answer_as_activated(engine: Engine, cache: Path) -> bool:
-    """Give the trained `engine` (its manifest naming its parent, `open_vocab_parent_record`, and its user dictionary
+    """Give the trained `engine` (its manifest naming its parent, `OpenVocabulary.parent_record`, and its user dictionary
     set) the whole vocabulary its activation in the app starts with: its parent's vectors, its new words and
-    definitions embedded (seconds: `Engine.enable_open_vocabulary` with reuse, written in `cache`). False, nothing
+    definitions embedded (seconds: `OpenVocabulary.enable` with reuse, written in `cache`). False, nothing
     changed, when its parent's vectors are not at hand: embedding them all would take minutes."""
-    if not engine.open_vocab_vectors_at_hand(cache):
+    if not engine.vocabulary.vectors_at_hand(cache):
         return False
-    engine.enable_open_vocabulary(cache_dir=cache, reuse=True)
+    engine.vocabulary.enable(cache_dir=cache, reuse=True)  # again if on: the trained model's vectors differ
     return True
 
 
@@ -577,7 +577,7 @@ def still_missed(engine: Engine, split: DictionarySplit, dictionary: list[Entry]
     for name, entries in parts.items():
         checked[name], left = entries[:max(left, 0)], left - len(entries)
     entries = [e for part in checked.values() for e in part]
-    activated = engine.words.open_vocab is not None
+    activated = engine.vocabulary.enabled
     if not entries:
         top = []
     elif activated:

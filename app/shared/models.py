@@ -96,8 +96,6 @@ class ActiveModel:
     spec: ModelSpec
     engine: Engine
     checkpoints: Path = CHECKPOINTS_DIR
-    # (texts embedded, texts in all, seconds left) while the open vocabulary is built: shown on the page
-    open_vocab_progress: tuple[int, int, float] | None = None
     single_token_words: bool = False  # the server answers from the word head's single-token words only, for good
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)  # guards _key_locks
     _key_locks: dict = field(default_factory=dict, repr=False)
@@ -168,7 +166,7 @@ class ActiveModel:
         torture", issue 62), else the sample. ValueError for a collection that is not ready."""
         if choice == LARGEST_READY:
             choice = (CORPUS_SENTENCES if is_complete(self.corpus_uri())
-                      else EVERY_DEFINITION if self.engine.words.open_vocab is not None else SAMPLE)
+                      else EVERY_DEFINITION if self.engine.vocabulary.enabled else SAMPLE)
         if choice == SAMPLE:
             return self.reference(progress)
         if choice == CORPUS_SENTENCES:
@@ -176,7 +174,7 @@ class ActiveModel:
         if choice not in VOCABULARY_REFERENCES:
             raise ValueError(f"Unknown reference texts {choice!r}; choose one of {', '.join(REFERENCE_CHOICES)}"
                              f" (or {UPLOADED_FILE!r} where offered).")
-        if self.engine.words.open_vocab is None:
+        if not self.engine.vocabulary.enabled:
             raise ValueError(f"Searching {choice} needs the full vocabulary, which this model does not have yet "
                              f"(the Reverse dictionary tab shows its progress); meanwhile choose {LARGEST_READY!r} "
                              f"or {SAMPLE!r}.")

@@ -129,7 +129,7 @@ def definitions_of(word: str, limit: int = 3) -> list[Entry]:
 def vocabulary_sample(engine, size: int, seed: int = 0) -> list[tuple[str, str]]:
     """(word, part of speech) for a sample of the head's whole-word tokens that WordNet defines."""
     index = wordnet_index()
-    words = sorted(w for w in engine.words.vocab.id_of if w in index)
+    words = sorted(w for w in engine.head_words.id_of if w in index)
     chosen = random.Random(seed).sample(words, min(size, len(words)))
     return [(word, index[word][0].pos) for word in chosen]
 
@@ -173,29 +173,30 @@ class WordQuery:
 
 def reverse_dictionary(engine, query: WordQuery) -> list[WordRow]:
     """Ranked words for a description, each with up to three WordNet definitions: the senses that best
-    match the description first (`senses_by_fit`)."""
+    match the description first (`senses_by_fit`). The description is embedded once, for both."""
     text = check_text(query.text, "a description")
     if not 1 <= int(query.k) <= 100:
         raise ValueError("The number of words must be between 1 and 100.")
     filters = query.filters()
-    words = engine.predict_words(text, k=int(query.k), exclude_query_words=query.exclude_query_words, **filters)
-    senses = senses_by_fit(engine, text, [word for word, _ in words], pos=filters["pos"])
+    vector = engine.encode([text])  # (1, d): `Engine.predict_words`'s vector, ranked as it ranks it
+    words = engine.rank_words(vector, int(query.k), [text], query.exclude_query_words, **filters)[0]
+    senses = senses_by_fit(engine, l2_normalize(vector)[0], [word for word, _ in words], pos=filters["pos"])
     written = written_forms(text, [word for word, _ in words])  # lemmas written in the form asked, if any
     return [WordRow(word, p, shown, "" if form == word else form)
             for (word, p), shown, form in zip(words, senses, written)]
 
 
-def senses_by_fit(engine, text: str, words: Sequence[str], limit: int = 3, pos: str = "") -> list[list[Entry]]:
+def senses_by_fit(engine, query: np.ndarray, words: Sequence[str], limit: int = 3, pos: str = "") -> list[list[Entry]]:
     """For each of `words`, up to `limit` of its WordNet entries: those of part of speech `pos` (a WordNet tag;
-    "" any) first, then by how well each definition matches `text` (cosine of their embeddings; ties keep the
-    dictionary's order). The shipped WordNet file is in synset order, not WordNet's sense order, so its first
-    entry is often a rare sense ("head": "oral stimulation of the genitals"); the description says which sense
-    the user means, and a part-of-speech filter which senses they ask for ("head" as a verb: "be in charge of")."""
+    "" any) first, then by how well each definition matches the description whose unit vector (d,) is `query`
+    (cosine of their embeddings; ties keep the dictionary's order). The shipped WordNet file is in synset order,
+    not WordNet's sense order, so its first entry is often a rare sense ("head": "oral stimulation of the
+    genitals"); the description says which sense the user means, and a part-of-speech filter which senses they
+    ask for ("head" as a verb: "be in charge of")."""
     entries = [wordnet_index().get(word, ()) for word in words]
     texts = sorted({e.definition for senses in entries for e in senses})
     if not texts:
         return [[] for _ in words]
-    query = engine.encode([text], normalize=True)[0]  # (d,)
     fit = dict(zip(texts, definition_fit(engine, query, texts).tolist()))
     return [sorted(senses, key=lambda e: (bool(pos) and e.pos != pos, -fit[e.definition]))[:limit]
             for senses in entries]
@@ -204,7 +205,7 @@ def senses_by_fit(engine, text: str, words: Sequence[str], limit: int = 3, pos: 
 def definition_fit(engine, unit: np.ndarray, texts: list[str]) -> np.ndarray:
     """(n,): the cosine of a unit vector (d,) with each definition of `texts`: from the open vocabulary's
     stored vectors when it holds them all (no encoding), else embedded now."""
-    scorer = engine.words.open_vocab
+    scorer = engine.vocabulary.scorer
     stored = scorer.definition_cosines(unit, texts) if scorer is not None else None
     return stored if stored is not None else engine.encode(texts, normalize=True) @ unit
 

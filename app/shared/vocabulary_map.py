@@ -22,6 +22,11 @@ class VocabularyMap:
         self.model = model  # the ActiveModel it belongs to: its engine, spec, cache (`once`) and `model_flag`
         self.placing = BackgroundOnce("definitions-on-the-map", self.definition_positions, self.definitions_placed)
         self.laying_out = BackgroundOnce("map-of-every-word", self._lay_out, self._laid_out)
+        self.failure = ""  # why preparing the map at the model's start failed (`failed`); the Map tab says it
+
+    def failed(self, err: BaseException) -> None:
+        """Keep why preparing the map failed, in a line for the user (the Map tab shows it)."""
+        self.failure = f"{type(err).__name__}: {err}" if str(err) else type(err).__name__
 
     @property
     def engine(self) -> Engine:
@@ -36,7 +41,7 @@ class VocabularyMap:
         computed once per layout (a few seconds)."""
         layout = self.layout()
         return self.model.once(f"regions-{self.layout_key()}",
-                               lambda: region_labels(self.engine.words.open_vocab, layout))
+                               lambda: region_labels(self.engine.vocabulary.scorer, layout))
 
     def moves(self) -> list[dict]:
         """This model's own words' moves on its map aligned to its parent's (core.explore.vocabulary_map.lay_out)."""
@@ -67,7 +72,7 @@ class VocabularyMap:
     def word_groups(self, colour: str = "part of speech") -> list[str]:
         """Each open-vocabulary word's colour on the map of every word: its main part of speech, its
         region (the middle zoom level's names) or its frequency band."""
-        candidates = self.engine.words.open_vocab.candidates
+        candidates = self.engine.vocabulary.scorer.candidates
         if colour == "cluster":
             return self.model.once(f"word-groups-region-{self.layout_key()}", self._region_groups)
         build = {"part of speech": lambda: [candidates.filters.main_pos(w) or "other" for w in candidates.words],
@@ -75,7 +80,7 @@ class VocabularyMap:
         return self.model.once(f"word-groups-{colour}-{candidates.fingerprint()}", build)
 
     def _region_groups(self) -> list[str]:
-        groups = [""] * len(self.engine.words.open_vocab.candidates.words)
+        groups = [""] * len(self.engine.vocabulary.scorer.candidates.words)
         for region in self.regions()[len(LABEL_LEVELS) // 2]:  # the middle zoom level's regions
             for row in region.members.tolist():
                 groups[row] = region.name
@@ -88,14 +93,14 @@ class VocabularyMap:
         stamp = self.layout_stamp()  # taken before the layout is read: positions never outlive it
         layout = self.layout()
         return self.model.once(f"definitions-{stamp}", lambda: definition_layout(
-            self.engine.words.open_vocab, layout, self.engine.vocabulary_layout_path(), stamp))
+            self.engine.vocabulary.scorer, layout, self.engine.vocabulary_layout_path(), stamp))
 
     def definitions_placed(self) -> bool:
         """Whether every definition's place on the current map of every word is ready (kept or built)."""
         stamp = self.layout_stamp()
         if self.model.built(f"definitions-{stamp}"):
             return True
-        count = len(self.engine.words.open_vocab.candidates.definitions)
+        count = len(self.engine.vocabulary.scorer.candidates.definitions)
         kept = kept_definition_positions(self.engine.vocabulary_layout_path(), stamp, count)
         if kept is not None:  # read once: `definition_positions` takes them from here
             self.model.once(f"definitions-{stamp}", lambda: kept)
@@ -104,7 +109,7 @@ class VocabularyMap:
     def definition_groups(self, colour: str = "part of speech") -> list[str]:
         """Each definition's colour on the map of every word: its part of speech, the region (the middle zoom
         level's) whose centre is nearest it on the map, or the frequency band of the first word it defines."""
-        candidates = self.engine.words.open_vocab.candidates
+        candidates = self.engine.vocabulary.scorer.candidates
         if colour == "cluster":
             return self.model.once(f"definition-groups-region-{self.layout_key()}", self._definition_regions)
         if colour == "frequency":

@@ -151,8 +151,8 @@ def evaluate_reverse(argv: Sequence[str]) -> int:
         parser.error(f"--weights: {err}")
     if not args.single_token_words:
         engine.words.set_precision("float32")  # the leak-free indexes drop definitions from float32 vectors
-        engine.enable_open_vocabulary(cache_dir=user_cache_dir("open-vocab"), progress=progress("candidates", print),
-                                      compact=False)  # the exact vectors, as the app answers once they are in
+        engine.vocabulary.enable(cache_dir=user_cache_dir("open-vocab"), progress=progress("candidates", print),
+                                 compact=False)  # the exact vectors, as the app answers once they are in
     gcide = None if args.single_token_words or missing_gcide(args.gcide) else read_gcide_dictd(args.gcide)
     sets = reverse_query_sets(engine, gcide, norms=args.norms, norms_sample=args.norms_sample)
     unknown = sorted(set(args.sets or ()) - set(sets))

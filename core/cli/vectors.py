@@ -212,7 +212,7 @@ def _reader(parser: argparse.ArgumentParser, args: argparse.Namespace):
     check_range("-k", args.k, 1, MAX_K)
     check_range("--beam", args.beam, 1, MAX_BEAM)
     engine = _load(parser, args, decoder="auto", open_vocabulary=not args.single_token_words)
-    engine.use_open_vocabulary_now()
+    engine.vocabulary.use_now()
     if args.collection is None:
         from ..paths import user_cache_dir
         from ..readout import dictionary_reference

@@ -68,14 +68,14 @@ def words(argv: Sequence[str]) -> int:
     if args.exact_vectors:  # the vectors the app embeds in the background, in the same cache
         from ..words.open_vocab_fit import progress
 
-        engine.enable_open_vocabulary(cache_dir=user_cache_dir("open-vocab"), compact=False,
-                                      progress=progress("the open vocabulary", lambda line: print(line, file=sys.stderr)))
+        engine.vocabulary.enable(cache_dir=user_cache_dir("open-vocab"), compact=False,
+                                 progress=progress("the open vocabulary", lambda line: print(line, file=sys.stderr)))
     # a few queries: quantizing the 264k open-vocabulary vectors to int8 (7 s on 2 busy cores) would
     # cost more than it saves (0.7 instead of 4.6 ms a query); float32 ranks alike (docs/results.md)
     engine.words.set_precision("float32")
     results = engine.predict_words_batch(texts, k=args.k, pos=args.pos, pattern=args.pattern,
                                          exclude_query_words=args.exclude_query_words)
-    if engine.words.approximate:  # said once, before the answers
+    if engine.vocabulary.approximate:  # said once, before the answers
         from ..words.open_vocab import APPROXIMATE_ANSWERS  # here: `--help` imports no torch
 
         print(f"note: {APPROXIMATE_ANSWERS} (once, {EXACT_VECTORS_TIME}: add --exact-vectors, or start the app, "
@@ -249,7 +249,7 @@ def _run_training(args: argparse.Namespace, config, main_process: bool, device) 
     if _fits_open_vocabulary(args):
         metrics["open_vocab"], open_vocab = _fit_open_vocabulary(engine, open_split, args)
     else:  # an --init checkpoint's tower and weights were fitted to the encoder before this training
-        engine.reset_open_vocabulary()
+        engine.vocabulary.reset()
         if not args.no_open_vocab:
             print("open vocabulary: not fitted (a --dictionary run fits it only over --open-vocab-lemmas)")
     if args.everyday_adapter and _fits_open_vocabulary(args):

@@ -258,7 +258,7 @@ def adapt_engine(engine, norms: Path, config: AdapterFitConfig = AdapterFitConfi
 
     descriptions = read_norms(norms)
     engine.words.set_precision("float32")  # the adapter trains through float32 vectors
-    engine.enable_open_vocabulary(cache_dir=user_cache_dir("open-vocab"), progress=progress("candidates", say),
-                                  compact=False)
+    engine.vocabulary.enable(cache_dir=user_cache_dir("open-vocab"), progress=progress("candidates", say),
+                             compact=False)
     vectors = embedded_texts(engine, [d.text for d in descriptions], user_cache_dir("norms"), say)
     return train_everyday_adapter(engine, descriptions, vectors, split_seed, held_out_share, config, say)

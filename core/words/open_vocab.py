@@ -101,7 +101,7 @@ OPEN_VOCAB_MAP = "open_vocab_map.safetensors"  # older checkpoints: the linear m
 # A checkpoint's own open-vocabulary vectors, product-quantized (`OpenScorer.save_compact`): small enough for
 # the repository (8.4 MB for WordNet), so a fresh clone answers with every word in seconds, not minutes.
 COMPACT_VECTORS = "open_vocab_codes.safetensors"
-# What the app and the CLI say while a model answers from approximate vectors (`WordScorer.approximate`)
+# What the app and the CLI say while a model answers from approximate vectors (`OpenVocabulary.approximate`)
 APPROXIMATE_ANSWERS = ("the reverse dictionary answers from approximate vectors (each query's first candidates scored "
                        "again with exact ones) until this model's own exact vectors are embedded")
 COMPACT_SUBSPACES = 32  # bytes a vector: the ranking within noise of int8's 384 (docs/results.md, "First launch")

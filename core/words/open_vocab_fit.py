@@ -213,7 +213,7 @@ def fit_open_vocabulary(engine, split: DictionarySplit, gcide: Sequence[Entry], 
 
     `split`: the split the model was trained on; `gcide`: GCIDE senses (`read_gcide_dictd`);
     `dictionary`: the candidates' entries (default all WordNet lemmas; the engine's user dictionary
-    is added as `enable_open_vocabulary` does). Vectors are cached under `cache_dir` when given.
+    is added as `OpenVocabulary.enable` does). Vectors are cached under `cache_dir` when given.
     Returns {"config": the weights, "word_tower": bool, set name: `Queries.report`} for the `report`
     sets. Scores in float32 meanwhile; leaves the open vocabulary disabled (`engine.words.open_vocab`
     None) when it changed the tower or the weights."""
@@ -230,8 +230,8 @@ def fit_open_vocabulary(engine, split: DictionarySplit, gcide: Sequence[Entry], 
                 lambda step, steps, loss: say(f"word tower step {step}/{steps}: loss {loss:.3f}"))
             engine.words.word_map = None  # an older checkpoint's map of the encoder's word vectors
         started = time.time()
-        engine.enable_open_vocabulary(dictionary=dictionary, cache_dir=cache_dir,
-                                      progress=progress("candidates and definitions", say))
+        engine.vocabulary.enable(dictionary=dictionary, cache_dir=cache_dir,
+                                 progress=progress("candidates and definitions", say))
         scorer = engine.words.open_vocab
         words = scorer.candidates.words
         say(f"open vocabulary: {len(words)} candidates ({int(scorer.candidates.single_token.sum())} single-token), "
@@ -255,7 +255,7 @@ def fit_open_vocabulary(engine, split: DictionarySplit, gcide: Sequence[Entry], 
                 results[off] = queries[name].report(index.with_config(replace(config, definition_weight=0.0)))
                 say(f"{off}: {results[off]['all']}")
         if choose:
-            engine.words.open_vocab = None  # scored with the old weights: enable_open_vocabulary again
+            engine.words.open_vocab = None  # scored with the old weights: `engine.vocabulary.enable` again
         return results
     finally:
         engine.words.int8 = int8_scoring

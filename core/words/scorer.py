@@ -6,7 +6,8 @@
     scorer.open_vocab = open_scorer(...)      # every WordNet word and phrase as an answer from now on
 
 The engine (core/engine.py) holds one and sets its parts: it embeds what they need (word vectors,
-hubness references, the open vocabulary's candidates) because embedding is the encoder's work.
+hubness references) because embedding is the encoder's work; the open vocabulary's scorer is set by its
+transitions (core/words/open_vocabulary.py: `OpenVocabulary`, which says where its vectors came from).
 """
 from __future__ import annotations
 
@@ -53,8 +54,6 @@ class WordScorer:
         self.config = DEFAULT_OPEN_VOCAB  # the open vocabulary's weights; a checkpoint's own when it has them
         self.adapter: QueryAdapter | None = None  # what the everyday expert reads a query as (query_adapter.py)
         self.adapter_training: dict = {}  # how and on what the adapter was trained (the manifest's record)
-        self.reused = False  # the open vocabulary's vectors are partly the parent model's
-        self.compact = False  # ... or the checkpoint's product-quantized ones
         self.user_dictionary: list[Entry] = []  # a fine-tune's dictionary: its words are answers too
         self.set_precision("auto")  # sets self.int8
 
@@ -107,12 +106,6 @@ class WordScorer:
             self.vectors.save(directory / WORD_VECTORS)
             manifest["word_vectors"] = {"file": WORD_VECTORS, "scale": self.vectors.scale,
                                         "words": int(self.vectors.ids.numel()), "dtype": "int8"}
-
-    @property
-    def approximate(self) -> bool:
-        """Whether the open vocabulary answers from approximate vectors: a checkpoint's compact ones or a
-        parent model's (`APPROXIMATE_ANSWERS` says so to the user)."""
-        return self.open_vocab is not None and (self.compact or self.reused)
 
     # ---- settings ----------------------------------------------------------------------------
     def set_precision(self, precision: str) -> None:

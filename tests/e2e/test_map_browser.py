@@ -33,7 +33,7 @@ def app_url(tiny_mlm_dir, tmp_path, monkeypatch, fake_umap):  # noqa: F811
     monkeypatch.setattr(app.shared.vocabulary_map, "build_map", lambda *args: gate.wait(120) and build_map(*args))
     monkeypatch.setattr(app.handlers.map, "MAX_EXPORT_POINTS", 4)  # the map of every word has 147k points, not 6
     engine = Engine.from_base(str(tiny_mlm_dir))
-    engine.enable_open_vocabulary(dictionary=DICTIONARY)
+    engine.vocabulary.enable(dictionary=DICTIONARY)
     studio = Studio(Models.from_engine(engine, ModelSpec("tiny", base=str(tiny_mlm_dir))), Projector(), JobManager())
     demo = build_app(studio)
     port = free_port()
