@@ -438,6 +438,13 @@ def _write_word_scoring(engine: Engine, path: Path, metrics: dict | None) -> dic
     return manifest
 
 
+def _freeze_embeddings(encoder: SentenceEncoder) -> None:
+    # The head's decoder is tied to E; DefSent keeps both frozen so the head stays a fixed target.
+    encoder.backbone.get_input_embeddings().weight.requires_grad_(False)
+
+
+def _encoder_delta(trained: dict, base: dict) -> dict[str, torch.Tensor]:
+    """(trained - base) for every tensor that differs: what a checkpoint has to store."""
     trained = {k: v.cpu() for k, v in trained.items()}
     return {k: (v.float() - base[k].float()) for k, v in trained.items()
             if v.is_floating_point() and not torch.equal(v, base[k])}

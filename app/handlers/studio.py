@@ -119,8 +119,8 @@ def prepare_model(active: ActiveModel, progress: sv.Progress = sv.no_progress, o
                 active.vocabulary_map.placing.start()
         except Exception as err:  # the map is optional: the model answers without it, and the Map tab says why
             log.warning("the map of every word could not be prepared", exc_info=True)
-    # then its own exact vectors, in the background, where it answers with its parent's or with the shipped
             active.vocabulary_map.failed(err)
+    # then its own exact vectors, in the background, where it answers with its parent's or with the shipped
     # compact ones; not for a visitor's model, which may go with its session first
     if vocabulary.approximate and not is_visitors_model(active.spec.path):
         in_background(lambda: embed_own_vectors(active), "own-vectors")
