@@ -27,6 +27,7 @@ from core.checkpoint import DEFAULT_CHECKPOINT
 from core.runtime.hardware import PRECISIONS
 from core.paths import HELDOUT_SENTENCES
 from core.vec2sent.diagnostics import read_test_sentences
+from core.vec2sent import API_DEFAULT, DecodeSettings
 from core.vec2sent.refine import CorrectSettings, RefineSettings
 
 BUILT_IN = ["he visits italy.", "she drinks wine.", "his name is robert.", "he is a doctor.",
@@ -43,16 +44,23 @@ def held_out_sentences(limit: int) -> tuple[list[str], str]:
     return BUILT_IN[:limit], f"{min(limit, len(BUILT_IN))} built-in sentences ({HELDOUT_SENTENCES.name} not built)"
 
 
-def latencies_ms(engine: Engine, vectors: np.ndarray, beam: int, rerank: bool,
-                 refine: RefineSettings | None = None, correct: CorrectSettings | None = None) -> list[float]:
+def latencies_ms(engine: Engine, vectors: np.ndarray, settings: DecodeSettings) -> list[float]:
     """Time decoding each vector alone, after one untimed warm-up."""
-    engine.decode(vectors[0], beam=beam, rerank=rerank, refine=refine, correct=correct)
+    engine.decode(vectors[0], settings)
     times = []
     for vector in vectors:
         start = time.perf_counter()
-        engine.decode(vector, beam=beam, rerank=rerank, refine=refine, correct=correct)
+        engine.decode(vector, settings)
         times.append((time.perf_counter() - start) * 1000)
     return times
+
+
+def label(settings: DecodeSettings) -> str:
+    """The table's name of a decode setting: "beam 5 + rerank + correct x 2 (step 0.5)", "greedy", ..."""
+    name = "greedy" if settings.beam == 1 else f"beam {settings.beam}"
+    name += " + rerank" if settings.beam > 1 and settings.rerank and not settings.refine else ""
+    name += f" + correct x {settings.correct.rounds} (step {settings.correct.step})" if settings.correct else ""
+    return name + (" + refine" if settings.refine else "")
 
 
 def p90(values: list[float]) -> float:
@@ -70,7 +78,7 @@ def main() -> int:
     parser.add_argument("--encoder-precision", default="auto", choices=("auto", "float32", "bfloat16"),
                         help="encoder precision for reranking (auto, as in the app: bfloat16 where native)")
     parser.add_argument("--sentences", type=int, default=50)
-    parser.add_argument("--beam", type=int, default=5)
+    parser.add_argument("--beam", type=int, default=API_DEFAULT.beam)
     parser.add_argument("--refine", action="store_true", help="also time the beam refined by one-word edits")
     parser.add_argument("--correct", type=int, default=None, metavar="ROUNDS",
                         help="also time the beam with ROUNDS of correction (and refined, with --refine)")
@@ -96,16 +104,15 @@ def main() -> int:
     for precision in args.precision:
         engine.set_decoder(args.decoder, checkpoints, precision)
         correct = None if args.correct is None else CorrectSettings(args.correct, args.correct_step)
-        settings = [(args.beam, True, None, None), (args.beam, False, None, None)] if args.beam > 1 else []
-        settings += [(args.beam, True, RefineSettings(), None)] if args.refine else []
-        settings += [(args.beam, True, None, correct)] if correct else []
-        settings += [(args.beam, True, RefineSettings(), correct)] if correct and args.refine else []
-        for beam, rerank, refine, corrected in settings + [(1, False, None, None)]:
-            times = latencies_ms(engine, vectors, beam, rerank, refine, corrected)
-            label = "greedy" if beam == 1 else f"beam {beam}" + (" + rerank" if rerank and not refine else "")
-            label += f" + correct x {corrected.rounds} (step {corrected.step})" if corrected else ""
-            label += " + refine" if refine else ""
-            print(f"| {label} | {precision} | {statistics.mean(times):.1f} | {statistics.median(times):.1f} | {p90(times):.1f} |")
+        reranked = DecodeSettings(beam=args.beam, correct=None)
+        rows = [reranked, reranked.changed(rerank=False)] if args.beam > 1 else []
+        rows += [reranked.changed(refine=RefineSettings())] if args.refine else []
+        rows += [reranked.changed(correct=correct)] if correct else []
+        rows += [reranked.changed(refine=RefineSettings(), correct=correct)] if correct and args.refine else []
+        for settings in rows + [DecodeSettings(beam=1, rerank=False, correct=None)]:
+            times = latencies_ms(engine, vectors, settings)
+            print(f"| {label(settings)} | {precision} | {statistics.mean(times):.1f} | {statistics.median(times):.1f} | "
+                  f"{p90(times):.1f} |")
     print()
     decoded = engine.decode(vectors[:args.examples], beam=args.beam)
     for sentence, output in zip(sentences, decoded):

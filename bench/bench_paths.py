@@ -38,19 +38,20 @@ from bench.path_set import (HELD_OUT, HELD_OUT_STRUCTURE, interpolation_pairs, p
 from core import Engine
 from core.encoder import l2_normalize
 from core.readout import EmbeddedTexts
-from core.vec2sent import APP_BEAM
+from core.vec2sent import PATH_DEFAULT, DecodeSettings
 
 ROOT = Path(__file__).resolve().parents[1]
-SETTINGS = {"app": {"beam": APP_BEAM}, "api": {}}
+SETTINGS = {"app": PATH_DEFAULT.app(), "api": PATH_DEFAULT}
 
 
-def analogy_scores(engine: Engine, setting: dict, items, reference, show: int = 0, progress: bool = False) -> dict:
+def analogy_scores(engine: Engine, setting: DecodeSettings, items, reference, show: int = 0, progress: bool = False,
+                   edits: bool = True) -> dict:
     """Exact share overall and by kind, and ms per analogy, for the analogies `items`; `progress`: a line on
     stderr for each."""
     hits, by_kind, times, kind_times, kind_cpu, misses = [], defaultdict(list), [], defaultdict(list), defaultdict(list), []
     for item in items:
         start, cpu = time.perf_counter(), time.process_time()
-        result = engine.analogy(item.a, item.b, item.c, reference=reference, k=5, **setting)
+        result = engine.analogy(item.a, item.b, item.c, reference=reference, k=5, settings=setting, edits=edits)
         times.append((time.perf_counter() - start) * 1000)
         kind_times[item.kind].append(times[-1])
         kind_cpu[item.kind].append((time.process_time() - cpu) * 1000)  # what it costs alone, on a busy machine
@@ -86,11 +87,12 @@ def path_measures(engine: Engine, x: str, y: str, points) -> tuple[list[bool], l
     return own, gains, steady
 
 
-def interpolation_scores(engine: Engine, setting: dict, pairs, steps: int, reference, show: int = 0) -> dict:
+def interpolation_scores(engine: Engine, setting: DecodeSettings, pairs, steps: int, reference, show: int = 0,
+                         edits: bool = True) -> dict:
     own, gains, steady, times, examples = [], [], [], [], []
     for x, y in pairs:
         start = time.perf_counter()
-        points = engine.interpolate(x, y, steps=steps, reference=reference, k=3, **setting)
+        points = engine.interpolate(x, y, steps=steps, reference=reference, k=3, settings=setting, edits=edits)
         times.append((time.perf_counter() - start) * 1000)
         o, g, s = path_measures(engine, x, y, points)
         own += o
@@ -139,12 +141,11 @@ def main(argv: list[str] | None = None) -> int:
     reference = EmbeddedTexts(["a"], l2_normalize(engine.encode(["a"])), name="one text")
     pairs = [] if "interpolations" in args.skip else interpolation_pairs(args.shared, args.pairs, split=args.pairs_split)
     flags = "".join(f", {flag}" for flag, on in [("no fluency", args.no_fluency), ("no edits", args.no_edits)] if on)
-    options = {"edits": not args.no_edits, **({"fluency": None} if args.no_fluency else {})}
     for name in args.settings:
-        setting = {**SETTINGS[name], **options}
+        setting = SETTINGS[name].changed(fluency=None) if args.no_fluency else SETTINGS[name]
         if "analogies" not in args.skip:
             items = _analogies(args.held_out, args.structure, args.analogies)
-            a = analogy_scores(engine, setting, items, reference, args.show, args.progress)
+            a = analogy_scores(engine, setting, items, reference, args.show, args.progress, not args.no_edits)
             kinds = ", ".join(f"{k} {v:.0%} {a['kind_ms'][k]:.0f} ms ({a['kind_cpu_ms'][k]:.0f} CPU)"
                               for k, v in sorted(a["by_kind"].items()))
             print(f"[{name}{flags}] analogies: {a['exact']:.1%} exact of {a['n']} ({kinds}); {a['ms']:.0f} ms each")
@@ -152,7 +153,8 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"    miss  {miss}")
             sys.stdout.flush()
         if pairs:
-            p = interpolation_scores(engine, setting, pairs, args.steps, reference, min(args.show, 5))
+            p = interpolation_scores(engine, setting, pairs, args.steps, reference, min(args.show, 5),
+                                     not args.no_edits)
             print(f"[{name}{flags}] interpolations ({p['paths']} paths, {args.steps} steps): own sentence "
                   f"{p['own']:.1%} of interior points, fidelity gain {p['gain']:+.4f}, steady {p['steady']:.1%}; "
                   f"{p['ms']:.0f} ms a path")

@@ -18,7 +18,7 @@ import json
 import shutil
 import time
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 import torch
@@ -35,13 +35,12 @@ from .words.hubness import DEFAULT_K, DEFAULT_WEIGHT, HubPenalty, group_definiti
 from .lora import add_into, dense_delta, factored_delta, is_low_rank, stored_factors
 from .words.open_vocab import COMPACT_VECTORS
 from .words.open_vocabulary import OpenVocabulary
-from .readout import (ANALOGY, DEFAULT_CORRECTION, PATH_FLUENCY, REFERENCE_SIZE, AnalogyResult, InterpolationPoint,
-                      Reference, VectorReader)
+from .readout import ANALOGY, REFERENCE_SIZE, AnalogyResult, InterpolationPoint, Reference, VectorReader
 from .explore.reference import VocabularyTexts
 from .explore.vocabulary_map import layout_path
 from .vec2sent.checkpoint import Vec2Sent
-from .vec2sent.fluency import FluencySettings
-from .vec2sent.refine import CorrectSettings, RefineSettings
+from .vec2sent.fluency import FluencyModel
+from .vec2sent.reading import API_DEFAULT, PATH_DEFAULT, DecodeSettings
 from .words.scorer import WordScorer
 from .words.vocabulary import WordFilter, WordVocabulary
 from .words.word_head import WordHead, WordHeadConfig
@@ -246,25 +245,33 @@ class Engine:
         a GGUF model is de-quantised once and kept in the user cache."""
         self.reader.set_fluency(model, user_cache_dir("fluency"))
 
-    def decode(self, vectors: np.ndarray, beam: int = 5, max_length: int | None = None, rerank: bool = True,
-               refine: RefineSettings | None = None, correct: CorrectSettings | None = DEFAULT_CORRECTION,
-               fluency: FluencySettings | None = None) -> list[str]:
-        """One sentence per row of `vectors` (n, d) or for one vector (d,) (`VectorReader.decode`)."""
-        return self.reader.decode(vectors, beam, max_length, rerank, refine, correct, fluency)
+    @property
+    def fluency_model(self) -> FluencyModel | None:
+        """The language model that judges analogies' grammar (loaded on first use), or None."""
+        return self.reader.fluency_model
 
-    def analogy(self, a: str, b: str, c: str, reference: Reference | None = None, k: int = 5, beam: int = 5,
-                expression: str = ANALOGY, refine: RefineSettings | None = None,
-                correct: CorrectSettings | None = DEFAULT_CORRECTION,
-                fluency: FluencySettings | None = PATH_FLUENCY, edits: bool = True) -> AnalogyResult:
+    @property
+    def borrowed_decoding(self) -> dict | None:
+        """A fine-tune's link to the decoder it borrows (`VectorReader.borrowed_decoding`), or None."""
+        return self.reader.borrowed_decoding
+
+    # `settings` (core/vec2sent/reading.py DecodeSettings: API_DEFAULT, PATH_DEFAULT, MOST_EXACT, ...) say how vectors
+    # are decoded; `changes` change its fields by name: engine.decode(vectors, beam=20, correct=None).
+    def decode(self, vectors: np.ndarray, settings: DecodeSettings = API_DEFAULT, **changes: Any) -> list[str]:
+        """One sentence per row of `vectors` (n, d) or for one vector (d,) (`VectorReader.decode`)."""
+        return self.reader.decode(vectors, settings.changed(**changes))
+
+    def analogy(self, a: str, b: str, c: str, reference: Reference | None = None, k: int = 5,
+                settings: DecodeSettings = PATH_DEFAULT, expression: str = ANALOGY, edits: bool = True,
+                **changes: Any) -> AnalogyResult:
         """Read b - a + c (or `expression`): its sentence, words and nearest texts (`VectorReader.analogy`)."""
-        return self.reader.analogy(a, b, c, reference, k, beam, expression, refine, correct, fluency, edits)
+        return self.reader.analogy(a, b, c, reference, k, settings.changed(**changes), expression, edits)
 
     def interpolate(self, x: str, y: str, steps: int = 5, reference: Reference | None = None, k: int = 5,
-                    beam: int = 5, refine: RefineSettings | None = None,
-                    correct: CorrectSettings | None = DEFAULT_CORRECTION,
-                    fluency: FluencySettings | None = PATH_FLUENCY, edits: bool = True) -> list[InterpolationPoint]:
+                    settings: DecodeSettings = PATH_DEFAULT, edits: bool = True,
+                    **changes: Any) -> list[InterpolationPoint]:
         """`steps` points from x to y, each read like an analogy and chosen along the path (`VectorReader.interpolate`)."""
-        return self.reader.interpolate(x, y, steps, reference, k, beam, refine, correct, fluency, edits)
+        return self.reader.interpolate(x, y, steps, reference, k, settings.changed(**changes), edits)
 
     # ---- reverse dictionary -------------------------------------------------------------------
     def predict_words(self, text: str, k: int = 10, exclude_query_words: bool = EXCLUDE_QUERY_WORDS,

@@ -4,7 +4,7 @@ nearest reference sentences, analogies and interpolations. The engine holds a `V
 
     engine = Engine.load()                 # + the decoder in checkpoints/ trained on this encoder
     engine.decode(engine.encode(["a dog barks"]), beam=5)        # one sentence per row
-    engine.decode(vectors, beam=20, correct=CorrectSettings(rounds=7, step=0.5))  # seven correction rounds
+    engine.decode(vectors, MOST_EXACT)                            # the app's "Refine": DecodeSettings(beam=20, ...)
     engine.decode(vectors, beam=20, refine=RefineSettings())      # + one-word edits towards each vector
     engine.analogy("he eats pizza", "he visits italy", "she drinks wine")   # AnalogyResult of b - a + c
     engine.interpolate("a dog barks", "the king rules", steps=5)           # [InterpolationPoint, ...]
@@ -34,24 +34,17 @@ from .lexicon.dictionary import Entry, load_wordnet
 from .vec2sent.checkpoint import FORMAT as DECODER_FORMAT
 from .vec2sent.checkpoint import MANIFEST as DECODER_MANIFEST
 from .vec2sent.checkpoint import WEIGHTS as DECODER_WEIGHTS
-from .vec2sent.checkpoint import Vec2Sent, best_by_cosine, load_checkpoint, mean_cosine
+from .vec2sent.checkpoint import Vec2Sent, load_checkpoint
 from .vec2sent.expression import evaluate_expression, sentence_names
-from .vec2sent.fluency import FluencyModel, FluencySettings, choose_fluent, competitors, default_gguf
+from .vec2sent.fit import Encode, fit_cosines, fits_of, mean_cosine
+from .vec2sent.fluency import FluencyModel, FluencySettings, default_gguf
 from .vec2sent.grammar import RepairSettings, repair, sentence_key
 from .vec2sent.paths import edit_path, transfer_edits, walk
-from .vec2sent.refine import CorrectSettings, Encode, RefineSettings, embedding_once
-from .vec2sent.refine import correct as correct_by_vectors
-from .vec2sent.refine import refine as refine_by_edits
+from .vec2sent.reading import API_DEFAULT, PATH_DEFAULT, DecodeSettings, choose, chosen, hypotheses
+from .vec2sent.refine import embedding_once
 from .words.scorer import WordScorer
 from .words.vocabulary import PART_OF_SPEECH
 
-# Every decoding corrects once by default: on 1,000 held-out sentences beam 5 reranked gives BLEU
-# 27.3, Id 15.1 %, cosine .910 in 93 ms a sentence; with one correction round 30.2, 18.8 %, .928 in
-# 196 ms (docs/vec2sent.md). correct=None turns it off.
-DEFAULT_CORRECTION = CorrectSettings()
-# Analogies and interpolations read vectors that are no sentence's, where the decoder slips on grammar:
-# there a language model's log-probability helps choose (core/vec2sent/fluency.py; docs/vec2sent.md, Paths).
-PATH_FLUENCY = FluencySettings()
 ANALOGY = "b - a + c"
 # An interior point of an interpolation shows a sentence other than the two ends when one fits it within
 # this cosine of the nearer end (which stays the fallback): the path then reads step by step.
@@ -393,65 +386,34 @@ class VectorReader:
         """The Vec2Sent decoder for this encoder, or None."""
         return self._decoder.get()
 
-    def decode(self, vectors: np.ndarray, beam: int = 5, max_length: int | None = None,
-               rerank: bool = True, refine: RefineSettings | None = None,
-               correct: CorrectSettings | None = DEFAULT_CORRECTION,
-               fluency: FluencySettings | None = None) -> list[str]:
-        """One sentence per row of `vectors` (n, d) or for one vector (d,), decoded in batches:
-        beam search of width `beam`, greedy when beam == 1; at most `max_length` pieces (default:
-        the decoder's). With `rerank` the beam's hypotheses are encoded again and the one closest
-        to the vector is returned; with `correct` (default: one round; None: off), rounds of decoding
-        from targets moved along what the last output missed add their hypotheses to the choice
-        (always by cosine); with `fluency` (and a fluency model) the hypotheses that fit about as
-        well as the closest compete on a language model's log-probability too; with `refine`
-        (slower, more exact) the closest one is then edited a word at a time towards the vector
-        (core/vec2sent/refine.py). NoDecoderError when the engine has no decoder."""
-        return self._decode(vectors, beam, max_length, rerank, refine, correct, fluency)
+    def decode(self, vectors: np.ndarray, settings: DecodeSettings = API_DEFAULT) -> list[str]:
+        """One sentence per row of `vectors` (n, d) or for one vector (d,), decoded in batches as `settings` say
+        (`DecodeSettings`: beam search, reranked by fit, corrected once by default; core/vec2sent/reading.py, the
+        way `vec2sent-diagnostics` measures). NoDecoderError when the engine has no decoder."""
+        return self._decode(vectors, settings)
 
-    def _decode(self, vectors: np.ndarray, beam: int, max_length: int | None, rerank: bool,
-                refine: RefineSettings | None, correct: CorrectSettings | None, fluency: FluencySettings | None,
-                encode=None) -> list[str]:
+    def _decode(self, vectors: np.ndarray, settings: DecodeSettings, encode: Encode | None = None) -> list[str]:
         """`decode`, embedding with `encode` (default: the model's, each text once)."""
         encode = encode or embedding_once(self.model.encode)
-        hypotheses = self._hypotheses(vectors, beam, max_length, refine, correct, encode)
-        if refine is not None:
-            return [texts[0] for texts in hypotheses]
-        if correct is None and not (rerank and beam > 1):
-            return [texts[0] for texts in hypotheses]
-        return self._choose(hypotheses, np.atleast_2d(vectors), encode, fluency)
+        found = self._hypotheses(vectors, settings, encode)
+        return chosen(found, vectors, settings, encode, self._fluency_model_for(settings.fluency))
 
-    def _hypotheses(self, vectors: np.ndarray, beam: int, max_length: int | None, refine: RefineSettings | None,
-                    correct: CorrectSettings | None, encode) -> list[list[str]]:
-        """Per row, the decoder's hypotheses, likeliest first (with `correct`, every round's), or with
-        `refine` the refined text alone."""
-        _check_count("beam", beam, 1)
-        decoder = self._require_decoder()
+    def _hypotheses(self, vectors: np.ndarray, settings: DecodeSettings, encode: Encode) -> list[list[str]]:
+        """Per row, the decoder's hypotheses (`core.vec2sent.reading.hypotheses`)."""
+        return hypotheses(self._require_decoder(), vectors, settings, encode, self._vector_words)
 
-        def search(targets: np.ndarray) -> list[list[str]]:
-            return decoder.hypotheses(targets, beam_width=int(beam), max_length=max_length)
+    def _vector_words(self, vectors: np.ndarray, k: int) -> list[list[str]]:
+        """The top-k words each vector (n, d) points to, which refining edits may insert."""
+        return [[w for w, _ in ranked] for ranked in self.model.words.ranked(vectors, k)]
 
-        hypotheses = search(vectors) if correct is None else correct_by_vectors(search, vectors, encode, correct).hypotheses
-        if refine is None:
-            return hypotheses
-        words = [[w for w, _ in ranked] for ranked in self.model.words.ranked(np.atleast_2d(vectors), refine.pool)]
-        return [[decoder.cased(text)] for text in refine_by_edits(hypotheses, vectors, encode, words, refine)]
+    def _choose(self, rows: list[list[str]], vectors: np.ndarray, encode: Encode,
+                fluency: FluencySettings | None) -> list[str]:
+        """Per row, the text shown (`core.vec2sent.reading.choose`, with the fluency model when `fluency`)."""
+        return choose(rows, vectors, encode, fluency, self._fluency_model_for(fluency))
 
-    def _choose(self, rows: list[list[str]], vectors: np.ndarray, encode, fluency: FluencySettings | None) -> list[str]:
-        """Per row, the text closest to its vector by cosine (ties: the earlier) or, with `fluency` and a
-        fluency model, `choose_fluent`'s pick; every distinct text is embedded once."""
-        model = self.fluency_model if fluency is not None else None
-        if model is None:
-            return [texts[i] for texts, (i, _) in zip(rows, best_by_cosine(rows, vectors, encode))]
-        rows = [list(dict.fromkeys(t for t in texts if t.strip())) or [""] for texts in rows]
-        unit = l2_normalize(vectors)
-        texts = sorted({t for row in rows for t in row if t})
-        embedded = dict(zip(texts, l2_normalize(encode(texts)))) if texts else {}
-        cosines = [[float(embedded[t] @ v) if t in embedded else -np.inf for t in row] for row, v in zip(rows, unit)]
-        competing = [competitors(cos, fluency) for cos in cosines]
-        asked = list(dict.fromkeys(row[i] for row, idx in zip(rows, competing) if len(idx) > 1 for i in idx))
-        nats = dict(zip(asked, model.log_probs(asked))) if asked else {}  # every row's rivals in one batch
-        return [row[choose_fluent(cos, idx, [nats.get(row[i], 0.0) for i in idx], fluency)]
-                for row, cos, idx in zip(rows, cosines, competing)]
+    def _fluency_model_for(self, fluency: FluencySettings | None) -> FluencyModel | None:
+        """The fluency model (loaded on first use) when `fluency` asks for one, else None."""
+        return self.fluency_model if fluency is not None else None
 
     def _require_decoder(self) -> Vec2Sent:
         decoder = self.decoder
@@ -490,32 +452,29 @@ class VectorReader:
         return self._reference.get()
 
     def analogy(self, a: str, b: str, c: str, reference: Reference | None = None, k: int = 5,
-                beam: int = 5, expression: str = ANALOGY, refine: RefineSettings | None = None,
-                correct: CorrectSettings | None = DEFAULT_CORRECTION,
-                fluency: FluencySettings | None = PATH_FLUENCY, edits: bool = True) -> AnalogyResult:
+                settings: DecodeSettings = PATH_DEFAULT, expression: str = ANALOGY, edits: bool = True
+                ) -> AnalogyResult:
         """Read the vector b - a + c (a : b :: c : ?), or another `expression` over a, b, c (those it does
-        not use may be empty: "a" decodes a alone): its decoded sentence (`beam`, `refine`, `correct` and
-        `fluency` as in `decode`) and that sentence's cosine to the vector (`fit`), top-k words and the k
+        not use may be empty: "a" decodes a alone): its decoded sentence (decoded as `settings` say, by default
+        with a fluency model's help) and that sentence's cosine to the vector (`fit`), top-k words and the k
         nearest texts of `reference` (default: the dictionary sample). With `edits`, for b - a + c, c with
         the word edits or change of structure that turn a into b (`transfer_edits`) compete beside the
         decoder's hypotheses (`_analogy_sentence`)."""
         _check_count("k", k, 1)
-        _check_count("beam", beam, 1)
         sentences, encode = {"a": a, "b": b, "c": c}, embedding_once(self.model.encode)
         vector, used = self._expression_vector(expression, sentences, encode)
         transferred = transfer_edits(a, b, c) if edits and _is_analogy(expression) else []
         # as word analogies leave out a, b and c; an expression of one sentence is that sentence's decoding
         told = [sentences[name] for name in used] if len(used) > 1 else []
         decoded, edited, decoding_fit = (
-            self._analogy_sentence(vector, told, transferred, beam, refine, correct, fluency, encode)
+            self._analogy_sentence(vector, told, transferred, settings, encode)
             if self.decoder is not None else (None, False, None))
-        fit = None if decoded is None else _fits([decoded], vector, encode)[0]
+        fit = None if decoded is None else fits_of([decoded], vector, encode)[0]
         words, nearest = self._words_and_nearest(vector[None], reference, k)
         return AnalogyResult(vector, decoded, words[0], nearest[0], expression, edited, fit, decoding_fit)
 
-    def _analogy_sentence(self, vector: np.ndarray, given: Sequence[str], transfers: Sequence[str], beam: int,
-                          refine: RefineSettings | None, correct: CorrectSettings | None,
-                          fluency: FluencySettings | None, encode: Encode) -> tuple[str, bool, float | None]:
+    def _analogy_sentence(self, vector: np.ndarray, given: Sequence[str], transfers: Sequence[str],
+                          settings: DecodeSettings, encode: Encode) -> tuple[str, bool, float | None]:
         """The sentence shown for an analogy's vector (d,), whether it is an edit transfer (c changed as a became
         b, `transfer_edits`) and then the best fit of the decoder's own hypotheses: of those and the transfers,
         none saying what one of the `given` sentences says (as word analogies leave out a, b and c), chosen as
@@ -524,31 +483,29 @@ class VectorReader:
         cased = self._require_decoder().cased
         told = {sentence_key(t) for t in given}
         transfers = [t for t in dict.fromkeys(map(cased, transfers)) if sentence_key(t) not in told]
-        hypotheses = self._hypotheses(vector[None], beam, None, refine, correct, encode)[0]
-        candidates = list(dict.fromkeys([*transfers, *hypotheses]))
-        candidates = [t for t in candidates if sentence_key(t) not in told] or hypotheses
-        model = self.fluency_model if fluency is not None else None
+        found = self._hypotheses(vector[None], settings, encode)[0]
+        candidates = list(dict.fromkeys([*transfers, *found]))
+        candidates = [t for t in candidates if sentence_key(t) not in told] or found
+        model = self._fluency_model_for(settings.fluency)
 
         def repaired(text: str) -> str:
             return text if model is None else repair(text, vector, encode, model.log_probs, PATH_REPAIR)
 
-        chosen = self._choose([candidates], vector[None], encode, fluency)[0]
+        shown = self._choose([candidates], vector[None], encode, settings.fluency)[0]
         if not transfers:
-            return repaired(chosen), False, None
-        own = [t for t in candidates if t not in transfers] or hypotheses
-        decoding_fit = max(_fits(own, vector, encode))
-        if chosen in transfers:
-            return repaired(chosen), True, decoding_fit
-        transfer_fits = _fits(transfers, vector, encode)
-        chosen, transferred = repaired(chosen), repaired(transfers[int(np.argmax(transfer_fits))])
-        fits = _fits([chosen, transferred], vector, encode)
-        return (transferred, True, decoding_fit) if fits[1] >= fits[0] - TRANSFER_MARGIN else (chosen, False, None)
+            return repaired(shown), False, None
+        own = [t for t in candidates if t not in transfers] or found
+        decoding_fit = max(fits_of(own, vector, encode))
+        if shown in transfers:
+            return repaired(shown), True, decoding_fit
+        transfer_fits = fits_of(transfers, vector, encode)
+        shown, transferred = repaired(shown), repaired(transfers[int(np.argmax(transfer_fits))])
+        fits = fits_of([shown, transferred], vector, encode)
+        return (transferred, True, decoding_fit) if fits[1] >= fits[0] - TRANSFER_MARGIN else (shown, False, None)
 
-    def interpolate(self, x: str, y: str, steps: int = 5, reference: Reference | None = None,
-                    k: int = 5, beam: int = 5, refine: RefineSettings | None = None,
-                    correct: CorrectSettings | None = DEFAULT_CORRECTION,
-                    fluency: FluencySettings | None = PATH_FLUENCY, edits: bool = True) -> list[InterpolationPoint]:
-        """`steps` points from x (alpha 0) to y (alpha 1), each read like an analogy, then chosen
+    def interpolate(self, x: str, y: str, steps: int = 5, reference: Reference | None = None, k: int = 5,
+                    settings: DecodeSettings = PATH_DEFAULT, edits: bool = True) -> list[InterpolationPoint]:
+        """`steps` points from x (alpha 0) to y (alpha 1), each read like an analogy (`settings`), then chosen
         along the path (`walk_path`; `edits`: with sentences made of x's and y's word edits among the
         candidates): a point's sentence fits it well and the sentences move away from x step by step.
 
@@ -568,29 +525,28 @@ class VectorReader:
                   for v, w, n, alpha, cos in zip(vectors, words, nearest, alphas, cosines, strict=True)]
         if self.decoder is None:
             return points
-        decoded = self.walk_path(x, y, vectors, beam, refine, correct, fluency, edits, encode)
+        decoded = self.walk_path(x, y, vectors, settings, edits, encode)
+        fits = [row[0] for row in fit_cosines([[text] for text in decoded], vectors, encode)]  # (steps,)
         embedded = l2_normalize(encode([*decoded, x, y]))  # (steps + 2, d)
-        fits = (embedded[:-2] * l2_normalize(vectors)).sum(1)  # (steps,)
         to_ends = embedded[:-2] @ embedded[-2:].T  # (steps, 2)
         for point, text, fit, (to_x, to_y) in zip(points, decoded, fits, to_ends, strict=True):
             point.decoded, point.fit, point.decoded_cos_x, point.decoded_cos_y = text, float(fit), float(to_x), float(to_y)
         return points
 
-    def walk_path(self, x: str, y: str, points: np.ndarray, beam: int = 5, refine: RefineSettings | None = None,
-                  correct: CorrectSettings | None = DEFAULT_CORRECTION,
-                  fluency: FluencySettings | None = PATH_FLUENCY, edits: bool = True,
-                  encode: Encode | None = None) -> list[str]:
+    def walk_path(self, x: str, y: str, points: np.ndarray, settings: DecodeSettings = PATH_DEFAULT,
+                  edits: bool = True, encode: Encode | None = None) -> list[str]:
         """One sentence per point (steps, d) of the path from x to y (its first and last points are x's
         and y's embeddings). Candidates: x, y, each interior point's decoding (as `decode`) and, with
         `edits`, the sentences between x and y made of their word edits (`edit_path`). `walk` then picks one a
-        point (x at the first, y at the last), maximising the sum of each one's cosine to its point, plus OWN_SENTENCE_MARGIN at an
+        point (x at the first, y at the last; the table of every candidate's cosine to every point is one product),
+        maximising the sum of each one's cosine to its point, plus OWN_SENTENCE_MARGIN at an
         interior point for a sentence other than x and y (so one within that margin of the nearer
         end is shown instead of it), under the rule that the cosine to x never rises step by step."""
         if x == y:
             return [x] * len(points)
         encode = encode or embedding_once(self.model.encode)
         interior = points[1:-1]
-        decoded = self._decode(interior, beam, None, True, refine, correct, fluency, encode=encode) if len(interior) else []
+        decoded = self._decode(interior, settings, encode) if len(interior) else []
         between = edit_path(x, y) if edits else []
         candidates = list(dict.fromkeys([x, y, *decoded, *map(self._require_decoder().cased, between)]))
         embedded = l2_normalize(encode(candidates))  # (C, d)
@@ -616,11 +572,6 @@ def _packaged_fluency(cache_dir: Path | None) -> FluencyModel | None:
     except (OSError, ValueError, ImportError, RuntimeError) as error:
         warnings.warn(f"fluency model not loaded, choosing sentences by cosine alone: {error}")
         return None
-
-
-def _fits(texts: Sequence[str], vector: np.ndarray, encode: Encode) -> list[float]:
-    """Each text's cosine to `vector` (d,)."""
-    return [float(f) for f in l2_normalize(encode(list(texts))) @ l2_normalize(vector[None])[0]]
 
 
 def _is_analogy(expression: str) -> bool:

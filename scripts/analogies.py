@@ -15,10 +15,10 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from core.vec2sent.refine import APP_BEAM, MOST_EXACT
 from core import Engine
 from core.checkpoint import DEFAULT_CHECKPOINT
 from core.runtime.hardware import PRECISIONS
+from core.vec2sent import APP_BEAM, MOST_EXACT
 from core.vec2sent.examples import ANALOGY_EXAMPLES
 from core.vec2sent.refine import RefineSettings
 from core.text import canonical_tokens
@@ -66,7 +66,7 @@ def main() -> int:
 
 def app_examples(engine: Engine, beam: int) -> None:
     """The app's analogy examples: each decoding, whether it has the expected words, its cosine."""
-    exact = MOST_EXACT["correct"]
+    exact = MOST_EXACT.correct
     print(f"| a : b :: c : ? | expected | beam {beam}, corrected once (default) | cos | beam {APP_BEAM}, corrected "
           f"{exact.rounds} times by {exact.step} (the app's most exact) | cos |\n"
           "|---|---|---|---:|---|---:|")
@@ -75,7 +75,7 @@ def app_examples(engine: Engine, beam: int) -> None:
         vector = engine.reader.evaluate_expression("b - a + c", {"a": example.a, "b": example.b, "c": example.c})
         cells = []
         for name, text in (("default", engine.decode(vector, beam=beam)[0]),
-                           ("exact", engine.decode(vector, beam=APP_BEAM, **MOST_EXACT)[0])):
+                           ("exact", engine.decode(vector, MOST_EXACT)[0])):
             has = set(example.expected) <= set(canonical_tokens(text))
             found[name] += has
             cosine = float(engine.similarity([text], vector[None])[0][0]) if text.strip() else float("nan")

@@ -270,14 +270,15 @@ def test_interpolation_table_and_path(studio):
 
 
 def test_the_app_decodes_with_its_wider_beam(studio, monkeypatch):
-    from core.readout import DEFAULT_CORRECTION, Lazy
-    from core.vec2sent.refine import APP_BEAM, CorrectSettings
+    from core.readout import Lazy
+    from core.vec2sent import APP_BEAM
+    from core.vec2sent.refine import CorrectSettings
 
-    engine, beams = studio.models.active().engine, []
+    engine, asked = studio.models.active().engine, []
     decoder = SimpleNamespace(cased=lambda text: text)  # a decoder is present: analogy and interpolation decode
     monkeypatch.setattr(engine.reader, "_decoder", Lazy(lambda: decoder))
-    monkeypatch.setattr(engine.reader, "_hypotheses", lambda vectors, beam, max_length, refine, correct, encode:
-                        beams.append((beam, refine, correct)) or [["x"]] * len(vectors))
+    monkeypatch.setattr(engine.reader, "_hypotheses", lambda vectors, settings, encode:
+                        asked.append(settings) or [["x"]] * len(vectors))
     monkeypatch.setattr(engine.reader, "_fluency", Lazy(lambda: None))
     decoded, _, _ = studio.analogy.analogy("a king", "a queen", "a boy", "b - a + c")
     rows, _ = studio.analogy.interpolation("a dog", "a king", 3)
@@ -291,8 +292,10 @@ def test_the_app_decodes_with_its_wider_beam(studio, monkeypatch):
     studio.analogy.analogy("a king", "a queen", "a boy", "b - a + c", refine=True)
     studio.analogy.interpolation("a dog", "a king", 3, refine=True)
     studio.analogy.decode("a boy", refine=True)
-    exact = (APP_BEAM, None, CorrectSettings(rounds=7, step=0.5))
-    assert beams == [(APP_BEAM, None, DEFAULT_CORRECTION)] * 3 + [exact] * 3 and APP_BEAM > 5
+    once, exact = (APP_BEAM, None, CorrectSettings()), (APP_BEAM, None, CorrectSettings(rounds=7, step=0.5))
+    assert [(s.beam, s.refine, s.correct) for s in asked] == [once] * 3 + [exact] * 3 and APP_BEAM > 5
+    # analogy, interpolation, Decode box: the paths' language model helps choose, the Decode box's sentence is decoded
+    assert [s.fluency is not None for s in asked] == [True, True, False] * 2
 
 
 # ---- evaluate and about ------------------------------------------------------------------------------

@@ -12,11 +12,12 @@ import torch
 from core import CheckpointError, Engine
 from core.readout import (DECODING_CHECK_SIZE, BorrowedDecoding, EmbeddedTexts, NoDecoderError, describe_borrowed,
                           dictionary_reference, find_decoder_dir)
-from core.vec2sent import (EncoderMismatchError, ExpressionError, Vec2SentConfig, Vec2SentDecoder, beam_search,
-                           greedy_decode, save_checkpoint)
-from core.vec2sent.checkpoint import closest_hypotheses
+from core.vec2sent import (API_DEFAULT, APP, APP_BEAM, MOST_EXACT, PATH_DEFAULT, EncoderMismatchError,
+                           ExpressionError, Vec2SentConfig, Vec2SentDecoder, beam_search, greedy_decode,
+                           save_checkpoint)
 from core.vec2sent.decode import beam_search_nbest
-from core.vec2sent.diagnostics import decodings
+from core.vec2sent.diagnostics import decodings, diagnostic_settings
+from core.vec2sent.fit import closest_hypotheses
 from core.vec2sent.encoder_link import link_engine
 from core.vec2sent.paths import edit_path
 from core.vec2sent.refine import CorrectSettings, RefineSettings
@@ -122,8 +123,9 @@ def test_refining_starts_from_the_reranked_sentence_and_only_gets_closer(engine,
     after = np.diag(engine.similarity(vectors, refined))
     assert (after >= before - 1e-5).all()
     assert (after > before + 1e-3).any()  # a random tiny decoder is far off: edits must help somewhere
-    # the diagnostics derive the same rows from one beam search
-    rows = decodings(engine.decoder, link_engine(encoder_dir), vectors, 5, 0.6, rerank=True, refine=True)
+    # the diagnostics' rows
+    rows = decodings(engine.decoder, link_engine(encoder_dir), vectors,
+                     diagnostic_settings(5, 0.6, rerank=True, refine=True))
     assert list(rows) == ["beam 5", "beam 5, reranked", "beam 5, refined"]
     assert rows["beam 5, reranked"][0] == reranked
     assert np.diag(engine.similarity(vectors, rows["beam 5, refined"][0])) == pytest.approx(after, abs=1e-5)
@@ -142,12 +144,52 @@ def test_correcting_adds_rounds_from_moved_targets_and_only_gets_closer(engine, 
     once = engine.decode(vectors, beam=3, correct=CorrectSettings(rounds=1, step=0.25))
     assert engine.decode(vectors, beam=3) == once != reranked
     # the diagnostics' rows decode as the engine does
-    rows = decodings(engine.decoder, link_engine(encoder_dir), vectors, 3, 0.6, rerank=False, refine=True,
-                     correct=CorrectSettings(rounds=2, step=0.5))
+    rows = decodings(engine.decoder, link_engine(encoder_dir), vectors,
+                     diagnostic_settings(3, 0.6, rerank=False, refine=True, correct=CorrectSettings(rounds=2, step=0.5)))
     assert list(rows) == ["beam 3", "beam 3, refined", "beam 3, corrected", "beam 3, corrected, refined"]
     assert rows["beam 3, corrected"][0] == corrected
     assert rows["beam 3, corrected, refined"][0] == engine.decode(vectors, beam=3, refine=RefineSettings(),
                                                                    correct=CorrectSettings(rounds=2, step=0.5))
+
+
+def test_the_diagnostics_command_measures_what_engine_decode_shows(engine, encoder_dir, decoder_dir, tmp_path, capsys):
+    """Issue 73: `vec2sent-diagnostics` scores the very sentences `Engine.decode` gives for the same settings."""
+    from core.cli import main
+
+    test = tmp_path / "test.txt"
+    test.write_text("\n".join(SENTENCES) + "\n", encoding="utf-8")
+    correct, refine = CorrectSettings(rounds=2, step=0.5), RefineSettings()
+    assert main(["vec2sent-diagnostics", "--encoder", str(encoder_dir), "--decoder", str(decoder_dir), "--test",
+                 str(test), "--beams", "1", "3", "--rerank", "--refine", "--correct", "2", "--correct-step", "0.5",
+                 "--examples", str(len(SENTENCES))]) == 0
+    shown: dict[str, list[str]] = {}
+    for line in capsys.readouterr().out.splitlines():
+        if line.endswith(":") and not line.startswith(" "):
+            shown[line[:-1]] = []
+        elif line.startswith("  out: "):
+            shown[next(reversed(shown))].append(line[len("  out: "):])
+    settings = {"greedy": dict(beam=1, correct=None), "greedy, corrected": dict(beam=1, correct=correct),
+                "greedy, corrected, refined": dict(beam=1, correct=correct, refine=refine),
+                "beam 3": dict(beam=3, rerank=False, correct=None), "beam 3, reranked": dict(beam=3, correct=None),
+                "beam 3, refined": dict(beam=3, correct=None, refine=refine),
+                "beam 3, corrected": dict(beam=3, correct=correct),
+                "beam 3, corrected, refined": dict(beam=3, correct=correct, refine=refine)}
+    assert list(shown) == list(settings)
+    vectors = engine.encode(SENTENCES)
+    for name, changes in settings.items():
+        assert shown[name] == engine.decode(vectors, **changes), name
+    assert len({tuple(texts) for texts in shown.values()}) > 2  # the settings differ here: the check can fail
+
+
+def test_decode_settings_are_one_object_or_its_fields_by_name(engine):
+    vectors = engine.encode(SENTENCES[:3])
+    assert engine.decode(vectors, API_DEFAULT.changed(beam=3, correct=None)) == engine.decode(vectors, beam=3,
+                                                                                              correct=None)
+    assert engine.decode(vectors) == engine.decode(vectors, API_DEFAULT)
+    assert MOST_EXACT == API_DEFAULT.app(exact=True) and MOST_EXACT.correct.rounds > API_DEFAULT.correct.rounds
+    assert PATH_DEFAULT.app().beam == APP.beam == APP_BEAM and PATH_DEFAULT.fluency is not None
+    with pytest.raises(TypeError):
+        engine.decode(vectors, bean=3)
 
 
 def test_closest_hypotheses_by_hand():
@@ -433,7 +475,6 @@ def test_a_fine_tuned_model_decodes_with_the_decoder_it_started_with(encoder_dir
 
 def test_the_app_decodes_with_the_engines_decoder(encoder_dir, plain_engine, tmp_path, monkeypatch):
     from app.handlers import Studio
-    from core.vec2sent.refine import APP_BEAM
     from app.shared.models import BASE_LABEL, Models, ModelSpec, available_specs
 
     monkeypatch.setenv("DEFSENT_CACHE_DIR", str(tmp_path / "cache"))
@@ -452,6 +493,16 @@ def test_the_app_decodes_with_the_engines_decoder(encoder_dir, plain_engine, tmp
     rows, _ = studio.analogy.interpolation("a dog", "a king", 3)
     assert [row[1] for row in rows] == [p.decoded for p in engine.interpolate("a dog", "a king", 3, beam=APP_BEAM)]
     assert "loaded" in studio.about()[0]
+
+
+def test_the_app_reads_vectors_through_the_engines_public_face():
+    """Issue 73: app/ asks the engine (`engine.borrowed_decoding`, `engine.fluency_model`), never its reader, which
+    may then change behind the engine's methods."""
+    files = sorted((Path(__file__).resolve().parents[1] / "app").rglob("*.py"))
+    assert len(files) > 20
+    using = [f"{path.name}:{number}" for path in files
+             for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1) if "engine.reader" in line]
+    assert using == []
 
 
 def test_a_corrupt_reference_cache_is_rebuilt(plain_engine, tmp_path):

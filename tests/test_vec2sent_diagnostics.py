@@ -6,7 +6,7 @@ import math
 import numpy as np
 import pytest
 
-from core.vec2sent.checkpoint import mean_cosine
+from core.vec2sent.fit import mean_cosine
 from core.vec2sent.diagnostics import (canonical_tokens, format_table, read_test_sentences, round_trip_agreement,
                                        score_reconstructions)
 

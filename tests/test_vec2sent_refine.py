@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from core.vec2sent.fit import closest_hypotheses
 from core.vec2sent.refine import CorrectSettings, RefineSettings, correct, edit_pool, one_word_edits, refine
 
 WORDS = ["the", "a", "cat", "dog", "sat", "on", "mat", "rug", "augusta", "walk", "we", "shall", ",", "?", "."]
@@ -123,8 +124,7 @@ def test_correct_moves_the_target_along_what_the_closest_output_missed():
                               [["the cat sat"], [""]]])
     encode.batches.clear()
     found = correct(search, v, encode, CorrectSettings(rounds=2, step=0.5))
-    assert found.hypotheses == [["the dog sat", "the cat", "the cat sat on", "the cat sat"], ["a dog", "a dog", "dog", ""]]
-    assert found.closest == ["the cat sat", "a dog"]  # "a dog" of round 0 before its tie in round 1
+    assert found == [["the dog sat", "the cat", "the cat sat on", "the cat sat"], ["a dog", "a dog", "dog", ""]]
     embedded = [t for batch in encode.batches for t in batch]
     assert len(embedded) == len(set(embedded))  # every text embedded once
     assert len(search.targets) == 3
@@ -135,7 +135,9 @@ def test_correct_moves_the_target_along_what_the_closest_output_missed():
     np.testing.assert_allclose(search.targets[1], t1, atol=1e-6)
     np.testing.assert_allclose(search.targets[2], unit(t1 + 0.5 * (unit(v) - unit(encode(["the cat sat on", "a dog"])))),
                                atol=1e-6)
-    assert correct(RecordingSearch([[["the dog"]]]), v[:1], encode, CorrectSettings(rounds=0)).hypotheses == [["the dog"]]
+    assert correct(RecordingSearch([[["the dog"]]]), v[:1], encode, CorrectSettings(rounds=0)) == [["the dog"]]
+    # shown: the closest of all rounds' ("a dog" of round 0 before its tie in round 1)
+    assert closest_hypotheses(found, v, encode) == ["the cat sat", "a dog"]
 
 
 @pytest.mark.parametrize("rounds, step", [(-1, 0.25), (9, 0.25), (2, 0.0), (2, 5.0)])

@@ -3,7 +3,7 @@ sentences, decoded by Vec2Sent, with the nearest reference sentences."""
 from __future__ import annotations
 
 from core.readout import describe_borrowed
-from core.vec2sent import APP_BEAM, MOST_EXACT, sentence_names
+from core.vec2sent import API_DEFAULT, PATH_DEFAULT, sentence_names
 
 from ..shared import services as sv
 from ..views import render
@@ -42,31 +42,31 @@ class AnalogyHandlers(TabHandlers):
                 progress: sv.Progress = sv.no_progress) -> tuple[str, list[list], list[list]]:
         """(decoded sentence or why there is none, top-word rows, rows of the nearest texts of
         `reference`, one of sv.REFERENCE_CHOICES or sv.UPLOADED_FILE: see Session.reference); `refine`:
-        decode with the most exact setting (MOST_EXACT: more correction rounds, core/vec2sent/refine.py)."""
+        decode with the most exact setting (more correction rounds: `DecodeSettings.app`, core/vec2sent/reading.py)."""
         used = sentence_names(expression, SENTENCE_NAMES)  # only these need a text: "a" alone decodes a
         sentences = {name: sv.check_text(text, f"sentence {name}") if name in used else ""
                      for name, text in zip(SENTENCE_NAMES, (a, b, c))}
         active, session = self.backend.model_for(session), session or Session()
         result = active.engine.analogy(**sentences, reference=session.reference(active, reference, progress), k=10,
-                                       beam=APP_BEAM, expression=expression, **_exactness(refine))
+                                       settings=PATH_DEFAULT.app(exact=refine), expression=expression)
         decoded = (_decoded_line(result.decoded, result.fit) if result.decoded is not None
                    else NO_DECODER.format(fp=active.engine.fingerprint))
         if result.edited:
             decoded += "\n\n" + edited_note(result.fit, result.decoding_fit)
-        borrowed = active.engine.reader.borrowed_decoding
+        borrowed = active.engine.borrowed_decoding
         if result.decoded is not None and borrowed:
             decoded += f"\n\n{describe_borrowed(borrowed)}"
         return (decoded, render.word_score_rows(result.words), render.scored_rows(result.nearest))
 
     def decode(self, text: str, refine: bool = False, session: Session | None = None) -> str:
         """The sentence the decoder reads back from `text`'s vector (a headline, a tweet, any text) and its fit;
-        the app's decode settings (APP_BEAM, corrected once; `refine`: MOST_EXACT)."""
+        the app's decode settings (APP, corrected once; `refine`: MOST_EXACT)."""
         text = sv.check_text(text, "a sentence to decode")
         engine = self.backend.model_for(session).engine
         if engine.decoder is None:
             return NO_DECODER_SHORT.format(fp=engine.fingerprint)
         vectors = engine.encode([text])  # (1, d)
-        sentence = engine.decode(vectors, beam=APP_BEAM, **_exactness(refine))[0]
+        sentence = engine.decode(vectors, API_DEFAULT.app(exact=refine))[0]
         return _decoded_line(sentence, float(engine.similarity(vectors, [sentence])[0, 0]))
 
     def interpolation(self, a: str, b: str, steps: int, refine: bool = False, reference: str = sv.LARGEST_READY,
@@ -83,7 +83,7 @@ class AnalogyHandlers(TabHandlers):
         active, session = self.backend.model_for(session), session or Session()
         reference = session.reference(active, reference, progress)
         points = active.engine.interpolate(x, y, int(steps), reference=reference, k=3,
-                                          beam=APP_BEAM, **_exactness(refine))
+                                          settings=PATH_DEFAULT.app(exact=refine))
         rows = [[round(p.alpha, 3), p.decoded or "(no decoder)", *(_rounded(c) for c in (p.fit, p.decoded_cos_x, p.decoded_cos_y)),
                  render.word_list(p.words), p.nearest[0][0] if p.nearest else ""] for p in points]
         return rows, render.path_chart(points)
@@ -96,8 +96,3 @@ def _decoded_line(sentence: str, fit: float | None) -> str:
 
 def _rounded(value: float | None) -> float | None:
     return None if value is None else round(value, 3)
-
-
-def _exactness(refine: bool) -> dict:
-    """The decode settings of the most exact setting when `refine`, else none (the engine's defaults)."""
-    return MOST_EXACT if refine else {}

@@ -104,7 +104,7 @@ def prepare_model(active: ActiveModel, progress: sv.Progress = sv.no_progress, o
     except CheckpointError:  # a corrupt decoder manifest: the model answers the rest, and decoding says why
         log.warning("the decoder of %s could not be looked up", active.spec.name, exc_info=True)
         decoder = None
-    _ = active.engine.reader.fluency_model if decoder is not None else None  # analogies' grammar
+    _ = active.engine.fluency_model if decoder is not None else None  # analogies' grammar
     _ = active.untrained()
     engine = active.engine
     own_vectors = vocabulary.state in (VocabularyState.REUSED, VocabularyState.EXACT)  # not compact ones

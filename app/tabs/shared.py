@@ -9,7 +9,7 @@ from core.vec2sent import MOST_EXACT
 
 from ..shared import services as sv
 
-EXACT_ROUNDS = MOST_EXACT["correct"].rounds
+EXACT_ROUNDS = MOST_EXACT.correct.rounds
 REFINE_LABEL = (f"Refine: correct {EXACT_ROUNDS} times instead of once, each time decoding again from the vector "
                 "moved along what the last sentence missed (reconstructs more sentences exactly; about 2 seconds "
                 "per sentence)")

@@ -255,6 +255,7 @@ def vec2sent_diagnostics(argv: Sequence[str]) -> int:
 
     python -m core vec2sent-diagnostics --decoder CKPT --encoder CKPT --test data/cache/corpus-modern/heldout.jsonl
     """
+    from ..vec2sent.decode import LENGTH_ALPHA
     from ..vec2sent.refine import CorrectSettings
 
     parser = parser_for("vec2sent-diagnostics", vec2sent_diagnostics)
@@ -264,7 +265,7 @@ def vec2sent_diagnostics(argv: Sequence[str]) -> int:
                         help="one sentence a line, or a .jsonl file of {\"text\", \"genre\"} (scores by genre too)")
     parser.add_argument("--limit", type=int, default=1000, help="first N test sentences")
     parser.add_argument("--beams", type=int, nargs="+", default=[1, 4], help="beam widths (1 = greedy)")
-    parser.add_argument("--alpha", type=float, default=0.6, help="length normalisation exponent")
+    parser.add_argument("--alpha", type=float, default=LENGTH_ALPHA, help="length normalisation exponent")
     parser.add_argument("--rerank", action="store_true",
                         help="also each beam width > 1 with its hypotheses reranked by cosine to the vector")
     parser.add_argument("--refine", action="store_true",
@@ -286,9 +287,10 @@ def vec2sent_diagnostics(argv: Sequence[str]) -> int:
     _check_diagnostics_flags(args)
     set_threads(args.threads)
     device = device_from_flag(parser, args.device)
-    from ..vec2sent.checkpoint import load_checkpoint, mean_cosine
-    from ..vec2sent.diagnostics import (decodings, format_table, read_test_sentences, round_trip_agreement,
-                                       score_reconstructions)
+    from ..vec2sent.checkpoint import load_checkpoint
+    from ..vec2sent.diagnostics import (decodings, diagnostic_settings, format_table, read_test_sentences,
+                                       round_trip_agreement, score_reconstructions)
+    from ..vec2sent.fit import mean_cosine
     from ..vec2sent.encoder_link import link_engine
 
     link = link_engine(args.encoder, precision=args.encoder_precision, device=device)
@@ -298,8 +300,8 @@ def vec2sent_diagnostics(argv: Sequence[str]) -> int:
     vectors = link.encode(references)
     rows, by_genre = {}, {}
     for width in args.beams:
-        for name, (hypotheses, seconds) in decodings(decoder, link, vectors, width, args.alpha,
-                                                     args.rerank, args.refine, correct).items():
+        settings = diagnostic_settings(width, args.alpha, args.rerank, args.refine, correct)
+        for name, (hypotheses, seconds) in decodings(decoder, link, vectors, settings).items():
             rows[f"{name} ({1000 * seconds / len(references):.0f} ms)"] = (
                 score_reconstructions(references, hypotheses),
                 round_trip_agreement(references, hypotheses, link.top_word),

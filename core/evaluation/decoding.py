@@ -17,7 +17,7 @@ from .base import EvaluationConfig, TaskResult, TextEncoder
 from .files import MissingDataError
 
 DEFAULT_TEST = HELDOUT_SENTENCES
-BEAMS = {"greedy": (1, False), "beam 5": (5, False), "beam 5, reranked": (5, True)}  # (width, rerank)
+BEAMS = {"greedy": (1, False), "beam 5": (5, False), "beam 5, reranked": (5, True)}  # (width, rerank), uncorrected
 DATASET = "Vec2Sent"
 
 
@@ -25,6 +25,7 @@ def run_vec2sent(encoder: TextEncoder, config: EvaluationConfig) -> TaskResult:
     """Rows "greedy", "beam 5" and "beam 5, reranked" (by cosine to the vector): Id, PERM, Id/PERM, BLEU and top word (all %, BLEU 0-100)."""
     from core.vec2sent.diagnostics import read_test_sentences, round_trip_agreement, score_reconstructions
     from core.vec2sent.encoder_link import top_words
+    from core.vec2sent.reading import DecodeSettings, read
 
     decoder, reason = _decoder(encoder)
     test = config.decoder_test or DEFAULT_TEST
@@ -36,7 +37,7 @@ def run_vec2sent(encoder: TextEncoder, config: EvaluationConfig) -> TaskResult:
     vectors = encoder.encode(references)
     rows = {}
     for name, (width, rerank) in BEAMS.items():
-        hypotheses = decoder.decode(vectors, beam_width=width, rerank_with=encoder.encode if rerank else None)
+        hypotheses = read(decoder, vectors, DecodeSettings(beam=width, rerank=rerank, correct=None), encoder.encode)
         scores = score_reconstructions(references, hypotheses)
         values = {"Id": scores.identity, "PERM": scores.permutation, "Id/PERM": scores.identity_over_permutation,
                   "BLEU": scores.bleu, "top word": round_trip_agreement(references, hypotheses, partial(top_words, encoder))}

@@ -14,17 +14,15 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Sequence
 
 import numpy as np
 import torch
 from safetensors.torch import load_file, save_file
 
 from core.checkpoint import atomic_directory
-from core.encoder import l2_normalize
 from core.runtime.device import module_device, resolve_precision
 from core.runtime.hardware import PRECISIONS, quantised_engine
-from core.vec2sent.decode import beam_search_nbest, greedy_decode
+from core.vec2sent.decode import LENGTH_ALPHA, beam_search_nbest, greedy_decode
 from core.vec2sent.model import Vec2SentConfig, Vec2SentDecoder
 from core.vec2sent.transformer import TransformerConfig, TransformerDecoder
 from core.vec2sent.truecase import TrueCaser
@@ -64,21 +62,14 @@ class Vec2Sent:
     manifest: dict
     truecaser: TrueCaser | None = None  # restores capitals in the output (the vocabulary is uncased)
 
-    def decode(self, vectors: np.ndarray, beam_width: int = 1, alpha: float = 0.6,
-               max_length: int | None = None, batch_size: int = 256,
-               rerank_with: Callable[[list[str]], np.ndarray] | None = None) -> list[str]:
-        """One sentence per row of `vectors` (n, sent_dim); greedy when beam_width == 1.
+    def decode(self, vectors: np.ndarray, beam_width: int = 1, alpha: float = LENGTH_ALPHA,
+               max_length: int | None = None, batch_size: int = 256) -> list[str]:
+        """The likeliest sentence for each row of `vectors` (n, sent_dim); greedy when beam_width == 1. The
+        sentence that means the vector best is often another of the beam's: reranked, corrected and refined
+        decodings are `core.vec2sent.reading.read`'s (docs/vec2sent.md)."""
+        return [hypotheses[0] for hypotheses in self.hypotheses(vectors, beam_width, alpha, max_length, batch_size)]
 
-        With `rerank_with` (the encoder's `encode`) and a beam, every hypothesis of the final beam
-        is embedded again and the one closest to its vector (cosine) wins: the decoder's likeliest
-        sentence is not always the one that means the vector (docs/vec2sent.md).
-        """
-        beams = self.hypotheses(vectors, beam_width, alpha, max_length, batch_size)
-        if rerank_with is not None and beam_width > 1:
-            return closest_hypotheses(beams, np.atleast_2d(vectors), rerank_with)
-        return [hypotheses[0] for hypotheses in beams]
-
-    def hypotheses(self, vectors: np.ndarray, beam_width: int = 1, alpha: float = 0.6,
+    def hypotheses(self, vectors: np.ndarray, beam_width: int = 1, alpha: float = LENGTH_ALPHA,
                    max_length: int | None = None, batch_size: int = 256) -> list[list[str]]:
         """Per row of `vectors` (n, sent_dim), the texts of the final beam, likeliest first (one
         text, the greedy one, when beam_width == 1)."""
@@ -111,39 +102,6 @@ class Vec2Sent:
     def cased(self, text: str) -> str:
         """`text` with the capitals the truecaser restores (as it is without one)."""
         return self.truecaser.apply(text) if self.truecaser else text
-
-
-def closest_hypotheses(beams: list[list[str]], vectors: np.ndarray,
-                       encode: Callable[[list[str]], np.ndarray]) -> list[str]:
-    """Per row i, the text of beams[i] whose embedding has the highest cosine with vectors[i]
-    (ties: the earlier, likelier one); empty texts are never embedded and win only when alone."""
-    return [hypotheses[i] for hypotheses, (i, _) in zip(beams, best_by_cosine(beams, vectors, encode))]
-
-
-def best_by_cosine(rows: Sequence[Sequence[str]], vectors: np.ndarray,
-                   encode: Callable[[list[str]], np.ndarray]) -> list[tuple[int, float]]:
-    """Per row i: (index of the text of rows[i] closest to vectors[i] by cosine, that cosine);
-    ties go to the earlier text. Every distinct non-blank text is embedded once, all rows in one
-    call; blank texts score -inf (index 0, -inf for a row with none)."""
-    texts = sorted({t for row in rows for t in row if t.strip()})
-    embedded = dict(zip(texts, l2_normalize(encode(texts)))) if texts else {}
-    best = []
-    for row, vector in zip(rows, l2_normalize(np.atleast_2d(vectors)), strict=True):
-        scores = [float(embedded[t] @ vector) if t in embedded else -np.inf for t in row]
-        i = int(np.argmax(scores)) if scores else 0
-        best.append((i, scores[i] if scores else -np.inf))
-    return best
-
-
-def mean_cosine(vectors: np.ndarray, hypotheses: list[str], encode) -> float:
-    """Mean cosine between each vector (n, S) and the embedding of its decoded sentence (empty: 0)."""
-    texts = [h if h.strip() else "" for h in hypotheses]
-    filled = [i for i, t in enumerate(texts) if t]
-    cosines = np.zeros(len(texts))
-    if filled:
-        decoded = l2_normalize(np.asarray(encode([texts[i] for i in filled]), dtype=np.float32))
-        cosines[filled] = (decoded * l2_normalize(np.atleast_2d(vectors)[filled])).sum(1)
-    return float(cosines.mean())
 
 
 def save_checkpoint(target: Path, model: Decoder, vocab: PieceVocab, manifest: dict,

@@ -13,6 +13,9 @@ from core.runtime.cancel import check_cancelled
 from core.vec2sent.model import State, Vec2SentDecoder
 from core.vec2sent.vocab import BOS, EOS, PAD
 
+# The length normalisation of beam search: a hypothesis scores log-prob / length**LENGTH_ALPHA.
+LENGTH_ALPHA = 0.6
+
 
 def _next_log_probs(model: Vec2SentDecoder, tokens: torch.Tensor, x: torch.Tensor,
                     state: State | None) -> tuple[torch.Tensor, State]:
@@ -57,14 +60,14 @@ def greedy_decode(model: Vec2SentDecoder, sentences: torch.Tensor, max_length: i
     return [_until_eos(row) for row in torch.cat(generated, dim=1).cpu()]
 
 
-def beam_search(model: Vec2SentDecoder, sentences: torch.Tensor, width: int = 4, alpha: float = 0.6,
+def beam_search(model: Vec2SentDecoder, sentences: torch.Tensor, width: int = 4, alpha: float = LENGTH_ALPHA,
                 max_length: int = 48) -> list[list[int]]:
     """Best hypothesis per sentence vector (B, S) under log-prob / length**alpha."""
     return [hypotheses[0] for hypotheses in beam_search_nbest(model, sentences, width, alpha, max_length)]
 
 
 @torch.no_grad()
-def beam_search_nbest(model: Vec2SentDecoder, sentences: torch.Tensor, width: int = 4, alpha: float = 0.6,
+def beam_search_nbest(model: Vec2SentDecoder, sentences: torch.Tensor, width: int = 4, alpha: float = LENGTH_ALPHA,
                       max_length: int = 48) -> list[list[list[int]]]:
     """The `width` hypotheses of the final beam per sentence vector (B, S), best first under
     log-prob / length**alpha (duplicates possible when fewer distinct ones survive).

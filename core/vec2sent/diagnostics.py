@@ -16,15 +16,14 @@ import time
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Mapping
 
 import numpy as np
 
-from core.vec2sent.checkpoint import closest_hypotheses
-from core.vec2sent.refine import CorrectSettings, RefineSettings
-from core.vec2sent.refine import correct as correct_by_vectors
-from core.vec2sent.refine import refine as refine_by_edits
 from core.text import canonical_tokens
 from core.vec2sent.encoder_link import TopWord
+from core.vec2sent.reading import DecodeSettings, read
+from core.vec2sent.refine import CorrectSettings, RefineSettings
 
 
 @dataclass(frozen=True)
@@ -92,37 +91,32 @@ def format_table(rows: dict[str, tuple]) -> str:
     return "\n".join(lines)
 
 
-def decodings(decoder, link, vectors: np.ndarray, width: int, alpha: float, rerank: bool, refine: bool,
-              correct: CorrectSettings | None = None) -> dict[str, tuple[list[str], float]]:
-    """name -> (decoded sentences, seconds taken) for one beam width: the likeliest hypotheses, and
-    with `rerank` / `refine` (width > 1) the same n-best reranked by cosine / refined by edits; with
-    `correct`, the hypotheses of corrected targets too, chosen by cosine (and refined with `refine`).
-    The seconds of a derived row include its searches."""
-    start = time.perf_counter()
-    beams = decoder.hypotheses(vectors, beam_width=width, alpha=alpha)
-    searched = time.perf_counter() - start
+def diagnostic_settings(width: int, alpha: float, rerank: bool, refine: bool,
+                        correct: CorrectSettings | None = None) -> dict[str, DecodeSettings]:
+    """name -> decode settings of each row for one beam width: the likeliest hypothesis; with `rerank` / `refine`
+    (width > 1) the beam's hypotheses reranked by fit / refined by edits; with `correct`, those of corrected
+    targets too (and refined with `refine`)."""
     name = "greedy" if width == 1 else f"beam {width}"
-    out = {name: ([h[0] for h in beams], searched)}
+    likeliest = DecodeSettings(beam=width, alpha=alpha, rerank=False, correct=None)
+    reranked = likeliest.changed(rerank=True)
+    rows = {name: likeliest}
     if width > 1 and rerank:
-        start = time.perf_counter()
-        out[f"{name}, reranked"] = (closest_hypotheses(beams, vectors, link.encode),
-                                    searched + time.perf_counter() - start)
+        rows[f"{name}, reranked"] = reranked
     if width > 1 and refine:
-        start = time.perf_counter()
-        out[f"{name}, refined"] = (_refined(beams, vectors, link), searched + time.perf_counter() - start)
+        rows[f"{name}, refined"] = reranked.changed(refine=RefineSettings())
     if correct is not None:
-        start = time.perf_counter()
-        found = correct_by_vectors(lambda targets: decoder.hypotheses(targets, beam_width=width, alpha=alpha),
-                                   vectors, link.encode, correct)
-        searched = time.perf_counter() - start
-        out[f"{name}, corrected"] = (found.closest, searched)
+        rows[f"{name}, corrected"] = reranked.changed(correct=correct)
         if refine:
-            start = time.perf_counter()
-            out[f"{name}, corrected, refined"] = (_refined(found.hypotheses, vectors, link),
-                                                  searched + time.perf_counter() - start)
+            rows[f"{name}, corrected, refined"] = reranked.changed(correct=correct, refine=RefineSettings())
+    return rows
+
+
+def decodings(decoder, link, vectors: np.ndarray, settings: Mapping[str, DecodeSettings]
+              ) -> dict[str, tuple[list[str], float]]:
+    """name -> (the sentences that `Engine.decode` shows for `vectors` under the row's settings, by the same
+    `core.vec2sent.reading.read`; the seconds that took)."""
+    out = {}
+    for name, row in settings.items():
+        start = time.perf_counter()
+        out[name] = (read(decoder, vectors, row, link.encode, link.vector_words), time.perf_counter() - start)
     return out
-
-
-def _refined(hypotheses: list[list[str]], vectors: np.ndarray, link) -> list[str]:
-    settings = RefineSettings()
-    return refine_by_edits(hypotheses, vectors, link.encode, link.vector_words(vectors, settings.pool), settings)

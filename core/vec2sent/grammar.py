@@ -17,6 +17,7 @@ import numpy as np
 from core.lexicon.forms import attested, is_noun, lemmas_of, takes_form
 from core.lexicon.spelling import spelling_key
 from core.text import detokenize
+from core.vec2sent.fit import fits_of
 
 # Cues of number: a noun after a plural cue is plural, after a singular cue singular.
 _PLURAL_CUES = frozenset("two three four five six seven eight nine ten eleven twelve many several few both these those".split())
@@ -118,13 +119,11 @@ def repair(text: str, vector: np.ndarray, encode: Callable[[list[str]], np.ndarr
     """`text`, or the variant of it (`agreement_variants`, `settings.rounds` times over) that a language model
     (`log_probs`, nats) reads at least `settings.gain` more fluently and whose cosine to `vector` (d,) is within
     `settings.margin` of `text`'s; `encode` embeds texts (n, d)."""
-    unit = vector / (np.linalg.norm(vector) + 1e-12)
     for _ in range(settings.rounds):
         variants = agreement_variants(text)
         if not variants:
             return text
-        embedded = encode([text, *variants])  # (1 + V, d)
-        fits = embedded @ unit / (np.linalg.norm(embedded, axis=1) + 1e-12)  # (1 + V,)
+        fits = np.asarray(fits_of([text, *variants], vector, encode))  # (1 + V,)
         nats = np.asarray(log_probs([text, *variants]), dtype=np.float64)  # (1 + V,)
         allowed = (fits[1:] >= fits[0] - settings.margin) & (nats[1:] >= nats[0] + settings.gain)
         if not allowed.any():

@@ -26,11 +26,10 @@ from typing import Callable, Sequence
 import numpy as np
 
 from core.encoder import l2_normalize
-from core.vec2sent.checkpoint import best_by_cosine
 from core.text import canonical_tokens
+from core.vec2sent.fit import Encode, best_by_cosine
 from core.vec2sent.vocab import words_to_text
 
-Encode = Callable[[list[str]], np.ndarray]  # texts -> (n, d)
 Search = Callable[[np.ndarray], list[list[str]]]  # target vectors (n, d) -> each one's hypotheses
 
 
@@ -47,7 +46,8 @@ class RefineSettings:
 class CorrectSettings:
     """rounds: decodings of a corrected target after the first; step: how far each round moves the
     target along what the last output missed. The defaults are `engine.decode`'s: one round of 0.25
-    lifts BLEU on held-out sentences from 27.3 to 30.2 for about twice the time (docs/vec2sent.md)."""
+    lifts BLEU on held-out sentences from 27.3 to 30.2 for about twice the time (docs/vec2sent.md); the app's
+    most exact setting: core/vec2sent/reading.py, EXACT_CORRECTION."""
     rounds: int = 1
     step: float = 0.25
 
@@ -56,39 +56,23 @@ class CorrectSettings:
             raise ValueError(f"correction rounds must be 0-8 and its step in (0, 4], not {self.rounds} and {self.step}")
 
 
-# The app's decodings (and scripts/analogies.py): a wider beam than the API's 5, corrected once, because an
-# interactive user reads few sentences and wants them exact; "Refine" asks for MOST_EXACT: seven
-# corrections by steps of 0.5, without word edits, which traded fluency for cosine on analogies'
-# vectors. What each setting measured: docs/vec2sent.md, the table of settings under "Everyday English".
-APP_BEAM = 20
-MOST_EXACT = {"correct": CorrectSettings(rounds=7, step=0.5)}  # engine.decode's keyword arguments
-
-
-@dataclass(frozen=True)
-class Corrected:
-    """What `correct` found per row: every round's hypotheses (the first round's first) and the one
-    closest to the row's vector by cosine (ties: the earlier)."""
-    hypotheses: list[list[str]]
-    closest: list[str]
-
-
 def correct(search: Search, vectors: np.ndarray, encode: Encode,
-            settings: CorrectSettings = CorrectSettings()) -> Corrected:
-    """Per row i: the hypotheses that `search` gives for vectors[i], then those of each corrected
-    target t_k+1 = normalise(t_k + step (v - u_k)), where v = vectors[i] normalised and u_k the
-    normalised embedding of the hypothesis of round k closest to v. Each text is embedded once."""
+            settings: CorrectSettings = CorrectSettings()) -> list[list[str]]:
+    """Per row i, every round's hypotheses (the first round's first): those that `search` gives for vectors[i],
+    then those of each corrected target t_k+1 = normalise(t_k + step (v - u_k)), where v = vectors[i] normalised
+    and u_k the normalised embedding of the hypothesis of round k closest to v. Each text is embedded once, every
+    round's as that round ends (which one is shown is `core.vec2sent.reading.choose`'s to say)."""
     encode = embedding_once(encode)
     v = l2_normalize(np.atleast_2d(np.asarray(vectors, dtype=np.float32)))  # (n, d)
-    target, found, best = v, [[] for _ in v], []
+    target, found = v, [[] for _ in v]
     for round_ in range(settings.rounds + 1):
         hypotheses = search(target)
         chosen = [(texts[i], score) for texts, (i, score) in zip(hypotheses, best_by_cosine(hypotheses, v, encode))]
         for row, texts in zip(found, hypotheses, strict=True):
             row.extend(texts)
-        best = chosen if not best else [c if c[1] > b[1] else b for c, b in zip(chosen, best)]
         if round_ < settings.rounds:
             target = _corrected_target(target, v, chosen, encode, settings.step)
-    return Corrected(found, [text for text, _ in best])
+    return found
 
 
 def _corrected_target(target: np.ndarray, v: np.ndarray, chosen: list[tuple[str, float]], encode: Encode,
