@@ -2,6 +2,7 @@
 which it chooses among candidates that fit a vector about as well."""
 from __future__ import annotations
 
+import importlib
 import shutil
 import sys
 from pathlib import Path
@@ -116,7 +117,9 @@ def test_the_packaged_chunks_are_joined_once_into_the_cache(monkeypatch, tmp_pat
         "    Path(output_path).write_bytes(b'GGUF' + bytes(60))\n"
         "    return Path(output_path)\n")
     monkeypatch.syspath_prepend(str(tmp_path / "site"))
-    monkeypatch.delitem(sys.modules, DEFAULT_PACKAGE, raising=False)
+    monkeypatch.delitem(sys.modules, DEFAULT_PACKAGE, raising=False)  # the real package comes back after the test
+    # ... and the stand-in leaves with it: left behind, it wrote its 64 bytes as the user cache's model for the next test
+    monkeypatch.setitem(sys.modules, DEFAULT_PACKAGE, importlib.import_module(DEFAULT_PACKAGE))
     cache = tmp_path / "cache"
     cache.mkdir()
     assert default_gguf(cache) == cache / DEFAULT_GGUF
