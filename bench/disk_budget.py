@@ -53,12 +53,12 @@ def run(args: argparse.Namespace, work: Path) -> dict:
     import numpy as np
 
     from app.shared.export import projector_download
-    from app.server.public import PublicLimits, disk_used, set_disk_budget
+    from app.server.public import DiskBudget, PublicLimits, disk_used, use_disk_budget
     from app.server.gate import middleware
     from app.settings import upload_dir
     from bench.bench_app import free_port
 
-    set_disk_budget(PublicLimits(disk_bytes=int(args.budget_mb * 1e6)))
+    use_disk_budget(DiskBudget(PublicLimits(disk_bytes=int(args.budget_mb * 1e6))))
     with gr.Blocks() as demo:
         gr.File()
     demo.launch(server_name="127.0.0.1", server_port=free_port(), prevent_thread_lock=True, quiet=True,
@@ -102,10 +102,10 @@ def send_upload(url: str, content: bytes, name: str, source: str) -> "httpx.Resp
 def upload_race(url: str, args: argparse.Namespace, uploads: Path) -> dict:
     """Phase 3: a fresh budget filled to `free_mb` under its end, then `parallel` uploads at once, each from its
     own address; their codes and the largest disk use read meanwhile."""
-    from app.server.public import PublicLimits, disk_used, set_disk_budget
+    from app.server.public import DiskBudget, PublicLimits, disk_used, use_disk_budget
     shutil.rmtree(uploads, ignore_errors=True)
     uploads.mkdir(parents=True)
-    set_disk_budget(PublicLimits(disk_bytes=int(args.budget_mb * 1e6)))
+    use_disk_budget(DiskBudget(PublicLimits(disk_bytes=int(args.budget_mb * 1e6))))
     (uploads / "filler").write_bytes(b"\0" * max(0, int((args.budget_mb - args.free_mb) * 1e6) - disk_used()))
     codes = []
     peak = at_once([lambda i=i: codes.append(send_upload(url, os.urandom(int(args.parallel_mb * 1e6)),
@@ -144,11 +144,11 @@ def at_once(sends: list[Callable[[], None]]) -> int:
 
 def address_share(url: str, args: argparse.Namespace) -> dict:
     """Phase 4: a fresh, empty budget; uploads from one address until one is refused, then one from another."""
-    from app.server.public import PublicLimits, set_disk_budget
+    from app.server.public import DiskBudget, PublicLimits, use_disk_budget
     from app.settings import upload_dir
     shutil.rmtree(upload_dir(), ignore_errors=True)
     upload_dir().mkdir(parents=True)
-    set_disk_budget(PublicLimits(disk_bytes=int(args.budget_mb * 1e6)))
+    use_disk_budget(DiskBudget(PublicLimits(disk_bytes=int(args.budget_mb * 1e6))))
     accepted, answer = 0, None
     for i in range(int(args.budget_mb / args.parallel_mb) + 2):
         answer = send_upload(url, os.urandom(int(args.parallel_mb * 1e6)), f"mine{i}.bin", "127.0.0.1")

@@ -251,7 +251,7 @@ def test_sigkill_while_overwriting_the_active_checkpoint(checkpoints, previous, 
         assert list_checkpoints(checkpoints) == []
         with pytest.raises(CheckpointError):
             Engine.load(checkpoints / "previous")
-    Studio(Models(checkpoints))  # the next start cleans up (and puts a moved-aside checkpoint back)
+    Studio(Models(checkpoints)).start()  # the next start cleans up (and puts a moved-aside checkpoint back)
     assert_previous_intact(checkpoints, previous)
 
 

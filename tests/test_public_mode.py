@@ -17,7 +17,7 @@ from app.handlers import QUOTA_USED, Session, Studio
 from app.shared.jobs import DONE, JobManager
 from app.shared.models import Models, ModelSpec
 from app.views.projection import Projector
-from app.server.public import YOURS, PublicLimits, public_mode, public_saves_dir
+from app.server.public import YOURS, PublicLimits, public_mode, public_saves_dir, use_disk_budget
 from core import Engine
 
 REPO = Path(__file__).resolve().parents[1]
@@ -47,9 +47,19 @@ def other_checkpoint(tiny_mlm_dir, tmp_path_factory) -> Path:
 
 def make_studio(tiny_mlm_dir, checkpoints: Path, public: PublicLimits | None = PublicLimits(),
                 jobs: JobManager | None = None) -> Studio:
+    """A server's handlers, started (its clean-ups done, its disk budget in force until the test ends)."""
     models = Models.from_engine(Engine.from_base(str(tiny_mlm_dir)), ModelSpec("tiny", base=str(tiny_mlm_dir)),
                                 checkpoints)
-    return Studio(models, Projector(), jobs, public=public)
+    studio = Studio(models, Projector(), jobs, public=public)
+    studio.start()
+    return studio
+
+
+@pytest.fixture(autouse=True)
+def no_budget_after():
+    """A started server's disk budget is the process's: none is left for the tests after this one."""
+    yield
+    use_disk_budget(None)
 
 
 @pytest.fixture
@@ -351,6 +361,21 @@ def test_saved_models_of_an_earlier_run_are_removed_at_start(tiny_mlm_dir, check
     left = public_saves_dir() / "abc123" / "mine"
     left.mkdir(parents=True)
     make_studio(tiny_mlm_dir, checkpoints)
+    assert not left.parent.exists()
+
+
+def test_making_a_server_changes_nothing_outside_it_until_it_starts(tiny_mlm_dir, checkpoints):
+    """Before: making a Backend replaced the process's disk budget and deleted every session's saved models (a
+    test's Studio did it to whatever ran beside it)."""
+    from app.server.public import disk_budget
+    left = public_saves_dir() / "abc123" / "mine"
+    left.mkdir(parents=True)
+    models = Models.from_engine(Engine.from_base(str(tiny_mlm_dir)), ModelSpec("tiny", base=str(tiny_mlm_dir)),
+                                checkpoints)
+    studio = Studio(models, Projector(), None, public=PublicLimits(disk_bytes=1_000))
+    assert disk_budget() is None and left.is_dir()
+    studio.start()
+    assert disk_budget() is studio.disk_budget and studio.disk_budget.limits.disk_bytes == 1_000
     assert not left.parent.exists()
 
 

@@ -16,7 +16,7 @@ import pytest
 
 from app.handlers import Studio
 from app.server.gate import PUBLIC_SHARES, TrustedProxies
-from app.server.public import PublicLimits
+from app.server.public import PublicLimits, use_disk_budget
 from app.shared.models import Models, ModelSpec
 from bench.bench_app import free_port
 from core import Engine
@@ -41,6 +41,7 @@ def public_server(tiny_mlm_dir, tmp_path_factory):
         public = PublicLimits()
         studio = Studio(Models.from_engine(engine, ModelSpec("tiny", base=str(tiny_mlm_dir)), work / "checkpoints"),
                         public=public)
+        studio.start()  # as the server's start: its disk budget in force
         demo = enable_queue(build_app(studio), shares=PUBLIC_SHARES)
         args = argparse.Namespace(host="127.0.0.1", port=free_port(), share=False, auth=None, public=True,
                                   trusted_proxies=TrustedProxies())
@@ -49,6 +50,7 @@ def public_server(tiny_mlm_dir, tmp_path_factory):
             yield demo, demo.local_url.rstrip("/")
         finally:
             demo.close()
+            use_disk_budget(None)
 
 
 def client(source: str = "127.0.0.1") -> httpx.Client:
@@ -408,13 +410,13 @@ def test_a_few_addresses_cannot_hold_the_disk_budget_for_long(tmp_path, monkeypa
     an hour before the budget could reclaim them."""
     import os
 
-    from app.server.public import disk_budget, guard_write, set_disk_budget
+    from app.server.public import DiskBudget, disk_budget, guard_write
     from app.settings import upload_dir
 
     monkeypatch.setenv("GRADIO_TEMP_DIR", str(tmp_path / "gradio"))
     limits = PublicLimits(disk_bytes=3_000_000)
     assert limits.address_share * 5 <= 0.5  # five addresses together hold at most half of it
-    set_disk_budget(limits)
+    use_disk_budget(DiskBudget(limits))
     try:
         old = upload_dir() / "an-upload" / "words.tsv"
         old.parent.mkdir(parents=True)
@@ -424,7 +426,7 @@ def test_a_few_addresses_cannot_hold_the_disk_budget_for_long(tmp_path, monkeypa
         guard_write(1_500_000, "this upload")  # before: refused, the old upload kept its room for the hour
         assert not old.exists() and disk_budget().reserved() == 0
     finally:
-        set_disk_budget(None)
+        use_disk_budget(None)
 
 
 # Control characters, bidirectional overrides, noncharacters, the last code point, combining marks, a BOM, emoji.

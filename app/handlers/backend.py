@@ -14,11 +14,12 @@ from core.checkpoint import CheckpointError
 from ..messages import quoted
 from ..server.public import (
     YOURS,
+    DiskBudget,
     PublicLimits,
     remove_all_sessions,
     remove_session,
-    set_disk_budget,
     session_folder,
+    use_disk_budget,
 )
 from ..shared import services as sv
 from ..shared.finetune import UPLOADS, discard_staged, remove_leftovers
@@ -37,7 +38,8 @@ BASE_WARNING = ("**Warning:** this is the untrained base: its word head was neve
 class Backend:
     """Shared between users: models, projector, jobs. Each tab's handlers hold it (app.handlers.Studio).
 
-    Starting one removes what killed processes left behind (see finetune.remove_leftovers).
+    Making one changes nothing outside it; the server's start (`start`) cleans up and holds every visitor's write
+    to its disk budget.
     """
 
     def __init__(self, models: Models, projector: Projector | None = None, jobs: JobManager | None = None,
@@ -46,14 +48,21 @@ class Backend:
         self.projector = projector or Projector()
         # Public mode (app.server.public): per-session models and saves, quotas, a disk budget; None: a private server.
         self.public = public
-        set_disk_budget(public)  # every visitor's write, wherever it happens, checks the one budget
+        self.disk_budget = DiskBudget(public) if public is not None else None  # in force from `start`
         if public is not None:  # models chosen by sessions stay loaded, a few at a time
             models.keep_loaded = public.loaded_models
         # In public mode the training slots have no waiting line: a Start while they are taken is refused.
         self.jobs = jobs or (JobManager(public.training_slots, 0) if public else JobManager())
-        remove_leftovers(models.checkpoints)
-        if public is not None:
+
+    def start(self) -> None:
+        """The server's start (app.handlers.start_studio), which changes the process's state: removes what killed
+        processes left behind (finetune.remove_leftovers) and, in public mode, every session's saved models (no
+        session outlives its server); then every visitor's write, wherever it happens, checks this server's disk
+        budget (none on a private server)."""
+        remove_leftovers(self.models.checkpoints)
+        if self.public is not None:
             remove_all_sessions()
+        use_disk_budget(self.disk_budget)
 
     # ---- the model a request uses -----------------------------------------------------------------
     def _session_model(self, session: Session | None) -> str:

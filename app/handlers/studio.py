@@ -53,6 +53,7 @@ def start_studio(spec: ModelSpec, checkpoints: Path, warm_up_umap: bool = True, 
     in the same thread. Models switched to later are prepared before they answer (`Models`)."""
     studio = Studio(Models(checkpoints, functools.partial(prepare_model, open_vocabulary=open_vocabulary)),
                     public=public)
+    studio.start()  # the server's start: clean-ups and the disk budget (process-wide: never in a constructor)
     if warm_up_umap:
         studio.projector.expect_warm_up()
 

@@ -291,12 +291,13 @@ def _full(used: int, budget: int, what: str, needed: int) -> str:
             "downloads expire), or run DefSent Studio on your own machine.")
 
 
-_BUDGET: list[DiskBudget] = []  # the disk budget of this server (public mode), set by the Studio
+_BUDGET: list[DiskBudget] = []  # the disk budget in force: the server's (Backend.disk_budget), from its start
 
 
-def set_disk_budget(limits: PublicLimits | None) -> None:
-    """The budget every visitor's write is held to (None: a private server, no budget)."""
-    _BUDGET[:] = [DiskBudget(limits)] if limits is not None else []
+def use_disk_budget(budget: DiskBudget | None) -> None:
+    """Hold every visitor's write to `budget` from now on (None: a private server, no budget). The server's start
+    (app.handlers.Backend.start) calls it, once; making a Backend does not."""
+    _BUDGET[:] = [budget] if budget is not None else []
 
 
 def disk_budget() -> DiskBudget | None:
