@@ -11,6 +11,7 @@ import math
 import re
 import types
 import typing
+import weakref
 from typing import Any, Callable
 
 import gradio as gr
@@ -178,10 +179,25 @@ def typed_refusal(block_fn: Any, values: list[Any]) -> str | None:
     return None
 
 
-@functools.lru_cache(maxsize=None)
+# declared_types of each handler, while it lives: an lru_cache kept every handler, its Studio and their models alive
+_DECLARED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
 def declared_types(fn: Callable) -> list[tuple[str, tuple[type, ...] | None]]:
     """(name, the plain types it accepts, or None when it declares something else) of each positional parameter
-    of `fn` (through its wrappers), in order."""
+    of `fn` (through its wrappers), in order; read once a handler."""
+    try:
+        return _DECLARED[fn]
+    except (KeyError, TypeError):  # TypeError: None, or a callable without weak references (read every time)
+        declared = _declared_types(fn)
+    try:
+        _DECLARED[fn] = declared
+    except TypeError:
+        pass
+    return declared
+
+
+def _declared_types(fn: Callable) -> list[tuple[str, tuple[type, ...] | None]]:
     if fn is None:
         return []
     try:
