@@ -147,7 +147,7 @@ def encoder_folders(directory: Path) -> list[Path]:
                   and (any((p / name).is_file() for name in ENCODER_FILES) or not _manifest(p)[1]))
 
 
-def write_json(path: Path, data: dict) -> None:
+def write_json(path: Path, data: dict | list) -> None:
     path.write_text(json.dumps(data, indent=2, sort_keys=False) + "\n", encoding="utf-8")
 
 

@@ -145,7 +145,7 @@ FLOORS = [
     ("the encoder and the wings", ["core.encoder", "core.words", "core.corpus", "core.vec2sent"]),
     ("readers of vectors", ["core.readout", "core.explore", "core.train"]),
     ("the engine", ["core.engine"]),
-    ("on the engine", ["core.evaluation", "core.vec2sent.encoder_link", "core.vec2sent.train",
+    ("on the engine", ["core.evaluation", "core.export", "core.vec2sent.encoder_link", "core.vec2sent.train",
                        "core.vec2sent.diagnostics", "core.collection"]),
     ("entry points", ["core", "core.cli", "core.__main__"]),
 ]
@@ -195,3 +195,12 @@ def test_the_app_uses_the_packages_public_faces():
     for package in packages:
         module = __import__(f"core.{package}", fromlist=["__all__"])
         assert all(hasattr(module, name) for name in module.__all__), package
+
+
+def test_the_app_never_reaches_into_an_engines_encoder():
+    """app/ reads what it needs of the encoder through core.export (`encoder_facts`, `save_sentence_transformers`),
+    so that the encoder's insides can change behind the engine: no `.encoder` attribute in app/."""
+    reaching = [f"{path.relative_to(CORE.parent)}:{node.lineno}" for path in (CORE.parent / "app").rglob("*.py")
+                for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+                if isinstance(node, ast.Attribute) and node.attr == "encoder"]
+    assert reaching == []

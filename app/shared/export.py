@@ -18,6 +18,7 @@ from typing import Iterator
 import numpy as np
 
 from core.engine import Engine
+from core.export import encoder_facts, save_sentence_transformers
 from core.spreadsheet import inert
 from core.explore import ProjectorPoints, write_projector
 
@@ -27,8 +28,6 @@ from ..settings import (DOWNLOAD_LIFETIME, DOWNLOAD_PREFIX, download_dir, downlo
 
 MAX_DOWNLOAD_BYTES = 1_000_000_000  # download folders in all: about 8 downloads of the shipped model
 IN_USE_SECONDS = 60.0  # a download younger than this may not be copied yet: never evicted for space
-ST_POOLING_MODES = {"cls": "pooling_mode_cls_token", "mean": "pooling_mode_mean_tokens",
-                    "max": "pooling_mode_max_tokens"}
 
 
 def zip_folder(folder: Path, out_dir: Path | None = None) -> Path:
@@ -38,27 +37,15 @@ def zip_folder(folder: Path, out_dir: Path | None = None) -> Path:
 
 
 def export_sentence_transformers(engine: Engine, out: Path, name: str) -> Path:
-    """Write `engine`'s encoder in the sentence-transformers folder format to `out`."""
-    out.mkdir(parents=True, exist_ok=True)
-    engine.encoder.backbone.save_pretrained(out)
-    engine.encoder.tokenizer.save_pretrained(out)
-    pooling = {mode: False for mode in ST_POOLING_MODES.values()}
-    pooling[ST_POOLING_MODES[engine.encoder.pooling]] = True
-    _write_json(out / "1_Pooling" / "config.json", {"word_embedding_dimension": engine.encoder.hidden_size,
-                                                    **pooling})
-    _write_json(out / "modules.json", [
-        {"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
-        {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"}])
-    _write_json(out / "sentence_bert_config.json", {"max_seq_length": engine.encoder.max_length,
-                                                    "do_lower_case": False})
-    _write_json(out / "config_sentence_transformers.json", {"similarity_fn_name": "cosine"})
+    """Write `engine`'s encoder in the sentence-transformers folder format to `out`, with a model card."""
+    save_sentence_transformers(engine, out)
     (out / "README.md").write_text(model_card(engine, name), encoding="utf-8")
     return out
 
 
 def model_card(engine: Engine, name: str) -> str:
     """A Hugging Face model card (README.md with front matter) for the exported model."""
-    manifest = engine.manifest
+    manifest, encoder = engine.manifest, encoder_facts(engine)
     metrics = json.dumps(manifest.get("metrics", {}), indent=2)
     return f"""---
 library_name: sentence-transformers
@@ -69,11 +56,11 @@ tags: [sentence-transformers, sentence-similarity, feature-extraction, defsent]
 # {name}
 
 A sentence encoder fine-tuned with **DefSent** (Tsukagoshi et al., 2021) in DefSent Studio: a
-definition's pooled embedding ({engine.encoder.pooling} pooling) is trained so that a frozen
+definition's pooled embedding ({encoder.pooling} pooling) is trained so that a frozen
 word-prediction head recovers the defined word.
 
 - Base model: `{engine.base_source}` (fingerprint `{engine.base_fingerprint}`)
-- Pooling: {engine.encoder.pooling}; maximum length {engine.encoder.max_length} tokens
+- Pooling: {encoder.pooling}; maximum length {encoder.max_length} tokens
 - Exported from checkpoint: `{manifest.get('name', name)}` (created {manifest.get('created', 'unknown')})
 
 ## Usage
@@ -108,11 +95,6 @@ def _training_data(manifest: dict) -> str:
         lines.append(f"- The reverse dictionary's everyday query adapter (not part of the sentence-transformers "
                      f"format): {source['name']} ({source['license']}{cite})")
     return "\n".join(lines)
-
-
-def _write_json(path: Path, data: object) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
 
 
 def download_files(engine: Engine, checkpoint: Path, root: Path | None = None,
@@ -187,7 +169,7 @@ def expected_download_bytes(engine: Engine, checkpoint: Path) -> int:
     """About what a download takes on disk at its peak: the checkpoint's zip, and the encoder's float32
     weights twice (the sentence-transformers folder and its zip exist together until the folder is
     deleted; zipped weights hardly shrink)."""
-    return folder_bytes(checkpoint) + 2 * 4 * sum(p.numel() for p in engine.encoder.backbone.parameters())
+    return folder_bytes(checkpoint) + 2 * 4 * encoder_facts(engine).parameters
 
 
 def make_room(root: Path, needed: int, max_bytes: int) -> None:

@@ -31,6 +31,7 @@ from core.checkpoint import (CHECKPOINTS_DIR, MANIFEST, atomic_directory, claime
                              read_manifest, remove_stale_temporaries, safe_checkpoint_name, write_json)
 from core.lexicon import DictionarySplit, Entry, read_user_dictionary, split_by_word
 from core.engine import Engine
+from core.export import encoder_facts
 from core.runtime import resolve_precision
 from core.train import TrainConfig, TrainProgress, train
 from core.words import evaluate_among
@@ -127,7 +128,7 @@ def setting_bounds(layers: int | None) -> dict[str, Bound]:
 
 def model_layers(engine: Engine) -> int:
     """How many transformer layers the engine's encoder has (the bound of trainable_layers)."""
-    return int(engine.encoder.backbone.config.num_hidden_layers)
+    return encoder_facts(engine).layers
 
 
 @dataclass(frozen=True)
@@ -499,7 +500,7 @@ def expected_staged_bytes(checkpoint: Path | None, engine: Engine) -> int:
     changed weights takes."""
     if checkpoint is not None:
         return folder_bytes(checkpoint)
-    return 2 * sum(p.numel() for p in engine.encoder.backbone.parameters())
+    return 2 * encoder_facts(engine).parameters
 
 
 def discard_staged(job: Job) -> None:

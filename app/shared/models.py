@@ -16,6 +16,7 @@ from core.checkpoint import (CHECKPOINTS_DIR, DEFAULT_BASE, DEFAULT_CHECKPOINT, 
                              encoder_folders)
 from core.collection import Collection, build_steps, collection_uri, is_complete, table_version
 from core.engine import Engine
+from core.export import encoder_facts
 from core.readout import REFERENCE_SIZE, EmbeddedTexts, Reference
 
 from ..messages import quoted
@@ -136,7 +137,7 @@ class ActiveModel:
         return self.once(f"reference-{size}", lambda: self._embedded_reference(size, progress))
 
     def _embedded_reference(self, size: int, progress: Progress) -> EmbeddedTexts:
-        needed = 4 * size * self.engine.encoder.hidden_size if is_visitors_model(self.spec.path) else 0
+        needed = 4 * size * encoder_facts(self.engine).hidden_size if is_visitors_model(self.spec.path) else 0
         with reserved(needed, "the reference sentences' cache"):  # float32 vectors
             return reference_corpus(self.engine, size, progress, model_cache_dir(self.spec.path, "embeddings"))
 
