@@ -43,7 +43,9 @@ def test_senteval_runs_the_chosen_tasks_beside_the_papers_rows(studio):
     assert "| SBERT-NLI-base | 88.96 | 89.60 | 76.00 | 84.85 |" in markdown  # avg over the columns shown
     assert "| Avg. GloVe embeddings |" in markdown and "| BERT CLS-vector |" in markdown
     ours = next(line for line in markdown.splitlines() if line.startswith("| **tiny** |"))
-    assert all(0 <= float(cell) <= 100 for cell in ours.strip("|").split("|")[1:])
+    scores = [float(cell) for cell in ours.strip("|").split("|")[1:]]
+    assert len(scores) == 4 and all(0 <= score <= 100 for score in scores)  # SST-2, TREC, MRPC and their average
+    assert scores[-1] == pytest.approx(sum(scores[:3]) / 3, abs=0.01)
     assert calls == [(0.0, "SST-2 (1 of 3)"), (1 / 3, "TREC (2 of 3)"), (2 / 3, "MRPC (3 of 3)")]
     assert "Quick run" not in markdown
 

@@ -467,17 +467,26 @@ def test_finetune_survives_a_reload(page, served_model, tmp_path):
 
 
 def test_evaluate_and_about_tabs(page, served_model):
-    shots = served_model[3]
+    checkpoint, shots = served_model[0], served_model[3]
     open_tab(page, "Evaluate")
     page.get_by_role("button", name="Evaluate word prediction").click()
-    wait_for_text(page, "#eval-words", "before DefSent training")
+    # the table, not the progress line ("scoring before DefSent training - 50.0%"), which the wait took before
+    shown = "(document.querySelector('#eval-words') || {innerText: ''}).innerText"
+    page.wait_for_function(f"(t => t.includes('before DefSent training') && !t.includes('scoring'))({shown})")
+    words = page.locator("#eval-words").inner_text()
+    assert checkpoint.name in words  # the served model's row beside its untrained twin's
+    assert re.findall(r"\b[01]\.\d+\b", words), words  # with its MRR and top-k shares
     if not DOCS_MODE or not page.get_by_label("SentEval data folder").input_value():  # "": no data folder exists
         page.get_by_label("SentEval data folder").fill(str(SENTEVAL_FIXTURES))
     page.get_by_role("button", name="Run STS").click()
     wait_for_text(page, "#eval-sts", "DefSent-BERT-base")
+    assert checkpoint.name in page.locator("#eval-sts").inner_text()  # its own scores beside the papers' rows
     shoot(page, shots, "6-evaluate")
     open_tab(page, "About")
-    page.get_by_text("Encoder fingerprint").wait_for()
+    fingerprint = page.locator("p", has_text="Encoder fingerprint")
+    fingerprint.wait_for()
+    assert fingerprint.inner_text().split(":")[-1].strip() == Engine.load(checkpoint, decoder=None).fingerprint
+    assert page.locator("p", has_text="Active model:").first.inner_text().endswith(checkpoint.name)
     shoot(page, shots, "7-about")
 
 

@@ -61,6 +61,7 @@ def visitor(browser, url: str, password: str = PASSWORD):
 def test_a_wrong_password_is_refused(browser, public_url):
     page = visitor(browser, public_url, password="wrong")
     page.get_by_text("Incorrect Credentials").wait_for()
+    assert page.locator("#model-status").count() == 0  # still the login form: no part of the app is shown
     page.context.close()
 
 
