@@ -230,7 +230,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--nprobes", type=_numbers, default=[16, 32, 64, 128], help="IVF lists probed, e.g. 64,128")
     parser.add_argument("--refine", type=_numbers, default=[5, 10, 20], help="refine factors, e.g. 10,20")
     parser.add_argument("--kinds", type=_kinds, default=["ivf_pq"], help="vector indexes, e.g. ivf_pq,ivf_hnsw_sq")
-    parser.add_argument("--ef", type=lambda t: _numbers(t, 0), default=[0], help="ivf_hnsw_sq: HNSW's ef values (0: LanceDB's default)")
+    parser.add_argument("--ef", type=lambda t: _numbers(t, 0), default=[0], help="ivf_hnsw_sq: HNSW's ef values (0: LanceDB's default; LanceDB refuses one under 10 x refine)")
     parser.add_argument("--lists", type=int, default=0, help="IVF lists (0: sqrt(rows), as corpus-index builds)")
     parser.add_argument("--distance", choices=("dot", "cosine"), default="dot",
                         help="the index's distance (unit rows: the same order; cosine normalises every row again)")

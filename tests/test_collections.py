@@ -341,7 +341,7 @@ def test_the_app_and_the_engine_start_without_ray_or_lancedb(tiny_mlm_dir, tmp_p
 
 def test_writes_are_idempotent_by_row_id_and_a_large_table_is_searched_through_its_index(tmp_path, monkeypatch):
     """No Ray: the store alone. A batch written twice is stored once; from BRUTE_FORCE_ROWS rows the table
-    gets IVF-PQ, whose re-ranked answers agree with exact search and carry exact cosines."""
+    gets its vector index (IVF-RaBitQ), whose re-ranked answers agree with exact search and carry exact cosines."""
     import core.collection.store as store
     from core.collection.sources import corpus_digest
     from core.collection.store import build_index, open_for_writing, table_schema, write_rows
@@ -362,7 +362,7 @@ def test_writes_are_idempotent_by_row_id_and_a_large_table_is_searched_through_i
     monkeypatch.setattr(store, "BRUTE_FORCE_ROWS", 1_000)
     with pytest.raises(RuntimeError, match="no vector index"):  # killed while indexing: not read into memory whole
         Collection(uri, "model-a").search(vectors[:1], 10)
-    assert build_index(table, 3_000).startswith("IVF55,PQ4")
+    assert build_index(table, 3_000).startswith("IVF55,RQ1")
     collection = Collection(uri, "model-a")
     assert collection.indexed
     queries = vectors[:20] + 0.1 * rng.standard_normal((20, 32)).astype(np.float32)

@@ -4,10 +4,10 @@ model's fingerprint and the corpus's digest in the table's schema metadata. `uri
 many machines share.
 
 Writing is idempotent per row id (`write_rows`: merge-insert, a row id already there is left as it is),
-so a batch written twice (a retried worker, a resumed run) is stored once. The index is LanceDB's IVF-PQ
-with exact re-ranking of the candidates from the stored float32 vectors (`refine_factor`), chosen by
-measurement against exact search; a table under BRUTE_FORCE_ROWS is searched exactly (docs/results.md,
-"Collections on LanceDB").
+so a batch written twice (a retried worker, a resumed run) is stored once. The index is LanceDB's IVF with
+RaBitQ codes (one bit a dimension) and exact re-ranking of the candidates from the stored float32 vectors
+(`refine_factor`), chosen over IVF-PQ, IVF-SQ8 and IVF-HNSW-SQ8 by recall against exact search and time a
+query; a table under BRUTE_FORCE_ROWS is searched exactly (docs/results.md, "Collections on Ray Data and LanceDB").
 """
 from __future__ import annotations
 
@@ -24,11 +24,12 @@ TABLE = "sentences"
 MODEL_KEY, CORPUS_KEY = b"defsent.model", b"defsent.corpus"
 # Chosen on 1M vectors against exact search (bench/bench_collection.py, docs/results.md):
 BRUTE_FORCE_ROWS = 100_000  # below it an exact scan is fast enough (~15-40 ms on 2 cores) and needs no build
-# Chosen at 1M rows (docs/scale.md): recall@10 .936 in 20 ms a query on 2 cores (nprobes 256: .960 in 31 ms).
+# Chosen at 1M rows (docs/scale.md): IVF1000,RQ1 probing 256 lists, 200 candidates re-ranked: recall@10 .966 in
+# 7.8 ms a query on 2 busy cores (IVF-PQ48: .936 in 20 ms; at 100k IVF-SQ8 and IVF-HNSW-SQ8 were slower for it).
 INDEX_KINDS = ("ivf_pq", "ivf_sq", "ivf_rq", "ivf_hnsw_sq")  # LanceDB's vector indexes the bench compares
-INDEX_KIND = "ivf_pq"
-NPROBES = 128
-REFINE_FACTOR = 40  # candidates re-ranked exactly: k x REFINE_FACTOR
+INDEX_KIND = "ivf_rq"
+NPROBES = 256
+REFINE_FACTOR = 20  # candidates re-ranked exactly: k x REFINE_FACTOR
 EF = 0  # HNSW's candidate list in each probed list (ivf_hnsw_sq only; 0: LanceDB's default)
 SUB_VECTOR_DIMS = 8  # PQ: 384 dimensions -> 48 codes of one byte
 EMBEDDING_TIME = "about 1 h for the million on 2 quiet CPU cores, minutes on a GPU"  # docs/scale.md
@@ -87,7 +88,7 @@ def write_rows(table, rows: pa.Table) -> None:
 
 
 def build_index(table, rows: int) -> str:
-    """Index the vectors of a finished table (IVF-PQ from BRUTE_FORCE_ROWS rows; exact search below) and
+    """Index the vectors of a finished table (`vector_index` from BRUTE_FORCE_ROWS rows; exact search below) and
     its row ids (a B-tree, for look-ups by id); what was built, in words."""
     from lancedb.index import BTree
 
