@@ -332,13 +332,6 @@ class Engine:
         return word_tower(self.encoder, self.words.tower) if self.words.tower else self.encoder
 
 
-def _freeze_embeddings(encoder: SentenceEncoder) -> None:
-    # The head's decoder is tied to E; DefSent keeps both frozen so the head stays a fixed target.
-    encoder.backbone.get_input_embeddings().weight.requires_grad_(False)
-
-
-def _encoder_delta(trained: dict, base: dict) -> dict[str, torch.Tensor]:
-    """(trained - base) for every tensor that differs: what a checkpoint has to store."""
 # ---- the checkpoint's files ----------------------------------------------------------------------
 def _read_checkpoint(cls: type[Engine], path: Path, untrained: bool) -> Engine:
     """The engine of the checkpoint (or plain Hugging Face model) at `path`, on the CPU (`Engine.load`)."""
