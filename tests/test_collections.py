@@ -395,6 +395,28 @@ def built_collection(uri: str, engine, texts: list[str], columns: dict[str, list
     return uri
 
 
+def test_a_rerun_indexes_again_a_collection_indexed_by_an_older_kind(tmp_path, monkeypatch):
+    """A collection indexed by IVF-PQ (the first shipped kind) gets the current index from a rerun of corpus-index,
+    nothing embedded (no Ray); once current, a rerun leaves it as it is."""
+    from types import SimpleNamespace
+
+    import core.collection.store as store
+
+    rng = np.random.default_rng(0)
+    vectors = rng.standard_normal((3_000, 32)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    engine = SimpleNamespace(fingerprint="model-a", encoder=SimpleNamespace(hidden_size=32),
+                             encode=lambda texts, normalize: vectors[:len(texts)])
+    texts = [f"t{i}" for i in range(3_000)]
+    monkeypatch.setattr(store, "BRUTE_FORCE_ROWS", 1_000)
+    monkeypatch.setattr(store, "INDEX_KIND", "ivf_pq")
+    uri = built_collection(str(tmp_path / "old"), engine, texts)
+    monkeypatch.setattr(store, "INDEX_KIND", "ivf_rq")
+    corpus = pa.table({"row_id": pa.array(range(3_000), pa.int64()), "text": texts})
+    assert embed_corpus(corpus, uri, engine)[1].startswith("IVF55,RQ1")
+    assert embed_corpus(corpus, uri, engine)[1] == "already complete"
+
+
 def test_the_decoder_trains_on_a_collections_texts_and_vectors_without_embedding_them(tiny_mlm_dir, tmp_path,
                                                                                      monkeypatch, capsys):
     """`vec2sent-train --vectors-from URI` (issue 72, 3): the texts and vectors of a collection of this encoder, in

@@ -21,7 +21,7 @@ import pyarrow as pa
 from pyarrow import compute
 
 from .sources import ROW_ID, TEXT, VECTOR, corpus_digest
-from .store import Collection, build_index, is_complete, open_for_writing, table_schema, write_rows
+from .store import Collection, build_index, index_is_current, is_complete, open_for_writing, table_schema, write_rows
 
 Progress = Callable[[str, int, int], None]  # (stage, done, total)
 WRITE_ROWS = 16_384  # rows gathered before one write: one LanceDB fragment each, not one a batch
@@ -51,16 +51,16 @@ def embed_corpus(corpus: pa.Table, uri: str, engine, model: str | None = None, a
     """Embed the rows of `corpus` (`read_corpus`) that the table at `uri` does not hold yet with the model
     of `engine` (`model`: its checkpoint directory, which every worker loads; None: the shipped one) on Ray
     (`address`: a cluster, "auto" the one already running here; None: a Ray of its own on this
-    machine), then index the table. Returns the collection and what
-    index it has, in words. ValueError, before anything is embedded, for a table of another model or corpus."""
+    machine), then index the table (a finished one only when its index is of an older kind). Returns the
+    collection and what index it has, in words. ValueError, before anything is embedded, for a table of another model or corpus."""
     schema = table_schema(corpus.schema, engine.encoder.hidden_size, engine.fingerprint, corpus_digest(corpus))
     table, stored = open_for_writing(uri, schema)
     missing = corpus.filter(compute.invert(compute.is_in(corpus.column(ROW_ID), pa.array(stored, pa.int64()))))
     done = len(corpus) - len(missing)
     if progress:
         progress("embedding", done, len(corpus))
-    if not len(missing) and is_complete(uri):  # finished before: its indexes stand (a rebuild takes minutes)
-        return Collection(uri, engine.fingerprint), "already complete"
+    if not len(missing) and is_complete(uri) and index_is_current(table, len(corpus)):
+        return Collection(uri, engine.fingerprint), "already complete"  # its indexes stand (a rebuild: minutes)
     if len(missing):
         with contextlib.closing(_embedded(missing, model, address, batch_size)) as batches:  # Ray shut down on errors too
             for vectors in batches:

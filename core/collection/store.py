@@ -100,6 +100,15 @@ def build_index(table, rows: int) -> str:
     return described
 
 
+def index_is_current(table, rows: int) -> bool:
+    """Whether the vector index of the table of `rows` rows is of the kind `build_index` builds now (none needed
+    under BRUTE_FORCE_ROWS): a rerun of corpus-index indexes a finished collection of an older kind again."""
+    if rows < BRUTE_FORCE_ROWS:
+        return True
+    wanted = type(vector_index(rows, table.schema.field(VECTOR).type.list_size)[0]).__name__  # "IvfRq": LanceDB's name
+    return [i.index_type for i in table.list_indices() if VECTOR in i.columns] == [wanted]
+
+
 def vector_index(rows: int, dimensions: int, kind: str = "", distance: str = "dot", lists: int = 0
                  ) -> tuple[object, str]:
     """(LanceDB's index config, its name in words) of the vector index `kind` (default INDEX_KIND) for `rows`
