@@ -519,11 +519,15 @@ def test_the_collection_path_box_is_offered_on_a_server_of_ones_own_only(tiny_ml
 
     studio = make_studio(Engine.from_base(str(tiny_mlm_dir)), tiny_mlm_dir, tmp_path)
 
-    def offered(public: PublicLimits | None) -> tuple[list[bool], bool]:
+    def offered(public: PublicLimits | None) -> tuple[list[bool], bool, list[bool]]:
         studio.public = public
-        blocks = build_app(studio).blocks.values()
+        demo = build_app(studio)
+        blocks = demo.blocks.values()
         boxes = [b.visible for b in blocks if isinstance(b, gr.Textbox) and (b.elem_id or "").endswith("-collection")]
         choices = any(MY_COLLECTION in [c[0] for c in b.choices] for b in blocks if isinstance(b, gr.Dropdown | gr.Radio))
-        return boxes, choices
-    assert offered(None) == ([True, True], True)  # Similarity's and the Map's
-    assert offered(PublicLimits()) == ([False, False], False)
+        endpoints = demo.get_api_info()["named_endpoints"]  # an API client that names no collection still calls
+        optional = [p["parameter_has_default"] for name in ("/search", "/draw_map")
+                    for p in endpoints[name]["parameters"] if p["parameter_name"] == "collection"]
+        return boxes, choices, optional
+    assert offered(None) == ([True, True], True, [True, True])  # Similarity's and the Map's
+    assert offered(PublicLimits()) == ([False, False], False, [True, True])

@@ -61,7 +61,7 @@ class MapHandlers(TabHandlers):
         return self.backend.projector.status()
 
     def draw_map(self, source: str, size: int, sentences: str, file: str | None, method: str, dims: str,
-                 colour: str, session: Session, column: str | None = None, collection: str = "",
+                 colour: str, session: Session, column: str | None = None, collection: str | None = None,
                  progress: sv.Progress = sv.no_progress):
         """(figure, a status line, the session with this map kept for searching); `column` names the
         column of the user's file that colours the map under FILE_COLUMN (its first column if empty; None

@@ -27,8 +27,9 @@ class SimilarityHandlers(TabHandlers):
         sentences, matrix = sv.similarity_matrix(self.backend.model_for(session).engine, text)
         return render.heatmap_figure(sentences, matrix)
 
-    def search(self, query: str, source: str, file: str | None, k: int, session: Session, collection: str = "",
-               progress: sv.Progress = sv.no_progress) -> tuple[list[list] | dict, str, Session]:
+    def search(self, query: str, source: str, file: str | None, k: int, session: Session,
+               collection: str | None = None, progress: sv.Progress = sv.no_progress
+               ) -> tuple[list[list] | dict, str, Session]:
         """(top-k texts of `source`, one of sv.REFERENCE_CHOICES or the uploaded file, for the query; a notice
         when their cosines are not final yet, else ""). `source` MY_COLLECTION: the collection at the path
         `collection` (local mode only), its hits a table with its metadata columns ({"headers", "data"})."""
