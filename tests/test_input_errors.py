@@ -21,7 +21,8 @@ NEVER_UPLOADED = [{"path": "/etc/passwd", "meta": {"_type": "gradio.FileData"}},
                   {"path": "app.py", "meta": {"_type": "gradio.FileData"}}]
 NAN, INF = float("nan"), float("inf")  # sent as JSON's NaN and Infinity, which Python's server reads
 # The API's inputs of each event, the session left out (Gradio fills in a state).
-SEARCH = {"query": "a musical instrument", "source": "uploaded file", "file": None, "k": 3}
+SEARCH = {"query": "a musical instrument", "source": "uploaded file", "file": None, "k": 3,
+          "collection": ""}  # a raw call sends every input the API page lists, the collection's path too (issue 72)
 START = {"epochs": 1, "lr": 5e-5, "batch": 16, "layers": 0, "max_steps": 0, "evaluations": 1, "seed": 0,
          "measure_decoder": False}
 
@@ -155,7 +156,7 @@ def map_inputs(**changes) -> list:
     from app.tabs.map import COLOUR_BY, MAP_SOURCES
 
     inputs = {"source": MAP_SOURCES[0], "size": 500, "sentences": "", "file": None, "method": "PCA", "dims": "2-D",
-              "colour": COLOUR_BY[0], "column": None}
+              "colour": COLOUR_BY[0], "column": None, "collection": ""}
     return list({**inputs, **changes}.values())
 
 

@@ -25,8 +25,8 @@ from ..shared.jobs import BackgroundOnce, short_reason
 from ..shared.models import ActiveModel
 from ..views import render
 from .backend import TabHandlers
-from .session import MapData, Session
 from .collection import MY_COLLECTION, collection_sample
+from .session import MapData, Session
 
 EVERY_WORD_MAP = "every word (laid out once per model)"
 EVERY_DEFINITION_MAP = "every definition (on the map of every word)"
