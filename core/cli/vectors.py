@@ -130,9 +130,12 @@ def decode(argv: Sequence[str]) -> int:
 
     python -m core decode vectors.npy --beam 5
     """
+    from ..vec2sent.reading import API_DEFAULT
+
     parser = parser_for("decode", decode)
     parser.add_argument("vectors", type=Path, help="FILE.npy or FILE.jsonl")
-    parser.add_argument("--beam", type=int, default=5, help=f"beam width (1: greedy; at most {MAX_BEAM})")
+    parser.add_argument("--beam", type=int, default=API_DEFAULT.beam,
+                        help=f"beam width (1: greedy; at most {MAX_BEAM})")
     add_output_flags(parser)
     args = parser.parse_args(argv)
     check_range("--beam", args.beam, 1, MAX_BEAM)
@@ -196,8 +199,11 @@ def interpolate(argv: Sequence[str]) -> int:
 
 def add_reading_flags(parser: argparse.ArgumentParser) -> None:
     """The flags of the commands that read a vector back: -k, --beam, --in, --single-token-words and output."""
+    from ..vec2sent.reading import PATH_DEFAULT
+
     parser.add_argument("-k", type=int, default=5, help=f"how many words and nearest texts (1 to {MAX_K})")
-    parser.add_argument("--beam", type=int, default=5, help=f"the decoder's beam width (1 to {MAX_BEAM})")
+    parser.add_argument("--beam", type=int, default=PATH_DEFAULT.beam,
+                        help=f"the decoder's beam width (1 to {MAX_BEAM})")
     parser.add_argument("--in", dest="collection", type=Path, metavar="FILE",
                         help="nearest texts among these (texts one a line, or .jsonl / .npy from `encode`); "
                              "default: 2,000 WordNet definitions")
