@@ -495,16 +495,6 @@ def test_the_app_decodes_with_the_engines_decoder(encoder_dir, plain_engine, tmp
     assert "loaded" in studio.about()[0]
 
 
-def test_the_app_reads_vectors_through_the_engines_public_face():
-    """Issue 73: app/ asks the engine (`engine.borrowed_decoding`, `engine.fluency_model`), never its reader, which
-    may then change behind the engine's methods."""
-    files = sorted((Path(__file__).resolve().parents[1] / "app").rglob("*.py"))
-    assert len(files) > 20
-    using = [f"{path.name}:{number}" for path in files
-             for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1) if "engine.reader" in line]
-    assert using == []
-
-
 def test_a_corrupt_reference_cache_is_rebuilt(plain_engine, tmp_path):
     first = dictionary_reference(plain_engine, 30, cache_dir=tmp_path)
     (cache,) = tmp_path.glob("*.npy")
