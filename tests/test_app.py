@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import re
 import threading
+import time
 from types import SimpleNamespace
 from pathlib import Path
 
@@ -18,7 +19,7 @@ from app.shared import services as sv
 from app.views import render
 from app.shared.evaluation import sts_markdown, word_prediction_rows
 from app.handlers import BASE_WARNING_SHORT, Session, Studio, start_studio
-from app.shared.jobs import JobManager
+from app.shared.jobs import JobManager, whole_machine_job
 from app.shared.models import BASE_LABEL, Models, ModelSpec, ModelUnavailable, available_specs
 from app.views.projection import Projector
 from core import Engine
@@ -361,6 +362,29 @@ def test_model_loads_in_the_background(tiny_mlm_dir, tmp_path):
         broken.active()
     assert "failed" in broken.status()
     assert not broken.loading and not broken.ready  # the page's model bar stops asking (it polled for good)
+
+
+def test_start_up_preparation_waits_while_a_job_uses_every_core_unless_a_switch_waits(tiny_mlm_dir, tmp_path,
+                                                                                     monkeypatch):
+    """Issue 76: beside the start-up preparation a 30-word glossary's training took 142 s instead of 37 s; it now
+    pauses between its stages while a job's process uses every core, and goes on when a model switch waits."""
+    import app.handlers.studio
+    stages = []
+
+    def prepare(active, progress=None, open_vocabulary=True):
+        progress(0.5, desc="a stage")  # where the real preparation says its stages and batches
+        stages.append("done")
+    monkeypatch.setattr(app.handlers.studio, "prepare_model", prepare)
+    with whole_machine_job():
+        studio = start_studio(ModelSpec("tiny", base=str(tiny_mlm_dir)), tmp_path, warm_up_umap=False, delay=0,
+                              open_vocabulary=False)
+        active = studio.models.active(timeout=60)
+        time.sleep(1.0)
+        assert stages == []  # paused
+        switched = threading.Thread(target=studio.models.switch, args=(active.spec,))
+        switched.start()  # a switch waits for the preparation, which then goes on
+        switched.join(10)
+        assert stages == ["done"] and not switched.is_alive()
 
 
 def test_a_fresh_starts_first_answer_comes_from_the_whole_vocabulary(tiny_mlm_dir, tmp_path, monkeypatch):

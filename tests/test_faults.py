@@ -25,7 +25,7 @@ from app.shared.finetune import (STAGED_MODEL, TRAINING_THREADS_ENV, FinetuneRes
 from app.handlers import Session, Studio
 from app.shared.jobs import (BACKGROUND_NICENESS, CANCELLED, DONE, FAILED, JOB_NICENESS, RUNNING, Job, JobManager,
                              JobQueueFull, death_reason, in_background, run_in_process, short_reason, usable_cores,
-                             yield_to_jobs)
+                             whole_machine_job, yield_to_jobs)
 from app.shared.models import Models, ModelSpec
 from app.views.projection import Projector
 from core import Engine
@@ -386,6 +386,16 @@ def test_background_preparation_waits_while_a_job_uses_every_core():
         resumed = time.time()
         runner.join()
         assert resumed < ended["at"]
+
+
+def test_a_wait_for_jobs_ends_when_asked_to():
+    """A model switch that waits for the start-up preparation must not wait for a whole fine-tune too."""
+    asked = threading.Event()
+    threading.Timer(0.3, asked.set).start()
+    started = time.monotonic()
+    with whole_machine_job():
+        yield_to_jobs(unless=asked.is_set)
+    assert asked.is_set() and time.monotonic() - started < 5
 
 
 def test_fine_tunes_use_every_core_privately_and_one_thread_in_public_mode(monkeypatch):

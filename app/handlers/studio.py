@@ -59,11 +59,13 @@ def start_studio(spec: ModelSpec, checkpoints: Path, warm_up_umap: bool = True, 
 
     def after_load(active: ActiveModel) -> None:
         time.sleep(delay)
-        # between its stages and batches this start-up preparation waits while a fine-tune uses every core:
-        # beside it a 30-word glossary's training took 142 s instead of 37 s (issue 76; `yield_to_jobs`)
-        studio.models.prepare_first(active, progress=lambda *_, **__: yield_to_jobs())
+        # between its stages and batches this start-up preparation waits while a fine-tune uses every core (beside
+        # it a 30-word glossary's training took 142 s instead of 37 s: issue 76), unless a model switch waits for it
+        def pause(*_, **__) -> None:
+            yield_to_jobs(unless=studio.models.switch_wanted)
+        studio.models.prepare_first(active, progress=pause)
         if warm_up_umap:
-            yield_to_jobs()
+            pause()
             studio.projector.warm_up()
     studio.models.load_in_background(spec, first=read_stored_vocabulary if open_vocabulary else None,
                                      then=after_load)

@@ -12,6 +12,7 @@ the server goes on; cancelling a running job terminates its process.
 from __future__ import annotations
 
 import collections
+import contextlib
 import logging
 import multiprocessing
 import os
@@ -20,7 +21,7 @@ import threading
 import time
 import uuid
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 from ..messages import quoted
 
@@ -43,6 +44,7 @@ BACKGROUND_NICENESS = 10
 # beside it at niceness 5 against 10).
 _whole_machine_jobs = 0  # such processes running now
 _whole_machine_jobs_changed = threading.Condition()
+UNLESS_POLL_S = 0.25
 
 
 class JobCancelled(Exception):
@@ -236,33 +238,41 @@ def run_in_process(job: Job, target: Callable[..., Any], *args: Any, threads: in
     receiver, sender = context.Pipe(duplex=False)
     process = context.Process(target=_child_main, args=(sender, threads, target, args),
                               name=f"job-{job.id}", daemon=True)
-    process.start()
-    sender.close()  # only the child holds the sending end now: end of file means the child is gone
-    job.pid = process.pid
-    whole_machine = threads >= usable_cores()
-    _count_whole_machine_job(+1 if whole_machine else 0)
-    try:
-        return _follow(job, process, receiver)
-    finally:
-        receiver.close()
-        process.join(EXIT_SECONDS)  # after its last message the child ends by itself
-        _stop(process)
-        job.pid = None
-        _count_whole_machine_job(-1 if whole_machine else 0)
+    with whole_machine_job() if threads >= usable_cores() else contextlib.nullcontext():
+        process.start()
+        sender.close()  # only the child holds the sending end now: end of file means the child is gone
+        job.pid = process.pid
+        try:
+            return _follow(job, process, receiver)
+        finally:
+            receiver.close()
+            process.join(EXIT_SECONDS)  # after its last message the child ends by itself
+            _stop(process)
+            job.pid = None
 
 
-def _count_whole_machine_job(change: int) -> None:
+@contextlib.contextmanager
+def whole_machine_job() -> Iterator[None]:
+    """While inside, a job's process uses every core: `yield_to_jobs` waits."""
     global _whole_machine_jobs
     with _whole_machine_jobs_changed:
-        _whole_machine_jobs += change
-        _whole_machine_jobs_changed.notify_all()
+        _whole_machine_jobs += 1
+    try:
+        yield
+    finally:
+        with _whole_machine_jobs_changed:
+            _whole_machine_jobs -= 1
+            _whole_machine_jobs_changed.notify_all()
 
 
-def yield_to_jobs() -> None:
-    """Wait while a job's process uses every core (a fine-tune on a private server). Background preparation calls
-    it between batches; in public mode a job trains on one thread (`training_threads`) and nothing waits."""
+def yield_to_jobs(unless: Callable[[], bool] | None = None) -> None:
+    """Wait while a job's process uses every core (a fine-tune on a private server of two cores or more; in public
+    mode a job trains on one thread, `training_threads`, and leaves the others). Background preparation calls it
+    between batches. `unless()` true ends the wait early (a request waits for that preparation); it is asked
+    every UNLESS_POLL_S seconds."""
     with _whole_machine_jobs_changed:
-        _whole_machine_jobs_changed.wait_for(lambda: _whole_machine_jobs == 0)
+        while _whole_machine_jobs and not (unless is not None and unless()):
+            _whole_machine_jobs_changed.wait(UNLESS_POLL_S if unless is not None else None)
 
 
 def _follow(job: Job, process, receiver) -> Any:

@@ -5,11 +5,12 @@ embedded reference sentences and its map of every word (vocabulary_map.py). Per-
 from __future__ import annotations
 
 import collections
+import contextlib
 import logging
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterator
 
 from core.runtime import uncancellable
 from core.checkpoint import (CHECKPOINTS_DIR, DEFAULT_BASE, DEFAULT_CHECKPOINT, CheckpointError, checkpoint_problem,
@@ -203,6 +204,7 @@ class Models:
         self._ready = threading.Event()
         self._error: str = ""
         self._switch_lock = threading.Lock()  # one switch at a time, and none while the first model is prepared
+        self._switches_wanted = 0  # switches asked for and not yet done (`switch_wanted`)
         self._used: list[ModelSpec] = []  # every model made active, so one served from elsewhere stays listed
         self._kept_lock = threading.Lock()  # guards the two below; held only briefly
         self._loaded: "collections.OrderedDict[ModelSpec, ActiveModel]" = collections.OrderedDict()  # kept
@@ -272,7 +274,7 @@ class Models:
     def switch(self, spec: ModelSpec, progress: Progress = no_progress) -> ActiveModel:
         """Make `spec` active for every user, once loaded and prepared (the previous model answers
         every request until then; it stays loaded). One switch at a time."""
-        with self._switch_lock:
+        with self._wanting_a_switch(), self._switch_lock:
             previous = self._active
             if previous is not None and previous.spec == spec:
                 return previous
@@ -282,6 +284,21 @@ class Models:
             if previous is not None:
                 self._keep(previous)
             return model
+
+    @contextlib.contextmanager
+    def _wanting_a_switch(self) -> Iterator[None]:
+        with self._kept_lock:
+            self._switches_wanted += 1
+        try:
+            yield
+        finally:
+            with self._kept_lock:
+                self._switches_wanted -= 1
+
+    def switch_wanted(self) -> bool:
+        """Whether a switch waits or runs: the first model's preparation, which it waits for, then pauses no more
+        (`prepare_first`)."""
+        return self._switches_wanted > 0
 
     def shared(self, spec: ModelSpec, progress: Progress = no_progress) -> ActiveModel:
         """The model `spec` loaded and prepared for the sessions that chose it, without changing the
