@@ -74,3 +74,19 @@ def test_what_is_built_from_the_scorer_goes_with_it(engine):
     engine.vocabulary.enable(dictionary=DICTIONARY[:2])  # a new scorer: built again from it
     assert engine.vocabulary_reference("word").texts == ["dog", "ice cream"]
     assert engine.vocabulary.built_from_scorer("sizes", lambda scorer: len(scorer.candidates.words)) == 2
+
+
+def test_a_request_never_sees_a_new_scorer_with_the_old_state(engine, monkeypatch):
+    vocabulary = engine.vocabulary
+    vocabulary.enable(dictionary=DICTIONARY)
+    vocabulary.state = VocabularyState.COMPACT  # as read from compact vectors; the next enable embeds: EXACT
+    seen = []
+
+    def published(words, scorer) -> None:  # a request reads the vocabulary the moment the words' scorer changes
+        words.__dict__["open_vocab"] = scorer
+        seen.append((vocabulary.scorer is scorer, vocabulary.state))
+    monkeypatch.setattr(core.words.scorer.WordScorer, "open_vocab",
+                        property(lambda words: words.__dict__["open_vocab"], published), raising=False)
+    vocabulary.enable(dictionary=DICTIONARY[:2])
+    assert seen == [(True, VocabularyState.EXACT)]
+    assert vocabulary.answering == (engine.words.open_vocab, VocabularyState.EXACT)

@@ -60,6 +60,16 @@ class VocabularyState(Enum):
 APPROXIMATE = (VocabularyState.COMPACT, VocabularyState.REUSED)
 
 
+class Answering(NamedTuple):
+    """What a model answers its word queries with: the scorer (None while the open vocabulary is off) and the
+    state that describes it. Replaced whole, never edited: a request reads both from one pair."""
+    scorer: OpenScorer | None
+    state: VocabularyState
+
+
+OFF = Answering(None, VocabularyState.SINGLE_TOKEN)
+
+
 class EmbeddingProgress(NamedTuple):
     """The open vocabulary's embedding under way: texts embedded, texts in all, seconds left (estimated)."""
     done: int
@@ -84,8 +94,9 @@ class Model(Protocol):
 class OpenVocabulary:
     """A model's open vocabulary: its state (`state`: off, or which vectors it answers with), its progress while
     it embeds (`progress`), the last failure (`failure`), and the transitions (`read_stored`, `enable`,
-    `embed_exact`, `defer` / `use_now`, `reset`). Requests read it while a transition runs in the background: the
-    scorer is replaced whole, once ready, and the state goes with it."""
+    `embed_exact`, `defer` / `use_now`, `scoring_with`, `reset`). Requests read it while a transition runs in the
+    background: the scorer and its state are one pair (`Answering`), replaced whole once the new scorer is ready, so
+    a request never sees a scorer with another's state; the words' scorer (`words.open_vocab`) is set from it."""
 
     def __init__(self, words: WordScorer, model: Model):
         self.words = words  # whose scorer (`words.open_vocab`) the transitions set
@@ -93,33 +104,38 @@ class OpenVocabulary:
         self.deferred = False  # enabled at the first word query (`defer`, `use_now`): Engine.load's default
         self.progress: EmbeddingProgress | None = None  # while a transition embeds
         self.failure = ""  # why the last transition failed, for the user; "" after a success
-        self._vectors = VocabularyState.EXACT  # which vectors the scorer holds, once there is one
+        self._answering = OFF  # (scorer, state): replaced whole (`_answer_with`), never edited
         self._built: dict[str, tuple[OpenScorer, object]] = {}  # `built_from_scorer`: dropped with their scorer
         self._built_lock = threading.Lock()
         self._deferred_lock = threading.Lock()  # the first word queries wait for one `_enable_deferred`
 
     # ---- the state ----------------------------------------------------------------------------
     @property
+    def answering(self) -> Answering:
+        """(scorer, state) now, as one pair: read it once where both are needed."""
+        return self._answering
+
+    @property
     def scorer(self) -> OpenScorer | None:
         """What scores every candidate (core/words/open_vocab.py), or None while the open vocabulary is off."""
-        return self.words.open_vocab
+        return self._answering.scorer
 
     @property
     def state(self) -> VocabularyState:
         """What the model answers from now."""
-        return VocabularyState.SINGLE_TOKEN if self.words.open_vocab is None else self._vectors
+        return self._answering.state
 
     @state.setter
     def state(self, vectors: VocabularyState) -> None:
         """Say which vectors the scorer in place holds (a test's or a study's own scorer)."""
-        if vectors is VocabularyState.SINGLE_TOKEN:
-            raise ValueError("the open vocabulary is turned off by `reset`, not by a state")
-        self._vectors = vectors
+        if vectors is VocabularyState.SINGLE_TOKEN or self.scorer is None:
+            raise ValueError("the open vocabulary is turned off by `reset`, and turned on by `enable`, not by a state")
+        self._answer_with(Answering(self.scorer, vectors))
 
     @property
     def enabled(self) -> bool:
         """Whether every word and phrase is an answer now (any state but SINGLE_TOKEN)."""
-        return self.words.open_vocab is not None
+        return self._answering.scorer is not None
 
     @property
     def approximate(self) -> bool:
@@ -149,7 +165,7 @@ class OpenVocabulary:
     def use_now(self) -> None:
         """Enable the open vocabulary now if `defer` left it for the first word query (`Engine.predict_words` calls
         this; analogies and interpolations read vectors with it only once it is on); nothing otherwise."""
-        if self.words.open_vocab is None and self.deferred:
+        if self.scorer is None and self.deferred:
             self._enable_deferred()
 
     def read_stored(self, cache_dir: str | Path) -> bool:
@@ -224,13 +240,19 @@ class OpenVocabulary:
         compact_vectors = cache is not None and cache.name == COMPACT_VECTORS
         if compact_vectors:  # the first candidates of each query scored again with exact vectors
             scorer.rescorer = ExactRescorer(self.exact_vectors(cache_dir))
-        self.words.open_vocab = scorer.quantize() if self.words.int8 else scorer
         # compact vectors made from a parent's (a fine-tune's download) are compact first: quantized, re-scored
-        self._vectors = (VocabularyState.COMPACT if compact_vectors else VocabularyState.REUSED if reused_vectors
-                         else VocabularyState.EXACT)
+        state = (VocabularyState.COMPACT if compact_vectors else VocabularyState.REUSED if reused_vectors
+                 else VocabularyState.EXACT)
+        self._answer_with(Answering(scorer.quantize() if self.words.int8 else scorer, state))
         self.deferred = False
         if total >= TRIM_AFTER_CANDIDATES:
             return_freed_memory()
+
+    def _answer_with(self, answering: Answering) -> None:
+        """Answer with `answering` from now on: the pair first (what `scorer` and `state` read), then the words'
+        scorer (what the scores read)."""
+        self._answering = answering
+        self.words.open_vocab = answering.scorer
 
     def _recording(self, progress: Callable[[int, int], None] | None) -> Callable[[int, int], None]:
         """A `progress(done, total)` that keeps (done, total, seconds left) in `self.progress` and calls `progress`."""
@@ -247,7 +269,7 @@ class OpenVocabulary:
         from tqdm.auto import tqdm
 
         with self._deferred_lock:
-            if self.words.open_vocab is not None or not self.deferred:
+            if self.scorer is not None or not self.deferred:
                 return
             started, bar = time.monotonic(), None
             print("open vocabulary: listing every WordNet word and phrase, and reading their vectors where "
@@ -266,13 +288,14 @@ class OpenVocabulary:
             how = "embedded" if bar is not None else "read from " + ("the checkpoint's compact vectors"
                                                                      if self.state is VocabularyState.COMPACT
                                                                      else "the cache")
-            print(f"open vocabulary: {len(self.words.open_vocab.candidates):,} words and phrases ready in "
+            print(f"open vocabulary: {len(self.scorer.candidates):,} words and phrases ready in "
                   f"{time.monotonic() - started:.0f} s ({how})", file=sys.stderr)
 
     def reset(self) -> None:
         """Forget the open vocabulary, its word tower, older map and weights (back to the defaults): they were
         fitted to an encoder this model no longer is."""
         self.words.reset_open_vocabulary()
+        self._answer_with(OFF)
         self.deferred = False
         with self._built_lock:
             self._built.clear()
@@ -282,7 +305,7 @@ class OpenVocabulary:
         """`build(scorer)` for the scorer in use, once, kept until the scorer changes (enabled first if it was
         deferred); ValueError while the open vocabulary is off."""
         self.use_now()
-        scorer = self.words.open_vocab
+        scorer = self.scorer
         if scorer is None:
             raise ValueError("This model answers without the open vocabulary, so its words and definitions "
                              "cannot be searched.")
@@ -296,7 +319,7 @@ class OpenVocabulary:
 
     def current_cache_name(self) -> str:
         """`cache_name` of the candidates answering now; ValueError while the open vocabulary is off."""
-        scorer = self.words.open_vocab
+        scorer = self.scorer
         if scorer is None:
             raise ValueError("The map of every word needs the open vocabulary, which this model does not have.")
         return self.cache_name(scorer.candidates)
@@ -343,9 +366,10 @@ class OpenVocabulary:
         self.enable(cache_dir=cache_dir or user_cache_dir("open-vocab"), progress=progress,
                     dictionary=dictionary, compact=False, reuse=reuse)
         target = self.model.checkpoint_dir / COMPACT_VECTORS
-        name = self.cache_name(self.words.open_vocab.candidates)
-        reused = self.state is VocabularyState.REUSED
-        self.words.open_vocab.save_compact(target, reused_name(name) if reused else name, subspaces)
+        scorer, state = self.answering
+        name = self.cache_name(scorer.candidates)
+        reused = state is VocabularyState.REUSED
+        scorer.save_compact(target, reused_name(name) if reused else name, subspaces)
         return target
 
     def vectors_at_hand(self, cache_dir: str | Path) -> bool:
