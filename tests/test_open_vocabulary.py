@@ -61,7 +61,14 @@ def test_a_failed_transition_is_kept_for_the_user_and_the_old_vectors_answer(eng
     assert vocabulary.failure == "OSError: [Errno 28] No space left on device"
     assert isinstance(seen[0], EmbeddingProgress) and vocabulary.progress is None  # no bar left behind
     assert engine.words.open_vocab is answering and vocabulary.state is VocabularyState.EXACT
+    during_the_retry, candidates = [], vocabulary.words.candidates
+
+    def listing(*args, **kwargs):  # the retry's first step: the app's notice reads `failure` meanwhile
+        during_the_retry.append(vocabulary.failure)
+        return candidates(*args, **kwargs)
+    monkeypatch.setattr(vocabulary.words, "candidates", listing)
     vocabulary.enable(dictionary=DICTIONARY)
+    assert during_the_retry == [""]  # a retry under way is no failure: the notice and its polling follow it
     assert vocabulary.failure == ""  # a success: nothing to say any more
 
 

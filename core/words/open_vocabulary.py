@@ -200,8 +200,10 @@ class OpenVocabulary:
         shipped folder) reuses them and embeds only its new words and definitions: seconds
         (`parent_scorer`), though the reused vectors come from the encoder before
         fine-tuning; they are cached apart ("-reused") and flagged (state REUSED) until a call
-        without `reuse` embeds everything with this model. A failure is kept in `failure` and raised;
-        the state is then as it was."""
+        without `reuse` embeds everything with this model. `failure` is cleared as it starts (a retry under way
+        is no failure: the app's notice and its polling follow it); a failure is kept there and raised; the state is
+        then as it was."""
+        self.failure = ""
         try:
             self._enable(extra, cache_dir, progress, dictionary, reuse, compact)
         except Exception as err:
@@ -209,7 +211,6 @@ class OpenVocabulary:
             raise
         finally:
             self.progress = None
-        self.failure = ""
 
     def _enable(self, extra: Iterable[Entry] | None, cache_dir: str | Path | None,
                 progress: Callable[[int, int], None] | None, dictionary: Iterable[Entry] | None, reuse: bool,
