@@ -3,7 +3,7 @@ words and each one's senses ordered by fit), in process, without HTTP: ms a quer
 human descriptions, after one pass that warms the exact re-scoring's cache up. Writes every answer (words,
 probabilities, senses) to `--out`, so that two versions can be compared answer for answer.
 
-    python bench/bench_reverse_query.py --queries 50 --threads 1 --out /tmp/answers.json
+    python -m bench.bench_reverse_query --queries 50 --threads 1 --out /tmp/answers.json
 
 The model is loaded as the app loads it (`ModelSpec.load`) and given its stored vocabulary as the app does at a
 fresh start (the checkpoint's compact vectors, the first candidates re-scored exactly), in an empty cache.
