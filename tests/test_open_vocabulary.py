@@ -97,3 +97,29 @@ def test_a_request_never_sees_a_new_scorer_with_the_old_state(engine, monkeypatc
     vocabulary.enable(dictionary=DICTIONARY[:2])
     assert seen == [(True, VocabularyState.EXACT)]
     assert vocabulary.answering == (engine.words.open_vocab, VocabularyState.EXACT)
+
+
+def test_a_study_scores_with_its_own_scorer_and_state_and_gives_the_old_pair_back(engine, monkeypatch):
+    import numpy as np
+
+    import core.evaluation.reverse
+    from core.evaluation.reverse import Query, evaluate_reverse
+
+    engine.words.set_precision("float32")  # a leak-free index drops definitions from float32 vectors
+    vocabulary = engine.vocabulary
+    vocabulary.enable(dictionary=DICTIONARY)
+    vocabulary.state = VocabularyState.COMPACT
+    before = vocabulary.answering
+    index = vocabulary.scorer.without_definitions(["a frozen sweet food"])
+    seen = []
+
+    def ranked(scored_by, queries, modes):  # what the study's queries are scored with
+        seen.append((vocabulary.answering, scored_by.words.open_vocab))
+        return {"none": np.ones(len(queries))}
+    monkeypatch.setattr(core.evaluation.reverse, "ranks_by_mode", ranked)
+    evaluate_reverse(engine, {"leak-free": ([Query("a frozen sweet food", "ice cream")], index)}, ["none"],
+                     say=lambda _: None)
+    assert seen == [((index, VocabularyState.COMPACT), index)]
+    assert vocabulary.answering == before and engine.words.open_vocab is before.scorer
+    vocabulary.forget_scorer()  # the weights changed under it: off, the weights kept for the next enable
+    assert vocabulary.state is VocabularyState.SINGLE_TOKEN and engine.words.open_vocab is None

@@ -137,17 +137,6 @@ def summary(r: np.ndarray) -> dict:
             "mrr": round(float((1 / r).mean()), 4), "median": float(np.median(r))}
 
 
-@contextlib.contextmanager
-def scored_with(engine, scorer) -> Iterator[None]:
-    """`engine` answers with the open-vocabulary `scorer` (a leak-free index) inside the block."""
-    kept = engine.words.open_vocab
-    engine.words.open_vocab = scorer
-    try:
-        yield
-    finally:
-        engine.words.open_vocab = kept
-
-
 def reverse_query_sets(engine, gcide: Sequence | None = None, human: Path = HUMAN_DESCRIPTIONS,
                        norms: Path | None = FEATURE_NORMS, norms_sample: int = 0
                        ) -> dict[str, tuple[list[Query], object | None]]:
@@ -204,7 +193,9 @@ def evaluate_reverse(engine, sets: dict[str, tuple[list[Query], object | None]],
     """{set: {filter mode: summary}} plus, for wordnet-test, its multi-token words apart."""
     results = {}
     for name, (queries, index) in sets.items():
-        with scored_with(engine, index) if index is not None else contextlib.nullcontext():
+        # a leak-free index drops definitions from the engine's own scorer: its vectors are the engine's state's
+        with (engine.vocabulary.scoring_with(index, engine.vocabulary.state) if index is not None
+              else contextlib.nullcontext()):
             results[name] = {mode: summary(r) for mode, r in ranks_by_mode(engine, queries, modes).items()}
             if name == "wordnet-test" and engine.words.open_vocab is not None:
                 multi = [q for q in queries if " " in q.word or engine.words.vocab.token_id(q.word) is None]

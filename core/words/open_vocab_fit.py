@@ -215,8 +215,8 @@ def fit_open_vocabulary(engine, split: DictionarySplit, gcide: Sequence[Entry], 
     `dictionary`: the candidates' entries (default all WordNet lemmas; the engine's user dictionary
     is added as `OpenVocabulary.enable` does). Vectors are cached under `cache_dir` when given.
     Returns {"config": the weights, "word_tower": bool, set name: `Queries.report`} for the `report`
-    sets. Scores in float32 meanwhile; leaves the open vocabulary disabled (`engine.words.open_vocab`
-    None) when it changed the tower or the weights."""
+    sets. Scores in float32 meanwhile; leaves the open vocabulary disabled (`engine.vocabulary.forget_scorer`)
+    when it changed the tower or the weights."""
     int8_scoring = engine.words.int8
     engine.words.set_precision("float32")  # the float32 scorer can be re-weighted and re-indexed
     try:
@@ -255,7 +255,7 @@ def fit_open_vocabulary(engine, split: DictionarySplit, gcide: Sequence[Entry], 
                 results[off] = queries[name].report(index.with_config(replace(config, definition_weight=0.0)))
                 say(f"{off}: {results[off]['all']}")
         if choose:
-            engine.words.open_vocab = None  # scored with the old weights: `engine.vocabulary.enable` again
+            engine.vocabulary.forget_scorer()  # scored with the old weights: `engine.vocabulary.enable` again
         return results
     finally:
         engine.words.int8 = int8_scoring

@@ -14,12 +14,13 @@ about where its vectors come from lives here (core/words/open_vocab.py holds the
 """
 from __future__ import annotations
 
+import contextlib
 import sys
 import threading
 import time
 from enum import Enum
 from pathlib import Path
-from typing import Callable, Iterable, NamedTuple, Protocol, Sequence, TypeVar
+from typing import Callable, Iterable, Iterator, NamedTuple, Protocol, Sequence, TypeVar
 
 import numpy as np
 
@@ -94,7 +95,7 @@ class Model(Protocol):
 class OpenVocabulary:
     """A model's open vocabulary: its state (`state`: off, or which vectors it answers with), its progress while
     it embeds (`progress`), the last failure (`failure`), and the transitions (`read_stored`, `enable`,
-    `embed_exact`, `defer` / `use_now`, `scoring_with`, `reset`). Requests read it while a transition runs in the
+    `embed_exact`, `defer` / `use_now`, `scoring_with`, `forget_scorer`, `reset`). Requests read it while a transition runs in the
     background: the scorer and its state are one pair (`Answering`), replaced whole once the new scorer is ready, so
     a request never sees a scorer with another's state; the words' scorer (`words.open_vocab`) is set from it."""
 
@@ -248,6 +249,24 @@ class OpenVocabulary:
         self.deferred = False
         if total >= TRIM_AFTER_CANDIDATES:
             return_freed_memory()
+
+    @contextlib.contextmanager
+    def scoring_with(self, scorer: OpenScorer, state: VocabularyState) -> Iterator[None]:
+        """Answer with `scorer` (a study's own: a leak-free index, other weights), whose vectors are `state`'s, inside
+        the block; the pair answering before afterwards. For a study's process: a transition run meanwhile is undone."""
+        if scorer is None or state is VocabularyState.SINGLE_TOKEN:
+            raise ValueError("scoring_with needs a scorer and the vectors it holds; `reset` turns the vocabulary off")
+        kept = self._answering
+        self._answer_with(Answering(scorer, state))
+        try:
+            yield
+        finally:
+            self._answer_with(kept)
+
+    def forget_scorer(self) -> None:
+        """Turn the open vocabulary off but keep its word tower, map and weights (unlike `reset`): its scorer was
+        built with weights changed since (core/words/open_vocab_fit.py); `enable` builds it again with them."""
+        self._answer_with(OFF)
 
     def _answer_with(self, answering: Answering) -> None:
         """Answer with `answering` from now on: the pair first (what `scorer` and `state` read), then the words'
