@@ -290,14 +290,19 @@ class Engine:
         """`predict_words` for many texts at once: one ranked list per text."""
         texts = check_texts(texts)
         self.vocabulary.use_now()  # before encoding, as ever: a deferred open vocabulary is enabled first
-        return self.rank_words(self.encode(texts), k, texts, exclude_query_words, **filters)
+        return self._ranked(self.encode(texts), k, texts if exclude_query_words else None, filters)
 
     def rank_words(self, vectors: np.ndarray, k: int = 10, texts: Sequence[str] | None = None,
                    exclude_query_words: bool = EXCLUDE_QUERY_WORDS, **filters) -> list[list[tuple[str, float]]]:
         """`predict_words_batch` for vectors already embedded (n, d), row i `encode`'s of `texts[i]` (whose
         words are left out with `exclude_query_words`; `texts` None: nothing left out): one ranked list a row."""
         self.vocabulary.use_now()
-        excluded = check_texts(texts) if texts is not None and exclude_query_words else None
+        return self._ranked(vectors, k, check_texts(texts) if texts is not None and exclude_query_words else None,
+                            filters)
+
+    def _ranked(self, vectors: np.ndarray, k: int, excluded: Sequence[str] | None, filters: dict
+                ) -> list[list[tuple[str, float]]]:
+        """The word ranking of `rank_words` once the open vocabulary is in use: `excluded`' words left out."""
         return self.words.ranked(vectors, k, WordFilter(**filters), excluded)
 
     @property

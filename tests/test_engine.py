@@ -91,6 +91,15 @@ def test_predict_words_batch_matches_single(engine):
         assert [w for w, _ in single] == [w for w, _ in ranked]
 
 
+def test_a_word_query_asks_the_open_vocabulary_once_whether_to_enable_it(engine, monkeypatch):
+    asked = []
+    monkeypatch.setattr(engine.vocabulary, "use_now", lambda: asked.append("use_now"))
+    engine.predict_words_batch(["a domestic animal", "a large cat"], k=3)
+    assert asked == ["use_now"]  # before encoding; ranking the vectors does not ask again
+    engine.rank_words(engine.encode(["a large cat"]), k=3)
+    assert asked == ["use_now"] * 2
+
+
 def test_similarity_and_semantic_search(engine):
     texts = ["a dog", "a cat", "the river"]
     sim = engine.similarity(texts, texts)
