@@ -395,6 +395,26 @@ def built_collection(uri: str, engine, texts: list[str], columns: dict[str, list
     return uri
 
 
+def test_a_sample_draws_its_rows_without_listing_every_row(tiny_mlm_dir, tmp_path, monkeypatch):
+    """A map's sample of a 100M-row collection must not build a range of every row (800 MB): only taking them all does."""
+    import types
+
+    import core.collection.store
+    from core import Engine
+    from core.collection.store import Collection
+
+    texts = [f"the {word} sentence" for word in TINY_WORDS[:30]]
+    collection = Collection(built_collection(str(tmp_path / "rows"), Engine.from_base(str(tiny_mlm_dir)), texts))
+    listed = []
+    ranges = types.SimpleNamespace(**{name: getattr(np, name) for name in dir(np) if not name.startswith("__")})
+    ranges.arange = lambda *args, **kwargs: listed.append(args) or np.arange(*args, **kwargs)
+    monkeypatch.setattr(core.collection.store, "np", ranges)
+    drawn = collection.sample(12, seed=3)
+    assert listed == [] and len(set(drawn.texts)) == 12 and set(drawn.texts) <= set(texts)
+    assert drawn.texts == collection.sample(12, seed=3).texts  # the same rows for the same seed
+    assert sorted(collection.sample(30).texts) == sorted(texts) and listed == [(30,)]  # all of them: listed
+
+
 def test_a_rerun_indexes_again_a_collection_indexed_by_an_older_kind(tmp_path, monkeypatch):
     """A collection indexed by IVF-PQ (the first shipped kind) gets the current index from a rerun of corpus-index,
     nothing embedded (no Ray); once current, a rerun leaves it as it is."""
