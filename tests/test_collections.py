@@ -528,6 +528,23 @@ def test_the_app_opens_a_collection_by_its_path_to_search_map_and_read_nearest_s
             ask()
 
 
+def test_a_collection_search_is_bounded_as_the_reverse_dictionary_is(tiny_mlm_dir):
+    """A raw API call's k is not the slider's: a collection is asked for at most MAX_K rows."""
+    import types
+
+    from app.handlers.collection import search_collection
+    from app.shared.services import MAX_K
+    from core import Engine
+
+    asked = []
+    collection = types.SimpleNamespace(columns=[], search=lambda vectors, k, columns: asked.append(k) or [[]])
+    active = types.SimpleNamespace(engine=Engine.from_base(str(tiny_mlm_dir)))
+    for k in (0, MAX_K + 1, 10**9):
+        with pytest.raises(ValueError, match=f"The number of rows must be between 1 and {MAX_K}."):
+            search_collection(active, collection, "the king", k)
+    assert search_collection(active, collection, "the king", MAX_K)["data"] == [] and asked == [MAX_K]
+
+
 def test_the_collection_path_box_is_offered_on_a_server_of_ones_own_only(tiny_mlm_dir, tmp_path):
     import gradio as gr
 

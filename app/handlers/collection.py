@@ -49,9 +49,10 @@ def is_opened_for(key: str, active: ActiveModel) -> bool:
 
 def search_collection(active: ActiveModel, collection: Collection, query: str, k: int) -> dict:
     """The k rows of `collection` nearest `query` as a table: {"headers": rank, cosine, text and the collection's
-    metadata columns, "data": one row a hit}."""
+    metadata columns, "data": one row a hit}; ValueError for k out of 1..MAX_K (a raw API call's k is not the slider's)."""
+    k = sv.check_k(k, "rows")
     vector = active.engine.encode([sv.check_text(query, "a query")], normalize=True)
-    hits = collection.search(vector, int(k), collection.columns)[0]
+    hits = collection.search(vector, k, collection.columns)[0]
     data = [[rank, round(hit["cosine"], 4), hit["text"], *(_cell(hit[c]) for c in collection.columns)]
             for rank, hit in enumerate(hits, 1)]
     return {"headers": ["rank", "cosine", "text", *collection.columns], "data": data}

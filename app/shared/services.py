@@ -27,6 +27,7 @@ Progress = Callable[..., object]  # progress(fraction, desc=...) like gr.Progres
 POS_NAMES = PART_OF_SPEECH
 POS_CODES = {"any": "", **{name: code for code, name in POS_NAMES.items()}}
 MAX_QUERY_CHARS = 1000
+MAX_K = 100  # answers a request asks for at most: words of the reverse dictionary, rows of a collection
 MAX_SENTENCES = 50
 MAX_CORPUS_LINES = 20_000
 MAX_TEXT_FILE_BYTES = 10_000_000
@@ -34,6 +35,13 @@ MAX_TEXT_FILE_BYTES = 10_000_000
 
 def no_progress(*_args, **_kwargs) -> None:
     """A progress callback that ignores its calls."""
+
+
+def check_k(k: int, what: str) -> int:
+    """`k` as an int; ValueError unless 1 <= k <= MAX_K (`what`: what is counted, "words")."""
+    if not 1 <= int(k) <= MAX_K:
+        raise ValueError(f"The number of {what} must be between 1 and {MAX_K}.")
+    return int(k)
 
 
 def check_text(text: str | None, what: str = "the text") -> str:
@@ -175,8 +183,7 @@ def reverse_dictionary(engine, query: WordQuery) -> list[WordRow]:
     """Ranked words for a description, each with up to three WordNet definitions: the senses that best
     match the description first (`senses_by_fit`). The description is embedded once, for both."""
     text = check_text(query.text, "a description")
-    if not 1 <= int(query.k) <= 100:
-        raise ValueError("The number of words must be between 1 and 100.")
+    check_k(query.k, "words")
     filters = query.filters()
     vector = engine.encode([text])  # (1, d): `Engine.predict_words`'s vector, ranked as it ranks it
     words = engine.rank_words(vector, int(query.k), [text], query.exclude_query_words, **filters)[0]
