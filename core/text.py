@@ -3,7 +3,7 @@
 Corpus sentences are stored normalised (see `normalize`); decoded pieces are joined back into text
 with the same spacing rules (`detokenize`); duplicates and benchmark overlaps are found by words
 alone (`match_key`); a word's inflections by its crude singular (`singular`) and a query's own
-words by `query_words`.
+words by `query_words`. Why something failed is told in one bounded line (`short_reason`).
 """
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ _NO_SPACE_BEFORE = {".", ",", ";", ":", "?", "!", ")", "]", "}", "%", "n't",
                     "'", "'s", "'t", "'re", "'ve", "'ll", "'d", "'m"}
 _NO_SPACE_AFTER = {"(", "[", "{", "$"}
 _QUERY_WORD = re.compile(r"[a-z]+(?:'[a-z]+)?")
+REASON_CHARS = 300  # of a failure's reason as a user reads it (a notice, a job's status)
 
 
 def normalize(text: str) -> str:
@@ -81,3 +82,17 @@ def query_words(text: str) -> list[str]:
     """The lowercase words of a query, with simple inflections, for "exclude my query's words"."""
     words = _QUERY_WORD.findall(text.lower())
     return words + [w[:-1] for w in words if w.endswith("s") and len(w) > 3]
+
+
+def short_reason(err: BaseException, told: tuple[type[BaseException], ...] = (ValueError,)) -> str:
+    """Why `err` happened, for the user, in one line of at most REASON_CHARS characters (then "..."): the message
+    of an error of a `told` kind as it is (written for the user: a ValueError, the app's JobFailed), an OSError's
+    reason and file, else the error's type and message; whitespace runs (newlines, a traceback) made single spaces."""
+    if isinstance(err, told) and str(err):
+        text = str(err)
+    elif isinstance(err, OSError) and err.strerror:
+        text = err.strerror + (f": {err.filename}" if err.filename else "")
+    else:
+        text = f"{type(err).__name__}: {err}" if str(err) else type(err).__name__
+    text = " ".join(text.split())
+    return text if len(text) <= REASON_CHARS else text[: REASON_CHARS - 3] + "..."

@@ -13,6 +13,7 @@ import core.words.scorer
 from app.handlers import EVERY_WORD_MAP, Session, prepare_model
 from core import Engine
 from core.lexicon.dictionary import Entry
+from core.text import REASON_CHARS
 from tests.conftest import make_studio
 
 DICTIONARY = [Entry("dog", "a domestic animal that barks", "n"), Entry("ice cream", "a frozen sweet food", "n")]
@@ -32,10 +33,12 @@ def test_a_failed_vocabulary_is_said_in_the_answers_and_its_polling_stops(engine
     assert "being prepared in the background" in words and studio.reverse.vocabulary_progress()[1]  # polls on
     with monkeypatch.context() as patched, pytest.raises(MemoryError):
         patched.setattr(core.words.open_vocabulary, "open_scorer",
-                        lambda *args: (_ for _ in ()).throw(MemoryError("cannot allocate 400 MB")))
+                        lambda *args: (_ for _ in ()).throw(MemoryError("cannot allocate 400 MB\n" + "x" * 5000)))
         prepare_model(active)
     words, _ = studio.reverse.reverse_dictionary("an animal", 3)
-    assert "full vocabulary failed (MemoryError: cannot allocate 400 MB)" in html.unescape(words)
+    reason = engine.vocabulary.failure  # one bounded line (core.text.short_reason), not the whole message
+    assert reason == ("MemoryError: cannot allocate 400 MB " + "x" * 5000)[:REASON_CHARS - 3] + "..."
+    assert f"full vocabulary failed ({reason})" in html.unescape(words)
     assert "being prepared" not in words and studio.reverse.vocabulary_progress() == ("", False)  # no more polls
 
 
@@ -46,7 +49,7 @@ def test_a_failed_map_preparation_is_said_by_the_map_tab(engine, tiny_mlm_dir, t
     active = studio.models.active()
     prepare_model(active)  # the model answers without its map
     reason = active.vocabulary_map.failure
-    assert reason.startswith("ValueError: This file contains pickled")  # numpy's word for a file it cannot read
+    assert reason.startswith("This file contains pickled")  # numpy's word for a file it cannot read
     session = Session()
     session.waiting = EVERY_WORD_MAP  # the page's timer follows the map a Draw map waited for
     status, waits, figure = studio.map.map_waiting(session)
@@ -54,4 +57,6 @@ def test_a_failed_map_preparation_is_said_by_the_map_tab(engine, tiny_mlm_dir, t
     assert not waits and figure is None
     with pytest.raises(ValueError, match=re.escape(f"could not be drawn ({reason}); press Draw map")):
         studio.map.draw_map(EVERY_WORD_MAP, 0, "", None, "UMAP", "2-D", "part of speech", Session())
+    active.vocabulary_map.failed(RuntimeError("a traceback\n  of many lines" + "x" * 5000))
+    assert active.vocabulary_map.failure == ("RuntimeError: a traceback of many lines" + "x" * 5000)[:297] + "..."
 

@@ -23,8 +23,8 @@ import pytest
 from app.shared.finetune import (STAGED_MODEL, TRAINING_THREADS_ENV, FinetuneResult, remove_leftovers, save_finetuned,
                                  staged_folder, staging_dir, training_threads)
 from app.handlers import Session, Studio
-from app.shared.jobs import (BACKGROUND_NICENESS, CANCELLED, DONE, FAILED, JOB_NICENESS, RUNNING, Job, JobManager,
-                             JobQueueFull, death_reason, in_background, run_in_process, short_reason, usable_cores,
+from app.shared.jobs import (BACKGROUND_NICENESS, CANCELLED, DONE, FAILED, JOB_NICENESS, RUNNING, Job, JobFailed,
+                             JobManager, JobQueueFull, death_reason, in_background, run_in_process, short_reason, usable_cores,
                              whole_machine_job, yield_to_jobs)
 from app.shared.models import Models, ModelSpec
 from app.views.projection import Projector
@@ -415,6 +415,8 @@ def test_short_reasons():
     assert short_reason(ValueError("bad value")) == "bad value"
     assert short_reason(KeyError("k")) == "KeyError: 'k'"
     assert len(short_reason(RuntimeError("x" * 5000))) == 300
+    assert short_reason(RuntimeError("a traceback\n  of lines")) == "RuntimeError: a traceback of lines"  # one line
+    assert short_reason(JobFailed("the job's own reason")) == "the job's own reason"
 
 
 # ---- disk full and read-only checkpoint folder on save -------------------------------------------------

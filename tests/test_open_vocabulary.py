@@ -58,7 +58,7 @@ def test_a_failed_transition_is_kept_for_the_user_and_the_old_vectors_answer(eng
     with monkeypatch.context() as patched, pytest.raises(OSError):
         patched.setattr(core.words.open_vocabulary, "open_scorer", failing)
         vocabulary.embed_exact(tmp_path / "cache-of-the-app")
-    assert vocabulary.failure == "OSError: [Errno 28] No space left on device"
+    assert vocabulary.failure == "No space left on device"  # one line, as a job's (core.text.short_reason)
     assert isinstance(seen[0], EmbeddingProgress) and vocabulary.progress is None  # no bar left behind
     assert engine.words.open_vocab is answering and vocabulary.state is VocabularyState.EXACT
     during_the_retry, candidates = [], vocabulary.words.candidates

@@ -23,13 +23,14 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
 
+from core.text import short_reason as reason_line
+
 from ..messages import quoted
 
 log = logging.getLogger(__name__)
 QUEUED, RUNNING, DONE, FAILED, CANCELLED = "queued", "running", "done", "failed", "cancelled"
 FINISHED = (DONE, FAILED, CANCELLED)
 MAX_RUNNING_ENV, MAX_WAITING_ENV = "DEFSENT_MAX_TRAINING_JOBS", "DEFSENT_MAX_QUEUED_JOBS"
-REASON_CHARS = 300
 POLL_SECONDS = 0.1
 EXIT_SECONDS = 5.0
 # A fine-tune's process runs at JOB_NICENESS, so the server's requests take a core first when they need one and
@@ -201,14 +202,8 @@ class JobManager:
 
 
 def short_reason(err: BaseException) -> str:
-    """One line for the user: the message of a ValueError or JobFailed, else the error's type and message."""
-    if isinstance(err, (ValueError, JobFailed)):
-        text = str(err)
-    elif isinstance(err, OSError) and err.strerror:
-        text = f"{err.strerror}" + (f": {err.filename}" if err.filename else "")
-    else:
-        text = f"{type(err).__name__}: {err}"
-    return text if len(text) <= REASON_CHARS else text[: REASON_CHARS - 3] + "..."
+    """One line for the user (core.text.short_reason), a JobFailed's message shown as it is, as a ValueError's."""
+    return reason_line(err, told=(ValueError, JobFailed))
 
 
 # ---- a job's work in a child process ----------------------------------------------------------------

@@ -9,6 +9,7 @@ import numpy as np
 from core.engine import Engine
 from core.explore import (LABEL_LEVELS, Region, build_map, default_parent, definition_layout, kept_definition_positions,
                           layout_stamp, load_moves, region_labels)
+from core.text import short_reason
 from core.words import frequency_bands
 
 from .jobs import BackgroundOnce
@@ -26,7 +27,7 @@ class VocabularyMap:
 
     def failed(self, err: BaseException) -> None:
         """Keep why preparing the map failed, in a line for the user (the Map tab shows it)."""
-        self.failure = f"{type(err).__name__}: {err}" if str(err) else type(err).__name__
+        self.failure = short_reason(err)
 
     @property
     def engine(self) -> Engine:

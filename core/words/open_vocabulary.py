@@ -27,6 +27,7 @@ import numpy as np
 from ..lexicon.dictionary import Entry
 from ..paths import user_cache_dir
 from ..runtime.hardware import return_freed_memory
+from ..text import short_reason
 from .exact_rescoring import ExactRescorer, ExactVectors
 from .open_vocab import COMPACT_SUBSPACES, COMPACT_VECTORS, Candidates, OpenScorer, open_scorer, stored_vectors
 from .scorer import WordScorer
@@ -208,7 +209,7 @@ class OpenVocabulary:
         try:
             self._enable(extra, cache_dir, progress, dictionary, reuse, compact)
         except Exception as err:
-            self.failure = f"{type(err).__name__}: {err}" if str(err) else type(err).__name__
+            self.failure = short_reason(err)
             raise
         finally:
             self.progress = None
