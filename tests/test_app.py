@@ -425,8 +425,8 @@ def test_a_bar_of_background_work_goes_when_the_work_ends(studio, monkeypatch):
     words, _ = studio.reverse.reverse_dictionary("an animal", 3)
     assert "ds-progress" not in words  # an answer holds no bar, even while the work runs: it would stay after it
     vocabulary.progress = None
-    monkeypatch.setattr(active.engine.words, "open_vocab", SimpleNamespace())  # its whole vocabulary, exact
-    assert studio.reverse.vocabulary_progress() == ("", False)  # final: nothing more to wait for
+    with vocabulary.scoring_with(SimpleNamespace(), VocabularyState.EXACT):  # its whole vocabulary, exact
+        assert studio.reverse.vocabulary_progress() == ("", False)  # final: nothing more to wait for
 
 
 def test_a_single_token_server_neither_promises_a_vocabulary_nor_polls_for_one(studio):
