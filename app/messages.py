@@ -6,6 +6,7 @@ refusal through `one_line` on its way to the page."""
 from __future__ import annotations
 
 from html import escape
+from pathlib import Path
 
 QUOTE_CHARS = 40  # of the user's input a message repeats
 MESSAGE_CHARS = 600  # of a whole refusal; the app's own messages are under 400
@@ -17,6 +18,12 @@ def quoted(value: object, limit: int = QUOTE_CHARS) -> str:
     text = " ".join("".join(ch if ch.isprintable() else " " for ch in str(value)).split())
     text = text if len(text) <= limit else text[: limit - 3] + "..."
     return '"' + escape(text, quote=False) + '"'
+
+
+def naming_only(message: str, folder: Path) -> str:
+    """`message` with the server folder `folder` named by its name alone (a public server never shows its paths):
+    "no decoder in /srv/app/checkpoints" -> "no decoder in checkpoints", a checkpoint in it by its name."""
+    return message.replace(str(folder), folder.name)
 
 
 def one_line(message: str, limit: int = MESSAGE_CHARS) -> str:

@@ -598,3 +598,27 @@ def test_a_malformed_auth_is_refused_with_its_form(value, capsys, monkeypatch):
     with pytest.raises(SystemExit):
         app_main().parse_args(["--auth", value])
     assert "expected USER:PASSWORD, both non-empty" in capsys.readouterr().err
+
+
+def test_a_public_server_names_a_broken_model_and_a_corrupt_decoder_never_its_folders(tiny_mlm_dir, checkpoints):
+    """Its visitors read a checkpoint's name, not the server's absolute paths (a private server says the folder)."""
+    from core.checkpoint import ENCODER_FILES, CheckpointError
+    from core.readout import DECODER_MANIFEST, DECODER_WEIGHTS
+
+    (checkpoints / "broken").mkdir()
+    (checkpoints / "broken" / sorted(ENCODER_FILES)[0]).write_bytes(b"")  # an encoder's file, no manifest: broken
+    corrupt = checkpoints / "vec2sent-corrupt"
+    corrupt.mkdir()
+    (corrupt / DECODER_MANIFEST).write_text("{not json", encoding="utf-8")
+    (corrupt / DECODER_WEIGHTS).write_bytes(b"")  # beside weights: a decoder's manifest, maybe this encoder's
+    studio = make_studio(tiny_mlm_dir, checkpoints)
+    with pytest.raises(CheckpointError, match='The model "broken" cannot be loaded') as refused:
+        studio.choose_model("broken", Session())
+    assert str(checkpoints) not in str(refused.value)
+    _, alice = studio.choose_model("other", Session())
+    about = studio.about(alice)[0]
+    assert "**Vec2Sent decoder:** unknown:" in about and f"{checkpoints.name}/vec2sent-corrupt" in about
+    assert str(checkpoints) not in about
+    private = make_studio(tiny_mlm_dir, checkpoints, public=None)
+    with pytest.raises(CheckpointError, match=f"in {checkpoints}"):  # a server of one's own: where it is
+        private.choose_model("broken", Session())

@@ -11,7 +11,7 @@ import json
 
 from core.checkpoint import CheckpointError
 
-from ..messages import quoted
+from ..messages import naming_only, quoted
 from ..server.public import (
     YOURS,
     DiskBudget,
@@ -51,6 +51,7 @@ class Backend:
         self.disk_budget = DiskBudget(public) if public is not None else None  # in force from `start`
         if public is not None:  # models chosen by sessions stay loaded, a few at a time
             models.keep_loaded = public.loaded_models
+            models.public = True
         # In public mode the training slots have no waiting line: a Start while they are taken is refused.
         self.jobs = jobs or (JobManager(public.training_slots, 0) if public else JobManager())
 
@@ -160,7 +161,8 @@ class Backend:
         try:
             decoder = "loaded" if active.engine.decoder is not None else "none trained for this encoder"
         except CheckpointError as err:  # a corrupt decoder manifest is not "none trained"
-            decoder = f"unknown: {err}"
+            folder = active.spec.path.parent if active.spec.path is not None else None  # where "auto" looks
+            decoder = f"unknown: {naming_only(str(err), folder) if self.public is not None and folder else err}"
         lines = [f"**Active model:** {active.spec.name}", f"**Encoder fingerprint:** `{active.engine.fingerprint}`",
                  f"**Vec2Sent decoder:** {decoder}"]
         if active.is_base:

@@ -45,9 +45,10 @@ class ModelSpec:
         """The model's name in the model list, with why it cannot be loaded when it cannot."""
         return f"{self.name} (broken: {self.broken})" if self.broken else self.name
 
-    def load(self) -> Engine:
-        """The model on the app's device (`model_device`); CheckpointError saying why for a broken one."""
-        self._refuse_broken()
+    def load(self, public: bool = False) -> Engine:
+        """The model on the app's device (`model_device`); CheckpointError saying why for a broken one (`public`:
+        naming the model only, never its server folder)."""
+        self._refuse_broken(public)
         # open_vocabulary=False: the app builds it in the background (handlers.prepare_model), not in a request
         engine = (Engine.load(self.path, open_vocabulary=False, device=model_device()) if self.path
                   else Engine.from_base(self.base).to(model_device()))
@@ -59,9 +60,10 @@ class ModelSpec:
         self._refuse_broken()
         return Engine.load(self.path, untrained=True, decoder=None, device=model_device()) if self.path else None
 
-    def _refuse_broken(self) -> None:
+    def _refuse_broken(self, public: bool = False) -> None:
         if self.broken:
-            raise CheckpointError(f"The model {quoted(self.name)} cannot be loaded: {self.broken} (in {self.path}).")
+            where = "" if public else f" (in {self.path})"  # a public server never shows its paths
+            raise CheckpointError(f"The model {quoted(self.name)} cannot be loaded: {self.broken}{where}.")
 
 
 def default_spec(checkpoints: Path = CHECKPOINTS_DIR) -> ModelSpec:
@@ -200,6 +202,7 @@ class Models:
         self.checkpoints = checkpoints
         self.prepare = prepare
         self.keep_loaded = keep_loaded
+        self.public = False  # public mode (app.server.public): a broken model's refusal names it, not its folder
         self._active: ActiveModel | None = None
         self._ready = threading.Event()
         self._error: str = ""
@@ -223,7 +226,7 @@ class Models:
         wait for it: what no answer may go without), `then(active)` after it is served, in the same thread."""
         def run() -> None:
             try:
-                model = ActiveModel(spec, spec.load(), self.checkpoints)
+                model = ActiveModel(spec, spec.load(self.public), self.checkpoints)
             except Exception as err:  # shown to users by active()
                 log.exception("loading %s failed", spec.name)
                 self._error = f"Loading the model {spec.name!r} failed: {err}"
@@ -266,7 +269,7 @@ class Models:
     def _prepared(self, spec: ModelSpec, progress: Progress) -> ActiveModel:
         """`spec` loaded and prepared, not yet seen by any request."""
         progress(0.05, desc=f"loading {spec.name}")
-        model = ActiveModel(spec, spec.load(), self.checkpoints)
+        model = ActiveModel(spec, spec.load(self.public), self.checkpoints)
         if self.prepare is not None:
             self.prepare(model, progress)
         return model
