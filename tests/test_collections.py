@@ -200,7 +200,7 @@ def _stop_group(group: int) -> bool:
 
 @pytest.mark.slow
 def test_a_cluster_made_by_ray_start_twice_embeds_every_row_once(corpus_file, sentences, tiny_engine, tiny_mlm_dir,
-                                                                 tmp_path):
+                                                                 tmp_path, monkeypatch):
     """The cluster form a user makes by hand (issue 72, 5): `ray start --head` and `ray start --address` (one CPU
     each), the command given its address; both nodes are stopped, by their process groups, whatever happens."""
     import shutil
@@ -208,6 +208,9 @@ def test_a_cluster_made_by_ray_start_twice_embeds_every_row_once(corpus_file, se
 
     import ray
 
+    # A home of its own: with a ~/.ray/auth_token on the machine (left by another Ray program) the second node's
+    # start failed with "InvalidAuthToken ... RAY_AUTH_MODE is currently 'disabled'"
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
     [gcs] = _free_ports(1)
     temp = tempfile.mkdtemp(prefix="ray-", dir="/tmp")  # short: Ray's socket paths under it must fit 107 bytes
     groups: list[int] = []
