@@ -61,6 +61,8 @@ def test_a_selection_on_the_map_lists_its_points_and_their_csv(studio, monkeypat
     monkeypatch.setattr("app.shared.export.download_dir", lambda: tmp_path / "downloads")
     with pytest.raises(ValueError, match="Draw a map first"):
         studio.map.select_map("[[0, 0]]", Session())
+    with pytest.raises(ValueError, match="still being prepared: search it once it is drawn"):  # not "Draw a map"
+        studio.map.search_map("dog", 2, Session(waiting="every word (laid out once per model)"))
     figure, _, session = studio.map.draw_map("vocabulary words", 30, "", None, "PCA", "2-D", "part of speech",
                                              Session())
     # the browser names points by trace and position: map them back (the last group's; the points' names follow)

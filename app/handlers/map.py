@@ -218,6 +218,8 @@ class MapHandlers(TabHandlers):
         """Highlight texts containing the query and its nearest neighbours (original space) among the
         map's points, or (`collection`, one of REFERENCE_CHOICES or UPLOADED_FILE) the nearest texts of a
         collection, each landed on the map of every word."""
+        if session.map is None and session.waiting:
+            raise ValueError("The map is still being prepared: search it once it is drawn.")
         if session.map is None:
             raise ValueError("Draw a map first.")
         if not 1 <= int(k) <= MAX_MAP_NEIGHBOURS:

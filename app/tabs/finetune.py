@@ -8,6 +8,7 @@ import gradio as gr
 from ..handlers import Studio
 from ..shared.finetune import FILE_FORMAT, MIN_STEPS
 from ..wiring import HEAVY, MODEL, QUICK, and_session, handler
+from .shared import without_error_badges
 
 
 def create(demo: gr.Blocks, studio: Studio, session: gr.State, stored: gr.BrowserState,
@@ -70,13 +71,11 @@ def create(demo: gr.Blocks, studio: Studio, session: gr.State, stored: gr.Browse
     async def start_and_remember(state, *settings):
         job = await start_job(state, *settings)  # records the job in the session: a second Start is refused
         return job, job, state, gr.Timer(active=True)
-    # A refused start (no dictionary yet, a job running) says why in its toast; Gradio also marks the event's
-    # outputs with a bare "Error" badge, which stayed on the Job id box after the toast had gone (issue 54):
-    # the step after a failure gives the box back its normal look, its value unchanged.
+    # A refused start (no dictionary yet, a job running) says why in its toast alone (the Job id box kept a badge).
     started = start.click(start_and_remember, [session, epochs, lr, batch, layers, max_steps, evaluations, seed,
                                                measure_decoder], [job_id, stored, session, timer],
                           api_name="start_finetune", **QUICK)
-    started.failure(lambda: gr.update(), None, job_id, queue=False, show_progress="hidden", api_visibility="private")
+    without_error_badges(started, [job_id])
     started.success(lambda: cancel_button(True), None, cancel, queue=False, api_visibility="private")
     job_id.submit(lambda j: gr.Timer(active=True), job_id, timer, api_visibility="private")
     gr.api(handler(studio.finetune.job_active), api_name="job_active", **QUICK)  # for API clients waiting on a job

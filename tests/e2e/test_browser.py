@@ -219,10 +219,12 @@ def test_map_draws_and_highlights(page, served_model):
     page.get_by_label("Search the map").fill("")
     page.get_by_role("button", name="Highlight").click()
     page.get_by_text("Please enter a search text.").first.wait_for()
-    page.wait_for_timeout(500)  # the error's badge shows where the request's progress showed
+    page.wait_for_timeout(1_000)  # an error's badge showed where the request's progress showed
     assert page.locator("#map-plot .js-plotly-plot").count() == 1  # a failed search keeps the map, in sight
     assert "Error" not in page.locator("#map-plot").inner_text()
-    assert "Error" in page.locator("#map-neighbours").inner_text()  # the error shows on the search's results
+    # said once, in its toast: the red "Error" badges on the results looked broken to a new user (session 47's walk)
+    assert "Error" not in page.locator("#map-neighbours").inner_text()
+    assert page.get_by_text("Please enter a search text.").count() == 1
 
 
 def test_a_drawn_map_takes_its_points_second_hover_lines(page, served_model):
