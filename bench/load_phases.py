@@ -125,6 +125,16 @@ def running_app(model: Path, work: Path, args: argparse.Namespace) -> Iterator[t
     finally:
         process.terminate()
         process.wait(timeout=60)
+        print_tracebacks(log)
+
+
+def print_tracebacks(log: Path) -> None:
+    """The server's tracebacks in `log`, on stderr: an answer "Something went wrong (X)" names only X."""
+    lines = log.read_text(errors="replace").splitlines() if log.exists() else []
+    for start, line in enumerate(lines):
+        if line.startswith("Traceback"):
+            end = next((i for i in range(start + 1, len(lines)) if lines[i] and not lines[i][0].isspace()), start)
+            print("server " + "\n".join(lines[max(0, start - 1):end + 1]), file=sys.stderr)
 
 
 def start_job(client, dictionary: Path, steps: int, seed: int) -> str:

@@ -28,6 +28,7 @@ from typing import Iterator, Mapping
 import torch
 
 from .paths import CHECKPOINTS_DIR
+from .runtime.imports import from_transformers
 
 FORMAT = "defsent-studio/encoder"
 FORMAT_VERSION = 1
@@ -88,9 +89,10 @@ def safe_checkpoint_name(name: str) -> str:
 
 def library_versions() -> dict[str, str]:
     import numpy
-    import transformers
+
+    (transformers_version,) = from_transformers("__version__")
     return {"python": platform.python_version(), "torch": torch.__version__,
-            "transformers": transformers.__version__, "numpy": numpy.__version__}
+            "transformers": transformers_version, "numpy": numpy.__version__}
 
 
 def read_manifest(path: Path) -> dict:

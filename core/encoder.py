@@ -19,6 +19,7 @@ from .bert import Unsupported, load_bert
 from .runtime.cancel import check_cancelled
 from .runtime.device import autocast, module_device, resolve_precision
 from .runtime.hardware import PRECISIONS, quantize_int8
+from .runtime.imports import from_transformers
 from .tokenizer import load_tokenizer, tokenize_padded
 
 log = logging.getLogger(__name__)
@@ -178,8 +179,7 @@ def _load_backbone_and_head(path: str) -> tuple[nn.Module, nn.Module | None]:
         return load_bert(path, random_start=False)  # the file's weights only: no random start drawn first
     except Unsupported as err:
         log.info("loading %s with transformers (%s)", path, err)
-    from transformers import AutoModel, AutoModelForMaskedLM
-    from transformers.utils import logging as hf_logging
+    AutoModel, AutoModelForMaskedLM, hf_logging = from_transformers("AutoModel", "AutoModelForMaskedLM", "utils.logging")
 
     verbosity = hf_logging.get_verbosity()
     hf_logging.set_verbosity_error()  # the "newly initialized weights" warning is expected here

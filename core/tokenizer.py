@@ -17,16 +17,20 @@ tokens, saving, calling it) loads transformers' tokenizer of the folder and answ
 from __future__ import annotations
 
 import json
+import threading
 from pathlib import Path
 from typing import Mapping
 
 import torch
+
+from .runtime.imports import from_transformers
 
 # tokenizer_config.json keys that change nothing in how texts become ids here, or that the checks below read
 _KNOWN_KEYS = {"backend", "tokenizer_class", "name_or_path", "special_tokens_map_file", "clean_up_tokenization_spaces",
                "model_max_length", "do_lower_case", "strip_accents", "tokenize_chinese_chars", "do_basic_tokenize",
                "never_split", "padding_side", "truncation_side", "added_tokens_decoder", "additional_special_tokens",
                "extra_special_tokens", "unk_token", "sep_token", "pad_token", "cls_token", "mask_token"}
+_LOADING = threading.Lock()  # a folder's transformers tokenizer loads once however many threads ask
 _SPECIAL = {"unk_token": "[UNK]", "sep_token": "[SEP]", "pad_token": "[PAD]", "cls_token": "[CLS]", "mask_token": "[MASK]"}
 
 
@@ -35,9 +39,8 @@ def load_tokenizer(path: str | Path):
     (module docstring), else `transformers.AutoTokenizer.from_pretrained(path)`."""
     found = _bert_folder_tokenizer(Path(path)) if Path(path).is_dir() else None
     if found is None:
-        from transformers import AutoTokenizer
-
-        return AutoTokenizer.from_pretrained(str(path))
+        (auto_tokenizer,) = from_transformers("AutoTokenizer")
+        return auto_tokenizer.from_pretrained(str(path))
     return BertFolderTokenizer(Path(path), *found)
 
 
@@ -67,10 +70,10 @@ class BertFolderTokenizer:
     @property
     def transformers_tokenizer(self):
         """transformers' own tokenizer of the folder (`AutoTokenizer`), loaded on first use."""
-        if self._transformers is None:
-            from transformers import AutoTokenizer
-
-            object.__setattr__(self, "_transformers", AutoTokenizer.from_pretrained(self._path))
+        with _LOADING:  # once, though concurrent requests ask at the same moment
+            if self._transformers is None:
+                (auto_tokenizer,) = from_transformers("AutoTokenizer")
+                object.__setattr__(self, "_transformers", auto_tokenizer.from_pretrained(self._path))
         return self._transformers
 
     @property

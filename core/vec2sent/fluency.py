@@ -32,6 +32,7 @@ import numpy as np
 import torch
 
 from core.atomic import atomic_file
+from core.runtime.imports import from_transformers
 from core.checkpoint import atomic_directory
 from core.runtime.device import resolve_precision
 
@@ -99,7 +100,7 @@ class FluencyModel:
         transformers reads: Gemma 3, Llama, Qwen...), default the packaged Gemma 3 270M. A GGUF file is
         de-quantised once (~40 s for Gemma) and, with `cache_dir`, kept there as an ordinary checkpoint,
         which loads in a few seconds. NoFluencyModelError when there is none."""
-        from transformers import AutoModelForCausalLM, AutoTokenizer
+        AutoModelForCausalLM, AutoTokenizer = from_transformers("AutoModelForCausalLM", "AutoTokenizer")
 
         path = Path(path) if path is not None else default_gguf(cache_dir)
         if path is None or not path.exists():
@@ -153,8 +154,7 @@ def _without_final_stop(text: str) -> str:
 def _no_loading_bar():
     """transformers' "Loading weights" progress bar off while a model loads: it fills in a moment, and a
     command's output (or the app's log) is its answers. (A GGUF file's one-time de-quantising keeps its bar.)"""
-    from transformers.utils import logging as hf_logging
-
+    (hf_logging,) = from_transformers("utils.logging")
     shown = hf_logging.is_progress_bar_enabled()
     hf_logging.disable_progress_bar()
     try:
@@ -168,11 +168,10 @@ def _gguf_options(path: Path) -> dict:
     """from_pretrained's options that read the GGUF file `path` de-quantised into ordinary tensors: newer
     transformers keep the weights packed where the `kernels` package is installed (GgufConfig), and
     products on packed weights cost ~100x on a CPU; older ones always de-quantise."""
-    import transformers
-
     options = {"gguf_file": path.name}
-    if hasattr(transformers, "GgufConfig"):
-        options["quantization_config"] = transformers.GgufConfig(dequantize=True)
+    (gguf_config,) = from_transformers("GgufConfig")  # None in older transformers
+    if gguf_config is not None:
+        options["quantization_config"] = gguf_config(dequantize=True)
     return options
 
 
