@@ -441,6 +441,108 @@ HELD_OUT_STRUCTURE = [PathAnalogy(kind, *item) for kind, items in [
 ] for item in items]
 
 
+# A second held-out set of STRUCTURE_KINDS (session 47): written by hand before any change of that session to the
+# decoding, from other sentences (and mostly other nouns, verbs and gender pairs) than the dev set, HELD_OUT_STRUCTURE
+# and the tests; measured once, after the session's changes (`--structure --held-out 2`). Some are harder than the
+# dev kinds on purpose, as a new user writes them: "have" as a main verb, plural patients, "would".
+HELD_OUT_STRUCTURE_2 = [PathAnalogy(kind, *item) for kind, items in [
+    ("possessive", [
+        ("I polish my shoes.", "He polishes his shoes.", "I tie my shoes.", "He ties his shoes."),
+        ("We repair our roof.", "They repair their roof.", "We sweep our porch.", "They sweep their porch."),
+        ("She phones her sister.", "I phone my sister.", "She meets her sister.", "I meet my sister."),
+        ("They wave their flags.", "We wave our flags.", "They raise their hands.", "We raise our hands."),
+        ("You open your eyes.", "She opens her eyes.", "You close your eyes.", "She closes her eyes."),
+        ("He drinks his juice.", "I drink my juice.", "He finishes his soup.", "I finish my soup."),
+        ("I praise my students.", "He praises his students.", "I scold my puppy.", "He scolds his puppy."),
+        ("We hide our money.", "They hide their money.", "We count our money.", "They count their money."),
+        ("I grab my coat.", "She grabs her coat.", "I button my coat.", "She buttons her coat."),
+        ("They decorate their tree.", "She decorates her tree.", "They plant their seeds.", "She plants her seeds."),
+    ]),
+    ("irregular", [
+        ("One frog jumps.", "Two frogs jump.", "One foot hurts.", "Two feet hurt."),
+        ("A bee buzzes.", "Four bees buzz.", "A tooth aches.", "Four teeth ache."),
+        ("One fork is sharp.", "Two forks are sharp.", "One knife is sharp.", "Two knives are sharp."),
+        ("A guard runs.", "Three guards run.", "A thief runs.", "Three thieves run."),
+        ("One lamb drinks.", "Two lambs drink.", "One calf drinks.", "Two calves drink."),
+        ("One roll is fresh.", "Two rolls are fresh.", "One loaf is fresh.", "Two loaves are fresh."),
+        ("We climb the hill.", "We climbed the hill.", "We dig a hole.", "We dug a hole."),
+        ("They pull the rope.", "They pulled the rope.", "They hold the rope.", "They held the rope."),
+        ("I cross the street.", "I crossed the street.", "I sweep the floor.", "I swept the floor."),
+        ("You knock twice.", "You knocked twice.", "You ring twice.", "You rang twice."),
+    ]),
+    ("do-negation", [
+        ("She returned the book.", "She did not return the book.", "She stole the book.",
+         "She did not steal the book."),
+        ("They liked the lesson.", "They did not like the lesson.", "They understood the lesson.",
+         "They did not understand the lesson."),
+        ("My cousin collects stamps.", "My cousin does not collect stamps.", "My cousin draws cartoons.",
+         "My cousin does not draw cartoons."),
+        ("He chews gum.", "He does not chew gum.", "He bites his nails.", "He does not bite his nails."),
+        ("The kettle whistles.", "The kettle does not whistle.", "The kettle leaks.", "The kettle does not leak."),
+        ("I ordered the pizza.", "I did not order the pizza.", "I froze the pizza.", "I did not freeze the pizza."),
+        ("They can climb.", "They cannot climb.", "They can whistle.", "They cannot whistle."),
+        ("She will agree.", "She will not agree.", "She will complain.", "She will not complain."),
+        ("We should hurry.", "We should not hurry.", "We should argue.", "We should not argue."),
+        ("You must whisper.", "You must not whisper.", "You must laugh.", "You must not laugh."),
+        ("I would forget.", "I would not forget.", "I would refuse.", "I would not refuse."),
+    ]),
+    ("two-changes", [
+        ("The pond is deep.", "The ponds are not deep.", "The well is shallow.", "The wells are not shallow."),
+        ("The desk is tidy.", "The desks are not tidy.", "The chair is broken.", "The chairs are not broken."),
+        ("The apple is ripe.", "The apples are not ripe.", "The pear is sweet.", "The pears are not sweet."),
+        ("The tent is big.", "The tents are not big.", "The hut is small.", "The huts are not small."),
+        ("The coin is shiny.", "The coins are not shiny.", "The ring is heavy.", "The rings are not heavy."),
+        ("The nephew kicks the ball.", "The niece kicked the ball.", "The nephew hits the ball.",
+         "The niece hit the ball."),
+        ("The duke signs the treaty.", "The duchess signed the treaty.", "The duke hides the treaty.",
+         "The duchess hid the treaty."),
+        ("The groom thanks the priest.", "The bride thanked the priest.", "The groom pays the priest.",
+         "The bride paid the priest."),
+        ("The emperor enters the temple.", "The empress entered the temple.", "The emperor sees the temple.",
+         "The empress saw the temple."),
+        ("The host serves the soup.", "The hostess served the soup.", "The host tastes the soup.",
+         "The hostess tasted the soup."),
+    ]),
+    ("yes-no", [
+        ("She sews dresses.", "Does she sew dresses?", "She designs hats.", "Does she design hats?"),
+        ("They grow tomatoes.", "Do they grow tomatoes?", "They pick tomatoes.", "Do they pick tomatoes?"),
+        ("He repairs clocks.", "Does he repair clocks?", "He builds clocks.", "Does he build clocks?"),
+        ("You remember the address.", "Do you remember the address?", "You have the address.",
+         "Do you have the address?"),
+        ("We missed the flight.", "Did we miss the flight?", "We booked the flight.", "Did we book the flight?"),
+        ("He dropped the plate.", "Did he drop the plate?", "He threw the plate.", "Did he throw the plate?"),
+        ("The museum closes early.", "Does the museum close early?", "The museum opens late.",
+         "Does the museum open late?"),
+        ("They printed the report.", "Did they print the report?", "They sent the report.",
+         "Did they send the report?"),
+        ("She understands German.", "Does she understand German?", "She learns German.", "Does she learn German?"),
+        ("You saw the film.", "Did you see the film?", "You liked the film.", "Did you like the film?"),
+    ]),
+    ("passive", [
+        ("The lion attacked the zebra.", "The zebra was attacked by the lion.", "The snake bit the farmer.",
+         "The farmer was bitten by the snake."),
+        ("The plumber repaired the sink.", "The sink was repaired by the plumber.", "The plumber installed the sink.",
+         "The sink was installed by the plumber."),
+        ("The students planted the trees.", "The trees were planted by the students.", "The workers chopped the logs.",
+         "The logs were chopped by the workers."),
+        ("The thief took the jewels.", "The jewels were taken by the thief.", "The guard hid the jewels.",
+         "The jewels were hidden by the guard."),
+        ("The company hired the engineer.", "The engineer was hired by the company.", "The company fired the engineer.",
+         "The engineer was fired by the company."),
+        ("The boy threw the stone.", "The stone was thrown by the boy.", "The girl kicked the stone.",
+         "The stone was kicked by the girl."),
+        ("The queen crowned the knight.", "The knight was crowned by the queen.", "The king chose the knight.",
+         "The knight was chosen by the king."),
+        ("The house was sold by the bank.", "The bank sold the house.", "The loan was approved by the bank.",
+         "The bank approved the loan."),
+        ("The bell was rung by the monk.", "The monk rang the bell.", "The candle was lit by the monk.",
+         "The monk lit the candle."),
+        ("The goal was scored by the captain.", "The captain scored the goal.", "The trophy was lifted by the captain.",
+         "The captain lifted the trophy."),
+    ]),
+] for item in items]
+
+
 def structure_analogies(per_kind: int = 10, seed: int = 0) -> list[PathAnalogy]:
     """`per_kind` rule-made analogies of each of STRUCTURE_KINDS (seeded)."""
     return _structure_analogies(random.Random(seed), per_kind)
