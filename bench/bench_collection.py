@@ -20,9 +20,11 @@ recall@10 against exact inner-product search over the same float32 rows, and ms 
 app's case). Prints one JSON line a part, as each is measured.
 
 `--embed FILE`: the first --rows rows of FILE embedded by the shipped model twice, in this process
-(`Engine.encode`, batches of 128, as the hand-written loop `corpus-index` had before Ray did) and by
-`embed_corpus` on a Ray of its own on this machine (its start included), into a temporary collection:
-rows a second each and their ratio, and the peak memory of this process and of the Ray workers.
+(`Engine.encode`, batches of 128 over the texts sorted by length, as the hand-written loop `corpus-index` had
+before Ray did) and by `embed_corpus` on a Ray of its own on this machine, into a temporary collection: rows
+a second each (Ray's from the call to the last row stored: its start, the workers' model loading and the writes
+included; the index built after that is timed apart) and their ratio, and the peak memory of this process and
+of the Ray workers.
 """
 from __future__ import annotations
 
@@ -103,14 +105,22 @@ def measure_embedding(path: Path, text_column: str | None, rows: int, tmp: str |
     started = time.perf_counter()
     engine.encode(texts, batch_size=128, normalize=True)
     one_process = len(texts) / (time.perf_counter() - started)
+    embedded_at: list[float] = []  # when the last row was stored: the index is built after it
+
+    def last_write(stage: str, done: int, total: int) -> None:
+        if done == total:
+            embedded_at.append(time.perf_counter())
+
     with tempfile.TemporaryDirectory(dir=tmp) as folder:
         started = time.perf_counter()
-        embed_corpus(corpus, folder, engine, None, None, 128)
-        on_ray = len(texts) / (time.perf_counter() - started)
+        _, index = embed_corpus(corpus, folder, engine, progress=last_write)  # its own batch size (CPU_BATCH here)
+        finished = time.perf_counter()
+    on_ray = len(texts) / (embedded_at[-1] - started)
     peak = {who: round(resource.getrusage(which).ru_maxrss / 1e3) for who, which in
             (("this_process_mb", resource.RUSAGE_SELF), ("largest_worker_mb", resource.RUSAGE_CHILDREN))}
     return {"rows": len(texts), "one_process_rows_s": round(one_process, 1), "ray_rows_s": round(on_ray, 1),
-            "ratio": round(on_ray / one_process, 3), **peak}
+            "ratio": round(on_ray / one_process, 3), "index": index,
+            "index_build_s": round(finished - embedded_at[-1], 1), **peak}
 
 
 def synthetic_rows(n: int, q: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:

@@ -293,7 +293,7 @@ def test_decode_analogy_and_interpolate_read_vectors_back(checkpoint, tmp_path, 
     (["vec2sent-diagnostics", "--encoder", "e", "--decoder", "d", "--test", "t.txt", "--correct", "50"],
      "correction rounds must be 0-8"),
     (["vec2sent-diagnostics", "--encoder", "e", "--decoder", "d", "--test", "t.txt"], "--test: no file t.txt"),
-    (["corpus-index", "--batch-size", "0"], "--batch-size must be from 1 to 4096"),
+    (["corpus-index", "--batch-size", "5000"], "--batch-size must be from 0 to 4096, not 5000"),
 ])
 def test_bad_input_is_one_clear_line_and_nothing_is_written(argv, message, tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)

@@ -63,9 +63,10 @@ def corpus_index(argv: Sequence[str]) -> int:
     parser.add_argument("--model", default=None, help="checkpoint directory (default: the shipped one)")
     parser.add_argument("--ray-address", default=None, metavar="ADDRESS",
                         help="a Ray cluster (ray://HOST:10001, or auto); default: Ray on this machine only")
-    parser.add_argument("--batch-size", type=int, default=128, help=f"sentences a worker encodes at once (1 to {MAX_BATCH})")
+    parser.add_argument("--batch-size", type=int, default=0,
+                        help=f"sentences a worker encodes at once (1 to {MAX_BATCH}; 0: 32 a CPU worker, 128 a GPU)")
     args = parser.parse_args(argv)
-    check_range("--batch-size", args.batch_size, 1, MAX_BATCH)
+    check_range("--batch-size", args.batch_size, 0, MAX_BATCH)
     check_range("--limit", args.limit, 0, MAX_ROWS)
     if not args.corpus.is_file() and args.corpus == MODERN_CORPUS_DIR / "train.txt":
         flag = f" --model {args.model}" if args.model else ""
@@ -78,7 +79,7 @@ def corpus_index(argv: Sequence[str]) -> int:
     engine = Engine.load(args.model, decoder=None, open_vocabulary=False, device="cpu")  # its fingerprint
     uri = args.out or collection_uri(engine.fingerprint, args.name)
     print(f"{len(corpus):,} rows of {args.corpus.name} into {uri}", flush=True)
-    collection, index = embed_corpus(corpus, uri, engine, args.model, args.ray_address, args.batch_size,
+    collection, index = embed_corpus(corpus, uri, engine, args.model, args.ray_address, args.batch_size or None,
                                      _stage_progress(every=10.0))
     print(f"{collection.size:,} rows in {uri} ({index}); search it: {program()} search \"...\" --in {uri}")
     return 0
