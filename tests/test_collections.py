@@ -82,6 +82,7 @@ def test_a_two_node_cluster_embeds_every_row_once_with_the_models_vectors(cluste
                                      cluster.address, batch_size=64, progress=lambda *r: reports.append(r))
     check_every_row_once_with_the_models_vectors(uri, tiny_engine, sentences)
     assert reports[0] == ("embedding", 0, ROWS) and reports[-1] == ("embedding", ROWS, ROWS)
+    assert len(reports) > 2 and reports.count(("embedding", ROWS, ROWS)) == 1  # a report a batch, not a write
     assert index.startswith("exact search") and collection.columns == ["forum", "likes"]
     query = tiny_engine.encode(sentences[7:8], normalize=True)
     hit = collection.search(query, 3, ["forum"])[0][0]

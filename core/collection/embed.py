@@ -68,17 +68,25 @@ def embed_corpus(corpus: pa.Table, uri: str, engine, model: str | None = None, a
         return Collection(uri, engine.fingerprint), "already complete"  # its indexes stand (a rebuild: minutes)
     if len(missing):
         with contextlib.closing(_embedded(missing, model, address, batch_size)) as batches:  # Ray shut down on errors too
-            for vectors in batches:
-                write_rows(table, _with_vectors(corpus, vectors, schema))
-                done += len(vectors[ROW_ID])
-                if progress:
+            pending: list[dict] = []  # batches embedded and not yet written: one write every WRITE_ROWS rows
+            for batch in batches:
+                pending.append(batch)
+                done += len(batch[ROW_ID])
+                if sum(len(b[ROW_ID]) for b in pending) >= WRITE_ROWS:
+                    write_rows(table, _with_vectors(corpus, _joined(pending), schema))
+                    pending = []
+                if progress and (done < len(corpus) or not pending):  # each batch: the first write can be minutes away
+                    progress("embedding", done, len(corpus))
+            if pending:
+                write_rows(table, _with_vectors(corpus, _joined(pending), schema))
+                if progress:  # the last report comes once every row is stored
                     progress("embedding", done, len(corpus))
     index = build_index(table, table.count_rows())
     return Collection(uri, engine.fingerprint), index
 
 
 def _embedded(missing: pa.Table, model: str | None, address: str | None, batch_size: int):
-    """(row_id, vector) tables of every row of `missing`, WRITE_ROWS at a time, in the order Ray returns them."""
+    """(row_id, vector) arrays of every row of `missing`, a Ray batch at a time, in the order Ray returns them."""
     import logging
     import os
     import warnings
@@ -94,14 +102,7 @@ def _embedded(missing: pa.Table, model: str | None, address: str | None, batch_s
     logging.getLogger("ray.data").setLevel(logging.WARNING)  # each run's plan and log folder: the progress says enough
     try:
         data = _embedding_dataset(missing.select([ROW_ID, TEXT]), model, batch_size)
-        gathered: list[dict] = []
-        for batch in data.iter_batches(batch_size=None, batch_format="numpy"):
-            gathered.append(batch)
-            if sum(len(b[ROW_ID]) for b in gathered) >= WRITE_ROWS:
-                yield _joined(gathered)
-                gathered = []
-        if gathered:
-            yield _joined(gathered)
+        yield from data.iter_batches(batch_size=None, batch_format="numpy")
     finally:
         if started_here:
             ray.shutdown()
