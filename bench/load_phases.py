@@ -114,7 +114,7 @@ def launch_app(model: Path, port: int, work: Path, args: argparse.Namespace, log
 @contextlib.contextmanager
 def running_app(model: Path, work: Path, args: argparse.Namespace) -> Iterator[tuple[str, subprocess.Popen]]:
     """The app serving `model` on a free local port for the block: (its URL, its process). The end of its
-    log is printed when the block fails; the app is stopped at the end."""
+    log is printed when the block fails, its tracebacks at the end; the app is stopped at the end."""
     port, log = free_port(), work / "app.log"
     process = launch_app(model, port, work, args, log)
     try:
@@ -123,9 +123,9 @@ def running_app(model: Path, work: Path, args: argparse.Namespace) -> Iterator[t
         print(log.read_text(errors="replace")[-3000:], file=sys.stderr)
         raise
     finally:
+        print_tracebacks(log)
         process.terminate()
         process.wait(timeout=60)
-        print_tracebacks(log)
 
 
 def print_tracebacks(log: Path) -> None:
@@ -133,7 +133,8 @@ def print_tracebacks(log: Path) -> None:
     lines = log.read_text(errors="replace").splitlines() if log.exists() else []
     for start, line in enumerate(lines):
         if line.startswith("Traceback"):
-            end = next((i for i in range(start + 1, len(lines)) if lines[i] and not lines[i][0].isspace()), start)
+            end = next((i for i in range(start + 1, len(lines)) if lines[i] and not lines[i][0].isspace()),
+                       len(lines) - 1)
             print("server " + "\n".join(lines[max(0, start - 1):end + 1]), file=sys.stderr)
 
 

@@ -30,7 +30,7 @@ _KNOWN_KEYS = {"backend", "tokenizer_class", "name_or_path", "special_tokens_map
                "model_max_length", "do_lower_case", "strip_accents", "tokenize_chinese_chars", "do_basic_tokenize",
                "never_split", "padding_side", "truncation_side", "added_tokens_decoder", "additional_special_tokens",
                "extra_special_tokens", "unk_token", "sep_token", "pad_token", "cls_token", "mask_token"}
-_LOADING = threading.Lock()  # a folder's transformers tokenizer loads once however many threads ask
+_LOADING = threading.Lock()  # one for every folder (a lock is not copied with the tokenizer): loads are rare
 _SPECIAL = {"unk_token": "[UNK]", "sep_token": "[SEP]", "pad_token": "[PAD]", "cls_token": "[CLS]", "mask_token": "[MASK]"}
 
 
@@ -70,10 +70,11 @@ class BertFolderTokenizer:
     @property
     def transformers_tokenizer(self):
         """transformers' own tokenizer of the folder (`AutoTokenizer`), loaded on first use."""
-        with _LOADING:  # once, though concurrent requests ask at the same moment
-            if self._transformers is None:
-                (auto_tokenizer,) = from_transformers("AutoTokenizer")
-                object.__setattr__(self, "_transformers", auto_tokenizer.from_pretrained(self._path))
+        if self._transformers is None:
+            with _LOADING:  # once, though concurrent requests ask at the same moment
+                if self._transformers is None:
+                    (auto_tokenizer,) = from_transformers("AutoTokenizer")
+                    object.__setattr__(self, "_transformers", auto_tokenizer.from_pretrained(self._path))
         return self._transformers
 
     @property

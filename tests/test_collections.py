@@ -96,6 +96,7 @@ def test_a_worker_node_killed_mid_run_loses_no_row_and_stores_none_twice(cluster
                                                                          tiny_engine, tiny_mlm_dir, tmp_path,
                                                                          monkeypatch):
     monkeypatch.setattr(embed, "WRITE_ROWS", 100)  # a write every 100 rows: the kill falls between writes
+    monkeypatch.setattr(embed, "BLOCK_ROWS", 32)  # 63 blocks: many in flight on the node when it goes
     victim = list(cluster.worker_nodes)[-1]
     killed: list[int] = []
 
@@ -308,7 +309,10 @@ def test_the_commands_embed_then_search_and_the_app_finds_the_corpus(tiny_mlm_di
     from core.cli import main
     from core.collection.store import build_steps
 
+    import core.cli.data
+
     monkeypatch.setenv("DEFSENT_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(core.cli.data, "MODERN_CORPUS_DIR", tmp_path / "corpus-modern")  # not built, wherever this runs
     corpus = tmp_path / "posts.tsv"
     corpus.write_text("body\tforum\n" + "".join(f"{w} and {w}s\tf{i % 2}\n" for i, w in enumerate(TINY_WORDS[:40])),
                       encoding="utf-8")

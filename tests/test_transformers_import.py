@@ -2,6 +2,7 @@
 concurrent requests answered "Something went wrong (ImportError)" when two of them were first to need it."""
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 import sys
@@ -37,8 +38,17 @@ def test_first_imports_from_many_threads_at_once_all_succeed(tiny_mlm_dir: Path,
         shutil.copy(tiny_mlm_dir / name, plain / name)
     root = Path(__file__).resolve().parents[1]
     runs = [subprocess.Popen([sys.executable, "-c", RACE, str(tiny_mlm_dir), str(plain)], cwd=root,
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(4)]
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(3)]
     outputs = [run.communicate(timeout=120) for run in runs]
     for run, (out, err) in zip(runs, outputs):
         assert run.returncode == 0, err[-2000:]
         assert out.strip() == "[]", out  # no thread's import failed, in any of the processes
+
+
+def test_core_and_app_import_transformers_only_through_the_lock():
+    root = Path(__file__).resolve().parents[1]
+    direct = [f"{path.relative_to(root)}:{number}" for folder in ("core", "app") for path in (root / folder).rglob("*.py")
+              if path.name != "imports.py"
+              for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+              if re.match(r"\s*(from transformers[ .]|import transformers\b)", line)]
+    assert direct == []

@@ -16,7 +16,7 @@ Ray is imported here only: the app and the other commands never import it.
 from __future__ import annotations
 
 import contextlib
-from typing import Callable
+from typing import Callable, Iterator
 
 import numpy as np
 import pyarrow as pa
@@ -27,7 +27,7 @@ from .store import Collection, build_index, index_is_current, is_complete, open_
 
 Progress = Callable[[str, int, int], None]  # (stage, done, total)
 WRITE_ROWS = 16_384  # rows gathered before one write: one LanceDB fragment each, not one a batch
-BLOCK_ROWS = 512  # rows in one Ray block (a batch's, if larger): the unit a dead worker's replacement redoes
+BLOCK_ROWS = 512  # rows in one Ray block (rounded up to whole batches): the unit a dead worker's replacement redoes
 CPU_BATCH = 32  # sentences a one-thread CPU actor encodes at once: 385 rows/s against 335 at 128 (docs/results.md)
 GPU_BATCH = 128
 
@@ -67,26 +67,37 @@ def embed_corpus(corpus: pa.Table, uri: str, engine, model: str | None = None, a
     if not len(missing) and is_complete(uri) and index_is_current(table, len(corpus)):
         return Collection(uri, engine.fingerprint), "already complete"  # its indexes stand (a rebuild: minutes)
     if len(missing):
-        with contextlib.closing(_embedded(missing, model, address, batch_size)) as batches:  # Ray shut down on errors too
-            pending: list[dict] = []  # batches embedded and not yet written: one write every WRITE_ROWS rows
-            for batch in batches:
-                pending.append(batch)
-                done += len(batch[ROW_ID])
-                if sum(len(b[ROW_ID]) for b in pending) >= WRITE_ROWS:
-                    write_rows(table, _with_vectors(corpus, _joined(pending), schema))
-                    pending = []
-                if progress and (done < len(corpus) or not pending):  # each batch: the first write can be minutes away
-                    progress("embedding", done, len(corpus))
-            if pending:
-                write_rows(table, _with_vectors(corpus, _joined(pending), schema))
-                if progress:  # the last report comes once every row is stored
-                    progress("embedding", done, len(corpus))
+        with _ray(address):  # shut down, when started here, after the last write; on errors too
+            for embedded in _stored(_embedded(missing, model, batch_size), table, corpus, schema, len(missing)):
+                if progress:  # each block: the first write, of the longest texts, can be minutes away
+                    progress("embedding", min(done + embedded, len(corpus)), len(corpus))
     index = build_index(table, table.count_rows())
     return Collection(uri, engine.fingerprint), index
 
 
-def _embedded(missing: pa.Table, model: str | None, address: str | None, batch_size: int):
-    """(row_id, vector) arrays of every row of `missing`, a Ray batch at a time, in the order Ray returns them."""
+def _stored(blocks: Iterator[dict], table, corpus: pa.Table, schema: pa.Schema, expected: int) -> Iterator[int]:
+    """Write `blocks` of (row_id, vector) into `table`, WRITE_ROWS rows a write (one LanceDB fragment each, not
+    one a block), yielding the rows embedded after each block; the `expected` count only once all are stored."""
+    pending: list[dict] = []
+    pending_rows = embedded = 0
+    for block in blocks:
+        pending.append(block)
+        pending_rows += len(block[ROW_ID])
+        embedded += len(block[ROW_ID])
+        if pending_rows >= WRITE_ROWS:
+            write_rows(table, _with_vectors(corpus, _joined(pending), schema))
+            pending, pending_rows = [], 0
+        if embedded < expected or not pending:
+            yield embedded
+    if pending:
+        write_rows(table, _with_vectors(corpus, _joined(pending), schema))
+        yield embedded
+
+
+@contextlib.contextmanager
+def _ray(address: str | None) -> Iterator[None]:
+    """Ray connected for the block: to the cluster at `address` ("auto": the one running here; None: a Ray of
+    its own on this machine, shut down at the end). Connected already: that connection, left open."""
     import logging
     import os
     import warnings
@@ -101,11 +112,17 @@ def _embedded(missing: pa.Table, model: str | None, address: str | None, batch_s
             ray.init(address=address or "local", include_dashboard=False, log_to_driver=False, logging_level="WARNING")
     logging.getLogger("ray.data").setLevel(logging.WARNING)  # each run's plan and log folder: the progress says enough
     try:
-        data = _embedding_dataset(missing.select([ROW_ID, TEXT]), model, batch_size)
-        yield from data.iter_batches(batch_size=None, batch_format="numpy")
+        yield
     finally:
         if started_here:
             ray.shutdown()
+
+
+def _embedded(missing: pa.Table, model: str | None, batch_size: int | None) -> Iterator[dict]:
+    """(row_id, vector) arrays of every row of `missing`, a Ray block (BLOCK_ROWS rows) at a time, in the order
+    Ray returns them: a block a dead worker was embedding comes again, from its replacement."""
+    data = _embedding_dataset(missing.select([ROW_ID, TEXT]), model, batch_size)
+    return data.iter_batches(batch_size=None, batch_format="numpy")
 
 
 def _embedding_dataset(rows: pa.Table, model: str | None, batch_size: int | None):
@@ -119,7 +136,7 @@ def _embedding_dataset(rows: pa.Table, model: str | None, batch_size: int | None
     resources = ray.cluster_resources()
     gpus, cpus = int(resources.get("GPU", 0)), max(1, int(resources.get("CPU", 1)))
     batch_size = batch_size or (GPU_BATCH if gpus else CPU_BATCH)
-    rows, block = longest_first(rows), max(BLOCK_ROWS, batch_size)
+    rows, block = longest_first(rows), batch_size * -(-BLOCK_ROWS // batch_size)  # whole batches a block
     data = ray.data.from_arrow([rows.slice(start, block) for start in range(0, len(rows), block)])
     each = {"num_gpus": 1} if gpus else {"num_cpus": 1}  # one actor a GPU, else one a CPU with one thread
     return data.map_batches(SentenceEmbedder, batch_size=batch_size, batch_format="numpy",

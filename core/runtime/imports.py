@@ -15,10 +15,21 @@ _TRANSFORMERS = threading.RLock()
 
 
 def from_transformers(*names: str) -> tuple[Any, ...]:
-    """transformers' `names`, in order: a top-level name ("AutoTokenizer", "__version__"; None where this
-    version has no such name) or a submodule ("utils.logging"), imported under one lock, so that no thread sees
-    the package half made by another's first import."""
+    """transformers' `names`, in order: a top-level name ("AutoTokenizer", "__version__") or a submodule
+    ("utils.logging"), imported under one lock, so that no thread sees the package half made by another's first
+    import. ImportError for a name this version lacks.
+
+    The lock covers these imports, not the model loading after them: transformers resolves further names of its
+    own while `from_pretrained` runs (the app loads one model at a time per model, so a first load of two
+    models of new kinds at once is the case left)."""
     with _TRANSFORMERS:
         transformers = importlib.import_module("transformers")
-        return tuple(importlib.import_module(f"transformers.{name}") if "." in name else getattr(transformers, name, None)
+        return tuple(importlib.import_module(f"transformers.{name}") if "." in name else _name(transformers, name)
                      for name in names)
+
+
+def _name(transformers, name: str) -> Any:
+    try:
+        return getattr(transformers, name)
+    except AttributeError:
+        raise ImportError(f"cannot import name {name!r} from transformers {transformers.__version__}") from None

