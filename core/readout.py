@@ -38,7 +38,7 @@ from .vec2sent.checkpoint import Vec2Sent, load_checkpoint
 from .vec2sent.expression import evaluate_expression, sentence_names
 from .vec2sent.fit import Encode, fit_cosines, fits_of, mean_cosine
 from .vec2sent.fluency import FluencyModel, FluencySettings, default_gguf
-from .vec2sent.grammar import RepairSettings, repair, sentence_key
+from .vec2sent.grammar import RepairSettings, is_told, repair, told_keys
 from .vec2sent.paths import edit_path, transfer_edits, walk
 from .vec2sent.reading import API_DEFAULT, PATH_DEFAULT, DecodeSettings, choose, chosen, hypotheses
 from .vec2sent.refine import embedding_once
@@ -54,6 +54,15 @@ OWN_SENTENCE_MARGIN = 0.02
 # .02 until issue 74: MiniLM carries negation, tense and voice weakly, so b - a + c lies near c and a garbled c
 # ("The mouse caught the cat.") fitted it .02-.04 better than the passive it asked for (the structure dev set).
 TRANSFER_MARGIN = 0.04
+# The transfer and the decoding it competes with are compared by cosine + the fluency weight x log-probability
+# (as `choose_fluent` compares candidates) where a fluency model is on (session 47): a garbled c ("Two man
+# sleeps." .934, -28.5 nats) beat the transfer ("Two men sleep." .886, -21.7) by cosine alone.
+TRANSFER_FLUENCY = True
+# A decoder's hypothesis competes with an analogy's transfers only when it moves from c along b - a at least this
+# share of what the transfers move (`_carried_change`; session 47): MiniLM's b - a + c lies near c, and c said again
+# with another article or an addition fitted it best ("They ride the horse." .945, carrying -0.02 of b - a's 2.44,
+# against "They rode a horse." .893, carrying 1.70). None: no such rule.
+CARRY_SHARE: float | None = 0.5
 # Agreement slips of an analogy's chosen sentence are repaired by the fluency model (core/vec2sent/grammar.py).
 PATH_REPAIR = RepairSettings()
 
@@ -466,26 +475,36 @@ class VectorReader:
         transferred = transfer_edits(a, b, c) if edits and _is_analogy(expression) else []
         # as word analogies leave out a, b and c; an expression of one sentence is that sentence's decoding
         told = [sentences[name] for name in used] if len(used) > 1 else []
+        ua, ub, uc = encode([a, b, c]) if transferred else (None, None, None)  # embedded once already
+        change = (uc, ub - ua) if transferred else None
         decoded, edited, decoding_fit = (
-            self._analogy_sentence(vector, told, transferred, settings, encode)
+            self._analogy_sentence(vector, told, transferred, settings, encode, change)
             if self.decoder is not None else (None, False, None))
         fit = None if decoded is None else fits_of([decoded], vector, encode)[0]
         words, nearest = self._words_and_nearest(vector[None], reference, k)
         return AnalogyResult(vector, decoded, words[0], nearest[0], expression, edited, fit, decoding_fit)
 
     def _analogy_sentence(self, vector: np.ndarray, given: Sequence[str], transfers: Sequence[str],
-                          settings: DecodeSettings, encode: Encode) -> tuple[str, bool, float | None]:
+                          settings: DecodeSettings, encode: Encode,
+                          change: tuple[np.ndarray, np.ndarray] | None = None) -> tuple[str, bool, float | None]:
         """The sentence shown for an analogy's vector (d,), whether it is an edit transfer (c changed as a became
         b, `transfer_edits`) and then the best fit of the decoder's own hypotheses: of those and the transfers,
-        none saying what one of the `given` sentences says (as word analogies leave out a, b and c), chosen as
-        `_choose` does; with a fluency model its agreement slips repaired (`repair`); the transfer that fits
-        best (also repaired) instead when it fits within TRANSFER_MARGIN of that."""
+        none saying what one of the `given` sentences says (as word analogies leave out a, b and c; `told_keys`),
+        and, with `change` (u_c, u_b - u_a), none carrying less than CARRY_SHARE of the change the transfers carry
+        (`_carried_change`), chosen as `_choose` does; with a fluency model its agreement slips repaired
+        (`repair`); the transfer that fits best (also repaired) instead when it fits within TRANSFER_MARGIN of
+        that (with fluency: cosine + the fluency weight x log-probability, TRANSFER_FLUENCY)."""
         cased = self._require_decoder().cased
-        told = {sentence_key(t) for t in given}
-        transfers = [t for t in dict.fromkeys(map(cased, transfers)) if sentence_key(t) not in told]
+        told = told_keys(given)
+        transfers = [t for t in dict.fromkeys(map(cased, transfers)) if not is_told(t, told)]
         found = self._hypotheses(vector[None], settings, encode)[0]
         candidates = list(dict.fromkeys([*transfers, *found]))
-        candidates = [t for t in candidates if sentence_key(t) not in told] or found
+        candidates = [t for t in candidates if not is_told(t, told)] or found
+        if change is not None and transfers and CARRY_SHARE is not None:
+            carried = dict(zip(candidates, _carried_change(candidates, *change, encode)))
+            need = CARRY_SHARE * max(carried[t] for t in transfers)
+            if need > 0:
+                candidates = [t for t in candidates if t in transfers or carried[t] >= need]
         model = self._fluency_model_for(settings.fluency)
 
         def repaired(text: str) -> str:
@@ -500,7 +519,9 @@ class VectorReader:
             return repaired(shown), True, decoding_fit
         transfer_fits = fits_of(transfers, vector, encode)
         shown, transferred = repaired(shown), repaired(transfers[int(np.argmax(transfer_fits))])
-        fits = fits_of([shown, transferred], vector, encode)
+        fits = np.asarray(fits_of([shown, transferred], vector, encode), dtype=np.float64)
+        if model is not None and TRANSFER_FLUENCY:  # cosine + weight x log-probability, as the fluency choice
+            fits = fits + settings.fluency.weight * np.asarray(model.log_probs([shown, transferred]), dtype=np.float64)
         return (transferred, True, decoding_fit) if fits[1] >= fits[0] - TRANSFER_MARGIN else (shown, False, None)
 
     def interpolate(self, x: str, y: str, steps: int = 5, reference: Reference | None = None, k: int = 5,
@@ -572,6 +593,15 @@ def _packaged_fluency(cache_dir: Path | None) -> FluencyModel | None:
     except (OSError, ValueError, ImportError, RuntimeError) as error:
         warnings.warn(f"fluency model not loaded, choosing sentences by cosine alone: {error}")
         return None
+
+
+def _carried_change(texts: Sequence[str], start: np.ndarray, change: np.ndarray, encode: Encode) -> np.ndarray:
+    """How far each text (T,) moves from an analogy's c along its change b - a: (u_t - u_c) . (u_b - u_a) /
+    |u_b - u_a|, raw embeddings (`CARRY_SHARE`)."""
+    length = float(np.linalg.norm(change))
+    if length == 0:
+        return np.zeros(len(texts))
+    return (np.asarray(encode(list(texts)), dtype=np.float64) - start) @ (change / length)
 
 
 def _is_analogy(expression: str) -> bool:

@@ -18,6 +18,7 @@ from core.vec2sent import (API_DEFAULT, APP, APP_BEAM, MOST_EXACT, PATH_DEFAULT,
 from core.vec2sent.decode import beam_search_nbest
 from core.vec2sent.diagnostics import decodings, diagnostic_settings
 from core.vec2sent.fit import closest_hypotheses
+from core.vec2sent.fluency import FluencyModel
 from core.vec2sent.encoder_link import link_engine
 from core.vec2sent.paths import edit_path
 from core.vec2sent.refine import CorrectSettings, RefineSettings
@@ -278,12 +279,82 @@ def test_an_analogys_change_of_structure_competes_with_the_decoding(engine, refe
         seen.extend(rows[0])
         return [rows[0][0]]
 
+    import core.readout
+
     monkeypatch.setattr(engine.reader, "_hypotheses", lambda *args: [["the king visits italy"]])
     monkeypatch.setattr(engine.reader, "_choose", choose)
+    monkeypatch.setattr(core.readout, "CARRY_SHARE", None)  # the tiny model's hypothesis competes however it moves
     result = engine.analogy("He took the bus.", "He did not take the bus.", "He ate the soup.", reference=reference)
     assert seen == ["He did not eat the soup.", "the king visits italy"]
     assert result.decoded == "He did not eat the soup." and result.edited
 
+
+
+def test_an_analogy_never_answers_with_a_given_sentence_up_to_its_articles(engine, reference, monkeypatch):
+    """Session 47: "They ride the horse." (c with another article) fitted b - a + c best for "We open the box." ->
+    "We opened the box." :: "They ride a horse." and was shown; where a and b differ in their articles alone it may."""
+    monkeypatch.setattr(engine.reader, "_hypotheses", lambda *args: [["They ride the horse.", "the king visits italy"]])
+    result = engine.analogy("We open the box.", "We opened the box.", "They ride a horse.", reference=reference,
+                            edits=False)
+    assert result.decoded == "the king visits italy"
+    monkeypatch.setattr(engine.reader, "_hypotheses", lambda *args: [["They ride the horse."]])
+    monkeypatch.setattr(engine.reader, "_choose", lambda rows, *args: [rows[0][0]])
+    assert engine.analogy("I saw a dog.", "I saw the dog.", "They ride a horse.", reference=reference,
+                          edits=False).decoded == "They ride the horse."
+
+
+
+@pytest.mark.parametrize("hypotheses, shown", [(["near c"], "the transfer"), (["near c", "carries it"], "carries it")])
+def test_a_hypothesis_that_does_not_carry_the_analogys_change_does_not_compete(engine, monkeypatch, hypotheses,
+                                                                               shown):
+    """Session 47: c said again ("near c": it moves from c by 0.1 along b - a, the transfer by 1) fitted b - a + c
+    best and was shown; now it needs at least CARRY_SHARE of the transfer's move, as "carries it" (0.6) has."""
+    table = {"a": [0.0, 0.0], "b": [0.0, 1.0], "c": [1.0, 0.0], "the transfer": [1.0, 1.0], "near c": [1.0, 0.1],
+             "carries it": [1.0, 0.6]}
+
+    def encode(texts):
+        return np.array([table[t.lower()] for t in texts], dtype=np.float32)
+
+    monkeypatch.setattr(engine.reader, "_hypotheses", lambda *args: [list(hypotheses)])
+    vector = np.array([1.0, 0.2], dtype=np.float32)
+    settings = PATH_DEFAULT.changed(fluency=None)
+    change = (encode(["c"])[0], encode(["b"])[0] - encode(["a"])[0])
+    text, edited, _ = engine.reader._analogy_sentence(vector, ["a", "b", "c"], ["the transfer"], settings, encode,
+                                                      change)
+    assert text.lower() == shown and edited == (shown == "the transfer")
+    plain, _, _ = engine.reader._analogy_sentence(vector, ["a", "b", "c"], ["the transfer"], settings, encode)
+    assert plain.lower() == "near c"  # without the change, by cosine: "near c" fits .995, the transfer .832
+
+class _TableLM(FluencyModel):
+    """A stand-in language model: `liked` texts read at 0 nats, any other at -5,000."""
+
+    def __init__(self, liked) -> None:
+        self.liked = set(liked)
+
+    def log_probs(self, texts):
+        return np.array([0.0 if t in self.liked else -5000.0 for t in texts])
+
+
+@pytest.mark.parametrize("liked, shown", [("The woman is running", "the transfer"),
+                                          ("the king visits italy", "the hypothesis")])
+def test_an_analogys_transfer_and_decoding_compete_with_fluency_when_it_is_on(engine, reference, monkeypatch, liked,
+                                                                              shown):
+    """Session 47: with a fluency model the transfer is weighed against the decoding as `choose_fluent` weighs
+    candidates, cosine + weight x log-probability ("Two men sleep." lost to "Two man sleeps." by cosine alone)."""
+    import core.readout
+
+    a, b, c = "the man is walking", "the woman is walking", "the man is running"
+    monkeypatch.setattr(engine.reader, "_hypotheses", lambda *args: [["the king visits italy"]])
+    monkeypatch.setattr(engine.reader, "_choose", lambda rows, *args: ["the king visits italy"])
+    monkeypatch.setattr(core.readout, "TRANSFER_MARGIN", -2.0)  # by cosine alone the transfer never wins
+    engine.reader.set_fluency(_TableLM([liked]))
+    try:
+        result = engine.analogy(a, b, c, reference=reference)
+    finally:
+        engine.reader.set_fluency(None)
+    assert result.decoded == {"the transfer": "The woman is running", "the hypothesis": "the king visits italy"}[shown]
+    assert result.edited == (shown == "the transfer")
+    assert engine.analogy(a, b, c, reference=reference).decoded == "the king visits italy"  # no fluency model
 
 def test_the_vector_agrees_only_when_the_edit_fits_at_least_as_well_as_the_decoding():
     from app.handlers.analogy import edited_note

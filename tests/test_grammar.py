@@ -64,3 +64,20 @@ def test_repair_settings_are_bounded(bad):
 def test_the_sentence_key_ignores_case_punctuation_and_spelling():
     assert sentence_key("Our neighbor paints the fence.") == sentence_key("our neighbour paints the fence")
     assert sentence_key("He is afraid.") != sentence_key("He is not afraid.")
+
+
+def test_a_verb_after_a_plural_noun_agrees_with_it():
+    """Session 47: "Two geese sleeps." had no variant (only a plural pronoun made a verb lose its -s)."""
+    assert agreement_variants("Two geese sleeps.") == ["Two geese sleep."]
+    assert agreement_variants("The dogs runs home.") == ["The dogs run home."]
+    assert agreement_variants("The dog runs home.") == []
+
+
+def test_what_a_given_sentence_says_up_to_its_articles_is_told_unless_the_analogy_is_about_articles():
+    from core.vec2sent.grammar import is_told, told_keys
+
+    told = told_keys(["We open the box.", "We opened the box.", "They ride a horse."])
+    assert is_told("They ride the horse", told) and is_told("they ride a horse!", told)
+    assert not is_told("They rode a horse.", told) and not is_told("They ride a horses.", told)
+    about_articles = told_keys(["I saw a dog.", "I saw the dog.", "I saw a cat."])
+    assert is_told("I saw a cat", about_articles) and not is_told("I saw the cat.", about_articles)

@@ -59,3 +59,14 @@ def test_an_analogys_change_of_structure_is_among_its_candidates(a, b, c, expect
 
 def test_no_candidates_for_no_change():
     assert transfer_edits("The same.", "The same.", "Another one.") == []
+
+
+def test_cs_verb_of_two_readings_is_read_in_the_form_as_verb_is_in():
+    """Session 47: "I read novels." was read in the past whatever a said ("I watch the news." -> "Do I watch the
+    news?" made "Did I read novels?")."""
+    assert asked("I read novels.", like="plain") == "Do I read novels?"
+    assert asked("I read novels.", like="past") == "Did I read novels?"
+    assert negated("They put the cups away.", like="plain") == "They do not put the cups away."
+    assert transfer_edits("I watch the news.", "Do I watch the news?", "I read novels.") == ["Do I read novels?"]
+    assert transfer_edits("I watched the news.", "Did I watch the news?", "I read novels.") == ["Did I read novels?"]
+    assert transfer_edits("I watch the news.", "I do not watch the news.", "I read novels.") == ["I do not read novels."]

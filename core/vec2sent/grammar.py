@@ -53,6 +53,25 @@ def sentence_key(text: str) -> tuple[str, ...]:
     return tuple(spelling_key(w) for w in re.findall(r"[a-z0-9']+", text.lower()))
 
 
+def told_keys(given: Sequence[str]) -> tuple[set[tuple[str, ...]], set[tuple[str, ...]]]:
+    """What an analogy's `given` sentences (a, b, c) say, to leave out of its answers: their `sentence_key`s, and
+    their keys without articles when no two of them differ in their articles alone (the analogy is not about "a"
+    / "the": "They ride the horse." then says what "They ride a horse." says)."""
+    keys = {sentence_key(t) for t in given}
+    bare = {_without_articles(k) for k in keys}
+    return keys, (bare if len(bare) == len(keys) else set())
+
+
+def is_told(text: str, told: tuple[set[tuple[str, ...]], set[tuple[str, ...]]]) -> bool:
+    """Whether `text` says what one of the given sentences says (`told_keys`)."""
+    key = sentence_key(text)
+    return key in told[0] or _without_articles(key) in told[1]
+
+
+def _without_articles(key: tuple[str, ...]) -> tuple[str, ...]:
+    return tuple(w for w in key if w not in ("a", "an", "the"))
+
+
 def agreement_variants(text: str) -> list[str]:
     """`text` with one word changed where a neighbour shows that it disagrees in number or person: a noun
     after a plural cue put in the plural ("two sister" -> "two sisters", "four mouse" -> "four mice") and
@@ -91,8 +110,8 @@ def _agreeing(word: str, before: str, after: str) -> str | None:
     if before in _SINGULAR_CUES and _is_plural_noun(word):
         return _singular(word)
     third = [lemma for lemma in lemmas_of(word, "plural") if _verb(lemma)]
-    if third and before in _PLURAL_PRONOUNS | {"i"}:
-        return third[0]  # "they runs" -> "they run"
+    if third and (before in _PLURAL_PRONOUNS | {"i"} or _is_plural_noun(before)):
+        return third[0]  # "they runs" -> "they run", "two geese sleeps" -> "... sleep"
     if _verb(word) and before in _SINGULAR_PRONOUNS:
         return attested(word, "third")  # "he run" -> "he runs", "she do" -> "she does"
     return None

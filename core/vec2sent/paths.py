@@ -28,7 +28,7 @@ import numpy as np
 from core.lexicon.forms import FORMS, attested, inflect, is_lemma, lemmas_of, takes_form
 from core.text import detokenize
 
-from .structure import CHANGES
+from .structure import CHANGES, READ_LIKE, verb_form
 
 MAX_EDIT_PATH = 64  # sentences an edit path offers at most (2^edits grows fast)
 Edit = tuple[int, int, list[str]]  # (start, end, new words): x's words [start:end] become `new words`
@@ -116,8 +116,9 @@ def transfer_edits(a: str, b: str, c: str) -> list[str]:
     into b exactly, that change of c alone; none for a = b."""
     found, exact = [transfer_edit(a, b, c)], []
     wb, changed = _words(b), _changed_words(_words(a), _words(b))
-    for change in CHANGES.values():
-        changed_a, changed_c = change(a), change(c)
+    like = verb_form(a)  # c's verb read as a's is where it has two readings ("I read novels." like "I watch ...")
+    for name, change in CHANGES.items():
+        changed_a, changed_c = change(a), change(c, like=like) if name in READ_LIKE else change(c)
         if changed_a is None or changed_c is None:
             continue
         if _lower(_words(changed_a)) == _lower(wb):

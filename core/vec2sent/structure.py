@@ -92,27 +92,39 @@ def _verb_and_rest(words: list[str]) -> tuple[str | None, tuple[str, ...]]:
     return (words[0], tuple(words[1:])) if words else (None, ())
 
 
-def _form(verb: str, subject: tuple[str, ...]) -> tuple[str, str] | None:
-    """The (lemma, form) `verb` is read as after `subject` (a present after "she" is the third person)."""
+def _form(verb: str, subject: tuple[str, ...], like: str | None = None) -> tuple[str, str] | None:
+    """The (lemma, form) `verb` is read as after `subject` (a present after "she" is the third person); of two
+    readings ("I read": the present or the past), the one in the form `like` when one is."""
     forms = _verb_forms(verb.lower())
     singular = not (subject[-1].lower() in _PLURAL_SUBJECTS | {"i"} or _plural_noun(subject[-1]))
     preferred = [f for f in forms if f[1] != ("plain" if singular else "third")]
+    preferred = [f for f in preferred if f[1] == like] or preferred
     return (preferred or forms or [None])[0]
+
+
+def verb_form(text: str) -> str | None:
+    """The form of the verb of `text` when it has no auxiliary ("past", "third" or "plain"), else None: what an
+    analogy's c is read like where its verb has two readings (`READ_LIKE`)."""
+    clause = parse(text)
+    if clause is None or clause.auxiliary or clause.verb is None:
+        return None
+    return (_form(clause.verb, clause.subject) or (None, None))[1]
 
 
 def _plural_noun(word: str) -> bool:
     return any(form == "plural" for _, form in readings(word.lower()))
 
 
-def negated(text: str) -> str | None:
+def negated(text: str, like: str | None = None) -> str | None:
     """`text` negated: "not" after its auxiliary ("She can swim." -> "She cannot swim.") or with do-support
-    ("He took the bus." -> "He did not take the bus."); None when it is negated already or is not read."""
+    ("He took the bus." -> "He did not take the bus."); None when it is negated already or is not read. `like`:
+    the form to read a verb of two readings in ("I read novels.": "plain" -> "do not read", "past" -> "did not")."""
     clause = parse(text)
     if clause is None or clause.negated:
         return None
     if clause.auxiliary:
         return _sentence(replace(clause, negated=True).words(), clause.end)
-    lemma, form = _form(clause.verb, clause.subject) or (None, None)
+    lemma, form = _form(clause.verb, clause.subject, like) or (None, None)
     if lemma is None:
         return None
     do = {"past": "did", "third": "does", "plain": "do"}[form]
@@ -131,9 +143,9 @@ def affirmed(text: str) -> str | None:
     return _sentence(replace(clause, negated=False).words(), clause.end)
 
 
-def asked(text: str) -> str | None:
+def asked(text: str, like: str | None = None) -> str | None:
     """The yes/no question of a statement: its auxiliary first ("Can she swim?") or do-support ("Does she like
-    tea?", "Did they go home?"); None when it is not read."""
+    tea?", "Did they go home?"); None when it is not read. `like`: as for `negated`."""
     clause = parse(text)
     if clause is None:
         return None
@@ -142,7 +154,7 @@ def asked(text: str) -> str | None:
         negation = ["not"] if clause.negated else []
         return _sentence([clause.auxiliary, *subject, *negation, *([clause.verb] if clause.verb else []),
                           *clause.rest], "?")
-    lemma, form = _form(clause.verb, clause.subject) or (None, None)
+    lemma, form = _form(clause.verb, clause.subject, like) or (None, None)
     if lemma is None:
         return None
     return _sentence([{"past": "did", "third": "does", "plain": "do"}[form], *subject, lemma, *clause.rest], "?")
@@ -165,13 +177,13 @@ def stated(text: str) -> str | None:
     return _sentence([*subject, aux, *after], ".")
 
 
-def passive(text: str) -> str | None:
+def passive(text: str, like: str | None = None) -> str | None:
     """The passive of an active sentence with a verb alone and an object ("The wind broke the branch." -> "The
-    branch was broken by the wind."), in its tense; None when it is not read so."""
+    branch was broken by the wind."), in its tense; None when it is not read so. `like`: as for `negated`."""
     clause = parse(text)
     if clause is None or clause.auxiliary or not clause.rest:
         return None
-    lemma, form = _form(clause.verb, clause.subject) or (None, None)
+    lemma, form = _form(clause.verb, clause.subject, like) or (None, None)
     participle = attested(lemma, "participle") if lemma else None
     patient = list(clause.rest)
     if participle is None or not (patient[0].lower() in _OBJECT_PRONOUNS or patient[0].lower() in _DETERMINERS):
@@ -203,7 +215,7 @@ def active(text: str) -> str | None:
     return None if verb is None else _sentence([*subject, verb, *patient], clause.end)
 
 
-def past(text: str) -> str | None:
+def past(text: str, like: str | None = None) -> str | None:
     """`text` in the past: its verb's past ("They go home." -> "They went home."), "was" / "were" for "am",
     "is", "are", "did" for "do" / "does"; None when it is in the past already, has a modal or is not read."""
     clause = parse(text)
@@ -212,7 +224,7 @@ def past(text: str) -> str | None:
     if clause.auxiliary:
         now = {"am": "was", "is": "was", "are": "were", "do": "did", "does": "did", "has": "had", "have": "had"}
         return _sentence(replace(clause, auxiliary=now[clause.auxiliary]).words(), clause.end)
-    lemma, form = _form(clause.verb, clause.subject) or (None, None)
+    lemma, form = _form(clause.verb, clause.subject, like) or (None, None)
     written = attested(lemma, "past") if form in ("plain", "third") else None
     return None if written is None else _sentence(replace(clause, verb=written).words(), clause.end)
 
@@ -225,3 +237,5 @@ def _inside(word: str) -> str:
 CHANGES: dict[str, Callable[[str], str | None]] = {
     "negated": negated, "affirmed": affirmed, "asked": asked, "stated": stated, "passive": passive, "active": active,
     "past": past}
+# the changes that read a verb and take `like`, the form to read a verb of two readings in
+READ_LIKE = frozenset({"negated", "asked", "passive", "past"})
