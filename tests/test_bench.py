@@ -137,7 +137,9 @@ def test_the_second_structure_held_out_set_is_its_own_and_the_bench_picks_it():
     assert all(len({x.a, x.b, x.c, x.expected}) == 4 for x in fresh)
     others = (path_set.HELD_OUT_STRUCTURE + path_set.structure_analogies() + path_set.HELD_OUT
               + path_set.path_analogies())
-    sentences = lambda items: {t for x in items for t in (x.a, x.b, x.c, x.expected)}  # noqa: E731
+    def sentences(items):
+        return {t for x in items for t in (x.a, x.b, x.c, x.expected)}
+
     assert not sentences(fresh) & sentences(others)
     assert bench_paths._analogies(2, True, 8) is fresh
     assert bench_paths._analogies(1, True, 8) is path_set.HELD_OUT_STRUCTURE
