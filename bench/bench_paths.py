@@ -13,7 +13,7 @@ decodes, "api": `engine.analogy`'s and `engine.interpolate`'s defaults):
   `--structure`: the analogies that change a sentence's structure (issue 74: possessives, irregular forms,
   negation with do and modals, two changes at once, yes/no questions, passives) instead of the simple kinds,
   rule-made (10 of each) or with `--held-out` the hand-written held-out ones (`--held-out 2`: the second held-out
-  set, HELD_OUT_STRUCTURE_2, written in session 47 before that session's changes);
+  set, HELD_OUT_STRUCTURE_2, written in session 48 before that session's changes);
 - interpolations of --steps points between related sentence pairs (STS-B dev, or test with
   `--pairs-split test`): the share of interior points
   whose decoding differs from both ends and from both ends' decodings ("own sentence"); the mean

@@ -55,11 +55,11 @@ OWN_SENTENCE_MARGIN = 0.02
 # ("The mouse caught the cat.") fitted it .02-.04 better than the passive it asked for (the structure dev set).
 TRANSFER_MARGIN = 0.04
 # The transfer and the decoding it competes with are compared by cosine + the fluency weight x log-probability
-# (as `choose_fluent` compares candidates) where a fluency model is on (session 47): a garbled c ("Two man
+# (as `choose_fluent` compares candidates) where a fluency model is on (session 48): a garbled c ("Two man
 # sleeps." .934, -28.5 nats) beat the transfer ("Two men sleep." .886, -21.7) by cosine alone.
 TRANSFER_FLUENCY = True
 # A decoder's hypothesis competes with an analogy's transfers only when it moves from c along b - a at least this
-# share of what the transfers move (`_carried_change`; session 47): MiniLM's b - a + c lies near c, and c said again
+# share of what the transfers move (`_carried_change`; session 48): MiniLM's b - a + c lies near c, and c said again
 # with another article or an addition fitted it best ("They ride the horse." .945, carrying -0.02 of b - a's 2.44,
 # against "They rode a horse." .893, carrying 1.70). None: no such rule.
 CARRY_SHARE: float | None = 0.5

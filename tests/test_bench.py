@@ -125,7 +125,7 @@ def test_the_paths_dev_set_is_well_formed_and_its_measures_are_right():
 
 
 def test_the_second_structure_held_out_set_is_its_own_and_the_bench_picks_it():
-    """bench/path_set.py HELD_OUT_STRUCTURE_2 (session 47): at least 10 of each structural kind, no sentence shared
+    """bench/path_set.py HELD_OUT_STRUCTURE_2 (session 48): at least 10 of each structural kind, no sentence shared
     with the dev set or the other held-out sets; `--structure --held-out 2` picks it, `--held-out 2` alone is refused."""
     from collections import Counter
 
