@@ -135,7 +135,8 @@ def test_no_sys_path_line_outside_tests():
 # for its modules unless one of them is named on another floor (the most specific name wins); a package's
 # own name (its __init__) is on the floor of what it exports.
 FLOORS = [
-    ("ground", ["core.text", "core.answers", "core.paths", "core.runtime.cancel", "core.runtime.hardware", "core.lora",
+    ("ground", ["core.text", "core.answers", "core.paths", "core.runtime.cancel", "core.runtime.hardware",
+                "core.runtime.imports", "core.lora",
                 "core.bert", "core.runtime.distributed", "core.explore.projector", "core.vec2sent.expression",
                 "core.vec2sent.examples", "core.evaluation.files", "core.evaluation.metrics",
                 "core.evaluation.reference", "core.spreadsheet", "core.tokenizer", "core.atomic"]),

@@ -1,5 +1,6 @@
 """Where and how the engine computes: `device` (CPU, CUDA or MPS, one setting), `hardware` (threads,
-precision, int8 products), `distributed` (torchrun) and `cancel` (work that stops when its request does).
+precision, int8 products), `distributed` (torchrun), `cancel` (work that stops when its request does) and
+`imports` (transformers imported safely from any thread).
 
 The names below are imported on first use (PEP 562): the command line reads `hardware`'s precision names
 to build its flags without importing torch.
