@@ -2,6 +2,7 @@
 
     python -m bench.bench_collection --rows 1000000 --queries 500               # synthetic vectors (below)
     python -m bench.bench_collection --collection data/posts --queries 500      # a built collection's own
+    python -m bench.bench_collection --collection URI --query-texts heldout.txt # ... and real queries
     python -m bench.bench_collection --rows 1000000 --faiss                     # and FAISS HNSW32,SQ8 beside it
     python -m bench.bench_collection --rows 1000000 --kinds ivf_sq,ivf_hnsw_sq --ef 0,40  # other LanceDB indexes
     python -m bench.bench_collection --real --queries 500                       # real vectors only (below)
@@ -54,9 +55,13 @@ def main(argv: list[str] | None = None) -> int:
     rng = np.random.default_rng(args.seed)
     if args.collection:
         table = connect(args.collection).open_table(TABLE)
-        rows = np.stack(table.to_arrow().column("vector").to_numpy(zero_copy_only=False)).astype(np.float32)
-        picked = rows[rng.choice(len(rows), args.queries, replace=False)]
-        queries = _unit(picked + 0.3 * rng.standard_normal(picked.shape).astype(np.float32) / np.sqrt(rows.shape[1]))
+        vectors = table.to_arrow().column("vector").combine_chunks()
+        rows = vectors.values.to_numpy().reshape(len(vectors), -1).astype(np.float32)
+        if args.query_texts:
+            queries = query_vectors(args.query_texts, args.queries, rng)
+        else:
+            picked = rows[rng.choice(len(rows), args.queries, replace=False)]
+            queries = _unit(picked + 0.3 * rng.standard_normal(picked.shape).astype(np.float32) / np.sqrt(rows.shape[1]))
     elif args.real:
         rows = np.unique(real_rows(), axis=0)  # rebuilt from codes, some rows coincide: ties would blur recall
         rows = rows[rng.permutation(len(rows))]
@@ -121,6 +126,16 @@ def measure_embedding(path: Path, text_column: str | None, rows: int, tmp: str |
     return {"rows": len(texts), "one_process_rows_s": round(one_process, 1), "ray_rows_s": round(on_ray, 1),
             "ratio": round(on_ray / one_process, 3), "index": index,
             "index_build_s": round(finished - embedded_at[-1], 1), **peak}
+
+
+def query_vectors(path: Path, n: int, rng: np.random.Generator) -> np.ndarray:
+    """`n` lines of `path` drawn at random, embedded by the shipped model: real queries a collection does not hold
+    (for the modern corpus, its held-out sentences)."""
+    from core.engine import Engine
+
+    lines = [line for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    texts = [lines[i] for i in rng.choice(len(lines), min(n, len(lines)), replace=False)]
+    return Engine.load(None, decoder=None, open_vocabulary=False, device="cpu").encode(texts, normalize=True)
 
 
 def synthetic_rows(n: int, q: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
@@ -237,6 +252,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--rows", type=int, default=100_000, help="synthetic rows (1,000 to 10,000,000)")
     parser.add_argument("--collection", default=None, help="a built collection's vectors instead (a folder or URI)")
     parser.add_argument("--queries", type=int, default=500, help="queries (10 to 10,000)")
+    parser.add_argument("--query-texts", type=Path, default=None,
+                        help="with --collection: queries embedded from lines of this file (else its rows plus noise)")
     parser.add_argument("--nprobes", type=_numbers, default=[16, 32, 64, 128], help="IVF lists probed, e.g. 64,128")
     parser.add_argument("--refine", type=_numbers, default=[5, 10, 20], help="refine factors, e.g. 10,20")
     parser.add_argument("--kinds", type=_kinds, default=["ivf_pq"], help="vector indexes, e.g. ivf_pq,ivf_hnsw_sq")
