@@ -70,8 +70,17 @@ def cache_dir(*parts: str) -> Path:
 
 
 def folder_bytes(folder: Path) -> int:
-    """The size of the files under `folder` (0 if it does not exist)."""
-    return sum(f.stat().st_size for f in folder.rglob("*") if f.is_file()) if folder.is_dir() else 0
+    """The size of the files under `folder` (0 if it does not exist). A file or folder removed while they are
+    counted (another request's upload finished) counts nothing: concurrent uploads answered 500 when it raised."""
+    total = 0
+    for root, _, names in os.walk(folder):  # a folder that vanishes mid-walk is skipped (os.walk ignores errors)
+        for name in names:
+            try:
+                found = os.stat(os.path.join(root, name))
+            except FileNotFoundError:
+                continue
+            total += found.st_size if stat.S_ISREG(found.st_mode) else 0
+    return total
 
 
 def staging_root() -> Path:

@@ -622,3 +622,27 @@ def test_a_public_server_names_a_broken_model_and_a_corrupt_decoder_never_its_fo
     private = make_studio(tiny_mlm_dir, checkpoints, public=None)
     with pytest.raises(CheckpointError, match=f"in {checkpoints}"):  # a server of one's own: where it is
         private.choose_model("broken", Session())
+
+
+def test_a_file_removed_while_the_disk_is_counted_counts_nothing(tmp_path, monkeypatch):
+    """The clean-clone CI saw an upload answered 500: `folder_bytes` listed a temporary upload file that another
+    request removed before its size was read (FileNotFoundError)."""
+    import os
+
+    from app.settings import folder_bytes
+
+    (tmp_path / "kept.bin").write_bytes(b"x" * 10)
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "going.bin").write_bytes(b"y" * 5)
+    real_stat, seen = os.stat, []
+
+    def removed_after_its_first_look(path, *args, **kwargs):
+        if str(path).endswith("going.bin"):
+            seen.append(path)
+            if len(seen) > 1:
+                raise FileNotFoundError(path)
+        return real_stat(path, *args, **kwargs)
+
+    monkeypatch.setattr(os, "stat", removed_after_its_first_look)
+    assert folder_bytes(tmp_path) in (10, 15)  # counted or not, never an error
+    assert folder_bytes(tmp_path / "nowhere") == 0
