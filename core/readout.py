@@ -37,11 +37,11 @@ from .vec2sent.checkpoint import WEIGHTS as DECODER_WEIGHTS
 from .vec2sent.checkpoint import Vec2Sent, load_checkpoint
 from .vec2sent.expression import evaluate_expression, sentence_names
 from .vec2sent.fit import Encode, fit_cosines, fits_of, mean_cosine
-from .vec2sent.fluency import FluencyModel, FluencySettings, default_gguf
+from .vec2sent.fluency import FluencyModel, FluencySettings, LogProbs, default_gguf
 from .vec2sent.grammar import RepairSettings, is_told, repair, told_keys
 from .vec2sent.paths import edit_path, transfer_edits, walk
 from .vec2sent.reading import API_DEFAULT, PATH_DEFAULT, DecodeSettings, choose, chosen, hypotheses
-from .vec2sent.refine import embedding_once
+from .vec2sent.refine import embedding_once, once_per_text
 from .words.scorer import WordScorer
 from .words.vocabulary import PART_OF_SPEECH
 
@@ -415,10 +415,11 @@ class VectorReader:
         """The top-k words each vector (n, d) points to, which refining edits may insert."""
         return [[w for w, _ in ranked] for ranked in self.model.words.ranked(vectors, k)]
 
-    def _choose(self, rows: list[list[str]], vectors: np.ndarray, encode: Encode,
-                fluency: FluencySettings | None) -> list[str]:
-        """Per row, the text shown (`core.vec2sent.reading.choose`, with the fluency model when `fluency`)."""
-        return choose(rows, vectors, encode, fluency, self._fluency_model_for(fluency))
+    def _choose(self, rows: list[list[str]], vectors: np.ndarray, encode: Encode, fluency: FluencySettings | None,
+                log_probs: LogProbs | None) -> list[str]:
+        """Per row, the text shown (`core.vec2sent.reading.choose`; with `fluency`, by the fluency model's
+        `log_probs` too)."""
+        return choose(rows, vectors, encode, fluency, log_probs)
 
     def _fluency_model_for(self, fluency: FluencySettings | None) -> FluencyModel | None:
         """The fluency model (loaded on first use) when `fluency` asks for one, else None."""
@@ -506,11 +507,12 @@ class VectorReader:
             if need > 0:
                 candidates = [t for t in candidates if t in transfers or carried[t] >= need]
         model = self._fluency_model_for(settings.fluency)
+        log_probs = None if model is None else once_per_text(model.log_probs, np.float64)  # each text scored once
 
         def repaired(text: str) -> str:
-            return text if model is None else repair(text, vector, encode, model.log_probs, PATH_REPAIR)
+            return text if log_probs is None else repair(text, vector, encode, log_probs, PATH_REPAIR)
 
-        shown = self._choose([candidates], vector[None], encode, settings.fluency)[0]
+        shown = self._choose([candidates], vector[None], encode, settings.fluency, log_probs)[0]
         if not transfers:
             return repaired(shown), False, None
         own = [t for t in candidates if t not in transfers] or found
@@ -520,8 +522,8 @@ class VectorReader:
         transfer_fits = fits_of(transfers, vector, encode)
         shown, transferred = repaired(shown), repaired(transfers[int(np.argmax(transfer_fits))])
         fits = np.asarray(fits_of([shown, transferred], vector, encode), dtype=np.float64)
-        if model is not None and TRANSFER_FLUENCY:  # cosine + weight x log-probability, as the fluency choice
-            fits = fits + settings.fluency.weight * np.asarray(model.log_probs([shown, transferred]), dtype=np.float64)
+        if log_probs is not None and TRANSFER_FLUENCY:  # cosine + weight x log-probability, as the fluency choice
+            fits = fits + settings.fluency.weight * log_probs([shown, transferred])
         return (transferred, True, decoding_fit) if fits[1] >= fits[0] - TRANSFER_MARGIN else (shown, False, None)
 
     def interpolate(self, x: str, y: str, steps: int = 5, reference: Reference | None = None, k: int = 5,

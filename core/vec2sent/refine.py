@@ -90,15 +90,22 @@ def _corrected_target(target: np.ndarray, v: np.ndarray, chosen: list[tuple[str,
 
 def embedding_once(encode: Encode) -> Encode:
     """`encode` that embeds each distinct text once, however often it is asked for again."""
+    return once_per_text(encode, np.float32)
+
+
+def once_per_text(compute: Callable[[list[str]], np.ndarray], dtype: type = np.float32
+                  ) -> Callable[[Sequence[str]], np.ndarray]:
+    """`compute` (texts -> one row per text: an embedding (n, d), a log-probability (n,)) that computes each
+    distinct text once, however often it is asked for again: res[i] = compute([texts[i]])'s row as first computed."""
     seen: dict[str, np.ndarray] = {}
 
-    def embed(texts: list[str]) -> np.ndarray:
+    def computed(texts: Sequence[str]) -> np.ndarray:
         new = [t for t in dict.fromkeys(texts) if t not in seen]
         if new:
-            seen.update(zip(new, np.asarray(encode(new), dtype=np.float32)))
-        return np.stack([seen[t] for t in texts])
+            seen.update(zip(new, np.asarray(compute(new), dtype=dtype)))
+        return np.stack([seen[t] for t in texts]) if texts else np.asarray(compute([]), dtype=dtype)
 
-    return embed
+    return computed
 
 
 def one_word_edits(words: Sequence[str], pool: Sequence[str]) -> list[tuple[str, ...]]:
