@@ -1,6 +1,6 @@
 """Paths through the embedding space, read by the decoder (issue 59): analogies and interpolations.
 
-    python -m bench.bench_paths [--shared ../shared] [--analogies 8 | --held-out [2]] [--structure] [--pairs 40]
+    python -m bench.bench_paths [--shared ../shared] [--analogies 8 | --held-out [2|3]] [--structure] [--pairs 40]
                                 [--pairs-split dev|test]
                                 [--steps 6] [--settings app api] [--threads 2] [--no-fluency] [--no-walk]
 
@@ -13,7 +13,8 @@ decodes, "api": `engine.analogy`'s and `engine.interpolate`'s defaults):
   `--structure`: the analogies that change a sentence's structure (issue 74: possessives, irregular forms,
   negation with do and modals, two changes at once, yes/no questions, passives) instead of the simple kinds,
   rule-made (10 of each) or with `--held-out` the hand-written held-out ones (`--held-out 2`: the second held-out
-  set, HELD_OUT_STRUCTURE_2, written in session 48 before that session's changes);
+  set, HELD_OUT_STRUCTURE_2, written in session 48 before that session's changes; `--held-out 3`: the third,
+  written in session 49 and not yet run);
 - interpolations of --steps points between related sentence pairs (STS-B dev, or test with
   `--pairs-split test`): the share of interior points
   whose decoding differs from both ends and from both ends' decodings ("own sentence"); the mean
@@ -34,7 +35,7 @@ import numpy as np
 import torch
 
 from bench.machine import machine_line
-from bench.path_set import (HELD_OUT, HELD_OUT_STRUCTURE, HELD_OUT_STRUCTURE_2, interpolation_pairs, path_analogies,
+from bench.path_set import (HELD_OUT, HELD_OUT_STRUCTURE, HELD_OUT_STRUCTURE_2, HELD_OUT_STRUCTURE_3, interpolation_pairs, path_analogies,
                             structure_analogies, words_of)
 from core import Engine
 from core.encoder import l2_normalize
@@ -107,11 +108,12 @@ def interpolation_scores(engine: Engine, setting: DecodeSettings, pairs, steps: 
 
 def _analogies(held_out: int, structure: bool, per_kind: int) -> list:
     """The analogies asked for: the simple or the structural kinds (issue 74), rule-made (`held_out` 0) or held out
-    (1; for the structural kinds 2 is the second held-out set)."""
+    (1; for the structural kinds 2 and 3 are the second and third held-out sets)."""
     if structure:
-        return [structure_analogies(max(per_kind, 10)), HELD_OUT_STRUCTURE, HELD_OUT_STRUCTURE_2][held_out]
-    if held_out == 2:
-        raise ValueError("--held-out 2 is a set of the structural kinds: add --structure")
+        return [structure_analogies(max(per_kind, 10)), HELD_OUT_STRUCTURE, HELD_OUT_STRUCTURE_2,
+                HELD_OUT_STRUCTURE_3][held_out]
+    if held_out > 1:
+        raise ValueError(f"--held-out {held_out} is a set of the structural kinds: add --structure")
     return HELD_OUT if held_out else path_analogies(per_kind)
 
 
@@ -119,9 +121,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--shared", type=Path, default=ROOT.parent / "shared")
     parser.add_argument("--analogies", type=int, default=8, help="rule-made analogies of each kind")
-    parser.add_argument("--held-out", type=int, nargs="?", const=1, default=0, choices=[1, 2],
+    parser.add_argument("--held-out", type=int, nargs="?", const=1, default=0, choices=[1, 2, 3],
                         help="the held-out analogies (bench/path_set.py HELD_OUT, HELD_OUT_STRUCTURE; 2: "
-                             "HELD_OUT_STRUCTURE_2 with --structure) instead of the dev set")
+                             "HELD_OUT_STRUCTURE_2, 3: _3, with --structure) instead of the dev set")
     parser.add_argument("--structure", action="store_true",
                         help="the analogies that change a sentence's structure (issue 74) instead of the simple kinds")
     parser.add_argument("--pairs", type=int, default=40)

@@ -543,6 +543,104 @@ HELD_OUT_STRUCTURE_2 = [PathAnalogy(kind, *item) for kind, items in [
 ] for item in items]
 
 
+
+# A third held-out set of STRUCTURE_KINDS (session 49): written by hand before that session's work on the kinds, from
+# other sentences (and mostly other nouns, verbs and gender pairs) than the dev set, the two sets above and the tests;
+# not run when written: to be measured once, after the next change of the structural decoding (`--held-out 3`).
+# Harder on purpose in places: plurals that do not change ("fish") or change whole ("person" -> "people"), "read"
+# in the past, "could" and "might", a passive of plural fish.
+HELD_OUT_STRUCTURE_3 = [PathAnalogy(kind, *item) for kind, items in [
+    ("possessive", [
+        ("I sharpen my pencil.", "She sharpens her pencil.", "I lose my pencil.", "She loses her pencil."),
+        ("We clean our garage.", "They clean their garage.", "We empty our garage.", "They empty their garage."),
+        ("He loves his grandmother.", "I love my grandmother.", "He visits his grandmother.", "I visit my grandmother."),
+        ("They sell their paintings.", "We sell our paintings.", "They frame their paintings.", "We frame our paintings."),
+        ("You warm your hands.", "He warms his hands.", "You rub your hands.", "He rubs his hands."),
+        ("She wraps her gifts.", "We wrap our gifts.", "She opens her gifts.", "We open our gifts."),
+        ("I trim my beard.", "He trims his beard.", "I shave my beard.", "He shaves his beard."),
+        ("We greet our guests.", "They greet their guests.", "We invite our guests.", "They invite their guests."),
+        ("I stretch my legs.", "She stretches her legs.", "I cross my legs.", "She crosses her legs."),
+        ("They guard their castle.", "He guards his castle.", "They defend their castle.", "He defends his castle."),
+    ]),
+    ("irregular", [
+        ("One girl sings.", "Two girls sing.", "One elf sings.", "Two elves sing."),
+        ("A boy smiles.", "Three boys smile.", "A person smiles.", "Three people smile."),
+        ("One box is full.", "Two boxes are full.", "One shelf is full.", "Two shelves are full."),
+        ("One swan swims.", "Two swans swim.", "One fish swims.", "Two fish swim."),
+        ("We wash the car.", "We washed the car.", "We drive the car.", "We drove the car."),
+        ("They lift the box.", "They lifted the box.", "They bring the box.", "They brought the box."),
+        ("I fix the bike.", "I fixed the bike.", "I sell the bike.", "I sold the bike."),
+        ("You call the dog.", "You called the dog.", "You feed the dog.", "You fed the dog."),
+        ("She guards the gate.", "She guarded the gate.", "She leaves the gate.", "She left the gate."),
+        ("We count the sheep.", "We counted the sheep.", "We keep the sheep.", "We kept the sheep."),
+    ]),
+    ("do-negation", [
+        ("She painted the fence.", "She did not paint the fence.", "She built the fence.", "She did not build the fence."),
+        ("They cleaned the kitchen.", "They did not clean the kitchen.", "They left the kitchen.",
+         "They did not leave the kitchen."),
+        ("My aunt bakes cookies.", "My aunt does not bake cookies.", "My aunt buys cookies.",
+         "My aunt does not buy cookies."),
+        ("He reads comics.", "He does not read comics.", "He writes comics.", "He does not write comics."),
+        ("The dog growls.", "The dog does not growl.", "The dog bites.", "The dog does not bite."),
+        ("We wanted the car.", "We did not want the car.", "We sold the car.", "We did not sell the car."),
+        ("She can skate.", "She cannot skate.", "She can knit.", "She cannot knit."),
+        ("They will vote.", "They will not vote.", "They will protest.", "They will not protest."),
+        ("He could sleep.", "He could not sleep.", "He could breathe.", "He could not breathe."),
+        ("I might stay.", "I might not stay.", "I might go.", "I might not go."),
+    ]),
+    ("two-changes", [
+        ("The glass is clean.", "The glasses are not clean.", "The jar is empty.", "The jars are not empty."),
+        ("The path is steep.", "The paths are not steep.", "The hill is high.", "The hills are not high."),
+        ("The cake is fresh.", "The cakes are not fresh.", "The pie is warm.", "The pies are not warm."),
+        ("The bag is heavy.", "The bags are not heavy.", "The basket is light.", "The baskets are not light."),
+        ("The key is lost.", "The keys are not lost.", "The phone is new.", "The phones are not new."),
+        ("The uncle drives the car.", "The aunt drove the car.", "The uncle washes the car.", "The aunt washed the car."),
+        ("The actor learns the lines.", "The actress learned the lines.", "The actor forgets the lines.",
+         "The actress forgot the lines."),
+        ("The husband cooks the dinner.", "The wife cooked the dinner.", "The husband eats the dinner.",
+         "The wife ate the dinner."),
+        ("The son feeds the horse.", "The daughter fed the horse.", "The son rides the horse.",
+         "The daughter rode the horse."),
+        ("The lord builds the castle.", "The lady built the castle.", "The lord visits the castle.",
+         "The lady visited the castle."),
+    ]),
+    ("yes-no", [
+        ("She plays chess.", "Does she play chess?", "She teaches chess.", "Does she teach chess?"),
+        ("They sell bicycles.", "Do they sell bicycles?", "They repair bicycles.", "Do they repair bicycles?"),
+        ("He writes poems.", "Does he write poems?", "He reads poems.", "Does he read poems?"),
+        ("You want dessert.", "Do you want dessert?", "You like dessert.", "Do you like dessert?"),
+        ("We passed the test.", "Did we pass the test?", "We failed the test.", "Did we fail the test?"),
+        ("She wrote the email.", "Did she write the email?", "She read the email.", "Did she read the email?"),
+        ("The bakery sells cakes.", "Does the bakery sell cakes?", "The bakery makes cakes.",
+         "Does the bakery make cakes?"),
+        ("They found the key.", "Did they find the key?", "They lost the key.", "Did they lose the key?"),
+        ("He can cook.", "Can he cook?", "He can dance.", "Can he dance?"),
+        ("You washed the car.", "Did you wash the car?", "You parked the car.", "Did you park the car?"),
+    ]),
+    ("passive", [
+        ("The dog bit the postman.", "The postman was bitten by the dog.", "The dog followed the postman.",
+         "The postman was followed by the dog."),
+        ("The chef baked the bread.", "The bread was baked by the chef.", "The chef sliced the bread.",
+         "The bread was sliced by the chef."),
+        ("The children painted the walls.", "The walls were painted by the children.", "The children washed the walls.",
+         "The walls were washed by the children."),
+        ("The pirate buried the treasure.", "The treasure was buried by the pirate.", "The pirate found the treasure.",
+         "The treasure was found by the pirate."),
+        ("The teacher graded the tests.", "The tests were graded by the teacher.", "The teacher gave the tests.",
+         "The tests were given by the teacher."),
+        ("The storm flooded the town.", "The town was flooded by the storm.", "The storm hit the town.",
+         "The town was hit by the storm."),
+        ("The mechanic fixed the engine.", "The engine was fixed by the mechanic.", "The mechanic tested the engine.",
+         "The engine was tested by the mechanic."),
+        ("The pie was made by the cook.", "The cook made the pie.", "The soup was stirred by the cook.",
+         "The cook stirred the soup."),
+        ("The poem was read by the poet.", "The poet read the poem.", "The book was signed by the poet.",
+         "The poet signed the book."),
+        ("The fish were caught by the fishermen.", "The fishermen caught the fish.", "The nets were mended by the fishermen.",
+         "The fishermen mended the nets."),
+    ]),
+] for item in items]
+
 def structure_analogies(per_kind: int = 10, seed: int = 0) -> list[PathAnalogy]:
     """`per_kind` rule-made analogies of each of STRUCTURE_KINDS (seeded)."""
     return _structure_analogies(random.Random(seed), per_kind)

@@ -124,25 +124,28 @@ def test_the_paths_dev_set_is_well_formed_and_its_measures_are_right():
     assert not steady  # "near x" comes back towards x after "mid"
 
 
-def test_the_second_structure_held_out_set_is_its_own_and_the_bench_picks_it():
-    """bench/path_set.py HELD_OUT_STRUCTURE_2 (session 48): at least 10 of each structural kind, no sentence shared
-    with the dev set or the other held-out sets; `--structure --held-out 2` picks it, `--held-out 2` alone is refused."""
+@pytest.mark.parametrize("number", [2, 3])
+def test_each_later_structure_held_out_set_is_its_own_and_the_bench_picks_it(number):
+    """bench/path_set.py HELD_OUT_STRUCTURE_2 (session 48) and _3 (session 49): at least 10 of each structural kind,
+    no sentence shared with the dev set or the other held-out sets; `--structure --held-out N` picks it,
+    `--held-out N` alone is refused."""
     from collections import Counter
 
     from bench import bench_paths, path_set
 
-    fresh = path_set.HELD_OUT_STRUCTURE_2
+    later = {2: path_set.HELD_OUT_STRUCTURE_2, 3: path_set.HELD_OUT_STRUCTURE_3}
+    fresh = later.pop(number)
     assert set(Counter(x.kind for x in fresh)) == set(path_set.STRUCTURE_KINDS)
     assert min(Counter(x.kind for x in fresh).values()) >= 10
     assert all(len({x.a, x.b, x.c, x.expected}) == 4 for x in fresh)
     others = (path_set.HELD_OUT_STRUCTURE + path_set.structure_analogies() + path_set.HELD_OUT
-              + path_set.path_analogies())
+              + path_set.path_analogies() + [x for items in later.values() for x in items])
     def sentences(items):
         return {t for x in items for t in (x.a, x.b, x.c, x.expected)}
 
     assert not sentences(fresh) & sentences(others)
-    assert bench_paths._analogies(2, True, 8) is fresh
+    assert bench_paths._analogies(number, True, 8) is fresh
     assert bench_paths._analogies(1, True, 8) is path_set.HELD_OUT_STRUCTURE
     assert bench_paths._analogies(1, False, 8) is path_set.HELD_OUT
     with pytest.raises(ValueError):
-        bench_paths._analogies(2, False, 8)
+        bench_paths._analogies(number, False, 8)
