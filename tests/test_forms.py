@@ -105,3 +105,14 @@ def test_sticks_of_wax_are_candles_and_the_young_of_an_animal_stay_young():
 ])
 def test_describes_action(description, action):
     assert describes_action(description) is action
+
+
+@pytest.mark.parametrize("written, forms", [("loafs", ["loaves"]), ("foots", ["feet"]), ("taked", ["took", "taken"]),
+                                            ("bringed", ["brought"]), ("sheeps", ["sheep"]), ("dogs", []),
+                                            ("walked", []), ("leafs", []), ("blorfs", [])])
+def test_a_word_written_by_spelling_rules_alone_stands_for_the_attested_forms(written, forms):
+    """Session 49: "Two loafs are fresh." was an analogy's answer; the lexicon writes "loaves". An attested word
+    ("leafs": the verb's third person) and a word of no lemma stand for nothing."""
+    from core.lexicon.forms import regularised
+
+    assert regularised(written) == forms

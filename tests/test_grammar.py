@@ -19,13 +19,21 @@ from core.vec2sent.grammar import RepairSettings, agreement_variants, repair, se
     ("She do her work.", "She does her work."),
     ("He saw a elephant.", "He saw an elephant."),
     ("I saw one birds.", "I saw one bird."),
+    # session 49 (issue 74's misses): a form written by spelling rules alone, a verb after do-support
+    ("Two loafs are fresh.", "Two loaves are fresh."),
+    ("She taked the bus.", "She took the bus."),
+    ("Did we booked the flight?", "Did we book the flight?"),
+    ("He did not took the bus.", "He did not take the bus."),
+    ("He didn't ate the soup.", "He didn't eat the soup."),
+    ("Does the shop sells shoes?", "Does the shop sell shoes?"),
 ])
 def test_a_slip_of_agreement_has_its_repair_among_the_variants(slip, repaired):
     assert repaired in agreement_variants(slip)
 
 
 @pytest.mark.parametrize("text", ["Our neighbour watched television.", "Is he tired?", "Two sheep are sleeping.",
-                                  "I like dogs.", "We sell the car.", "A dog runs on the grass.", "They were at home."])
+                                  "I like dogs.", "We sell the car.", "A dog runs on the grass.", "They were at home.",
+                                  "He did the dishes.", "Did you see the film?", "The leaf falls."])
 def test_a_sentence_that_agrees_has_no_variants(text):
     assert agreement_variants(text) == []
 

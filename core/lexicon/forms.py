@@ -239,6 +239,25 @@ def lemmas_of(written: str, form: str) -> list[str]:
     return [lemma for lemma in dict.fromkeys(found) if lemma and inflect(lemma, form) == written]
 
 
+# The forms an over-regularised word can stand for: a plural or a third person by "-s", a past or participle by "-ed"
+_REGULARISED = {"plural": ("s", "es"), "third": ("s", "es"), "past": ("ed", "d"), "participle": ("ed", "d")}
+
+
+def regularised(written: str) -> list[str]:
+    """The attested forms that `written`, a word no table knows written by spelling rules alone, stands for: "loafs"
+    -> ["loaves"], "taked" -> ["took", "taken"], "foots" -> ["feet"]; [] for an attested word or any other."""
+    if readings(written) or " " in written:
+        return []
+    found = []
+    for form, endings in _REGULARISED.items():
+        for ending in endings:
+            stem = written[:-len(ending)] if written.endswith(ending) else ""
+            for lemma in dict.fromkeys([stem, stem[:-1]] if stem else []):  # "taked" / "stopped": a doubled letter
+                shown = attested(lemma, form) if lemma else None
+                if shown not in (None, written) and rule_form(lemma, form) == written:
+                    found.append(shown)
+    return list(dict.fromkeys(found))
+
 def written_forms(description: str, words: Sequence[str]) -> list[str]:
     """Each of `words` (lemmas answering `description`) as `shown_form` writes it for the form the description
     asks for (`asked_form`), with their parts of speech in the shipped WordNet dictionary."""

@@ -14,7 +14,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from core.lexicon.forms import attested, is_noun, lemmas_of, takes_form
+from core.lexicon.forms import attested, is_noun, lemmas_of, readings, regularised, takes_form
 from core.lexicon.spelling import spelling_key
 from core.text import detokenize
 from core.vec2sent.fit import fits_of
@@ -27,6 +27,10 @@ _SINGULAR_PRONOUNS, _PLURAL_PRONOUNS = frozenset("he she it".split()), frozenset
 _AGREEING = {"is": "are", "was": "were", "has": "have", "does": "do", "isn't": "aren't", "wasn't": "weren't",
              "doesn't": "don't"}
 _AGREEING_PLURAL = {plural: singular for singular, plural in _AGREEING.items()}
+# Do-support: the verb after these (and "not", or a question's subject) is in its plain form.
+_DO, _DO_NOT = frozenset("do does did".split()), frozenset("don't doesn't didn't".split())
+_SUBJECT_PRONOUNS = _SINGULAR_PRONOUNS | _PLURAL_PRONOUNS | {"i"}
+_DETERMINERS = frozenset("the a an my your his her its our their this that these those".split())
 
 
 # Words whose look-alike plural or singular is another word ("us" -> "u", "news"): never counted.
@@ -77,18 +81,20 @@ def agreement_variants(text: str) -> list[str]:
     after a plural cue put in the plural ("two sister" -> "two sisters", "four mouse" -> "four mice") and
     after a singular cue in the singular; "is" / "are" and the like, and a verb's third person, agreeing with
     the pronoun or plural noun before them ("he are", "they runs", "the dogs is") or the pronoun after
-    ("are he"); "a" / "an" before a vowel letter or not. Each variant changes one word; none when nothing
-    disagrees."""
+    ("are he"); "a" / "an" before a vowel letter or not; a word written by spelling rules alone as the lexicon
+    writes it ("two loafs" -> "two loaves", "she taked" -> "she took"); a verb after do-support in its plain form
+    ("did not took" -> "did not take", "Did we booked" -> "Did we book"). Each variant changes one word; none when
+    nothing disagrees."""
     words = re.findall(r"\w+(?:'\w+)?|[^\w\s]", text)
     lower = [w.lower() for w in words]
     variants = []
     for i, word in enumerate(lower):
         before = lower[i - 1] if i else ""
         after = lower[i + 1] if i + 1 < len(lower) else ""
-        fixed = _agreeing(word, before, after)
-        if fixed is not None and fixed != word:
-            changed = fixed[:1].upper() + fixed[1:] if words[i][:1].isupper() else fixed
-            variants.append(detokenize([*words[:i], changed, *words[i + 1:]]))
+        for fixed in (_agreeing(word, before, after), *regularised(word), _after_do(lower, i)):
+            if fixed is not None and fixed != word:
+                changed = fixed[:1].upper() + fixed[1:] if words[i][:1].isupper() else fixed
+                variants.append(detokenize([*words[:i], changed, *words[i + 1:]]))
     return list(dict.fromkeys(variants))
 
 
@@ -115,6 +121,17 @@ def _agreeing(word: str, before: str, after: str) -> str | None:
     if _verb(word) and before in _SINGULAR_PRONOUNS:
         return attested(word, "third")  # "he run" -> "he runs", "she do" -> "she does"
     return None
+
+
+def _after_do(lower: Sequence[str], i: int) -> str | None:
+    """The plain form of the verb at `i` (lower-case words) when do-support wants one and it is in the past or the
+    third person: after "did not" / "didn't", or after the subject of a question that begins with "do" ("Did we
+    booked", "Does the shop sells"); else None."""
+    negated = i >= 1 and (lower[i - 1] in _DO_NOT or (i >= 2 and lower[i - 1] == "not" and lower[i - 2] in _DO))
+    asked = lower[0] in _DO and ((i == 2 and lower[1] in _SUBJECT_PRONOUNS) or (i == 3 and lower[1] in _DETERMINERS))
+    if not (negated or asked):
+        return None
+    return next((lemma for lemma, form in readings(lower[i]) if form in ("past", "third") and _verb(lemma)), None)
 
 
 def _singular_noun(word: str) -> bool:
