@@ -36,6 +36,8 @@ def test_one_metadata_column_has_no_header(tmp_path):
     ("1\t2\n3\t4\n", "word\tpos\ncat\tn\ndog\n", "m.tsv line 3: 1 columns, where the header has 2"),
     ("1\t2\n3\t4\n", "word\tpos\ncat\tn\n", "m.tsv has 1 rows under its header for 2 vectors"),
     ("1\t2\n3\t4\n", "word\tpos\tword\ncat\tn\tc\ndog\tv\td\n", "m.tsv line 1: the column name 'word' is used twice"),
+    ("1\t2\n", "\t".join(f"c{i}" for i in range(101)) + "\n" + "\t".join("x" * 101) + "\n",
+     "m.tsv line 1: 101 columns; at most 100 can be read"),
 ])
 def test_bad_files_are_refused_naming_the_line(tmp_path, vectors, metadata, message):
     (tmp_path / "v.tsv").write_text(vectors, encoding="utf-8")

@@ -497,8 +497,16 @@ class LoginThrottle:
 
 
 # Routes public mode closes (a path's end -> the one line it answers, 404): Gradio's screen recording stored up to
-# 20 MB a call in its temp folder outside the disk budget, for good when the reply was not read (issue 75).
-CLOSED_IN_PUBLIC = {"/gradio_api/process_recording": "Screen recording is not available on this public server."}
+# 20 MB a call in its temp folder outside the disk budget, for good when the reply was not read (issue 75); its deep
+# link wrote a session's whole state (every input's last value) there on each call, never deleted; its reload notifier
+# is an endless stream that wakes every 50 ms (thousands of idle ones take the event loop); its upload progress kept
+# an entry for every id asked for, made up or not, for good (session 49's review). The page uses none of them.
+CLOSED_IN_PUBLIC = {"/gradio_api/process_recording": "Screen recording is not available on this public server.",
+                    "/gradio_api/deep_link": "Links to a session's state are not made on this public server.",
+                    "/gradio_api/dev/reload": "This public server does not reload.",
+                    "/gradio_api/upload_progress": "Upload progress is not reported on this public server."}
+# An upload's progress is not tracked in public mode (nobody may read it: its route is closed): the id is dropped.
+UNTRACKED_UPLOAD = "/gradio_api/upload"
 HEARTBEAT = "/gradio_api/heartbeat/"
 # Routes whose lookups (a function, an endpoint, a component by its id or name) raise when nothing is found.
 LOOKUP_ROUTES = ("/gradio_api/component_server", "/gradio_api/run/", "/gradio_api/api/", "/gradio_api/call/",
@@ -513,7 +521,8 @@ class RouteGuard:
       /gradio_api/call/v2/UNKNOWN, issue 75): a lookup that found nothing 404, a session no bound has room for 503,
       anything else 500 "Something went wrong (TypeError)..." with the traceback in the log;
     - public mode (`sessions`): Gradio's sessions are bounded (app.server.sessions) and told the address of each
-      request, a page's open heartbeat keeps its session live, and the routes of CLOSED_IN_PUBLIC answer 404."""
+      request, a page's open heartbeat keeps its session live, the routes of CLOSED_IN_PUBLIC answer 404 and an
+      upload names no progress id (UNTRACKED_UPLOAD)."""
 
     def __init__(self, app: Callable[[Scope, Receive, Send], Awaitable[None]], blocks: Any,
                  sessions: SessionLimits | None = None):
@@ -531,6 +540,8 @@ class RouteGuard:
         if closed is not None:
             await _plain(send, 404, json.dumps({"detail": closed}).encode(), b"application/json")
             return
+        if path.endswith(UNTRACKED_UPLOAD):
+            scope = {**scope, "query_string": _without_query(scope.get("query_string", b""), "upload_id")}
         table = install(self.blocks.state_holder, self.sessions, self._busy)
         beating = path.rpartition("/")[2] if HEARTBEAT in path + "/" and scope.get("method") == "GET" else None
         if beating:
@@ -577,6 +588,13 @@ def _explained(err: Exception, path: str) -> tuple[int, str]:
                      "(a function by fn_index needs one).")
     log.error("%s failed", path[:100], exc_info=err)
     return 500, f"Something went wrong ({type(err).__name__}); the server log has details."
+
+
+def _without_query(query: bytes, name: str) -> bytes:
+    """A query string without its `name` parameters, however their names are escaped: b"upload%5Fid=x&a=1" -> b"a=1"."""
+    from urllib.parse import parse_qsl, urlencode
+    kept = [(k, v) for k, v in parse_qsl(query.decode("latin-1"), keep_blank_values=True) if k != name]
+    return urlencode(kept).encode("latin-1")
 
 
 async def _plain(send: Send, status: int, body: bytes, content_type: bytes) -> None:

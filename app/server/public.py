@@ -134,6 +134,9 @@ def remove_all_sessions() -> None:
     public_saves_dir()
 
 
+EMPTY_FOLDER_AGE_S = 60.0  # an empty folder of Gradio's temp folder is swept once this old (`remove_empty_folders`)
+
+
 def remove_old_temp_files(lifetime: float = UPLOAD_LIFETIME_S, now: float | None = None) -> None:
     """Delete what Gradio's temp folder holds unchanged for `lifetime` (uploads and served copies of ended
     requests; Gradio itself deletes them only every ten minutes)."""
@@ -144,6 +147,21 @@ def remove_old_temp_files(lifetime: float = UPLOAD_LIFETIME_S, now: float | None
             if entry.lstat().st_mtime < cutoff:
                 shutil.rmtree(entry, ignore_errors=True) if entry.is_dir() else entry.unlink(missing_ok=True)
         except OSError:  # gone meanwhile
+            continue
+
+
+def remove_empty_folders(min_age: float = EMPTY_FOLDER_AGE_S, now: float | None = None) -> None:
+    """Delete the empty folders of Gradio's temp folder unchanged for `min_age` seconds: an upload's or a served
+    file's folder once Gradio has deleted its file (Gradio deletes files, not folders: each upload left two for the
+    life of the server, walked by every reservation). A younger empty folder may be about to get its file."""
+    cutoff = (now or time.time()) - min_age
+    folder = upload_dir()
+    for entry in folder.iterdir() if folder.is_dir() else []:
+        try:
+            if entry.is_dir() and not entry.is_symlink() and entry.lstat().st_mtime < cutoff \
+                    and not any(entry.iterdir()):
+                entry.rmdir()
+        except OSError:  # gone, or filled, meanwhile
             continue
 
 
@@ -226,6 +244,7 @@ class DiskBudget:
         `owner`'s share of it has no room for them even after `make_room`."""
         with self.lock:
             self._drop_expired()
+            remove_empty_folders()
             used = disk_used() + self.reserved()
             if used + needed > self.limits.disk_bytes:
                 make_room(self.limits)

@@ -17,6 +17,7 @@ to its temp folder, and gives each upload a folder of its own.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import secrets
@@ -143,6 +144,8 @@ class UploadRoom:
                 shutil.rmtree(folder, ignore_errors=True)
                 names.append(str(path))
                 continue
+            with contextlib.suppress(OSError):  # Gradio's folder, now empty unless an identical upload shares it
+                path.parent.rmdir()
             folders.append(folder)
             names.append(str(folder / path.name))
             self.blocks.upload_file_set.add(names[-1])

@@ -8,6 +8,7 @@ points in the same form, for the Projector and other tools.
 from __future__ import annotations
 
 import math
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -17,6 +18,7 @@ from ..spreadsheet import inert
 
 MAX_POINTS = 200_000  # the Projector itself loads 100k points
 MAX_WIDTH = 4_096
+MAX_COLUMNS = 100  # metadata columns (a table of texts too): each is a colouring to choose
 MAX_FILE_BYTES = 300_000_000
 VECTORS, METADATA = "vectors.tsv", "metadata.tsv"
 
@@ -38,11 +40,12 @@ def read_projector(vectors: Path, metadata: Path | None = None, max_points: int 
     """Read vectors.tsv (and metadata.tsv); ValueError naming the file and line of the first problem:
     a file over MAX_FILE_BYTES, more than `max_points` points, a row of another width or over MAX_WIDTH, a
     value that is not a finite number, metadata rows that do not match the vectors in number."""
-    rows = [_vector_row(line, number, vectors.name) for number, line in enumerate(_lines(vectors), 1)]
-    if not rows:
+    lines = _lines(vectors)
+    if not lines:
         raise ValueError(f"{vectors.name} holds no vectors")
-    if len(rows) > max_points:
-        raise ValueError(f"{vectors.name} holds {len(rows):,} points; at most {max_points:,} can be loaded")
+    if len(lines) > max_points:  # before any is parsed: a file of many short rows parses to far more memory
+        raise ValueError(f"{vectors.name} holds {len(lines):,} points; at most {max_points:,} can be loaded")
+    rows = [_vector_row(line, number, vectors.name) for number, line in enumerate(lines, 1)]
     width = len(rows[0])
     for number, row in enumerate(rows, 1):
         if len(row) != width:
@@ -106,7 +109,9 @@ def table_columns(text: str, name: str, first_line: int = 1) -> dict[str, list[s
     header = rows[0] if rows and len(rows[0]) > 1 else None  # the Projector: a header only with several columns
     body = rows[1:] if header else rows
     names = [column.strip() for column in header] if header else ["label"]
-    twice = [column for j, column in enumerate(names) if column in names[:j]]
+    if len(names) > MAX_COLUMNS:
+        raise ValueError(f"{name} line {first_line}: {len(names):,} columns; at most {MAX_COLUMNS} can be read")
+    twice = [column for column, count in Counter(names).items() if count > 1]
     if twice:  # one column would hide the other
         raise ValueError(f"{name} line {first_line}: the column name {twice[0]!r} is used twice")
     for number, row in enumerate(body, first_line + 1 if header else first_line):
