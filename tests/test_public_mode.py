@@ -326,8 +326,8 @@ def test_a_downloads_room_is_held_while_written_and_its_copys_a_while_after(tiny
     make_studio(tiny_mlm_dir, checkpoints, PublicLimits(disk_bytes=50_000_000))
     seen = []
     monkeypatch.setattr(public, "COPY_LINGER_S", 0.5)
-    monkeypatch.setattr("app.shared.export.write_projector", lambda folder, points: (
-        seen.append(public.disk_budget().reserved()), folder.mkdir(), (folder / "vectors.tsv").write_text("1\t2\n")))
+    monkeypatch.setattr("app.shared.export.zip_projector", lambda archive, points, folder: (
+        seen.append(public.disk_budget().reserved()), archive.write_bytes(b"a zip"), archive)[-1])
     archive = projector_download(np.zeros((10, 4), dtype=np.float32), {"text": [f"row {i}" for i in range(10)]})
     assert seen[0] > 0  # while it was written
     assert public.disk_budget().reserved() == archive.stat().st_size  # its copy's room, after

@@ -1,6 +1,6 @@
 """Exploring the space at scale: `reference` (WordNet's definitions and words as searchable collections),
 `vocabulary_map` (one 2-D map of every word) and `projector` (the Embedding Projector's TSV files in and out)."""
-from .projector import ProjectorPoints, holds_vectors, read_projector, table_columns, write_projector
+from .projector import ProjectorPoints, holds_vectors, read_projector, table_columns, write_projector, zip_projector
 from .reference import VocabularyTexts
 from .vocabulary_map import (
     LABEL_LEVELS,
@@ -38,4 +38,5 @@ __all__ = [
     "table_columns",
     "VocabularyTexts",
     "write_projector",
+    "zip_projector",
 ]

@@ -7,10 +7,13 @@ points in the same form, for the Projector and other tools.
 """
 from __future__ import annotations
 
+import itertools
 import math
+import zipfile
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Iterator
 
 import numpy as np
 
@@ -57,15 +60,32 @@ def read_projector(vectors: Path, metadata: Path | None = None, max_points: int 
 def write_projector(folder: Path, points: ProjectorPoints) -> tuple[Path, Path]:
     """Write `folder`/vectors.tsv and `folder`/metadata.tsv (a header line, one line a point); returns them."""
     folder.mkdir(parents=True, exist_ok=True)
-    vectors, metadata = folder / VECTORS, folder / METADATA
-    with open(vectors, "w", encoding="utf-8") as f:
-        f.writelines("\t".join(f"{x:.6g}" for x in row) + "\n" for row in points.vectors)
+    for name, lines in _projector_files(points):
+        with open(folder / name, "w", encoding="utf-8") as f:
+            f.writelines(lines)
+    return folder / VECTORS, folder / METADATA
+
+
+def zip_projector(archive: Path, points: ProjectorPoints, folder: str) -> Path:
+    """Write `archive` (a zip) holding `folder`/vectors.tsv and `folder`/metadata.tsv as `write_projector` writes
+    them, line by line: the files never exist uncompressed (the zip is about 0.4 of their size)."""
+    with zipfile.ZipFile(archive, "w", zipfile.ZIP_DEFLATED) as zipped:
+        for name, lines in _projector_files(points):
+            with zipped.open(f"{folder}/{name}", "w") as f:
+                for line in lines:
+                    f.write(line.encode("utf-8"))
+    return archive
+
+
+def _projector_files(points: ProjectorPoints) -> list[tuple[str, Iterator[str]]]:
+    """(file name, its lines) of the Projector's two files for `points`."""
     names = list(points.columns) or ["label"]
     values = list(points.columns.values()) or [points.labels]
-    with open(metadata, "w", encoding="utf-8") as f:
-        f.write("\t".join(_cell(name) for name in names) + "\n")
-        f.writelines("\t".join(_cell(column[i]) for column in values) + "\n" for i in range(len(points.vectors)))
-    return vectors, metadata
+    vectors = ("\t".join(f"{x:.6g}" for x in row) + "\n" for row in points.vectors)
+    metadata = itertools.chain(["\t".join(_cell(name) for name in names) + "\n"],
+                               ("\t".join(_cell(column[i]) for column in values) + "\n"
+                                for i in range(len(points.vectors))))
+    return [(VECTORS, vectors), (METADATA, metadata)]
 
 
 def _lines(path: Path) -> list[str]:
