@@ -61,6 +61,18 @@ class StudioBlocks(gr.Blocks):
     Python's JSON reader accepts and a slider or a gr.Number without precision passes on, are refused here."""
 
     async def preprocess_data(self, block_fn, inputs: list[Any], state, explicit_call: bool = False):
+        try:
+            return await self._checked_inputs(block_fn, inputs, state, explicit_call)
+        finally:
+            _forget_values(state, block_fn.inputs)
+
+    async def postprocess_data(self, block_fn, predictions, state):
+        try:
+            return await super().postprocess_data(block_fn, predictions, state)
+        finally:
+            _forget_values(state, block_fn.outputs)
+
+    async def _checked_inputs(self, block_fn, inputs: list[Any], state, explicit_call: bool):
         if len(inputs) < len(block_fn.inputs):
             raise gr.Error(f"The request has too few input values ({len(inputs)}): this API's page lists its "
                            "inputs.", print_exception=False)
@@ -101,6 +113,16 @@ class StudioBlocks(gr.Blocks):
             except Exception as err:
                 return block, inputs[i], err
         return None
+
+
+def _forget_values(state, blocks) -> None:
+    """Drop the copies of `blocks`' last values that Gradio keeps in a session (SessionState.config_values, for its
+    deep links, which the app does not use and public mode closes): every input's and output's, a refused 2 MB
+    description or a map's figure included, held for the session's life (session 49's review)."""
+    for block in blocks if state is not None else ():
+        config = state.config_values.get(getattr(block, "_id", None))
+        if config and "props" in config:
+            config["props"]["value"] = None
 
 
 NUMBERS = (gr.Number, gr.Slider)
