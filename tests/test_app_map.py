@@ -245,6 +245,21 @@ def test_candidates_map_leaves_out_the_descriptions_words_as_the_reverse_diction
     assert table and not {row[0] for row in table} & set(text.split())
 
 
+def test_pca_of_few_wide_points_decomposes_the_small_matrix(monkeypatch):
+    """Session 49's review: PCA of a few hundred 4,096-d points decomposed the 4,096 x 4,096 scatter matrix (10-20 s,
+    uncancellable, in the one heavy slot); it now decomposes the n x n Gram matrix, to the same components."""
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(30, 500)) * np.linspace(5, 0.1, 500)
+    wide = pca(x, 3)
+    tall = pca(np.vstack([x, x]), 3)[:30]  # 60 rows of 500: the d x d path, the same centred points
+    assert np.allclose(np.abs(wide), np.abs(tall), atol=1e-4)
+    sizes = []
+    eigh = np.linalg.eigh
+    monkeypatch.setattr(np.linalg, "eigh", lambda m: sizes.append(m.shape) or eigh(m))
+    pca(x, 2)
+    assert sizes == [(30, 30)]
+
+
 def test_pca_and_projection_cache():
     rng = np.random.default_rng(0)
     x = rng.normal(size=(200, 16)) * np.linspace(5, 0.1, 16)
