@@ -304,3 +304,17 @@ def test_an_upload_on_a_public_server_is_not_tracked_for_progress(query):
 
     assert asyncio.run(upload()) == 200
     assert len(file_upload_statuses._signals) + len(file_upload_statuses._statuses) == before
+
+
+def test_the_addresses_of_one_ipv6_network_share_one_visitors_limits():
+    """Session 49's review: limits and shares went by the exact address, and an IPv6 subscriber has a whole /64 (2^64
+    addresses), so one stranger could take every session slot and disk share. A /64 is one visitor now."""
+    from app.server.gate import TrustedProxies, forwarded_client
+
+    def visitor(peer: str) -> str:
+        return forwarded_client(peer, {}, TrustedProxies())
+
+    assert visitor("2001:db8:1:2::1") == visitor("2001:db8:1:2:ffff:ffff:ffff:9") == "2001:db8:1:2::/64"
+    assert visitor("2001:db8:1:3::1") != visitor("2001:db8:1:2::1")
+    assert visitor("203.0.113.7") == visitor("::ffff:203.0.113.7") == "203.0.113.7"
+    assert visitor("203.0.113.8") != visitor("203.0.113.7")

@@ -40,7 +40,7 @@ def test_a_trusted_proxy_names_the_address_it_received_the_request_from():
         "198.51.100.7"
     assert forwarded_client("10.0.0.2", {"x-forwarded-for": "198.51.100.7:4711"}, PROXY) == "198.51.100.7"
     forwarded = 'for=6.6.6.6, for="[2001:db8:cafe::17]:4711";proto=https;by=10.0.0.2'
-    assert forwarded_client("10.0.0.2", {"forwarded": forwarded}, PROXY) == "2001:db8:cafe::17"
+    assert forwarded_client("10.0.0.2", {"forwarded": forwarded}, PROXY) == "2001:db8:cafe::/64"  # its /64 (gate.sharing)
     assert forwarded_client("::1", {"forwarded": "For=198.51.100.7:80"}, PROXY) == "198.51.100.7"
     assert forwarded_client("10.0.0.2", {}, PROXY) == "10.0.0.2"  # no header: the proxy's own request
 

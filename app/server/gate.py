@@ -136,10 +136,22 @@ def forwarded_client(peer: str, headers: Any, proxies: TrustedProxies) -> str:
     forged by the client (a proxy appends to one of them only), so the peer itself is the address: forgers
     then share the proxy's one share."""
     if not proxies.trusts(peer):
-        return peer
+        return sharing(peer)
     chains = [_chain(headers, "x-forwarded-for", _xff_entries), _chain(headers, "forwarded", _forwarded_entries)]
     clients = {_first_untrusted(chain, proxies) for chain in chains if chain}
-    return clients.pop() if len(clients) == 1 else peer
+    return sharing(clients.pop() if len(clients) == 1 else peer)
+
+
+def sharing(address: str) -> str:
+    """The address whose limits and shares a client uses: an IPv6 address's /64 network (one subscriber is given a
+    whole /64, 2^64 addresses, so each would be a new visitor with shares of its own), an IPv4-mapped IPv6 address's
+    IPv4 address, any other address as it is."""
+    ip = _ip(address)
+    if isinstance(ip, ipaddress.IPv6Address):
+        if ip.ipv4_mapped is not None:
+            return str(ip.ipv4_mapped)
+        return str(ipaddress.IPv6Network((ip, 64), strict=False))
+    return address
 
 
 def _chain(headers: Any, name: str, entries: Callable[[str], list[str]]) -> list[str]:
