@@ -646,3 +646,42 @@ def test_a_file_removed_while_the_disk_is_counted_counts_nothing(tmp_path, monke
     monkeypatch.setattr(os, "stat", removed_after_its_first_look)
     assert folder_bytes(tmp_path) in (10, 15)  # counted or not, never an error
     assert folder_bytes(tmp_path / "nowhere") == 0
+
+
+def test_fine_tunes_per_address_are_limited_across_sessions(tiny_mlm_dir, checkpoints, validated, monkeypatch):
+    """Session 49's review: the quota was a session's, and a reload is a new session, so one visitor could hold the
+    one training slot for good; an address now starts at most `finetunes_per_address_hour` an hour."""
+    from app.handlers.finetune import ADDRESS_QUOTA_USED
+    from app.server.public import VISITOR
+
+    studio = make_studio(tiny_mlm_dir, checkpoints, PublicLimits(finetunes_per_session=1, finetunes_per_address_hour=2))
+    monkeypatch.setattr("app.shared.finetune.FinetuneJob.__call__", lambda self, job: None)  # no training process
+
+    def start(address: str) -> None:
+        token = VISITOR.set(address)
+        try:
+            studio.finetune.start_finetune(validated(studio), 1, 5e-5, 4, 0, 1, 1, 0)  # a new session each time
+        finally:
+            VISITOR.reset(token)
+        while studio.jobs.unfinished():
+            threading.Event().wait(0.01)
+
+    start("203.0.113.7")
+    start("203.0.113.7")
+    with pytest.raises(ValueError, match="Your network address has started 2 fine-tunes within the hour"):
+        start("203.0.113.7")
+    start("198.51.100.9")  # another visitor's
+    assert ADDRESS_QUOTA_USED.format(n=2, minutes=60).count("60 minutes") == 1
+
+
+def test_recent_starts_forget_what_is_older_than_their_window():
+    from app.server.public import RecentStarts
+
+    starts = RecentStarts(most=2, window=100.0)
+    assert starts.take("a", now=0.0) == 0 and starts.take("a", now=10.0) == 0
+    assert starts.take("a", now=20.0) == pytest.approx(80.0)  # its first start leaves the window at 100
+    assert starts.take("b", now=20.0) == 0
+    assert starts.take("a", now=100.5) == 0  # the first has left
+    assert set(starts.starts) == {"a", "b"}
+    starts.take("c", now=500.0)
+    assert set(starts.starts) == {"c"}  # the others' starts forgotten

@@ -16,6 +16,7 @@ from ..server.public import (
     YOURS,
     DiskBudget,
     PublicLimits,
+    RecentStarts,
     remove_all_sessions,
     remove_session,
     session_folder,
@@ -49,6 +50,8 @@ class Backend:
         # Public mode (app.server.public): per-session models and saves, quotas, a disk budget; None: a private server.
         self.public = public
         self.disk_budget = DiskBudget(public) if public is not None else None  # in force from `start`
+        # the fine-tunes each address started within the hour (public mode)
+        self.finetune_starts = RecentStarts(public.finetunes_per_address_hour, 3600.0) if public is not None else None
         if public is not None:  # models chosen by sessions stay loaded, a few at a time
             models.keep_loaded = public.loaded_models
             models.public = True

@@ -6,6 +6,7 @@ without a waiting line, a bound on the steps of a job and a disk budget for what
 """
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any, Callable
 
@@ -13,7 +14,7 @@ from core.engine import Engine
 from core.words import COMPACT_VECTORS
 from core.runtime import return_freed_memory
 
-from ..server.public import YOURS, model_cache_dir, models_bytes, reservation, reserved, session_folder
+from ..server.public import VISITOR, YOURS, model_cache_dir, models_bytes, reservation, reserved, session_folder
 from ..settings import folder_bytes
 from ..shared import services as sv
 from ..shared.export import MAX_DOWNLOAD_BYTES, download_files
@@ -44,6 +45,9 @@ SLOT_BUSY = ("The training slot is busy: another visitor's fine-tune is running,
              "{slots} at a time. Try again when it has finished (a few minutes).")
 QUOTA_USED = ("This session has started its {n} fine-tunes, the limit per visitor on this public server. "
               "To train more, run DefSent Studio on your own machine (see the README).")
+ADDRESS_QUOTA_USED = ("Your network address has started {n} fine-tunes within the hour, the limit on this public server, "
+                      "so that others get the training slot too. Try again in {minutes} minutes, or run DefSent Studio "
+                      "on your own machine (see the README).")
 STEPS_OVER = ("These settings make {steps:,} training steps; this public server trains at most {limit:,} a job, so "
               "that the one training slot is free again soon: lower Epochs or set Max steps.")
 
@@ -123,6 +127,10 @@ class FinetuneHandlers(TabHandlers):
         public = self.backend.public
         if public is not None and len(session.jobs) >= public.finetunes_per_session:
             raise ValueError(QUOTA_USED.format(n=public.finetunes_per_session))
+        wait = self.backend.finetune_starts.take(VISITOR.get() or "") if public is not None else 0.0
+        if wait > 0:
+            raise ValueError(ADDRESS_QUOTA_USED.format(n=public.finetunes_per_address_hour,
+                                                       minutes=max(1, math.ceil(wait / 60))))
         upload = UPLOADS.get(session.upload)
         active = self.backend.model_for(session)
         layers = model_layers(active.engine)

@@ -5,7 +5,8 @@ visitor can hold the server's CPU or fill its disk.
 - The model a visitor chooses, and the models they fine-tune and save, belong to their session (a
   gr.State): switching or saving changes nothing for anyone else. Loaded models are shared between
   the sessions that chose them, at most `PublicLimits.loaded_models` besides the server's own.
-- Fine-tuning: at most `finetunes_per_session` jobs a session, `max_training_steps` steps a job, and
+- Fine-tuning: at most `finetunes_per_session` jobs a session and `finetunes_per_address_hour` an address
+  within the hour (`RecentStarts`), `max_training_steps` steps a job, and
   `training_slots` jobs on the whole server at a time, with no waiting line (a Start while the slot is
   taken is refused).
 - Disk: a session's saved models live in its own folder of the cache (`public_saves_dir()/KEY/`),
@@ -48,6 +49,9 @@ YOURS = "yours/"  # the prefix of a session's own models in the model list: no c
 class PublicLimits:
     """The bounds of public mode, in one place (each is named in the message that enforces it)."""
     finetunes_per_session: int = 2
+    # Fine-tunes one network address may start an hour: a new session (a reload) had a fresh quota, so one visitor
+    # could hold the one training slot for good (session 49's review).
+    finetunes_per_address_hour: int = 3
     training_slots: int = 1  # fine-tunes on the whole server at a time; no waiting line
     # Steps of one public fine-tune: about a second each for the shipped model on the free 2-core tier,
     # so the slot is free again within about 20 minutes.
@@ -63,6 +67,29 @@ class PublicLimits:
     # deletion keeps them an hour): a full budget frees itself within this (issue 75).
     temp_lifetime: float = 900.0
     sessions: SessionLimits = SessionLimits()  # Gradio's sessions, per address and in all (app.server.sessions)
+
+
+class RecentStarts:
+    """When each address started something in the last `window` seconds: `take` one more if it has started fewer
+    than `most` (thread-safe; the addresses of older starts are forgotten)."""
+
+    def __init__(self, most: int, window: float):
+        self.most, self.window, self.lock = most, window, threading.Lock()
+        self.starts: dict[str, list[float]] = {}
+
+    def take(self, address: str, now: float | None = None) -> float:
+        """Record a start for `address` and return 0, or return the seconds until it may start again."""
+        now = time.monotonic() if now is None else now
+        with self.lock:
+            for who in list(self.starts):
+                self.starts[who] = [t for t in self.starts[who] if now - t < self.window]
+                if not self.starts[who]:
+                    del self.starts[who]
+            mine = self.starts.setdefault(address, [])
+            if len(mine) >= self.most:
+                return mine[0] + self.window - now
+            mine.append(now)
+            return 0.0
 
 
 def public_mode(flag: bool = False) -> bool:
