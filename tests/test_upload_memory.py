@@ -132,6 +132,19 @@ def test_the_store_keeps_at_most_its_byte_budget_oldest_out_first(engine, tmp_pa
     assert store.get(tickets[1]) is data and store.get(tickets[2]) is data
 
 
+def test_past_the_budget_the_largest_holders_uploads_go_first(engine, tmp_path):
+    """Session 49's review: uploads were dropped oldest first, anyone's, so a few visitors validating many evicted
+    every other visitor's dictionary; now the oldest of whoever keeps the most bytes goes."""
+    data = validate_upload(engine, write(tmp_path, "mine.csv", "word,definition\n" + GOOD_ROWS))
+    store = UploadStore(max_bytes=3 * len(data.packed))
+    victim = store.keep(data, owner="203.0.113.7")
+    flood = [store.keep(data, owner="198.51.100.9") for _ in range(4)]
+    assert store.get(victim) is data
+    with pytest.raises(ValueError, match="no longer kept"):
+        store.get(flood[0])
+    assert all(store.get(t) is data for t in flood[2:]) and store.kept_bytes() == 3 * len(data.packed)
+
+
 def test_packed_uploads_travel_to_the_training_process_whole(engine, tmp_path):
     data = validate_upload(engine, write(tmp_path, "mine.csv", "word,definition\n" + GOOD_ROWS), seed=3)
     copy = pickle.loads(pickle.dumps(data))  # what run_in_process sends the child

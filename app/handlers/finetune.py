@@ -76,7 +76,8 @@ class FinetuneHandlers(TabHandlers):
         if not file:
             return f"Upload a dictionary file. {FILE_FORMAT}", session
         try:
-            session.upload = UPLOADS.keep(validate_upload(self.backend.model_for(session).engine, file, seed))
+            session.upload = UPLOADS.keep(validate_upload(self.backend.model_for(session).engine, file, seed),
+                                           VISITOR.get() or "")
         except ValueError as err:
             return f"Not usable:\n{err}", session
         except FileNotFoundError:  # e.g. removed from gradio's temp folder; its path means nothing to users

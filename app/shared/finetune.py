@@ -298,23 +298,31 @@ class Upload:
 
 class UploadStore:
     """Validated uploads kept for their sessions, at most `lifetime` seconds and `max_bytes` packed
-    bytes in all (past that the oldest go first): a session left open, or thousands of them, cannot
-    hold memory for ever. Thread-safe."""
+    bytes in all: a session left open, or thousands of them, cannot hold memory for ever. Past the bound the
+    oldest upload of whoever keeps the most bytes goes first, so that a few visitors validating many uploads
+    drop their own, not everyone's (they were dropped oldest first, anyone's: session 49's review). Thread-safe."""
 
     def __init__(self, lifetime: float = UPLOAD_LIFETIME, max_bytes: int = MAX_KEPT_UPLOAD_BYTES):
         self.lifetime, self.max_bytes = lifetime, max_bytes
-        self._kept: collections.OrderedDict[str, tuple[float, UploadData]] = collections.OrderedDict()
+        self._kept: collections.OrderedDict[str, tuple[float, UploadData, str]] = collections.OrderedDict()
         self._lock = threading.Lock()
 
-    def keep(self, data: UploadData) -> Upload:
-        """Keep `data` and return the session's ticket to it."""
+    def keep(self, data: UploadData, owner: str = "") -> Upload:
+        """Keep `data` for `owner` (a visitor's address; "" on a private server) and return the session's ticket."""
         with self._lock:
             self._drop_expired()
             while self._kept and self.kept_bytes() + len(data.packed) > self.max_bytes:
-                self._kept.popitem(last=False)
+                self._kept.pop(self._oldest_of_the_largest_owner())
             ticket = uuid.uuid4().hex
-            self._kept[ticket] = (time.monotonic(), data)
+            self._kept[ticket] = (time.monotonic(), data, owner)
         return Upload(ticket, data.name, data.report)
+
+    def _oldest_of_the_largest_owner(self) -> str:
+        held: collections.Counter[str] = collections.Counter()
+        for _, data, owner in self._kept.values():
+            held[owner] += len(data.packed)
+        largest = held.most_common(1)[0][0]
+        return next(ticket for ticket, (_, _, owner) in self._kept.items() if owner == largest)
 
     def get(self, upload: Upload) -> UploadData:
         """The rows behind a ticket; ValueError when they are no longer kept."""
@@ -342,7 +350,7 @@ class UploadStore:
                 self._kept.pop(upload.ticket, None)
 
     def kept_bytes(self) -> int:
-        return sum(len(data.packed) for _, data in self._kept.values())
+        return sum(len(data.packed) for _, data, _ in self._kept.values())
 
     def _drop_expired(self) -> None:
         cutoff = time.monotonic() - self.lifetime
