@@ -52,6 +52,19 @@ def test_repair_takes_the_variant_the_language_model_prefers_if_it_still_fits():
     assert repair(slip, vector, encode, prefer_fixed, RepairSettings(gain=3.0, margin=0.05)) == slip  # gains too little
 
 
+def test_an_analogys_repair_may_fit_a_tenth_worse():
+    """Session 49: "Two loafs are fresh." (the decoding of "One roll is fresh." : "Two rolls are fresh." :: "One loaf is
+    fresh.") fitted b - a + c .969, the lexicon's "Two loaves are fresh." .882 (Gemma: -39.9 against -36.7 nats); the
+    paths' repair (core.readout.PATH_REPAIR) takes it, as it did not at the margin of .05."""
+    from core.readout import PATH_REPAIR
+
+    slip, fixed = "Two loafs are fresh.", "Two loaves are fresh."
+    encode = fake_encode({slip: [0.969, np.sqrt(1 - 0.969 ** 2)], fixed: [0.882, -np.sqrt(1 - 0.882 ** 2)]})
+    nats = {slip: -39.9, fixed: -36.7}
+    vector = np.array([1.0, 0.0], dtype=np.float32)
+    assert repair(slip, vector, encode, lambda texts: np.array([nats[t] for t in texts]), PATH_REPAIR) == fixed
+
+
 def test_two_slips_are_repaired_in_two_rounds():
     slip = "Three woman is jumping."
     texts = [slip, "Three women is jumping.", "Three woman are jumping.", "Three women are jumping."]
