@@ -653,6 +653,7 @@ def test_fine_tunes_per_address_are_limited_across_sessions(tiny_mlm_dir, checkp
     one training slot for good; an address now starts at most `finetunes_per_address_hour` an hour."""
     from app.handlers.finetune import ADDRESS_QUOTA_USED
     from app.server.public import VISITOR
+    from app.shared.jobs import JobQueueFull
 
     studio = make_studio(tiny_mlm_dir, checkpoints, PublicLimits(finetunes_per_session=1, finetunes_per_address_hour=2))
     monkeypatch.setattr("app.shared.finetune.FinetuneJob.__call__", lambda self, job: None)  # no training process
@@ -667,6 +668,11 @@ def test_fine_tunes_per_address_are_limited_across_sessions(tiny_mlm_dir, checkp
             threading.Event().wait(0.01)
 
     start("203.0.113.7")
+    submit = studio.jobs.submit
+    monkeypatch.setattr(studio.jobs, "submit", lambda *args, **kwargs: (_ for _ in ()).throw(JobQueueFull()))
+    with pytest.raises(ValueError, match="The training slot is busy"):
+        start("203.0.113.7")  # refused: not counted
+    monkeypatch.setattr(studio.jobs, "submit", submit)
     start("203.0.113.7")
     with pytest.raises(ValueError, match="Your network address has started 2 fine-tunes within the hour"):
         start("203.0.113.7")
@@ -678,10 +684,12 @@ def test_recent_starts_forget_what_is_older_than_their_window():
     from app.server.public import RecentStarts
 
     starts = RecentStarts(most=2, window=100.0)
-    assert starts.take("a", now=0.0) == 0 and starts.take("a", now=10.0) == 0
-    assert starts.take("a", now=20.0) == pytest.approx(80.0)  # its first start leaves the window at 100
-    assert starts.take("b", now=20.0) == 0
-    assert starts.take("a", now=100.5) == 0  # the first has left
+    starts.record("a", now=0.0)
+    starts.record("a", now=10.0)
+    assert starts.wait("a", now=20.0) == pytest.approx(80.0)  # its first start leaves the window at 100
+    assert starts.wait("b", now=20.0) == 0
+    assert starts.wait("a", now=100.5) == 0  # the first has left
+    starts.record("b", now=100.5)
     assert set(starts.starts) == {"a", "b"}
-    starts.take("c", now=500.0)
+    starts.record("c", now=500.0)
     assert set(starts.starts) == {"c"}  # the others' starts forgotten

@@ -128,7 +128,7 @@ class FinetuneHandlers(TabHandlers):
         public = self.backend.public
         if public is not None and len(session.jobs) >= public.finetunes_per_session:
             raise ValueError(QUOTA_USED.format(n=public.finetunes_per_session))
-        wait = self.backend.finetune_starts.take(VISITOR.get() or "") if public is not None else 0.0
+        wait = self.backend.finetune_starts.wait(VISITOR.get() or "") if public is not None else 0.0
         if wait > 0:
             raise ValueError(ADDRESS_QUOTA_USED.format(n=public.finetunes_per_address_hour,
                                                        minutes=max(1, math.ceil(wait / 60))))
@@ -153,6 +153,8 @@ class FinetuneHandlers(TabHandlers):
                 raise
             raise ValueError(SLOT_BUSY.format(slots=public.training_slots)) from None
         session.jobs.append(job.id)
+        if public is not None:  # counted once it started: a refusal (the slot busy) costs no start
+            self.backend.finetune_starts.record(VISITOR.get() or "")
         return job.id
 
     def _refuse_a_second_job(self, session: Session) -> None:

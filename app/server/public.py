@@ -70,26 +70,32 @@ class PublicLimits:
 
 
 class RecentStarts:
-    """When each address started something in the last `window` seconds: `take` one more if it has started fewer
-    than `most` (thread-safe; the addresses of older starts are forgotten)."""
+    """When each address started something in the last `window` seconds, at most `most` each (thread-safe; the
+    addresses of older starts are forgotten): `wait` says how long one must wait to start, `record` counts a start."""
 
     def __init__(self, most: int, window: float):
         self.most, self.window, self.lock = most, window, threading.Lock()
         self.starts: dict[str, list[float]] = {}
 
-    def take(self, address: str, now: float | None = None) -> float:
-        """Record a start for `address` and return 0, or return the seconds until it may start again."""
+    def wait(self, address: str, now: float | None = None) -> float:
+        """Seconds until `address` may start again (0: now)."""
         now = time.monotonic() if now is None else now
         with self.lock:
-            for who in list(self.starts):
-                self.starts[who] = [t for t in self.starts[who] if now - t < self.window]
-                if not self.starts[who]:
-                    del self.starts[who]
-            mine = self.starts.setdefault(address, [])
-            if len(mine) >= self.most:
-                return mine[0] + self.window - now
-            mine.append(now)
-            return 0.0
+            mine = self._recent(now).get(address, [])
+            return mine[0] + self.window - now if len(mine) >= self.most else 0.0
+
+    def record(self, address: str, now: float | None = None) -> None:
+        """Count a start of `address` (one that happened: a refused one is not counted)."""
+        now = time.monotonic() if now is None else now
+        with self.lock:
+            self._recent(now).setdefault(address, []).append(now)
+
+    def _recent(self, now: float) -> dict[str, list[float]]:
+        for who in list(self.starts):
+            self.starts[who] = [t for t in self.starts[who] if now - t < self.window]
+            if not self.starts[who]:
+                del self.starts[who]
+        return self.starts
 
 
 def public_mode(flag: bool = False) -> bool:
