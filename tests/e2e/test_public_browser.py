@@ -82,3 +82,21 @@ def test_one_visitors_model_choice_leaves_another_visitors_model_alone(browser, 
     finally:
         alice.context.close()
         bob.context.close()
+
+
+def test_an_upload_works_with_gradios_progress_route_closed(browser, public_url, tmp_path):
+    """Session 49: public mode closes /gradio_api/upload_progress (it kept an entry for every id asked for) and drops
+    an upload's progress id; the page's upload, which opens that stream, still uploads and validates."""
+    from tests.e2e.test_browser import TINY_PAIRS, open_tab, wait_for_value
+
+    dictionary = tmp_path / "my-words.tsv"
+    dictionary.write_text("word\tdefinition\n" + "".join(f"{w}\t{d}\n" for w, d in TINY_PAIRS.items()),
+                          encoding="utf-8")
+    page = visitor(browser, public_url)
+    try:
+        page.locator("#model-status").wait_for()
+        open_tab(page, "Fine-tune")
+        page.locator("#ft-file input[type=file]").set_input_files(str(dictionary))
+        wait_for_value(page, "#ft-report textarea", "v.includes('Ready')")
+    finally:
+        page.context.close()
