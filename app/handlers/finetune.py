@@ -128,7 +128,8 @@ class FinetuneHandlers(TabHandlers):
         public = self.backend.public
         if public is not None and len(session.jobs) >= public.finetunes_per_session:
             raise ValueError(QUOTA_USED.format(n=public.finetunes_per_session))
-        wait = self.backend.finetune_starts.wait(VISITOR.get() or "") if public is not None else 0.0
+        address = VISITOR.get() or ""  # the visitor's (public mode)
+        wait = self.backend.finetune_starts.wait(address) if public is not None else 0.0
         if wait > 0:
             raise ValueError(ADDRESS_QUOTA_USED.format(n=public.finetunes_per_address_hour,
                                                        minutes=max(1, math.ceil(wait / 60))))
@@ -154,7 +155,7 @@ class FinetuneHandlers(TabHandlers):
             raise ValueError(SLOT_BUSY.format(slots=public.training_slots)) from None
         session.jobs.append(job.id)
         if public is not None:  # counted once it started: a refusal (the slot busy) costs no start
-            self.backend.finetune_starts.record(VISITOR.get() or "")
+            self.backend.finetune_starts.record(address)
         return job.id
 
     def _refuse_a_second_job(self, session: Session) -> None:

@@ -258,6 +258,7 @@ def regularised(written: str) -> list[str]:
                     found.append(shown)
     return list(dict.fromkeys(found))
 
+
 def written_forms(description: str, words: Sequence[str]) -> list[str]:
     """Each of `words` (lemmas answering `description`) as `shown_form` writes it for the form the description
     asks for (`asked_form`), with their parts of speech in the shipped WordNet dictionary."""
