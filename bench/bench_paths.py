@@ -1,7 +1,7 @@
 """Paths through the embedding space, read by the decoder (issue 59): analogies and interpolations.
 
     python -m bench.bench_paths [--shared ../shared] [--analogies 8 | --held-out [2|3]] [--structure] [--pairs 40]
-                                [--pairs-split dev|test]
+                                [--pairs-split dev|test|test-2]
                                 [--steps 6] [--settings app api] [--threads 2] [--no-fluency] [--no-walk]
 
 On the dev set of bench/path_set.py it prints, for each decode setting ("app": beam 20 as the app
@@ -14,9 +14,10 @@ decodes, "api": `engine.analogy`'s and `engine.interpolate`'s defaults):
   negation with do and modals, two changes at once, yes/no questions, passives) instead of the simple kinds,
   rule-made (10 of each) or with `--held-out` the hand-written held-out ones (`--held-out 2`: the second held-out
   set, HELD_OUT_STRUCTURE_2, written in session 48 before that session's changes; `--held-out 3`: the third,
-  written in session 49 and not yet run);
-- interpolations of --steps points between related sentence pairs (STS-B dev, or test with
-  `--pairs-split test`): the share of interior points
+  written in session 49, run once after its changes);
+- interpolations of --steps points between related sentence pairs (STS-B dev, or held out: test with
+  `--pairs-split test`, measured since session 47; `test-2`, other test pairs, written in session 50 before its
+  changes): the share of interior points
   whose decoding differs from both ends and from both ends' decodings ("own sentence"); the mean
   fidelity gain, cos(encode(decoded), point) minus the nearer end sentence's cosine to the point;
   the share of paths whose decodings' cosine to the start never rises from step to step ("steady");
@@ -35,8 +36,8 @@ import numpy as np
 import torch
 
 from bench.machine import machine_line
-from bench.path_set import (HELD_OUT, HELD_OUT_STRUCTURE, HELD_OUT_STRUCTURE_2, HELD_OUT_STRUCTURE_3, interpolation_pairs, path_analogies,
-                            structure_analogies, words_of)
+from bench.path_set import (HELD_OUT, HELD_OUT_STRUCTURE, HELD_OUT_STRUCTURE_2, HELD_OUT_STRUCTURE_3, PAIR_SPLITS,
+                            interpolation_pairs, path_analogies, structure_analogies, words_of)
 from core import Engine
 from core.encoder import l2_normalize
 from core.readout import EmbeddedTexts
@@ -127,8 +128,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--structure", action="store_true",
                         help="the analogies that change a sentence's structure (issue 74) instead of the simple kinds")
     parser.add_argument("--pairs", type=int, default=40)
-    parser.add_argument("--pairs-split", choices=["dev", "test"], default="dev",
-                        help="STS-B split the interpolation pairs come from (test: held out)")
+    parser.add_argument("--pairs-split", choices=PAIR_SPLITS, default="dev",
+                        help="STS-B split the interpolation pairs come from (test, test-2: held out)")
     parser.add_argument("--steps", type=int, default=6)
     parser.add_argument("--settings", nargs="+", choices=sorted(SETTINGS), default=["app", "api"])
     parser.add_argument("--threads", type=int, default=2)

@@ -654,12 +654,25 @@ def path_analogies(per_kind: int = 8, seed: int = 0) -> list[PathAnalogy]:
 STSB = Path("data/senteval/STS/STSBenchmark")
 
 
+PAIR_SPLITS = ("dev", "test", "test-2")
+
+
 def interpolation_pairs(shared: Path, limit: int = 40, seed: int = 0, split: str = "dev") -> list[tuple[str, str]]:
-    """`limit` pairs of related but different sentences (STS-B's `split`, "dev" or, held out, "test"; gold 2-4,
-    4-15 words each), a seeded sample; FileNotFoundError naming the file when ../shared is not there."""
-    if split not in ("dev", "test"):
-        raise ValueError(f"split must be dev or test, not {split!r}")
-    file = Path(shared) / STSB / f"sts-{split}.csv"
+    """`limit` pairs of related but different sentences (gold 2-4, 4-15 words each), a seeded sample of STS-B's
+    dev split ("dev") or, held out, its test split: "test" (measured since session 47) or "test-2" (written in
+    session 50 before that session's interpolation changes: the test pairs not in "test"'s first 40).
+    FileNotFoundError naming the file when ../shared is not there."""
+    if split not in PAIR_SPLITS:
+        raise ValueError(f"split must be one of {', '.join(PAIR_SPLITS)}, not {split!r}")
+    pool = _related_pairs(Path(shared) / STSB / f"sts-{'dev' if split == 'dev' else 'test'}.csv")
+    if split == "test-2":
+        seen = set(random.Random(0).sample(pool, min(40, len(pool))))
+        pool = [pair for pair in pool if pair not in seen]
+    return random.Random(seed).sample(pool, min(limit, len(pool)))
+
+
+def _related_pairs(file: Path) -> list[tuple[str, str]]:
+    """The pairs of an STS-B file with gold 2-4, 4-15 words each side and not the same words."""
     pairs = []
     for line in file.read_text(encoding="utf-8").splitlines():
         cols = line.split("\t")
@@ -668,4 +681,4 @@ def interpolation_pairs(shared: Path, limit: int = 40, seed: int = 0, split: str
         score, x, y = float(cols[4]), cols[5].strip(), cols[6].strip()
         if 2.0 <= score <= 4.0 and all(4 <= len(s.split()) <= 15 for s in (x, y)) and words_of(x) != words_of(y):
             pairs.append((x, y))
-    return random.Random(seed).sample(pairs, min(limit, len(pairs)))
+    return pairs

@@ -149,3 +149,19 @@ def test_each_later_structure_held_out_set_is_its_own_and_the_bench_picks_it(num
     assert bench_paths._analogies(1, False, 8) is path_set.HELD_OUT
     with pytest.raises(ValueError):
         bench_paths._analogies(number, False, 8)
+
+
+def test_the_second_held_out_pairs_share_no_pair_with_the_first_or_dev(shared_dir):
+    """`--pairs-split test-2` (session 50): 40 STS-B test pairs, none of them in `test`'s 40 or dev's, each related
+    and different; a split of another name is refused. (STS-B repeats a few common sentences across its splits,
+    "Two dogs play in the snow.", so pairs, not sentences, are disjoint.)"""
+    from bench import path_set
+
+    first, second = (path_set.interpolation_pairs(shared_dir, 40, split=s) for s in ("test", "test-2"))
+    dev = path_set.interpolation_pairs(shared_dir, 40, split="dev")
+    assert len(first) == len(second) == 40
+    assert not set(first) & set(second)
+    assert not set(second) & set(dev)
+    assert all(path_set.words_of(x) != path_set.words_of(y) for x, y in second)
+    with pytest.raises(ValueError, match="test-2"):
+        path_set.interpolation_pairs(shared_dir, 40, split="train")
