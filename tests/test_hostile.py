@@ -405,7 +405,7 @@ def test_text_without_words_is_refused(studio, kind):
 def test_long_or_many_lines_are_refused(studio):
     too_long = "a dog\n\n" + "x" * 2000 + "\na cat"
     assert "Line 3 is 2,000 characters long" in user_error(studio.similarity.heatmap, too_long)
-    assert "51 sentences given; the limit is 50" in user_error(studio.similarity.heatmap, "a dog\n" * 51)
+    assert "More than 50 sentences given; the limit is 50" in user_error(studio.similarity.heatmap, "a dog\n" * 51)
     session = Session()
     assert "Line 1 is 5,000 characters long" in user_error(
         studio.map.draw_map, "my sentences", 10, "y" * 5000, None, "PCA", "2-D", "part of speech", session)

@@ -6,12 +6,14 @@ Everything here returns plain data (lists, dataclasses, numpy arrays); rendering
 """
 from __future__ import annotations
 
+import itertools
 import random
+import re
 import time
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Callable, Iterator, Sequence
 
 import numpy as np
 
@@ -31,6 +33,7 @@ MAX_K = 100  # answers a request asks for at most: words of the reverse dictiona
 MAX_SENTENCES = 50
 MAX_CORPUS_LINES = 20_000
 MAX_TEXT_FILE_BYTES = 10_000_000
+LINE_BREAK = re.compile("\r\n|[\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029]")  # str.splitlines' line breaks
 
 
 def no_progress(*_args, **_kwargs) -> None:
@@ -58,10 +61,22 @@ def check_text(text: str | None, what: str = "the text") -> str:
     return text
 
 
+def lines_of(text: str) -> Iterator[str]:
+    """The lines of `text`, one at a time, as `str.splitlines` gives them (every line break it knows), without a
+    list of them all: a pasted or uploaded text of 10 MB holds millions of short lines."""
+    start = 0
+    for end in LINE_BREAK.finditer(text):
+        yield text[start:end.start()]
+        start = end.end()
+    if start < len(text):
+        yield text[start:]
+
+
 def text_lines(text: str | None, limit: int, what: str = "sentences") -> list[str]:
-    """Non-empty stripped lines of `text`; ValueError when there are none, more than `limit`, or one is too long."""
-    numbered = [(n, line.strip()) for n, line in enumerate((text or "").splitlines(), start=1) if line.strip()]
-    return _checked_lines(numbered, limit, what)
+    """Non-empty stripped lines of `text`; ValueError when there are none, more than `limit`, or one is too long.
+    Reads no further than the line past `limit` (`lines_of`)."""
+    numbered = ((n, line.strip()) for n, line in enumerate(lines_of(text or ""), start=1))
+    return _checked_lines(list(itertools.islice(((n, line) for n, line in numbered if line), limit + 1)), limit, what)
 
 
 def _checked_lines(numbered: list[tuple[int, str]], limit: int, what: str) -> list[str]:
@@ -69,7 +84,7 @@ def _checked_lines(numbered: list[tuple[int, str]], limit: int, what: str) -> li
     if not numbered:
         raise ValueError(f"Please enter some {what}, one per line.")
     if len(numbered) > limit:
-        raise ValueError(f"{len(numbered):,} {what} given; the limit is {limit:,}.")
+        raise ValueError(f"More than {limit:,} {what} given; the limit is {limit:,}.")
     for n, line in numbered:
         if len(line) > MAX_QUERY_CHARS:
             raise ValueError(f"Line {n} is {len(line):,} characters long; the limit is {MAX_QUERY_CHARS:,} per line.")
@@ -104,11 +119,11 @@ def read_text_file(path: str | Path, limit: int = MAX_CORPUS_LINES) -> tuple[lis
         text = path.read_text(encoding="utf-8-sig")
     except UnicodeDecodeError:
         raise ValueError("The file is not UTF-8 text; save it as UTF-8 with one sentence per line.") from None
+    if not _is_table(text):
+        return text_lines(text, limit, "lines in the file"), {}
     lines = text.splitlines()
     rows = [line for line in lines if line.strip()]  # blank lines are skipped in either kind
-    width = rows[0].count("\t") if rows else 0
-    if not width or 2 * sum(row.count("\t") == width for row in rows) <= len(rows):  # a tab in a sentence
-        return text_lines(text, limit, "lines in the file"), {}
+    width = rows[0].count("\t")
     header = lines.index(rows[0])  # 0-based; the blank lines below it stay, as rows without text: each
     table = [line if line.strip() else "\t" * width for line in lines[header:]]  # line keeps its number
     columns = table_columns("\n".join(table), path.name, first_line=header + 1)
@@ -116,6 +131,19 @@ def read_text_file(path: str | Path, limit: int = MAX_CORPUS_LINES) -> tuple[lis
     kept = [i for i, value in enumerate(first) if value.strip()]  # skipped, as a plain file's blank lines
     texts = _checked_lines([(header + i + 2, first[i].strip()) for i in kept], limit, "lines in the file")
     return texts, {name: [values[i] for i in kept] for name, values in columns.items()}
+
+
+def _is_table(text: str) -> bool:
+    """Whether the first non-blank line of `text` holds a tab and more than half of its non-blank lines (blank ones
+    are skipped in either kind) as many: one pass, no list of the lines."""
+    rows = (line for line in lines_of(text) if line.strip())
+    width = next(rows, "").count("\t")
+    if not width:
+        return False
+    same = total = 1
+    for row in rows:
+        same, total = same + (row.count("\t") == width), total + 1
+    return 2 * same > total  # else a tab in a sentence
 
 
 # ---- the dictionary -------------------------------------------------------------------------------
