@@ -347,3 +347,37 @@ def test_pasted_lines_past_the_bound_are_refused_without_splitting_the_whole_tex
     assert text_lines(valid, 100) == [line.strip() for line in valid.splitlines() if line.strip()]
     path.write_text(valid, encoding="utf-8", newline="")
     assert read_text_file(path, 100) == (text_lines(valid, 100, "lines in the file"), {})
+
+
+def test_addresses_holding_heartbeats_cannot_lock_a_newcomer_out_of_the_sessions():
+    """app.server.sessions dropped only idle sessions, and a page's open heartbeat keeps its session live for good:
+    32 addresses holding 32 heartbeats each (one stranger's few IPv4 addresses) filled the 1,000 places and every
+    newcomer was refused. Now, at the total, past the idle ones, the least recently used session of the address that
+    holds the most goes, heartbeat or not, when that address holds at least two more than the newcomer's; one with a
+    request waiting or running never goes."""
+    import datetime
+
+    from app.server.sessions import BoundedSessions, SessionLimits, SessionRefused, handling
+
+    dropped = []
+    holder = types.SimpleNamespace(time_last_used={}, delete_state=dropped.append)
+    busy = set()
+    table = BoundedSessions(holder, SessionLimits(per_address=4, total=8), busy=lambda key: key in busy)
+
+    def make(key: str, address: str) -> None:
+        with handling(address):
+            table[key] = key
+        holder.time_last_used[key] = datetime.datetime.now()
+        table.heartbeat(key, True)  # its page is open, for good
+
+    for key in ("a1", "b1", "a2", "b2", "a3", "b3", "a4", "b4"):
+        make(key, "198.51.100.1" if key[0] == "a" else "198.51.100.2")
+    busy.add("a1")  # a request of a1 runs: never dropped
+    make("c1", "203.0.113.7")
+    assert dropped == ["b1"]  # the largest holders hold 4; a1, the least recently used, is busy
+    make("c2", "203.0.113.7")
+    assert dropped == ["b1", "a2"]
+    with pytest.raises(SessionRefused, match="as many visitors' sessions as it keeps"):
+        make("c3", "203.0.113.7")  # 3, 3 and 2: no address holds two more than the newcomer would
+    make("d1", "2001:db8::1")  # another network: 3 > 0 + 1
+    assert dropped == ["b1", "a2", "b2"] and sorted(table) == ["a1", "a3", "a4", "b3", "b4", "c1", "c2", "d1"]

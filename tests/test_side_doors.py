@@ -246,7 +246,8 @@ def test_sessions_are_bounded_in_total_and_an_idle_one_goes_before_a_live_one():
     assert list(table) == ["a2", "a3"] and ended == ["a1's saved models"]
     make("b1", "B")
     with pytest.raises(SessionRefused, match="as many visitors' sessions as it keeps"):
-        make("c1", "C")  # 3 in all, all live
+        make("b2", "B")  # 3 in all, all live, and B would hold as many as A (A's would go for C: see
+        # test_addresses_holding_heartbeats_cannot_lock_a_newcomer_out_of_the_sessions)
     age("a2", "a3")
     table.heartbeat("a2", True)  # a2's page is open: live, however long unused
     make("c1", "C")

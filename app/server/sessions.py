@@ -7,9 +7,12 @@ model choice with it.
 `BoundedSessions` replaces Gradio's session table (`StateHolder.session_data`): a new session is admitted only
 within `SessionLimits.per_address` sessions of its network address and `total` in all. At a bound, the least
 recently used *idle* session (of that address, or of anyone at the total) is dropped, its end callbacks run (a
-visitor's saved models are deleted with it); a session is live, never dropped, while a request used it within
-`idle_s`, a request of it waits or runs, or its page holds its heartbeat open. When every session at the bound is live, the new one is refused with
-`SessionRefused` (one line; the gate answers it 503).
+visitor's saved models are deleted with it); a session is live while a request used it within `idle_s`, a request of
+it waits or runs, or its page holds its heartbeat open. At the total with none idle, the least recently used session
+of the address holding the most goes, live or not, if that address holds at least two more than the new session's
+(a page's open heartbeat kept its session for good, so 32 addresses holding 32 pages open each locked every newcomer
+out); a session with a request waiting or running never goes. Otherwise the new one is refused with `SessionRefused`
+(one line; the gate answers it 503). Addresses are those the gate gives (`gate.sharing`: an IPv6 client's /64).
 
 Plain Python (no gradio import): the gate installs it into Gradio's StateHolder (`install`).
 """
@@ -124,7 +127,8 @@ class BoundedSessions(OrderedDict):
             raise SessionRefused(f"Your network address already has {len(mine)} sessions open on this public server "
                                  f"(at most {self.limits.per_address}), all in use: close a tab or wait a few "
                                  "minutes, then reload the page.")
-        if len(self) >= self.limits.total and not self._drop_idle(list(self)):
+        at_total = len(self) >= self.limits.total
+        if at_total and not self._drop_idle(list(self)) and not self._drop_largest_holders(address):
             raise SessionRefused(f"This public server has as many visitors' sessions as it keeps "
                                  f"({self.limits.total}), all in use: try again in a few minutes.")
         self.owners[key] = address
@@ -136,11 +140,29 @@ class BoundedSessions(OrderedDict):
             used = self.holder.time_last_used.get(key)
             if (key in self.disposable or (not self.heartbeats[key] and (used is None or used < cutoff))) and \
                     not self.busy(key):  # a request of it waiting or running: live, however long it has waited
-                self.holder.delete_state(key)  # its gr.State end callbacks: a visitor's saves go with it
-                del self[key]
-                self.holder.time_last_used.pop(key, None)
+                self._drop(key)
                 return True
         return False
+
+    def _drop_largest_holders(self, address: str | None) -> bool:
+        """At the total with no idle session: drop the least recently used session of the address holding the most,
+        live or not (a page's open heartbeat does not keep it), when that address holds at least two more than
+        `address` does, so that holding pages open locks no newcomer out; never one with a request waiting or
+        running. Whether one was dropped (none: every address holds about as many as `address`)."""
+        held = Counter(self.owners.get(key) for key in self)
+        floor = held[address] + 2
+        for key in sorted(self, key=lambda k: -held[self.owners.get(k)]):  # stable: least recently used first
+            if held[self.owners.get(key)] < floor:
+                return False
+            if not self.busy(key):
+                self._drop(key)
+                return True
+        return False
+
+    def _drop(self, key: str) -> None:
+        self.holder.delete_state(key)  # its gr.State end callbacks: a visitor's saves go with it
+        del self[key]
+        self.holder.time_last_used.pop(key, None)
 
     def dispose(self, key: str) -> None:
         """Session `key` is made up for one request (Gradio's for /gradio_api/call/NAME): idle once `busy(key)` is
