@@ -35,6 +35,10 @@ BASE_WARNING_SHORT = "untrained, word predictions are noise"
 BASE_WARNING = ("**Warning:** this is the untrained base: its word head was never trained, so its word predictions are "
                 "noise (reverse dictionary, top words). It is here to compare with; similarity still works.")
 
+# A session's chosen model, unloaded for others' (public mode): the model chooser loads it again, in the model pool.
+MODEL_UNLOADED = ("Your model {name} was unloaded to make room for other visitors' models (this public server keeps "
+                  "{kept} loaded besides its own): press Use this model to load it again, then ask again.")
+
 
 class Backend:
     """Shared between users: models, projector, jobs. Each tab's handlers hold it (app.handlers.Studio).
@@ -73,12 +77,19 @@ class Backend:
         """The model this session chose: "" on a private server (one model for all) or when it chose none."""
         return session.model if self.public is not None and session is not None else ""
 
-    def model_for(self, session: Session | None = None, progress: sv.Progress = sv.no_progress) -> ActiveModel:
-        """The model that answers this session: its own choice in public mode, else the active model."""
+    def model_for(self, session: Session | None = None) -> ActiveModel:
+        """The model that answers this session: its own choice in public mode, else the active model. Never loads a
+        model: only the model chooser does (`choose_model`, in the model pool), so a request of another pool (the
+        quick one's two slots above all, or a poll outside the queue) is never held up by a load and preparation
+        (tens of seconds). ValueError (MODEL_UNLOADED) when the session's model was unloaded to make room for
+        others' (public mode keeps `PublicLimits.loaded_models` besides the server's)."""
         name = self._session_model(session)
         if not name:
             return self.models.active()
-        return self.models.shared(self._spec_named(name, session), progress)
+        model = self.models.loaded(self._spec_named(name, session))
+        if model is None:
+            raise ValueError(MODEL_UNLOADED.format(name=quoted(name), kept=self.public.loaded_models))
+        return model
 
     def _specs(self, session: Session | None) -> list[ModelSpec]:
         """The models one can choose: the server's, and in public mode this session's saved ones."""

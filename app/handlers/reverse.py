@@ -67,8 +67,12 @@ class ReverseHandlers(TabHandlers):
 
     def vocabulary_progress(self, session: Session | None = None) -> tuple[str, bool]:
         """(`vocabulary_progress_html` of the session's model, whether its vocabulary is not final yet): the tabs
-        poll it while either holds (the background work may start after an answer), not once that work failed."""
-        active = self.backend.model_for(session)
+        poll it while either holds (the background work may start after an answer), not once that work failed;
+        ("", False) for a model no longer loaded."""
+        try:
+            active = self.backend.model_for(session)
+        except ValueError:  # the session's model was unloaded (or deleted): its requests say so, not a poll
+            return "", False
         vocabulary = active.engine.vocabulary
         pending = bool(vocabulary_notice_html(active)) and not active.single_token_words and not vocabulary.failure
         return vocabulary_progress_html(active), pending

@@ -307,18 +307,29 @@ class Models:
         """The model `spec` loaded and prepared for the sessions that chose it, without changing the
         active model (public mode): the active model itself when `spec` is it, else one kept loaded
         (loaded again once dropped). While it loads, only the requests for it wait."""
+        model = self.loaded(spec)
+        if model is not None:
+            return model
+        with self._kept_lock:
+            loading = self._loading.setdefault(spec, threading.Lock())
+        with loading:
+            model = self.loaded(spec)  # loaded meanwhile, for another session
+            if model is not None:
+                return model
+            with uncancellable():  # the sessions that chose this model wait for the same preparation
+                return self._keep(self._prepared(spec, progress))
+
+    def loaded(self, spec: ModelSpec) -> ActiveModel | None:
+        """The model `spec` if it is loaded and prepared (the active model, or one kept loaded: now its most recently
+        used), else None; never loads it, nor waits for a load under way."""
         active = self.active()
         if spec == active.spec:
             return active
         with self._kept_lock:
-            loading = self._loading.setdefault(spec, threading.Lock())
-        with loading:
-            with self._kept_lock:
-                if spec in self._loaded:
-                    self._loaded.move_to_end(spec)
-                    return self._loaded[spec]
-            with uncancellable():  # the sessions that chose this model wait for the same preparation
-                return self._keep(self._prepared(spec, progress))
+            if spec in self._loaded:
+                self._loaded.move_to_end(spec)
+                return self._loaded[spec]
+        return None
 
     def _keep(self, model: ActiveModel) -> ActiveModel:
         """Keep `model` loaded; past `keep_loaded` models the least recently used is dropped."""
