@@ -389,3 +389,41 @@ def test_addresses_holding_heartbeats_cannot_lock_a_newcomer_out_of_the_sessions
         make("c3", "203.0.113.7")  # 3, 3 and 2: no address holds two more than the newcomer would
     make("d1", "2001:db8::1")  # another network: 3 > 0 + 1
     assert dropped == ["b1", "a2", "b2"] and sorted(table) == ["a1", "a3", "a4", "b3", "b4", "c1", "c2", "d1"]
+
+
+def test_the_vectors_sessions_keep_are_bounded_on_the_whole_server(tiny_mlm_dir, tmp_path):
+    """A session keeps its last map's points and coordinates and its searched file's vectors (app.handlers.session:
+    up to ~60 MB for 20,000 lines of the shipped model), and nothing bounded their sum over 1,000 sessions (~60 GB).
+    Now `PublicLimits.session_vectors_bytes` bounds it: past it the least recently used session's go first, and that
+    session's next request that needs them says to draw the map (or search the file) again."""
+    import numpy as np
+
+    from app.handlers import Session, Studio
+    from app.shared.models import Models, ModelSpec
+    from app.shared.services import UPLOADED_FILE
+    from core import Engine
+
+    sentences = "\n".join(f"a dog number {i} eats good bread" for i in range(200))
+    one = Session()  # what one session's map of these keeps: its points' vectors and coordinates
+    engine = Engine.from_base(str(tiny_mlm_dir))
+    models = Models.from_engine(engine, ModelSpec("tiny", base=str(tiny_mlm_dir)), tmp_path / "checkpoints")
+    Studio(models).map.draw_map("my sentences", 0, sentences, None, "PCA", "2-D", "part of speech", one)
+    each = one.map.corpus.vectors.nbytes + one.map.coords.nbytes
+    studio = Studio(models, public=PublicLimits(session_vectors_bytes=int(2.5 * each)))
+    studio.start()
+    sessions = [Session() for _ in range(3)]
+    for session in sessions:
+        studio.map.draw_map("my sentences", 0, sentences, None, "PCA", "2-D", "part of speech", session)
+    studio.map.map_point("[[0, 1]]", sessions[1])  # sessions[1] used its map since: sessions[0]'s goes first
+
+    def kept(session: Session) -> int:
+        arrays = {id(a): a for a in ([session.map.corpus.vectors, session.map.coords] if session.map else [])}
+        return sum(a.nbytes for a in arrays.values() if isinstance(a, np.ndarray))
+    assert sum(map(kept, sessions)) <= 2.5 * each, f"{sum(map(kept, sessions)):,} bytes kept, over {2.5 * each:,.0f}"
+    with pytest.raises(ValueError, match="Your map was dropped to make room .*: draw it again"):
+        studio.map.map_point("[[0, 1]]", sessions[0])
+    assert studio.map.map_point("[[0, 1]]", sessions[1]) and studio.map.map_point("[[0, 1]]", sessions[2])
+    searched = Session(corpus=sessions[1].map.corpus, corpus_key=engine.fingerprint + "a file")  # as after a search
+    searched.drop_vectors()
+    with pytest.raises(ValueError, match="The vectors of your uploaded file were dropped .*, again"):
+        searched.reference(models.active(), UPLOADED_FILE)

@@ -28,7 +28,7 @@ from ..shared.jobs import QUEUED, RUNNING, Job, JobManager
 from ..shared.models import ActiveModel, Models, ModelSpec, checkpoint_specs
 from ..views import render
 from ..views.projection import Projector
-from .session import Session
+from .session import HeldVectors, Session
 
 # The base before DefSent training is offered for comparison only: its word head was never trained.
 BASE_WARNING_SHORT = "untrained, word predictions are noise"
@@ -56,6 +56,8 @@ class Backend:
         self.disk_budget = DiskBudget(public) if public is not None else None  # in force from `start`
         # the fine-tunes each address started within the hour (public mode)
         self.finetune_starts = RecentStarts(public.finetunes_per_address_hour, 3600.0) if public is not None else None
+        # the vectors sessions keep (their maps, their searched files): bounded on the whole server in public mode
+        self.held_vectors = HeldVectors(public.session_vectors_bytes if public is not None else None)
         if public is not None:  # models chosen by sessions stay loaded, a few at a time
             models.keep_loaded = public.loaded_models
             models.public = True

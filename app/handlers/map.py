@@ -87,9 +87,17 @@ class MapHandlers(TabHandlers):
         projection = self.backend.projector.project(corpus.vectors, method, 3 if dims == "3-D" else 2)
         title = f"{corpus.name}: {projection.method} {dims}"
         session.map = MapData(corpus, projection.coords, groups, title)
+        self.backend.held_vectors.used(session)
         status = " ".join(filter(None, [f"{len(corpus.texts):,} points, {projection.method} in "
                                         f"{projection.seconds:.1f} s.", projection.note, coloured]))
         return render.scatter_figure(projection.coords, corpus.texts, groups, title), status, session
+
+    def _drawn(self, session: Session) -> MapData:
+        """The session's last map (`Session.drawn_map`: ValueError saying to draw one), its use counted (its vectors
+        are among the last to go for other sessions')."""
+        drawn = session.drawn_map()
+        self.backend.held_vectors.used(session)
+        return drawn
 
     def map_columns(self, session: Session) -> list[str]:
         """The names of the columns of the user's file that the last map drawn came from (none for others)."""
@@ -119,6 +127,7 @@ class MapHandlers(TabHandlers):
         kind = "definition" if definitions else "word"
         try:
             session.map, figure = vocabulary_map_data(active, colour, kind), vocabulary_figure(active, colour, kind)
+            self.backend.held_vectors.used(session)  # the model's vectors: this session's own, if any, went
         except Cancelled:
             raise
         except Exception as err:  # a broken layout file, say: why, where the user looks (not just in the log)
@@ -220,11 +229,10 @@ class MapHandlers(TabHandlers):
         collection, each landed on the map of every word."""
         if session.map is None and session.waiting:
             raise ValueError("The map is still being prepared: search it once it is drawn.")
-        if session.map is None:
-            raise ValueError("Draw a map first.")
+        m = self._drawn(session)
         if not 1 <= int(k) <= MAX_MAP_NEIGHBOURS:
             raise ValueError(f"Show between 1 and {MAX_MAP_NEIGHBOURS} neighbours.")
-        m, query = session.map, sv.check_text(query, "a search text")
+        query = sv.check_text(query, "a search text")
         if collection != MAP_POINTS:
             return self._search_collection_on_map(m, query, int(k), collection, session)
         matches = [i for i, t in enumerate(m.corpus.texts) if query.lower() in t.lower()]
@@ -271,9 +279,7 @@ class MapHandlers(TabHandlers):
         file the points came from, less any named as one of those). A map of more than MAX_EXPORT_POINTS
         points (the map of every word) gives a sample of that many, drawn at random once for all (the zip's
         name says so): it was offered, then refused with an error (issue 62)."""
-        if session.map is None:
-            raise ValueError("Draw a map first.")
-        m = session.map
+        m = self._drawn(session)
         rows = export_rows(len(m.coords))
         columns = {"text": [m.corpus.texts[i] for i in rows], "group": [m.groups[i] for i in rows],
                    **{axis: [f"{x:.5g}" for x in m.coords[rows, j]] for j, axis in enumerate("xyz"[:m.coords.shape[1]])}}
@@ -284,9 +290,7 @@ class MapHandlers(TabHandlers):
     def select_map(self, selection: str, session: Session):
         """(table rows, a note, a CSV of every selected point or None) for a box or lasso selection on the
         last map drawn; `selection` is the browser's JSON list of [trace, point] pairs (app/tabs/map.py)."""
-        if session.map is None:
-            raise ValueError("Draw a map first.")
-        m = session.map
+        m = self._drawn(session)
         picked = _picked_points(selection, m, 2 * len(m.coords))
         if not picked:
             return [], "No point selected: choose Box Select or Lasso Select above the map, then drag.", None
@@ -301,9 +305,7 @@ class MapHandlers(TabHandlers):
         """Markdown on the point clicked on the last map (`clicked`: the browser's [[trace, point]]): its
         whole text and group and, for a word or phrase, its WordNet definitions (for a definition of the
         open vocabulary, every word it defines)."""
-        if session.map is None:
-            raise ValueError("Draw a map first.")
-        m = session.map
+        m = self._drawn(session)
         picked = _picked_points(clicked, m, 1)
         if not picked:
             return ""

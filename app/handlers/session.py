@@ -7,7 +7,10 @@ from __future__ import annotations
 import dataclasses
 import functools
 import hashlib
+import threading
 import uuid
+import weakref
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,6 +25,13 @@ from ..shared.finetune import Upload
 from ..shared.models import ActiveModel
 from ..views import render
 from .collection import MY_COLLECTION, NONE_OPENED, checked_location, is_opened_for
+
+# What a session is told once its vectors went for other sessions' (`HeldVectors`, public mode)
+DROPPED = ("{what} dropped to make room for other visitors' maps and files (this public server keeps a bounded amount "
+           "of them, the least recently used going first): {again}.")
+MAP_DROPPED = DROPPED.format(what="Your map was", again="draw it again")
+FILE_DROPPED = DROPPED.format(what="The vectors of your uploaded file were",
+                              again="search it in the Similarity tab, or draw it in the Map tab, again")
 
 
 @dataclass
@@ -64,11 +74,39 @@ class Session:
     key: str = ""  # public mode: names the session's folder of saved models; drawn on first use
     collection: Reference | None = None  # a collection of the user's own, opened last by its path (.collection)
     collection_key: str = ""  # ... of which model, where, which version of its table
+    map_dropped: bool = False  # public mode: its last map went for other sessions' vectors (`HeldVectors`)
+    corpus_dropped: bool = False  # ... its searched file's vectors did
 
     @property
     def job(self) -> str:
         """The id of the last fine-tuning job started here ("" if none)."""
         return self.jobs[-1] if self.jobs else ""
+
+    def drawn_map(self) -> MapData:
+        """The last map drawn here; ValueError saying to draw one (again, when it went for others': MAP_DROPPED)."""
+        drawn = self.map
+        if drawn is None:
+            raise ValueError(MAP_DROPPED if self.map_dropped else "Draw a map first.")
+        return drawn
+
+    def vector_bytes(self) -> int:
+        """Bytes of the vectors kept here: the searched file's, and the last map's points and coordinates, each
+        array once; the map of every word's (a fixed layout: `MapData.place`) are its model's, shared, and not
+        counted. A map of the model's reference sentences counts their vectors though the model shares them."""
+        arrays = [self.corpus.vectors] if self.corpus is not None else []
+        drawn = self.map
+        if drawn is not None and drawn.place is None:
+            arrays.append(drawn.coords)
+            if isinstance(drawn.corpus, EmbeddedTexts):
+                arrays.append(drawn.corpus.vectors)
+        return sum(array.nbytes for array in {id(array): array for array in arrays}.values())
+
+    def drop_vectors(self) -> None:
+        """Let go of the vectors kept here (`vector_bytes`) for other sessions' (`HeldVectors`): a request that needs
+        the map then says to draw it again (`drawn_map`), one that needs the file's vectors to search it again
+        (`reference`); a search of the file embeds it again by itself."""
+        self.map_dropped, self.corpus_dropped = self.map is not None, self.corpus is not None
+        self.corpus, self.corpus_key, self.map = None, "", None
 
     def folder_key(self) -> str:
         """The session's key, drawn now if it has none (gr.State copies one initial Session per user)."""
@@ -86,6 +124,8 @@ class Session:
             return self.collection
         if choice != sv.UPLOADED_FILE:
             return active.reference_texts(choice, progress)
+        if self.corpus is None and self.corpus_dropped:
+            raise ValueError(FILE_DROPPED)
         if self.corpus is None or not self.corpus_key.startswith(active.engine.fingerprint):
             raise ValueError(f"{sv.UPLOADED_FILE.capitalize()}: none yet for this model. Upload a text file in the "
                              "Similarity tab and search it, or in the Map tab and draw it, first.")
@@ -113,3 +153,36 @@ class Session:
         if self.corpus.columns != columns:  # the same texts under other columns: their vectors still hold
             self.corpus = dataclasses.replace(self.corpus, columns=columns)
         return self.corpus
+
+
+class HeldVectors:
+    """The vectors sessions keep for themselves (`Session.vector_bytes`: a searched file's, a drawn map's; up to ~60 MB
+    a session), within `limit` bytes on the whole server (None: no bound, a private server). Past it the least
+    recently used sessions' go first (`Session.drop_vectors`); the session being used keeps its own, so the bound is
+    passed by at most what one request just made. Thread-safe; a session is held weakly (it ends with its gr.State)."""
+
+    def __init__(self, limit: int | None = None):
+        self.limit = limit
+        self._lock = threading.RLock()  # a session freed while the lock is held forgets itself in the same thread
+        self._sessions: OrderedDict[int, weakref.ref[Session]] = OrderedDict()  # least recently used first
+
+    def used(self, session: Session) -> None:
+        """`session` was used now, and may keep other vectors than before: it is the last to go; others' go, least
+        recently used first, until all fit within the limit."""
+        if self.limit is None:
+            return
+        key = id(session)
+        with self._lock:
+            self._sessions[key] = self._sessions.pop(key, None) or weakref.ref(session, lambda _: self._forget(key))
+            held = [(k, other) for k, ref in self._sessions.items() if (other := ref()) is not None]
+            total = sum(other.vector_bytes() for _, other in held)
+            for k, other in held:
+                if total <= self.limit or other is session:
+                    break
+                total -= other.vector_bytes()
+                other.drop_vectors()
+                del self._sessions[k]
+
+    def _forget(self, key: int) -> None:
+        with self._lock:
+            self._sessions.pop(key, None)

@@ -40,6 +40,7 @@ class SimilarityHandlers(TabHandlers):
             return search_collection(active, opened, query, int(k)), "", session
         if source == sv.UPLOADED_FILE:
             corpus = session.uploaded_corpus(active, file, progress)
+            self.backend.held_vectors.used(session)
         else:
             corpus = active.reference_texts(source, progress)
         rows = render.scored_rows(sv.semantic_search(active.engine, query, corpus, int(k)))

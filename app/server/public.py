@@ -67,6 +67,9 @@ class PublicLimits:
     # deletion keeps them an hour): a full budget frees itself within this (issue 75).
     temp_lifetime: float = 900.0
     sessions: SessionLimits = SessionLimits()  # Gradio's sessions, per address and in all (app.server.sessions)
+    # Bytes of the vectors all sessions keep for themselves (a searched file's, a drawn map's points and coordinates:
+    # up to ~60 MB a session), the least recently used session's going first (app.handlers.session.HeldVectors).
+    session_vectors_bytes: int = 400_000_000
 
 
 class RecentStarts:
