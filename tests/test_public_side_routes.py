@@ -1,6 +1,6 @@
 """A reading-first review of what a stranger reaches on the public server (session 49, 2026-12-05). Each test here
-showed a defect found by reading, and failed on the code it was written against for that reason; those not fixed yet
-are marked xfail (strict: the mark must go with the fix). No server is started:
+showed a defect found by reading, and failed on the code it was written against for that reason (a defect not fixed
+yet is marked xfail, strict: the mark goes with the fix). No server is started:
 Gradio's app is spoken to in-process (httpx's ASGI transport), handlers and readers are called directly, on tiny
 inputs."""
 from __future__ import annotations
@@ -66,7 +66,7 @@ def test_a_refused_description_is_not_kept_whole_in_the_visitors_session(tiny_ml
     2 MB description, refused (the limit is 1,000 characters), stays in the session whole. Each of the ~20 text
     inputs keeps up to ~21 MB (the body limit), so 32 sessions of one address hold gigabytes. Those copies are for
     Gradio's deep links (closed in public mode, unused by the app): StudioBlocks drops them. (The app's own Session
-    keeps a drawn map's or searched corpus's vectors, tens of MB: not bounded by this.)"""
+    keeps a drawn map's or searched corpus's vectors, tens of MB: bounded apart, PublicLimits.session_vectors_bytes.)"""
     import gradio as gr
     from gradio.state_holder import SessionState
 
@@ -224,7 +224,8 @@ def test_a_quick_request_never_loads_a_model(tiny_mlm_dir, tmp_path, monkeypatch
             answers.append(str(err))
     assert loads == [], f"quick requests loaded {loads}"
     assert answers[0] == ("Your model \"other1\" was unloaded to make room for other visitors' models (this public "
-                          "server keeps 2 loaded besides its own): press Use this model to load it again, then ask again.")
+                          "server keeps 2 loaded besides its own): press Use this model to load it again, then ask "
+                          "again.")
     assert all(answer.startswith("**cosine similarity") for answer in answers[1:])  # theirs are still loaded
     assert studio.reverse.vocabulary_progress(sessions[0]) == ("", False) and loads == []
     studio.choose_model("other1", sessions[0])  # the model pool's work: it loads again
