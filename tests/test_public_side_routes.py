@@ -428,3 +428,31 @@ def test_the_vectors_sessions_keep_are_bounded_on_the_whole_server(tiny_mlm_dir,
     searched.drop_vectors()
     with pytest.raises(ValueError, match="The vectors of your uploaded file were dropped .*, again"):
         searched.reference(models.active(), UPLOADED_FILE)
+
+
+def test_a_map_of_the_models_reference_sentences_counts_only_its_own_coordinates(tiny_mlm_dir, tmp_path):
+    """The Map tab's first choice, "dictionary definitions", draws the model's reference sentences, whose vectors the
+    model keeps once for every session (ActiveModel.reference). HeldVectors counted them again for each session that
+    drew it (1.5 MB a session for the default 1,000 of the shipped model): ~270 visitors on the default map made every
+    visitor's own file and map go, while dropping theirs freed only their coordinates. Only what a session alone
+    keeps counts."""
+    from app.handlers import Session, Studio
+    from app.shared.models import Models, ModelSpec
+    from core import Engine
+
+    sentences = "\n".join(f"a dog number {i} eats good bread" for i in range(200))
+    engine = Engine.from_base(str(tiny_mlm_dir))
+    models = Models.from_engine(engine, ModelSpec("tiny", base=str(tiny_mlm_dir)), tmp_path / "checkpoints")
+    own = Session()  # a visitor's map of their own sentences: the vectors only it keeps
+    Studio(models).map.draw_map("my sentences", 0, sentences, None, "PCA", "2-D", "part of speech", own)
+    each = own.map.corpus.vectors.nbytes + own.map.coords.nbytes
+    studio = Studio(models, public=PublicLimits(session_vectors_bytes=2 * each))
+    studio.start()
+    own = Session()
+    studio.map.draw_map("my sentences", 0, sentences, None, "PCA", "2-D", "part of speech", own)
+    others = [Session() for _ in range(3)]
+    for session in others:
+        studio.map.draw_map("dictionary definitions", 500, "", None, "PCA", "2-D", "part of speech", session)
+    assert others[0].map.corpus is others[1].map.corpus  # the model's, shared
+    assert others[0].vector_bytes() == others[0].map.coords.nbytes
+    assert own.map is not None, "a visitor's own map went for maps whose vectors the model keeps anyway"

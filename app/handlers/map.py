@@ -86,7 +86,7 @@ class MapHandlers(TabHandlers):
         progress(0.9, desc=f"projecting {len(corpus.texts):,} points")
         projection = self.backend.projector.project(corpus.vectors, method, 3 if dims == "3-D" else 2)
         title = f"{corpus.name}: {projection.method} {dims}"
-        session.map = MapData(corpus, projection.coords, groups, title)
+        session.map = MapData(corpus, projection.coords, groups, title, model_points=source == "dictionary definitions")
         self.backend.held_vectors.used(session)
         status = " ".join(filter(None, [f"{len(corpus.texts):,} points, {projection.method} in "
                                         f"{projection.seconds:.1f} s.", projection.note, coloured]))

@@ -46,6 +46,7 @@ class MapData:
     regions: list | None = None  # named regions by zoom level (core.explore.vocabulary_map.region_labels), if any
     moves: list = field(default_factory=list)  # a fine-tune's own words: before/after arrows on an aligned map
     details: list[str] | None = None  # each point's second hover line (a word's first definition), if any
+    model_points: bool = False  # its points' vectors are the model's, kept for every session (its reference sentences)
 
     @property
     def columns(self) -> dict[str, list[str]]:
@@ -92,12 +93,13 @@ class Session:
     def vector_bytes(self) -> int:
         """Bytes of the vectors kept here: the searched file's, and the last map's points and coordinates, each
         array once; the map of every word's (a fixed layout: `MapData.place`) are its model's, shared, and not
-        counted. A map of the model's reference sentences counts their vectors though the model shares them."""
+        counted, nor those of a map of the model's reference sentences (`MapData.model_points`), only its
+        coordinates."""
         arrays = [self.corpus.vectors] if self.corpus is not None else []
         drawn = self.map
         if drawn is not None and drawn.place is None:
             arrays.append(drawn.coords)
-            if isinstance(drawn.corpus, EmbeddedTexts):
+            if isinstance(drawn.corpus, EmbeddedTexts) and not drawn.model_points:
                 arrays.append(drawn.corpus.vectors)
         return sum(array.nbytes for array in {id(array): array for array in arrays}.values())
 
