@@ -456,3 +456,29 @@ def test_a_map_of_the_models_reference_sentences_counts_only_its_own_coordinates
     assert others[0].map.corpus is others[1].map.corpus  # the model's, shared
     assert others[0].vector_bytes() == others[0].map.coords.nbytes
     assert own.map is not None, "a visitor's own map went for maps whose vectors the model keeps anyway"
+
+
+def test_an_analogy_among_the_uploaded_file_counts_as_its_use(tiny_mlm_dir, tmp_path):
+    """An analogy or an interpolation whose nearest texts come from the visitor's uploaded file (Session.reference)
+    uses that file's vectors, but HeldVectors was told only of searches and maps: a visitor working in the Analogy
+    tab on their file had it dropped first, as if they had left."""
+    from app.handlers import Session, Studio
+    from app.shared.models import Models, ModelSpec
+    from app.shared.services import UPLOADED_FILE
+    from core import Engine
+
+    path = tmp_path / "mine.txt"
+    path.write_text("\n".join(f"a dog number {i} eats good bread" for i in range(100)), encoding="utf-8")
+    engine = Engine.from_base(str(tiny_mlm_dir))
+    models = Models.from_engine(engine, ModelSpec("tiny", base=str(tiny_mlm_dir)), tmp_path / "checkpoints")
+    probe = Session()
+    probe.uploaded_corpus(models.active(), str(path), lambda *a, **k: None)
+    studio = Studio(models, public=PublicLimits(session_vectors_bytes=int(2.5 * probe.vector_bytes())))
+    studio.start()
+    a, b, c = Session(), Session(), Session()
+    for session in (a, b):
+        studio.similarity.search("a dog", UPLOADED_FILE, str(path), 3, session)
+    studio.analogy.analogy("a dog", "a cat", "a cow", "b - a + c", reference=UPLOADED_FILE, session=a)
+    studio.analogy.interpolation("a dog", "a cat", 2, reference=UPLOADED_FILE, session=a)
+    studio.similarity.search("a dog", UPLOADED_FILE, str(path), 3, c)  # one file too many: b's, used least lately
+    assert a.corpus is not None and b.corpus is None

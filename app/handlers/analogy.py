@@ -47,8 +47,8 @@ class AnalogyHandlers(TabHandlers):
         sentences = {name: sv.check_text(text, f"sentence {name}") if name in used else ""
                      for name, text in zip(SENTENCE_NAMES, (a, b, c))}
         active, session = self.backend.model_for(session), session or Session()
-        result = active.engine.analogy(**sentences, reference=session.reference(active, reference, progress), k=10,
-                                       settings=PATH_DEFAULT.app(exact=refine), expression=expression)
+        result = active.engine.analogy(**sentences, reference=self._reference(active, reference, session, progress),
+                                       k=10, settings=PATH_DEFAULT.app(exact=refine), expression=expression)
         decoded = (_decoded_line(result.decoded, result.fit) if result.decoded is not None
                    else NO_DECODER.format(fp=active.engine.fingerprint))
         if result.edited:
@@ -81,12 +81,19 @@ class AnalogyHandlers(TabHandlers):
             raise ValueError(REFINED_STEPS.format(steps=int(steps), limit=public.refined_interpolation_steps))
         x, y = sv.check_text(a, "the From sentence"), sv.check_text(b, "the To sentence")
         active, session = self.backend.model_for(session), session or Session()
-        reference = session.reference(active, reference, progress)
+        reference = self._reference(active, reference, session, progress)
         points = active.engine.interpolate(x, y, int(steps), reference=reference, k=3,
                                           settings=PATH_DEFAULT.app(exact=refine))
         rows = [[round(p.alpha, 3), p.decoded or "(no decoder)", *(_rounded(c) for c in (p.fit, p.decoded_cos_x, p.decoded_cos_y)),
                  render.word_list(p.words), p.nearest[0][0] if p.nearest else ""] for p in points]
         return rows, render.path_chart(points)
+
+    def _reference(self, active, choice: str, session: Session, progress: sv.Progress):
+        """`Session.reference`; the uploaded file's vectors used, counted as such (`HeldVectors`: they go last)."""
+        reference = session.reference(active, choice, progress)
+        if choice == sv.UPLOADED_FILE:
+            self.backend.held_vectors.used(session)
+        return reference
 
 
 def _decoded_line(sentence: str, fit: float | None) -> str:
