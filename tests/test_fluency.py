@@ -174,3 +174,30 @@ def test_the_packaged_model_prefers_the_grammatical_sentence_of_each_pair(monkey
              ("She ate an apple.", "She eatsed an apple.")]
     scores = lm.log_probs([s for pair in pairs for s in pair]).reshape(-1, 2)
     assert np.all(scores[:, 0] > scores[:, 1]), scores
+
+
+def test_the_mean_log_probability_is_the_total_over_the_scored_pieces(tiny_lm_dir):
+    lm = FluencyModel.load(tiny_lm_dir, precision="float32")
+    texts = ["the dog is happy", "the dog is happy and the cat is sad ."]
+    pieces = [len(lm.tokenizer(t.rstrip(" ."), add_special_tokens=False)["input_ids"]) for t in texts]
+    given = {lm.tokenizer.bos_token_id, lm.tokenizer.eos_token_id} != {None}  # a start token goes first
+    scored = [n - 1 + given for n in pieces]  # every piece after the first one the model sees
+    assert lm.mean_log_probs(texts) == pytest.approx(lm.log_probs(texts) / np.array(scored), rel=1e-5)
+    assert len(lm.mean_log_probs([])) == 0
+
+
+def test_a_made_sentence_reads_worse_only_past_the_margin_below_the_worse_of_its_two():
+    from core.readout import MADE_READING_MARGIN, _reads_worse
+
+    class Means:
+        asked: list[str] = []
+
+        def mean_log_probs(self, texts):
+            self.asked += texts
+            return np.array([{"x": -3.0, "y": -4.0, "ok": -4.0 - MADE_READING_MARGIN + 0.01,
+                              "bad": -4.0 - MADE_READING_MARGIN - 0.01}[t] for t in texts])
+
+    model = Means()
+    reads_worse = _reads_worse(["x", "y", "ok", "bad"], [None, None, ("x", "y"), ("y", "x")], model)
+    assert not reads_worse(2) and reads_worse(3)
+    assert sorted(model.asked) == ["bad", "ok", "x", "y"]  # each text scored once

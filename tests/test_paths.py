@@ -4,7 +4,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from core.vec2sent.paths import apply_edits, edit_path, transfer_edit, walk, word_edits
+from core.vec2sent.paths import (MAX_VETTING_ROUNDS, apply_edits, edit_path, path_candidates, transfer_edit,
+                                 vetted_walk, walk, word_edits)
 
 
 @pytest.mark.parametrize("a, b, c, expected", [
@@ -106,3 +107,55 @@ def test_walk_prefers_a_bonus_within_its_margin_and_obeys_minus_infinity():
     assert walk(fits, to_start, bonus) == [0, 1, 1]
     bonus[1, 1] = -np.inf
     assert walk(fits, to_start, bonus)[1] == 0
+
+
+def test_an_interpolations_candidates_bridge_the_ends_and_the_decodings_and_leave_out_slips():
+    x, y = "Two girls are running in the park.", "Three boys are walking on the beach."
+    decoded = ["Two girls are jogging on the sand."]
+    hypotheses = [["Two girls are jogging on the sand.", "An woman is walking on the beach.",
+                   "A woman is walking on the beach."]]
+    made = path_candidates(x, y, decoded, hypotheses)
+    assert list(made)[:3] == [x, y, decoded[0]] and made[x] is made[y] is made[decoded[0]] is None
+    assert made["Three boys are running in the park."] == (x, y)  # the edit path x -> y
+    assert made["Two girls are jogging in the park."] == (x, decoded[0])  # a bridge from x to the decoding
+    assert made["Three girls are jogging on the sand."] == (decoded[0], y)  # a bridge from it to y
+    assert made["A woman is walking on the beach."] == (x, y)  # a hypothesis, made between the ends
+    assert "An woman is walking on the beach." not in made  # a slip
+    assert not any(agreement_slip(t) for t in made)
+    only_decoder = path_candidates(x, y, decoded, hypotheses, edits=False)
+    assert set(only_decoder) == {x, y, decoded[0], "A woman is walking on the beach."}
+
+
+def agreement_slip(text: str) -> bool:
+    from core.vec2sent.grammar import agreement_variants
+    return bool(agreement_variants(text))
+
+
+def test_a_vetted_walk_shows_no_made_sentence_that_reads_worse_and_checks_only_what_it_would_show():
+    fits = np.array([[1.0, 0.2, 0.5, 0.6], [0.6, 0.3, 0.7, 0.8], [0.2, 1.0, 0.6, 0.5]])  # (3 points, 4 candidates)
+    to_start = np.array([1.0, 0.2, 0.5, 0.6])
+    parents = [None, None, ("x", "y"), ("x", "y")]  # candidates 2 and 3 were made
+    bonus = np.zeros_like(fits)
+    bonus[0, 1:] = bonus[-1, [0, 2, 3]] = -np.inf
+    assert walk(fits, to_start, bonus) == [0, 3, 1]
+    asked, given = [], bonus.copy()
+
+    def reads_worse(i):
+        asked.append(i)
+        return i == 3
+
+    assert vetted_walk(fits, to_start, bonus, parents, reads_worse) == [0, 2, 1]
+    assert asked == [3, 2]  # each checked once, when the walk would show it
+    assert np.array_equal(bonus, given)  # the caller's bonus is left as it was
+    assert vetted_walk(fits, to_start, bonus, parents, None) == [0, 3, 1]
+
+
+def test_a_vetted_walk_that_runs_out_of_rounds_shows_only_checked_sentences():
+    n = MAX_VETTING_ROUNDS + 3  # made candidates, each fitting the middle point a little worse than the last
+    fits = np.array([[1.0, 0.0, *[0.5] * n], [0.5, 0.5, *np.linspace(0.9, 0.8, n)], [0.0, 1.0, *[0.5] * n]])
+    to_start = np.array([1.0, 0.0, *[0.5] * n])
+    bonus = np.zeros_like(fits)
+    bonus[0, 1:] = bonus[-1, [0, *range(2, n + 2)]] = -np.inf
+    asked = []
+    path = vetted_walk(fits, to_start, bonus, [None, None, *[("x", "y")] * n], lambda i: asked.append(i) or True)
+    assert len(asked) == MAX_VETTING_ROUNDS and path[1] in (0, 1)  # every one checked failed; the rest unchecked

@@ -125,13 +125,23 @@ class FluencyModel:
                 model = AutoModelForCausalLM.from_pretrained(path, dtype=dtype)
         return cls(model, tokenizer)
 
-    @torch.no_grad()
     def log_probs(self, texts: Sequence[str]) -> np.ndarray:
         """Per text, the total log-probability (nats) of its pieces after the first: higher reads
         more fluently. A final full stop or exclamation mark is left out (decodings differ in having
         one, which is no matter of grammar). A text of one piece or none scores 0."""
+        return self._scored(texts)[0]
+
+    def mean_log_probs(self, texts: Sequence[str]) -> np.ndarray:
+        """Per text, `log_probs` over its number of scored pieces (0 for none): how well it reads whatever its
+        length, for comparing sentences of different lengths."""
+        totals, pieces = self._scored(texts)
+        return totals / np.maximum(pieces, 1)
+
+    @torch.no_grad()
+    def _scored(self, texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+        """Per text, the total log-probability of its scored pieces and their number (both (n,))."""
         if not texts:
-            return np.zeros(0)
+            return np.zeros(0), np.zeros(0)
         tokenizer = self.tokenizer
         ids = [tokenizer(_without_final_stop(t), add_special_tokens=False)["input_ids"][:MAX_PIECES] for t in texts]
         start = tokenizer.bos_token_id if tokenizer.bos_token_id is not None else tokenizer.eos_token_id
@@ -144,7 +154,7 @@ class FluencyModel:
         with self._lock:
             logits = self.model(input_ids=batch, attention_mask=mask).logits.float()  # (B, T, V)
         taken = logits[:, :-1].log_softmax(-1).gather(2, batch[:, 1:, None])[..., 0]  # (B, T-1)
-        return (taken * mask[:, 1:]).sum(1).numpy()
+        return (taken * mask[:, 1:]).sum(1).numpy(), mask[:, 1:].sum(1).numpy().astype(np.float64)
 
 
 def _without_final_stop(text: str) -> str:

@@ -12,8 +12,12 @@ their points: word edits of the ends they were built from.
   structure.py: "He took the bus." -> "He did not take the bus." makes "He ate the soup." -> "He did not eat the
   soup."), each only a candidate.
 - `edit_path(x, y)`: sentences made by applying some of the word edits that turn x into y.
+- `path_candidates(x, y, decoded, hypotheses)`: an interpolation's candidates, each with the two sentences it was
+  made between (for a reading check): the ends, the points' decodings, the edit paths x -> y and "bridges" from x to
+  each decoding and from it to y, and the decoder's other hypotheses.
 - `walk(fits, to_start, own, bonus)`: one candidate per point of an interpolation, best fitting
-  overall, such that the chosen sentences' cosine to the start never rises from step to step.
+  overall, such that the chosen sentences' cosine to the start never rises from step to step;
+  `vetted_walk` the same with every made sentence it shows first checked (`reads_worse`) and left out if it fails.
 """
 from __future__ import annotations
 
@@ -21,16 +25,25 @@ import random
 import re
 from difflib import SequenceMatcher
 from itertools import combinations
-from typing import Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 
 from core.lexicon.forms import FORMS, attested, inflect, is_lemma, lemmas_of, takes_form
 from core.text import detokenize
 
+from .grammar import agreement_variants
 from .structure import CHANGES, READ_LIKE, verb_form
 
 MAX_EDIT_PATH = 64  # sentences an edit path offers at most (2^edits grows fast)
+# Sentences a bridge (an edit path from an end to a point's decoding, or from it to the other end) offers at most:
+# with them an interior point near an end finds a sentence of its own that fits it nearly as well as that end
+# (session 50; 8 and 32 gave the same share on the dev pairs as 16).
+MAX_BRIDGE = 16
+# Rounds of `vetted_walk` before every made sentence not yet checked is left out (each round checks the <= 4
+# interior sentences the walk chose; one round is usually enough).
+MAX_VETTING_ROUNDS = 8
+Parents = tuple[str, str] | None  # the two sentences a candidate was made between; None: given or decoded
 Edit = tuple[int, int, list[str]]  # (start, end, new words): x's words [start:end] become `new words`
 
 
@@ -254,6 +267,49 @@ def edit_path(x: str, y: str, limit: int = MAX_EDIT_PATH, seed: int = 0) -> list
             subsets.append(tuple(sorted(rng.sample(range(n), rng.randint(2, n - 2)))))
     texts = [_sentence(apply_edits(wx, [edits[i] for i in subset])) for subset in dict.fromkeys(subsets)]
     return list(dict.fromkeys(texts))[:limit]
+
+
+def path_candidates(x: str, y: str, decoded: Sequence[str], hypotheses: Sequence[Sequence[str]], edits: bool = True,
+                    cased: Callable[[str], str] = str) -> dict[str, Parents]:
+    """An interpolation's candidates, each with the two sentences it was made between: x, y and the interior points'
+    `decoded` sentences (None: they were chosen as they are); with `edits`, `edit_path(x, y)` and the bridges
+    `edit_path(x, d)`, `edit_path(d, y)` for each decoding d (`cased`: the decoder's casing of a made sentence);
+    the decoder's other `hypotheses` (made between x and y). A made sentence or hypothesis with a slip that
+    `agreement_variants` finds ("Pakistanis votes", "An woman") is left out."""
+    candidates: dict[str, Parents] = dict.fromkeys([x, y, *decoded])
+    made: list[tuple[str, tuple[str, str]]] = []
+    if edits:
+        made += [(cased(t), (x, y)) for t in edit_path(x, y)]
+        for d in dict.fromkeys(decoded):
+            made += [(cased(t), (x, d)) for t in edit_path(x, d, MAX_BRIDGE)]
+            made += [(cased(t), (d, y)) for t in edit_path(d, y, MAX_BRIDGE)]
+    made += [(t, (x, y)) for row in hypotheses for t in row]
+    for text, parents in made:
+        if text.strip() and text not in candidates and not agreement_variants(text):
+            candidates[text] = parents
+    return candidates
+
+
+def vetted_walk(fits: np.ndarray, to_start: np.ndarray, bonus: np.ndarray, parents: Sequence[Parents],
+                reads_worse: Callable[[int], bool] | None) -> list[int]:
+    """`walk`, where a made candidate (parents not None) is shown only once `reads_worse(candidate)` said no: the
+    walk is repeated without each one that fails, up to MAX_VETTING_ROUNDS times, then without every made candidate
+    not yet checked. `reads_worse` None: `walk` as it is."""
+    if reads_worse is None:
+        return walk(fits, to_start, bonus)
+    bonus, checked = bonus.copy(), set()
+    for _ in range(MAX_VETTING_ROUNDS):
+        path = walk(fits, to_start, bonus)
+        new = [i for i in dict.fromkeys(path) if parents[i] is not None and i not in checked]
+        if not new:
+            return path
+        checked.update(new)
+        for i in new:
+            if reads_worse(i):
+                bonus[:, i] = -np.inf
+    unchecked = [i for i, p in enumerate(parents) if p is not None and i not in checked]
+    bonus[:, unchecked] = -np.inf
+    return walk(fits, to_start, bonus)
 
 
 def walk(fits: np.ndarray, to_start: np.ndarray, bonus: np.ndarray) -> list[int]:
