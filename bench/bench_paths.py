@@ -42,6 +42,7 @@ from core import Engine
 from core.encoder import l2_normalize
 from core.readout import EmbeddedTexts
 from core.vec2sent import PATH_DEFAULT, DecodeSettings
+from core.vec2sent.grammar import agreement_variants
 
 ROOT = Path(__file__).resolve().parents[1]
 SETTINGS = {"app": PATH_DEFAULT.app(), "api": PATH_DEFAULT}
@@ -90,9 +91,23 @@ def path_measures(engine: Engine, x: str, y: str, points) -> tuple[list[bool], l
     return own, gains, steady
 
 
+def reading_measures(x: str, y: str, shown: list[str], mean_log_probs) -> tuple[list[bool], list[float]]:
+    """For the distinct interior sentences `shown` of one path (neither end's words): whether each has a slip the
+    repair's rules find (`agreement_variants`: "Two NATO soldier", "An woman"), and how it reads against the
+    worse-reading end: its mean log-probability a piece minus that end's (`mean_log_probs`: the fluency model's)."""
+    if not shown:
+        return [], []
+    scores = mean_log_probs([*shown, x, y])
+    worse_end = min(scores[-2], scores[-1])
+    return [bool(agreement_variants(t)) for t in shown], [float(v - worse_end) for v in scores[:-2]]
+
+
 def interpolation_scores(engine: Engine, setting: DecodeSettings, pairs, steps: int, reference, show: int = 0,
                          edits: bool = True) -> dict:
-    own, gains, steady, times, examples = [], [], [], [], []
+    """Own sentence share, fidelity gain, steady share, ms a path (`path_measures`); with the fluency model, the
+    own sentences' slips and reading (`reading_measures`, None without it)."""
+    own, gains, steady, times, examples, slips, reading = [], [], [], [], [], [], []
+    fluency_model = engine.reader.fluency_model
     for x, y in pairs:
         start = time.perf_counter()
         points = engine.interpolate(x, y, steps=steps, reference=reference, k=3, settings=setting, edits=edits)
@@ -101,10 +116,17 @@ def interpolation_scores(engine: Engine, setting: DecodeSettings, pairs, steps: 
         own += o
         gains += g
         steady.append(s)
+        if fluency_model is not None:
+            inner = list(dict.fromkeys(p.decoded for p, is_own in zip(points[1:-1], o) if is_own))
+            path_slips, path_reading = reading_measures(x, y, inner, fluency_model.mean_log_probs)
+            slips += path_slips
+            reading += path_reading
         if len(examples) < show:
             examples.append(" | ".join(p.decoded for p in points))
     return {"own": float(np.mean(own)), "gain": float(np.mean(gains)), "steady": float(np.mean(steady)),
-            "paths": len(pairs), "ms": statistics.mean(times), "examples": examples}
+            "paths": len(pairs), "ms": statistics.mean(times), "examples": examples,
+            "slips": float(np.mean(slips)) if fluency_model is not None and slips else None,
+            "reading": float(np.mean(reading)) if fluency_model is not None and reading else None}
 
 
 def _analogies(held_out: int, structure: bool, per_kind: int) -> list:
@@ -164,8 +186,11 @@ def main(argv: list[str] | None = None) -> int:
             p = interpolation_scores(engine, setting, pairs, args.steps, reference, min(args.show, 5),
                                      not args.no_edits)
             print(f"[{name}{flags}] interpolations ({p['paths']} paths, {args.steps} steps): own sentence "
-                  f"{p['own']:.1%} of interior points, fidelity gain {p['gain']:+.4f}, steady {p['steady']:.1%}; "
+                  f"{p['own']:.1%} of interior points, fidelity gain {p['gain']:+.5f}, steady {p['steady']:.1%}; "
                   f"{p['ms']:.0f} ms a path")
+            if p["slips"] is not None:
+                print(f"[{name}{flags}] interpolations' own sentences: {p['slips']:.1%} with a slip the rules find, "
+                      f"reading {p['reading']:+.3f} nats a piece against the worse-reading end")
             for example in p["examples"]:
                 print(f"    path  {example}")
     return 0

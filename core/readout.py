@@ -538,8 +538,8 @@ class VectorReader:
     def interpolate(self, x: str, y: str, steps: int = 5, reference: Reference | None = None, k: int = 5,
                     settings: DecodeSettings = PATH_DEFAULT, edits: bool = True) -> list[InterpolationPoint]:
         """`steps` points from x (alpha 0) to y (alpha 1), each read like an analogy (`settings`), then chosen
-        along the path (`walk_path`; `edits`: with sentences made of x's and y's word edits among the
-        candidates): a point's sentence fits it well and the sentences move away from x step by step.
+        along the path (`walk_path`; `edits`: with sentences made of word edits between x, the points'
+        decodings and y among the candidates): a point's sentence fits it well and the sentences move away from x step by step.
 
         Points are linear in the raw embeddings, (1 - alpha) * u_x + alpha * u_y, as in Vec2Sent:
         the word head reads them at the scale it was trained on, and the decoder normalises its
@@ -599,15 +599,16 @@ class VectorReader:
         return self.model.words.ranked(vectors, k), reference.nearest_texts(vectors, k)
 
 
-def _reads_worse(candidates: list[str], parents: list[Parents], fluency_model: FluencyModel) -> Callable[[int], bool]:
-    """Whether candidate i reads more than MADE_READING_MARGIN worse than the worse of its parents (the fluency model's
-    mean log-probability a piece; each text scored once)."""
+def _reads_worse(candidates: list[str], parents: list[Parents], fluency_model: FluencyModel
+                 ) -> Callable[[list[int]], list[bool]]:
+    """Whether each candidate asked for reads more than MADE_READING_MARGIN worse than the worse of its parents (the
+    fluency model's mean log-probability a piece; each text scored once, the texts of a call in one batch)."""
     mean_log_probs = once_per_text(fluency_model.mean_log_probs, np.float64)
 
-    def reads_worse(i: int) -> bool:
-        made, (one, other) = candidates[i], parents[i]
-        scores = mean_log_probs([made, one, other])
-        return bool(scores[0] < min(scores[1], scores[2]) - MADE_READING_MARGIN)
+    def reads_worse(asked: list[int]) -> list[bool]:
+        texts = [t for i in asked for t in (candidates[i], *parents[i])]
+        scores = dict(zip(texts, mean_log_probs(texts)))
+        return [bool(scores[candidates[i]] < min(scores[p] for p in parents[i]) - MADE_READING_MARGIN) for i in asked]
 
     return reads_worse
 

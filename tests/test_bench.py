@@ -165,3 +165,14 @@ def test_the_second_held_out_pairs_share_no_pair_with_the_first_or_dev(shared_di
     assert all(path_set.words_of(x) != path_set.words_of(y) for x, y in second)
     with pytest.raises(ValueError, match="test-2"):
         path_set.interpolation_pairs(shared_dir, 40, split="train")
+
+
+def test_reading_measures_find_slips_and_compare_with_the_worse_reading_end():
+    from bench import bench_paths
+
+    means = {"x": -2.0, "y": -3.0, "Two dogs play.": -2.5, "An woman sings.": -4.0}
+    slips, reading = bench_paths.reading_measures("x", "y", ["Two dogs play.", "An woman sings."],
+                                                  lambda texts: np.array([means[t] for t in texts]))
+    assert slips == [False, True]
+    assert reading == pytest.approx([0.5, -1.0])
+    assert bench_paths.reading_measures("x", "y", [], None) == ([], [])

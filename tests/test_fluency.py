@@ -3,7 +3,6 @@ which it chooses among candidates that fit a vector about as well."""
 from __future__ import annotations
 
 import importlib
-import shutil
 import sys
 from pathlib import Path
 
@@ -199,5 +198,6 @@ def test_a_made_sentence_reads_worse_only_past_the_margin_below_the_worse_of_its
 
     model = Means()
     reads_worse = _reads_worse(["x", "y", "ok", "bad"], [None, None, ("x", "y"), ("y", "x")], model)
-    assert not reads_worse(2) and reads_worse(3)
+    assert reads_worse([2, 3]) == [False, True]
+    assert reads_worse([3]) == [True]
     assert sorted(model.asked) == ["bad", "ok", "x", "y"]  # each text scored once

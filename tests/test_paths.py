@@ -140,12 +140,12 @@ def test_a_vetted_walk_shows_no_made_sentence_that_reads_worse_and_checks_only_w
     assert walk(fits, to_start, bonus) == [0, 3, 1]
     asked, given = [], bonus.copy()
 
-    def reads_worse(i):
-        asked.append(i)
-        return i == 3
+    def reads_worse(indices):
+        asked.append(indices)
+        return [i == 3 for i in indices]
 
     assert vetted_walk(fits, to_start, bonus, parents, reads_worse) == [0, 2, 1]
-    assert asked == [3, 2]  # each checked once, when the walk would show it
+    assert asked == [[3], [2]]  # each checked once, when the walk would show it
     assert np.array_equal(bonus, given)  # the caller's bonus is left as it was
     assert vetted_walk(fits, to_start, bonus, parents, None) == [0, 3, 1]
 
@@ -157,5 +157,6 @@ def test_a_vetted_walk_that_runs_out_of_rounds_shows_only_checked_sentences():
     bonus = np.zeros_like(fits)
     bonus[0, 1:] = bonus[-1, [0, *range(2, n + 2)]] = -np.inf
     asked = []
-    path = vetted_walk(fits, to_start, bonus, [None, None, *[("x", "y")] * n], lambda i: asked.append(i) or True)
+    path = vetted_walk(fits, to_start, bonus, [None, None, *[("x", "y")] * n],
+                       lambda indices: asked.extend(indices) or [True] * len(indices))
     assert len(asked) == MAX_VETTING_ROUNDS and path[1] in (0, 1)  # every one checked failed; the rest unchecked

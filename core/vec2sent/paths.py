@@ -291,10 +291,11 @@ def path_candidates(x: str, y: str, decoded: Sequence[str], hypotheses: Sequence
 
 
 def vetted_walk(fits: np.ndarray, to_start: np.ndarray, bonus: np.ndarray, parents: Sequence[Parents],
-                reads_worse: Callable[[int], bool] | None) -> list[int]:
-    """`walk`, where a made candidate (parents not None) is shown only once `reads_worse(candidate)` said no: the
-    walk is repeated without each one that fails, up to MAX_VETTING_ROUNDS times, then without every made candidate
-    not yet checked. `reads_worse` None: `walk` as it is."""
+                reads_worse: Callable[[list[int]], list[bool]] | None) -> list[int]:
+    """`walk`, where a made candidate (parents not None) is shown only once `reads_worse` said no for it (asked for
+    the made candidates of a walk's path at once: one answer each): the walk is repeated without each one that
+    fails, up to MAX_VETTING_ROUNDS times, then without every made candidate not yet checked. `reads_worse` None:
+    `walk` as it is."""
     if reads_worse is None:
         return walk(fits, to_start, bonus)
     bonus, checked = bonus.copy(), set()
@@ -304,9 +305,8 @@ def vetted_walk(fits: np.ndarray, to_start: np.ndarray, bonus: np.ndarray, paren
         if not new:
             return path
         checked.update(new)
-        for i in new:
-            if reads_worse(i):
-                bonus[:, i] = -np.inf
+        failed = [i for i, worse in zip(new, reads_worse(new), strict=True) if worse]
+        bonus[:, failed] = -np.inf
     unchecked = [i for i, p in enumerate(parents) if p is not None and i not in checked]
     bonus[:, unchecked] = -np.inf
     return walk(fits, to_start, bonus)
