@@ -42,6 +42,7 @@ from core import Engine
 from core.encoder import l2_normalize
 from core.readout import EmbeddedTexts
 from core.vec2sent import PATH_DEFAULT, DecodeSettings
+from core.vec2sent.fluency import FluencyModel
 from core.vec2sent.grammar import agreement_variants
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -103,11 +104,12 @@ def reading_measures(x: str, y: str, shown: list[str], mean_log_probs) -> tuple[
 
 
 def interpolation_scores(engine: Engine, setting: DecodeSettings, pairs, steps: int, reference, show: int = 0,
-                         edits: bool = True) -> dict:
-    """Own sentence share, fidelity gain, steady share, ms a path (`path_measures`); with the fluency model, the
-    own sentences' slips and reading (`reading_measures`, None without it)."""
+                         edits: bool = True, judge: FluencyModel | None = None) -> dict:
+    """Own sentence share, fidelity gain, steady share, ms a path (`path_measures`); with a language model to judge
+    (`judge`, default the engine's fluency model), the own sentences' slips and reading (`reading_measures`, None
+    without one)."""
     own, gains, steady, times, examples, slips, reading = [], [], [], [], [], [], []
-    fluency_model = engine.reader.fluency_model
+    fluency_model = judge or engine.reader.fluency_model
     for x, y in pairs:
         start = time.perf_counter()
         points = engine.interpolate(x, y, steps=steps, reference=reference, k=3, settings=setting, edits=edits)
@@ -160,6 +162,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--progress", action="store_true", help="a line on stderr for each analogy")
     parser.add_argument("--no-fluency", action="store_true", help="choose by cosine alone (no language model)")
     parser.add_argument("--no-edits", action="store_true", help="no candidates made of the given sentences' word edits")
+    parser.add_argument("--judge", type=Path, help="a causal LM (folder or .gguf) that judges how the interpolations' "
+                        "own sentences read, other than the one that chose them (default: the fluency model)")
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
     print(machine_line(), flush=True)
@@ -169,6 +173,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     # A small fixed reference keeps the timings about the decoding (the app's default is larger).
     reference = EmbeddedTexts(["a"], l2_normalize(engine.encode(["a"])), name="one text")
+    judge = FluencyModel.load(args.judge) if args.judge else None
     pairs = [] if "interpolations" in args.skip else interpolation_pairs(args.shared, args.pairs, split=args.pairs_split)
     flags = "".join(f", {flag}" for flag, on in [("no fluency", args.no_fluency), ("no edits", args.no_edits)] if on)
     for name in args.settings:
@@ -184,13 +189,14 @@ def main(argv: list[str] | None = None) -> int:
             sys.stdout.flush()
         if pairs:
             p = interpolation_scores(engine, setting, pairs, args.steps, reference, min(args.show, 5),
-                                     not args.no_edits)
+                                     not args.no_edits, judge)
             print(f"[{name}{flags}] interpolations ({p['paths']} paths, {args.steps} steps): own sentence "
                   f"{p['own']:.1%} of interior points, fidelity gain {p['gain']:+.5f}, steady {p['steady']:.1%}; "
                   f"{p['ms']:.0f} ms a path")
             if p["slips"] is not None:
                 print(f"[{name}{flags}] interpolations' own sentences: {p['slips']:.1%} with a slip the rules find, "
-                      f"reading {p['reading']:+.3f} nats a piece against the worse-reading end")
+                      f"reading {p['reading']:+.3f} nats a piece against the worse-reading end"
+                      f"{f' (judged by {args.judge.name})' if args.judge else ''}")
             for example in p["examples"]:
                 print(f"    path  {example}")
     return 0

@@ -655,18 +655,20 @@ STSB = Path("data/senteval/STS/STSBenchmark")
 
 
 PAIR_SPLITS = ("dev", "test", "test-2")
+FIRST_TEST_PAIRS = 40  # "test" as measured since session 47: the first 40 of the seed-0 sample; "test-2" excludes them
 
 
 def interpolation_pairs(shared: Path, limit: int = 40, seed: int = 0, split: str = "dev") -> list[tuple[str, str]]:
     """`limit` pairs of related but different sentences (gold 2-4, 4-15 words each), a seeded sample of STS-B's
-    dev split ("dev") or, held out, its test split: "test" (measured since session 47) or "test-2" (written in
-    session 50 before that session's interpolation changes: the test pairs not in "test"'s first 40).
+    dev split ("dev") or, held out, its test split: "test" (measured since session 47 with the defaults, limit 40 and
+    seed 0) or "test-2" (written in session 50 before that session's interpolation changes: the test pairs not among
+    those FIRST_TEST_PAIRS; another limit or seed of "test" may overlap it).
     FileNotFoundError naming the file when ../shared is not there."""
     if split not in PAIR_SPLITS:
         raise ValueError(f"split must be one of {', '.join(PAIR_SPLITS)}, not {split!r}")
     pool = _related_pairs(Path(shared) / STSB / f"sts-{'dev' if split == 'dev' else 'test'}.csv")
     if split == "test-2":
-        seen = set(random.Random(0).sample(pool, min(40, len(pool))))
+        seen = set(random.Random(0).sample(pool, min(FIRST_TEST_PAIRS, len(pool))))
         pool = [pair for pair in pool if pair not in seen]
     return random.Random(seed).sample(pool, min(limit, len(pool)))
 

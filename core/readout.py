@@ -539,7 +539,8 @@ class VectorReader:
                     settings: DecodeSettings = PATH_DEFAULT, edits: bool = True) -> list[InterpolationPoint]:
         """`steps` points from x (alpha 0) to y (alpha 1), each read like an analogy (`settings`), then chosen
         along the path (`walk_path`; `edits`: with sentences made of word edits between x, the points'
-        decodings and y among the candidates): a point's sentence fits it well and the sentences move away from x step by step.
+        decodings and y among the candidates): a point's sentence fits it well and the sentences move away
+        from x step by step.
 
         Points are linear in the raw embeddings, (1 - alpha) * u_x + alpha * u_y, as in Vec2Sent:
         the word head reads them at the scale it was trained on, and the decoder normalises its
@@ -569,13 +570,15 @@ class VectorReader:
                   edits: bool = True, encode: Encode | None = None) -> list[str]:
         """One sentence per point (steps, d) of the path from x to y (its first and last points are x's
         and y's embeddings). Candidates (`paths.path_candidates`): x, y, each interior point's decoding (as
-        `decode`), the decoder's other hypotheses and, with `edits`, sentences made of word edits between x, the
-        decodings and y. `walk` then picks one a point (x at the first, y at the last; the table of every
+        `decode`), with `edits` x with some of the word edits that turn it into y, and where a fluency model
+        checks them (`settings.fluency`) the decoder's other hypotheses and, with `edits`, the bridges between x,
+        each decoding and y. `walk` then picks one a point (x at the first, y at the last; the table of every
         candidate's cosine to every point is one product), maximising the sum of each one's cosine to its point,
         plus OWN_SENTENCE_MARGIN at an interior point for a sentence other than x and y (so one within that margin
         of the nearer end is shown instead of it), under the rule that the cosine to x never rises step by step.
-        With the fluency model, a made sentence is shown only if it reads no more than MADE_READING_MARGIN worse
-        than the two it was made between (`paths.vetted_walk`)."""
+        With the fluency model, a candidate other than x, y and the decodings is shown only if it reads no more
+        than MADE_READING_MARGIN worse than the worse of the two it is compared with (`paths.vetted_walk`: the
+        walk is repeated without each that fails)."""
         if x == y:
             return [x] * len(points)
         encode = encode or embedding_once(self.model.encode)
@@ -583,14 +586,16 @@ class VectorReader:
         fluency_model = self._fluency_model_for(settings.fluency)
         found = self._hypotheses(interior, settings, encode) if len(interior) else []
         decoded = chosen(found, interior, settings, encode, fluency_model) if found else []
-        made = path_candidates(x, y, decoded, found, edits, self._require_decoder().cased)
-        candidates, parents = list(made), list(made.values())
+        checked = fluency_model is not None  # unchecked, the hypotheses and bridges showed slips (session 49)
+        with_parents = path_candidates(x, y, decoded, found if checked else [], edits, checked,
+                                       self._require_decoder().cased)
+        candidates, parents = list(with_parents), list(with_parents.values())
         embedded = l2_normalize(encode(candidates))  # (C, d)
         fits = l2_normalize(points) @ embedded.T  # (steps, C)
         bonus = np.zeros_like(fits)
         bonus[1:-1, 2:] = OWN_SENTENCE_MARGIN
         bonus[0, 1:] = bonus[-1, [0, *range(2, len(candidates))]] = -np.inf  # the ends read as themselves
-        reads_worse = _reads_worse(candidates, parents, fluency_model) if fluency_model is not None else None
+        reads_worse = _reads_worse(candidates, parents, fluency_model) if checked else None
         return [candidates[i] for i in vetted_walk(fits, embedded @ embedded[0], bonus, parents, reads_worse)]
 
     def _words_and_nearest(self, vectors: np.ndarray, reference: Reference | None, k: int

@@ -160,3 +160,32 @@ def test_a_vetted_walk_that_runs_out_of_rounds_shows_only_checked_sentences():
     path = vetted_walk(fits, to_start, bonus, [None, None, *[("x", "y")] * n],
                        lambda indices: asked.extend(indices) or [True] * len(indices))
     assert len(asked) == MAX_VETTING_ROUNDS and path[1] in (0, 1)  # every one checked failed; the rest unchecked
+
+
+def test_a_vetted_walk_out_of_rounds_keeps_the_sentences_that_passed():
+    """Each round checks the made sentences the walk would show, all at once; after MAX_VETTING_ROUNDS the ones not
+    yet checked are left out, the ones that passed stay."""
+    n = MAX_VETTING_ROUNDS + 2  # made candidates 3.. fit point 2 best in turn, and each fails
+    passing = 2  # fits point 1 best and passes
+    fits = np.array([[1.0, 0.0, 0.5, *[0.5] * n], [0.5, 0.5, 0.9, *[0.3] * n],
+                     [0.5, 0.5, 0.6, *np.linspace(0.9, 0.85, n)], [0.0, 1.0, 0.5, *[0.5] * n]])  # (4 points, C)
+    to_start = np.array([1.0, 0.0, 0.5, *[0.5] * n])
+    bonus = np.zeros_like(fits)
+    bonus[0, 1:] = bonus[-1, [0, *range(2, n + 3)]] = -np.inf
+    asked = []
+
+    def reads_worse(indices):
+        asked.append(indices)
+        return [i != passing for i in indices]
+
+    path = vetted_walk(fits, to_start, bonus, [None, None, *[("x", "y")] * (n + 1)], reads_worse)
+    assert asked[0] == [passing, 3]  # the first round asks about both points' sentences in one call
+    assert len(asked) == MAX_VETTING_ROUNDS and sum(map(len, asked)) == MAX_VETTING_ROUNDS + 1
+    assert path == [0, passing, passing, 1]  # the unchecked ones left out, the one that passed kept
+
+
+def test_the_candidates_without_bridges_or_hypotheses_are_the_edit_path_and_the_decodings():
+    x, y = "Two girls are running in the park.", "Three boys are walking on the beach."
+    decoded = ["Two girls are jogging on the sand."]
+    plain = path_candidates(x, y, decoded, [], bridges=False)
+    assert set(plain) == {x, y, *decoded, *(t for t in edit_path(x, y) if not agreement_slip(t))}

@@ -43,7 +43,9 @@ MAX_BRIDGE = 16
 # Rounds of `vetted_walk` before every made sentence not yet checked is left out (each round checks the <= 4
 # interior sentences the walk chose; one round is usually enough).
 MAX_VETTING_ROUNDS = 8
-Parents = tuple[str, str] | None  # the two sentences a candidate was made between; None: given or decoded
+# The two sentences a candidate's reading is compared with (those it was made between; x and y for a hypothesis);
+# None for x, y and the points' decodings, shown as they are.
+Parents = tuple[str, str] | None
 Edit = tuple[int, int, list[str]]  # (start, end, new words): x's words [start:end] become `new words`
 
 
@@ -270,17 +272,18 @@ def edit_path(x: str, y: str, limit: int = MAX_EDIT_PATH, seed: int = 0) -> list
 
 
 def path_candidates(x: str, y: str, decoded: Sequence[str], hypotheses: Sequence[Sequence[str]], edits: bool = True,
-                    cased: Callable[[str], str] = str) -> dict[str, Parents]:
-    """An interpolation's candidates, each with the two sentences it was made between: x, y and the interior points'
-    `decoded` sentences (None: they were chosen as they are); with `edits`, `edit_path(x, y)` and the bridges
-    `edit_path(x, d)`, `edit_path(d, y)` for each decoding d (`cased`: the decoder's casing of a made sentence);
-    the decoder's other `hypotheses` (made between x and y). A made sentence or hypothesis with a slip that
+                    bridges: bool = True, cased: Callable[[str], str] = str) -> dict[str, Parents]:
+    """An interpolation's candidates, each with the two sentences its reading is compared with (`Parents`): x, y and
+    the interior points' `decoded` sentences (None: shown as they are); with `edits`, `edit_path(x, y)` (parents x, y)
+    and with `bridges` too, `edit_path(x, d)` and `edit_path(d, y)` for each decoding d (parents the two it lies
+    between; `cased`: the decoder's casing of an edited sentence); the decoder's other `hypotheses` (compared with
+    x and y; pass none to leave them out). A candidate other than x, y and the decodings with a slip that
     `agreement_variants` finds ("Pakistanis votes", "An woman") is left out."""
     candidates: dict[str, Parents] = dict.fromkeys([x, y, *decoded])
     made: list[tuple[str, tuple[str, str]]] = []
     if edits:
         made += [(cased(t), (x, y)) for t in edit_path(x, y)]
-        for d in dict.fromkeys(decoded):
+        for d in dict.fromkeys(decoded) if bridges else ():
             made += [(cased(t), (x, d)) for t in edit_path(x, d, MAX_BRIDGE)]
             made += [(cased(t), (d, y)) for t in edit_path(d, y, MAX_BRIDGE)]
     made += [(t, (x, y)) for row in hypotheses for t in row]
