@@ -39,7 +39,7 @@ from .vec2sent.expression import evaluate_expression, sentence_names
 from .vec2sent.fit import Encode, fit_cosines, fits_of, mean_cosine
 from .vec2sent.fluency import FluencyModel, FluencySettings, LogProbs, default_gguf
 from .vec2sent.grammar import RepairSettings, is_told, repair, told_keys
-from .vec2sent.paths import Parents, path_candidates, transfer_edits, vetted_walk
+from .vec2sent.paths import path_candidates, transfer_edits, walk
 from .vec2sent.reading import API_DEFAULT, PATH_DEFAULT, DecodeSettings, choose, chosen, hypotheses
 from .vec2sent.refine import embedding_once, once_per_text
 from .words.scorer import WordScorer
@@ -49,11 +49,6 @@ ANALOGY = "b - a + c"
 # An interior point of an interpolation shows a sentence other than the two ends when one fits it within
 # this cosine of the nearer end (which stays the fallback): the path then reads step by step.
 OWN_SENTENCE_MARGIN = 0.02
-# A sentence an interpolation made (an edit path's, a bridge's, a hypothesis the decoding did not choose) is shown
-# only if it reads at most this much worse than the worse of the two it was made between, in the fluency model's
-# mean log-probability a piece (nats): "Tthe girl is standing in front of the open door Places the bus." between
-# two readable sentences fails it. .5 on the dev pairs (session 50: .3 gave the same share, a lower fidelity gain).
-MADE_READING_MARGIN = 0.5
 # An analogy's edit transfer (c edited as a became b; core/vec2sent/paths.py) is shown when it fits the
 # vector within this cosine of the best candidate: the edit says what the analogy means, the vector checks it.
 # .02 until issue 74: MiniLM carries negation, tense and voice weakly, so b - a + c lies near c and a garbled c
@@ -538,9 +533,8 @@ class VectorReader:
     def interpolate(self, x: str, y: str, steps: int = 5, reference: Reference | None = None, k: int = 5,
                     settings: DecodeSettings = PATH_DEFAULT, edits: bool = True) -> list[InterpolationPoint]:
         """`steps` points from x (alpha 0) to y (alpha 1), each read like an analogy (`settings`), then chosen
-        along the path (`walk_path`; `edits`: with sentences made of word edits between x, the points'
-        decodings and y among the candidates): a point's sentence fits it well and the sentences move away
-        from x step by step.
+        along the path (`walk_path`; `edits`: with sentences made of x's and y's word edits among the
+        candidates): a point's sentence fits it well and the sentences move away from x step by step.
 
         Points are linear in the raw embeddings, (1 - alpha) * u_x + alpha * u_y, as in Vec2Sent:
         the word head reads them at the scale it was trained on, and the decoder normalises its
@@ -569,53 +563,30 @@ class VectorReader:
     def walk_path(self, x: str, y: str, points: np.ndarray, settings: DecodeSettings = PATH_DEFAULT,
                   edits: bool = True, encode: Encode | None = None) -> list[str]:
         """One sentence per point (steps, d) of the path from x to y (its first and last points are x's
-        and y's embeddings). Candidates (`paths.path_candidates`): x, y, each interior point's decoding (as
-        `decode`), with `edits` x with some of the word edits that turn it into y, and where a fluency model
-        checks them (`settings.fluency`) the decoder's other hypotheses and, with `edits`, the bridges between x,
-        each decoding and y. `walk` then picks one a point (x at the first, y at the last; the table of every
-        candidate's cosine to every point is one product), maximising the sum of each one's cosine to its point,
-        plus OWN_SENTENCE_MARGIN at an interior point for a sentence other than x and y (so one within that margin
-        of the nearer end is shown instead of it), under the rule that the cosine to x never rises step by step.
-        With the fluency model, a candidate other than x, y and the decodings is shown only if it reads no more
-        than MADE_READING_MARGIN worse than the worse of the two it is compared with (`paths.vetted_walk`: the
-        walk is repeated without each that fails)."""
+        and y's embeddings). Candidates: x, y, each interior point's decoding (as `decode`) and, with
+        `edits`, the sentences between x and y made of their word edits (`paths.path_candidates`: `edit_path`'s
+        without an agreement slip). `walk` then picks one a
+        point (x at the first, y at the last; the table of every candidate's cosine to every point is one product),
+        maximising the sum of each one's cosine to its point, plus OWN_SENTENCE_MARGIN at an
+        interior point for a sentence other than x and y (so one within that margin of the nearer
+        end is shown instead of it), under the rule that the cosine to x never rises step by step."""
         if x == y:
             return [x] * len(points)
         encode = encode or embedding_once(self.model.encode)
         interior = points[1:-1]
-        fluency_model = self._fluency_model_for(settings.fluency)
-        found = self._hypotheses(interior, settings, encode) if len(interior) else []
-        decoded = chosen(found, interior, settings, encode, fluency_model) if found else []
-        checked = fluency_model is not None  # unchecked, the hypotheses and bridges showed slips (session 49)
-        with_parents = path_candidates(x, y, decoded, found if checked else [], edits, checked,
-                                       self._require_decoder().cased)
-        candidates, parents = list(with_parents), list(with_parents.values())
+        decoded = self._decode(interior, settings, encode) if len(interior) else []
+        candidates = path_candidates(x, y, decoded, edits, self._require_decoder().cased)
         embedded = l2_normalize(encode(candidates))  # (C, d)
         fits = l2_normalize(points) @ embedded.T  # (steps, C)
         bonus = np.zeros_like(fits)
         bonus[1:-1, 2:] = OWN_SENTENCE_MARGIN
         bonus[0, 1:] = bonus[-1, [0, *range(2, len(candidates))]] = -np.inf  # the ends read as themselves
-        reads_worse = _reads_worse(candidates, parents, fluency_model) if checked else None
-        return [candidates[i] for i in vetted_walk(fits, embedded @ embedded[0], bonus, parents, reads_worse)]
+        return [candidates[i] for i in walk(fits, embedded @ embedded[0], bonus)]
 
     def _words_and_nearest(self, vectors: np.ndarray, reference: Reference | None, k: int
                            ) -> tuple[list[Scored], list[Scored]]:
         reference = reference if reference is not None else self.default_reference()
         return self.model.words.ranked(vectors, k), reference.nearest_texts(vectors, k)
-
-
-def _reads_worse(candidates: list[str], parents: list[Parents], fluency_model: FluencyModel
-                 ) -> Callable[[list[int]], list[bool]]:
-    """Whether each candidate asked for reads more than MADE_READING_MARGIN worse than the worse of its parents (the
-    fluency model's mean log-probability a piece; each text scored once, the texts of a call in one batch)."""
-    mean_log_probs = once_per_text(fluency_model.mean_log_probs, np.float64)
-
-    def reads_worse(asked: list[int]) -> list[bool]:
-        texts = [t for i in asked for t in (candidates[i], *parents[i])]
-        scores = dict(zip(texts, mean_log_probs(texts)))
-        return [bool(scores[candidates[i]] < min(scores[p] for p in parents[i]) - MADE_READING_MARGIN) for i in asked]
-
-    return reads_worse
 
 
 def _packaged_fluency(cache_dir: Path | None) -> FluencyModel | None:

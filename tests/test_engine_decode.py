@@ -437,37 +437,6 @@ def test_an_interpolation_walks_from_x_to_y_on_candidates_that_fit(engine, refer
     assert all(p.fit is not None and -1 <= p.decoded_cos_x <= 1.0001 for p in points)
 
 
-class _ReadingLM(FluencyModel):
-    """A stand-in language model: `liked` texts read at 0 nats a piece, any other at -5; every text's total 0."""
-
-    def __init__(self, liked) -> None:
-        self.liked, self.asked = set(liked), []
-
-    def log_probs(self, texts):
-        return np.zeros(len(texts))
-
-    def mean_log_probs(self, texts):
-        self.asked += texts
-        return np.array([0.0 if t in self.liked else -5.0 for t in texts])
-
-
-def test_an_interpolation_shows_no_made_sentence_that_reads_worse_than_what_it_was_made_from(engine, reference):
-    """Session 50: with a fluency model, the walk's candidates other than the ends and the decodings (edit paths,
-    bridges, other hypotheses) are shown only when they read no more than MADE_READING_MARGIN worse than their
-    parents; here every one reads 5 nats a piece worse than the ends and the decodings, so none is shown."""
-    x, y = "the dog is happy", "the king visits italy"
-    interior = np.stack([p.vector for p in engine.interpolate(x, y, steps=5, reference=reference, k=2)[1:-1]])
-    decoded = engine.decode(interior)  # cosine alone: the stand-in's equal totals leave the choice to it
-    lm = _ReadingLM([x, y, *decoded])
-    engine.reader.set_fluency(lm)
-    try:
-        shown = [p.decoded for p in engine.interpolate(x, y, steps=5, reference=reference, k=2)]
-    finally:
-        engine.reader.set_fluency(None)
-    assert set(shown) <= {x, y, *decoded}
-    assert set(lm.asked) - {x, y, *decoded}  # made sentences were read, and refused
-
-
 def test_an_interpolation_embeds_each_text_once(engine, reference, monkeypatch):
     embedded: list[str] = []
     encode = engine.encode

@@ -183,21 +183,3 @@ def test_the_mean_log_probability_is_the_total_over_the_scored_pieces(tiny_lm_di
     scored = [n - 1 + given for n in pieces]  # every piece after the first one the model sees
     assert lm.mean_log_probs(texts) == pytest.approx(lm.log_probs(texts) / np.array(scored), rel=1e-5)
     assert len(lm.mean_log_probs([])) == 0
-
-
-def test_a_made_sentence_reads_worse_only_past_the_margin_below_the_worse_of_its_two():
-    from core.readout import MADE_READING_MARGIN, _reads_worse
-
-    class Means:
-        asked: list[str] = []
-
-        def mean_log_probs(self, texts):
-            self.asked += texts
-            return np.array([{"x": -3.0, "y": -4.0, "ok": -4.0 - MADE_READING_MARGIN + 0.01,
-                              "bad": -4.0 - MADE_READING_MARGIN - 0.01}[t] for t in texts])
-
-    model = Means()
-    reads_worse = _reads_worse(["x", "y", "ok", "bad"], [None, None, ("x", "y"), ("y", "x")], model)
-    assert reads_worse([2, 3]) == [False, True]
-    assert reads_worse([3]) == [True]
-    assert sorted(model.asked) == ["bad", "ok", "x", "y"]  # each text scored once

@@ -4,8 +4,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from core.vec2sent.paths import (MAX_VETTING_ROUNDS, apply_edits, edit_path, path_candidates, transfer_edit,
-                                 vetted_walk, walk, word_edits)
+from core.vec2sent.paths import apply_edits, edit_path, path_candidates, transfer_edit, walk, word_edits
 
 
 @pytest.mark.parametrize("a, b, c, expected", [
@@ -109,83 +108,17 @@ def test_walk_prefers_a_bonus_within_its_margin_and_obeys_minus_infinity():
     assert walk(fits, to_start, bonus)[1] == 0
 
 
-def test_an_interpolations_candidates_bridge_the_ends_and_the_decodings_and_leave_out_slips():
-    x, y = "Two girls are running in the park.", "Three boys are walking on the beach."
-    decoded = ["Two girls are jogging on the sand."]
-    hypotheses = [["Two girls are jogging on the sand.", "An woman is walking on the beach.",
-                   "A woman is walking on the beach."]]
-    made = path_candidates(x, y, decoded, hypotheses)
-    assert list(made)[:3] == [x, y, decoded[0]] and made[x] is made[y] is made[decoded[0]] is None
-    assert made["Three boys are running in the park."] == (x, y)  # the edit path x -> y
-    assert made["Two girls are jogging in the park."] == (x, decoded[0])  # a bridge from x to the decoding
-    assert made["Three girls are jogging on the sand."] == (decoded[0], y)  # a bridge from it to y
-    assert made["A woman is walking on the beach."] == (x, y)  # a hypothesis, made between the ends
-    assert "An woman is walking on the beach." not in made  # a slip
-    assert not any(agreement_slip(t) for t in made)
-    only_decoder = path_candidates(x, y, decoded, hypotheses, edits=False)
-    assert set(only_decoder) == {x, y, decoded[0], "A woman is walking on the beach."}
-
-
-def agreement_slip(text: str) -> bool:
+def test_an_interpolations_candidates_leave_out_edited_sentences_that_slip_on_agreement():
+    """Session 50: 13.9 % of the sentences of their own the walk showed on the dev pairs slipped on agreement, made by
+    applying some of x -> y's edits ("Pakistanis votes in landmark election")."""
     from core.vec2sent.grammar import agreement_variants
-    return bool(agreement_variants(text))
 
-
-def test_a_vetted_walk_shows_no_made_sentence_that_reads_worse_and_checks_only_what_it_would_show():
-    fits = np.array([[1.0, 0.2, 0.5, 0.6], [0.6, 0.3, 0.7, 0.8], [0.2, 1.0, 0.6, 0.5]])  # (3 points, 4 candidates)
-    to_start = np.array([1.0, 0.2, 0.5, 0.6])
-    parents = [None, None, ("x", "y"), ("x", "y")]  # candidates 2 and 3 were made
-    bonus = np.zeros_like(fits)
-    bonus[0, 1:] = bonus[-1, [0, 2, 3]] = -np.inf
-    assert walk(fits, to_start, bonus) == [0, 3, 1]
-    asked, given = [], bonus.copy()
-
-    def reads_worse(indices):
-        asked.append(indices)
-        return [i == 3 for i in indices]
-
-    assert vetted_walk(fits, to_start, bonus, parents, reads_worse) == [0, 2, 1]
-    assert asked == [[3], [2]]  # each checked once, when the walk would show it
-    assert np.array_equal(bonus, given)  # the caller's bonus is left as it was
-    assert vetted_walk(fits, to_start, bonus, parents, None) == [0, 3, 1]
-
-
-def test_a_vetted_walk_that_runs_out_of_rounds_shows_only_checked_sentences():
-    n = MAX_VETTING_ROUNDS + 3  # made candidates, each fitting the middle point a little worse than the last
-    fits = np.array([[1.0, 0.0, *[0.5] * n], [0.5, 0.5, *np.linspace(0.9, 0.8, n)], [0.0, 1.0, *[0.5] * n]])
-    to_start = np.array([1.0, 0.0, *[0.5] * n])
-    bonus = np.zeros_like(fits)
-    bonus[0, 1:] = bonus[-1, [0, *range(2, n + 2)]] = -np.inf
-    asked = []
-    path = vetted_walk(fits, to_start, bonus, [None, None, *[("x", "y")] * n],
-                       lambda indices: asked.extend(indices) or [True] * len(indices))
-    assert len(asked) == MAX_VETTING_ROUNDS and path[1] in (0, 1)  # every one checked failed; the rest unchecked
-
-
-def test_a_vetted_walk_out_of_rounds_keeps_the_sentences_that_passed():
-    """Each round checks the made sentences the walk would show, all at once; after MAX_VETTING_ROUNDS the ones not
-    yet checked are left out, the ones that passed stay."""
-    n = MAX_VETTING_ROUNDS + 2  # made candidates 3.. fit point 2 best in turn, and each fails
-    passing = 2  # fits point 1 best and passes
-    fits = np.array([[1.0, 0.0, 0.5, *[0.5] * n], [0.5, 0.5, 0.9, *[0.3] * n],
-                     [0.5, 0.5, 0.6, *np.linspace(0.9, 0.85, n)], [0.0, 1.0, 0.5, *[0.5] * n]])  # (4 points, C)
-    to_start = np.array([1.0, 0.0, 0.5, *[0.5] * n])
-    bonus = np.zeros_like(fits)
-    bonus[0, 1:] = bonus[-1, [0, *range(2, n + 3)]] = -np.inf
-    asked = []
-
-    def reads_worse(indices):
-        asked.append(indices)
-        return [i != passing for i in indices]
-
-    path = vetted_walk(fits, to_start, bonus, [None, None, *[("x", "y")] * (n + 1)], reads_worse)
-    assert asked[0] == [passing, 3]  # the first round asks about both points' sentences in one call
-    assert len(asked) == MAX_VETTING_ROUNDS and sum(map(len, asked)) == MAX_VETTING_ROUNDS + 1
-    assert path == [0, passing, passing, 1]  # the unchecked ones left out, the one that passed kept
-
-
-def test_the_candidates_without_bridges_or_hypotheses_are_the_edit_path_and_the_decodings():
-    x, y = "Two girls are running in the park.", "Three boys are walking on the beach."
-    decoded = ["Two girls are jogging on the sand."]
-    plain = path_candidates(x, y, decoded, [], bridges=False)
-    assert set(plain) == {x, y, *decoded, *(t for t in edit_path(x, y) if not agreement_slip(t))}
+    x, y = "Two dogs are running in the park.", "A cat is sleeping in the park."
+    decoded = ["Two dogs are sleeping in the park."]
+    edited = edit_path(x, y)
+    assert "Two dogs is running in the park." in edited
+    candidates = path_candidates(x, y, decoded)
+    assert candidates[:3] == [x, y, decoded[0]]
+    assert set(candidates[3:]) == {t for t in edited if not agreement_variants(t)} - set(decoded)
+    assert "Two dogs is running in the park." not in candidates and len(candidates) > 3
+    assert path_candidates(x, y, decoded, edits=False) == [x, y, decoded[0]]

@@ -11,13 +11,11 @@ their points: word edits of the ends they were built from.
 - `transfer_edits(a, b, c)`: the same and c with the change of structure that turns a into b (core/vec2sent/
   structure.py: "He took the bus." -> "He did not take the bus." makes "He ate the soup." -> "He did not eat the
   soup."), each only a candidate.
-- `edit_path(x, y)`: sentences made by applying some of the word edits that turn x into y.
-- `path_candidates(x, y, decoded, hypotheses)`: an interpolation's candidates, each with the two sentences it was
-  made between (for a reading check): the ends, the points' decodings, the edit paths x -> y and "bridges" from x to
-  each decoding and from it to y, and the decoder's other hypotheses.
+- `edit_path(x, y)`: sentences made by applying some of the word edits that turn x into y;
+  `path_candidates(x, y, decoded)` an interpolation's candidates (the ends, the decodings, the edit path's sentences
+  without an agreement slip).
 - `walk(fits, to_start, own, bonus)`: one candidate per point of an interpolation, best fitting
-  overall, such that the chosen sentences' cosine to the start never rises from step to step;
-  `vetted_walk` the same with every made sentence it shows first checked (`reads_worse`) and left out if it fails.
+  overall, such that the chosen sentences' cosine to the start never rises from step to step.
 """
 from __future__ import annotations
 
@@ -36,16 +34,6 @@ from .grammar import agreement_variants
 from .structure import CHANGES, READ_LIKE, verb_form
 
 MAX_EDIT_PATH = 64  # sentences an edit path offers at most (2^edits grows fast)
-# Sentences a bridge (an edit path from an end to a point's decoding, or from it to the other end) offers at most:
-# with them an interior point near an end finds a sentence of its own that fits it nearly as well as that end
-# (session 50; 8 and 32 gave the same share on the dev pairs as 16).
-MAX_BRIDGE = 16
-# Rounds of `vetted_walk` before every made sentence not yet checked is left out (each round checks the <= 4
-# interior sentences the walk chose; one round is usually enough).
-MAX_VETTING_ROUNDS = 8
-# The two sentences a candidate's reading is compared with (those it was made between; x and y for a hypothesis);
-# None for x, y and the points' decodings, shown as they are.
-Parents = tuple[str, str] | None
 Edit = tuple[int, int, list[str]]  # (start, end, new words): x's words [start:end] become `new words`
 
 
@@ -250,6 +238,16 @@ def _lemmas(written: str, form: str | None) -> list[str]:
     return sorted(found, key=lambda lemma: not is_lemma(lemma))
 
 
+def path_candidates(x: str, y: str, decoded: Sequence[str], edits: bool = True, cased: Callable[[str], str] = str
+                    ) -> list[str]:
+    """An interpolation's candidates: x, y, the interior points' `decoded` sentences and, with `edits`,
+    `edit_path(x, y)` (`cased`: the decoder's casing of an edited sentence) without those that slip on agreement
+    (`agreement_variants`: "Two NATO soldier killed", "Pakistanis votes"; 13.9 % of the sentences of their own the
+    walk showed on the dev pairs had one, session 50)."""
+    between = [cased(t) for t in edit_path(x, y)] if edits else []
+    return list(dict.fromkeys([x, y, *decoded, *(t for t in between if not agreement_variants(t))]))
+
+
 def edit_path(x: str, y: str, limit: int = MAX_EDIT_PATH, seed: int = 0) -> list[str]:
     """Sentences between x and y: x with some (not none, not all) of the word edits x -> y applied.
     With few edits every subset; with many, each edit alone, all but each one, the prefixes and
@@ -269,50 +267,6 @@ def edit_path(x: str, y: str, limit: int = MAX_EDIT_PATH, seed: int = 0) -> list
             subsets.append(tuple(sorted(rng.sample(range(n), rng.randint(2, n - 2)))))
     texts = [_sentence(apply_edits(wx, [edits[i] for i in subset])) for subset in dict.fromkeys(subsets)]
     return list(dict.fromkeys(texts))[:limit]
-
-
-def path_candidates(x: str, y: str, decoded: Sequence[str], hypotheses: Sequence[Sequence[str]], edits: bool = True,
-                    bridges: bool = True, cased: Callable[[str], str] = str) -> dict[str, Parents]:
-    """An interpolation's candidates, each with the two sentences its reading is compared with (`Parents`): x, y and
-    the interior points' `decoded` sentences (None: shown as they are); with `edits`, `edit_path(x, y)` (parents x, y)
-    and with `bridges` too, `edit_path(x, d)` and `edit_path(d, y)` for each decoding d (parents the two it lies
-    between; `cased`: the decoder's casing of an edited sentence); the decoder's other `hypotheses` (compared with
-    x and y; pass none to leave them out). A candidate other than x, y and the decodings with a slip that
-    `agreement_variants` finds ("Pakistanis votes", "An woman") is left out."""
-    candidates: dict[str, Parents] = dict.fromkeys([x, y, *decoded])
-    made: list[tuple[str, tuple[str, str]]] = []
-    if edits:
-        made += [(cased(t), (x, y)) for t in edit_path(x, y)]
-        for d in dict.fromkeys(decoded) if bridges else ():
-            made += [(cased(t), (x, d)) for t in edit_path(x, d, MAX_BRIDGE)]
-            made += [(cased(t), (d, y)) for t in edit_path(d, y, MAX_BRIDGE)]
-    made += [(t, (x, y)) for row in hypotheses for t in row]
-    for text, parents in made:
-        if text.strip() and text not in candidates and not agreement_variants(text):
-            candidates[text] = parents
-    return candidates
-
-
-def vetted_walk(fits: np.ndarray, to_start: np.ndarray, bonus: np.ndarray, parents: Sequence[Parents],
-                reads_worse: Callable[[list[int]], list[bool]] | None) -> list[int]:
-    """`walk`, where a made candidate (parents not None) is shown only once `reads_worse` said no for it (asked for
-    the made candidates of a walk's path at once: one answer each): the walk is repeated without each one that
-    fails, up to MAX_VETTING_ROUNDS times, then without every made candidate not yet checked. `reads_worse` None:
-    `walk` as it is."""
-    if reads_worse is None:
-        return walk(fits, to_start, bonus)
-    bonus, checked = bonus.copy(), set()
-    for _ in range(MAX_VETTING_ROUNDS):
-        path = walk(fits, to_start, bonus)
-        new = [i for i in dict.fromkeys(path) if parents[i] is not None and i not in checked]
-        if not new:
-            return path
-        checked.update(new)
-        failed = [i for i, worse in zip(new, reads_worse(new), strict=True) if worse]
-        bonus[:, failed] = -np.inf
-    unchecked = [i for i, p in enumerate(parents) if p is not None and i not in checked]
-    bonus[:, unchecked] = -np.inf
-    return walk(fits, to_start, bonus)
 
 
 def walk(fits: np.ndarray, to_start: np.ndarray, bonus: np.ndarray) -> list[int]:
