@@ -482,3 +482,27 @@ def test_an_analogy_among_the_uploaded_file_counts_as_its_use(tiny_mlm_dir, tmp_
     studio.analogy.interpolation("a dog", "a cat", 2, reference=UPLOADED_FILE, session=a)
     studio.similarity.search("a dog", UPLOADED_FILE, str(path), 3, c)  # one file too many: b's, used least lately
     assert a.corpus is not None and b.corpus is None
+
+
+def test_a_table_past_the_line_bound_is_refused_without_splitting_it(tmp_path):
+    """read_text_file split and parsed a whole table (a file whose first line holds a tab, as most lines do) before
+    counting its rows against the bound: 1,000,000 rows "a\\tb" over a bound of 100 took a transient of tens of MB
+    (tracemalloc's peak). Now the rows with a text are counted first, line by line, up to the bound; a table within
+    it reads as before."""
+    import tracemalloc
+
+    from app.shared.services import read_text_file
+
+    path = tmp_path / "table.tsv"
+    path.write_text("text\tlabel\n" + "a\tb\n" * 1_000_000, encoding="utf-8")
+    tracemalloc.start()
+    try:
+        with pytest.raises(ValueError, match="More than 100 lines in the file given; the limit is 100"):
+            read_text_file(path, 100)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 12_000_000, f"refusing 1,000,000 rows over a bound of 100 took {peak:,} bytes"  # the text: 4 MB
+    path.write_text("text\tlabel\n" + "a\tb\n" * 100 + "\tno text\n" * 50, encoding="utf-8")  # rows without text skipped
+    texts, columns = read_text_file(path, 100)
+    assert texts == ["a"] * 100 and columns == {"label": ["b"] * 100}

@@ -84,11 +84,23 @@ def _checked_lines(numbered: list[tuple[int, str]], limit: int, what: str) -> li
     if not numbered:
         raise ValueError(f"Please enter some {what}, one per line.")
     if len(numbered) > limit:
-        raise ValueError(f"More than {limit:,} {what} given; the limit is {limit:,}.")
+        raise _too_many(limit, what)
     for n, line in numbered:
         if len(line) > MAX_QUERY_CHARS:
             raise ValueError(f"Line {n} is {len(line):,} characters long; the limit is {MAX_QUERY_CHARS:,} per line.")
     return [line for _, line in numbered]
+
+
+def _too_many(limit: int, what: str) -> ValueError:
+    return ValueError(f"More than {limit:,} {what} given; the limit is {limit:,}.")
+
+
+def _rows_with_text(table: str, most: int) -> int:
+    """How many rows of a tab-separated `table` below its first non-blank line (the header) have a text in their
+    first column, counted line by line and no further than `most`."""
+    rows = (line for line in lines_of(table) if line.strip())
+    next(rows, None)
+    return sum(1 for _ in itertools.islice((row for row in rows if row.split("\t", 1)[0].strip()), most))
 
 
 def discard_upload(path: str | Path, uploads: Path | None = None) -> bool:
@@ -121,6 +133,8 @@ def read_text_file(path: str | Path, limit: int = MAX_CORPUS_LINES) -> tuple[lis
         raise ValueError("The file is not UTF-8 text; save it as UTF-8 with one sentence per line.") from None
     if not _is_table(text):
         return text_lines(text, limit, "lines in the file"), {}
+    if _rows_with_text(text, limit + 1) > limit:  # before the table is split and parsed whole
+        raise _too_many(limit, "lines in the file")
     lines = text.splitlines()
     rows = [line for line in lines if line.strip()]  # blank lines are skipped in either kind
     width = rows[0].count("\t")
