@@ -329,27 +329,35 @@ def test_the_addresses_of_one_ipv6_network_share_one_visitors_limits():
     assert visitor("203.0.113.8") != visitor("203.0.113.7")
 
 
+def _peak_bytes(run) -> int:
+    """tracemalloc's peak while `run()` runs."""
+    import tracemalloc
+
+    tracemalloc.start()
+    try:
+        run()
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
 def test_pasted_lines_past_the_bound_are_refused_without_splitting_the_whole_text(tmp_path):
     """app.shared.services.text_lines split the whole text, then counted its lines against the bound: 10 MB of short
     lines ("ab\\n", 3.3M) took a ~500 MB transient (tracemalloc's peak; read_text_file ~740 MB, splitting it twice)
     and ~8 s, in the heavy pool's one slot, to refuse them. Now both stop at the bound; what they return for valid
     input is what splitting gave (every line break str.splitlines knows)."""
-    import tracemalloc
-
     from app.shared.services import read_text_file, text_lines
 
     text = "ab\n" * 1_000_000
     path = tmp_path / "short.txt"
     path.write_text(text, encoding="utf-8")
-    tracemalloc.start()
-    try:
+    def refuse_both():
         with pytest.raises(ValueError, match="sentences given; the limit is 100"):
             text_lines(text, 100)
         with pytest.raises(ValueError, match="lines in the file given; the limit is 100"):
             read_text_file(path, 100)
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
+
+    peak = _peak_bytes(refuse_both)
     assert peak < 12_000_000, f"refusing 1,000,000 lines over a bound of 100 took {peak:,} bytes"  # the text: 3 MB
     breaks = "one\r\ntwo\rthree\vfour\x0cfive\x1csix\x1dseven\x1eeight\x85nine\u2028ten\u2029eleven"
     valid = f"  a dog \n\n \t\n{breaks}\n  last  \r\n"
@@ -489,19 +497,15 @@ def test_a_table_past_the_line_bound_is_refused_without_splitting_it(tmp_path):
     counting its rows against the bound: 1,000,000 rows "a\\tb" over a bound of 100 took a transient of tens of MB
     (tracemalloc's peak). Now the rows with a text are counted first, line by line, up to the bound; a table within
     it reads as before."""
-    import tracemalloc
-
     from app.shared.services import read_text_file
 
     path = tmp_path / "table.tsv"
     path.write_text("text\tlabel\n" + "a\tb\n" * 1_000_000, encoding="utf-8")
-    tracemalloc.start()
-    try:
+    def refuse():
         with pytest.raises(ValueError, match="More than 100 lines in the file given; the limit is 100"):
             read_text_file(path, 100)
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
+
+    peak = _peak_bytes(refuse)
     assert peak < 12_000_000, f"refusing 1,000,000 rows over a bound of 100 took {peak:,} bytes"  # the text: 4 MB
     path.write_text("text\tlabel\n" + "a\tb\n" * 100 + "\tno text\n" * 50, encoding="utf-8")  # rows without text skipped
     texts, columns = read_text_file(path, 100)
