@@ -510,3 +510,47 @@ def test_a_table_past_the_line_bound_is_refused_without_splitting_it(tmp_path):
     path.write_text("text\tlabel\n" + "a\tb\n" * 100 + "\tno text\n" * 50, encoding="utf-8")  # rows without text skipped
     texts, columns = read_text_file(path, 100)
     assert texts == ["a"] * 100 and columns == {"label": ["b"] * 100}
+
+
+# ---- a hostile visitor's probe of the served app (session 51) ---------------------------------------------------
+
+def _queued_app(public: bool = True):
+    """A one-textbox app with a queued event, behind the public middleware (`public`) or a private server's."""
+    import gradio as gr
+    from gradio.routes import App
+
+    from app.server.gate import middleware
+
+    with gr.Blocks() as demo:
+        box = gr.Textbox()
+        box.submit(lambda text: text, box, box, api_name="echo")
+    demo.queue()
+    return demo, App.create_app(demo, app_kwargs={"middleware": middleware(demo, public=PublicLimits() if public
+                                                                           else None)})
+
+
+@pytest.mark.parametrize("public", [True, False])
+def test_a_request_of_millions_of_json_values_is_refused_before_it_is_parsed(public):
+    """A stranger's probe: within the 21 MB body bound, /gradio_api/queue/join with 20 MB of `[],` (6.9 million empty
+    lists) was parsed on the event loop: the join took 10.4 s, and another address's /gradio_api/queue/status waited
+    10.3 s meanwhile; four such joins took the server from 0.75 to 3 GB. A body of more JSON values than any input
+    needs is refused before it is parsed; a long text (commas, brackets and quotes in it) still passes."""
+    import httpx
+
+    demo, app = _queued_app(public)
+    fn_index = next(iter(demo.fns))
+
+    async def join(data: str) -> httpx.Response:
+        body = '{"data": [%s], "fn_index": %d, "session_hash": "s%d"}' % (data, fn_index, len(data))
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app, client=("203.0.113.7", 1)),
+                                     base_url="http://space") as page:
+            return await page.post("/gradio_api/queue/join", content=body,
+                                   headers={"content-type": "application/json"})
+
+    many = asyncio.run(join('"x", ' + "[]," * 200_000 + "[]"))
+    assert many.status_code == 413, many.text
+    from app.server.request_limits import MAX_JSON_VALUES
+    assert f"more than {MAX_JSON_VALUES:,} JSON values" in many.json()["detail"]
+    assert asyncio.run(join('"x", ' + '"",' * 200_000 + '""')).status_code == 413  # strings count too
+    text = json.dumps('A line, with [brackets], {braces} and "quotes".\n' * 40_000)
+    assert asyncio.run(join(text)).status_code == 200

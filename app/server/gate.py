@@ -642,7 +642,8 @@ def distrust_uvicorn_forwarding() -> None:
 
 
 def middleware(blocks: Any, login: bool = False, public: Any = None) -> list:
-    """The ASGI layers in front of `blocks`' server, outermost first: the request body bound, the route guard
+    """The ASGI layers in front of `blocks`' server, outermost first: the request body bound and its JSON values'
+    bound, the route guard
     (`RouteGuard`: one-line answers for what routes raise; with `public`, an app.server.public.PublicLimits, bounded
     sessions and the closed routes), the login throttle and gate (with `login`), the disk budget for uploads
     (public mode), then cancels. Call it before `launch`: it also stops uvicorn from rewriting the client's address
@@ -654,11 +655,11 @@ def middleware(blocks: Any, login: bool = False, public: Any = None) -> list:
     distrust_uvicorn_forwarding()
 
     from .public import disk_budget
-    from .request_limits import RequestBodyLimit, UploadRoom
+    from .request_limits import JsonValueLimit, RequestBodyLimit, UploadRoom
     if public is not None:
         blocks.api_open = False  # read by Gradio's /run and /api routes at each request
     gate = [Middleware(LoginThrottle), Middleware(LoginGate, blocks=blocks)] if login else []
-    return [Middleware(RequestBodyLimit),
+    return [Middleware(RequestBodyLimit), Middleware(JsonValueLimit),
             Middleware(RouteGuard, blocks=blocks, sessions=public.sessions if public is not None else None), *gate,
             Middleware(UploadRoom, blocks=blocks, budget=disk_budget, address=scope_address),
             Middleware(CancelReach, blocks=blocks)]
