@@ -554,3 +554,31 @@ def test_a_request_of_millions_of_json_values_is_refused_before_it_is_parsed(pub
     assert asyncio.run(join('"x", ' + '"",' * 200_000 + '""')).status_code == 413  # strings count too
     text = json.dumps('A line, with [brackets], {braces} and "quotes".\n' * 40_000)
     assert asyncio.run(join(text)).status_code == 200
+
+
+def test_a_session_hash_of_megabytes_is_refused_and_kept_nowhere():
+    """A stranger's probe: a session hash is the client's own text, and Gradio kept any length: 32 joins from one
+    address, each naming a new session of 5 MB, took the server from 594 to 1,340 MB (~23 MB a session: the hash in
+    the event, the session table and the message queues), held while the sessions lived. A hash past the bound is
+    refused with one line, by the queue and by every other route that would make a session."""
+    import httpx
+
+    demo, app = _queued_app()
+    fn_index = next(iter(demo.fns))
+    long_hash = "h" * 200_000
+
+    async def visit() -> tuple[httpx.Response, httpx.Response]:
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app, client=("203.0.113.7", 1)),
+                                     base_url="http://space") as page:
+            joined = await page.post("/gradio_api/queue/join", json={"data": ["x"], "fn_index": fn_index,
+                                                                     "session_hash": long_hash})
+            other = await page.post("/gradio_api/component_server", json={
+                "component_id": next(iter(demo.blocks)), "fn_name": "x", "data": None, "session_hash": long_hash})
+            return joined, other
+
+    joined, other = asyncio.run(visit())
+    assert joined.status_code == 400, joined.text
+    assert "session hash is at most" in joined.json()["detail"]
+    assert other.status_code in (400, 503) and "session hash is at most" in other.json()["detail"], other.text
+    assert long_hash not in app.state_holder.session_data
+    assert long_hash not in demo._queue.pending_messages_per_session

@@ -30,7 +30,8 @@ from typing import Any, Awaitable, Callable
 from gradio.server_messages import ProcessCompletedMessage
 
 from ..messages import quoted
-from .sessions import BoundedSessions, SessionLimits, SessionRefused, handling, install
+from .sessions import (BadSessionHash, BoundedSessions, SessionLimits, SessionRefused, handling, install,
+                       session_hash_refusal)
 
 log = logging.getLogger(__name__)
 
@@ -250,8 +251,9 @@ def fair_order(line: list, busy: list = ()) -> None:
 def bound_per_client(queue: Any, shares: QueueShares) -> None:
     """Make `queue` (a Blocks' Gradio queue) refuse, with a 503 and its reason, a request past its client's
     share; others' requests are not affected. In public mode (`shares.per_address`) each pool's line is served by
-    address in turn (`fair_order`). A request naming no function of this app is refused with a 400 (Gradio: a
-    bare 500), one whose session no bound has room for with a 503 (app.server.sessions)."""
+    address in turn (`fair_order`). A request naming no function of this app, or a session hash over
+    app.server.sessions.MAX_SESSION_HASH_CHARS, is refused with a 400 (Gradio: a bare 500; any hash), one whose session
+    no bound has room for with a 503 (app.server.sessions)."""
     push = queue.push
 
     @functools.wraps(push)
@@ -259,6 +261,9 @@ def bound_per_client(queue: Any, shares: QueueShares) -> None:
         fn = queue.blocks.fns.get(body.fn_index) if isinstance(body.fn_index, int) else None
         if fn is None:
             return False, f"This app has no function {quoted(body.fn_index, 24)}: its API page lists them.", "error"
+        reason = session_hash_refusal(body.session_hash)
+        if reason is not None:
+            return False, reason, "error"
         reason = share_refusal(queue, body.session_hash, request, shares, fn.concurrency_id)
         if reason is not None:
             return False, reason, "queue_full"
@@ -271,7 +276,7 @@ def bound_per_client(queue: Any, shares: QueueShares) -> None:
         try:
             pushed = await push(body=body, request=request, username=username)
         except SessionRefused as refused:
-            return False, str(refused), "queue_full"
+            return False, str(refused), "error" if isinstance(refused, BadSessionHash) else "queue_full"
         table = queue.blocks.state_holder.session_data
         if made_up and pushed[0] and isinstance(table, BoundedSessions):  # a refused one is never made: not kept
             table.dispose(body.session_hash)
@@ -592,7 +597,7 @@ def _explained(err: Exception, path: str) -> tuple[int, str]:
     """(status, one line) for what a route raised."""
     from gradio.route_utils import FnIndexInferError
     if isinstance(err, SessionRefused):
-        return 503, str(err)
+        return 400 if isinstance(err, BadSessionHash) else 503, str(err)
     if isinstance(err, (KeyError, IndexError, FnIndexInferError)) and any(route in path for route in LOOKUP_ROUTES):
         what = quoted(err.args[0], 40) if isinstance(err, KeyError) and err.args else "what the request names"
         log.info("%s: nothing found for %s", path[:100], what)

@@ -75,6 +75,23 @@ class SessionRefused(Exception):
     """A new session that no bound has room for; its text is the one-line reason."""
 
 
+class BadSessionHash(SessionRefused):
+    """A session hash no session may have (the gate answers it 400)."""
+
+
+# A session hash is the client's own: the page makes ~11 characters, gradio_client 36 (a uuid). Gradio kept any length
+# (a 5 MB one in a join was held in several copies, ~23 MB a session, while the session lived).
+MAX_SESSION_HASH_CHARS = 100
+
+
+def session_hash_refusal(key: Any) -> str | None:
+    """Why `key` may not name a session (one line), or None when it may."""
+    if isinstance(key, str) and len(key) > MAX_SESSION_HASH_CHARS:
+        return (f"A session hash is at most {MAX_SESSION_HASH_CHARS} characters (this one has {len(key):,}): "
+                "reload the page, or let gradio_client make one.")
+    return None
+
+
 class BoundedSessions(OrderedDict):
     """Gradio's session table (session hash -> SessionState, least recently used first), bounded by `limits`.
     Gradio adds a session with `table[key] = SessionState(...)`; that admission is checked here."""
@@ -101,6 +118,9 @@ class BoundedSessions(OrderedDict):
         already: room is made within the bounds, else SessionRefused."""
         with self.lock:
             if key not in self and key not in self.owners:
+                reason = session_hash_refusal(key)
+                if reason is not None:
+                    raise BadSessionHash(reason)
                 self._admit(key, request_address())
 
     def __delitem__(self, key: str) -> None:
