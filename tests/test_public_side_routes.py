@@ -582,3 +582,63 @@ def test_a_session_hash_of_megabytes_is_refused_and_kept_nowhere():
     assert other.status_code in (400, 503) and "session hash is at most" in other.json()["detail"], other.text
     assert long_hash not in app.state_holder.session_data
     assert long_hash not in demo._queue.pending_messages_per_session
+
+
+def test_one_address_cannot_hold_every_connection_of_the_server():
+    """A stranger's probe: uvicorn keeps a connection whose request headers never end for good, so 19,990 of them
+    from 127.0.0.2 took every file descriptor of the server (its limit, 20,000): every other visitor's request timed
+    out, and asyncio logged a traceback a failed accept (520 MB of log in 30 s). Served here as launch serves it
+    (uvicorn loads its config, the public middleware made first), with the public bound (128): one more connection of
+    an address is answered 503 at once, another address is served, and a closed connection frees its place."""
+    import socket
+    import threading
+
+    import httpx
+    import uvicorn
+    from gradio.routes import App
+
+    from app.server.gate import middleware
+    from bench.bench_app import free_port
+
+    import gradio as gr
+    with gr.Blocks() as demo:
+        gr.Textbox()
+    demo.queue()
+    bound = getattr(PublicLimits(), "connections_per_address", 128)
+    app = App.create_app(demo, app_kwargs={"middleware": middleware(demo, public=PublicLimits())})
+    port = free_port()
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    held: list[socket.socket] = []
+    try:
+        for _ in range(100):
+            if server.started:
+                break
+            time.sleep(0.05)
+
+        def half_sent(source: str) -> socket.socket:
+            sock = socket.create_connection(("127.0.0.1", port), timeout=3, source_address=(source, 0))
+            sock.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n")  # the headers never end
+            return sock
+
+        held = [half_sent("127.0.0.2") for _ in range(bound)]
+        one_more = half_sent("127.0.0.2")
+        held.append(one_more)
+        try:
+            answer = one_more.recv(4096)
+        except socket.timeout:
+            pytest.fail(f"connection {bound + 1} of 127.0.0.2 was kept open, unanswered")
+        assert answer.startswith(b"HTTP/1.1 503") and b"connections open" in answer, answer[:200]
+        with httpx.Client(transport=httpx.HTTPTransport(local_address="127.0.0.3"), timeout=5) as other:
+            assert other.get(f"http://127.0.0.1:{port}/gradio_api/queue/status").status_code == 200
+        held.pop(0).close()
+        time.sleep(0.3)
+        with httpx.Client(transport=httpx.HTTPTransport(local_address="127.0.0.2"), timeout=5) as again:
+            assert again.get(f"http://127.0.0.1:{port}/gradio_api/queue/status").status_code == 200
+    finally:
+        for sock in held:
+            sock.close()
+        server.should_exit = True
+        thread.join(10)
+        middleware(demo)  # a private server's: no bound on the servers started after this test

@@ -114,6 +114,11 @@ def trust_proxies(proxies: TrustedProxies) -> None:
     _TRUSTED[0] = proxies
 
 
+def proxy_trusted(host: str) -> bool:
+    """Whether `host` is one of this server's trusted proxies (`trust_proxies`)."""
+    return _TRUSTED[0].trusts(host)
+
+
 def client_address(request: Any) -> str:
     """The network address a request came from: the TCP peer, unless the peer is a trusted proxy
     (`trust_proxies`); then the last address its forwarding headers name that is not a trusted proxy, the one
@@ -652,12 +657,15 @@ def middleware(blocks: Any, login: bool = False, public: Any = None) -> list:
     (`RouteGuard`: one-line answers for what routes raise; with `public`, an app.server.public.PublicLimits, bounded
     sessions and the closed routes), the login throttle and gate (with `login`), the disk budget for uploads
     (public mode), then cancels. Call it before `launch`: it also stops uvicorn from rewriting the client's address
-    (`distrust_uvicorn_forwarding`), and in public mode closes Gradio's routes that run a queued event outside the
+    (`distrust_uvicorn_forwarding`), bounds each address's open connections in public mode
+    (app.server.connections), and in public mode closes Gradio's routes that run a queued event outside the
     queue (POST /gradio_api/run/NAME and /api/NAME answer 404 "join the queue": 30 decodes from one address had run
     at once there, issue 75); the queue's own routes (/gradio_api/queue/join, /gradio_api/call/NAME, the page,
     gradio_client) stay."""
     from starlette.middleware import Middleware
     distrust_uvicorn_forwarding()
+    from .connections import limit_connections
+    limit_connections(public.connections_per_address if public is not None else None)
 
     from .public import disk_budget
     from .request_limits import JsonValueLimit, RequestBodyLimit, UploadRoom

@@ -70,6 +70,10 @@ class PublicLimits:
     # Bytes of the vectors all sessions keep for themselves (a searched file's, a drawn map's points and coordinates:
     # up to ~60 MB a session), the least recently used session's going first (app.handlers.session.HeldVectors).
     session_vectors_bytes: int = 400_000_000
+    # Connections one address holds open (app.server.connections): 19,990 half-sent requests from one address took
+    # every file descriptor, and every other visitor's request timed out (session 51). A browser holds at most 6 to a
+    # host (a page's heartbeat and event streams, a few requests): 128 is an address's 32 sessions' worth and more.
+    connections_per_address: int = 128
 
 
 class RecentStarts:

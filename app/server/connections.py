@@ -1,0 +1,116 @@
+"""A bound on the connections one network address holds open to a public server.
+
+uvicorn (0.55, as Gradio 6.31 starts it) accepts every connection and keeps one that never finishes its request's
+headers for good: a stranger's probe opened 19,990 such connections from 127.0.0.2 (27 s), the server ran out of file
+descriptors (its limit, 20,000), every other visitor's request timed out, and asyncio logged a traceback for each
+failed accept (520 MB of log in 30 s). Each connection is an open file and a protocol object whether or not it ever
+reaches the app, so the bound is kept where uvicorn makes the protocol: `limit_connections` wraps the HTTP protocol
+class uvicorn loads (`uvicorn.Config.load`), and a connection past its address's bound is answered 503 with one line
+and closed before it is read.
+
+The address is the TCP peer by the gate's rule (`gate.sharing`: an IPv6 client's /64). A trusted proxy's connections
+(`--trusted-proxies`, a Space's own proxy) are not counted: all its visitors share its address, and the proxy bounds
+its own. Process-wide, as uvicorn's protocol class is: the cap of the server whose middleware was made last.
+"""
+from __future__ import annotations
+
+import functools
+import json
+import threading
+from collections import Counter
+from typing import Any
+
+
+class ConnectionCap:
+    """Connections open now, by address; at most `per_address` each."""
+
+    def __init__(self, per_address: int):
+        if per_address < 1:
+            raise ValueError("An address must be allowed at least 1 connection.")
+        self.per_address, self.open, self.lock = per_address, Counter(), threading.Lock()
+
+    @staticmethod
+    def key(host: str) -> str | None:
+        """The address whose bound a connection from `host` counts in; None for a trusted proxy (not counted)."""
+        from .gate import proxy_trusted, sharing
+        return None if proxy_trusted(host) else sharing(host)
+
+    def take(self, key: str) -> bool:
+        """Count one more connection of `key`; False (nothing counted) when it has its bound open already."""
+        with self.lock:
+            if self.open[key] >= self.per_address:
+                return False
+            self.open[key] += 1
+            return True
+
+    def give(self, key: str) -> None:
+        """A connection of `key` closed."""
+        with self.lock:
+            self.open[key] -= 1
+            if self.open[key] <= 0:
+                del self.open[key]
+
+    def refusal(self) -> bytes:
+        """The whole HTTP answer to a connection past the bound."""
+        body = json.dumps({"detail": f"Your network address already has {self.per_address} connections open to this "
+                           f"public server (at most {self.per_address}): close some, then try again."}).encode()
+        return (b"HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\nconnection: close\r\n"
+                b"retry-after: 10\r\ncontent-length: %d\r\n\r\n" % len(body)) + body
+
+
+_CAP: list[ConnectionCap | None] = [None]
+
+
+def limit_connections(per_address: int | None) -> None:
+    """Bound the connections of each address (None: no bound) on the uvicorn servers this process starts from now
+    (Gradio's launch makes a uvicorn.Config and loads it when it starts)."""
+    import uvicorn
+    _CAP[0] = ConnectionCap(per_address) if per_address is not None else None
+    if not getattr(uvicorn.Config.load, "_capped", False):
+        load = uvicorn.Config.load
+
+        @functools.wraps(load)
+        def capped_load(config: Any) -> None:
+            load(config)
+            if not getattr(config.http_protocol_class, "_capped", False):
+                config.http_protocol_class = capped(config.http_protocol_class)
+        capped_load._capped = True
+        uvicorn.Config.load = capped_load
+
+
+@functools.cache
+def capped(protocol_class: type) -> type:
+    """`protocol_class` (uvicorn's HTTP protocol) refusing a connection past its address's bound (`_CAP`)."""
+
+    class Capped(protocol_class):
+        _capped = True
+
+        def connection_made(self, transport: Any) -> None:
+            self._cap, self._cap_key, self._refused = _CAP[0], None, False
+            if self._cap is not None:
+                peer = transport.get_extra_info("peername")
+                key = self._cap.key(str(peer[0]) if peer else "")
+                if key is not None and not self._cap.take(key):
+                    self._refused = True
+                    transport.write(self._cap.refusal())
+                    transport.close()
+                    return
+                self._cap_key = key
+            super().connection_made(transport)
+
+        def data_received(self, data: bytes) -> None:
+            if not self._refused:
+                super().data_received(data)
+
+        def eof_received(self) -> Any:
+            return None if self._refused else super().eof_received()
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            if self._refused:
+                return
+            if self._cap_key is not None:
+                self._cap.give(self._cap_key)
+            super().connection_lost(exc)
+
+    Capped.__name__ = Capped.__qualname__ = "Capped" + protocol_class.__name__
+    return Capped
