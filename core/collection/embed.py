@@ -104,13 +104,16 @@ def _ray(address: str | None) -> Iterator[None]:
 
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")  # offline by default: Ray would report usage to its makers
     import ray
+    import ray.data  # before the level below: its first import sets its loggers' levels again
 
     started_here = not ray.is_initialized()
     if started_here:
         with warnings.catch_warnings():  # Ray's processes are forked and exec'd at once: LanceDB's state is not shared
             warnings.filterwarnings("ignore", "lancedb fork support", RuntimeWarning)
-            ray.init(address=address or "local", include_dashboard=False, log_to_driver=False, logging_level="WARNING")
-    logging.getLogger("ray.data").setLevel(logging.WARNING)  # each run's plan and log folder: the progress says enough
+            ray.init(address=address or "local", include_dashboard=False, log_to_driver=False, logging_level="ERROR")
+    # Ray's errors only: its notes on each run's plan, log folder, progress bars and token auth say nothing the
+    # command's own progress lines do not
+    logging.getLogger("ray.data").setLevel(logging.ERROR)
     try:
         yield
     finally:
