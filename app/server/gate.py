@@ -334,7 +334,8 @@ class CancelReach:
         body, more = await _read(receive, CANCEL_BODY_BYTES)
         if not more:
             body = await self._cancel(body, path.endswith("/cancel"))
-        await self.app(scope, _replay(body, more, receive), send)
+        from .request_limits import replayed
+        await self.app(scope, replayed(body, more, receive), send)
 
     async def _cancel(self, body: bytes, is_cancel: bool) -> bytes:
         """Cancel what `body` names; the body to pass on to Gradio."""
@@ -370,19 +371,6 @@ async def _read(receive: Receive, limit: int) -> tuple[bytes, bool]:
             return body, False
         if len(body) > limit:
             return body, True
-
-
-def _replay(body: bytes, more: bool, receive: Receive) -> Receive:
-    """A receive that gives `body` first (rest of it to come when `more`), then what `receive` gives."""
-    sent = False
-
-    async def replay() -> Message:
-        nonlocal sent
-        if not sent:
-            sent = True
-            return {"type": "http.request", "body": body, "more_body": more}
-        return await receive()
-    return replay
 
 
 # What a browser needs to show the login form and log in: the page itself (without the API description), the

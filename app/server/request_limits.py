@@ -135,16 +135,22 @@ class JsonValueLimit:
                       "texts, numbers, choices and files.")
             await plain_answer(send, 413, json.dumps({"detail": detail}).encode(), b"application/json")
             return
-        sent = False
+        await self.app(scope, replayed(body, False, receive), send)
 
-        async def replay() -> Message:
-            nonlocal sent
-            if not sent:
-                sent = True
-                return {"type": "http.request", "body": body, "more_body": False}
-            return await receive()
-        await self.app(scope, replay, send)
 
+
+def replayed(body: bytes, more: bool, receive: Receive) -> Receive:
+    """A receive that gives `body` first (rest of it to come when `more`), then what `receive` gives: the request
+    as the app would have read it, after a middleware read `body` of it."""
+    sent = False
+
+    async def replay() -> Message:
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": more}
+        return await receive()
+    return replay
 
 class UploadRoom:
     """ASGI middleware for Gradio's uploads (POST .../gradio_api/upload), issue 61:
