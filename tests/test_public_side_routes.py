@@ -6,7 +6,9 @@ inputs."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+import socket
 import tempfile
 import time
 import types
@@ -584,16 +586,12 @@ def test_a_session_hash_of_megabytes_is_refused_and_kept_nowhere():
     assert long_hash not in demo._queue.pending_messages_per_session
 
 
-def test_one_address_cannot_hold_every_connection_of_the_server():
-    """A stranger's probe: uvicorn keeps a connection whose request headers never end for good, so 19,990 of them
-    from 127.0.0.2 took every file descriptor of the server (its limit, 20,000): every other visitor's request timed
-    out, and asyncio logged a traceback a failed accept (520 MB of log in 30 s). Served here as launch serves it
-    (uvicorn loads its config, the public middleware made first), with the public bound (128): one more connection of
-    an address is answered 503 at once, another address is served, and a closed connection frees its place."""
-    import socket
+@contextlib.contextmanager
+def _served_as_launch_serves(limits: PublicLimits):
+    """A Gradio app served by uvicorn as launch serves it (uvicorn loads its config, the public middleware made
+    first, with `limits`); yields its port. Afterwards a private server's middleware: no bound on later servers."""
     import threading
 
-    import httpx
     import uvicorn
     from gradio.routes import App
 
@@ -604,41 +602,82 @@ def test_one_address_cannot_hold_every_connection_of_the_server():
     with gr.Blocks() as demo:
         gr.Textbox()
     demo.queue()
-    bound = getattr(PublicLimits(), "connections_per_address", 128)
-    app = App.create_app(demo, app_kwargs={"middleware": middleware(demo, public=PublicLimits())})
+    app = App.create_app(demo, app_kwargs={"middleware": middleware(demo, public=limits)})
     port = free_port()
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
-    held: list[socket.socket] = []
     try:
         for _ in range(100):
             if server.started:
                 break
             time.sleep(0.05)
-
-        def half_sent(source: str) -> socket.socket:
-            sock = socket.create_connection(("127.0.0.1", port), timeout=3, source_address=(source, 0))
-            sock.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n")  # the headers never end
-            return sock
-
-        held = [half_sent("127.0.0.2") for _ in range(bound)]
-        one_more = half_sent("127.0.0.2")
-        held.append(one_more)
-        try:
-            answer = one_more.recv(4096)
-        except socket.timeout:
-            pytest.fail(f"connection {bound + 1} of 127.0.0.2 was kept open, unanswered")
-        assert answer.startswith(b"HTTP/1.1 503") and b"connections open" in answer, answer[:200]
-        with httpx.Client(transport=httpx.HTTPTransport(local_address="127.0.0.3"), timeout=5) as other:
-            assert other.get(f"http://127.0.0.1:{port}/gradio_api/queue/status").status_code == 200
-        held.pop(0).close()
-        time.sleep(0.3)
-        with httpx.Client(transport=httpx.HTTPTransport(local_address="127.0.0.2"), timeout=5) as again:
-            assert again.get(f"http://127.0.0.1:{port}/gradio_api/queue/status").status_code == 200
+        yield port
     finally:
-        for sock in held:
-            sock.close()
         server.should_exit = True
         thread.join(10)
-        middleware(demo)  # a private server's: no bound on the servers started after this test
+        middleware(demo)
+
+
+def _half_sent(port: int, source: str) -> socket.socket:
+    """A connection from `source` whose request headers never end."""
+    sock = socket.create_connection(("127.0.0.1", port), timeout=3, source_address=(source, 0))
+    sock.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n")
+    return sock
+
+
+def test_one_address_cannot_hold_every_connection_of_the_server():
+    """A stranger's probe: uvicorn keeps a connection whose request headers never end for good, so 19,990 of them
+    from 127.0.0.2 took every file descriptor of the server (its limit, 20,000): every other visitor's request timed
+    out, and asyncio logged a traceback a failed accept (520 MB of log in 30 s). With the public bound (128): one more
+    connection of an address is answered 503 at once, another address is served, and a closed connection frees its
+    place."""
+    import httpx
+
+    bound = PublicLimits().connections_per_address
+    held: list[socket.socket] = []
+    with _served_as_launch_serves(PublicLimits()) as port:
+        try:
+            held = [_half_sent(port, "127.0.0.2") for _ in range(bound)]
+            one_more = _half_sent(port, "127.0.0.2")
+            held.append(one_more)
+            try:
+                answer = one_more.recv(4096)
+            except socket.timeout:
+                pytest.fail(f"connection {bound + 1} of 127.0.0.2 was kept open, unanswered")
+            assert answer.startswith(b"HTTP/1.1 503") and b"connections open" in answer, answer[:200]
+            with httpx.Client(transport=httpx.HTTPTransport(local_address="127.0.0.3"), timeout=5) as other:
+                assert other.get(f"http://127.0.0.1:{port}/gradio_api/queue/status").status_code == 200
+            held.pop(0).close()
+            time.sleep(0.3)
+            with httpx.Client(transport=httpx.HTTPTransport(local_address="127.0.0.2"), timeout=5) as again:
+                assert again.get(f"http://127.0.0.1:{port}/gradio_api/queue/status").status_code == 200
+        finally:
+            for sock in held:
+                sock.close()
+
+
+def test_a_connection_that_never_ends_its_headers_is_closed_and_a_kept_alive_one_is_not():
+    """The bound of 128 an address left each address's half-sent connections open for good (~155 addresses fill
+    20,000 descriptors): one that has not sent its first request's headers whole within
+    `PublicLimits.headers_seconds` is closed now, and its place freed; a connection whose request was answered is
+    left to uvicorn's keep-alive and serves a second request after that time."""
+    request = b"GET /gradio_api/queue/status HTTP/1.1\r\nHost: x\r\n\r\n"
+    with _served_as_launch_serves(PublicLimits(headers_seconds=0.5)) as port:
+        slow = _half_sent(port, "127.0.0.2")
+        kept = socket.create_connection(("127.0.0.1", port), timeout=3, source_address=("127.0.0.3", 0))
+        try:
+            kept.sendall(request)
+            assert kept.recv(4096).startswith(b"HTTP/1.1 200")
+            started = time.monotonic()
+            try:
+                closed = slow.recv(4096)
+            except socket.timeout:
+                pytest.fail("a connection that never ended its headers was still open after 3 s")
+            assert closed == b"" and time.monotonic() - started < 2.5
+            time.sleep(0.6)  # past the headers' time: the answered connection is uvicorn's to keep alive (5 s)
+            kept.sendall(request)
+            assert kept.recv(4096).startswith(b"HTTP/1.1 200")
+        finally:
+            slow.close()
+            kept.close()

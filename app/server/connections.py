@@ -6,7 +6,9 @@ descriptors (its limit, 20,000), every other visitor's request timed out, and as
 failed accept (520 MB of log in 30 s). Each connection is an open file and a protocol object whether or not it ever
 reaches the app, so the bound is kept where uvicorn makes the protocol: `limit_connections` wraps the HTTP protocol
 class uvicorn loads (`uvicorn.Config.load`), and a connection past its address's bound is answered 503 with one line
-and closed before it is read.
+and closed before it is read. A connection that has not sent its first request's headers whole within
+`PublicLimits.headers_seconds` is closed: with the bound alone, 128 such connections of each of ~155 addresses would
+still fill 20,000 descriptors for good.
 
 The address is the TCP peer by the gate's rule (`gate.sharing`: an IPv6 client's /64). A trusted proxy's connections
 (`--trusted-proxies`, a Space's own proxy) are not counted: all its visitors share its address, and the proxy bounds
@@ -22,12 +24,16 @@ from typing import Any
 
 
 class ConnectionCap:
-    """Connections open now, by address; at most `per_address` each."""
+    """Connections open now, by address; at most `per_address` each; each closed when its first request's headers
+    have not all come `headers_seconds` after it opened (None: never)."""
 
-    def __init__(self, per_address: int):
+    def __init__(self, per_address: int, headers_seconds: float | None = None):
         if per_address < 1:
             raise ValueError("An address must be allowed at least 1 connection.")
-        self.per_address, self.open, self.lock = per_address, Counter(), threading.Lock()
+        if headers_seconds is not None and not 0 < headers_seconds <= 3600:
+            raise ValueError("A connection must be given from 0 to 3,600 seconds to send its request's headers.")
+        self.per_address, self.headers_seconds = per_address, headers_seconds
+        self.open, self.lock = Counter(), threading.Lock()
 
     @staticmethod
     def key(host: str) -> str | None:
@@ -61,11 +67,12 @@ class ConnectionCap:
 _CAP: list[ConnectionCap | None] = [None]
 
 
-def limit_connections(per_address: int | None) -> None:
-    """Bound the connections of each address (None: no bound) on the uvicorn servers this process starts from now
-    (Gradio's launch makes a uvicorn.Config and loads it when it starts)."""
+def limit_connections(per_address: int | None, headers_seconds: float | None = None) -> None:
+    """Bound the connections of each address (None: no bound) and the time a connection may take to send its first
+    request's headers (`ConnectionCap`), on the uvicorn servers this process starts from now (Gradio's launch makes a
+    uvicorn.Config and loads it when it starts)."""
     import uvicorn
-    _CAP[0] = ConnectionCap(per_address) if per_address is not None else None
+    _CAP[0] = ConnectionCap(per_address, headers_seconds) if per_address is not None else None
     if not getattr(uvicorn.Config.load, "_capped", False):
         load = uvicorn.Config.load
 
@@ -86,7 +93,7 @@ def capped(protocol_class: type) -> type:
         _capped = True
 
         def connection_made(self, transport: Any) -> None:
-            self._cap, self._cap_key, self._refused = _CAP[0], None, False
+            self._cap, self._cap_key, self._refused, self._headers_timer = _CAP[0], None, False, None
             if self._cap is not None:
                 peer = transport.get_extra_info("peername")
                 key = self._cap.key(str(peer[0]) if peer else "")
@@ -97,6 +104,14 @@ def capped(protocol_class: type) -> type:
                     return
                 self._cap_key = key
             super().connection_made(transport)
+            if self._cap is not None and self._cap.headers_seconds is not None:
+                self._headers_timer = self.loop.call_later(self._cap.headers_seconds, self._headers_too_slow)
+
+        def _headers_too_slow(self) -> None:
+            """Close the connection when no request's headers have come whole yet (uvicorn starts a request's cycle
+            once they have; after a response, its own keep-alive timeout closes an idle connection)."""
+            if self.cycle is None and not self.transport.is_closing():
+                self.transport.close()
 
         def data_received(self, data: bytes) -> None:
             if not self._refused:
@@ -108,9 +123,23 @@ def capped(protocol_class: type) -> type:
         def connection_lost(self, exc: Exception | None) -> None:
             if self._refused:
                 return
+            self._release()
+            super().connection_lost(exc)
+
+        def handle_websocket_upgrade(self, *args: Any) -> None:
+            """uvicorn hands the connection to a WebSocket protocol (where `websockets` or `wsproto` is installed),
+            which is told of its end instead of this one: its place and timer go now."""
+            self._release()
+            super().handle_websocket_upgrade(*args)
+
+        def _release(self) -> None:
+            """The connection's place in its address's bound given back, its headers' timer stopped (once)."""
+            if self._headers_timer is not None:
+                self._headers_timer.cancel()
+                self._headers_timer = None
             if self._cap_key is not None:
                 self._cap.give(self._cap_key)
-            super().connection_lost(exc)
+                self._cap_key = None
 
     Capped.__name__ = Capped.__qualname__ = "Capped" + protocol_class.__name__
     return Capped

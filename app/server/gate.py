@@ -653,7 +653,8 @@ def middleware(blocks: Any, login: bool = False, public: Any = None) -> list:
     from starlette.middleware import Middleware
     distrust_uvicorn_forwarding()
     from .connections import limit_connections
-    limit_connections(public.connections_per_address if public is not None else None)
+    limit_connections(public.connections_per_address if public is not None else None,
+                      public.headers_seconds if public is not None else None)
 
     from .public import disk_budget
     from .request_limits import JsonValueLimit, RequestBodyLimit, UploadRoom

@@ -74,6 +74,10 @@ class PublicLimits:
     # every file descriptor, and every other visitor's request timed out (session 51). A browser holds at most 6 to a
     # host (a page's heartbeat and event streams, a few requests): 128 is an address's 32 sessions' worth and more.
     connections_per_address: int = 128
+    # Seconds a new connection has to send its first request's headers (app.server.connections): uvicorn keeps one
+    # that never ends them for good, so the bound above alone let 128 such connections of every address stay; a
+    # browser sends its headers at once.
+    headers_seconds: float = 20.0
 
 
 class RecentStarts:
