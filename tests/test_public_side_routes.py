@@ -681,3 +681,37 @@ def test_a_connection_that_never_ends_its_headers_is_closed_and_a_kept_alive_one
         finally:
             slow.close()
             kept.close()
+
+
+def test_a_connection_handed_to_a_websocket_protocol_gives_its_place_back():
+    """uvicorn hands an upgraded connection to its WebSocket protocol (where `websockets` or `wsproto` is installed),
+    and tells that one of the connection's end: the HTTP protocol's place in its address's bound is given back at the
+    hand-over, else every upgrade took one for good."""
+    from app.server import connections
+
+    class Transport:
+        def get_extra_info(self, name):
+            return ("127.0.0.9", 4242) if name == "peername" else None
+
+    class Protocol:  # what the cap wraps of uvicorn's HTTP protocol
+        upgraded = 0
+
+        def connection_made(self, transport):
+            self.transport = transport
+
+        def handle_websocket_upgrade(self, *event):
+            Protocol.upgraded += 1
+
+    saved = connections._CAP[0]
+    connections.limit_connections(1)
+    try:
+        first = connections.capped(Protocol)()
+        first.connection_made(Transport())
+        assert connections._CAP[0].open["127.0.0.9"] == 1
+        first.handle_websocket_upgrade(object())
+        assert Protocol.upgraded == 1 and "127.0.0.9" not in connections._CAP[0].open
+        second = connections.capped(Protocol)()
+        second.connection_made(Transport())  # the address's one place is free again
+        assert not second._refused and connections._CAP[0].open["127.0.0.9"] == 1
+    finally:
+        connections._CAP[0] = saved
