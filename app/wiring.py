@@ -318,7 +318,19 @@ def wire(triggers: list, fn: Callable, inputs, outputs: list, keep: tuple = (), 
     shown = [o for o in outputs if not isinstance(o, gr.State) and all(o is not k for k in keep)]
     cleared = gr.on(triggers, lambda: {o: None for o in shown}, None, shown, queue=False,
                     show_progress="hidden", api_visibility="private")
-    return cleared.then(fn, inputs, outputs, **kwargs)
+    event = cleared.then(fn, inputs, outputs, **kwargs)
+    # a refusal is its toast alone: the outputs that showed the request's progress lose the "Error" badge
+    badged = kwargs.get("show_progress_on") or [o for o in outputs if not isinstance(o, gr.State)]
+    without_error_badges(event, list(badged) if isinstance(badged, (list, tuple)) else [badged])
+    return event
+
+
+def without_error_badges(event, outputs: list) -> None:
+    """A refused request is said once, in its toast; Gradio also marks the event's outputs with a red "Error"
+    badge, which stays after the toast has gone (issues 54, 76): the step after a failure gives them back their
+    look, their values unchanged. `wire` does it for every event it wires."""
+    event.failure(lambda: tuple(gr.update() for _ in outputs) if len(outputs) > 1 else gr.update(), None, outputs,
+                  queue=False, show_progress="hidden", api_visibility="private")
 
 
 def enable_queue(demo: gr.Blocks, max_size: int = QUEUE_SIZE, concurrency: int = EVENT_CONCURRENCY,

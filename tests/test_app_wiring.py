@@ -92,6 +92,31 @@ def test_a_request_first_empties_its_results(studio, api_name):
     assert shown and clear.fn() == {o: None for o in shown if all(o is not k for k in kept)} and not clear.queue
 
 
+@pytest.mark.parametrize("api_name", ["reverse_dictionary", "similarity", "heatmap", "search", "analogy", "decode",
+                                      "interpolate", "draw_map", "search_map", "candidates_map", "evaluate_words",
+                                      "evaluate_smoke", "evaluate_sts", "evaluate_senteval", "start_finetune",
+                                      "save_finetuned", "activate_finetuned", "download_finetuned"])
+def test_a_refused_request_leaves_no_error_badge_on_its_results(studio, api_name):
+    """A refusal is said once, in its toast: Gradio also marks the outputs that showed the request's progress with
+    a red "Error" badge, which stayed after the toast had gone and hid the results' place (a newcomer's walk: an
+    empty text in Similarity, an expression a - a in Analogy, Save while the job runs). A step that runs only on
+    failure gives each of those outputs back its look, its value unchanged."""
+    gr = pytest.importorskip("gradio")
+    from app.ui import build_app
+
+    demo = build_app(studio)
+    event_id, event = next((i, f) for i, f in demo.fns.items() if f.api_name == api_name)
+    unseen = (gr.State, gr.BrowserState, gr.Timer)  # no badge shows on these
+    badged = list(event.show_progress_on or [o for o in event.outputs if not isinstance(o, unseen)])
+    restored = [f for f in demo.fns.values() if f.trigger_after == event_id and f.trigger_only_on_failure]
+    assert badged and len(restored) == 1, (api_name, len(restored))
+    step = restored[0]
+    assert {o._id for o in badged} <= {o._id for o in step.outputs} and not step.queue
+    updates = step.fn()
+    updates = updates if isinstance(updates, tuple) else (updates,)
+    assert len(updates) == len(step.outputs) and all(u == gr.update() for u in updates)  # no value changed
+
+
 def test_the_page_asks_for_a_drawn_maps_hover_details_and_hands_them_to_its_script(studio):
     """#map-details-ask (written by the page's script once a map is drawn) -> map_details -> a hidden JSON
     -> SHOW_DETAILS_JS, which gives them to the script (its side: the browser test)."""

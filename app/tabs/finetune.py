@@ -92,15 +92,20 @@ def create(demo: gr.Blocks, studio: Studio, session: gr.State, stored: gr.Browse
         lambda: gr.Timer(active=True), None, timer, api_visibility="private")
     refresh_models, model_components = model_bar
     save_fn = and_session(studio.finetune.save_finetuned)
-    save.click(save_fn, [job_id, name, session], [message, session], api_name="save_finetuned", **MODEL).success(
-        refresh_models, session, model_components, api_visibility="private")
-    name.submit(save_fn, [job_id, name, session], [message, session], api_visibility="private", **MODEL).success(
-        refresh_models, session, model_components, api_visibility="private")
-    activate.click(and_session(studio.finetune.activate_finetuned), [job_id, session], [message, session],
-                   api_name="activate_finetuned", **MODEL).success(
-        refresh_models, session, model_components, api_visibility="private")
-    download.click(handler(studio.finetune.download_finetuned), [job_id, session], [zip_file, st_file],
-                   api_name="download_finetuned", **HEAVY)
+    saved = save.click(save_fn, [job_id, name, session], [message, session], api_name="save_finetuned", **MODEL)
+    saved.success(refresh_models, session, model_components, api_visibility="private")
+    saved_on_enter = name.submit(save_fn, [job_id, name, session], [message, session], api_visibility="private",
+                                 **MODEL)
+    saved_on_enter.success(refresh_models, session, model_components, api_visibility="private")
+    activated = activate.click(and_session(studio.finetune.activate_finetuned), [job_id, session], [message, session],
+                               api_name="activate_finetuned", **MODEL)
+    activated.success(refresh_models, session, model_components, api_visibility="private")
+    downloaded = download.click(handler(studio.finetune.download_finetuned), [job_id, session], [zip_file, st_file],
+                                api_name="download_finetuned", **HEAVY)
+    # a refused save, activation or download (the job still running, no name): its toast alone
+    for event, outputs in ((saved, [message]), (saved_on_enter, [message]), (activated, [message]),
+                           (downloaded, [zip_file, st_file])):
+        without_error_badges(event, outputs)
     def follow(kept: str):
         job = studio.finetune.job_to_follow(kept)
         return job, job, gr.Timer(active=bool(job))

@@ -18,7 +18,7 @@ from ..shared import services as sv
 from ..views import render
 from ..views.projection import METHODS
 from ..wiring import HEAVY, QUICK, handler, wire
-from .shared import COLLECTION_PLACEHOLDER, without_error_badges
+from .shared import COLLECTION_PLACEHOLDER
 
 # Plotly reports a selection, a click and a zoom to the page only. Each drawn map gets listeners: a box or
 # lasso selection writes its [trace, point] pairs into the hidden #map-selection box (a click: #map-click),
@@ -148,10 +148,9 @@ def create(demo: gr.Blocks, studio: Studio, session: gr.State) -> None:
                 gr.update() if figure is None else figure, state)
     waiting.tick(follow_waiting, session, [status, waiting, plot, session], api_visibility="private",
                  show_progress="hidden", **QUICK)
-    searched = wire([search_button.click, search.submit], handler(studio.map.search_map), [search, k, session, among],
-                    [plot, note, neighbours], keep=(plot,), show_progress_on=[note, neighbours], api_name="search_map",
-                    **HEAVY)  # a failed search keeps the map last drawn, shown
-    without_error_badges(searched, [note, neighbours])  # its toast says why (the map not drawn yet, ...)
+    # a failed search keeps the map last drawn, shown; its toast says why (the map not drawn yet, ...)
+    wire([search_button.click, search.submit], handler(studio.map.search_map), [search, k, session, among],
+         [plot, note, neighbours], keep=(plot,), show_progress_on=[note, neighbours], api_name="search_map", **HEAVY)
     asked = gr.Textbox(elem_id="map-details-ask", container=False)  # written by MAP_JS once a map is drawn
     details = gr.JSON(visible=False)  # the drawn map's second hover lines, for MAP_JS
     asked.change(handler(studio.map.map_details), session, details, api_visibility="private", **QUICK).then(

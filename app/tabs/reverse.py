@@ -8,7 +8,7 @@ from core.answers import EXCLUDE_QUERY_WORDS
 from ..handlers import Studio
 from ..shared.services import POS_CODES
 from ..wiring import QUICK, handler, wire
-from .shared import vocabulary_progress, without_error_badges
+from .shared import vocabulary_progress
 
 EXAMPLES = ["a person who is in charge", "a large grey animal with a trunk", "a building where people live",
             "to move quickly on foot", "feeling or showing pleasure", "a place where books are kept"]
@@ -41,7 +41,6 @@ def create(studio: Studio, session: gr.State) -> None:
     inputs = [text, k, pos, min_length, max_length, initial, pattern, exclude, compare, session]
     answered = wire([go_button.click, text.submit], handler(studio.reverse.reverse_dictionary), inputs,
                     [words, before], api_name="reverse_dictionary", **QUICK)
-    without_error_badges(answered, [words, before])  # a refused description (empty, too long): its toast alone
     with answers:  # under the words
         vocabulary_progress(studio, session, [answered])
     gr.Examples(EXAMPLES, [text], label="Examples (click one, then Find words)")

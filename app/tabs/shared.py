@@ -8,6 +8,7 @@ from ..handlers import MY_COLLECTION, Studio
 from core.vec2sent import MOST_EXACT
 
 from ..shared import services as sv
+from ..wiring import without_error_badges  # noqa: F401  (the tabs' events not made by wire)
 
 EXACT_ROUNDS = MOST_EXACT.correct.rounds
 REFINE_LABEL = (f"Refine: correct {EXACT_ROUNDS} times instead of once, each time decoding again from the vector "
@@ -46,11 +47,3 @@ def vocabulary_progress(studio: Studio, session: gr.State, after: list) -> None:
     for event in after:
         event.then(show, session, [bar, timer], **quiet)
     timer.tick(show, session, [bar, timer], **quiet)
-
-
-def without_error_badges(event, outputs: list) -> None:
-    """A refused request is said once, in its toast; Gradio also marks the event's outputs with a red "Error"
-    badge, which stays after the toast has gone (issues 54, 76): the step after a failure gives them back their
-    look, their values unchanged."""
-    event.failure(lambda: tuple(gr.update() for _ in outputs) if len(outputs) > 1 else gr.update(), None, outputs,
-                  queue=False, show_progress="hidden", api_visibility="private")
