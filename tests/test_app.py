@@ -259,6 +259,15 @@ def test_analogy_asks_only_for_the_sentences_its_expression_uses(studio):
     assert find_decoder_dir(studio.models.active().engine.fingerprint, studio.models.checkpoints) is None
 
 
+def test_a_too_long_interpolation_end_is_named_as_its_box_is(studio):
+    """The From and To boxes are named with their capital: a long end was "The from sentence is 1,199 characters
+    long" (str.capitalize lowered the rest of the name; a newcomer's walk)."""
+    with pytest.raises(ValueError, match="^The From sentence is 1,001 characters long"):
+        studio.analogy.interpolation("a" * 1001, "a king", 3)
+    with pytest.raises(ValueError, match="^The To sentence is 1,001 characters long"):
+        studio.analogy.interpolation("a king", "a" * 1001, 3)
+
+
 def test_interpolation_table_and_path(studio):
     rows, figure = studio.analogy.interpolation("a dog", "a king", 5)
     assert [r[0] for r in rows] == [0.0, 0.25, 0.5, 0.75, 1.0]

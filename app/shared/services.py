@@ -53,7 +53,9 @@ def check_text(text: str | None, what: str = "the text") -> str:
     if not text:
         raise ValueError(f"Please enter {what}.")
     if len(text) > MAX_QUERY_CHARS:
-        raise ValueError(f"{what.capitalize()} is {len(text):,} characters long; the limit is {MAX_QUERY_CHARS:,}.")
+        # the first letter raised alone: str.capitalize lowered the rest ("The from sentence")
+        raise ValueError(f"{what[:1].upper() + what[1:]} is {len(text):,} characters long; the limit is "
+                         f"{MAX_QUERY_CHARS:,}.")
     # The tokenizer drops control characters and reads emoji as unknown tokens: the model would
     # answer for an empty text, so say so instead.
     if not any(char.isalnum() for char in text):
