@@ -10,9 +10,9 @@ and closed before it is read. A connection that has not sent its first request's
 `PublicLimits.headers_seconds` is closed: with the bound alone, 128 such connections of each of ~155 addresses would
 still fill 20,000 descriptors for good.
 
-The address is the TCP peer by the gate's rule (`gate.sharing`: an IPv6 client's /64). A trusted proxy's connections
-(`--trusted-proxies`, a Space's own proxy) are not counted: all its visitors share its address, and the proxy bounds
-its own. Process-wide, as uvicorn's protocol class is: the cap of the server whose middleware was made last.
+The address is the TCP peer by the rule the gate passes in (`gate.sharing`: an IPv6 client's /64). A trusted
+proxy's connections (`--trusted-proxies`, a Space's own proxy) are not counted: all its visitors share its address,
+and the proxy bounds its own. Process-wide, as uvicorn's protocol class is: the cap of the server whose middleware was made last.
 """
 from __future__ import annotations
 
@@ -20,26 +20,22 @@ import functools
 import json
 import threading
 from collections import Counter
-from typing import Any
+from typing import Any, Callable
 
 
 class ConnectionCap:
     """Connections open now, by address; at most `per_address` each; each closed when its first request's headers
-    have not all come `headers_seconds` after it opened (None: never)."""
+    have not all come `headers_seconds` after it opened (None: never). `key(host)`: the address whose bound a
+    connection from `host` counts in, None for one not counted (the gate's: a trusted proxy's)."""
 
-    def __init__(self, per_address: int, headers_seconds: float | None = None):
+    def __init__(self, per_address: int, headers_seconds: float | None = None,
+                 key: Callable[[str], str | None] = lambda host: host):
         if per_address < 1:
             raise ValueError("An address must be allowed at least 1 connection.")
         if headers_seconds is not None and not 0 < headers_seconds <= 3600:
             raise ValueError("A connection must be given from 0 to 3,600 seconds to send its request's headers.")
-        self.per_address, self.headers_seconds = per_address, headers_seconds
+        self.per_address, self.headers_seconds, self.key = per_address, headers_seconds, key
         self.open, self.lock = Counter(), threading.Lock()
-
-    @staticmethod
-    def key(host: str) -> str | None:
-        """The address whose bound a connection from `host` counts in; None for a trusted proxy (not counted)."""
-        from .gate import proxy_trusted, sharing
-        return None if proxy_trusted(host) else sharing(host)
 
     def take(self, key: str) -> bool:
         """Count one more connection of `key`; False (nothing counted) when it has its bound open already."""
@@ -67,12 +63,13 @@ class ConnectionCap:
 _CAP: list[ConnectionCap | None] = [None]
 
 
-def limit_connections(per_address: int | None, headers_seconds: float | None = None) -> None:
+def limit_connections(per_address: int | None, headers_seconds: float | None = None,
+                      key: Callable[[str], str | None] = lambda host: host) -> None:
     """Bound the connections of each address (None: no bound) and the time a connection may take to send its first
-    request's headers (`ConnectionCap`), on the uvicorn servers this process starts from now (Gradio's launch makes a
-    uvicorn.Config and loads it when it starts)."""
+    request's headers (`ConnectionCap`, `key` its address rule), on the uvicorn servers this process starts from now
+    (Gradio's launch makes a uvicorn.Config and loads it when it starts)."""
     import uvicorn
-    _CAP[0] = ConnectionCap(per_address, headers_seconds) if per_address is not None else None
+    _CAP[0] = ConnectionCap(per_address, headers_seconds, key) if per_address is not None else None
     if not getattr(uvicorn.Config.load, "_capped", False):
         load = uvicorn.Config.load
 

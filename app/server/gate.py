@@ -114,9 +114,10 @@ def trust_proxies(proxies: TrustedProxies) -> None:
     _TRUSTED[0] = proxies
 
 
-def proxy_trusted(host: str) -> bool:
-    """Whether `host` is one of this server's trusted proxies (`trust_proxies`)."""
-    return _TRUSTED[0].trusts(host)
+def _connection_key(host: str) -> str | None:
+    """The address whose bound of open connections (app.server.connections) a connection from the TCP peer `host`
+    counts in (`sharing`); None for a trusted proxy, whose visitors share its address and which bounds its own."""
+    return None if _TRUSTED[0].trusts(host) else sharing(host)
 
 
 def client_address(request: Any) -> str:
@@ -654,7 +655,7 @@ def middleware(blocks: Any, login: bool = False, public: Any = None) -> list:
     distrust_uvicorn_forwarding()
     from .connections import limit_connections
     limit_connections(public.connections_per_address if public is not None else None,
-                      public.headers_seconds if public is not None else None)
+                      public.headers_seconds if public is not None else None, _connection_key)
 
     from .public import disk_budget
     from .request_limits import JsonValueLimit, RequestBodyLimit, UploadRoom
