@@ -70,6 +70,16 @@ def test_rejections_name_the_column(expression, message, column):
     assert f"column {column}" in str(info.value)
 
 
+def test_a_syntax_error_is_named_once_and_keeps_pythons_detail_when_there_is_one():
+    """"b - a + c +" said "invalid syntax (invalid syntax)" (a new user's walk, session 51)."""
+    with pytest.raises(ExpressionError) as plain:
+        evaluate_expression("a - b +", VECTORS)
+    assert "invalid syntax;" in str(plain.value) and "(invalid syntax)" not in str(plain.value)
+    with pytest.raises(ExpressionError) as unclosed:
+        evaluate_expression("(a + b", VECTORS)
+    assert "invalid syntax ('(' was never closed);" in str(unclosed.value)
+
+
 def test_oversize_input_is_rejected():
     with pytest.raises(ExpressionError, match="longer than") as info:
         evaluate_expression(" + ".join(["a"] * MAX_LENGTH), VECTORS)

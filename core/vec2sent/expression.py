@@ -86,7 +86,8 @@ def _parse(expression: str) -> ast.Expression:
             return ast.parse(expression.lstrip(), mode="eval")  # eval mode rejects leading blanks
     except SyntaxError as err:  # its offset counts characters of the text parsed, 1-based
         offset = (err.offset or 1) + len(expression) - len(expression.lstrip())
-        raise ExpressionError(f"invalid syntax ({err.msg}); {_HELP}", offset) from None
+        detail = "" if err.msg == "invalid syntax" else f" ({err.msg})"  # Python's message is often just that
+        raise ExpressionError(f"invalid syntax{detail}; {_HELP}", offset) from None
     except (ValueError, RecursionError, MemoryError) as err:
         raise ExpressionError(f"cannot parse the expression ({type(err).__name__})", 1) from None
 
