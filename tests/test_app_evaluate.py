@@ -154,3 +154,13 @@ def test_the_fetch_script_runs_sentevals_script_without_snli_and_coco(tmp_path):
     assert sorted(p.name for p in dest.iterdir()) == ["MR", "MRPC", "SICK", "STS"]
     assert (dest / "STS" / "STSBenchmark" / "sts-test.csv").is_file()
     assert not (tmp_path / "SNLI_RAN").exists() and not (tmp_path / "COCO_RAN").exists()
+
+
+def test_the_average_note_counts_its_columns_in_words():
+    """"Avg. over the 1 columns shown." (a new user's walk, session 51): one column is said so."""
+    from core.evaluation.base import TaskResult
+    from core.evaluation.report import task_markdown
+
+    one = task_markdown("sts", TaskResult(rows={"all": {"STS12": 0.5}}), "m")
+    two = task_markdown("sts", TaskResult(rows={"all": {"STS12": 0.5, "STS13": 0.6}}), "m")
+    assert "Avg. over the one column shown." in one and "Avg. over the 2 columns shown." in two

@@ -25,7 +25,8 @@ def task_markdown(task: str, result: TaskResult, model: str) -> str:
     else:
         lines.append("Nothing was scored: see why below.")
     notes = ([f"Reference rows: {reference.source}."] if reference else [])
-    notes += [f"Avg. over the {len(columns)} columns shown."] if columns and result.averaged else []
+    shown = "the one column shown" if len(columns) == 1 else f"the {len(columns)} columns shown"
+    notes += [f"Avg. over {shown}."] if columns and result.averaged else []
     notes += result.notes + [f"Skipped {message}" for message in result.missing.values()]
     notes.append(f"Time: {result.seconds:.0f} s.")
     return "\n".join(lines + [""] + [f"- {note}" for note in notes])
