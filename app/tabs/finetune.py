@@ -7,8 +7,7 @@ import gradio as gr
 
 from ..handlers import Studio
 from ..shared.finetune import FILE_FORMAT, MIN_STEPS
-from ..wiring import HEAVY, MODEL, QUICK, and_session, handler
-from .shared import without_error_badges
+from ..wiring import HEAVY, MODEL, QUICK, and_session, handler, without_error_badges
 
 
 def create(demo: gr.Blocks, studio: Studio, session: gr.State, stored: gr.BrowserState,

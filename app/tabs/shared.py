@@ -8,7 +8,6 @@ from ..handlers import MY_COLLECTION, Studio
 from core.vec2sent import MOST_EXACT
 
 from ..shared import services as sv
-from ..wiring import without_error_badges  # noqa: F401  (the tabs' events not made by wire)
 
 EXACT_ROUNDS = MOST_EXACT.correct.rounds
 REFINE_LABEL = (f"Refine: correct {EXACT_ROUNDS} times instead of once, each time decoding again from the vector "
