@@ -12,7 +12,8 @@ still fill 20,000 descriptors for good.
 
 The address is the TCP peer by the rule the gate passes in (`gate.sharing`: an IPv6 client's /64). A trusted
 proxy's connections (`--trusted-proxies`, a Space's own proxy) are not counted: all its visitors share its address,
-and the proxy bounds its own. Process-wide, as uvicorn's protocol class is: the cap of the server whose middleware was made last.
+and the proxy bounds its own. Process-wide, as uvicorn's protocol class is: the cap of the server whose middleware was
+made last, read as each connection opens (so it holds for servers already running too).
 """
 from __future__ import annotations
 
@@ -66,8 +67,9 @@ _CAP: list[ConnectionCap | None] = [None]
 def limit_connections(per_address: int | None, headers_seconds: float | None = None,
                       key: Callable[[str], str | None] = lambda host: host) -> None:
     """Bound the connections of each address (None: no bound) and the time a connection may take to send its first
-    request's headers (`ConnectionCap`, `key` its address rule), on the uvicorn servers this process starts from now
-    (Gradio's launch makes a uvicorn.Config and loads it when it starts)."""
+    request's headers (`ConnectionCap`, `key` its address rule) for every connection that opens from now on, on the
+    uvicorn servers of this process (Gradio's launch makes a uvicorn.Config and loads it when it starts; a server
+    already running takes the new bound too)."""
     import uvicorn
     _CAP[0] = ConnectionCap(per_address, headers_seconds, key) if per_address is not None else None
     if not getattr(uvicorn.Config.load, "_capped", False):
