@@ -106,10 +106,19 @@ def capped(protocol_class: type) -> type:
             if self._cap is not None and self._cap.headers_seconds is not None:
                 self._headers_timer = self.loop.call_later(self._cap.headers_seconds, self._headers_too_slow)
 
-        def _headers_too_slow(self) -> None:
-            """Close the connection when no request's headers have come whole yet (uvicorn starts a request's cycle
-            once they have; after a response, its own keep-alive timeout closes an idle connection)."""
-            if self.cycle is None and not self.transport.is_closing():
+        def on_response_complete(self) -> None:
+            """After each answer the next request's headers get the same time: uvicorn's keep-alive timer, which
+            closes an idle connection, stops at the first byte of them (a byte every few seconds held it for good)."""
+            answered = self.cycle  # before uvicorn starts a request it holds already (pipelined)
+            super().on_response_complete()
+            if self._headers_timer is not None and not self.transport.is_closing():
+                self._headers_timer.cancel()
+                self._headers_timer = self.loop.call_later(self._cap.headers_seconds, self._headers_too_slow, answered)
+
+        def _headers_too_slow(self, answered: Any = None) -> None:
+            """Close the connection when no request's headers have come whole since it opened (`answered` None) or
+            since the request `answered` was answered: uvicorn starts a new request's cycle once they have."""
+            if self.cycle is answered and not self.transport.is_closing():
                 self.transport.close()
 
         def data_received(self, data: bytes) -> None:
