@@ -164,3 +164,14 @@ def test_the_average_note_counts_its_columns_in_words():
     one = task_markdown("sts", TaskResult(rows={"all": {"STS12": 0.5}}), "m")
     two = task_markdown("sts", TaskResult(rows={"all": {"STS12": 0.5, "STS13": 0.6}}), "m")
     assert "Avg. over the one column shown." in one and "Avg. over the 2 columns shown." in two
+
+
+
+def test_a_report_is_headed_by_its_tasks_title_not_its_key():
+    """"sts: Unsupervised STS: ..." showed the task's key in the app's Evaluate tab (a new user's walk)."""
+    from core.evaluation.base import TaskResult
+    from core.evaluation.report import task_markdown
+
+    heading = task_markdown("sts", TaskResult(rows={"all": {"STS12": 0.5}}), "m").splitlines()[0]
+    assert heading.startswith("## Unsupervised STS") and "sts:" not in heading
+    assert task_markdown("vec2sent", TaskResult(rows={"all": {"BLEU": 1.0}}), "m").startswith("## vec2sent")

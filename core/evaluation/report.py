@@ -19,7 +19,7 @@ def task_markdown(task: str, result: TaskResult, model: str) -> str:
     run that skipped datasets is still compared like for like."""
     reference = REFERENCE_TABLES.get(task)
     columns = _shown_columns(result, reference)
-    lines = [f"## {task}" + (f": {reference.title}" if reference else ""), ""]
+    lines = [f"## {reference.title if reference else task}", ""]  # the task's key only where it has no title
     if columns:
         lines += _table(columns, _rows(result, reference, model, columns), result.averaged)
     else:
