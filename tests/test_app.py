@@ -356,6 +356,8 @@ def test_about_summarises_the_manifest_and_folds_its_json(studio, monkeypatch):
     monkeypatch.setitem(studio.models.active().engine.manifest, "metrics", metrics)
     text, _ = studio.about()
     assert "- **Pooling:** mean" in text and "- **Words named (test):** MRR 0.218, top-1 13.5%, top-10 38.0% of 4,490" in text
+    # headed as the encoder's: under the decoder's line it read as the decoder's (a new user's walk, session 51)
+    assert "**The encoder's checkpoint:**\n\n- **" in text
     [code] = [b for b in build_app(studio).blocks.values() if isinstance(b, gr.Code)
               and b.label == "Manifest of the active checkpoint"]
     assert isinstance(code.parent, gr.Accordion) and code.parent.open is False

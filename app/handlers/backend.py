@@ -183,7 +183,7 @@ class Backend:
                  f"**Vec2Sent decoder:** {decoder}"]
         if active.is_base:
             lines.append("This is the untrained base: its word head is untrained, so word predictions are noise.")
-        lines.append(render.manifest_summary(active.engine.manifest))
+        lines.append("**The encoder's checkpoint:**\n\n" + render.manifest_summary(active.engine.manifest))  # not the decoder's
         return "\n\n".join(lines), json.dumps(active.engine.manifest, indent=2)
 
 
