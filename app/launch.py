@@ -69,10 +69,9 @@ def build_parser() -> argparse.ArgumentParser:
                         help=f"requests that may wait; past this users are told the app is busy (default {QUEUE_SIZE})")
     parser.add_argument("--model", type=Path, default=None,
                         help="checkpoint folder to serve (default: defsent-minilm in --checkpoints, else the "
-                             "untrained base)")
+                             "shipped checkpoints/defsent-minilm)")
     parser.add_argument("--checkpoints", type=Path, default=None,
-                        help="folder of checkpoints to list, serve from and save into (default: checkpoints/); "
-                             "one without defsent-minilm serves the untrained base unless --model names one")
+                        help="folder of checkpoints to list and save into (default: checkpoints/)")
     parser.add_argument("--threads", type=int, default=int(os.environ.get("DEFSENT_THREADS", 1)),
                         help="threads for torch, BLAS and numba (default 1, or $DEFSENT_THREADS)")
     parser.add_argument("--no-umap-warmup", action="store_true", help="do not warm UMAP up in the background")

@@ -503,3 +503,14 @@ def test_the_about_tab_passes_gemmas_terms_on_to_users():
     from app.tabs.about import ABOUT
 
     assert "Gemma Terms of Use" in ABOUT and "ai.google.dev/gemma/prohibited_use_policy" in ABOUT
+
+
+def test_a_folder_of_ones_own_checkpoints_still_serves_the_shipped_model(tmp_path):
+    """`python app.py --checkpoints DIR` with a folder of one's own fine-tunes served the untrained base (a new
+    user's walk, session 51); the shipped checkpoint is served unless the folder holds one of its name."""
+    from app.shared.models import default_spec
+    from core.checkpoint import DEFAULT_CHECKPOINT
+
+    assert default_spec(tmp_path).path == DEFAULT_CHECKPOINT and default_spec(tmp_path).name == DEFAULT_CHECKPOINT.name
+    (tmp_path / DEFAULT_CHECKPOINT.name).mkdir()
+    assert default_spec(tmp_path).path == tmp_path / DEFAULT_CHECKPOINT.name

@@ -67,9 +67,11 @@ class ModelSpec:
 
 
 def default_spec(checkpoints: Path = CHECKPOINTS_DIR) -> ModelSpec:
-    """The shipped checkpoint if it exists (broken or not: see ModelSpec.broken), else the untrained base."""
-    if (checkpoints / DEFAULT_CHECKPOINT.name).is_dir():
-        return checkpoint_spec(DEFAULT_CHECKPOINT.name, checkpoints / DEFAULT_CHECKPOINT.name)
+    """The shipped checkpoint's folder in `checkpoints` if it exists (broken or not: see ModelSpec.broken), else the
+    shipped checkpoint itself (a folder of one's own fine-tunes served the untrained base), else the untrained base."""
+    for folder in dict.fromkeys([checkpoints / DEFAULT_CHECKPOINT.name, DEFAULT_CHECKPOINT]):
+        if folder.is_dir():
+            return checkpoint_spec(DEFAULT_CHECKPOINT.name, folder)
     return ModelSpec(BASE_LABEL)
 
 
