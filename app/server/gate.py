@@ -30,6 +30,7 @@ from typing import Any, Awaitable, Callable
 from gradio.server_messages import ProcessCompletedMessage
 
 from ..messages import quoted
+from .request_limits import JsonValueLimit, RequestBodyLimit, UploadRoom, plain_answer, replayed
 from .sessions import (BadSessionHash, BoundedSessions, SessionLimits, SessionRefused, handling, install,
                        session_hash_refusal)
 
@@ -335,7 +336,6 @@ class CancelReach:
         body, more = await _read(receive, CANCEL_BODY_BYTES)
         if not more:
             body = await self._cancel(body, path.endswith("/cancel"))
-        from .request_limits import replayed
         await self.app(scope, replayed(body, more, receive), send)
 
     async def _cancel(self, body: bytes, is_cancel: bool) -> bytes:
@@ -407,7 +407,7 @@ class LoginGate:
         elif scope["type"] == "websocket":
             await send({"type": "websocket.close", "code": 1008})
         else:
-            await _plain(send, 401, NOT_AUTHENTICATED, b"application/json")
+            await plain_answer(send, 401, NOT_AUTHENTICATED, b"application/json")
 
     def _logged_in(self, scope: Scope) -> bool:
         """Whether the request carries the cookie of a login this server made (Gradio's own check)."""
@@ -458,7 +458,7 @@ class LoginThrottle:
         address, now = scope_address(scope), time.monotonic()
         reason = self.refusal(address, now)
         if reason is not None:
-            await _plain(send, 429, json.dumps({"detail": reason}).encode(), b"application/json")
+            await plain_answer(send, 429, json.dumps({"detail": reason}).encode(), b"application/json")
             return
         status = []
 
@@ -549,7 +549,7 @@ class RouteGuard:
             return
         closed = next((line for end, line in CLOSED_IN_PUBLIC.items() if path.endswith(end)), None)
         if closed is not None:
-            await _plain(send, 404, json.dumps({"detail": closed}).encode(), b"application/json")
+            await plain_answer(send, 404, json.dumps({"detail": closed}).encode(), b"application/json")
             return
         if path.endswith(UNTRACKED_UPLOAD):
             scope = {**scope, "query_string": _without_query(scope.get("query_string", b""), "upload_id")}
@@ -584,7 +584,7 @@ class RouteGuard:
             if started:
                 raise
             status, detail = _explained(err, path)
-            await _plain(send, status, json.dumps({"detail": detail}).encode(), b"application/json")
+            await plain_answer(send, status, json.dumps({"detail": detail}).encode(), b"application/json")
 
 
 def _explained(err: Exception, path: str) -> tuple[int, str]:
@@ -606,11 +606,6 @@ def _without_query(query: bytes, name: str) -> bytes:
     from urllib.parse import parse_qsl, urlencode
     kept = [(k, v) for k, v in parse_qsl(query.decode("latin-1"), keep_blank_values=True) if k != name]
     return urlencode(kept).encode("latin-1")
-
-
-async def _plain(send: Send, status: int, body: bytes, content_type: bytes) -> None:
-    from .request_limits import plain_answer
-    await plain_answer(send, status, body, content_type)
 
 
 def _without_api_info(send: Send) -> Send:
@@ -658,7 +653,6 @@ def middleware(blocks: Any, login: bool = False, public: Any = None) -> list:
                       public.headers_seconds if public is not None else None, _connection_key)
 
     from .public import disk_budget
-    from .request_limits import JsonValueLimit, RequestBodyLimit, UploadRoom
     if public is not None:
         blocks.api_open = False  # read by Gradio's /run and /api routes at each request
     gate = [Middleware(LoginThrottle), Middleware(LoginGate, blocks=blocks)] if login else []

@@ -99,8 +99,9 @@ class RequestBodyLimit:
 
 def json_values(body: bytes, bound: int) -> int:
     """About how many values the JSON text `body` holds, counted without parsing it: each list and object, and each
-    item after a comma, outside strings (an empty list counts twice, a key and its value once). Linear and in C: the quotes first
-    (each string is a value), then the marks, the strings taken out only when the marks alone pass the bound."""
+    item after a comma, outside strings (an empty list counts twice, a key and its value once). Linear and in C: the
+    quotes first (each string is a value), then the marks, the strings taken out only when the marks alone pass the
+    bound."""
     strings = (body.count(b'"') - body.count(b'\\"')) // 2
     if strings > bound:
         return strings
