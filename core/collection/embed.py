@@ -67,8 +67,12 @@ def embed_corpus(corpus: pa.Table, uri: str, engine, model: str | None = None, a
     if not len(missing) and is_complete(uri) and index_is_current(table, len(corpus)):
         return Collection(uri, engine.fingerprint), "already complete"  # its indexes stand (a rebuild: minutes)
     if len(missing):
-        with _ray(address):  # shut down, when started here, after the last write; on errors too
-            for embedded in _stored(_embedded(missing, model, batch_size), table, corpus, schema, len(missing)):
+        # Ray shut down, when started here, after the last write, on errors too; the blocks' iterator closed first,
+        # which stops Ray Data's executor. Left open (an interrupted run's traceback holds it), its threads can still
+        # call Ray after the shutdown, and Ray starts itself on such a call: the next run's ray.init then failed
+        # ("Perhaps you called ray.init twice", tests/test_collections.py, 2 of 4 clean-clone runs in session 51)
+        with _ray(address), contextlib.closing(_embedded(missing, model, batch_size)) as blocks:
+            for embedded in _stored(blocks, table, corpus, schema, len(missing)):
                 if progress:  # each block: the first write, of the longest texts, can be minutes away
                     progress("embedding", min(done + embedded, len(corpus)), len(corpus))
     index = build_index(table, table.count_rows())
@@ -125,7 +129,7 @@ def _embedded(missing: pa.Table, model: str | None, batch_size: int | None) -> I
     """(row_id, vector) arrays of every row of `missing`, a Ray block (BLOCK_ROWS rows) at a time, in the order
     Ray returns them: a block a dead worker was embedding comes again, from its replacement."""
     data = _embedding_dataset(missing.select([ROW_ID, TEXT]), model, batch_size)
-    return data.iter_batches(batch_size=None, batch_format="numpy")
+    return iter(data.iter_batches(batch_size=None, batch_format="numpy"))  # a generator: `close` stops the run
 
 
 def _embedding_dataset(rows: pa.Table, model: str | None, batch_size: int | None):
